@@ -1,0 +1,71 @@
+/* Minimal test support: checks that count failures, named test cases, and
+ * bounded waits on events signalled from other threads (never sleeps). */
+#ifndef NDK_TESTLIB_H
+#define NDK_TESTLIB_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+extern int tl_failures;
+extern const char *tl_current;
+
+#define CHECK(cond)                                                                          \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            tl_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: [%s] check failed: %s\n", __FILE__, __LINE__,            \
+                    tl_current ? tl_current : "-", #cond);                                   \
+        }                                                                                    \
+    } while (0)
+
+#define CHECK_EQ(a, b)                                                                       \
+    do {                                                                                     \
+        long long tl_a_ = (long long)(a), tl_b_ = (long long)(b);                           \
+        if (tl_a_ != tl_b_) {                                                                \
+            tl_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: [%s] %s == %s failed: %lld (0x%llx) != %lld (0x%llx)\n", \
+                    __FILE__, __LINE__, tl_current ? tl_current : "-", #a, #b, tl_a_,        \
+                    (unsigned long long)tl_a_, tl_b_, (unsigned long long)tl_b_);            \
+        }                                                                                    \
+    } while (0)
+
+/* Stops the current test case (the rest of it would only cascade). */
+#define REQUIRE(cond)                                                                        \
+    do {                                                                                     \
+        if (!(cond)) {                                                                       \
+            tl_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: [%s] required: %s\n", __FILE__, __LINE__,                 \
+                    tl_current ? tl_current : "-", #cond);                                   \
+            return;                                                                          \
+        }                                                                                    \
+    } while (0)
+
+typedef void (*tl_case_fn)(void);
+/* Runs one case, prints its result; returns true when it passed. */
+bool tl_run(const char *name, tl_case_fn fn);
+/* Prints "N passed, N failed" and returns the process exit status. */
+int tl_finish(void);
+#define RUN(fn) tl_run(#fn, fn)
+
+/* Prints a reason and makes tl_finish() report the whole program as skipped
+ * (CTest's SKIP_RETURN_CODE 77). */
+void tl_skip_all(const char *reason);
+
+/* A counting event: signalled from callbacks, waited on with a bound. */
+typedef struct tl_event {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    unsigned count;
+} tl_event;
+void tl_event_init(tl_event *e);
+void tl_event_destroy(tl_event *e);
+void tl_event_signal(tl_event *e);
+/* Waits until count >= n or timeout_ms elapses; returns true if reached. */
+bool tl_event_wait(tl_event *e, unsigned n, unsigned timeout_ms);
+unsigned tl_event_count(tl_event *e);
+
+uint64_t tl_now_ns(void);
+
+#endif
