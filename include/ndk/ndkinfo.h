@@ -1,0 +1,251 @@
+/*
+ * ndkinfo.h - NDK adapter capabilities (NDK_VERSION, NDK_ADAPTER_INFO) and
+ * the Windows scalar types that NDKPI is written in.
+ *
+ * NDKPI was designed for LLP64 Windows, where `long` is 32 bits; Linux is
+ * LP64. Every Windows type below is therefore mapped to a fixed-width C type
+ * so that structure layouts match the x64 Windows ones (reference 1.1).
+ */
+#ifndef NDK_NDKINFO_H
+#define NDK_NDKINFO_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ------------------------------------------------------------------------ */
+/* Windows scalar types. One block, included once through this header by    */
+/* ndkpi.h and ndk.h as well.                                                */
+/* ------------------------------------------------------------------------ */
+#ifndef NDK_WINTYPES_DEFINED
+#define NDK_WINTYPES_DEFINED
+
+/* ISO C++ has no anonymous structs; GCC/Clang accept them as an extension. */
+#if defined(__cplusplus) && defined(__GNUC__)
+#define NDK_ANON_STRUCT __extension__
+#else
+#define NDK_ANON_STRUCT
+#endif
+
+#ifndef VOID
+#define VOID void
+#endif
+#ifndef CONST
+#define CONST const
+#endif
+#ifndef TRUE
+#define TRUE 1
+#endif
+#ifndef FALSE
+#define FALSE 0
+#endif
+
+/* Never C `long`: it is 64 bits on LP64 Linux but 32 bits on Windows. */
+typedef uint32_t ULONG;
+typedef int32_t LONG;
+typedef int32_t NTSTATUS;
+typedef uint16_t USHORT;
+typedef uint8_t UCHAR;
+typedef char CHAR;
+typedef uint8_t BOOLEAN; /* Windows: UCHAR; only TRUE (1) and FALSE (0) */
+typedef uint32_t UINT32;
+typedef uint64_t UINT64;
+typedef int64_t LONGLONG;
+typedef size_t SIZE_T;       /* pointer-sized, 8 bytes on x64 */
+typedef uintptr_t ULONG_PTR; /* pointer-sized, despite the name */
+typedef void *PVOID;
+
+/* LARGE_INTEGER: a 64-bit signed value that Windows code also reaches as two
+ * 32-bit halves (x.LowPart, x.u.LowPart) or as a whole (x.QuadPart). */
+typedef union _LARGE_INTEGER {
+    NDK_ANON_STRUCT struct {
+        ULONG LowPart;
+        LONG HighPart;
+    };
+    struct {
+        ULONG LowPart;
+        LONG HighPart;
+    } u;
+    LONGLONG QuadPart;
+} LARGE_INTEGER;
+typedef LARGE_INTEGER PHYSICAL_ADDRESS;
+
+typedef struct _GUID {
+    uint32_t Data1;
+    uint16_t Data2;
+    uint16_t Data3;
+    uint8_t Data4[8];
+} GUID;
+
+typedef ULONG_PTR KAFFINITY;
+
+/* A processor group and a mask of processors within it (CQ/SRQ affinity). */
+typedef struct _GROUP_AFFINITY {
+    KAFFINITY Mask;
+    USHORT Group;
+    USHORT Reserved[3];
+} GROUP_AFFINITY;
+
+/* NDKPI passes plain socket addresses; on Linux they are the native ones
+ * (AF_INET 2, AF_INET6 10; Winsock's AF_INET6 is 23). */
+typedef struct sockaddr SOCKADDR;
+typedef struct sockaddr *PSOCKADDR;
+
+/* SAL annotations: no code, but they say which parameters are inputs,
+ * outputs, optional, and how large their buffers are. */
+#ifndef _In_
+#define _In_
+#endif
+#ifndef _In_opt_
+#define _In_opt_
+#endif
+#ifndef _Out_
+#define _Out_
+#endif
+#ifndef _Out_opt_
+#define _Out_opt_
+#endif
+#ifndef _Inout_
+#define _Inout_
+#endif
+#ifndef _Outptr_
+#define _Outptr_
+#endif
+#ifndef _In_reads_
+#define _In_reads_(n)
+#endif
+#ifndef _In_reads_bytes_
+#define _In_reads_bytes_(n)
+#endif
+#ifndef _In_reads_bytes_opt_
+#define _In_reads_bytes_opt_(n)
+#endif
+#ifndef _Out_writes_to_
+#define _Out_writes_to_(cap, cnt)
+#endif
+#ifndef _Out_writes_bytes_to_opt_
+#define _Out_writes_bytes_to_opt_(cap, cnt)
+#endif
+/* Windows IRQL limits; in user space, DISPATCH_LEVEL means "must not block"
+ * and PASSIVE_LEVEL "may block, never from a callback" (reference 1.2). */
+#ifndef _IRQL_requires_max_
+#define _IRQL_requires_max_(irql)
+#endif
+
+#endif /* NDK_WINTYPES_DEFINED */
+
+/* ------------------------------------------------------------------------ */
+/* NDK adapter information                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* NDK interface version: 1.1, 1.2, 2.1, ... */
+typedef struct _NDK_VERSION {
+    USHORT Major;
+    USHORT Minor;
+} NDK_VERSION;
+
+/* Transport of the adapter; the numbers are shared with the Windows INF
+ * keyword *NetworkDirectTechnology and must not change. */
+typedef enum _NDK_RDMA_TECHNOLOGY {
+    NdkUndefined = 0,
+    NdkiWarp = 1,
+    NdkInfiniBand = 2,
+    NdkRoCE = 3,
+    NdkRoCEv2 = 4,
+    NdkMaxTechnology = 5
+} NDK_RDMA_TECHNOLOGY;
+
+/* Limits and capabilities, filled by NdkQueryAdapterInfo. Older headers end
+ * at AdapterFlags (0x60 bytes); RdmaTechnology makes it 0x68 on x64. */
+typedef struct _NDK_ADAPTER_INFO {
+    NDK_VERSION Version; /* version in effect for this adapter instance */
+    UINT32 VendorId;     /* vendor OUI */
+    UINT32 DeviceId;
+    SIZE_T MaxRegistrationSize; /* 8-aligned: 4 bytes of padding precede it */
+    SIZE_T MaxWindowSize;
+    ULONG FRMRPageCount; /* at least 16 */
+    ULONG MaxInitiatorRequestSge;
+    ULONG MaxReceiveRequestSge;
+    ULONG MaxReadRequestSge; /* overrides MaxInitiatorRequestSge for reads */
+    ULONG MaxTransferLength;
+    ULONG MaxInlineDataSize;
+    ULONG MaxInboundReadLimit;  /* IRD cap per QP */
+    ULONG MaxOutboundReadLimit; /* ORD cap per QP */
+    ULONG MaxReceiveQueueDepth;
+    ULONG MaxInitiatorQueueDepth;
+    ULONG MaxSrqDepth; /* 0: no SRQ support */
+    ULONG MaxCqDepth;
+    ULONG LargeRequestThreshold;
+    ULONG MaxCallerData; /* private data with a connect request */
+    ULONG MaxCalleeData; /* private data with an accept or a reject */
+    ULONG AdapterFlags;  /* NDK_ADAPTER_FLAG_* */
+    NDK_RDMA_TECHNOLOGY RdmaTechnology;
+} NDK_ADAPTER_INFO;
+
+/* AdapterFlags bits; all other bits are undefined and stay 0. */
+#define NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED 0x00000001
+#define NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED 0x00000002
+#define NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED 0x00000004
+#define NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED 0x00000008
+#define NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED 0x00000010 /* NDKPI 1.2+ */
+#define NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED 0x00000100
+#define NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED 0x00010000
+
+/* ------------------------------------------------------------------------ */
+/* Layout checks against the x64 Windows layout (64-bit targets only).      */
+/* ------------------------------------------------------------------------ */
+#ifdef __cplusplus
+#define NDK_STATIC_ASSERT(cond, msg) static_assert(cond, msg)
+#else
+#define NDK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
+#endif
+
+#if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
+NDK_STATIC_ASSERT(sizeof(ULONG) == 4 && sizeof(LONG) == 4 && sizeof(NTSTATUS) == 4,
+                  "LLP64 32-bit integers");
+NDK_STATIC_ASSERT(sizeof(PHYSICAL_ADDRESS) == 8, "PHYSICAL_ADDRESS");
+NDK_STATIC_ASSERT(sizeof(GUID) == 16, "GUID");
+NDK_STATIC_ASSERT(sizeof(GROUP_AFFINITY) == 16, "GROUP_AFFINITY");
+
+NDK_STATIC_ASSERT(sizeof(NDK_VERSION) == 4, "NDK_VERSION");
+NDK_STATIC_ASSERT(offsetof(NDK_VERSION, Major) == 0, "NDK_VERSION.Major");
+NDK_STATIC_ASSERT(offsetof(NDK_VERSION, Minor) == 2, "NDK_VERSION.Minor");
+NDK_STATIC_ASSERT(sizeof(NDK_RDMA_TECHNOLOGY) == 4, "NDK_RDMA_TECHNOLOGY");
+
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, Version) == 0x00, "Version");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, VendorId) == 0x04, "VendorId");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, DeviceId) == 0x08, "DeviceId");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxRegistrationSize) == 0x10, "MaxRegistrationSize");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxWindowSize) == 0x18, "MaxWindowSize");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, FRMRPageCount) == 0x20, "FRMRPageCount");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInitiatorRequestSge) == 0x24,
+                  "MaxInitiatorRequestSge");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReceiveRequestSge) == 0x28, "MaxReceiveRequestSge");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReadRequestSge) == 0x2C, "MaxReadRequestSge");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxTransferLength) == 0x30, "MaxTransferLength");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInlineDataSize) == 0x34, "MaxInlineDataSize");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInboundReadLimit) == 0x38, "MaxInboundReadLimit");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxOutboundReadLimit) == 0x3C, "MaxOutboundReadLimit");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReceiveQueueDepth) == 0x40, "MaxReceiveQueueDepth");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth) == 0x44,
+                  "MaxInitiatorQueueDepth");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxSrqDepth) == 0x48, "MaxSrqDepth");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCqDepth) == 0x4C, "MaxCqDepth");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, LargeRequestThreshold) == 0x50,
+                  "LargeRequestThreshold");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCallerData) == 0x54, "MaxCallerData");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCalleeData) == 0x58, "MaxCalleeData");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, AdapterFlags) == 0x5C, "AdapterFlags");
+NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, RdmaTechnology) == 0x60, "RdmaTechnology");
+NDK_STATIC_ASSERT(sizeof(NDK_ADAPTER_INFO) == 0x68, "NDK_ADAPTER_INFO size");
+#endif
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* NDK_NDKINFO_H */
