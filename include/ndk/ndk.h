@@ -1,0 +1,135 @@
+/*
+ * ndk.h - the Linux entry points that NDKPI leaves to the platform.
+ *
+ * On Windows, NDIS opens and closes NDK adapters (OPEN_NDK_ADAPTER_HANDLER /
+ * CLOSE_NDK_ADAPTER_HANDLER). Here a consumer lists the adapters, opens one by
+ * interface name or by one of its IP addresses, and closes it with a blocking
+ * call. Everything else goes through the NDKPI dispatch tables of ndkpi.h.
+ *
+ * Adapters: libndk's software iWARP provider exposes one adapter per network
+ * interface that has at least one IPv4 or IPv6 address (loopback included).
+ * Its addresses are the interface's addresses; on a loopback interface every
+ * address of 127.0.0.0/8 counts as local. Connections run over TCP and speak
+ * MPA revision 2 (RFC 5044 + RFC 6581), DDP and RDMAP, so Linux siw and iWARP
+ * RNICs can be peers.
+ */
+#ifndef NDK_NDK_H
+#define NDK_NDK_H
+
+#include <netinet/in.h>
+#include <net/if.h>
+
+#include <ndk/ndkpi.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define NDK_API __attribute__((visibility("default")))
+#else
+#define NDK_API
+#endif
+
+/* Status codes of the platform entry points that ntstatus.h has but the NDK
+ * pages do not use. */
+#ifndef STATUS_NOT_FOUND
+#define STATUS_NOT_FOUND ((NTSTATUS)0xC0000225L) /* no adapter has that name or address */
+#endif
+#ifndef STATUS_INVALID_NETWORK_RESPONSE
+/* The peer's MPA Reply was malformed or asked for something libndk cannot do
+ * (markers, a revision or RTR type it does not support). */
+#define STATUS_INVALID_NETWORK_RESPONSE ((NTSTATUS)0xC00000C3L)
+#endif
+
+/* The NDK version libndk implements: 2.1. Requests for major 1 (minor <= 2)
+ * are served at 1.2, requests for major 2 (minor <= 1) at 2.1 (reference 2.4,
+ * rule V1); the dispatch tables are the same superset either way. */
+#define NDK_PROVIDER_MAJOR_VERSION 2
+#define NDK_PROVIDER_MINOR_VERSION 1
+
+/* An IPv4 or IPv6 socket address, as NDKPI passes them. */
+typedef union _NDK_SOCKADDR {
+    struct sockaddr sa;
+    struct sockaddr_in in4;
+    struct sockaddr_in6 in6;
+} NDK_SOCKADDR;
+
+#define NDK_MAX_ADAPTER_ADDRESSES 16
+
+#define NDK_ADAPTER_DESC_UP 0x1       /* the interface is up */
+#define NDK_ADAPTER_DESC_LOOPBACK 0x2 /* the interface is a loopback interface */
+
+typedef struct _NDK_ADAPTER_DESCRIPTION {
+    char Name[IF_NAMESIZE]; /* interface name: "lo", "eth0", ... */
+    ULONG IfIndex;          /* kernel interface index */
+    ULONG Flags;            /* NDK_ADAPTER_DESC_* */
+    ULONG Mtu;              /* interface MTU in bytes */
+    ULONG AddressCount;     /* valid entries in Addresses (at most NDK_MAX_ADAPTER_ADDRESSES) */
+    NDK_SOCKADDR Addresses[NDK_MAX_ADAPTER_ADDRESSES]; /* port 0 */
+} NDK_ADAPTER_DESCRIPTION;
+
+/*
+ * Lists the adapters. *pCount in: entries available at pList (pList may be
+ * NULL when *pCount is 0); out: the number of adapters.
+ * Returns STATUS_SUCCESS, or STATUS_BUFFER_TOO_SMALL when more adapters exist
+ * than fit (the first *pCount-in entries are filled), or
+ * STATUS_INSUFFICIENT_RESOURCES when the interface list cannot be read.
+ */
+NDK_API NTSTATUS NdkListAdapters(NDK_ADAPTER_DESCRIPTION *pList, ULONG *pCount);
+
+/* Options for NdkOpenAdapter. Zero in any field means "the default". */
+typedef struct _NDK_OPEN_OPTIONS {
+    ULONG Size;                /* sizeof(NDK_OPEN_OPTIONS) */
+    ULONG Flags;               /* NDK_OPEN_FLAG_* */
+    ULONG TcpConnectTimeoutMs; /* TCP handshake of NdkConnect*; default 20000 -> STATUS_IO_TIMEOUT */
+    ULONG MpaReplyTimeoutMs;   /* initiator waiting for the MPA Reply; default 10000 (as siw)
+                                  -> STATUS_IO_TIMEOUT */
+    ULONG MpaRequestTimeoutMs; /* responder waiting for the MPA Request after the TCP accept;
+                                  default 5000 (as siw); the socket is then closed silently */
+    ULONG RtrTimeoutMs;        /* NdkAccept waiting for the initiator's NdkCompleteConnect (its
+                                  RTR); default 10000 -> STATUS_IO_TIMEOUT */
+    ULONG DisconnectTimeoutMs; /* NdkDisconnect waiting for the peer's FIN; default 10000
+                                  -> STATUS_IO_TIMEOUT */
+    ULONG ListenBacklog;       /* per listener: connect events delivered and not yet accepted,
+                                  rejected or closed; further requests are refused; default 128 */
+    ULONG MaxHalfOpen;         /* per listener: TCP connections still waiting for their MPA
+                                  Request; further ones are reset at once; default 1024 */
+} NDK_OPEN_OPTIONS;
+
+#define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
+#define NDK_OPEN_FLAG_NO_P2P 0x2      /* initiator: client/server model, no RTR (A=0), as siw */
+#define NDK_OPEN_FLAG_MPA_REV1 0x4    /* initiator: MPA revision 1 Requests, no IRD/ORD word */
+
+/*
+ * Opens an adapter by interface name ("lo") or by one of its addresses
+ * ("127.0.0.1", "::1"), at the requested version: Version.Major is the major
+ * version wanted and Version.Minor the lowest minor version accepted
+ * (reference 2.5). pOptions may be NULL.
+ *
+ * Returns STATUS_SUCCESS with *ppAdapter set; STATUS_INVALID_PARAMETER (NULL
+ * name or output, bad options Size); STATUS_NOT_FOUND (no interface has that
+ * name or address); NDIS_STATUS_ADAPTER_NOT_READY (the interface exists but is
+ * down or has no IPv4/IPv6 address); NDIS_STATUS_BAD_VERSION (version not
+ * supported); STATUS_INSUFFICIENT_RESOURCES.
+ */
+NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
+                                const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter);
+
+/*
+ * Closes an adapter; blocks until every callback of every object of the
+ * adapter has returned (rule L12). Close pending objects' completions are
+ * delivered before it returns; objects the consumer never closed are torn
+ * down without callbacks. Must not be called from inside a callback.
+ */
+NDK_API VOID NdkCloseAdapter(NDK_ADAPTER *pAdapter);
+
+/* "STATUS_CONNECTION_REFUSED" for 0xC0000236, or "0x........" for unknown
+ * values (in a static buffer per thread). */
+NDK_API const char *NdkStatusName(NTSTATUS Status);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif
