@@ -1,0 +1,350 @@
+/* The adapter: opening by interface or address, NDK_ADAPTER_INFO, the
+ * progress thread, and blocking close. */
+#include <arpa/inet.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "objects.h"
+
+static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
+                                   ULONG *pBufferSize);
+static NTSTATUS adapter_create_connector_fwd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cc, PVOID ctx,
+                                             NDK_CONNECTOR **pp);
+static NTSTATUS adapter_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
+                                  NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext,
+                                  NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize, ULONG *pFBO);
+static VOID adapter_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
+
+static const NDK_ADAPTER_DISPATCH adapter_dispatch = {
+    .NdkQueryExtension = ndk_query_extension,
+    .NdkQueryAdapterInfo = adapter_query_info,
+    .NdkCreateCq = ndk_create_cq,
+    .NdkCreatePd = ndk_create_pd,
+    .NdkCreateSharedEndpoint = ndk_create_shared_endpoint,
+    .NdkCreateConnector = adapter_create_connector_fwd,
+    .NdkCreateListener = ndk_create_listener,
+    .NdkBuildLAM = adapter_build_lam,
+    .NdkReleaseLAM = adapter_release_lam,
+};
+
+static NTSTATUS adapter_create_connector_fwd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cc, PVOID ctx,
+                                             NDK_CONNECTOR **pp)
+{
+    return ndk_create_connector(a, cc, ctx, pp);
+}
+
+struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
+{
+    struct ndk_obj *o = ndk_obj_from_pub(pub, NdkObjectTypeAdapter);
+    return o ? container_of(o, struct ndk_adapter_impl, obj) : NULL;
+}
+
+/*
+ * The limits, each honest for this software provider:
+ * - VendorId 0: a software provider has no IEEE OUI; DeviceId 1 names
+ *   "libndk software iWARP" so consumers can tell it from hardware.
+ * - MaxRegistrationSize / MaxWindowSize: a registration is a range of the
+ *   process's virtual address space, which is 47 bits on x86-64 Linux.
+ * - FRMRPageCount 256: page lists are plain arrays; 256 pages (1 MiB) costs
+ *   2 KiB per FRMR and does not reduce how many can exist.
+ * - SGE limits 16: one gathering sendmsg/readv per message, far below IOV_MAX.
+ * - MaxTransferLength 1 GiB: RDMA Read sizes are 32-bit on the wire; 1 GiB
+ *   keeps every length comfortably in range.
+ * - MaxInlineDataSize 256: inline data is copied into the send slot at post
+ *   time; perftest asks for up to 236.
+ * - IRD/ORD 128: what Linux siw supports (SIW_MAX_IRD_QP/ORD_QP); larger
+ *   values would make a siw initiator fail the connection.
+ * - Queue depths: entries are small host structures; 16384 per queue and
+ *   65536 per CQ bound the memory one consumer can pin in the provider.
+ * - LargeRequestThreshold 8192: above this a software copy into a posted
+ *   receive costs more than direct placement with Read/Write.
+ * - MaxCallerData / MaxCalleeData 252: MPA allows 512 octets including the
+ *   4-octet RFC 6581 word, but siw drops frames with PD_Length > 256.
+ * - AdapterFlags: LOOPBACK_CONNECTIONS (a connection to one of the adapter's
+ *   own addresses works; covered by the conformance tests). The data-path
+ *   flags are off until the data path exists.
+ * - RdmaTechnology: iWARP.
+ */
+void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
+{
+    memset(info, 0, sizeof *info);
+    info->Version = ad->version;
+    info->VendorId = 0;
+    info->DeviceId = 1;
+    info->MaxRegistrationSize = (SIZE_T)1 << 47;
+    info->MaxWindowSize = (SIZE_T)1 << 47;
+    info->FRMRPageCount = 256;
+    info->MaxInitiatorRequestSge = 16;
+    info->MaxReceiveRequestSge = 16;
+    info->MaxReadRequestSge = 16;
+    info->MaxTransferLength = 1u << 30;
+    info->MaxInlineDataSize = 256;
+    info->MaxInboundReadLimit = NDK_MAX_IRD;
+    info->MaxOutboundReadLimit = NDK_MAX_ORD;
+    info->MaxReceiveQueueDepth = 16384;
+    info->MaxInitiatorQueueDepth = 16384;
+    info->MaxSrqDepth = 0; /* 0 = no SRQ support (yet): honest until NdkCreateSrq works */
+    info->MaxCqDepth = 65536;
+    info->LargeRequestThreshold = 8192;
+    info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
+    info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
+    info->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
+    info->RdmaTechnology = NdkiWarp;
+}
+
+static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
+                                   ULONG *pBufferSize)
+{
+    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
+    if (!ad || !pBufferSize)
+        return STATUS_INVALID_PARAMETER;
+    if (!pInfo || *pBufferSize < sizeof(NDK_ADAPTER_INFO)) {
+        *pBufferSize = sizeof(NDK_ADAPTER_INFO);
+        return STATUS_BUFFER_TOO_SMALL;
+    }
+    ndk_adapter_fill_info(ad, pInfo);
+    *pBufferSize = sizeof(NDK_ADAPTER_INFO);
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS adapter_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
+                                  NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext,
+                                  NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize, ULONG *pFBO)
+{
+    (void)Mdl, (void)Length, (void)RequestCompletion, (void)RequestContext, (void)pNdkLAM;
+    (void)pLAMSize, (void)pFBO;
+    if (!ndk_adapter_from_pub(pNdkAdapter))
+        return STATUS_INVALID_PARAMETER;
+    return STATUS_NOT_SUPPORTED; /* logical address mappings come with the data path */
+}
+
+static VOID adapter_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM)
+{
+    (void)pNdkAdapter, (void)pNdkLAM;
+}
+
+/* ---- local addresses ---- */
+
+static void refresh_addrs(struct ndk_adapter_impl *ad)
+{
+    NDK_ADAPTER_DESCRIPTION *list = calloc(64, sizeof *list);
+    if (!list)
+        return;
+    int n = ndk_if_list(list, 64);
+    for (int i = 0; i < n && i < 64; i++) {
+        if (strcmp(list[i].Name, ad->name) == 0) {
+            ad->naddrs = list[i].AddressCount;
+            memcpy(ad->addrs, list[i].Addresses, sizeof(NDK_SOCKADDR) * list[i].AddressCount);
+        }
+    }
+    free(list);
+}
+
+static bool owns_cached(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
+{
+    if (ndk_sockaddr_is_any(addr))
+        return true;
+    if (ad->loopback && addr->sa.sa_family == AF_INET &&
+        (ntohl(addr->in4.sin_addr.s_addr) >> 24) == 127)
+        return true;
+    for (unsigned i = 0; i < ad->naddrs; i++)
+        if (ndk_sockaddr_same_ip(&ad->addrs[i], addr))
+            return true;
+    return false;
+}
+
+bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
+{
+    if (owns_cached(ad, addr))
+        return true;
+    refresh_addrs(ad); /* addresses can be added after the adapter was opened */
+    return owns_cached(ad, addr);
+}
+
+/* ---- platform entry points ---- */
+
+NDK_API NTSTATUS NdkListAdapters(NDK_ADAPTER_DESCRIPTION *pList, ULONG *pCount)
+{
+    if (!pCount || (!pList && *pCount))
+        return STATUS_INVALID_PARAMETER;
+    int n = ndk_if_list(pList, *pCount);
+    if (n < 0)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    ULONG cap = *pCount;
+    *pCount = (ULONG)n;
+    return (ULONG)n > cap ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
+}
+
+static bool version_supported(NDK_VERSION req, NDK_VERSION *out)
+{
+    /* V1: the major must be ours, the requested (lowest acceptable) minor at
+     * most our highest; the adapter then runs at our highest minor. */
+    if (req.Major == 1 && req.Minor <= 2) {
+        out->Major = 1;
+        out->Minor = 2;
+        return true;
+    }
+    if (req.Major == 2 && req.Minor <= NDK_PROVIDER_MINOR_VERSION) {
+        out->Major = 2;
+        out->Minor = NDK_PROVIDER_MINOR_VERSION;
+        return true;
+    }
+    return false;
+}
+
+static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
+{
+    memset(o, 0, sizeof *o);
+    if (in)
+        memcpy(o, in, in->Size < sizeof *o ? in->Size : sizeof *o);
+    o->Size = sizeof *o;
+#define DEFAULT(field, v)                                                                    \
+    if (!o->field)                                                                           \
+    o->field = (v)
+    DEFAULT(TcpConnectTimeoutMs, 20000);
+    DEFAULT(MpaReplyTimeoutMs, 10000);
+    DEFAULT(MpaRequestTimeoutMs, 5000);
+    DEFAULT(RtrTimeoutMs, 10000);
+    DEFAULT(DisconnectTimeoutMs, 10000);
+    DEFAULT(ListenBacklog, 128);
+    DEFAULT(MaxHalfOpen, 1024);
+#undef DEFAULT
+}
+
+static void *progress_main(void *arg)
+{
+    struct ndk_adapter_impl *ad = arg;
+    pthread_mutex_lock(&ad->lock);
+    for (;;) {
+        ndk_drain_callbacks(ad);
+        ndk_free_deferred(ad);
+        if (ad->stopping && !ad->cbq_head)
+            break;
+        loop_poll(&ad->loop, &ad->lock, -1);
+    }
+    pthread_mutex_unlock(&ad->lock);
+    return NULL;
+}
+
+static void adapter_free(struct ndk_obj *obj)
+{
+    (void)obj;
+}
+
+static const struct ndk_obj_ops adapter_ops = {.free = adapter_free};
+
+NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
+                                const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter)
+{
+    if (!NameOrAddress || !ppAdapter)
+        return STATUS_INVALID_PARAMETER;
+    if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
+        return STATUS_INVALID_PARAMETER;
+    if (getenv("NDK_DEBUG"))
+        ndk_debug_enabled = true;
+
+    NDK_VERSION ver;
+    if (!version_supported(Version, &ver))
+        return NDIS_STATUS_BAD_VERSION;
+
+    NDK_ADAPTER_DESCRIPTION *list = calloc(64, sizeof *list);
+    if (!list)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    int n = ndk_if_list(list, 64);
+    NDK_SOCKADDR want;
+    bool by_addr = ndk_sockaddr_parse(NameOrAddress, 0, &want);
+    int found = -1;
+    for (int i = 0; i < n && i < 64 && found < 0; i++) {
+        if (!by_addr) {
+            if (strcmp(list[i].Name, NameOrAddress) == 0)
+                found = i;
+            continue;
+        }
+        for (ULONG k = 0; k < list[i].AddressCount; k++)
+            if (ndk_sockaddr_same_ip(&list[i].Addresses[k], &want))
+                found = i;
+    }
+    if (found < 0) {
+        free(list);
+        return STATUS_NOT_FOUND;
+    }
+    NDK_ADAPTER_DESCRIPTION *d = &list[found];
+    if (!(d->Flags & NDK_ADAPTER_DESC_UP) || d->AddressCount == 0) {
+        free(list);
+        return NDIS_STATUS_ADAPTER_NOT_READY;
+    }
+
+    struct ndk_adapter_impl *ad = calloc(1, sizeof *ad);
+    if (!ad) {
+        free(list);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    memcpy(ad->name, d->Name, sizeof ad->name);
+    ad->ifindex = d->IfIndex;
+    ad->loopback = (d->Flags & NDK_ADAPTER_DESC_LOOPBACK) != 0;
+    ad->naddrs = d->AddressCount;
+    memcpy(ad->addrs, d->Addresses, sizeof(NDK_SOCKADDR) * d->AddressCount);
+    free(list);
+    ad->version = ver;
+    resolve_options(&ad->opt, pOptions);
+    ndk_obj_init(&ad->obj, ad, NdkObjectTypeAdapter, &adapter_dispatch, &adapter_ops);
+
+    pthread_mutex_init(&ad->lock, NULL);
+    if (loop_init(&ad->loop) < 0) {
+        pthread_mutex_destroy(&ad->lock);
+        free(ad);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    if (pthread_create(&ad->thread, NULL, progress_main, ad) != 0) {
+        loop_fini(&ad->loop);
+        pthread_mutex_destroy(&ad->lock);
+        free(ad);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    ad->thread_started = true;
+    *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
+    return STATUS_SUCCESS;
+}
+
+NDK_API VOID NdkCloseAdapter(NDK_ADAPTER *pAdapter)
+{
+    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);
+    if (!ad)
+        return;
+    if (ndk_on_progress_thread(ad)) {
+        /* L12: never from a callback; joining ourselves would deadlock. */
+        ndk_log("NdkCloseAdapter called from a callback: ignored");
+        return;
+    }
+    pthread_mutex_lock(&ad->lock);
+    ad->stopping = true;
+    loop_kick(&ad->loop);
+    pthread_mutex_unlock(&ad->lock);
+    pthread_join(ad->thread, NULL);
+
+    /* Single-threaded from here. Objects the consumer never closed are torn
+     * down without callbacks. */
+    pthread_mutex_lock(&ad->lock);
+    while (ad->objects) {
+        struct ndk_obj *o = ad->objects;
+        ad->objects = o->all_next;
+        if (ad->objects)
+            ad->objects->all_prev = NULL;
+        o->all_next = o->all_prev = NULL;
+        if (!o->destroyed) {
+            o->destroyed = true;
+            if (o->ops->destroy)
+                o->ops->destroy(o);
+        }
+        o->free_next = ad->free_list;
+        ad->free_list = o;
+    }
+    ad->cbq_head = ad->cbq_tail = NULL;
+    ndk_free_deferred(ad);
+    pthread_mutex_unlock(&ad->lock);
+    loop_fini(&ad->loop);
+    pthread_mutex_destroy(&ad->lock);
+    ad->obj.magic = 0;
+    free(ad);
+}

@@ -1,0 +1,1191 @@
+/*
+ * Connectors: NDK's three-leg connection establishment on the iWARP wire.
+ *
+ *   NdkConnect          TCP connect, MPA Request (v2, RFC 6581 word, A=1)
+ *   (passive event)     the listener read the Request: connect event
+ *   NdkAccept           MPA Reply
+ *   Connect completes   the Reply arrived
+ *   NdkCompleteConnect  the RTR (peer-to-peer) ...
+ *   Accept completes    ... arrived at the responder
+ *
+ * With a client/server initiator (A=0, Linux siw's default) there is no third
+ * leg on the wire: NdkAccept completes when its Reply is written. The MPA
+ * codec is in wire/mpa.c; this file only moves its bytes and keeps the NDK
+ * state (docs/behaviour.md lists the choices made where NDKPI is silent).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "objects.h"
+
+#define MIN(a, b) ((a) < (b) ? (a) : (b))
+
+static struct ndk_connector_impl *conn_from(NDK_CONNECTOR *p)
+{
+    struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeConnector);
+    return o ? container_of(o, struct ndk_connector_impl, obj) : NULL;
+}
+
+static struct loop *conn_loop(struct ndk_connector_impl *c)
+{
+    return &c->obj.ad->loop;
+}
+
+static void conn_on_io(struct loop_watch *w, uint32_t events);
+
+/* (Re)registers the socket for exactly these events. Errors and hang-ups are
+ * always reported by epoll. */
+static void conn_watch(struct ndk_connector_impl *c, uint32_t events)
+{
+    if (c->fd < 0)
+        return;
+    if (c->watch.added)
+        loop_watch_mod(conn_loop(c), &c->watch, events);
+    else
+        loop_watch_add(conn_loop(c), &c->watch, c->fd, events, conn_on_io);
+}
+
+/* Reads and drops what the peer sent after its FIN so close() sends a FIN,
+ * not an RST (Linux resets when unread data is left). Bounded. */
+static void drain_socket(int fd)
+{
+    uint8_t buf[4096];
+    for (int i = 0; i < 16; i++) {
+        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
+        if (n <= 0)
+            break;
+    }
+}
+
+/* Ends the TCP connection: abortive (RST) or graceful (FIN). */
+static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
+{
+    loop_watch_del(conn_loop(c), &c->watch);
+    loop_timer_cancel(conn_loop(c), &c->timer);
+    if (c->fd < 0)
+        return;
+    if (abortive) {
+        ndk_tcp_abort(c->fd);
+    } else {
+        shutdown(c->fd, SHUT_WR);
+        drain_socket(c->fd);
+        close(c->fd);
+    }
+    c->fd = -1;
+}
+
+static void qp_detach_connected(struct ndk_connector_impl *c)
+{
+    if (c->qp)
+        c->qp->connected = false;
+}
+
+static void close_pd_window(struct ndk_connector_impl *c)
+{
+    c->pd_window_open = false;
+    free(c->peer_pd);
+    c->peer_pd = NULL;
+    c->peer_pd_len = 0;
+}
+
+static void leave_backlog(struct ndk_connector_impl *c)
+{
+    if (c->in_backlog) {
+        c->in_backlog = false;
+        ndk_listener_backlog_release(c->listener);
+    }
+}
+
+/* The connection is over (refused, aborted, timed out, disconnected). */
+static void conn_dead(struct ndk_connector_impl *c, bool abortive)
+{
+    conn_close_wire(c, abortive);
+    c->state = CONN_DEAD;
+    qp_detach_connected(c);
+    leave_backlog(c);
+}
+
+static void fire_disconnect_event(struct ndk_connector_impl *c)
+{
+    /* At most once (X3); never for a local Disconnect or close (X2). */
+    if (c->disc_event_done || c->local_disconnect || c->obj.closing)
+        return;
+    c->disc_event_done = true;
+    if (!c->disc_fn && !c->disc_fn_ex)
+        return;
+    c->disc_event.kind = CB_DISCONNECT;
+    c->disc_event.obj = &c->obj;
+    c->disc_event.u.disc.fn = c->disc_fn;
+    c->disc_event.u.disc.fn_ex = c->disc_fn_ex;
+    c->disc_event.u.disc.ctx = c->disc_ctx;
+    c->disc_event.u.disc.reason = 0; /* no provider reason codes */
+    ndk_cb_queue(c->obj.ad, &c->disc_event);
+}
+
+/* ---- sending startup frames ---- */
+
+/* Writes what is left of c->tx. Returns 0 when all is out, 1 when the
+ * socket is full (EPOLLOUT will resume it), or -errno. */
+static int flush_tx(struct ndk_connector_impl *c)
+{
+    while (c->tx_off < c->tx_len) {
+        ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL | MSG_DONTWAIT);
+        if (n < 0) {
+            if (errno == EINTR)
+                continue;
+            if (errno == EAGAIN)
+                return 1;
+            return -errno;
+        }
+        c->tx_off += (size_t)n;
+    }
+    c->tx_len = c->tx_off = 0;
+    return 0;
+}
+
+static int send_bytes(struct ndk_connector_impl *c, const uint8_t *buf, size_t len)
+{
+    memcpy(c->tx, buf, len);
+    c->tx_len = len;
+    c->tx_off = 0;
+    return flush_tx(c);
+}
+
+/* Did the peer reset or close? Peeks without consuming FPDU bytes. */
+static bool peer_went_away(struct ndk_connector_impl *c)
+{
+    if (c->peer_gone || c->fd < 0)
+        return true;
+    uint8_t b;
+    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+        c->peer_gone = true;
+        return true;
+    }
+    return false;
+}
+
+/* ---- active side ---- */
+
+static void connect_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
+{
+    NDK_DEBUG("connect failed: %s", NdkStatusName(st));
+    conn_dead(c, abortive);
+    ndk_req_complete(&c->connect_req, st);
+}
+
+static void start_mpa_request(struct ndk_connector_impl *c)
+{
+    int r = flush_tx(c);
+    if (r < 0) {
+        connect_fail(c, ndk_status_from_errno(-r, NDK_PHASE_CONNECT), true);
+        return;
+    }
+    c->state = CONN_MPA_REPLY;
+    mpa_reader_init(&c->reader, true, MPA_PD_MAX);
+    conn_watch(c, EPOLLIN | EPOLLRDHUP | (r == 1 ? EPOLLOUT : 0));
+    loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.MpaReplyTimeoutMs);
+}
+
+/* Bytes the reader still needs for its frame: never read past it, because
+ * a responder may put FPDUs right behind its Reply. */
+static size_t frame_bytes_needed(const struct mpa_reader *r)
+{
+    if (r->have < MPA_HDR_LEN)
+        return MPA_HDR_LEN - r->have;
+    size_t pd = ((size_t)r->buf[18] << 8) | r->buf[19];
+    return MPA_HDR_LEN + pd > r->have ? MPA_HDR_LEN + pd - r->have : 1;
+}
+
+static ULONG cap_limit(ULONG v, ULONG max)
+{
+    return v > max ? max : v;
+}
+
+static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
+{
+    struct ndk_adapter_impl *ad = c->obj.ad;
+    bool sent_enhanced = !(ad->opt.Flags & NDK_OPEN_FLAG_MPA_REV1);
+
+    if (rep->markers || (sent_enhanced && (!rep->enhanced || rep->rev < 2)) ||
+        (!sent_enhanced && rep->enhanced)) {
+        /* We cannot insert markers, and an enhanced Request needs an
+         * enhanced Reply (RFC 6581; siw fails the same way). */
+        connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
+        return;
+    }
+    c->rev = rep->rev;
+    c->enhanced = rep->enhanced;
+    c->crc = c->crc || rep->crc;
+    free(c->peer_pd);
+    c->peer_pd = NULL;
+    c->peer_pd_len = rep->pd_len;
+    if (rep->pd_len) {
+        c->peer_pd = malloc(rep->pd_len);
+        if (!c->peer_pd) {
+            connect_fail(c, STATUS_INSUFFICIENT_RESOURCES, true);
+            return;
+        }
+        memcpy(c->peer_pd, rep->pd, rep->pd_len);
+    }
+    /* RFC 6581: the responder's IRD bounds our ORD and its ORD our IRD;
+     * 0x3FFF means "not negotiated", so the local value stands. */
+    if (rep->enhanced) {
+        c->peer_ird = rep->ird;
+        c->peer_ord = rep->ord;
+        c->eff_ord = rep->ird == MPA_IRD_ORD_MASK ? c->want_ord : MIN(c->want_ord, rep->ird);
+        c->eff_ird = rep->ord == MPA_IRD_ORD_MASK ? c->want_ird : MIN(c->want_ird, rep->ord);
+    } else {
+        c->eff_ord = c->want_ord;
+        c->eff_ird = c->want_ird;
+    }
+    c->pd_window_open = true; /* the accept's or the reject's private data */
+
+    if (rep->reject) {
+        /* 7.2: the reject private data stays readable after the refusal. */
+        conn_close_wire(c, false);
+        c->state = CONN_DEAD;
+        qp_detach_connected(c);
+        ndk_req_complete(&c->connect_req, STATUS_CONNECTION_REFUSED);
+        return;
+    }
+    if (rep->enhanced && rep->ord != MPA_IRD_ORD_MASK && rep->ord > NDK_MAX_IRD) {
+        /* The responder would send more reads than we can ever hold. */
+        uint8_t term[28];
+        size_t n = mpa_build_term_simple(2, 0, 0x06, c->crc, term);
+        send_bytes(c, term, n);
+        connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
+        return;
+    }
+    c->p2p = false;
+    c->rtr = 0;
+    if (rep->enhanced && rep->p2p) {
+        uint8_t offered = MPA_RTR_WRITE | (c->want_ord >= 1 ? MPA_RTR_READ : 0);
+        uint8_t common = rep->rtr & offered;
+        if (!common) {
+            uint8_t term[28];
+            size_t n = mpa_build_term_simple(2, 0, 0x07, c->crc, term);
+            send_bytes(c, term, n);
+            connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
+            return;
+        }
+        c->p2p = true;
+        c->rtr = (common & MPA_RTR_WRITE) ? MPA_RTR_WRITE : MPA_RTR_READ;
+    }
+    loop_timer_cancel(conn_loop(c), &c->timer);
+    c->state = CONN_REPLIED;
+    /* From here the peer's bytes are FPDUs for the data path; only watch for
+     * the peer going away. */
+    conn_watch(c, EPOLLRDHUP);
+    ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
+}
+
+static void read_reply(struct ndk_connector_impl *c)
+{
+    uint8_t buf[MPA_FRAME_MAX];
+    size_t need = frame_bytes_needed(&c->reader);
+    ssize_t n = recv(c->fd, buf, MIN(need, sizeof buf), MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        /* Closed or reset before a Reply: nobody accepted (7.2). */
+        connect_fail(c, STATUS_CONNECTION_REFUSED, true);
+        return;
+    }
+    size_t used;
+    struct mpa_frame rep;
+    enum mpa_result r = mpa_reader_feed(&c->reader, buf, (size_t)n, &used, &rep);
+    if (r < 0) {
+        connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
+        return;
+    }
+    if (r == MPA_DONE)
+        on_reply(c, &rep);
+}
+
+/* ---- passive side: the RTR ---- */
+
+static void accept_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
+{
+    NDK_DEBUG("accept failed: %s", NdkStatusName(st));
+    conn_dead(c, abortive);
+    ndk_req_complete(&c->accept_req, st);
+}
+
+static void established(struct ndk_connector_impl *c)
+{
+    loop_timer_cancel(conn_loop(c), &c->timer);
+    c->state = CONN_CONNECTED;
+    if (c->qp) {
+        c->qp->connected = true;
+        c->qp->used = true;
+    }
+    conn_watch(c, EPOLLRDHUP);
+}
+
+static void term_and_fail_accept(struct ndk_connector_impl *c, uint8_t code)
+{
+    uint8_t term[28];
+    size_t n = mpa_build_term_simple(2, 0, code, c->crc, term);
+    send_bytes(c, term, n);
+    accept_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
+}
+
+static void read_rtr(struct ndk_connector_impl *c)
+{
+    /* An RTR FPDU is at most 52 octets (the Read RTR); read exactly one FPDU
+     * so anything behind it stays in the socket for the data path. */
+    size_t want = 2;
+    if (c->rtr_have >= 2) {
+        size_t ulpdu = ((size_t)c->rtr_buf[0] << 8) | c->rtr_buf[1];
+        if (mpa_fpdu_len(ulpdu) > sizeof c->rtr_buf) {
+            term_and_fail_accept(c, 0x07); /* not an RTR: no matching RTR option */
+            return;
+        }
+        want = mpa_fpdu_len(ulpdu);
+    }
+    ssize_t n = recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        /* The initiator gave up before its CompleteConnect (5.10.4). */
+        accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+        return;
+    }
+    c->rtr_have += (size_t)n;
+    if (c->rtr_have < 2 || c->rtr_have < want || want == 2)
+        return;
+    size_t fpdu_len, ulpdu_len;
+    const uint8_t *ulpdu;
+    enum mpa_fpdu_result fr = mpa_fpdu_peek(c->rtr_buf, c->rtr_have, c->crc, 14, &fpdu_len, &ulpdu, &ulpdu_len);
+    if (fr == MPA_FPDU_NEED_MORE)
+        return;
+    if (fr == MPA_FPDU_ERR_CRC) {
+        term_and_fail_accept(c, 0x02);
+        return;
+    }
+    if (fr != MPA_FPDU_OK) {
+        term_and_fail_accept(c, 0x07);
+        return;
+    }
+    struct mpa_rtr_info info;
+    mpa_classify_first_fpdu(ulpdu, ulpdu_len, &info);
+    if (info.kind == MPA_RTR_KIND_READ0) {
+        uint8_t resp[20];
+        size_t rn = mpa_build_read_response0(info.sink_stag, info.sink_to, c->crc, resp);
+        if (send_bytes(c, resp, rn) < 0) {
+            accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+            return;
+        }
+    } else if (info.kind != MPA_RTR_KIND_WRITE0) {
+        term_and_fail_accept(c, 0x07);
+        return;
+    }
+    established(c);
+    ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
+}
+
+/* ---- events ---- */
+
+static void on_peer_closed(struct ndk_connector_impl *c, bool reset)
+{
+    switch (c->state) {
+    case CONN_INCOMING:
+        /* The requester gave up before Accept/Reject (5.10.4/5.10.5). */
+        c->peer_gone = true;
+        conn_close_wire(c, true);
+        break;
+    case CONN_REPLIED:
+        c->peer_gone = true;
+        conn_close_wire(c, true);
+        qp_detach_connected(c);
+        break;
+    case CONN_CONNECTED:
+        if (reset) {
+            c->peer_gone = true;
+            conn_close_wire(c, true);
+            qp_detach_connected(c);
+        } else {
+            c->peer_fin = true;
+            /* Keep the socket: data may still be read and our own FIN is
+             * sent by NdkDisconnect. Stop watching for the FIN. */
+            conn_watch(c, 0);
+        }
+        fire_disconnect_event(c);
+        break;
+    case CONN_DISCONNECTING:
+        if (reset) {
+            c->peer_gone = true;
+            conn_dead(c, true);
+            ndk_req_complete(&c->disconnect_req, STATUS_CONNECTION_ABORTED);
+        } else {
+            c->peer_fin = true;
+            conn_dead(c, false);
+            ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+        }
+        break;
+    default:
+        conn_close_wire(c, true);
+        break;
+    }
+}
+
+/* epoll reports EPOLLHUP both for a reset and for a connection shut down in
+ * both directions (our FIN sent, theirs received): only a pending socket
+ * error tells a reset apart. */
+static bool was_reset(struct ndk_connector_impl *c, uint32_t events)
+{
+    if (!(events & (EPOLLERR | EPOLLHUP)))
+        return false;
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+        return true;
+    return err != 0 || !(events & EPOLLRDHUP);
+}
+
+static void conn_on_io(struct loop_watch *w, uint32_t events)
+{
+    struct ndk_connector_impl *c = container_of(w, struct ndk_connector_impl, watch);
+    switch (c->state) {
+    case CONN_TCP: {
+        int err = 0;
+        socklen_t len = sizeof err;
+        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
+            err = errno;
+        if (err) {
+            connect_fail(c, ndk_status_from_errno(err, NDK_PHASE_CONNECT), true);
+            return;
+        }
+        if (!(events & EPOLLOUT))
+            return;
+        start_mpa_request(c);
+        return;
+    }
+    case CONN_MPA_REPLY:
+        if ((events & EPOLLOUT) && c->tx_len) {
+            int r = flush_tx(c);
+            if (r < 0) {
+                connect_fail(c, STATUS_CONNECTION_REFUSED, true);
+                return;
+            }
+            if (r == 0)
+                conn_watch(c, EPOLLIN | EPOLLRDHUP);
+        }
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP))
+            read_reply(c);
+        return;
+    case CONN_ACCEPTING:
+        if ((events & EPOLLOUT) && c->tx_len) {
+            int r = flush_tx(c);
+            if (r < 0) {
+                accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+                return;
+            }
+            if (r == 0)
+                conn_watch(c, EPOLLIN | EPOLLRDHUP);
+        }
+        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP))
+            read_rtr(c);
+        return;
+    case CONN_INCOMING:
+        if (events & EPOLLIN) {
+            uint8_t b;
+            ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
+            if (n > 0) {
+                /* Bytes before our Reply: protocol violation (RFC 5044). */
+                NDK_DEBUG("initiator sent data before the Reply; aborting");
+                on_peer_closed(c, true);
+                return;
+            }
+        }
+        on_peer_closed(c, was_reset(c, events));
+        return;
+    default:
+        if ((events & EPOLLOUT) && c->tx_len) {
+            int r = flush_tx(c);
+            if (r == 0)
+                conn_watch(c, c->peer_fin ? 0 : EPOLLRDHUP);
+            else if (r < 0)
+                on_peer_closed(c, true);
+            if (r >= 0 && !(events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)))
+                return;
+        }
+        if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
+            on_peer_closed(c, was_reset(c, events));
+        return;
+    }
+}
+
+static void conn_on_timer(struct loop_timer *t)
+{
+    struct ndk_connector_impl *c = container_of(t, struct ndk_connector_impl, timer);
+    switch (c->state) {
+    case CONN_TCP:
+    case CONN_MPA_REPLY:
+        connect_fail(c, STATUS_IO_TIMEOUT, true);
+        break;
+    case CONN_ACCEPTING:
+        accept_fail(c, STATUS_IO_TIMEOUT, true);
+        break;
+    case CONN_DISCONNECTING:
+        conn_dead(c, true);
+        ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+        break;
+    default:
+        break;
+    }
+}
+
+/* ---- NDK_CONNECTOR_DISPATCH ---- */
+
+static NTSTATUS check_private_data(const void *pd, ULONG len, ULONG max)
+{
+    if (!pd && len)
+        return STATUS_INVALID_PARAMETER;
+    if (len > max)
+        return STATUS_INVALID_BUFFER_SIZE;
+    return STATUS_SUCCESS;
+}
+
+/* Common checks for a QP given to Connect/Accept. Lock held. */
+static NTSTATUS check_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
+{
+    if (!qp || qp->obj.ad != c->obj.ad)
+        return STATUS_INVALID_PARAMETER;
+    if (qp->obj.closing || qp->conn || qp->used)
+        return STATUS_INVALID_DEVICE_STATE;
+    return STATUS_SUCCESS;
+}
+
+static void attach_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
+{
+    c->qp = qp;
+    qp->conn = c;
+    ndk_obj_add_successor(&qp->obj);
+}
+
+static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+                               NDK_SHARED_ENDPOINT *pSep, const struct sockaddr *pSrc, ULONG srcLen,
+                               const struct sockaddr *pDst, ULONG dstLen, ULONG ird, ULONG ord,
+                               const void *pd, ULONG pdLen, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    struct ndk_obj *qpo = ndk_obj_from_pub(pNdkQp, NdkObjectTypeQp);
+    struct ndk_obj *sepo = pSep ? ndk_obj_from_pub(pSep, NdkObjectTypeSharedEndpoint) : NULL;
+    NDK_SOCKADDR dst, src;
+    if (!c || !qpo || (pSep && !sepo) || !cb || !ndk_sockaddr_import(pDst, dstLen, &dst))
+        return STATUS_INVALID_PARAMETER;
+    if (!pSep && !ndk_sockaddr_import(pSrc, srcLen, &src))
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_private_data(pd, pdLen, NDK_MAX_PRIVATE_DATA);
+    if (st != STATUS_SUCCESS)
+        return st;
+    struct ndk_adapter_impl *ad = c->obj.ad;
+    struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
+    struct ndk_sep_impl *sep = sepo ? container_of(sepo, struct ndk_sep_impl, obj) : NULL;
+    if (sep && sepo->ad != ad)
+        return STATUS_INVALID_PARAMETER;
+    if (!sep && !ndk_adapter_owns(ad, &src))
+        return STATUS_INVALID_ADDRESS;
+
+    int fd = ndk_tcp_socket(dst.sa.sa_family);
+    if (fd < 0)
+        return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
+
+    pthread_mutex_lock(&ad->lock);
+    if (c->state != CONN_IDLE || c->obj.closing || c->passive) {
+        st = STATUS_INVALID_DEVICE_STATE;
+        goto fail_locked;
+    }
+    if ((st = check_qp(c, qp)) != STATUS_SUCCESS)
+        goto fail_locked;
+    if (sep) {
+        if (sepo->closing) {
+            st = STATUS_INVALID_DEVICE_STATE;
+            goto fail_locked;
+        }
+        if (sep->local.sa.sa_family != dst.sa.sa_family) {
+            st = STATUS_INVALID_ADDRESS;
+            goto fail_locked;
+        }
+        for (struct ndk_connector_impl *o = sep->conns; o; o = o->sep_next) {
+            if (ndk_sockaddr_equal(&o->peer, &dst)) {
+                st = STATUS_ADDRESS_ALREADY_EXISTS;
+                goto fail_locked;
+            }
+        }
+        int one = 1;
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+        if (bind(fd, &sep->local.sa, ndk_sockaddr_len(&sep->local)) < 0) {
+            st = ndk_status_from_errno(errno, NDK_PHASE_BIND);
+            goto fail_locked;
+        }
+        c->local = sep->local;
+        c->port = sep->port;
+        ports_ref(c->port);
+    } else {
+        if (src.sa.sa_family != dst.sa.sa_family) {
+            st = STATUS_INVALID_ADDRESS;
+            goto fail_locked;
+        }
+        /* SO_REUSEADDR lets the port be bound beside TIME_WAIT leftovers;
+         * the registry still refuses a second live endpoint. */
+        st = ports_reserve(&src, PORT_CONNECTOR, fd, true, &c->port);
+        if (st != STATUS_SUCCESS)
+            goto fail_locked;
+        c->local = src;
+    }
+    c->peer = dst;
+    c->fd = fd;
+    c->want_ird = cap_limit(ird, NDK_MAX_IRD);
+    c->want_ord = cap_limit(ord, NDK_MAX_ORD);
+    c->crc = (ad->opt.Flags & NDK_OPEN_FLAG_REQUEST_CRC) != 0;
+
+    /* The Request is built now, so the private data need not outlive the call. */
+    bool rev1 = (ad->opt.Flags & NDK_OPEN_FLAG_MPA_REV1) != 0;
+    bool p2p = !rev1 && !(ad->opt.Flags & NDK_OPEN_FLAG_NO_P2P);
+    struct mpa_frame req = {
+        .reply = false,
+        .crc = c->crc,
+        .enhanced = !rev1,
+        .rev = rev1 ? 1 : 2,
+        .p2p = p2p,
+        .rtr = p2p ? (uint8_t)(MPA_RTR_WRITE | (c->want_ord >= 1 ? MPA_RTR_READ : 0)) : 0,
+        .ird = (uint16_t)c->want_ird,
+        .ord = (uint16_t)c->want_ord,
+        .pd = pd,
+        .pd_len = (uint16_t)pdLen,
+    };
+    c->tx_len = mpa_frame_encode(&req, c->tx, sizeof c->tx);
+    c->tx_off = 0;
+
+    if (connect(fd, &dst.sa, ndk_sockaddr_len(&dst)) < 0 && errno != EINPROGRESS) {
+        st = ndk_status_from_errno(errno, NDK_PHASE_CONNECT);
+        ports_unref(c->port);
+        c->port = NULL;
+        c->fd = -1;
+        goto fail_locked;
+    }
+    socklen_t llen = sizeof c->local;
+    getsockname(fd, &c->local.sa, &llen);
+
+    attach_qp(c, qp);
+    if (sep) {
+        c->sep = sep;
+        ndk_obj_add_successor(&sep->obj);
+        c->sep_next = sep->conns;
+        sep->conns = c;
+    }
+    ndk_req_begin(&c->connect_req, &c->obj, cb, ctx);
+    c->state = CONN_TCP;
+    conn_watch(c, EPOLLOUT);
+    loop_timer_arm(conn_loop(c), &c->timer, ad->opt.TcpConnectTimeoutMs);
+    pthread_mutex_unlock(&ad->lock);
+    return STATUS_PENDING;
+
+fail_locked:
+    pthread_mutex_unlock(&ad->lock);
+    close(fd);
+    return st;
+}
+
+static NTSTATUS conn_connect(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, CONST PSOCKADDR pSrcAddress,
+                             ULONG SrcAddressLength, CONST PSOCKADDR pDestAddress, ULONG DestAddressLength,
+                             ULONG InboundReadLimit, ULONG OutboundReadLimit, CONST PVOID pPrivateData,
+                             ULONG PrivateDataLength, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                             PVOID RequestContext)
+{
+    return connect_common(pNdkConnector, pNdkQp, NULL, pSrcAddress, SrcAddressLength, pDestAddress,
+                          DestAddressLength, InboundReadLimit, OutboundReadLimit, pPrivateData,
+                          PrivateDataLength, RequestCompletion, RequestContext);
+}
+
+static NTSTATUS conn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
+                                 NDK_SHARED_ENDPOINT *pNdkSharedEndpoint, CONST PSOCKADDR pDestAddress,
+                                 ULONG DestAddressLength, ULONG InboundReadLimit, ULONG OutboundReadLimit,
+                                 CONST PVOID pPrivateData, ULONG PrivateDataLength,
+                                 NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+{
+    if (!pNdkSharedEndpoint)
+        return STATUS_INVALID_PARAMETER;
+    return connect_common(pNdkConnector, pNdkQp, pNdkSharedEndpoint, NULL, 0, pDestAddress,
+                          DestAddressLength, InboundReadLimit, OutboundReadLimit, pPrivateData,
+                          PrivateDataLength, RequestCompletion, RequestContext);
+}
+
+static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DISCONNECT_EVENT_CALLBACK fn,
+                                        NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn_ex, void *dctx,
+                                        NDK_FN_REQUEST_COMPLETION cb)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    if (!c || !cb)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&c->obj.ad->lock);
+    NTSTATUS st = STATUS_SUCCESS;
+    if (c->passive || c->state != CONN_REPLIED || c->obj.closing) {
+        st = STATUS_CONNECTION_INVALID;
+        goto out;
+    }
+    if (peer_went_away(c)) {
+        /* The acceptor abandoned the establishment (5.10.3). */
+        conn_dead(c, true);
+        st = STATUS_CONNECTION_ABORTED;
+        goto out;
+    }
+    if (c->p2p) {
+        uint8_t rtr[52];
+        size_t n = c->rtr == MPA_RTR_WRITE ? mpa_build_write_rtr(c->crc, rtr)
+                                           : mpa_build_read_rtr(c->crc, rtr);
+        int r = send_bytes(c, rtr, n);
+        if (r < 0) {
+            conn_dead(c, true);
+            st = STATUS_CONNECTION_ABORTED;
+            goto out;
+        }
+        if (r == 1)
+            conn_watch(c, EPOLLOUT | EPOLLRDHUP);
+    }
+    c->disc_fn = fn;
+    c->disc_fn_ex = fn_ex;
+    c->disc_ctx = dctx;
+    close_pd_window(c);
+    established(c);
+    if (c->tx_len)
+        conn_watch(c, EPOLLOUT | EPOLLRDHUP);
+out:
+    pthread_mutex_unlock(&c->obj.ad->lock);
+    return st;
+}
+
+static NTSTATUS conn_complete_connect(NDK_CONNECTOR *pNdkConnector, NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent,
+                                      PVOID DisconnectEventContext, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                      PVOID RequestContext)
+{
+    (void)RequestContext;
+    return complete_connect_common(pNdkConnector, DisconnectEvent, NULL, DisconnectEventContext,
+                                   RequestCompletion);
+}
+
+static NTSTATUS conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
+                                         NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+                                         PVOID DisconnectEventContext,
+                                         NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+{
+    (void)RequestContext;
+    return complete_connect_common(pNdkConnector, NULL, DisconnectEvent, DisconnectEventContext,
+                                   RequestCompletion);
+}
+
+static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULONG ird, ULONG ord,
+                              const void *pd, ULONG pdLen, NDK_FN_DISCONNECT_EVENT_CALLBACK fn,
+                              NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn_ex, void *dctx,
+                              NDK_FN_REQUEST_COMPLETION cb, void *ctx)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    struct ndk_obj *qpo = ndk_obj_from_pub(pNdkQp, NdkObjectTypeQp);
+    if (!c || !qpo || !cb)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_private_data(pd, pdLen, NDK_MAX_PRIVATE_DATA);
+    if (st != STATUS_SUCCESS)
+        return st;
+    struct ndk_adapter_impl *ad = c->obj.ad;
+    struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
+    pthread_mutex_lock(&ad->lock);
+    if (!c->passive || c->state != CONN_INCOMING || c->obj.closing) {
+        st = STATUS_INVALID_DEVICE_STATE;
+        goto out;
+    }
+    if ((st = check_qp(c, qp)) != STATUS_SUCCESS)
+        goto out;
+    if (peer_went_away(c)) {
+        conn_dead(c, true);
+        close_pd_window(c);
+        st = STATUS_CONNECTION_ABORTED;
+        goto out;
+    }
+    c->want_ird = cap_limit(ird, NDK_MAX_IRD);
+    c->want_ord = cap_limit(ord, NDK_MAX_ORD);
+    c->eff_ird = MIN(c->want_ird, c->peer_ord);
+    c->eff_ord = MIN(c->want_ord, c->peer_ird);
+    c->crc = c->crc || (ad->opt.Flags & NDK_OPEN_FLAG_REQUEST_CRC);
+
+    struct mpa_frame rep = {
+        .reply = true,
+        .crc = c->crc,
+        .enhanced = c->enhanced,
+        .rev = c->rev,
+        .p2p = c->p2p,
+        .rtr = c->rtr,
+        .ird = (uint16_t)c->eff_ird,
+        .ord = (uint16_t)c->eff_ord,
+        .pd = pd,
+        .pd_len = (uint16_t)pdLen,
+    };
+    uint8_t buf[MPA_FRAME_MAX];
+    size_t n = mpa_frame_encode(&rep, buf, sizeof buf);
+    int r = n ? send_bytes(c, buf, n) : -EINVAL;
+    if (r < 0) {
+        conn_dead(c, true);
+        close_pd_window(c);
+        st = STATUS_CONNECTION_ABORTED;
+        goto out;
+    }
+    attach_qp(c, qp);
+    leave_backlog(c);
+    close_pd_window(c);
+    c->disc_fn = fn;
+    c->disc_fn_ex = fn_ex;
+    c->disc_ctx = dctx;
+    if (c->p2p) {
+        /* Third leg: NdkAccept completes when the initiator's RTR (its
+         * NdkCompleteConnect) arrives. */
+        c->state = CONN_ACCEPTING;
+        c->rtr_have = 0;
+        ndk_req_begin(&c->accept_req, &c->obj, cb, ctx);
+        conn_watch(c, EPOLLIN | EPOLLRDHUP | (r == 1 ? EPOLLOUT : 0));
+        loop_timer_arm(conn_loop(c), &c->timer, ad->opt.RtrTimeoutMs);
+        st = STATUS_PENDING;
+    } else {
+        /* Client/server initiator: nothing more comes on the wire; our TX
+         * stays held until its first FPDU arrives (RFC 5044). */
+        established(c);
+        if (r == 1)
+            conn_watch(c, EPOLLOUT | EPOLLRDHUP);
+        st = STATUS_SUCCESS;
+    }
+out:
+    pthread_mutex_unlock(&ad->lock);
+    return st;
+}
+
+static NTSTATUS conn_accept(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULONG InboundReadLimit,
+                            ULONG OutboundReadLimit, CONST PVOID pPrivateData, ULONG PrivateDataLength,
+                            NDK_FN_DISCONNECT_EVENT_CALLBACK DisconnectEvent, PVOID DisconnectEventContext,
+                            NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
+{
+    return accept_common(pNdkConnector, pNdkQp, InboundReadLimit, OutboundReadLimit, pPrivateData,
+                         PrivateDataLength, DisconnectEvent, NULL, DisconnectEventContext,
+                         RequestCompletion, RequestContext);
+}
+
+static NTSTATUS conn_accept_ex(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULONG InboundReadLimit,
+                               ULONG OutboundReadLimit, CONST PVOID pPrivateData, ULONG PrivateDataLength,
+                               NDK_FN_DISCONNECT_EVENT_CALLBACK_EX DisconnectEvent,
+                               PVOID DisconnectEventContext, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                               PVOID RequestContext)
+{
+    return accept_common(pNdkConnector, pNdkQp, InboundReadLimit, OutboundReadLimit, pPrivateData,
+                         PrivateDataLength, NULL, DisconnectEvent, DisconnectEventContext,
+                         RequestCompletion, RequestContext);
+}
+
+static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateData, ULONG PrivateDataLength)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    if (!c)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_private_data(pPrivateData, PrivateDataLength, NDK_MAX_PRIVATE_DATA);
+    if (st != STATUS_SUCCESS)
+        return st;
+    pthread_mutex_lock(&c->obj.ad->lock);
+    if (c->obj.closing) {
+        st = STATUS_INVALID_DEVICE_STATE;
+    } else if (c->passive && c->state == CONN_INCOMING) {
+        if (peer_went_away(c)) {
+            st = STATUS_CONNECTION_ABORTED;
+            conn_dead(c, true);
+        } else {
+            /* The rejecting Reply carries our would-be IRD/ORD (RFC 6581
+             * 9.1) and the private data; then a graceful close. */
+            struct mpa_frame rep = {
+                .reply = true,
+                .reject = true,
+                .crc = c->crc,
+                .enhanced = c->enhanced,
+                .rev = c->rev,
+                .ird = (uint16_t)MIN(NDK_MAX_IRD, c->peer_ord),
+                .ord = (uint16_t)MIN(NDK_MAX_ORD, c->peer_ird),
+                .pd = pPrivateData,
+                .pd_len = (uint16_t)PrivateDataLength,
+            };
+            uint8_t buf[MPA_FRAME_MAX];
+            size_t n = mpa_frame_encode(&rep, buf, sizeof buf);
+            if (!n || send_bytes(c, buf, n) != 0) {
+                st = STATUS_CONNECTION_ABORTED;
+                conn_dead(c, true);
+            } else {
+                conn_dead(c, false);
+            }
+        }
+        close_pd_window(c);
+    } else if (!c->passive && c->state == CONN_REPLIED) {
+        /* The initiator turns down an accepted connection (5.10.5): MPA has
+         * no frame for it, so the responder sees the connection reset. */
+        st = peer_went_away(c) ? STATUS_CONNECTION_ABORTED : STATUS_SUCCESS;
+        conn_dead(c, true);
+        close_pd_window(c);
+    } else {
+        st = STATUS_INVALID_DEVICE_STATE;
+    }
+    pthread_mutex_unlock(&c->obj.ad->lock);
+    return st;
+}
+
+static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pInboundReadLimit,
+                                         ULONG *pOutboundReadLimit, PVOID pPrivateData,
+                                         ULONG *pPrivateDataLength)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    if (!c || !pPrivateDataLength || (!pPrivateData && *pPrivateDataLength))
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&c->obj.ad->lock);
+    NTSTATUS st;
+    if (!c->pd_window_open) {
+        st = STATUS_INVALID_DEVICE_STATE;
+    } else {
+        ULONG ird, ord;
+        if (c->passive) {
+            /* Before Accept only the requester's values and our maxima are
+             * known (reference 7.4 rule 4). */
+            ird = MIN(NDK_MAX_IRD, c->peer_ord);
+            ord = MIN(NDK_MAX_ORD, c->peer_ird);
+        } else {
+            ird = c->eff_ird;
+            ord = c->eff_ord;
+        }
+        if (pInboundReadLimit)
+            *pInboundReadLimit = ird;
+        if (pOutboundReadLimit)
+            *pOutboundReadLimit = ord;
+        ULONG rds = c->peer_pd_len;
+        if (pPrivateData) {
+            memcpy(pPrivateData, c->peer_pd, MIN(*pPrivateDataLength, rds));
+            st = *pPrivateDataLength >= rds ? STATUS_SUCCESS : STATUS_BUFFER_TOO_SMALL;
+        } else {
+            st = STATUS_SUCCESS; /* the size probe: (NULL, 0) -> RDS */
+        }
+        *pPrivateDataLength = rds;
+    }
+    pthread_mutex_unlock(&c->obj.ad->lock);
+    return st;
+}
+
+static NTSTATUS conn_get_local_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pAddress, ULONG *pAddressLength)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    if (!c)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&c->obj.ad->lock);
+    NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
+                                        : ndk_sockaddr_copy_out(&c->local, pAddress, pAddressLength);
+    pthread_mutex_unlock(&c->obj.ad->lock);
+    return st;
+}
+
+static NTSTATUS conn_get_peer_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pAddress, ULONG *pAddressLength)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    if (!c)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&c->obj.ad->lock);
+    NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
+                                        : ndk_sockaddr_copy_out(&c->peer, pAddress, pAddressLength);
+    pthread_mutex_unlock(&c->obj.ad->lock);
+    return st;
+}
+
+static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                PVOID RequestContext)
+{
+    struct ndk_connector_impl *c = conn_from(pNdkConnector);
+    if (!c || !RequestCompletion)
+        return STATUS_INVALID_PARAMETER;
+    struct ndk_adapter_impl *ad = c->obj.ad;
+    pthread_mutex_lock(&ad->lock);
+    NTSTATUS st;
+    if (c->state != CONN_CONNECTED || c->obj.closing) {
+        st = STATUS_INVALID_DEVICE_STATE;
+    } else if (c->peer_gone || c->fd < 0) {
+        /* The peer already aborted: nothing graceful is left (X1). */
+        c->local_disconnect = true;
+        conn_dead(c, true);
+        st = STATUS_CONNECTION_ABORTED;
+    } else {
+        c->local_disconnect = true;
+        shutdown(c->fd, SHUT_WR);
+        c->fin_sent = true;
+        if (c->peer_fin) {
+            conn_dead(c, false);
+            st = STATUS_SUCCESS;
+        } else {
+            c->state = CONN_DISCONNECTING;
+            ndk_req_begin(&c->disconnect_req, &c->obj, RequestCompletion, RequestContext);
+            conn_watch(c, EPOLLRDHUP);
+            loop_timer_arm(conn_loop(c), &c->timer, ad->opt.DisconnectTimeoutMs);
+            st = STATUS_PENDING;
+        }
+    }
+    pthread_mutex_unlock(&ad->lock);
+    return st;
+}
+
+const NDK_CONNECTOR_DISPATCH ndk_connector_dispatch = {
+    .NdkCloseConnector = ndk_obj_close,
+    .NdkQueryExtension = ndk_query_extension,
+    .NdkConnect = conn_connect,
+    .NdkConnectWithSharedEndpoint = conn_connect_sep,
+    .NdkCompleteConnect = conn_complete_connect,
+    .NdkAccept = conn_accept,
+    .NdkReject = conn_reject,
+    .NdkGetConnectionData = conn_get_connection_data,
+    .NdkGetLocalAddress = conn_get_local_address,
+    .NdkGetPeerAddress = conn_get_peer_address,
+    .NdkDisconnect = conn_disconnect,
+    .NdkCompleteConnectEx = conn_complete_connect_ex,
+    .NdkAcceptEx = conn_accept_ex,
+};
+
+/* ---- lifetime ---- */
+
+static void conn_close_start(struct ndk_obj *obj)
+{
+    struct ndk_connector_impl *c = container_of(obj, struct ndk_connector_impl, obj);
+    /* L3: everything pending completes (cancelled) before the close does. */
+    ndk_req_complete(&c->connect_req, STATUS_CANCELLED);
+    ndk_req_complete(&c->accept_req, STATUS_CANCELLED);
+    ndk_req_complete(&c->disconnect_req, STATUS_CANCELLED);
+    /* Closing an established connection is an abort (7.7), unless the peer
+     * already finished gracefully; an unanswered request is implicitly
+     * rejected by the reset. */
+    bool graceful = (c->state == CONN_CONNECTED || c->state == CONN_DISCONNECTING) && c->peer_fin;
+    conn_dead(c, !graceful);
+}
+
+static void conn_destroy(struct ndk_obj *obj)
+{
+    struct ndk_connector_impl *c = container_of(obj, struct ndk_connector_impl, obj);
+    conn_close_wire(c, true);
+    leave_backlog(c);
+    close_pd_window(c);
+    if (c->qp) {
+        c->qp->conn = NULL;
+        c->qp->connected = false;
+        ndk_obj_release_successor(&c->qp->obj);
+        c->qp = NULL;
+    }
+    if (c->sep) {
+        struct ndk_connector_impl **pp = &c->sep->conns;
+        while (*pp && *pp != c)
+            pp = &(*pp)->sep_next;
+        if (*pp)
+            *pp = c->sep_next;
+        ndk_obj_release_successor(&c->sep->obj);
+        c->sep = NULL;
+    }
+    if (c->listener) {
+        ndk_obj_release_successor(&c->listener->obj);
+        c->listener = NULL;
+    }
+    ports_unref(c->port);
+    c->port = NULL;
+}
+
+static void conn_free(struct ndk_obj *obj)
+{
+    free(container_of(obj, struct ndk_connector_impl, obj));
+}
+
+static const struct ndk_obj_ops conn_ops = {
+    .close_start = conn_close_start,
+    .destroy = conn_destroy,
+    .free = conn_free,
+};
+
+static struct ndk_connector_impl *conn_alloc(struct ndk_adapter_impl *ad)
+{
+    struct ndk_connector_impl *c = calloc(1, sizeof *c);
+    if (!c)
+        return NULL;
+    c->fd = -1;
+    c->state = CONN_IDLE;
+    loop_timer_init(&c->timer, conn_on_timer);
+    ndk_obj_init(&c->obj, ad, NdkObjectTypeConnector, &ndk_connector_dispatch, &conn_ops);
+    return c;
+}
+
+NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                              PVOID RequestContext, NDK_CONNECTOR **ppNdkConnector)
+{
+    (void)CreateCompletion, (void)RequestContext;
+    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
+    if (!ad || !ppNdkConnector)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&ad->lock);
+    struct ndk_connector_impl *c = conn_alloc(ad);
+    pthread_mutex_unlock(&ad->lock);
+    if (!c)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    *ppNdkConnector = (NDK_CONNECTOR *)&c->obj.pub;
+    return STATUS_SUCCESS;
+}
+
+struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l, int fd,
+                                                     const NDK_SOCKADDR *local,
+                                                     const NDK_SOCKADDR *peer,
+                                                     const struct mpa_frame *req)
+{
+    struct ndk_adapter_impl *ad = l->obj.ad;
+    uint8_t *pd = NULL;
+    if (req->pd_len) {
+        pd = malloc(req->pd_len);
+        if (!pd)
+            return NULL;
+        memcpy(pd, req->pd, req->pd_len);
+    }
+    struct ndk_connector_impl *c = conn_alloc(ad);
+    if (!c) {
+        free(pd);
+        return NULL;
+    }
+    c->passive = true;
+    c->state = CONN_INCOMING;
+    c->fd = fd;
+    c->local = *local;
+    c->peer = *peer;
+    c->listener = l;
+    ndk_obj_add_successor(&l->obj);
+    c->port = l->port;
+    ports_ref(c->port);
+    c->rev = req->rev;
+    c->enhanced = req->enhanced;
+    c->crc = req->crc;
+    c->p2p = req->enhanced && req->p2p;
+    c->rtr = c->p2p ? mpa_choose_rtr(req, true) : 0;
+    if (req->enhanced) {
+        /* 0x3FFF asks us not to negotiate: our maxima then stand. */
+        c->peer_ird = req->ird == MPA_IRD_ORD_MASK ? NDK_MAX_ORD : req->ird;
+        c->peer_ord = req->ord == MPA_IRD_ORD_MASK ? NDK_MAX_IRD : req->ord;
+        c->peer_limits_known = true;
+    } else {
+        c->peer_ird = NDK_MAX_ORD;
+        c->peer_ord = NDK_MAX_IRD;
+    }
+    c->peer_pd = pd;
+    c->peer_pd_len = req->pd_len;
+    c->pd_window_open = true;
+    /* Watch for the requester going away or (illegally) sending early. */
+    conn_watch(c, EPOLLIN | EPOLLRDHUP);
+    return c;
+}
+
+void ndk_connector_drop_undelivered(struct ndk_connector_impl *c)
+{
+    conn_dead(c, true);
+    c->obj.closing = true;
+    ndk_obj_destroy(&c->obj);
+}

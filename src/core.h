@@ -1,0 +1,181 @@
+/*
+ * core.h - what every NDK object of the provider shares: the public header
+ * and dispatch pointer, the owning adapter, successor counts (rules L8-L11),
+ * the count of outstanding requests and callbacks that a close waits for
+ * (L13), and the queue through which every consumer callback is delivered.
+ *
+ * Locking: one mutex per adapter guards all connection-management state of
+ * the adapter's objects. Consumer callbacks are never called with it held:
+ * they are queued and run by the adapter's progress thread, one at a time, so
+ * a callback may call back into any provider function (L5-L7), and callbacks
+ * of one object (e.g. CQ notifications, C5) are naturally serialized.
+ */
+#ifndef NDK_CORE_H
+#define NDK_CORE_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <ndk/ndk.h>
+
+#include "net/loop.h"
+
+#define NDK_OBJ_MAGIC 0x4E444B4Fu /* "NDKO" */
+
+#define container_of(ptr, type, member) ((type *)(void *)((char *)(ptr)-offsetof(type, member)))
+
+struct ndk_adapter_impl;
+struct ndk_obj;
+
+/* Every public NDK_xxx object is { NDK_OBJECT_HEADER; const void *Dispatch }. */
+struct ndk_pub {
+    NDK_OBJECT_HEADER Header;
+    const void *Dispatch;
+};
+
+enum ndk_cb_kind {
+    CB_REQUEST,      /* NDK_FN_REQUEST_COMPLETION(ctx, status) */
+    CB_CLOSE,        /* NDK_FN_CLOSE_COMPLETION(ctx); then the object is destroyed */
+    CB_CONNECT_EVENT,/* listener's NDK_FN_CONNECT_EVENT_CALLBACK(ctx, connector) */
+    CB_DISCONNECT,   /* NDK_FN_DISCONNECT_EVENT_CALLBACK[_EX] */
+    CB_FUNC,         /* provider-internal function run outside the lock */
+};
+
+/* One queued callback. Embedded in whatever owns it, so completing never
+ * allocates. The object it names stays alive (busy) until it has run. */
+struct ndk_cb {
+    struct ndk_cb *next;
+    enum ndk_cb_kind kind;
+    bool queued;
+    struct ndk_obj *obj;
+    union {
+        struct {
+            NDK_FN_REQUEST_COMPLETION fn;
+            void *ctx;
+            NTSTATUS status;
+        } req;
+        struct {
+            struct ndk_obj *connector;
+        } connect;
+        struct {
+            NDK_FN_DISCONNECT_EVENT_CALLBACK fn;
+            NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn_ex;
+            void *ctx;
+            ULONG reason;
+        } disc;
+        struct {
+            void (*fn)(struct ndk_obj *obj); /* called unlocked */
+        } func;
+    } u;
+};
+
+/* A provider request that may pend: STATUS_PENDING was returned and exactly
+ * one completion is owed (C7). */
+struct ndk_req {
+    struct ndk_cb cb;
+    bool pending;
+};
+
+struct ndk_obj_ops {
+    /* Close started (lock held): cancel or abort whatever is outstanding, so
+     * the object can finish. */
+    void (*close_start)(struct ndk_obj *obj);
+    /* Object finished (lock held): release sockets, timers and antecedents.
+     * Memory is freed later by the progress thread (ops->free). */
+    void (*destroy)(struct ndk_obj *obj);
+    void (*free)(struct ndk_obj *obj);
+};
+
+struct ndk_obj {
+    struct ndk_pub pub; /* must be first: &obj->pub is the consumer's pointer */
+    uint32_t magic;
+    NDK_OBJECT_TYPE type;
+    struct ndk_adapter_impl *ad;
+    const struct ndk_obj_ops *ops;
+    unsigned successors; /* live objects that depend on this one (L8) */
+    unsigned busy;       /* pending requests + queued or running callbacks (L13) */
+    bool closing;        /* close called: no new events are delivered */
+    bool close_pending;  /* close returned STATUS_PENDING; a close completion is owed */
+    bool destroyed;
+    struct ndk_cb close_cb;
+    struct ndk_obj *all_prev, *all_next; /* adapter's list of live objects */
+    struct ndk_obj *free_next;           /* deferred-free list */
+};
+
+/* First member of any allocation that must be freed only between loop
+ * iterations (it embeds a loop_watch that a fetched event may still name). */
+struct ndk_dfree {
+    struct ndk_dfree *next;
+};
+
+struct ndk_adapter_impl {
+    struct ndk_obj obj;
+    char name[IF_NAMESIZE];
+    unsigned ifindex;
+    bool loopback;
+    NDK_VERSION version;
+    NDK_OPEN_OPTIONS opt; /* every field resolved to its effective value */
+
+    pthread_mutex_t lock;
+    struct loop loop;
+    pthread_t thread;
+    bool thread_started;
+    bool stopping;
+    struct ndk_cb *cbq_head, *cbq_tail;
+    struct ndk_obj *objects; /* every live object except the adapter itself */
+    struct ndk_obj *free_list;
+    struct ndk_dfree *dfree_list;
+
+    /* Local addresses, cached; re-read when an address is not found. */
+    NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
+    unsigned naddrs;
+};
+
+/* ---- objects ---- */
+
+void ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter_impl *ad, NDK_OBJECT_TYPE type,
+                  const void *dispatch, const struct ndk_obj_ops *ops);
+/* Returns the provider object behind a consumer pointer, or NULL if it is
+ * not a live provider object of that type. */
+struct ndk_obj *ndk_obj_from_pub(const void *pub, NDK_OBJECT_TYPE type);
+/* The generic NDK_FN_CLOSE_OBJECT behaviour (rules L1-L16). */
+NTSTATUS ndk_obj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION cb, void *ctx);
+/* Records that succ depends on ante (ante->successors++). */
+void ndk_obj_add_successor(struct ndk_obj *ante);
+/* Drops that dependency; may let ante's pending close finish. Lock held. */
+void ndk_obj_release_successor(struct ndk_obj *ante);
+/* Tears an object down at once, without callbacks (lock held; busy == 0):
+ * for objects the consumer never saw. */
+void ndk_obj_destroy(struct ndk_obj *obj);
+/* Frees p (whose first member is node) after the current loop iteration. */
+void ndk_defer_free(struct ndk_adapter_impl *ad, struct ndk_dfree *node);
+/* Re-checks whether a closing object can finish now. Lock held. */
+void ndk_obj_maybe_finish(struct ndk_obj *obj);
+
+/* NDK_FN_QUERY_EXTENSION_INTERFACE: libndk has no extension interfaces. */
+NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *obj, GUID *id, NDK_VERSION ver,
+                             NDK_EXTENSION_INTERFACE *out);
+
+/* ---- callbacks (all with the adapter lock held) ---- */
+
+/* Marks req pending (the caller returns STATUS_PENDING); obj stays busy. */
+void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMPLETION fn, void *ctx);
+/* Completes a pending request exactly once: queues its completion callback. */
+void ndk_req_complete(struct ndk_req *req, NTSTATUS status);
+/* Queues a callback item prepared by the caller; obj->busy++ until it ran. */
+void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb);
+/* True when the calling thread is the adapter's progress thread. */
+bool ndk_on_progress_thread(struct ndk_adapter_impl *ad);
+
+/* ---- misc ---- */
+void ndk_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+#define NDK_DEBUG(...)                                                                     \
+    do {                                                                                   \
+        if (ndk_debug_enabled)                                                             \
+            ndk_log(__VA_ARGS__);                                                          \
+    } while (0)
+extern bool ndk_debug_enabled;
+
+#endif

@@ -1,0 +1,368 @@
+/* Listeners: accept TCP, read the MPA Request, hand each valid request to
+ * the consumer as a new connector through the connect event. */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/epoll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "objects.h"
+
+/* A TCP connection accepted by a listener whose MPA Request has not fully
+ * arrived yet. */
+struct ndk_halfopen {
+    struct ndk_dfree dfree; /* first: freed between loop iterations */
+    struct ndk_listener_impl *l;
+    struct ndk_halfopen *prev, *next;
+    int fd;
+    struct loop_watch watch;
+    struct loop_timer timer;
+    struct mpa_reader reader;
+    NDK_SOCKADDR local, peer;
+};
+
+static struct ndk_listener_impl *listener_from(NDK_LISTENER *p)
+{
+    struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeListener);
+    return o ? container_of(o, struct ndk_listener_impl, obj) : NULL;
+}
+
+static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
+{
+    struct ndk_listener_impl *l = h->l;
+    struct loop *loop = &l->obj.ad->loop;
+    loop_watch_del(loop, &h->watch);
+    loop_timer_cancel(loop, &h->timer);
+    if (h->fd >= 0) {
+        if (abort_tcp)
+            ndk_tcp_abort(h->fd);
+        else
+            close(h->fd);
+    }
+    if (h->prev)
+        h->prev->next = h->next;
+    else
+        l->halfopen = h->next;
+    if (h->next)
+        h->next->prev = h->prev;
+    l->halfopen_count--;
+    /* An event for this entry may still sit in the loop's current batch:
+     * its watch says "removed", and the memory must stay valid until then. */
+    h->next = NULL;
+    h->fd = -1;
+    ndk_defer_free(l->obj.ad, &h->dfree);
+}
+
+/* Sends the rejecting Reply RFC 5044 asks for when markers are required and
+ * we cannot produce them, then closes. Best effort: the socket is fresh, so
+ * the small frame fits its send buffer. */
+static void reply_markers_reject(struct ndk_halfopen *h, const struct mpa_frame *req)
+{
+    struct mpa_frame rep = {
+        .reply = true,
+        .reject = true,
+        .crc = req->crc,
+        .enhanced = req->enhanced,
+        .rev = req->rev,
+    };
+    uint8_t buf[MPA_FRAME_MAX];
+    size_t n = mpa_frame_encode(&rep, buf, sizeof buf);
+    if (n) {
+        ssize_t w = send(h->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)w;
+    }
+    shutdown(h->fd, SHUT_WR);
+}
+
+static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req)
+{
+    struct ndk_listener_impl *l = h->l;
+    struct ndk_adapter_impl *ad = l->obj.ad;
+
+    /* The initiator may send nothing until it has our Reply (RFC 5044). */
+    uint8_t peek;
+    ssize_t extra = recv(h->fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
+    if (extra > 0) {
+        NDK_DEBUG("listener: bytes after the MPA Request, closing");
+        halfopen_free(h, true);
+        return;
+    }
+    if (req->markers) {
+        NDK_DEBUG("listener: markers requested, rejecting");
+        reply_markers_reject(h, req);
+        halfopen_free(h, false);
+        return;
+    }
+    if (l->obj.closing || l->paused || l->backlog_used >= ad->opt.ListenBacklog) {
+        /* Paused or over the backlog: as if nobody listened (5.11.3). */
+        halfopen_free(h, true);
+        return;
+    }
+    struct ndk_connector_impl *c =
+        ndk_connector_new_passive(l, h->fd, &h->local, &h->peer, req);
+    if (!c) {
+        halfopen_free(h, true);
+        return;
+    }
+    h->fd = -1; /* now owned by the connector */
+    halfopen_free(h, false);
+    l->backlog_used++;
+    c->in_backlog = true;
+
+    struct ndk_cb *cb = &c->connect_event;
+    cb->kind = CB_CONNECT_EVENT;
+    cb->obj = &l->obj;
+    cb->u.connect.connector = &c->obj;
+    ndk_cb_queue(ad, cb);
+}
+
+static void halfopen_on_io(struct loop_watch *w, uint32_t events)
+{
+    struct ndk_halfopen *h = container_of(w, struct ndk_halfopen, watch);
+    if (events & (EPOLLERR | EPOLLHUP)) {
+        halfopen_free(h, true);
+        return;
+    }
+    /* Read no further than the frame: nothing may follow it. */
+    uint8_t buf[MPA_FRAME_MAX];
+    size_t need = MPA_HDR_LEN - (h->reader.have < MPA_HDR_LEN ? h->reader.have : MPA_HDR_LEN);
+    if (h->reader.have >= MPA_HDR_LEN) {
+        size_t pd = ((size_t)h->reader.buf[18] << 8) | h->reader.buf[19];
+        need = MPA_HDR_LEN + pd - h->reader.have;
+    }
+    if (need == 0 || need > sizeof buf)
+        need = 1;
+    ssize_t n = recv(h->fd, buf, need, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return;
+    if (n <= 0) {
+        halfopen_free(h, true);
+        return;
+    }
+    size_t used = 0;
+    struct mpa_frame req;
+    enum mpa_result r = mpa_reader_feed(&h->reader, buf, (size_t)n, &used, &req);
+    if (r < 0) {
+        NDK_DEBUG("listener: malformed MPA Request (%d), closing", (int)r);
+        halfopen_free(h, true);
+        return;
+    }
+    if (r == MPA_DONE)
+        halfopen_request(h, &req);
+}
+
+static void halfopen_on_timer(struct loop_timer *t)
+{
+    struct ndk_halfopen *h = container_of(t, struct ndk_halfopen, timer);
+    NDK_DEBUG("listener: no MPA Request in time, closing");
+    halfopen_free(h, false);
+}
+
+static void listener_on_accept(struct loop_watch *w, uint32_t events)
+{
+    (void)events;
+    struct ndk_listener_impl *l = container_of(w, struct ndk_listener_impl, watch);
+    struct ndk_adapter_impl *ad = l->obj.ad;
+    /* Bounded per wake-up so one busy listener cannot starve the loop. */
+    for (int i = 0; i < 64; i++) {
+        NDK_SOCKADDR peer;
+        socklen_t plen = sizeof peer;
+        int fd = accept4(l->fd, &peer.sa, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        if (fd < 0)
+            return;
+        if (l->obj.closing || l->paused || l->halfopen_count >= ad->opt.MaxHalfOpen) {
+            ndk_tcp_abort(fd);
+            continue;
+        }
+        struct ndk_halfopen *h = calloc(1, sizeof *h);
+        if (!h) {
+            ndk_tcp_abort(fd);
+            continue;
+        }
+        int one = 1;
+        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+        h->l = l;
+        h->fd = fd;
+        h->peer = peer;
+        socklen_t llen = sizeof h->local;
+        getsockname(fd, &h->local.sa, &llen);
+        mpa_reader_init(&h->reader, false, MPA_PD_MAX);
+        loop_timer_init(&h->timer, halfopen_on_timer);
+        if (loop_watch_add(&ad->loop, &h->watch, fd, EPOLLIN | EPOLLRDHUP, halfopen_on_io) < 0) {
+            ndk_tcp_abort(fd);
+            free(h);
+            continue;
+        }
+        h->next = l->halfopen;
+        if (l->halfopen)
+            l->halfopen->prev = h;
+        l->halfopen = h;
+        l->halfopen_count++;
+        loop_timer_arm(&ad->loop, &h->timer, ad->opt.MpaRequestTimeoutMs);
+    }
+}
+
+static void stop_listening(struct ndk_listener_impl *l)
+{
+    struct ndk_adapter_impl *ad = l->obj.ad;
+    if (l->fd >= 0) {
+        loop_watch_del(&ad->loop, &l->watch);
+        close(l->fd);
+        l->fd = -1;
+    }
+    while (l->halfopen)
+        halfopen_free(l->halfopen, true);
+}
+
+static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAddress,
+                                ULONG AddressLength, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                                PVOID RequestContext)
+{
+    (void)RequestCompletion, (void)RequestContext;
+    struct ndk_listener_impl *l = listener_from(pNdkListener);
+    NDK_SOCKADDR local;
+    if (!l || !ndk_sockaddr_import(pAddress, AddressLength, &local))
+        return STATUS_INVALID_PARAMETER;
+    struct ndk_adapter_impl *ad = l->obj.ad;
+    if (!ndk_adapter_owns(ad, &local))
+        return STATUS_INVALID_ADDRESS;
+    int fd = ndk_tcp_socket(local.sa.sa_family);
+    if (fd < 0)
+        return ndk_status_from_errno(-fd, NDK_PHASE_BIND);
+    if (local.sa.sa_family == AF_INET6) {
+        int one = 1;
+        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+    }
+    pthread_mutex_lock(&ad->lock);
+    if (l->listening || l->obj.closing) {
+        pthread_mutex_unlock(&ad->lock);
+        close(fd);
+        return STATUS_INVALID_DEVICE_STATE;
+    }
+    /* SO_REUSEADDR: a port whose earlier connections sit in TIME_WAIT can
+     * be listened on again; our own registry enforces the NDK rules. */
+    NTSTATUS st = ports_reserve(&local, PORT_LISTENER, fd, true, &l->port);
+    if (st == STATUS_SUCCESS && listen(fd, 1024) < 0) {
+        st = ndk_status_from_errno(errno, NDK_PHASE_BIND);
+        ports_unref(l->port);
+        l->port = NULL;
+    }
+    if (st == STATUS_SUCCESS && loop_watch_add(&ad->loop, &l->watch, fd, EPOLLIN, listener_on_accept) < 0) {
+        st = STATUS_INSUFFICIENT_RESOURCES;
+        ports_unref(l->port);
+        l->port = NULL;
+    }
+    if (st != STATUS_SUCCESS) {
+        pthread_mutex_unlock(&ad->lock);
+        close(fd);
+        return st;
+    }
+    l->fd = fd;
+    l->local = local;
+    l->listening = true;
+    pthread_mutex_unlock(&ad->lock);
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS listener_get_local_address(NDK_LISTENER *pNdkListener, PSOCKADDR pAddress,
+                                           ULONG *pAddressLength)
+{
+    struct ndk_listener_impl *l = listener_from(pNdkListener);
+    if (!l)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&l->obj.ad->lock);
+    NTSTATUS st = l->listening ? ndk_sockaddr_copy_out(&l->local, pAddress, pAddressLength)
+                               : STATUS_INVALID_DEVICE_STATE;
+    pthread_mutex_unlock(&l->obj.ad->lock);
+    return st;
+}
+
+static VOID listener_control_events(NDK_LISTENER *pNdkListener, BOOLEAN Pause)
+{
+    struct ndk_listener_impl *l = listener_from(pNdkListener);
+    if (!l)
+        return;
+    pthread_mutex_lock(&l->obj.ad->lock);
+    l->paused = Pause != FALSE;
+    pthread_mutex_unlock(&l->obj.ad->lock);
+}
+
+static const NDK_LISTENER_DISPATCH listener_dispatch = {
+    .NdkCloseListener = ndk_obj_close,
+    .NdkQueryExtension = ndk_query_extension,
+    .NdkListen = listener_listen,
+    .NdkGetLocalAddress = listener_get_local_address,
+    .NdkControlConnectEvents = listener_control_events,
+};
+
+bool ndk_listener_should_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
+{
+    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
+    struct ndk_connector_impl *c = container_of(conn, struct ndk_connector_impl, obj);
+    if (l->obj.closing || l->paused) {
+        ndk_connector_drop_undelivered(c);
+        return false;
+    }
+    return true;
+}
+
+void ndk_listener_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
+{
+    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
+    l->connect_event(l->connect_ctx, (NDK_CONNECTOR *)&conn->pub);
+}
+
+void ndk_listener_backlog_release(struct ndk_listener_impl *l)
+{
+    if (l->backlog_used)
+        l->backlog_used--;
+}
+
+static void listener_close_start(struct ndk_obj *obj)
+{
+    /* E6: refuse new requests at once, even while the close pends. */
+    stop_listening(container_of(obj, struct ndk_listener_impl, obj));
+}
+
+static void listener_destroy(struct ndk_obj *obj)
+{
+    struct ndk_listener_impl *l = container_of(obj, struct ndk_listener_impl, obj);
+    stop_listening(l);
+    ports_unref(l->port);
+    l->port = NULL;
+}
+
+static void listener_free(struct ndk_obj *obj)
+{
+    free(container_of(obj, struct ndk_listener_impl, obj));
+}
+
+static const struct ndk_obj_ops listener_ops = {
+    .close_start = listener_close_start,
+    .destroy = listener_destroy,
+    .free = listener_free,
+};
+
+NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
+                             PVOID ConnectEventContext, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                             PVOID RequestContext, NDK_LISTENER **ppNdkListener)
+{
+    (void)CreateCompletion, (void)RequestContext;
+    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
+    if (!ad || !ConnectEvent || !ppNdkListener)
+        return STATUS_INVALID_PARAMETER;
+    struct ndk_listener_impl *l = calloc(1, sizeof *l);
+    if (!l)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    l->connect_event = ConnectEvent;
+    l->connect_ctx = ConnectEventContext;
+    l->fd = -1;
+    pthread_mutex_lock(&ad->lock);
+    ndk_obj_init(&l->obj, ad, NdkObjectTypeListener, &listener_dispatch, &listener_ops);
+    pthread_mutex_unlock(&ad->lock);
+    *ppNdkListener = (NDK_LISTENER *)&l->obj.pub;
+    return STATUS_SUCCESS;
+}

@@ -1,0 +1,184 @@
+#include "net/loop.h"
+
+#include <errno.h>
+#include <stddef.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define LOOP_BATCH 64
+
+uint64_t loop_now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+int loop_init(struct loop *l)
+{
+    l->timers_head = l->timers_tail = NULL;
+    l->kicked = false;
+    l->epfd = epoll_create1(EPOLL_CLOEXEC);
+    if (l->epfd < 0)
+        return -errno;
+    l->evfd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    if (l->evfd < 0) {
+        int e = -errno;
+        close(l->epfd);
+        return e;
+    }
+    /* The doorbell is identified by a NULL data pointer. */
+    struct epoll_event ev = {.events = EPOLLIN, .data.ptr = NULL};
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, l->evfd, &ev) < 0) {
+        int e = -errno;
+        close(l->evfd);
+        close(l->epfd);
+        return e;
+    }
+    return 0;
+}
+
+void loop_fini(struct loop *l)
+{
+    close(l->evfd);
+    close(l->epfd);
+}
+
+int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events, loop_watch_fn fn)
+{
+    w->fd = fd;
+    w->events = events;
+    w->fn = fn;
+    struct epoll_event ev = {.events = events, .data.ptr = w};
+    if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
+        return -errno;
+    w->added = true;
+    return 0;
+}
+
+int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events)
+{
+    if (!w->added)
+        return -EINVAL;
+    if (w->events == events)
+        return 0;
+    struct epoll_event ev = {.events = events, .data.ptr = w};
+    if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
+        return -errno;
+    w->events = events;
+    return 0;
+}
+
+void loop_watch_del(struct loop *l, struct loop_watch *w)
+{
+    if (!w->added)
+        return;
+    epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+    w->added = false;
+}
+
+void loop_timer_init(struct loop_timer *t, loop_timer_fn fn)
+{
+    t->fn = fn;
+    t->prev = t->next = NULL;
+    t->armed = false;
+    t->deadline_ms = 0;
+}
+
+static void timer_unlink(struct loop *l, struct loop_timer *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        l->timers_head = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+    else
+        l->timers_tail = t->prev;
+    t->prev = t->next = NULL;
+    t->armed = false;
+}
+
+void loop_timer_cancel(struct loop *l, struct loop_timer *t)
+{
+    if (t->armed)
+        timer_unlink(l, t);
+}
+
+void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms)
+{
+    loop_timer_cancel(l, t);
+    t->deadline_ms = loop_now_ms() + ms;
+    /* Timeouts are mostly equal per kind, so new deadlines land at the tail:
+     * scanning backwards keeps insertion O(1) in the common case. */
+    struct loop_timer *after = l->timers_tail;
+    while (after && after->deadline_ms > t->deadline_ms)
+        after = after->prev;
+    t->prev = after;
+    t->next = after ? after->next : l->timers_head;
+    if (t->next)
+        t->next->prev = t;
+    else
+        l->timers_tail = t;
+    if (after)
+        after->next = t;
+    else
+        l->timers_head = t;
+    t->armed = true;
+    if (l->timers_head == t)
+        loop_kick(l); /* an earlier deadline than the one being waited for */
+}
+
+void loop_kick(struct loop *l)
+{
+    if (l->kicked)
+        return;
+    l->kicked = true;
+    uint64_t one = 1;
+    ssize_t n = write(l->evfd, &one, sizeof one);
+    (void)n; /* EAGAIN means the counter is already non-zero: awake anyway */
+}
+
+void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
+{
+    int wait = max_wait_ms;
+    if (l->timers_head) {
+        uint64_t now = loop_now_ms();
+        uint64_t d = l->timers_head->deadline_ms;
+        int until = d <= now ? 0 : (d - now > 60000 ? 60000 : (int)(d - now));
+        if (wait < 0 || until < wait)
+            wait = until;
+    }
+    if (l->kicked)
+        wait = 0;
+
+    struct epoll_event evs[LOOP_BATCH];
+    pthread_mutex_unlock(lock);
+    int n = epoll_wait(l->epfd, evs, LOOP_BATCH, wait);
+    pthread_mutex_lock(lock);
+
+    for (int i = 0; i < n; i++) {
+        struct loop_watch *w = evs[i].data.ptr;
+        if (!w) {
+            uint64_t v;
+            ssize_t r = read(l->evfd, &v, sizeof v);
+            (void)r;
+            l->kicked = false;
+            continue;
+        }
+        /* A watch removed by an earlier handler of this batch is skipped;
+         * its memory stays valid because owners are freed only between
+         * iterations (see adapter.c, deferred frees). */
+        if (w->added)
+            w->fn(w, evs[i].events);
+    }
+
+    uint64_t now = loop_now_ms();
+    while (l->timers_head && l->timers_head->deadline_ms <= now) {
+        struct loop_timer *t = l->timers_head;
+        timer_unlink(l, t);
+        t->fn(t);
+    }
+}

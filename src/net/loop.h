@@ -1,0 +1,68 @@
+/*
+ * loop.h - the progress engine's event loop: epoll for sockets, a sorted
+ * timer list, and an eventfd doorbell so other threads can wake it.
+ *
+ * All loop state is protected by the caller's lock (the adapter lock); the
+ * lock is released only while waiting in epoll_wait. Watches and timers are
+ * embedded in their owners, so arming never allocates.
+ */
+#ifndef NDK_NET_LOOP_H
+#define NDK_NET_LOOP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+struct loop_watch;
+typedef void (*loop_watch_fn)(struct loop_watch *w, uint32_t events);
+
+struct loop_watch {
+    int fd;
+    uint32_t events;
+    loop_watch_fn fn;
+    bool added;
+};
+
+struct loop_timer;
+typedef void (*loop_timer_fn)(struct loop_timer *t);
+
+struct loop_timer {
+    uint64_t deadline_ms;
+    loop_timer_fn fn;
+    struct loop_timer *prev, *next;
+    bool armed;
+};
+
+struct loop {
+    int epfd;
+    int evfd;
+    struct loop_timer *timers_head, *timers_tail; /* sorted by deadline */
+    bool kicked;
+};
+
+int loop_init(struct loop *l);
+void loop_fini(struct loop *l);
+
+/* Registers fd (level-triggered). Returns 0 or -errno. */
+int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events, loop_watch_fn fn);
+int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events);
+/* Safe on a watch that was never added. */
+void loop_watch_del(struct loop *l, struct loop_watch *w);
+
+void loop_timer_init(struct loop_timer *t, loop_timer_fn fn);
+/* (Re)arms t to fire ms from now. */
+void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms);
+void loop_timer_cancel(struct loop *l, struct loop_timer *t);
+
+/* Wakes the loop from another thread (or from inside it: the next wait then
+ * returns at once). Called with the lock held. */
+void loop_kick(struct loop *l);
+
+/* One iteration: releases *lock while waiting (at most max_wait_ms, -1 = no
+ * limit other than timers), re-takes it, then dispatches socket events and
+ * expired timers. Returns after dispatching. */
+void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms);
+
+uint64_t loop_now_ms(void);
+
+#endif

@@ -1,0 +1,270 @@
+#include "net/tcp.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ifaddrs.h>
+#include <net/if.h>
+#include <netinet/tcp.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+bool ndk_sockaddr_import(const struct sockaddr *sa, ULONG len, NDK_SOCKADDR *out)
+{
+    if (!sa || !out)
+        return false;
+    memset(out, 0, sizeof *out);
+    if (sa->sa_family == AF_INET) {
+        if (len < sizeof(struct sockaddr_in))
+            return false;
+        memcpy(&out->in4, sa, sizeof out->in4);
+        return true;
+    }
+    if (sa->sa_family == AF_INET6 || sa->sa_family == NDK_WINDOWS_AF_INET6) {
+        if (len < sizeof(struct sockaddr_in6))
+            return false;
+        memcpy(&out->in6, sa, sizeof out->in6);
+        out->in6.sin6_family = AF_INET6;
+        return true;
+    }
+    return false;
+}
+
+socklen_t ndk_sockaddr_len(const NDK_SOCKADDR *a)
+{
+    return a->sa.sa_family == AF_INET ? sizeof(struct sockaddr_in) : sizeof(struct sockaddr_in6);
+}
+
+uint16_t ndk_sockaddr_port(const NDK_SOCKADDR *a)
+{
+    return ntohs(a->sa.sa_family == AF_INET ? a->in4.sin_port : a->in6.sin6_port);
+}
+
+void ndk_sockaddr_set_port(NDK_SOCKADDR *a, uint16_t port)
+{
+    if (a->sa.sa_family == AF_INET)
+        a->in4.sin_port = htons(port);
+    else
+        a->in6.sin6_port = htons(port);
+}
+
+bool ndk_sockaddr_is_any(const NDK_SOCKADDR *a)
+{
+    if (a->sa.sa_family == AF_INET)
+        return a->in4.sin_addr.s_addr == htonl(INADDR_ANY);
+    return IN6_IS_ADDR_UNSPECIFIED(&a->in6.sin6_addr);
+}
+
+bool ndk_sockaddr_same_ip(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
+{
+    if (a->sa.sa_family != b->sa.sa_family)
+        return false;
+    if (a->sa.sa_family == AF_INET)
+        return a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
+    return memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, sizeof a->in6.sin6_addr) == 0;
+}
+
+bool ndk_sockaddr_equal(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
+{
+    return ndk_sockaddr_same_ip(a, b) && ndk_sockaddr_port(a) == ndk_sockaddr_port(b);
+}
+
+const char *ndk_sockaddr_str(const NDK_SOCKADDR *a, char *buf, size_t len)
+{
+    char ip[INET6_ADDRSTRLEN] = "?";
+    if (a->sa.sa_family == AF_INET) {
+        inet_ntop(AF_INET, &a->in4.sin_addr, ip, sizeof ip);
+        snprintf(buf, len, "%s:%u", ip, ndk_sockaddr_port(a));
+    } else {
+        inet_ntop(AF_INET6, &a->in6.sin6_addr, ip, sizeof ip);
+        snprintf(buf, len, "[%s]:%u", ip, ndk_sockaddr_port(a));
+    }
+    return buf;
+}
+
+bool ndk_sockaddr_parse(const char *s, uint16_t default_port, NDK_SOCKADDR *out)
+{
+    char host[INET6_ADDRSTRLEN + 2];
+    const char *port_s = NULL;
+    memset(out, 0, sizeof *out);
+    if (!s || !*s)
+        return false;
+    if (s[0] == '[') {
+        const char *end = strchr(s, ']');
+        if (!end || (size_t)(end - s - 1) >= sizeof host)
+            return false;
+        memcpy(host, s + 1, (size_t)(end - s - 1));
+        host[end - s - 1] = 0;
+        if (end[1] == ':')
+            port_s = end + 2;
+        else if (end[1])
+            return false;
+    } else {
+        const char *colon = strchr(s, ':');
+        /* One colon means host:port; more are an IPv6 address without port. */
+        if (colon && !strchr(colon + 1, ':')) {
+            if ((size_t)(colon - s) >= sizeof host)
+                return false;
+            memcpy(host, s, (size_t)(colon - s));
+            host[colon - s] = 0;
+            port_s = colon + 1;
+        } else {
+            if (strlen(s) >= sizeof host)
+                return false;
+            strcpy(host, s);
+        }
+    }
+    unsigned long port = default_port;
+    if (port_s) {
+        char *e;
+        port = strtoul(port_s, &e, 10);
+        if (!*port_s || *e || port > 65535)
+            return false;
+    }
+    if (inet_pton(AF_INET, host, &out->in4.sin_addr) == 1) {
+        out->in4.sin_family = AF_INET;
+        out->in4.sin_port = htons((uint16_t)port);
+        return true;
+    }
+    if (inet_pton(AF_INET6, host, &out->in6.sin6_addr) == 1) {
+        out->in6.sin6_family = AF_INET6;
+        out->in6.sin6_port = htons((uint16_t)port);
+        return true;
+    }
+    return false;
+}
+
+NTSTATUS ndk_sockaddr_copy_out(const NDK_SOCKADDR *a, struct sockaddr *out, ULONG *len)
+{
+    if (!len)
+        return STATUS_INVALID_PARAMETER;
+    ULONG need = (ULONG)ndk_sockaddr_len(a);
+    if (!out || *len < need) {
+        *len = need;
+        return STATUS_BUFFER_TOO_SMALL;
+    }
+    memcpy(out, a, need);
+    *len = need;
+    return STATUS_SUCCESS;
+}
+
+int ndk_tcp_socket(int family)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, IPPROTO_TCP);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+void ndk_tcp_abort(int fd)
+{
+    struct linger lg = {.l_onoff = 1, .l_linger = 0};
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
+    close(fd);
+}
+
+NTSTATUS ndk_status_from_errno(int err, enum ndk_errno_phase phase)
+{
+    switch (err) {
+    case 0:
+        return STATUS_SUCCESS;
+    case EADDRINUSE:
+        return STATUS_SHARING_VIOLATION;
+    case EADDRNOTAVAIL:
+        /* At bind time the address is not ours; at connect time the
+         * kernel found the 4-tuple taken. */
+        return phase == NDK_PHASE_BIND ? STATUS_INVALID_ADDRESS : STATUS_ADDRESS_ALREADY_EXISTS;
+    case ECONNREFUSED:
+    case ECONNRESET:
+    case EPIPE:
+    case EACCES:
+    case EPERM:
+        return STATUS_CONNECTION_REFUSED;
+    case ENETUNREACH:
+    case ENETDOWN:
+        return STATUS_NETWORK_UNREACHABLE;
+    case EHOSTUNREACH:
+    case EHOSTDOWN:
+        return STATUS_HOST_UNREACHABLE;
+    case ETIMEDOUT:
+        return STATUS_IO_TIMEOUT;
+    case ENOMEM:
+    case ENOBUFS:
+    case EMFILE:
+    case ENFILE:
+        return STATUS_INSUFFICIENT_RESOURCES;
+    case EAFNOSUPPORT:
+    case EINVAL:
+        return STATUS_INVALID_ADDRESS;
+    default:
+        return STATUS_UNSUCCESSFUL;
+    }
+}
+
+static int find_or_add(NDK_ADAPTER_DESCRIPTION *tmp, int *n, int max, const char *name)
+{
+    for (int i = 0; i < *n; i++)
+        if (strcmp(tmp[i].Name, name) == 0)
+            return i;
+    if (*n >= max)
+        return -1;
+    NDK_ADAPTER_DESCRIPTION *d = &tmp[(*n)++];
+    memset(d, 0, sizeof *d);
+    snprintf(d->Name, sizeof d->Name, "%s", name);
+    d->IfIndex = if_nametoindex(name);
+    return *n - 1;
+}
+
+int ndk_if_list(NDK_ADAPTER_DESCRIPTION *list, unsigned cap)
+{
+    struct ifaddrs *ifa0;
+    if (getifaddrs(&ifa0) < 0)
+        return -errno;
+    enum { MAXIF = 64 };
+    NDK_ADAPTER_DESCRIPTION *tmp = calloc(MAXIF, sizeof *tmp);
+    if (!tmp) {
+        freeifaddrs(ifa0);
+        return -ENOMEM;
+    }
+    int n = 0;
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    for (struct ifaddrs *ifa = ifa0; ifa; ifa = ifa->ifa_next) {
+        if (!ifa->ifa_addr)
+            continue;
+        int fam = ifa->ifa_addr->sa_family;
+        if (fam != AF_INET && fam != AF_INET6)
+            continue;
+        int i = find_or_add(tmp, &n, MAXIF, ifa->ifa_name);
+        if (i < 0)
+            continue;
+        NDK_ADAPTER_DESCRIPTION *d = &tmp[i];
+        if (ifa->ifa_flags & IFF_UP)
+            d->Flags |= NDK_ADAPTER_DESC_UP;
+        if (ifa->ifa_flags & IFF_LOOPBACK)
+            d->Flags |= NDK_ADAPTER_DESC_LOOPBACK;
+        if (d->AddressCount < NDK_MAX_ADAPTER_ADDRESSES) {
+            NDK_SOCKADDR *a = &d->Addresses[d->AddressCount++];
+            memset(a, 0, sizeof *a);
+            memcpy(a, ifa->ifa_addr, fam == AF_INET ? sizeof a->in4 : sizeof a->in6);
+        }
+        if (!d->Mtu && sock >= 0) {
+            struct ifreq ifr;
+            memset(&ifr, 0, sizeof ifr);
+            snprintf(ifr.ifr_name, sizeof ifr.ifr_name, "%s", ifa->ifa_name);
+            if (ioctl(sock, SIOCGIFMTU, &ifr) == 0)
+                d->Mtu = (ULONG)ifr.ifr_mtu;
+        }
+    }
+    if (sock >= 0)
+        close(sock);
+    freeifaddrs(ifa0);
+    for (int i = 0; i < n && (unsigned)i < cap; i++)
+        list[i] = tmp[i];
+    free(tmp);
+    return n;
+}

@@ -1,0 +1,50 @@
+/* tcp.h - socket helpers: addresses, non-blocking TCP sockets, errno to
+ * NTSTATUS, and the interface list behind the adapters. */
+#ifndef NDK_NET_TCP_H
+#define NDK_NET_TCP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/socket.h>
+
+#include <ndk/ndk.h>
+
+/* Windows passes AF_INET6 as 23; accepted as well as Linux's 10. */
+#define NDK_WINDOWS_AF_INET6 23
+
+/* Copies a consumer address after checking family and length; port and
+ * address stay in network order. */
+bool ndk_sockaddr_import(const struct sockaddr *sa, ULONG len, NDK_SOCKADDR *out);
+socklen_t ndk_sockaddr_len(const NDK_SOCKADDR *a);
+uint16_t ndk_sockaddr_port(const NDK_SOCKADDR *a); /* host order */
+void ndk_sockaddr_set_port(NDK_SOCKADDR *a, uint16_t port);
+bool ndk_sockaddr_is_any(const NDK_SOCKADDR *a);
+/* Same family, address and port. */
+bool ndk_sockaddr_equal(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b);
+bool ndk_sockaddr_same_ip(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b);
+/* "1.2.3.4:5" / "[::1]:5" into buf. */
+const char *ndk_sockaddr_str(const NDK_SOCKADDR *a, char *buf, size_t len);
+/* Parses "1.2.3.4", "::1", with an optional port in "1.2.3.4:5" / "[::1]:5". */
+bool ndk_sockaddr_parse(const char *s, uint16_t default_port, NDK_SOCKADDR *out);
+
+/* The buffer-size pattern of the NDK address getters (reference 4.7). */
+NTSTATUS ndk_sockaddr_copy_out(const NDK_SOCKADDR *a, struct sockaddr *out, ULONG *len);
+
+/* Non-blocking, close-on-exec TCP socket with TCP_NODELAY (as siw: iWARP
+ * messages must not wait for Nagle). Returns fd or -errno. */
+int ndk_tcp_socket(int family);
+/* Close with an RST instead of a FIN (abortive teardown). */
+void ndk_tcp_abort(int fd);
+
+enum ndk_errno_phase {
+    NDK_PHASE_BIND,    /* bind/listen of a local endpoint */
+    NDK_PHASE_CONNECT, /* TCP handshake of an outgoing connection */
+};
+NTSTATUS ndk_status_from_errno(int err, enum ndk_errno_phase phase);
+
+/* Reads the interfaces that have IPv4/IPv6 addresses. Returns the number of
+ * adapters found (which may exceed cap: only cap entries are filled) or
+ * -errno. */
+int ndk_if_list(NDK_ADAPTER_DESCRIPTION *list, unsigned cap);
+
+#endif

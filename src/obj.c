@@ -1,0 +1,265 @@
+/* Object lifetimes and callback delivery shared by all NDK objects. */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "objects.h"
+
+bool ndk_debug_enabled;
+
+void ndk_log(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fputs("libndk: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
+void ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter_impl *ad, NDK_OBJECT_TYPE type,
+                  const void *dispatch, const struct ndk_obj_ops *ops)
+{
+    /* Rule L16: header set, reserved block zero, dispatch set before the
+     * object is handed out; the provider never reads Dispatch again. */
+    memset(&obj->pub, 0, sizeof obj->pub);
+    obj->pub.Header.Version = ad->version;
+    obj->pub.Header.ObjectType = type;
+    obj->pub.Dispatch = dispatch;
+    obj->magic = NDK_OBJ_MAGIC;
+    obj->type = type;
+    obj->ad = ad;
+    obj->ops = ops;
+    obj->close_cb.kind = CB_CLOSE;
+    obj->close_cb.obj = obj;
+    if (&ad->obj != obj) {
+        obj->all_next = ad->objects;
+        obj->all_prev = NULL;
+        if (ad->objects)
+            ad->objects->all_prev = obj;
+        ad->objects = obj;
+    }
+}
+
+struct ndk_obj *ndk_obj_from_pub(const void *pub, NDK_OBJECT_TYPE type)
+{
+    if (!pub)
+        return NULL;
+    struct ndk_obj *obj = (struct ndk_obj *)(uintptr_t)pub;
+    if (obj->magic != NDK_OBJ_MAGIC || obj->type != type || obj->destroyed)
+        return NULL;
+    return obj;
+}
+
+bool ndk_on_progress_thread(struct ndk_adapter_impl *ad)
+{
+    return ad->thread_started && pthread_equal(pthread_self(), ad->thread);
+}
+
+void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
+{
+    cb->obj->busy++;
+    cb->queued = true;
+    cb->next = NULL;
+    if (ad->cbq_tail)
+        ad->cbq_tail->next = cb;
+    else
+        ad->cbq_head = cb;
+    ad->cbq_tail = cb;
+    loop_kick(&ad->loop);
+}
+
+void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMPLETION fn, void *ctx)
+{
+    req->pending = true;
+    req->cb.kind = CB_REQUEST;
+    req->cb.obj = obj;
+    req->cb.u.req.fn = fn;
+    req->cb.u.req.ctx = ctx;
+    req->cb.u.req.status = STATUS_PENDING;
+    /* The object cannot finish closing until this completion has run. */
+    obj->busy++;
+}
+
+void ndk_req_complete(struct ndk_req *req, NTSTATUS status)
+{
+    if (!req->pending)
+        return;
+    req->pending = false;
+    req->cb.u.req.status = status;
+    /* ndk_req_begin already counted this completion in obj->busy. */
+    req->cb.obj->busy--;
+    ndk_cb_queue(req->cb.obj->ad, &req->cb);
+}
+
+void ndk_obj_destroy(struct ndk_obj *obj)
+{
+    struct ndk_adapter_impl *ad = obj->ad;
+    obj->destroyed = true;
+    if (obj->ops->destroy)
+        obj->ops->destroy(obj);
+    if (obj->all_prev)
+        obj->all_prev->all_next = obj->all_next;
+    else if (ad->objects == obj)
+        ad->objects = obj->all_next;
+    if (obj->all_next)
+        obj->all_next->all_prev = obj->all_prev;
+    obj->all_prev = obj->all_next = NULL;
+    /* Freed by the progress thread between loop iterations, so a socket
+     * event already fetched for this object never touches freed memory. */
+    obj->free_next = ad->free_list;
+    ad->free_list = obj;
+    loop_kick(&ad->loop);
+}
+
+void ndk_obj_maybe_finish(struct ndk_obj *obj)
+{
+    if (obj->close_pending && !obj->destroyed && !obj->close_cb.queued && obj->successors == 0 &&
+        obj->busy == 0) {
+        /* Queued directly (not through ndk_cb_queue): a close completion is
+         * not counted in busy; running it ends with obj_destroy. */
+        struct ndk_adapter_impl *ad = obj->ad;
+        obj->close_cb.queued = true;
+        obj->close_cb.next = NULL;
+        if (ad->cbq_tail)
+            ad->cbq_tail->next = &obj->close_cb;
+        else
+            ad->cbq_head = &obj->close_cb;
+        ad->cbq_tail = &obj->close_cb;
+        loop_kick(&ad->loop);
+    }
+}
+
+void ndk_obj_add_successor(struct ndk_obj *ante)
+{
+    ante->successors++;
+}
+
+void ndk_obj_release_successor(struct ndk_obj *ante)
+{
+    ante->successors--;
+    ndk_obj_maybe_finish(ante);
+}
+
+NTSTATUS ndk_obj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION cb, void *ctx)
+{
+    if (!hdr)
+        return STATUS_INVALID_PARAMETER;
+    struct ndk_obj *obj = ndk_obj_from_pub(hdr, hdr->ObjectType);
+    if (!obj || obj->type == NdkObjectTypeAdapter)
+        return STATUS_INVALID_PARAMETER;
+    struct ndk_adapter_impl *ad = obj->ad;
+    pthread_mutex_lock(&ad->lock);
+    if (obj->closing) {
+        /* A second close of the same object is a consumer bug (L9); it must
+         * not produce a second completion. */
+        pthread_mutex_unlock(&ad->lock);
+        return STATUS_INVALID_DEVICE_STATE;
+    }
+    obj->closing = true;
+    obj->close_cb.u.req.ctx = ctx;
+    obj->close_cb.u.req.fn = (NDK_FN_REQUEST_COMPLETION)(void (*)(void))cb;
+    if (obj->ops->close_start)
+        obj->ops->close_start(obj);
+    if (obj->successors == 0 && obj->busy == 0) {
+        ndk_obj_destroy(obj);
+        pthread_mutex_unlock(&ad->lock);
+        return STATUS_SUCCESS;
+    }
+    obj->close_pending = true;
+    pthread_mutex_unlock(&ad->lock);
+    return STATUS_PENDING;
+}
+
+NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *obj, GUID *id, NDK_VERSION ver,
+                             NDK_EXTENSION_INTERFACE *out)
+{
+    (void)ver;
+    if (!obj || !id || !out)
+        return STATUS_INVALID_PARAMETER;
+    return STATUS_NOT_SUPPORTED;
+}
+
+/* Runs queued callbacks with the lock released. Called by the progress
+ * thread with the lock held. */
+void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
+{
+    struct ndk_cb *cb;
+    while ((cb = ad->cbq_head)) {
+        ad->cbq_head = cb->next;
+        if (!ad->cbq_head)
+            ad->cbq_tail = NULL;
+        cb->next = NULL;
+        struct ndk_obj *obj = cb->obj;
+        enum ndk_cb_kind kind = cb->kind;
+
+        if (kind == CB_CONNECT_EVENT) {
+            /* Decided under the lock: a listener that is closing or paused
+             * must not see the request (5.2.6); the connector is dropped. */
+            if (!ndk_listener_should_deliver(obj, cb->u.connect.connector)) {
+                cb->queued = false;
+                obj->busy--;
+                ndk_obj_maybe_finish(obj);
+                continue;
+            }
+        }
+
+        pthread_mutex_unlock(&ad->lock);
+        switch (kind) {
+        case CB_REQUEST:
+            if (cb->u.req.fn)
+                cb->u.req.fn(cb->u.req.ctx, cb->u.req.status);
+            break;
+        case CB_CLOSE: {
+            NDK_FN_CLOSE_COMPLETION fn =
+                (NDK_FN_CLOSE_COMPLETION)(void (*)(void))cb->u.req.fn;
+            if (fn)
+                fn(cb->u.req.ctx);
+            break;
+        }
+        case CB_CONNECT_EVENT: {
+            ndk_listener_deliver(obj, cb->u.connect.connector);
+            break;
+        }
+        case CB_DISCONNECT:
+            if (cb->u.disc.fn_ex)
+                cb->u.disc.fn_ex(cb->u.disc.ctx, cb->u.disc.reason);
+            else if (cb->u.disc.fn)
+                cb->u.disc.fn(cb->u.disc.ctx);
+            break;
+        case CB_FUNC:
+            cb->u.func.fn(obj);
+            break;
+        }
+        pthread_mutex_lock(&ad->lock);
+        cb->queued = false;
+        if (kind == CB_CLOSE) {
+            ndk_obj_destroy(obj);
+        } else {
+            obj->busy--;
+            ndk_obj_maybe_finish(obj);
+        }
+    }
+}
+
+void ndk_defer_free(struct ndk_adapter_impl *ad, struct ndk_dfree *node)
+{
+    node->next = ad->dfree_list;
+    ad->dfree_list = node;
+}
+
+void ndk_free_deferred(struct ndk_adapter_impl *ad)
+{
+    struct ndk_dfree *d;
+    while ((d = ad->dfree_list)) {
+        ad->dfree_list = d->next;
+        free(d);
+    }
+    struct ndk_obj *obj;
+    while ((obj = ad->free_list)) {
+        ad->free_list = obj->free_next;
+        obj->magic = 0;
+        obj->ops->free(obj);
+    }
+}

@@ -1,0 +1,175 @@
+/* objects.h - the provider-side structures behind each NDK object, and the
+ * entry points the object files call on each other. */
+#ifndef NDK_OBJECTS_H
+#define NDK_OBJECTS_H
+
+#include "core.h"
+#include "net/ports.h"
+#include "net/tcp.h"
+#include "wire/mpa.h"
+
+/* ---- adapter.c ---- */
+struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub);
+/* Is addr one of the adapter's local addresses (or a wildcard)? */
+bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr);
+void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info);
+/* Progress-thread internals (obj.c). */
+void ndk_drain_callbacks(struct ndk_adapter_impl *ad);
+void ndk_free_deferred(struct ndk_adapter_impl *ad);
+
+/* The limits every adapter reports; section comments in adapter.c. */
+#define NDK_MAX_IRD 128
+#define NDK_MAX_ORD 128
+#define NDK_MAX_PRIVATE_DATA 252
+
+/* ---- cq.c ---- */
+struct ndk_cq_impl {
+    struct ndk_obj obj;
+    ULONG depth;
+    NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
+    void *notify_ctx;
+};
+NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
+                       NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification, PVOID CqNotificationContext,
+                       GROUP_AFFINITY *Affinity, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                       PVOID RequestContext, NDK_CQ **ppNdkCq);
+
+/* ---- pd.c ---- */
+struct ndk_pd_impl {
+    struct ndk_obj obj;
+    uint32_t privileged_token;
+};
+NTSTATUS ndk_create_pd(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                       PVOID RequestContext, NDK_PD **ppNdkPd);
+
+/* ---- qp.c ---- */
+struct ndk_connector_impl;
+struct ndk_qp_impl {
+    struct ndk_obj obj;
+    struct ndk_pd_impl *pd;
+    struct ndk_cq_impl *rcq, *icq;
+    void *context;
+    ULONG rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
+    struct ndk_connector_impl *conn; /* the connector using this QP, if any */
+    bool used;                       /* once connected, never again (7.6 rule 7) */
+    bool connected;
+};
+
+NTSTATUS ndk_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq, PVOID QPContext,
+                       ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth, ULONG MaxReceiveRequestSge,
+                       ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
+                       NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
+                       NDK_QP **ppNdkQp);
+NTSTATUS ndk_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
+                                NDK_SRQ *pSrq, PVOID QPContext, ULONG InitiatorQueueDepth,
+                                ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,
+                                NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
+                                NDK_QP **ppNdkQp);
+
+/* ---- endpoint.c (shared endpoints) ---- */
+struct ndk_sep_impl {
+    struct ndk_obj obj;
+    struct port_res *port;
+    NDK_SOCKADDR local;
+    int holder_fd; /* keeps the port bound against other sockets */
+    struct ndk_connector_impl *conns; /* connectors over it, for 4-tuple checks */
+};
+NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter, CONST PSOCKADDR pAddress,
+                                    ULONG AddressLength, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                                    PVOID RequestContext, NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint);
+
+/* ---- listener.c ---- */
+struct ndk_halfopen;
+struct ndk_listener_impl {
+    struct ndk_obj obj;
+    NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
+    void *connect_ctx;
+    int fd;
+    struct loop_watch watch;
+    struct port_res *port;
+    NDK_SOCKADDR local;
+    bool listening;
+    bool paused;
+    unsigned backlog_used; /* delivered, not yet accepted/rejected/closed */
+    unsigned halfopen_count;
+    struct ndk_halfopen *halfopen;
+};
+NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
+                             PVOID ConnectEventContext, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                             PVOID RequestContext, NDK_LISTENER **ppNdkListener);
+bool ndk_listener_should_deliver(struct ndk_obj *listener, struct ndk_obj *conn);
+void ndk_listener_deliver(struct ndk_obj *listener, struct ndk_obj *conn);
+/* A passive connector left the backlog (accepted, rejected or closed). */
+void ndk_listener_backlog_release(struct ndk_listener_impl *l);
+
+/* ---- connector.c ---- */
+enum conn_state {
+    CONN_IDLE,        /* created, nothing done */
+    CONN_TCP,         /* active: TCP handshake in progress */
+    CONN_MPA_REPLY,   /* active: Request sent, waiting for the Reply */
+    CONN_REPLIED,     /* active: Connect succeeded, CompleteConnect/Reject next */
+    CONN_INCOMING,    /* passive: delivered by the connect event */
+    CONN_ACCEPTING,   /* passive: Reply sent, waiting for the RTR */
+    CONN_CONNECTED,   /* established */
+    CONN_DISCONNECTING,
+    CONN_DEAD,        /* terminal: disconnected, refused, rejected, aborted */
+};
+
+struct ndk_connector_impl {
+    struct ndk_obj obj;
+    enum conn_state state;
+    bool passive;
+    int fd;
+    struct loop_watch watch;
+    struct loop_timer timer;
+    struct ndk_qp_impl *qp;             /* antecedent once associated */
+    struct ndk_listener_impl *listener; /* passive: antecedent */
+    struct ndk_sep_impl *sep;           /* shared endpoint: antecedent */
+    struct ndk_connector_impl *sep_next;
+    struct port_res *port;              /* local endpoint reference */
+    NDK_SOCKADDR local, peer;
+    bool in_backlog;
+
+    /* MPA negotiation */
+    struct mpa_reader reader;
+    bool crc, p2p, enhanced;
+    uint8_t rev, rtr;
+    ULONG want_ird, want_ord;    /* consumer's values capped by the adapter maxima */
+    ULONG peer_ird, peer_ord;    /* from the peer's frame (or unknown: the maxima) */
+    bool peer_limits_known;
+    ULONG eff_ird, eff_ord;
+    uint8_t *peer_pd;            /* private data the peer sent (connect/accept/reject) */
+    ULONG peer_pd_len;
+    bool pd_window_open;         /* GetConnectionData allowed */
+    uint8_t rtr_buf[64];         /* the RTR FPDU being read (responder, p2p) */
+    size_t rtr_have;
+    uint8_t tx[MPA_FRAME_MAX];   /* startup frame not yet fully written */
+    size_t tx_len, tx_off;
+
+    /* requests and events */
+    struct ndk_req connect_req, accept_req, disconnect_req;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK disc_fn;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_fn_ex;
+    void *disc_ctx;
+    struct ndk_cb disc_event;
+    struct ndk_cb connect_event; /* passive: the listener's connect event */
+    bool disc_event_done;       /* delivered or suppressed: at most once (X3) */
+    bool local_disconnect;      /* NdkDisconnect called */
+    bool peer_fin, peer_gone;   /* FIN seen / RST or error seen */
+    bool fin_sent;
+};
+
+NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                              PVOID RequestContext, NDK_CONNECTOR **ppNdkConnector);
+/* Listener hands over an accepted TCP socket whose MPA Request was read. */
+struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l, int fd,
+                                                     const NDK_SOCKADDR *local,
+                                                     const NDK_SOCKADDR *peer,
+                                                     const struct mpa_frame *req);
+/* Destroys a passive connector the consumer never saw (listener closing or
+ * paused when its event came up). */
+void ndk_connector_drop_undelivered(struct ndk_connector_impl *c);
+
+extern const NDK_CONNECTOR_DISPATCH ndk_connector_dispatch;
+
+#endif
