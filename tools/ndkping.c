@@ -1,0 +1,1688 @@
+/*
+ * ndkping - the connection phase of rdma-core's rping, over NDK.
+ *
+ * The client connects with private data and requested IRD/ORD; the server
+ * reads them from its connect event, accepts with its own private data and
+ * limits; both sides print what they see and how long each leg took; the
+ * client disconnects, the server answers the disconnect; everything is
+ * closed. --loopback runs both ends in one process on two instances of the
+ * loopback adapter, as two hosts would, and checks that each side received
+ * the other's private data byte for byte and consistent IRD/ORD.
+ *
+ * Uses only the public headers. Every asynchronous call is handled the way
+ * reference section 4 allows it to finish: inline (STATUS_SUCCESS or an
+ * error) or STATUS_PENDING followed by exactly one callback from the
+ * provider's thread, which we wait for with a bound.
+ */
+#include <ctype.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+
+#include "toolcommon.h"
+
+#define DEFAULT_PORT 7174 /* rping's */
+#define DEFAULT_READ_LIMIT 16
+#define DEFAULT_TIMEOUT_MS 10000
+/* ndkping waits this much longer than the provider's own timeouts, so that
+ * a provider timeout is reported as the provider's status, and a missing
+ * callback as such. */
+#define GRACE_MS 2000
+/* The QP only has to exist: no work request is posted. */
+#define CQ_DEPTH 8
+#define QUEUE_DEPTH 4
+/* Private data is shown up to this many bytes. */
+#define PDATA_SHOWN 256
+#define PDATA_BUF (PDATA_SHOWN * 4 + 64)
+#define ADDR_BUF (INET6_ADDRSTRLEN + IF_NAMESIZE + 16)
+
+static const char *prog = "ndkping";
+
+enum mode { MODE_UNSET, MODE_SERVER, MODE_CLIENT, MODE_LOOPBACK };
+
+/* Levels for say(): 0 even with -q, 1 normal, 2 with -v. */
+enum { LVL_SUMMARY = 0, LVL_NORMAL = 1, LVL_VERBOSE = 2 };
+
+static struct options {
+    enum mode mode;
+    const char *address; /* -a */
+    const char *adapter; /* -d */
+    unsigned port;
+    bool port_given;
+    unsigned long count; /* 0: the server runs until interrupted */
+    ULONG ird, ord;
+    char *data, *reply;
+    size_t data_len, reply_len;
+    bool reject, crc, no_p2p, ipv6;
+    int verbosity;
+    unsigned timeout_ms;
+} opt;
+
+static pthread_mutex_t out_lock = PTHREAD_MUTEX_INITIALIZER;
+static atomic_uint library_problems;
+
+/* ------------------------------------------------------------------------ */
+/* Output                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* "role: message" on stdout, one whole line at a time: in --loopback mode
+ * the server thread and the client print concurrently. */
+static void say(int level, const char *role, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void say(int level, const char *role, const char *fmt, ...)
+{
+    if (opt.verbosity < level)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    pthread_mutex_lock(&out_lock);
+    if (role)
+        printf("%s: ", role);
+    vprintf(fmt, ap);
+    putchar('\n');
+    pthread_mutex_unlock(&out_lock);
+    va_end(ap);
+}
+
+static void vcomplain(const char *role, const char *what, const char *fmt, va_list ap)
+{
+    pthread_mutex_lock(&out_lock);
+    fflush(stdout); /* keep errors after the lines that led to them */
+    fprintf(stderr, "%s: ", prog);
+    /* Only --loopback has two sides in one output. */
+    if (role && opt.mode == MODE_LOOPBACK)
+        fprintf(stderr, "%s: ", role);
+    if (what)
+        fprintf(stderr, "%s", what);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    pthread_mutex_unlock(&out_lock);
+}
+
+/* "ndkping: [role: ]message" on stderr. */
+static void complain(const char *role, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void complain(const char *role, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vcomplain(role, NULL, fmt, ap);
+    va_end(ap);
+}
+
+/* The provider broke a rule of the reference: reported, counted, and the
+ * run fails, even when the connection itself worked. */
+static void library_problem(const char *role, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+static void library_problem(const char *role, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vcomplain(role, "library problem: ", fmt, ap);
+    va_end(ap);
+    atomic_fetch_add(&library_problems, 1);
+}
+
+/* Private data as text: printable ASCII as is, the rest as \xNN. */
+static const char *fmt_pdata(const uint8_t *p, size_t n, char *buf, size_t size)
+{
+    if (n == 0) {
+        snprintf(buf, size, "none (0 bytes)");
+        return buf;
+    }
+    size_t o = 0, shown = n > PDATA_SHOWN ? PDATA_SHOWN : n;
+    buf[o++] = '"';
+    for (size_t i = 0; i < shown && o + 48 < size; i++) {
+        uint8_t ch = p[i];
+        if (ch == '"' || ch == '\\')
+            o += (size_t)snprintf(buf + o, size - o, "\\%c", ch);
+        else if (ch >= 0x20 && ch < 0x7f)
+            buf[o++] = (char)ch;
+        else
+            o += (size_t)snprintf(buf + o, size - o, "\\x%02x", ch);
+    }
+    snprintf(buf + o, size - o, "\"%s (%zu byte%s)", shown < n ? "..." : "", n, n == 1 ? "" : "s");
+    return buf;
+}
+
+static ULONG min_ul(ULONG a, ULONG b)
+{
+    return a < b ? a : b;
+}
+
+static unsigned step_wait_ms(void)
+{
+    return opt.timeout_ms + GRACE_MS;
+}
+
+/* NdkConnect may spend the TCP handshake timeout and then the MPA Reply
+ * timeout, each of them opt.timeout_ms. */
+static unsigned connect_wait_ms(void)
+{
+    return 2 * opt.timeout_ms + GRACE_MS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Statistics                                                               */
+/* ------------------------------------------------------------------------ */
+
+struct stats {
+    unsigned n;
+    uint64_t sum, min, max;
+};
+
+static void stats_add(struct stats *s, uint64_t v)
+{
+    if (s->n == 0 || v < s->min)
+        s->min = v;
+    if (s->n == 0 || v > s->max)
+        s->max = v;
+    s->n++;
+    s->sum += v;
+}
+
+/* "N connections, avg connect X us, min Y, max Z", or "K of N connections
+ * ok, ..." when only K of the N attempts went as asked. suffix qualifies
+ * the noun (" refused"). */
+static void stats_print(const char *role, const char *noun, const char *suffix, const char *leg,
+                        const struct stats *s, unsigned long attempted)
+{
+    bool partial = s->n < attempted;
+    unsigned long total = partial ? attempted : s->n;
+    char head[160];
+    char of[32] = "";
+    if (partial)
+        snprintf(of, sizeof of, "%u of ", s->n);
+    snprintf(head, sizeof head, "%s%lu %s%s%s%s", of, total, noun, total == 1 ? "" : "s", suffix,
+             partial ? (suffix[0] ? " as asked" : " ok") : "");
+    if (s->n == 0 || !leg)
+        say(LVL_SUMMARY, role, "%s", head);
+    else
+        say(LVL_SUMMARY, role, "%s, avg %s %" PRIu64 " us, min %" PRIu64 ", max %" PRIu64, head,
+            leg, s->sum / s->n, s->min, s->max);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One end: an adapter instance                                              */
+/* ------------------------------------------------------------------------ */
+
+struct conn;
+
+struct side {
+    const char *role; /* "server" / "client" */
+    NDK_ADAPTER *ad;
+    NDK_ADAPTER_INFO info;
+    char name[IF_NAMESIZE];
+    NDK_SOCKADDR addr;      /* server: listen address; client: source address (port 0) */
+    struct conn *graveyard; /* connections whose callbacks may still come */
+};
+
+static bool side_open(struct side *s, const char *role, const char *spec, const char *name,
+                      ULONG flags)
+{
+    memset(s, 0, sizeof *s);
+    s->role = role;
+    snprintf(s->name, sizeof s->name, "%s", name);
+    /* The provider's own timeouts follow --timeout, so that a slow step is
+     * reported by the provider (STATUS_IO_TIMEOUT) before ndkping gives up. */
+    NDK_OPEN_OPTIONS o = {
+        .Size = sizeof o,
+        .Flags = flags,
+        .TcpConnectTimeoutMs = opt.timeout_ms,
+        .MpaReplyTimeoutMs = opt.timeout_ms,
+        .RtrTimeoutMs = opt.timeout_ms,
+        .DisconnectTimeoutMs = opt.timeout_ms,
+    };
+    pthread_mutex_lock(&out_lock);
+    fflush(stdout);
+    NTSTATUS st = tc_open_adapter(prog, spec, &o, &s->ad);
+    pthread_mutex_unlock(&out_lock);
+    if (st != STATUS_SUCCESS)
+        return false;
+    st = tc_query_info(s->ad, &s->info, NULL);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "NdkQueryAdapterInfo on '%s' failed: %s", spec, NdkStatusName(st));
+        return false;
+    }
+    say(LVL_VERBOSE, role, "opened adapter '%s' (%s) at NDK %u.%u, flags 0x%" PRIx32, spec, s->name,
+        s->info.Version.Major, s->info.Version.Minor, flags);
+    return true;
+}
+
+static void print_adapter_summary(const struct side *s, const NDK_ADAPTER_DESCRIPTION *d,
+                                  const char *how)
+{
+    char addrs[NDK_MAX_ADAPTER_ADDRESSES * ADDR_BUF];
+    const NDK_ADAPTER_INFO *in = &s->info;
+    say(LVL_NORMAL, NULL,
+        "adapter %s (%s)%s: NDK %u.%u, %s, MaxCallerData %" PRIu32 ", MaxCalleeData %" PRIu32
+        ", max IRD %" PRIu32 " ORD %" PRIu32,
+        s->name, d ? tc_format_desc_addrs(d, addrs, sizeof addrs) : "?", how, in->Version.Major,
+        in->Version.Minor, tc_technology_name(in->RdmaTechnology), in->MaxCallerData,
+        in->MaxCalleeData, in->MaxInboundReadLimit, in->MaxOutboundReadLimit);
+}
+
+/* ------------------------------------------------------------------------ */
+/* One connection's objects and completions                                 */
+/* ------------------------------------------------------------------------ */
+
+enum {
+    K_CREATE_CQ,
+    K_CREATE_PD,
+    K_CREATE_QP,
+    K_CREATE_CONNECTOR,
+    K_CONNECT,
+    K_COMPLETE_CONNECT,
+    K_ACCEPT,
+    K_DISCONNECT,
+    K_DISCONNECT_EVENT,
+    K_CLOSE_CONNECTOR,
+    K_CLOSE_QP,
+    K_CLOSE_PD,
+    K_CLOSE_CQ,
+    K_COUNT
+};
+
+static const char *const k_names[K_COUNT] = {
+    [K_CREATE_CQ] = "NdkCreateCq",
+    [K_CREATE_PD] = "NdkCreatePd",
+    [K_CREATE_QP] = "NdkCreateQp",
+    [K_CREATE_CONNECTOR] = "NdkCreateConnector",
+    [K_CONNECT] = "NdkConnect",
+    [K_COMPLETE_CONNECT] = "NdkCompleteConnect",
+    [K_ACCEPT] = "NdkAccept",
+    [K_DISCONNECT] = "NdkDisconnect",
+    [K_DISCONNECT_EVENT] = "the disconnect event",
+    [K_CLOSE_CONNECTOR] = "NdkCloseConnector",
+    [K_CLOSE_QP] = "NdkCloseQp",
+    [K_CLOSE_PD] = "NdkClosePd",
+    [K_CLOSE_CQ] = "NdkCloseCq",
+};
+
+struct conn {
+    struct side *side;
+    unsigned num; /* 1-based, as printed */
+    struct tc_completion k[K_COUNT];
+    NDK_CQ *cq;
+    NDK_PD *pd;
+    NDK_QP *qp;
+    NDK_CONNECTOR *cn;
+    /* A callback may still arrive (we stopped waiting for one): the
+     * completions must outlive the adapter, whose close is the last point
+     * a callback can run (rule L12). */
+    bool abandoned;
+    struct conn *next;
+};
+
+static struct conn *conn_new(struct side *s, unsigned num)
+{
+    struct conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        complain(s->role, "out of memory");
+        return NULL;
+    }
+    c->side = s;
+    c->num = num;
+    for (int i = 0; i < K_COUNT; i++)
+        tc_comp_init(&c->k[i], k_names[i]);
+    return c;
+}
+
+static void conn_free(struct conn *c)
+{
+    for (int i = 0; i < K_COUNT; i++)
+        tc_comp_destroy(&c->k[i]);
+    free(c);
+}
+
+/* -v: how a call finished. */
+static void note_step(struct conn *c, int k, NTSTATUS final)
+{
+    struct tc_completion *p = &c->k[k];
+    if (p->pending)
+        say(LVL_VERBOSE, c->side->role, "[%u] %s: STATUS_PENDING, then %s", c->num, p->what,
+            tc_status_name(final));
+    else
+        say(LVL_VERBOSE, c->side->role, "[%u] %s: %s (inline)", c->num, p->what,
+            tc_status_name(final));
+}
+
+/* Finishes a create: the object, or NULL after printing why. */
+static void *finish_create(struct conn *c, int k, NTSTATUS st, void *inline_obj)
+{
+    st = tc_comp_finish(&c->k[k], st, step_wait_ms());
+    note_step(c, k, st);
+    if (st == TC_STATUS_NO_CALLBACK)
+        c->abandoned = true; /* the object may still be created later */
+    if (st != STATUS_SUCCESS) {
+        complain(c->side->role, "%s failed: %s", k_names[k], tc_status_name(st));
+        return NULL;
+    }
+    void *obj = tc_comp_object(&c->k[k], inline_obj);
+    if (!obj)
+        library_problem(c->side->role, "%s succeeded without giving an object", k_names[k]);
+    return obj;
+}
+
+static VOID cq_notification(PVOID Context, NTSTATUS CqStatus)
+{
+    /* Never armed, so never called (reference 5.3.2). */
+    (void)Context, (void)CqStatus;
+}
+
+/* CQ, PD and a small QP; the client also creates its connector. */
+static bool conn_create(struct conn *c, bool with_connector)
+{
+    NDK_ADAPTER *ad = c->side->ad;
+    NDK_CQ *cq = NULL;
+    NTSTATUS st = ad->Dispatch->NdkCreateCq(ad, CQ_DEPTH, cq_notification, c, NULL, tc_on_create,
+                                            &c->k[K_CREATE_CQ], &cq);
+    if (!(c->cq = finish_create(c, K_CREATE_CQ, st, cq)))
+        return false;
+
+    NDK_PD *pd = NULL;
+    st = ad->Dispatch->NdkCreatePd(ad, tc_on_create, &c->k[K_CREATE_PD], &pd);
+    if (!(c->pd = finish_create(c, K_CREATE_PD, st, pd)))
+        return false;
+
+    NDK_QP *qp = NULL;
+    st = c->pd->Dispatch->NdkCreateQp(c->pd, c->cq, c->cq, c, QUEUE_DEPTH, QUEUE_DEPTH, 1, 1, 0,
+                                      tc_on_create, &c->k[K_CREATE_QP], &qp);
+    if (!(c->qp = finish_create(c, K_CREATE_QP, st, qp)))
+        return false;
+
+    if (with_connector) {
+        NDK_CONNECTOR *cn = NULL;
+        st = ad->Dispatch->NdkCreateConnector(ad, tc_on_create, &c->k[K_CREATE_CONNECTOR], &cn);
+        if (!(c->cn = finish_create(c, K_CREATE_CONNECTOR, st, cn)))
+            return false;
+    }
+    return true;
+}
+
+/*
+ * Closes the connection's objects, successors first (the connector relies
+ * on the QP, the QP on the PD and CQ), each close waited for with a bound,
+ * then checks the callback rules on every call it made. Returns false if a
+ * close misbehaved.
+ */
+static bool conn_teardown(struct conn *c)
+{
+    struct {
+        NDK_FN_CLOSE_OBJECT fn;
+        NDK_OBJECT_HEADER *obj;
+        int k;
+    } order[] = {
+        {c->cn ? c->cn->Dispatch->NdkCloseConnector : NULL, c->cn ? &c->cn->Header : NULL,
+         K_CLOSE_CONNECTOR},
+        {c->qp ? c->qp->Dispatch->NdkCloseQp : NULL, c->qp ? &c->qp->Header : NULL, K_CLOSE_QP},
+        {c->pd ? c->pd->Dispatch->NdkClosePd : NULL, c->pd ? &c->pd->Header : NULL, K_CLOSE_PD},
+        {c->cq ? c->cq->Dispatch->NdkCloseCq : NULL, c->cq ? &c->cq->Header : NULL, K_CLOSE_CQ},
+    };
+    bool ok = true;
+    for (size_t i = 0; i < TC_ARRAY_SIZE(order); i++) {
+        if (!order[i].obj)
+            continue;
+        NTSTATUS st = tc_close(order[i].fn, order[i].obj, &c->k[order[i].k], step_wait_ms(), prog);
+        note_step(c, order[i].k, st);
+        if (st == TC_STATUS_NO_CALLBACK) {
+            c->abandoned = true;
+            atomic_fetch_add(&library_problems, 1);
+            ok = false;
+        } else if (st != STATUS_SUCCESS) {
+            atomic_fetch_add(&library_problems, 1);
+            ok = false;
+        }
+    }
+    c->cn = NULL, c->qp = NULL, c->pd = NULL, c->cq = NULL;
+
+    if (c->abandoned) {
+        c->next = c->side->graveyard;
+        c->side->graveyard = c;
+        return ok;
+    }
+    /* Every object is closed: no callback can come any more (L14). */
+    int problems = 0;
+    pthread_mutex_lock(&out_lock);
+    fflush(stdout);
+    for (int i = 0; i < K_COUNT; i++)
+        problems += tc_comp_audit(&c->k[i], prog);
+    pthread_mutex_unlock(&out_lock);
+    if (problems) {
+        atomic_fetch_add(&library_problems, (unsigned)problems);
+        ok = false;
+    }
+    conn_free(c);
+    return ok;
+}
+
+/*
+ * NdkGetConnectionData as the reference describes it (5.10.6): a size probe
+ * with no buffer gives the RDS, then a read into a buffer of that size.
+ * *data is malloc'ed (NULL when the RDS is 0).
+ */
+static NTSTATUS get_connection_data(struct conn *c, NDK_CONNECTOR *cn, ULONG *ird, ULONG *ord,
+                                    uint8_t **data, ULONG *len)
+{
+    const char *role = c->side->role;
+    *data = NULL;
+    *len = 0;
+    ULONG rds = 0;
+    NTSTATUS st = cn->Dispatch->NdkGetConnectionData(cn, ird, ord, NULL, &rds);
+    say(LVL_VERBOSE, role, "[%u] NdkGetConnectionData(NULL, 0): %s, RDS %" PRIu32, c->num,
+        NdkStatusName(st), rds);
+    if (st != STATUS_SUCCESS)
+        return st;
+    if (rds == 0)
+        return STATUS_SUCCESS;
+    uint8_t *buf = malloc(rds);
+    if (!buf)
+        return STATUS_NO_MEMORY;
+    ULONG got = rds, ird2 = 0, ord2 = 0;
+    st = cn->Dispatch->NdkGetConnectionData(cn, &ird2, &ord2, buf, &got);
+    if (st != STATUS_SUCCESS) {
+        free(buf);
+        return st;
+    }
+    if (got != rds)
+        library_problem(role, "NdkGetConnectionData: RDS %" PRIu32 " after the probe said %" PRIu32,
+                        got, rds);
+    if ((ird && ird2 != *ird) || (ord && ord2 != *ord))
+        library_problem(role, "NdkGetConnectionData: IRD/ORD changed between two calls");
+    *data = buf;
+    *len = got < rds ? got : rds;
+    return STATUS_SUCCESS;
+}
+
+/* Byte-exact private data (behaviour.md: the RDS is the number of octets
+ * the peer sent). */
+static bool pdata_matches(const char *role, const char *whose, const uint8_t *got, ULONG got_len,
+                          const char *sent, size_t sent_len)
+{
+    if (got_len == sent_len && (sent_len == 0 || memcmp(got, sent, sent_len) == 0))
+        return true;
+    char a[PDATA_BUF], b[PDATA_BUF];
+    complain(role, "%s private data differs from what was sent: got %s, sent %s", whose,
+             fmt_pdata(got, got_len, a, sizeof a),
+             fmt_pdata((const uint8_t *)sent, sent_len, b, sizeof b));
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Server                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A connect event, queued by the provider's thread for the server loop. */
+struct request {
+    NDK_CONNECTOR *cn;
+    uint64_t t_event;
+    struct request *next;
+};
+
+struct server {
+    struct side side;
+    const struct side *peer; /* --loopback: the client's adapter, for exact checks */
+    NDK_LISTENER *listener;
+    struct tc_completion k_create, k_listen, k_close;
+    NDK_SOCKADDR bound;
+
+    pthread_mutex_t lock;
+    pthread_cond_t cond;
+    struct request *head, *tail;
+    bool stop;
+
+    bool bounded_wait;   /* --loopback: a request must come within the timeout */
+    unsigned long limit; /* connections to serve; 0 = until interrupted */
+    unsigned handled, ok;
+    bool failed;
+    struct stats accept_stats; /* accepted connections: the accept leg */
+    struct stats reject_stats; /* --reject: rejected requests (no leg to time) */
+};
+
+static VOID dropped_connector_closed(PVOID Context)
+{
+    (void)Context;
+}
+
+static VOID on_connect_event(PVOID ConnectEventContext, NDK_CONNECTOR *pNdkConnector)
+{
+    struct server *s = ConnectEventContext;
+    struct request *r = malloc(sizeof *r);
+    if (!r) {
+        /* Cannot queue it: closing an undelivered request rejects it, and a
+         * close may be started from a callback (it is DISPATCH_LEVEL). */
+        pNdkConnector->Dispatch->NdkCloseConnector(&pNdkConnector->Header, dropped_connector_closed,
+                                                   NULL);
+        return;
+    }
+    r->cn = pNdkConnector;
+    r->t_event = tc_now_us();
+    r->next = NULL;
+    pthread_mutex_lock(&s->lock);
+    if (s->tail)
+        s->tail->next = r;
+    else
+        s->head = r;
+    s->tail = r;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+static void server_wake(struct server *s)
+{
+    pthread_mutex_lock(&s->lock);
+    s->stop = true;
+    pthread_cond_broadcast(&s->cond);
+    pthread_mutex_unlock(&s->lock);
+}
+
+/* Next queued request: 1, or 0 when stopped, or -1 when none came within
+ * the timeout (--loopback only: a standalone server waits in bounded
+ * slices until it is interrupted). */
+static int server_next(struct server *s, struct request *out)
+{
+    struct timespec deadline;
+    unsigned slice = s->bounded_wait ? step_wait_ms() : opt.timeout_ms;
+    tc_deadline(&deadline, slice);
+    pthread_mutex_lock(&s->lock);
+    int got;
+    for (;;) {
+        if (s->head) {
+            struct request *r = s->head;
+            s->head = r->next;
+            if (!s->head)
+                s->tail = NULL;
+            *out = *r;
+            free(r);
+            got = 1;
+            break;
+        }
+        if (s->stop) {
+            got = 0;
+            break;
+        }
+        if (pthread_cond_timedwait(&s->cond, &s->lock, &deadline) == ETIMEDOUT) {
+            if (s->bounded_wait) {
+                got = -1;
+                break;
+            }
+            tc_deadline(&deadline, slice);
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return got;
+}
+
+static bool server_start(struct server *s)
+{
+    const char *role = s->side.role;
+    NDK_ADAPTER *ad = s->side.ad;
+    tc_comp_init(&s->k_create, "NdkCreateListener");
+    tc_comp_init(&s->k_listen, "NdkListen");
+    tc_comp_init(&s->k_close, "NdkCloseListener");
+
+    NDK_LISTENER *l = NULL;
+    NTSTATUS st =
+        ad->Dispatch->NdkCreateListener(ad, on_connect_event, s, tc_on_create, &s->k_create, &l);
+    st = tc_comp_finish(&s->k_create, st, step_wait_ms());
+    if (st != STATUS_SUCCESS) {
+        complain(role, "NdkCreateListener failed: %s", tc_status_name(st));
+        return false;
+    }
+    s->listener = tc_comp_object(&s->k_create, l);
+    if (!s->listener) {
+        library_problem(role, "NdkCreateListener succeeded without giving an object");
+        return false;
+    }
+
+    char a[ADDR_BUF];
+    NDK_SOCKADDR addr = s->side.addr;
+    st = s->listener->Dispatch->NdkListen(s->listener, &addr.sa, tc_sockaddr_len(&addr),
+                                          tc_on_request, &s->k_listen);
+    st = tc_comp_finish(&s->k_listen, st, step_wait_ms());
+    if (st != STATUS_SUCCESS) {
+        complain(role, "listen on %s failed: %s", tc_format_addr(&addr, true, a, sizeof a),
+                 tc_status_name(st));
+        return false;
+    }
+
+    /* With port 0 the provider chose the port: the listener tells which. */
+    ULONG len = sizeof s->bound;
+    st = s->listener->Dispatch->NdkGetLocalAddress(s->listener, &s->bound.sa, &len);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "NdkGetLocalAddress on the listener failed: %s", NdkStatusName(st));
+        return false;
+    }
+    if (tc_sockaddr_port(&s->bound) == 0)
+        library_problem(role, "the listener's NdkGetLocalAddress gave port 0");
+    say(LVL_NORMAL, role, "listening on %s (adapter %s)%s",
+        tc_format_addr(&s->bound, true, a, sizeof a), s->side.name,
+        opt.reject ? ", rejecting every request" : "");
+    return true;
+}
+
+/* Checks what the passive side sees before accepting (behaviour.md, IRD/ORD:
+ * IRD = min(max, requester's ORD), ORD = min(max, requester's IRD)). */
+static bool server_check_request(struct server *s, ULONG ird, ULONG ord, const uint8_t *pd,
+                                 ULONG pd_len)
+{
+    const char *role = s->side.role;
+    const NDK_ADAPTER_INFO *in = &s->side.info;
+    bool ok = true;
+    if (s->peer) {
+        const NDK_ADAPTER_INFO *pi = &s->peer->info;
+        ULONG want_ird = min_ul(in->MaxInboundReadLimit, min_ul(opt.ord, pi->MaxOutboundReadLimit));
+        ULONG want_ord = min_ul(in->MaxOutboundReadLimit, min_ul(opt.ird, pi->MaxInboundReadLimit));
+        if (ird != want_ird || ord != want_ord) {
+            complain(role,
+                     "request shows IRD %" PRIu32 " ORD %" PRIu32 ", expected IRD %" PRIu32
+                     " ORD %" PRIu32 " (client asked IRD %" PRIu32 " ORD %" PRIu32 ")",
+                     ird, ord, want_ird, want_ord, opt.ird, opt.ord);
+            ok = false;
+        }
+        if (!pdata_matches(role, "client", pd, pd_len, opt.data, opt.data_len))
+            ok = false;
+    } else if (ird > in->MaxInboundReadLimit || ord > in->MaxOutboundReadLimit) {
+        complain(role,
+                 "request shows IRD %" PRIu32 " ORD %" PRIu32
+                 ", above the adapter's maxima %" PRIu32 "/%" PRIu32,
+                 ird, ord, in->MaxInboundReadLimit, in->MaxOutboundReadLimit);
+        ok = false;
+    }
+    return ok;
+}
+
+/* One connection, passive side. Returns true if it went as asked. */
+static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event, unsigned num)
+{
+    const char *role = s->side.role;
+    struct conn *c = conn_new(&s->side, num);
+    if (!c) {
+        cn->Dispatch->NdkCloseConnector(&cn->Header, dropped_connector_closed, NULL);
+        return false;
+    }
+    c->cn = cn; /* ours from the connect event on (reference 5.2.6) */
+    bool ok = false;
+    char a[ADDR_BUF], p1[PDATA_BUF], p2[PDATA_BUF];
+    uint8_t *pd = NULL;
+
+    NDK_SOCKADDR peer;
+    memset(&peer, 0, sizeof peer);
+    ULONG alen = sizeof peer;
+    NTSTATUS st = cn->Dispatch->NdkGetPeerAddress(cn, &peer.sa, &alen);
+    if (st != STATUS_SUCCESS)
+        complain(role, "[%u] NdkGetPeerAddress failed: %s", num, NdkStatusName(st));
+    const char *from = st == STATUS_SUCCESS ? tc_format_addr(&peer, true, a, sizeof a) : "?";
+
+    ULONG ird = 0, ord = 0, pd_len = 0;
+    st = get_connection_data(c, cn, &ird, &ord, &pd, &pd_len);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "[%u] NdkGetConnectionData on the request from %s failed: %s", num, from,
+                 NdkStatusName(st));
+        goto out;
+    }
+    say(LVL_NORMAL, role,
+        "[%u] request from %s: requested IRD %" PRIu32 " ORD %" PRIu32 ", client private data %s",
+        num, from, ird, ord, fmt_pdata(pd, pd_len, p1, sizeof p1));
+    bool request_ok = server_check_request(s, ird, ord, pd, pd_len);
+
+    if (opt.reject) {
+        st = cn->Dispatch->NdkReject(cn, opt.reply_len ? opt.reply : NULL, (ULONG)opt.reply_len);
+        if (st != STATUS_SUCCESS) {
+            complain(role, "[%u] NdkReject failed: %s", num, NdkStatusName(st));
+            goto out;
+        }
+        say(LVL_NORMAL, role, "[%u] rejected, private data %s", num,
+            fmt_pdata((const uint8_t *)opt.reply, opt.reply_len, p2, sizeof p2));
+        ok = request_ok;
+        if (ok)
+            stats_add(&s->reject_stats, 0);
+        goto out;
+    }
+
+    if (!conn_create(c, false))
+        goto out;
+
+    uint64_t t0 = tc_now_us();
+    st = cn->Dispatch->NdkAccept(cn, c->qp, opt.ird, opt.ord, opt.reply_len ? opt.reply : NULL,
+                                 (ULONG)opt.reply_len, tc_on_event, &c->k[K_DISCONNECT_EVENT],
+                                 tc_on_request, &c->k[K_ACCEPT]);
+    uint64_t t_ret = tc_now_us();
+    st = tc_comp_finish(&c->k[K_ACCEPT], st, step_wait_ms());
+    note_step(c, K_ACCEPT, st);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "[%u] accept of %s failed: %s", num, from, tc_status_name(st));
+        goto out;
+    }
+    uint64_t t_accept = tc_comp_elapsed(&c->k[K_ACCEPT], t0, t_ret);
+    /* GetConnectionData is not allowed after Accept (5.10.6): the effective
+     * values follow from the request and our own limits (7.4). */
+    ULONG eff_ird = min_ul(min_ul(opt.ird, s->side.info.MaxInboundReadLimit), ird);
+    ULONG eff_ord = min_ul(min_ul(opt.ord, s->side.info.MaxOutboundReadLimit), ord);
+    say(LVL_NORMAL, role,
+        "[%u] accepted with IRD %" PRIu32 " ORD %" PRIu32 " (effective IRD %" PRIu32 " ORD %" PRIu32
+        "), private data %s",
+        num, opt.ird, opt.ord, eff_ird, eff_ord,
+        fmt_pdata((const uint8_t *)opt.reply, opt.reply_len, p2, sizeof p2));
+
+    /* The client disconnects first; answer its disconnect (reference 7.6). */
+    bool peer_left = tc_comp_wait(&c->k[K_DISCONNECT_EVENT], step_wait_ms());
+    if (!peer_left)
+        complain(role, "[%u] no disconnect event from %s within %u ms; disconnecting", num, from,
+                 step_wait_ms());
+    else
+        say(LVL_VERBOSE, role, "[%u] disconnect event", num);
+    t0 = tc_now_us();
+    st = cn->Dispatch->NdkDisconnect(cn, tc_on_request, &c->k[K_DISCONNECT]);
+    t_ret = tc_now_us();
+    st = tc_comp_finish(&c->k[K_DISCONNECT], st, step_wait_ms());
+    note_step(c, K_DISCONNECT, st);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "[%u] disconnect from %s failed: %s", num, from, tc_status_name(st));
+        goto out;
+    }
+    uint64_t t_disc = tc_comp_elapsed(&c->k[K_DISCONNECT], t0, t_ret);
+    uint64_t t_end = c->k[K_DISCONNECT].pending ? c->k[K_DISCONNECT].t_callback : t_ret;
+    say(LVL_NORMAL, role,
+        "[%u] accept (reply -> RTR) %" PRIu64 " us, disconnect %" PRIu64 " us, total %" PRIu64
+        " us",
+        num, t_accept, t_disc, t_end > t_event ? t_end - t_event : 0);
+    ok = request_ok && peer_left;
+    if (ok)
+        stats_add(&s->accept_stats, t_accept);
+
+out:
+    free(pd);
+    if (!conn_teardown(c))
+        ok = false;
+    return ok;
+}
+
+static void server_serve(struct server *s)
+{
+    while (!s->limit || s->handled < s->limit) {
+        struct request r;
+        int got = server_next(s, &r);
+        if (got == 0)
+            break;
+        if (got < 0) {
+            complain(s->side.role, "no connection request within %u ms", step_wait_ms());
+            s->failed = true;
+            break;
+        }
+        s->handled++;
+        if (server_handle(s, r.cn, r.t_event, s->handled))
+            s->ok++;
+        else
+            s->failed = true;
+    }
+}
+
+static void server_summary(const struct server *s, unsigned long attempted)
+{
+    if (opt.reject)
+        stats_print(s->side.role, "request", " rejected", NULL, &s->reject_stats, attempted);
+    else
+        stats_print(s->side.role, "connection", "", "accept", &s->accept_stats, attempted);
+}
+
+static void *server_thread(void *arg)
+{
+    server_serve(arg);
+    return NULL;
+}
+
+/* Closes the listener, then any request that was queued but not served
+ * (closing it rejects it). No connect event can come once the listener's
+ * close has completed (L14). */
+static void server_finish(struct server *s)
+{
+    if (s->listener) {
+        NTSTATUS st = tc_close(s->listener->Dispatch->NdkCloseListener, &s->listener->Header,
+                               &s->k_close, step_wait_ms(), prog);
+        if (st != STATUS_SUCCESS) {
+            atomic_fetch_add(&library_problems, 1);
+            s->failed = true;
+        }
+        s->listener = NULL;
+    }
+    for (struct request *r = s->head, *next; r; r = next) {
+        next = r->next;
+        struct conn *c = conn_new(&s->side, 0);
+        if (c) {
+            c->cn = r->cn;
+            conn_teardown(c);
+        }
+        free(r);
+    }
+    s->head = s->tail = NULL;
+}
+
+static void server_init(struct server *s)
+{
+    memset(s, 0, sizeof *s);
+    pthread_mutex_init(&s->lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&s->cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
+static void server_destroy(struct server *s)
+{
+    if (s->k_create.what) {
+        tc_comp_destroy(&s->k_create);
+        tc_comp_destroy(&s->k_listen);
+        tc_comp_destroy(&s->k_close);
+    }
+    pthread_cond_destroy(&s->cond);
+    pthread_mutex_destroy(&s->lock);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Client                                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct client {
+    struct side side;
+    const struct side *peer; /* --loopback: the server's adapter, for exact checks */
+    NDK_SOCKADDR dst;
+    struct stats connect_stats;
+    unsigned ok;
+};
+
+/* The effective limits the client reads after the server accepted (7.4). */
+static bool client_check(struct client *cl, ULONG ird, ULONG ord, const uint8_t *pd, ULONG pd_len)
+{
+    const char *role = cl->side.role;
+    const NDK_ADAPTER_INFO *in = &cl->side.info;
+    ULONG my_ird = min_ul(opt.ird, in->MaxInboundReadLimit);
+    ULONG my_ord = min_ul(opt.ord, in->MaxOutboundReadLimit);
+    bool ok = true;
+    if (cl->peer) {
+        const NDK_ADAPTER_INFO *pi = &cl->peer->info;
+        ULONG want_ird = min_ul(my_ird, min_ul(opt.ord, pi->MaxOutboundReadLimit));
+        ULONG want_ord = min_ul(my_ord, min_ul(opt.ird, pi->MaxInboundReadLimit));
+        if (ird != want_ird || ord != want_ord) {
+            complain(role,
+                     "effective IRD %" PRIu32 " ORD %" PRIu32 ", expected IRD %" PRIu32
+                     " ORD %" PRIu32 " (both sides asked IRD %" PRIu32 " ORD %" PRIu32 ")",
+                     ird, ord, want_ird, want_ord, opt.ird, opt.ord);
+            ok = false;
+        }
+        if (!pdata_matches(role, "server", pd, pd_len, opt.reply, opt.reply_len))
+            ok = false;
+    } else if (ird > my_ird || ord > my_ord) {
+        complain(role,
+                 "effective IRD %" PRIu32 " ORD %" PRIu32 " exceed what was asked (IRD %" PRIu32
+                 " ORD %" PRIu32 ")",
+                 ird, ord, my_ird, my_ord);
+        ok = false;
+    }
+    return ok;
+}
+
+/* A refused connect: the reject's private data stays readable
+ * (behaviour.md). --loopback --reject expects exactly this. */
+static bool client_refused(struct client *cl, struct conn *c, const char *dst)
+{
+    const char *role = cl->side.role;
+    char p[PDATA_BUF];
+    ULONG ird = 0, ord = 0, pd_len = 0;
+    uint8_t *pd = NULL;
+    NTSTATUS st = get_connection_data(c, c->cn, &ird, &ord, &pd, &pd_len);
+    bool ok = false;
+    if (opt.mode == MODE_LOOPBACK && opt.reject) {
+        if (st != STATUS_SUCCESS) {
+            complain(role, "[%u] refused as asked, but NdkGetConnectionData failed: %s", c->num,
+                     NdkStatusName(st));
+        } else {
+            say(LVL_NORMAL, role, "[%u] refused by %s as asked, server private data %s", c->num,
+                dst, fmt_pdata(pd, pd_len, p, sizeof p));
+            ok = pdata_matches(role, "server", pd, pd_len, opt.reply, opt.reply_len);
+        }
+    } else if (st == STATUS_SUCCESS && pd_len) {
+        complain(
+            role,
+            "connect to %s failed: STATUS_CONNECTION_REFUSED (rejected, server private data %s)",
+            dst, fmt_pdata(pd, pd_len, p, sizeof p));
+    } else {
+        complain(role, "connect to %s failed: STATUS_CONNECTION_REFUSED", dst);
+    }
+    free(pd);
+    return ok;
+}
+
+/* One connection, active side. Returns true if it went as asked. */
+static bool client_once(struct client *cl, unsigned num)
+{
+    const char *role = cl->side.role;
+    struct conn *c = conn_new(&cl->side, num);
+    if (!c)
+        return false;
+    bool ok = false;
+    char dst[ADDR_BUF], src[ADDR_BUF], p[PDATA_BUF];
+    uint8_t *pd = NULL;
+    tc_format_addr(&cl->dst, true, dst, sizeof dst);
+
+    if (!conn_create(c, true))
+        goto out;
+
+    NDK_CONNECTOR *cn = c->cn;
+    NDK_SOCKADDR from = cl->side.addr, to = cl->dst;
+    uint64_t t0 = tc_now_us();
+    NTSTATUS st = cn->Dispatch->NdkConnect(
+        cn, c->qp, &from.sa, tc_sockaddr_len(&from), &to.sa, tc_sockaddr_len(&to), opt.ird, opt.ord,
+        opt.data_len ? opt.data : NULL, (ULONG)opt.data_len, tc_on_request, &c->k[K_CONNECT]);
+    uint64_t t_ret = tc_now_us();
+    st = tc_comp_finish(&c->k[K_CONNECT], st, connect_wait_ms());
+    note_step(c, K_CONNECT, st);
+    uint64_t t_connect = tc_comp_elapsed(&c->k[K_CONNECT], t0, t_ret);
+    if (st == STATUS_CONNECTION_REFUSED) {
+        if ((ok = client_refused(cl, c, dst)))
+            stats_add(&cl->connect_stats, t_connect);
+        goto out;
+    }
+    if (st != STATUS_SUCCESS) {
+        if (st == STATUS_INVALID_BUFFER_SIZE)
+            complain(role,
+                     "connect to %s failed: %s (private data %zu bytes, MaxCallerData %" PRIu32 ")",
+                     dst, tc_status_name(st), opt.data_len, cl->side.info.MaxCallerData);
+        else
+            complain(role, "connect to %s failed: %s", dst, tc_status_name(st));
+        goto out;
+    }
+    if (opt.mode == MODE_LOOPBACK && opt.reject) {
+        complain(role, "[%u] connect to %s succeeded although the server rejects", num, dst);
+        goto out;
+    }
+
+    NDK_SOCKADDR local;
+    memset(&local, 0, sizeof local);
+    ULONG alen = sizeof local;
+    st = cn->Dispatch->NdkGetLocalAddress(cn, &local.sa, &alen);
+    if (st == STATUS_SUCCESS)
+        tc_format_addr(&local, true, src, sizeof src);
+    else
+        snprintf(src, sizeof src, "? (NdkGetLocalAddress: %s)", NdkStatusName(st));
+
+    ULONG ird = 0, ord = 0, pd_len = 0;
+    st = get_connection_data(c, cn, &ird, &ord, &pd, &pd_len);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "[%u] NdkGetConnectionData after the connect failed: %s", num,
+                 NdkStatusName(st));
+        goto out;
+    }
+    say(LVL_NORMAL, role,
+        "[%u] %s -> %s: effective IRD %" PRIu32 " ORD %" PRIu32 ", server private data %s", num,
+        src, dst, ird, ord, fmt_pdata(pd, pd_len, p, sizeof p));
+    bool reply_ok = client_check(cl, ird, ord, pd, pd_len);
+
+    uint64_t t1 = tc_now_us();
+    st = cn->Dispatch->NdkCompleteConnect(cn, tc_on_event, &c->k[K_DISCONNECT_EVENT], tc_on_request,
+                                          &c->k[K_COMPLETE_CONNECT]);
+    t_ret = tc_now_us();
+    st = tc_comp_finish(&c->k[K_COMPLETE_CONNECT], st, step_wait_ms());
+    note_step(c, K_COMPLETE_CONNECT, st);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "[%u] NdkCompleteConnect to %s failed: %s", num, dst, tc_status_name(st));
+        goto out;
+    }
+    uint64_t t_complete = tc_comp_elapsed(&c->k[K_COMPLETE_CONNECT], t1, t_ret);
+
+    uint64_t t2 = tc_now_us();
+    st = cn->Dispatch->NdkDisconnect(cn, tc_on_request, &c->k[K_DISCONNECT]);
+    t_ret = tc_now_us();
+    st = tc_comp_finish(&c->k[K_DISCONNECT], st, step_wait_ms());
+    note_step(c, K_DISCONNECT, st);
+    if (st != STATUS_SUCCESS) {
+        complain(role, "[%u] disconnect from %s failed: %s", num, dst, tc_status_name(st));
+        goto out;
+    }
+    uint64_t t_disc = tc_comp_elapsed(&c->k[K_DISCONNECT], t2, t_ret);
+    uint64_t t_end = c->k[K_DISCONNECT].pending ? c->k[K_DISCONNECT].t_callback : t_ret;
+    /* The peer may also have disconnected meanwhile; the event is allowed
+     * to race with our own NdkDisconnect (reference 7.6, point 5). */
+    if (tc_comp_fired(&c->k[K_DISCONNECT_EVENT]))
+        say(LVL_VERBOSE, role, "[%u] disconnect event (raced with our NdkDisconnect)", num);
+    if (reply_ok)
+        stats_add(&cl->connect_stats, t_connect);
+    say(LVL_NORMAL, role,
+        "[%u] connect (request -> reply) %" PRIu64 " us, complete (CompleteConnect) %" PRIu64
+        " us, disconnect %" PRIu64 " us, total %" PRIu64 " us",
+        num, t_connect, t_complete, t_disc, t_end > t0 ? t_end - t0 : 0);
+    ok = reply_ok;
+
+out:
+    free(pd);
+    if (!conn_teardown(c))
+        ok = false;
+    return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Adapters: choosing, closing                                              */
+/* ------------------------------------------------------------------------ */
+
+struct closer {
+    NDK_ADAPTER *ad;
+    struct tc_completion done;
+};
+
+static void *closer_main(void *arg)
+{
+    struct closer *cl = arg;
+    NdkCloseAdapter(cl->ad);
+    tc_comp_signal(&cl->done, STATUS_SUCCESS, NULL, 0);
+    return NULL;
+}
+
+/*
+ * NdkCloseAdapter blocks until every callback of the adapter has returned.
+ * It runs on a helper thread so that ndkping's wait stays bounded: if it
+ * does not return, that is reported and ndkping exits at once.
+ */
+static void side_close(struct side *s)
+{
+    if (s->ad) {
+        struct closer *cl = calloc(1, sizeof *cl);
+        pthread_t t;
+        if (!cl) {
+            NdkCloseAdapter(s->ad);
+        } else {
+            cl->ad = s->ad;
+            tc_comp_init(&cl->done, "NdkCloseAdapter");
+            if (pthread_create(&t, NULL, closer_main, cl) != 0) {
+                NdkCloseAdapter(s->ad);
+            } else if (!tc_comp_wait(&cl->done, step_wait_ms())) {
+                library_problem(s->role, "NdkCloseAdapter did not return within %u ms",
+                                step_wait_ms());
+                fflush(NULL);
+                _exit(1);
+            } else {
+                pthread_join(t, NULL);
+            }
+            tc_comp_destroy(&cl->done);
+            free(cl);
+        }
+        s->ad = NULL;
+    }
+    /* The adapter is closed: no callback can run any more. */
+    for (struct conn *c = s->graveyard, *next; c; c = next) {
+        next = c->next;
+        conn_free(c);
+    }
+    s->graveyard = NULL;
+}
+
+/* The adapter list entry for spec, or NULL. *list must be freed. */
+static const NDK_ADAPTER_DESCRIPTION *describe(const char *spec, NDK_ADAPTER_DESCRIPTION **list)
+{
+    ULONG n = 0;
+    if (tc_list_adapters(list, &n) != STATUS_SUCCESS)
+        return NULL;
+    int i = tc_find_adapter(*list, n, spec);
+    return i >= 0 ? &(*list)[i] : NULL;
+}
+
+/*
+ * Opens the adapter; *desc is its entry in *list (NULL if not listed).
+ * spec is what the user gave with -d, opened as given so that the
+ * provider's own answer shows; otherwise the adapter is derived from an
+ * address and opened by the interface name found for it, because
+ * NdkOpenAdapter only knows the listed addresses while every 127.0.0.0/8
+ * address belongs to the loopback adapter (ndk.h).
+ */
+static bool side_setup(struct side *s, const char *role, const char *spec, bool user_given,
+                       ULONG flags, NDK_ADAPTER_DESCRIPTION **list,
+                       const NDK_ADAPTER_DESCRIPTION **desc)
+{
+    *desc = describe(spec, list);
+    const char *name = *desc ? (*desc)->Name : spec;
+    return side_open(s, role, user_given ? spec : name, name, flags);
+}
+
+static bool resolve(const char *text, NDK_SOCKADDR *out, bool numeric_only)
+{
+    if (tc_parse_addr(text, opt.ipv6 ? AF_INET6 : AF_UNSPEC, numeric_only, out))
+        return true;
+    complain(NULL, "cannot resolve address '%s'%s", text, opt.ipv6 ? " as IPv6" : "");
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Modes                                                                    */
+/* ------------------------------------------------------------------------ */
+
+static int run_client(void)
+{
+    struct client cl;
+    memset(&cl, 0, sizeof cl);
+    if (!resolve(opt.address, &cl.dst, false))
+        return 1;
+    tc_sockaddr_set_port(&cl.dst, opt.port);
+
+    /* Default adapter: the one the route to the server leaves from, which
+     * is the adapter owning -a when -a is local; "lo" when there is none. */
+    char spec_buf[ADDR_BUF];
+    const char *spec = opt.adapter;
+    NDK_SOCKADDR routed;
+    bool have_route = tc_route_source(&cl.dst, &routed);
+    if (!spec)
+        spec = have_route ? tc_format_addr(&routed, false, spec_buf, sizeof spec_buf) : "lo";
+
+    NDK_ADAPTER_DESCRIPTION *list = NULL;
+    const NDK_ADAPTER_DESCRIPTION *d;
+    int rc = 1;
+    ULONG flags =
+        (opt.crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0) | (opt.no_p2p ? NDK_OPEN_FLAG_NO_P2P : 0);
+    if (!side_setup(&cl.side, "client", spec, opt.adapter != NULL, flags, &list, &d))
+        goto out;
+
+    /* Source address: the routed one if this adapter owns it, else the
+     * adapter's first address of the server's family. */
+    if (have_route && d && tc_desc_owns(d, &routed)) {
+        cl.side.addr = routed;
+    } else {
+        const NDK_SOCKADDR *a =
+            d ? tc_desc_pick_addr(d, cl.dst.sa.sa_family, tc_is_link_local(&cl.dst)) : NULL;
+        if (!a) {
+            complain(NULL, "adapter %s has no %s address to connect from", cl.side.name,
+                     cl.dst.sa.sa_family == AF_INET6 ? "IPv6" : "IPv4");
+            goto out;
+        }
+        cl.side.addr = *a;
+    }
+    tc_sockaddr_set_port(&cl.side.addr, 0);
+    print_adapter_summary(&cl.side, d, "");
+
+    unsigned long count = opt.count ? opt.count : 1;
+    for (unsigned long i = 1; i <= count; i++) {
+        if (!client_once(&cl, (unsigned)i))
+            break;
+        cl.ok++;
+    }
+    stats_print("client", "connection", "", "connect", &cl.connect_stats, count);
+    rc = cl.ok == count && !atomic_load(&library_problems) ? 0 : 1;
+out:
+    side_close(&cl.side);
+    free(list);
+    return rc;
+}
+
+/* SIGINT/SIGTERM stop a standalone server between connections; a second
+ * one exits at once. They are taken synchronously by this thread (all
+ * threads, the provider's included, block them), so nothing runs in a
+ * signal handler. SIGUSR1 is ndkping's own "quit" for this thread. */
+static void *signal_main(void *arg)
+{
+    struct server *s = arg;
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    for (;;) {
+        int sig = 0;
+        if (sigwait(&set, &sig) != 0 || sig == SIGUSR1)
+            return NULL;
+        pthread_mutex_lock(&s->lock);
+        bool again = s->stop;
+        s->stop = true;
+        pthread_cond_broadcast(&s->cond);
+        pthread_mutex_unlock(&s->lock);
+        if (again) {
+            fprintf(stderr, "%s: interrupted again, exiting\n", prog);
+            _exit(130);
+        }
+        say(LVL_NORMAL, "server", "interrupted, stopping after the current connection");
+    }
+}
+
+static int run_server(void)
+{
+    struct server s;
+    server_init(&s);
+    s.limit = opt.count;
+    int rc = 1;
+
+    NDK_SOCKADDR addr;
+    memset(&addr, 0, sizeof addr);
+    const char *spec = opt.adapter;
+    if (opt.address) {
+        if (!resolve(opt.address, &addr, false)) {
+            server_destroy(&s);
+            return 1;
+        }
+    } else {
+        /* No -a: listen on every address, as rping does. */
+        addr.sa.sa_family = opt.ipv6 ? AF_INET6 : AF_INET;
+    }
+    tc_sockaddr_set_port(&addr, opt.port);
+    char spec_buf[ADDR_BUF];
+    /* A wildcard -a (0.0.0.0, ::) names no adapter: take lo, as without -a. */
+    bool wildcard = addr.sa.sa_family == AF_INET6
+                        ? IN6_IS_ADDR_UNSPECIFIED(&addr.in6.sin6_addr)
+                        : addr.in4.sin_addr.s_addr == htonl(INADDR_ANY);
+    if (!spec)
+        spec = wildcard ? "lo" : tc_format_addr(&addr, false, spec_buf, sizeof spec_buf);
+
+    /* Before any thread exists, so every thread (the provider's too)
+     * inherits the blocked set and only signal_main takes them. */
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGUSR1);
+    pthread_sigmask(SIG_BLOCK, &set, NULL);
+    pthread_t sig_thread;
+    bool have_sig_thread = pthread_create(&sig_thread, NULL, signal_main, &s) == 0;
+
+    NDK_ADAPTER_DESCRIPTION *list = NULL;
+    const NDK_ADAPTER_DESCRIPTION *d;
+    if (!side_setup(&s.side, "server", spec, opt.adapter != NULL,
+                    opt.crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0, &list, &d))
+        goto out;
+    s.side.addr = addr;
+    print_adapter_summary(&s.side, d, "");
+    if (!server_start(&s))
+        goto out;
+    server_serve(&s);
+    server_finish(&s);
+    server_summary(&s, s.handled);
+    rc = !s.failed && !atomic_load(&library_problems) ? 0 : 1;
+out:
+    server_finish(&s);
+    side_close(&s.side);
+    if (have_sig_thread) {
+        pthread_kill(sig_thread, SIGUSR1);
+        pthread_join(sig_thread, NULL);
+    }
+    free(list);
+    server_destroy(&s);
+    return rc;
+}
+
+static int run_loopback(void)
+{
+    struct server s;
+    struct client cl;
+    server_init(&s);
+    memset(&cl, 0, sizeof cl);
+    int family = opt.ipv6 ? AF_INET6 : AF_INET;
+    unsigned long count = opt.count ? opt.count : 1;
+    int rc = 1;
+    bool server_running = false;
+    pthread_t server_tid;
+    NDK_ADAPTER_DESCRIPTION *list = NULL, *list2 = NULL;
+    const NDK_ADAPTER_DESCRIPTION *d = NULL, *d2 = NULL;
+
+    /* The address both ends use: -a, else the adapter's (-d) first address
+     * of the family, else the loopback address. */
+    NDK_SOCKADDR addr;
+    memset(&addr, 0, sizeof addr);
+    if (opt.address) {
+        if (!resolve(opt.address, &addr, false))
+            goto out;
+    } else if (opt.adapter) {
+        d = describe(opt.adapter, &list);
+        const NDK_SOCKADDR *a = d ? tc_desc_pick_addr(d, family, false) : NULL;
+        if (!a) {
+            complain(NULL, "adapter '%s' has no %s address", opt.adapter,
+                     opt.ipv6 ? "IPv6" : "IPv4");
+            tc_print_available(stderr);
+            goto out;
+        }
+        addr = *a;
+        free(list);
+        list = NULL;
+    } else if (!tc_parse_addr(opt.ipv6 ? "::1" : "127.0.0.1", family, true, &addr)) {
+        complain(NULL, "cannot make the loopback address");
+        goto out;
+    }
+    char spec_buf[ADDR_BUF];
+    const char *spec =
+        opt.adapter ? opt.adapter : tc_format_addr(&addr, false, spec_buf, sizeof spec_buf);
+
+    /* Two instances of the adapter, as two hosts would have. */
+    ULONG crc = opt.crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0;
+    if (!side_setup(&s.side, "server", spec, opt.adapter != NULL, crc, &list, &d))
+        goto out;
+    if (!side_setup(&cl.side, "client", spec, opt.adapter != NULL,
+                    crc | (opt.no_p2p ? NDK_OPEN_FLAG_NO_P2P : 0), &list2, &d2))
+        goto out;
+    if (memcmp(&s.side.info, &cl.side.info, sizeof s.side.info) != 0)
+        library_problem(NULL, "two instances of adapter %s report different NDK_ADAPTER_INFO",
+                        s.side.name);
+    print_adapter_summary(&s.side, d, ", opened twice (server and client)");
+    s.peer = &cl.side;
+    cl.peer = &s.side;
+
+    s.side.addr = addr;
+    tc_sockaddr_set_port(&s.side.addr, opt.port_given ? opt.port : 0);
+    if (!server_start(&s))
+        goto out;
+    s.limit = count;
+    s.bounded_wait = true;
+    if (pthread_create(&server_tid, NULL, server_thread, &s) != 0) {
+        complain(NULL, "cannot start the server thread");
+        goto out;
+    }
+    server_running = true;
+
+    cl.side.addr = addr;
+    tc_sockaddr_set_port(&cl.side.addr, 0);
+    cl.dst = s.bound;
+    for (unsigned long i = 1; i <= count; i++) {
+        if (!client_once(&cl, (unsigned)i))
+            break;
+        cl.ok++;
+    }
+    /* If the client stopped early, the server must not wait for requests
+     * that will not come. */
+    server_wake(&s);
+    pthread_join(server_tid, NULL);
+    server_running = false;
+
+    stats_print("client", "connection", opt.reject ? " refused" : "", "connect", &cl.connect_stats,
+                count);
+    server_summary(&s, count);
+    unsigned problems = atomic_load(&library_problems);
+    if (cl.ok == count && s.ok == count && !s.failed && !problems) {
+        say(LVL_SUMMARY, NULL, "%s: %lu/%lu connection%s %s", prog, count, count,
+            count == 1 ? "" : "s",
+            opt.reject ? "rejected as asked; reject private data byte-exact"
+                       : "ok; private data byte-exact and IRD/ORD consistent on both sides");
+        rc = 0;
+    } else {
+        say(LVL_SUMMARY, NULL,
+            "%s: FAILED: client %u/%lu ok, server %u/%lu ok, %u library problem%s", prog, cl.ok,
+            count, s.ok, count, problems, problems == 1 ? "" : "s");
+    }
+out:
+    if (server_running) {
+        server_wake(&s);
+        pthread_join(server_tid, NULL);
+    }
+    server_finish(&s);
+    side_close(&cl.side);
+    side_close(&s.side);
+    free(list);
+    free(list2);
+    server_destroy(&s);
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Options                                                                  */
+/* ------------------------------------------------------------------------ */
+
+static void usage(FILE *f)
+{
+    fprintf(
+        f,
+        "Usage:\n"
+        "  %1$s -s [-a ADDRESS] [-p PORT] [-d ADAPTER] [options]   server (listener)\n"
+        "  %1$s -c -a ADDRESS [-p PORT] [-d ADAPTER] [options]     client\n"
+        "  %1$s --loopback [options]                               both ends in this process\n"
+        "\n"
+        "The connection phase of rping, over NDK: the client connects with private data\n"
+        "and its IRD/ORD; the server reads them and accepts with its own; both print what\n"
+        "they received and the time of each leg; the client disconnects, the server\n"
+        "answers; everything is closed.\n"
+        "\n"
+        "Roles and addresses:\n"
+        "  -s, --server           listen for connections\n"
+        "  -c, --client           connect to a server\n"
+        "      --loopback         server and client in one process, each on its own\n"
+        "                         instance of the adapter, on 127.0.0.1 (::1 with --ipv6)\n"
+        "                         and a port the provider picks (-p to choose one); exits 0\n"
+        "                         only if every connection worked and each side got the\n"
+        "                         other's private data byte-exact and consistent IRD/ORD\n"
+        "  -a, --address=ADDRESS  client: the server's address or host name (required);\n"
+        "                         server: the address to listen on (default: any)\n"
+        "  -p, --port=PORT        the server's port (default %2$u, as rping)\n"
+        "  -d, --adapter=ADAPTER  interface name or address of the adapter to use (default:\n"
+        "                         server: the adapter owning -a, else lo; client: the\n"
+        "                         adapter the route to -a leaves from)\n"
+        "  -C, --count=N          connections, one after the other (default: client 1;\n"
+        "                         server: until interrupted). With --loopback, -c N means\n"
+        "                         the same (there is no client role to pick there).\n"
+        "\n"
+        "Connection parameters:\n"
+        "      --ird=N, --ord=N   requested inbound / outbound RDMA read limits (default %3$u)\n"
+        "      --data=STRING      the client's private data (default \"ndkping client PID\")\n"
+        "      --reply=STRING     the server's accept or reject private data\n"
+        "                         (default \"ndkping server PID\")\n"
+        "      --reject           server: reject each request, with its private data;\n"
+        "                         --loopback then succeeds if every connect is refused\n"
+        "                         and carries that data\n"
+        "      --crc              ask for MPA CRC32c (NDK_OPEN_FLAG_REQUEST_CRC)\n"
+        "      --no-p2p           client: client/server MPA, no RTR leg, as siw\n"
+        "                         (NDK_OPEN_FLAG_NO_P2P)\n"
+        "      --ipv6             IPv6: ::1 with --loopback, -a resolved as IPv6, the\n"
+        "                         server listens on :: without -a\n"
+        "      --timeout=MS       limit for each step (default %4$u): the provider's TCP\n"
+        "                         connect, MPA Reply, RTR and disconnect timeouts; ndkping\n"
+        "                         itself waits up to MS + %5$u for any completion\n"
+        "\n"
+        "Output:\n"
+        "  -v, --verbose          every NDK call, and whether it completed inline or pended\n"
+        "  -q, --quiet            only the summary lines and errors\n"
+        "  -h, --help             this text\n"
+        "\n"
+        "Exit status: 0 success, 1 failure, 2 usage error.\n",
+        prog, DEFAULT_PORT, DEFAULT_READ_LIMIT, DEFAULT_TIMEOUT_MS, GRACE_MS);
+}
+
+static bool parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
+{
+    if (!s || !isdigit((unsigned char)s[0]))
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    fprintf(stderr, "%s: ", prog);
+    vfprintf(stderr, fmt, ap);
+    fprintf(stderr, "\nTry '%s --help'.\n", prog);
+    va_end(ap);
+    return 2;
+}
+
+enum {
+    OPT_LOOPBACK = 0x100,
+    OPT_IRD,
+    OPT_ORD,
+    OPT_DATA,
+    OPT_REPLY,
+    OPT_REJECT,
+    OPT_CRC,
+    OPT_NO_P2P,
+    OPT_IPV6,
+    OPT_TIMEOUT,
+};
+
+/* Returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, char *default_data, char *default_reply)
+{
+    static const struct option longopts[] = {
+        {"server", no_argument, NULL, 's'},
+        {"client", no_argument, NULL, 'c'},
+        {"loopback", no_argument, NULL, OPT_LOOPBACK},
+        {"address", required_argument, NULL, 'a'},
+        {"port", required_argument, NULL, 'p'},
+        {"adapter", required_argument, NULL, 'd'},
+        {"count", required_argument, NULL, 'C'},
+        {"ird", required_argument, NULL, OPT_IRD},
+        {"ord", required_argument, NULL, OPT_ORD},
+        {"data", required_argument, NULL, OPT_DATA},
+        {"reply", required_argument, NULL, OPT_REPLY},
+        {"reject", no_argument, NULL, OPT_REJECT},
+        {"crc", no_argument, NULL, OPT_CRC},
+        {"no-p2p", no_argument, NULL, OPT_NO_P2P},
+        {"ipv6", no_argument, NULL, OPT_IPV6},
+        {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"verbose", no_argument, NULL, 'v'},
+        {"quiet", no_argument, NULL, 'q'},
+        {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    bool server = false, client = false, loopback = false;
+    const char *c_count = NULL; /* "-c N": a count, valid with --loopback only */
+    unsigned long v;
+    int ch;
+
+    opt.port = DEFAULT_PORT;
+    opt.ird = opt.ord = DEFAULT_READ_LIMIT;
+    opt.timeout_ms = DEFAULT_TIMEOUT_MS;
+    opt.verbosity = LVL_NORMAL;
+    opt.data = default_data;
+    opt.reply = default_reply;
+
+    /* "+": stop at the first non-option, so that a stray argument is
+     * reported instead of being moved past the options. */
+    while ((ch = getopt_long(argc, argv, "+sc::a:p:d:C:vqh", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            server = true;
+            break;
+        case 'c':
+            client = true;
+            /* The count may follow as "-cN" or as the next argument. */
+            if (optarg)
+                c_count = optarg;
+            else if (optind < argc && isdigit((unsigned char)argv[optind][0]))
+                c_count = argv[optind++];
+            break;
+        case OPT_LOOPBACK:
+            loopback = true;
+            break;
+        case 'a':
+            opt.address = optarg;
+            break;
+        case 'p':
+            if (!parse_ulong(optarg, 0, 65535, &v))
+                return usage_error("invalid port '%s'", optarg);
+            opt.port = (unsigned)v;
+            opt.port_given = true;
+            break;
+        case 'd':
+            opt.adapter = optarg;
+            break;
+        case 'C':
+            if (!parse_ulong(optarg, 1, UINT32_MAX, &v))
+                return usage_error("invalid count '%s' (1 or more)", optarg);
+            if (opt.count && opt.count != v)
+                return usage_error("the count is given twice");
+            opt.count = v;
+            break;
+        case OPT_IRD:
+        case OPT_ORD:
+            if (!parse_ulong(optarg, 0, UINT32_MAX, &v))
+                return usage_error("invalid %s '%s'", ch == OPT_IRD ? "--ird" : "--ord", optarg);
+            *(ch == OPT_IRD ? &opt.ird : &opt.ord) = (ULONG)v;
+            break;
+        case OPT_DATA:
+            opt.data = optarg;
+            break;
+        case OPT_REPLY:
+            opt.reply = optarg;
+            break;
+        case OPT_REJECT:
+            opt.reject = true;
+            break;
+        case OPT_CRC:
+            opt.crc = true;
+            break;
+        case OPT_NO_P2P:
+            opt.no_p2p = true;
+            break;
+        case OPT_IPV6:
+            opt.ipv6 = true;
+            break;
+        case OPT_TIMEOUT:
+            if (!parse_ulong(optarg, 1, 3600000, &v))
+                return usage_error("invalid timeout '%s' (1 to 3600000 ms)", optarg);
+            opt.timeout_ms = (unsigned)v;
+            break;
+        case 'v':
+            opt.verbosity = LVL_VERBOSE;
+            break;
+        case 'q':
+            opt.verbosity = LVL_SUMMARY;
+            break;
+        case 'h':
+            usage(stdout);
+            return 0;
+        default:
+            fprintf(stderr, "Try '%s --help'.\n", prog);
+            return 2;
+        }
+    }
+    if (optind < argc) {
+        if (isdigit((unsigned char)argv[optind][0]))
+            return usage_error("unexpected argument '%s' (the count is -C N)", argv[optind]);
+        return usage_error("unexpected argument '%s'", argv[optind]);
+    }
+
+    if (loopback + server + (client && !loopback) > 1)
+        return usage_error("choose one of -s, -c and --loopback");
+    if (c_count) {
+        if (!loopback)
+            return usage_error("-c takes no count except with --loopback; the count is -C N");
+        if (!parse_ulong(c_count, 1, UINT32_MAX, &v))
+            return usage_error("invalid count '%s' (1 or more)", c_count);
+        if (opt.count && opt.count != v)
+            return usage_error("the count is given twice");
+        opt.count = v;
+    }
+    opt.mode = loopback ? MODE_LOOPBACK : server ? MODE_SERVER : client ? MODE_CLIENT : MODE_UNSET;
+    if (opt.mode == MODE_UNSET)
+        return usage_error("choose -s (server), -c (client) or --loopback");
+    if (opt.mode == MODE_CLIENT && !opt.address)
+        return usage_error("the client needs the server's address (-a)");
+    if (opt.mode == MODE_CLIENT && opt.port == 0)
+        return usage_error("the client needs the server's port (-p)");
+    if (opt.mode == MODE_CLIENT && opt.reject)
+        return usage_error("--reject is a server option");
+    opt.data_len = strlen(opt.data);
+    opt.reply_len = strlen(opt.reply);
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    char default_data[64], default_reply[64];
+    snprintf(default_data, sizeof default_data, "ndkping client %ld", (long)getpid());
+    snprintf(default_reply, sizeof default_reply, "ndkping server %ld", (long)getpid());
+    int rc = parse_options(argc, argv, default_data, default_reply);
+    if (rc >= 0)
+        return rc;
+    /* Whole lines in order even when stdout is a pipe (CTest, tee): the two
+     * sides of --loopback and stderr interleave readably. */
+    setvbuf(stdout, NULL, _IOLBF, 0);
+
+    switch (opt.mode) {
+    case MODE_SERVER:
+        return run_server();
+    case MODE_CLIENT:
+        return run_client();
+    case MODE_LOOPBACK:
+        return run_loopback();
+    default:
+        return 2;
+    }
+}
