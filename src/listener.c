@@ -101,6 +101,9 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
         halfopen_free(h, true);
         return;
     }
+    /* The socket changes owner: its registration must go first (the
+     * connector registers it anew, and epoll refuses a second one). */
+    loop_watch_del(&ad->loop, &h->watch);
     struct ndk_connector_impl *c =
         ndk_connector_new_passive(l, h->fd, &h->local, &h->peer, req);
     if (!c) {
@@ -173,9 +176,19 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
         int fd = accept4(l->fd, &peer.sa, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
         if (fd < 0)
             return;
-        if (l->obj.closing || l->paused || l->halfopen_count >= ad->opt.MaxHalfOpen) {
+        if (l->obj.closing || l->paused) {
             ndk_tcp_abort(fd);
             continue;
+        }
+        if (l->halfopen_count >= ad->opt.MaxHalfOpen) {
+            /* Make room by resetting the connection that has waited longest
+             * for its Request: a flood of silent connections then cannot
+             * lock a real initiator out, whose Request comes at once. */
+            struct ndk_halfopen *oldest = l->halfopen;
+            while (oldest && oldest->next)
+                oldest = oldest->next;
+            if (oldest)
+                halfopen_free(oldest, true);
         }
         struct ndk_halfopen *h = calloc(1, sizeof *h);
         if (!h) {
