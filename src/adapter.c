@@ -5,17 +5,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
 #include "objects.h"
 
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
                                    ULONG *pBufferSize);
 static NTSTATUS adapter_create_connector_fwd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cc, PVOID ctx,
                                              NDK_CONNECTOR **pp);
-static NTSTATUS adapter_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
-                                  NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext,
-                                  NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize, ULONG *pFBO);
-static VOID adapter_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
-
 static const NDK_ADAPTER_DISPATCH adapter_dispatch = {
     .NdkQueryExtension = ndk_query_extension,
     .NdkQueryAdapterInfo = adapter_query_info,
@@ -24,8 +20,8 @@ static const NDK_ADAPTER_DISPATCH adapter_dispatch = {
     .NdkCreateSharedEndpoint = ndk_create_shared_endpoint,
     .NdkCreateConnector = adapter_create_connector_fwd,
     .NdkCreateListener = ndk_create_listener,
-    .NdkBuildLAM = adapter_build_lam,
-    .NdkReleaseLAM = adapter_release_lam,
+    .NdkBuildLAM = ndk_build_lam,
+    .NdkReleaseLAM = ndk_release_lam,
 };
 
 static NTSTATUS adapter_create_connector_fwd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cc, PVOID ctx,
@@ -84,12 +80,17 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
     info->MaxOutboundReadLimit = NDK_MAX_ORD;
     info->MaxReceiveQueueDepth = 16384;
     info->MaxInitiatorQueueDepth = 16384;
-    info->MaxSrqDepth = 0; /* 0 = no SRQ support (yet): honest until NdkCreateSrq works */
+    /* SRQ ring entries are 272-byte host structures (16 SGEs): 16384 bounds one SRQ to 4.25 MiB. */
+    info->MaxSrqDepth = 16384;
+    /* CQ ring entries are 48-byte host structures: 65536 bounds one CQ to 3 MiB. */
     info->MaxCqDepth = 65536;
     info->LargeRequestThreshold = 8192;
     info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
     info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
     info->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
+    /* NdkResizeCq reallocates the ring under the CQ lock, keeping every entry in order. */
+    info->AdapterFlags |= NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
+    /* CQ_INTERRUPT_MODERATION stays clear: no interrupt cost to amortize in user space (cq.c). */
     info->RdmaTechnology = NdkiWarp;
 }
 
@@ -106,22 +107,6 @@ static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *p
     ndk_adapter_fill_info(ad, pInfo);
     *pBufferSize = sizeof(NDK_ADAPTER_INFO);
     return STATUS_SUCCESS;
-}
-
-static NTSTATUS adapter_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
-                                  NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext,
-                                  NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize, ULONG *pFBO)
-{
-    (void)Mdl, (void)Length, (void)RequestCompletion, (void)RequestContext, (void)pNdkLAM;
-    (void)pLAMSize, (void)pFBO;
-    if (!ndk_adapter_from_pub(pNdkAdapter))
-        return STATUS_INVALID_PARAMETER;
-    return STATUS_NOT_SUPPORTED; /* logical address mappings come with the data path */
-}
-
-static VOID adapter_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM)
-{
-    (void)pNdkAdapter, (void)pNdkLAM;
 }
 
 /* ---- local addresses ---- */
@@ -156,10 +141,14 @@ static bool owns_cached(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
 
 bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
 {
-    if (owns_cached(ad, addr))
-        return true;
-    refresh_addrs(ad); /* addresses can be added after the adapter was opened */
-    return owns_cached(ad, addr);
+    pthread_mutex_lock(&ad->lock);
+    bool yes = owns_cached(ad, addr);
+    if (!yes) {
+        refresh_addrs(ad); /* addresses can be added after the adapter was opened */
+        yes = owns_cached(ad, addr);
+    }
+    pthread_mutex_unlock(&ad->lock);
+    return yes;
 }
 
 /* ---- platform entry points ---- */
@@ -219,7 +208,10 @@ static void *progress_main(void *arg)
     for (;;) {
         ndk_drain_callbacks(ad);
         ndk_free_deferred(ad);
-        if (ad->stopping && !ad->cbq_head)
+        pthread_mutex_lock(&ad->cbq_lock);
+        bool idle = !ad->cbq_head;
+        pthread_mutex_unlock(&ad->cbq_lock);
+        if (ad->stopping && idle)
             break;
         loop_poll(&ad->loop, &ad->lock, -1);
     }
@@ -264,6 +256,10 @@ NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
         for (ULONG k = 0; k < list[i].AddressCount; k++)
             if (ndk_sockaddr_same_ip(&list[i].Addresses[k], &want))
                 found = i;
+        /* Every 127.0.0.0/8 address is the loopback interface's (ndk.h). */
+        if ((list[i].Flags & NDK_ADAPTER_DESC_LOOPBACK) && want.sa.sa_family == AF_INET &&
+            (ntohl(want.in4.sin_addr.s_addr) >> 24) == 127)
+            found = i;
     }
     if (found < 0) {
         free(list);
@@ -291,12 +287,20 @@ NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
     ndk_obj_init(&ad->obj, ad, NdkObjectTypeAdapter, &adapter_dispatch, &adapter_ops);
 
     pthread_mutex_init(&ad->lock, NULL);
-    if (loop_init(&ad->loop) < 0) {
+    pthread_mutex_init(&ad->cbq_lock, NULL);
+    pthread_mutex_init(&ad->live_lock, NULL);
+    ad->busy_poll = (ad->opt.Flags & NDK_OPEN_FLAG_BUSY_POLL) != 0;
+    if (ad->busy_poll)
+        ndk_cq_poll_hook = ndk_qp_busy_poll;
+    ad->mem = mem_table_new();
+    if (!ad->mem || loop_init(&ad->loop) < 0) {
+        mem_table_free(ad->mem);
         pthread_mutex_destroy(&ad->lock);
         free(ad);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     if (pthread_create(&ad->thread, NULL, progress_main, ad) != 0) {
+        mem_table_free(ad->mem);
         loop_fini(&ad->loop);
         pthread_mutex_destroy(&ad->lock);
         free(ad);
@@ -344,6 +348,9 @@ NDK_API VOID NdkCloseAdapter(NDK_ADAPTER *pAdapter)
     ndk_free_deferred(ad);
     pthread_mutex_unlock(&ad->lock);
     loop_fini(&ad->loop);
+    mem_table_free(ad->mem);
+    pthread_mutex_destroy(&ad->cbq_lock);
+    pthread_mutex_destroy(&ad->live_lock);
     pthread_mutex_destroy(&ad->lock);
     ad->obj.magic = 0;
     free(ad);

@@ -16,11 +16,15 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/epoll.h>
+#include <sys/uio.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include "objects.h"
+#include "wire/ddp.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -36,17 +40,99 @@ static struct loop *conn_loop(struct ndk_connector_impl *c)
 }
 
 static void conn_on_io(struct loop_watch *w, uint32_t events);
+static void maybe_finish_disconnect(struct ndk_connector_impl *c);
 
 /* (Re)registers the socket for exactly these events. Errors and hang-ups are
  * always reported by epoll. */
-static void conn_watch(struct ndk_connector_impl *c, uint32_t events)
+static void apply_mask(struct ndk_connector_impl *c)
 {
-    if (c->fd < 0)
-        return;
+    uint32_t events = c->base_events | (c->want_out ? EPOLLOUT : 0);
     if (c->watch.added)
         loop_watch_mod(conn_loop(c), &c->watch, events);
     else
         loop_watch_add(conn_loop(c), &c->watch, c->fd, events, conn_on_io);
+}
+
+static void conn_watch(struct ndk_connector_impl *c, uint32_t events)
+{
+    if (c->fd < 0)
+        return;
+    pthread_mutex_lock(&c->mask_lock);
+    c->base_events = events;
+    apply_mask(c);
+    pthread_mutex_unlock(&c->mask_lock);
+}
+
+/* ---- the data path's transport: the TCP socket ---- */
+
+static struct ndk_connector_impl *tr_conn(struct ndk_transport *t)
+{
+    return t->owner;
+}
+
+static ssize_t tr_readv(struct ndk_transport *t, const struct iovec *iov, int n)
+{
+    ssize_t r = readv(tr_conn(t)->fd, iov, n);
+    return r < 0 ? -(errno == EWOULDBLOCK ? EAGAIN : errno) : r;
+}
+
+static ssize_t tr_writev(struct ndk_transport *t, const struct iovec *iov, int n)
+{
+    struct msghdr m = {.msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)n};
+    ssize_t r = sendmsg(tr_conn(t)->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    return r < 0 ? -(errno == EWOULDBLOCK ? EAGAIN : errno) : r;
+}
+
+static void tr_want_write(struct ndk_transport *t, bool on)
+{
+    /* Called from posting threads too: only the leaf mask lock is taken. */
+    struct ndk_connector_impl *c = tr_conn(t);
+    pthread_mutex_lock(&c->mask_lock);
+    if (c->want_out != on && c->fd >= 0 && c->watch.added) {
+        c->want_out = on;
+        apply_mask(c);
+    }
+    pthread_mutex_unlock(&c->mask_lock);
+}
+
+static void tr_shutdown_write(struct ndk_transport *t)
+{
+    struct ndk_connector_impl *c = tr_conn(t);
+    shutdown(c->fd, SHUT_WR);
+    c->fin_sent = true;
+}
+
+static void tr_failed(struct ndk_transport *t, bool peer_reset)
+{
+    (void)peer_reset;
+    /* Any thread may get here, without the adapter lock: shutting the socket
+     * down makes it report a hang-up, and the progress thread tears the
+     * connection down from its event (the fd stays open until then). */
+    shutdown(tr_conn(t)->fd, SHUT_RDWR);
+}
+
+static void tr_peer_closed(struct ndk_transport *t)
+{
+    (void)t;
+}
+
+static const struct ndk_transport_ops socket_transport = {
+    .readv = tr_readv,
+    .writev = tr_writev,
+    .want_write = tr_want_write,
+    .shutdown_write = tr_shutdown_write,
+    .failed = tr_failed,
+    .peer_closed = tr_peer_closed,
+};
+
+static size_t socket_mulpdu(int fd)
+{
+    int mss = 0;
+    socklen_t len = sizeof mss;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 128)
+        mss = 1460;
+    size_t m = mpa_mulpdu((size_t)mss);
+    return m > DDP_ULPDU_MAX ? DDP_ULPDU_MAX : m;
 }
 
 /* Reads and drops what the peer sent after its FIN so close() sends a FIN,
@@ -62,8 +148,19 @@ static void drain_socket(int fd)
 }
 
 /* Ends the TCP connection: abortive (RST) or graceful (FIN). */
+static void stop_data_path(struct ndk_connector_impl *c)
+{
+    if (c->dp_started && c->qp) {
+        /* After this no thread reads or writes the socket; everything
+         * outstanding on the QP completes (flushed). */
+        c->dp_started = false;
+        ndk_qp_stop(c->qp);
+    }
+}
+
 static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
 {
+    stop_data_path(c);
     loop_watch_del(conn_loop(c), &c->watch);
     loop_timer_cancel(conn_loop(c), &c->timer);
     if (c->fd < 0)
@@ -320,11 +417,25 @@ static void established(struct ndk_connector_impl *c)
 {
     loop_timer_cancel(conn_loop(c), &c->timer);
     c->state = CONN_CONNECTED;
+    conn_watch(c, EPOLLIN | EPOLLRDHUP);
     if (c->qp) {
         c->qp->connected = true;
         c->qp->used = true;
+        c->tr.ops = &socket_transport;
+        c->tr.owner = c;
+        /* RFC 5044 rule 4: a responder to a client/server initiator sends
+         * nothing before the initiator's first FPDU (siw initiators fail on
+         * bytes right behind the Reply). */
+        bool gated = c->passive && !c->p2p;
+        ndk_qp_start(c->qp, &c->tr, c->crc, c->eff_ird, c->eff_ord, socket_mulpdu(c->fd), gated);
+        if (c->read_rtr) {
+            if (c->passive)
+                ndk_qp_read_rtr_received(c->qp);
+            else
+                ndk_qp_read_rtr_sent(c->qp);
+        }
+        c->dp_started = true;
     }
-    conn_watch(c, EPOLLRDHUP);
 }
 
 static void term_and_fail_accept(struct ndk_connector_impl *c, uint8_t code)
@@ -375,6 +486,7 @@ static void read_rtr(struct ndk_connector_impl *c)
     struct mpa_rtr_info info;
     mpa_classify_first_fpdu(ulpdu, ulpdu_len, &info);
     if (info.kind == MPA_RTR_KIND_READ0) {
+        c->read_rtr = true;
         uint8_t resp[20];
         size_t rn = mpa_build_read_response0(info.sink_stag, info.sink_to, c->crc, resp);
         if (send_bytes(c, resp, rn) < 0) {
@@ -411,8 +523,8 @@ static void on_peer_closed(struct ndk_connector_impl *c, bool reset)
             qp_detach_connected(c);
         } else {
             c->peer_fin = true;
-            /* Keep the socket: data may still be read and our own FIN is
-             * sent by NdkDisconnect. Stop watching for the FIN. */
+            /* Keep the socket: our side may still send until NdkDisconnect
+             * sends our FIN. Stop reading (end of stream stays readable). */
             conn_watch(c, 0);
         }
         fire_disconnect_event(c);
@@ -424,8 +536,13 @@ static void on_peer_closed(struct ndk_connector_impl *c, bool reset)
             ndk_req_complete(&c->disconnect_req, STATUS_CONNECTION_ABORTED);
         } else {
             c->peer_fin = true;
-            conn_dead(c, false);
-            ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+            conn_watch(c, 0);
+            if (!c->dp_started) {
+                conn_dead(c, false);
+                ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+            } else {
+                maybe_finish_disconnect(c);
+            }
         }
         break;
     default:
@@ -446,6 +563,38 @@ static bool was_reset(struct ndk_connector_impl *c, uint32_t events)
     if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
         return true;
     return err != 0 || !(events & EPOLLRDHUP);
+}
+
+/* NdkDisconnect is done when our FIN is out (after everything queued) and
+ * the peer's FIN has arrived (X1); the QP is then flushed (X5). */
+static void maybe_finish_disconnect(struct ndk_connector_impl *c)
+{
+    if (c->state != CONN_DISCONNECTING || !c->peer_fin || !c->qp || !ndk_qp_quiescent(c->qp))
+        return;
+    conn_dead(c, false);
+    ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+}
+
+/* Socket events of an established connection: the QP moves the data. */
+static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    if (events & EPOLLOUT)
+        ndk_qp_on_writable(qp);
+    if (!c->dp_started)
+        return;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
+        bool alive = ndk_qp_on_readable(qp);
+        if (!alive) {
+            /* The QP failed (a Terminate either way, a protocol error, a
+             * local shutdown) or the stream ended. Only an orderly FIN at an
+             * FPDU boundary on a healthy QP is a graceful disconnect. */
+            bool failed = qp->dp.state == QP_ERROR || !qp->dp.rx_eof;
+            on_peer_closed(c, failed || was_reset(c, events));
+            return;
+        }
+    }
+    maybe_finish_disconnect(c);
 }
 
 static void conn_on_io(struct loop_watch *w, uint32_t events)
@@ -505,16 +654,15 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         }
         on_peer_closed(c, was_reset(c, events));
         return;
-    default:
-        if ((events & EPOLLOUT) && c->tx_len) {
-            int r = flush_tx(c);
-            if (r == 0)
-                conn_watch(c, c->peer_fin ? 0 : EPOLLRDHUP);
-            else if (r < 0)
-                on_peer_closed(c, true);
-            if (r >= 0 && !(events & (EPOLLRDHUP | EPOLLERR | EPOLLHUP)))
-                return;
+    case CONN_CONNECTED:
+    case CONN_DISCONNECTING:
+        if (c->dp_started) {
+            conn_dp_io(c, events);
+            return;
         }
+        /* No QP data path (cannot happen for a live QP): as below. */
+        __attribute__((fallthrough));
+    default:
         if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
             on_peer_closed(c, was_reset(c, events));
         return;
@@ -741,22 +889,20 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
         uint8_t rtr[52];
         size_t n = c->rtr == MPA_RTR_WRITE ? mpa_build_write_rtr(c->crc, rtr)
                                            : mpa_build_read_rtr(c->crc, rtr);
-        int r = send_bytes(c, rtr, n);
-        if (r < 0) {
+        /* A fresh socket always takes 52 octets; anything else means it
+         * is already broken. */
+        if (send_bytes(c, rtr, n) != 0) {
             conn_dead(c, true);
             st = STATUS_CONNECTION_ABORTED;
             goto out;
         }
-        if (r == 1)
-            conn_watch(c, EPOLLOUT | EPOLLRDHUP);
+        c->read_rtr = c->rtr == MPA_RTR_READ;
     }
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
     close_pd_window(c);
     established(c);
-    if (c->tx_len)
-        conn_watch(c, EPOLLOUT | EPOLLRDHUP);
 out:
     pthread_mutex_unlock(&c->obj.ad->lock);
     return st;
@@ -853,9 +999,13 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
     } else {
         /* Client/server initiator: nothing more comes on the wire; our TX
          * stays held until its first FPDU arrives (RFC 5044). */
+        if (r == 1) {
+            /* The Reply must be whole before the data path owns the socket. */
+            conn_dead(c, true);
+            st = STATUS_CONNECTION_ABORTED;
+            goto out;
+        }
         established(c);
-        if (r == 1)
-            conn_watch(c, EPOLLOUT | EPOLLRDHUP);
         st = STATUS_SUCCESS;
     }
 out:
@@ -964,7 +1114,8 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
             *pOutboundReadLimit = ord;
         ULONG rds = c->peer_pd_len;
         if (pPrivateData) {
-            memcpy(pPrivateData, c->peer_pd, MIN(*pPrivateDataLength, rds));
+            if (rds)
+                memcpy(pPrivateData, c->peer_pd, MIN(*pPrivateDataLength, rds));
             st = *pPrivateDataLength >= rds ? STATUS_SUCCESS : STATUS_BUFFER_TOO_SMALL;
         } else {
             st = STATUS_SUCCESS; /* the size probe: (NULL, 0) -> RDS */
@@ -1017,15 +1168,21 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
         st = STATUS_CONNECTION_ABORTED;
     } else {
         c->local_disconnect = true;
-        shutdown(c->fd, SHUT_WR);
-        c->fin_sent = true;
-        if (c->peer_fin) {
+        if (c->dp_started) {
+            /* Our FIN goes once everything already queued is out. */
+            ndk_qp_disconnect(c->qp);
+        } else {
+            shutdown(c->fd, SHUT_WR);
+            c->fin_sent = true;
+        }
+        if (c->peer_fin && (!c->dp_started || ndk_qp_quiescent(c->qp))) {
             conn_dead(c, false);
             st = STATUS_SUCCESS;
         } else {
             c->state = CONN_DISCONNECTING;
             ndk_req_begin(&c->disconnect_req, &c->obj, RequestCompletion, RequestContext);
-            conn_watch(c, EPOLLRDHUP);
+            if (!c->peer_fin)
+                conn_watch(c, EPOLLIN | EPOLLRDHUP);
             loop_timer_arm(conn_loop(c), &c->timer, ad->opt.DisconnectTimeoutMs);
             st = STATUS_PENDING;
         }
@@ -1097,7 +1254,9 @@ static void conn_destroy(struct ndk_obj *obj)
 
 static void conn_free(struct ndk_obj *obj)
 {
-    free(container_of(obj, struct ndk_connector_impl, obj));
+    struct ndk_connector_impl *c = container_of(obj, struct ndk_connector_impl, obj);
+    pthread_mutex_destroy(&c->mask_lock);
+    free(c);
 }
 
 static const struct ndk_obj_ops conn_ops = {
@@ -1113,6 +1272,7 @@ static struct ndk_connector_impl *conn_alloc(struct ndk_adapter_impl *ad)
         return NULL;
     c->fd = -1;
     c->state = CONN_IDLE;
+    pthread_mutex_init(&c->mask_lock, NULL);
     loop_timer_init(&c->timer, conn_on_timer);
     ndk_obj_init(&c->obj, ad, NdkObjectTypeConnector, &ndk_connector_dispatch, &conn_ops);
     return c;

@@ -28,6 +28,7 @@
 
 struct ndk_adapter_impl;
 struct ndk_obj;
+struct mem_table;
 
 /* Every public NDK_xxx object is { NDK_OBJECT_HEADER; const void *Dispatch }. */
 struct ndk_pub {
@@ -41,6 +42,7 @@ enum ndk_cb_kind {
     CB_CONNECT_EVENT,/* listener's NDK_FN_CONNECT_EVENT_CALLBACK(ctx, connector) */
     CB_DISCONNECT,   /* NDK_FN_DISCONNECT_EVENT_CALLBACK[_EX] */
     CB_FUNC,         /* provider-internal function run outside the lock */
+    CB_CQ_NOTIFY,    /* NDK_FN_CQ_NOTIFICATION_CALLBACK / NDK_FN_SRQ_NOTIFICATION_CALLBACK */
 };
 
 /* One queued callback. Embedded in whatever owns it, so completing never
@@ -68,6 +70,11 @@ struct ndk_cb {
         struct {
             void (*fn)(struct ndk_obj *obj); /* called unlocked */
         } func;
+        struct {
+            void (*fn)(void *ctx, NTSTATUS status); /* CQ or SRQ notification */
+            void *ctx;
+            NTSTATUS status;
+        } notify;
     } u;
 };
 
@@ -95,7 +102,9 @@ struct ndk_obj {
     struct ndk_adapter_impl *ad;
     const struct ndk_obj_ops *ops;
     unsigned successors; /* live objects that depend on this one (L8) */
-    unsigned busy;       /* pending requests + queued or running callbacks (L13) */
+    unsigned busy;       /* pending requests + queued or running callbacks (L13);
+                            atomic: data-path threads queue CQ notifications
+                            without the adapter lock */
     bool closing;        /* close called: no new events are delivered */
     bool close_pending;  /* close returned STATUS_PENDING; a close completion is owed */
     bool destroyed;
@@ -123,10 +132,17 @@ struct ndk_adapter_impl {
     pthread_t thread;
     bool thread_started;
     bool stopping;
+    pthread_mutex_t cbq_lock; /* leaf lock: only the callback queue */
     struct ndk_cb *cbq_head, *cbq_tail;
     struct ndk_obj *objects; /* every live object except the adapter itself */
     struct ndk_obj *free_list;
     struct ndk_dfree *dfree_list;
+
+    struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
+    /* QPs with a running data path, for busy polling (leaf lock). */
+    pthread_mutex_t live_lock;
+    struct ndk_qp_impl *live_qps;
+    bool busy_poll;
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
@@ -158,14 +174,18 @@ void ndk_obj_maybe_finish(struct ndk_obj *obj);
 NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *obj, GUID *id, NDK_VERSION ver,
                              NDK_EXTENSION_INTERFACE *out);
 
-/* ---- callbacks (all with the adapter lock held) ---- */
+/* ---- callbacks ---- */
 
 /* Marks req pending (the caller returns STATUS_PENDING); obj stays busy. */
 void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMPLETION fn, void *ctx);
 /* Completes a pending request exactly once: queues its completion callback. */
 void ndk_req_complete(struct ndk_req *req, NTSTATUS status);
-/* Queues a callback item prepared by the caller; obj->busy++ until it ran. */
+/* Queues a callback item prepared by the caller; obj->busy++ until it ran.
+ * Needs no lock (takes only the leaf callback-queue lock), so the data path
+ * may queue CQ notifications from any thread. Requests: adapter lock held. */
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb);
+/* Wakes the progress thread (no lock needed). */
+void ndk_kick(struct ndk_adapter_impl *ad);
 /* True when the calling thread is the adapter's progress thread. */
 bool ndk_on_progress_thread(struct ndk_adapter_impl *ad);
 

@@ -1,42 +1,327 @@
-/* Completion queues. Connection management needs only create and close; the
- * entries and notifications arrive with the data path. */
+/*
+ * Completion queues (reference 5.3.2, 5.4, 6.4-6.6, 8 and rules C1-C7).
+ *
+ * The ring and the notification state are guarded by cq->lock: the data path
+ * pushes from any thread while the consumer drains and arms. The consumer's
+ * own GetCqResults/GetCqResultsEx/ArmCq calls never overlap (C1), so the lock
+ * only ever arbitrates between one consumer and the producers.
+ *
+ * Notifications. Every notification of a CQ travels through one callback
+ * item embedded in it (notify_cb), queued on the adapter's callback queue and
+ * run by the progress thread without provider locks (so the consumer may
+ * call back into the CQ, L5-L7). The item names a provider trampoline, not
+ * the consumer's function: when the consumer's callback returns, the
+ * trampoline looks again at an arm made while the item was queued or running
+ * (typically from inside the callback, the loop of 8.2 rule 9) and, if that
+ * arm is already satisfied, queues the item again. Calling the consumer
+ * directly from the queue would leave such an arm waiting for the next
+ * completion, which may never come (a lost wake-up, C4), because nothing may
+ * queue the item while it is still in use. Re-queueing (at the tail) rather
+ * than calling the consumer again in a loop keeps a busy CQ from starving
+ * every other callback of the adapter.
+ *
+ * notify_cb.u.notify.fn is the "item in use" mark: set (under the CQ lock)
+ * when the item is queued, cleared by the trampoline (under the CQ lock) when
+ * it does not re-queue. notify_cb.queued cannot serve: the drain loop clears
+ * it only after the callback returned, and without our lock. The drain loop
+ * copies fn/ctx/status before the call and afterwards touches only `queued`,
+ * so the trampoline may rewrite the item and queue it again from inside the
+ * call (`queued` then reads false while the item waits again; nothing reads
+ * it for this item). While the mark is set, a satisfied arm is left standing for the
+ * trampoline, so there are never two callbacks of one CQ at once (C5).
+ *
+ * The item is queued with the CQ lock held: the busy count taken by
+ * ndk_cb_queue then becomes visible together with the decision to notify, so
+ * a concurrent NdkCloseCq (whose close_start takes the CQ lock) either sees
+ * the busy count and stays pending until the callback ran, or runs first and
+ * leaves nothing armed to fire. Queueing after unlocking would let a close
+ * finish in between and a callback run after its close completion (8.2 rule
+ * 7). The callback-queue lock is a leaf, so this nests safely (cqsrq.h).
+ */
 #include <stdlib.h>
 
 #include "objects.h"
 
-static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth, NDK_FN_REQUEST_COMPLETION RequestCompletion,
-                          PVOID RequestContext)
+void (*ndk_cq_poll_hook)(struct ndk_cq_impl *cq) = NULL;
+
+static struct ndk_cq_impl *cq_from(NDK_CQ *p)
 {
-    (void)CqDepth, (void)RequestCompletion, (void)RequestContext;
-    if (!ndk_obj_from_pub(pNdkCq, NdkObjectTypeCq))
-        return STATUS_INVALID_PARAMETER;
-    /* NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED is not set (5.4.1). */
-    return STATUS_NOT_SUPPORTED;
+    struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeCq);
+    return o ? container_of(o, struct ndk_cq_impl, obj) : NULL;
+}
+
+/* The i-th oldest entry (lock held; i < depth). */
+static struct ndk_cqe *cq_at(struct ndk_cq_impl *cq, ULONG i)
+{
+    return &cq->ring[(cq->head + i) % cq->depth];
+}
+
+static bool is_receive(NDK_OPERATION_TYPE t)
+{
+    return t == NdkOperationTypeReceive || t == NdkOperationTypeReceiveAndInvalidate;
+}
+
+/* Does this completion meet an arm of the given (merged) type? 8.2 rule 6:
+ * ANY takes any completion; SOLICITED a receive matched with a solicited
+ * Send, or any completion with an error status; ERRORS only CQ errors, which
+ * are not completions. */
+static bool cqe_satisfies(int armed, const struct ndk_cqe *e)
+{
+    switch (armed) {
+    case NDK_CQ_NOTIFY_ANY:
+        return true;
+    case NDK_CQ_NOTIFY_SOLICITED:
+        return (e->solicited && is_receive(e->type)) || e->status != STATUS_SUCCESS;
+    default:
+        return false;
+    }
+}
+
+/* The merge table of 8.2 rule 5 (C6): the broader condition wins,
+ * ANY > SOLICITED > ERRORS. */
+static int arm_merge(int cur, ULONG type)
+{
+    if (cur < 0)
+        return (int)type;
+    if (cur == NDK_CQ_NOTIFY_ANY || type == NDK_CQ_NOTIFY_ANY)
+        return NDK_CQ_NOTIFY_ANY;
+    if (cur == NDK_CQ_NOTIFY_SOLICITED || type == NDK_CQ_NOTIFY_SOLICITED)
+        return NDK_CQ_NOTIFY_SOLICITED;
+    return NDK_CQ_NOTIFY_ERRORS;
+}
+
+/* Is the current arm satisfied by what the CQ holds now (lock held)? A CQ
+ * error satisfies every arm. Otherwise only entries pushed after the last
+ * callback was queued count (C4 "must"); entries that were already there
+ * then do not re-fire (C4 "may": we choose to wait for a new one, so a
+ * consumer that re-arms without draining is not called in a loop). Those
+ * newer entries are the youngest min(count, pushed - seen_at_cb) of the ring,
+ * since the consumer removes from the old end. */
+static bool cq_arm_satisfied(struct ndk_cq_impl *cq, NTSTATUS *status)
+{
+    if (cq->armed < 0)
+        return false;
+    if (cq->error) {
+        *status = cq->error_status;
+        return true;
+    }
+    if (cq->armed == NDK_CQ_NOTIFY_ERRORS)
+        return false;
+    uint64_t fresh = cq->pushed - cq->seen_at_cb;
+    ULONG n = fresh < cq->count ? (ULONG)fresh : cq->count;
+    for (ULONG i = cq->count - n; i < cq->count; i++) {
+        if (cqe_satisfies(cq->armed, cq_at(cq, i))) {
+            *status = STATUS_SUCCESS;
+            return true;
+        }
+    }
+    return false;
+}
+
+static void cq_notify_run(void *ctx, NTSTATUS status);
+
+/* Lock held, arm satisfied: clear it (C3) and queue the item. */
+static void cq_queue_locked(struct ndk_cq_impl *cq, NTSTATUS status)
+{
+    cq->armed = -1;
+    cq->seen_at_cb = cq->pushed;
+    cq->notify_cb.u.notify.fn = cq_notify_run;
+    cq->notify_cb.u.notify.ctx = cq;
+    cq->notify_cb.u.notify.status = status;
+    ndk_cb_queue(cq->obj.ad, &cq->notify_cb);
+}
+
+/* Lock held, arm satisfied: notify, unless the item is in use; then the arm
+ * stays set and the trampoline delivers it when the running callback
+ * returns. */
+static void cq_fire_locked(struct ndk_cq_impl *cq, NTSTATUS status)
+{
+    if (!cq->notify_cb.u.notify.fn)
+        cq_queue_locked(cq, status);
+}
+
+/* Runs on the progress thread, no provider lock held. */
+static void cq_notify_run(void *ctx, NTSTATUS status)
+{
+    struct ndk_cq_impl *cq = ctx;
+    cq->notify(cq->notify_ctx, status);
+    pthread_mutex_lock(&cq->lock);
+    NTSTATUS next;
+    if (cq_arm_satisfied(cq, &next))
+        cq_queue_locked(cq, next);
+    else
+        cq->notify_cb.u.notify.fn = NULL;
+    pthread_mutex_unlock(&cq->lock);
+}
+
+bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
+{
+    pthread_mutex_lock(&cq->lock);
+    if (cq->error) {
+        /* 8.1: after an overflow no further completions are reported. */
+        pthread_mutex_unlock(&cq->lock);
+        return false;
+    }
+    if (cq->count == cq->depth) {
+        /* 8.1 / 5.2.4: the CQ is now unusable; an armed notification of any
+         * type reports STATUS_BUFFER_OVERFLOW, and a later arm does too. */
+        cq->error = true;
+        cq->error_status = STATUS_BUFFER_OVERFLOW;
+        if (cq->armed >= 0)
+            cq_fire_locked(cq, STATUS_BUFFER_OVERFLOW);
+        pthread_mutex_unlock(&cq->lock);
+        return false;
+    }
+    *cq_at(cq, cq->count) = *e;
+    cq->count++;
+    cq->pushed++;
+    /* Older entries were already weighed against this arm when it was made
+     * or when they arrived, so only the new one needs a look (O(1)). */
+    if (cq->armed >= 0 && cqe_satisfies(cq->armed, e))
+        cq_fire_locked(cq, STATUS_SUCCESS);
+    pthread_mutex_unlock(&cq->lock);
+    return true;
+}
+
+bool ndk_cq_in_error(struct ndk_cq_impl *cq)
+{
+    pthread_mutex_lock(&cq->lock);
+    bool err = cq->error;
+    pthread_mutex_unlock(&cq->lock);
+    return err;
 }
 
 static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
 {
-    (void)pNdkCq, (void)Type;
+    struct ndk_cq_impl *cq = cq_from(pNdkCq);
+    /* ArmCq returns nothing; an unknown type can only be ignored. */
+    if (!cq || Type > NDK_CQ_NOTIFY_SOLICITED)
+        return;
+    pthread_mutex_lock(&cq->lock);
+    /* closing was set before close_start took this lock, so an arm ordered
+     * after NdkCloseCq sees it: nothing is armed, nothing more is queued. */
+    if (!cq->obj.closing) {
+        cq->armed = arm_merge(cq->armed, Type);
+        NTSTATUS st;
+        if (cq_arm_satisfied(cq, &st))
+            cq_fire_locked(cq, st);
+    }
+    pthread_mutex_unlock(&cq->lock);
+}
+
+/*
+ * Removes up to n entries, oldest first, into r (NDK_RESULT) or rx
+ * (NDK_RESULT_EX). A CQ that overflowed still hands out the entries it held
+ * before the overflow: those requests did complete and were placed, and the
+ * consumer needs them to reclaim their buffers; what 8.1 forbids is reporting
+ * anything further, and the push path guarantees that. Once those are gone
+ * the CQ stays empty (5.4.3 suggests 0 for a CQ in error).
+ */
+static ULONG cq_drain(NDK_CQ *pNdkCq, NDK_RESULT *r, NDK_RESULT_EX *rx, ULONG n)
+{
+    struct ndk_cq_impl *cq = cq_from(pNdkCq);
+    if (!cq || n == 0 || (!r && !rx))
+        return 0;
+    void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&ndk_cq_poll_hook, __ATOMIC_ACQUIRE);
+    if (hook) {
+        /* The hook may take QP and adapter locks, which come before ours. */
+        pthread_mutex_lock(&cq->lock);
+        bool idle = cq->count == 0 && !cq->error;
+        pthread_mutex_unlock(&cq->lock);
+        if (idle)
+            hook(cq);
+    }
+    pthread_mutex_lock(&cq->lock);
+    ULONG got = n < cq->count ? n : cq->count;
+    for (ULONG i = 0; i < got; i++) {
+        const struct ndk_cqe *e = cq_at(cq, i);
+        /* 6.5: ProviderErrorCode must be 0 when Status is STATUS_SUCCESS. */
+        ULONG perr = e->status == STATUS_SUCCESS ? 0 : e->provider_error;
+        if (rx) {
+            rx[i].Status = e->status;
+            rx[i].BytesTransferred = e->bytes;
+            rx[i].QPContext = e->qp_ctx;
+            rx[i].RequestContext = e->req_ctx;
+            rx[i].Type = e->type;
+            rx[i].ProviderErrorCode = perr;
+            rx[i].TypeSpecificCompletionOutput = e->type_specific;
+        } else {
+            /* C2: a ReceiveAndInvalidate is returned here too; only the
+             * notice of the invalidation is lost. */
+            r[i].Status = e->status;
+            r[i].BytesTransferred = e->bytes;
+            r[i].QPContext = e->qp_ctx;
+            r[i].RequestContext = e->req_ctx;
+        }
+    }
+    cq->head = (cq->head + got) % cq->depth;
+    cq->count -= got;
+    pthread_mutex_unlock(&cq->lock);
+    return got;
 }
 
 static ULONG cq_get_results(NDK_CQ *pNdkCq, NDK_RESULT Results[], ULONG nResults)
 {
-    (void)pNdkCq, (void)Results, (void)nResults;
-    return 0;
+    return cq_drain(pNdkCq, Results, NULL, nResults);
 }
 
 static ULONG cq_get_results_ex(NDK_CQ *pNdkCq, NDK_RESULT_EX Results[], ULONG nResults)
 {
-    (void)pNdkCq, (void)Results, (void)nResults;
-    return 0;
+    return cq_drain(pNdkCq, NULL, Results, nResults);
 }
 
+/*
+ * Resizing completes inline (never STATUS_PENDING, so no request completion
+ * is owed: C7). The new ring is allocated before taking the lock so producers
+ * are held up only for the copy. 5.4.1 leaves shrinking below the queued
+ * count open and suggests STATUS_INVALID_PARAMETER without losing entries;
+ * shrinking below the total depth of the attached queues is not checked (the
+ * consumer's sizing duty, 8.1), an overflow then reports it.
+ */
+static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth, NDK_FN_REQUEST_COMPLETION RequestCompletion,
+                          PVOID RequestContext)
+{
+    (void)RequestCompletion, (void)RequestContext;
+    struct ndk_cq_impl *cq = cq_from(pNdkCq);
+    if (!cq)
+        return STATUS_INVALID_PARAMETER;
+    NDK_ADAPTER_INFO info;
+    ndk_adapter_fill_info(cq->obj.ad, &info);
+    if (CqDepth == 0 || CqDepth > info.MaxCqDepth)
+        return STATUS_INVALID_PARAMETER;
+    struct ndk_cqe *ring = calloc(CqDepth, sizeof *ring);
+    if (!ring)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    pthread_mutex_lock(&cq->lock);
+    if (CqDepth < cq->count) {
+        pthread_mutex_unlock(&cq->lock);
+        free(ring);
+        return STATUS_INVALID_PARAMETER;
+    }
+    for (ULONG i = 0; i < cq->count; i++)
+        ring[i] = *cq_at(cq, i);
+    struct ndk_cqe *old = cq->ring;
+    cq->ring = ring;
+    cq->depth = CqDepth;
+    cq->head = 0;
+    pthread_mutex_unlock(&cq->lock);
+    free(old);
+    return STATUS_SUCCESS;
+}
+
+/*
+ * Interrupt moderation is not offered (the adapter flag is clear), which 5.4.4
+ * allows. In user space the "interrupt" is a queued callback, so there is no
+ * hardware cost to amortize, and an honest interval would need a provider
+ * timer: the loop's timers are guarded by the adapter lock, which the push
+ * path (any thread, under QP locks) must not take, and a close racing a timer
+ * would need a second callback item per CQ.
+ */
 static NTSTATUS cq_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval, ULONG ModerationCount)
 {
     (void)ModerationInterval, (void)ModerationCount;
-    if (!ndk_obj_from_pub(pNdkCq, NdkObjectTypeCq))
+    if (!cq_from(pNdkCq))
         return STATUS_INVALID_PARAMETER;
-    /* The adapter does not advertise interrupt moderation (5.4.4). */
     return STATUS_NOT_SUPPORTED;
 }
 
@@ -50,32 +335,59 @@ static const NDK_CQ_DISPATCH cq_dispatch = {
     .NdkGetCqResultsEx = cq_get_results_ex,
 };
 
-static void cq_free(struct ndk_obj *obj)
+/* Adapter lock held. Disarming under the CQ lock means no notification can
+ * be queued from now on; one already queued holds a busy count, so the close
+ * stays pending until it has run (8.2 rule 7). */
+static void cq_close_start(struct ndk_obj *obj)
 {
-    free(container_of(obj, struct ndk_cq_impl, obj));
+    struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
+    pthread_mutex_lock(&cq->lock);
+    cq->armed = -1;
+    pthread_mutex_unlock(&cq->lock);
 }
 
-static const struct ndk_obj_ops cq_ops = {.free = cq_free};
+static void cq_free(struct ndk_obj *obj)
+{
+    struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
+    free(cq->ring);
+    pthread_mutex_destroy(&cq->lock);
+    free(cq);
+}
+
+static const struct ndk_obj_ops cq_ops = {.close_start = cq_close_start, .free = cq_free};
 
 NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
                        NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification, PVOID CqNotificationContext,
                        GROUP_AFFINITY *Affinity, NDK_FN_CREATE_COMPLETION CreateCompletion,
                        PVOID RequestContext, NDK_CQ **ppNdkCq)
 {
+    /* Affinity is a preference the consumer may not rely on (5.3.2): every
+     * callback runs on the adapter's progress thread. Creation completes
+     * inline, so CreateCompletion is never called (C7). */
     (void)Affinity, (void)CreateCompletion, (void)RequestContext;
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !ppNdkCq || !CqNotification)
         return STATUS_INVALID_PARAMETER;
     NDK_ADAPTER_INFO info;
     ndk_adapter_fill_info(ad, &info);
+    /* 5.3.2: beyond MaxCqDepth is invalid; 0 is not discussed and rejected. */
     if (CqDepth == 0 || CqDepth > info.MaxCqDepth)
         return STATUS_INVALID_PARAMETER;
     struct ndk_cq_impl *cq = calloc(1, sizeof *cq);
-    if (!cq)
+    struct ndk_cqe *ring = calloc(CqDepth, sizeof *ring);
+    if (!cq || !ring) {
+        free(cq);
+        free(ring);
         return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    pthread_mutex_init(&cq->lock, NULL);
+    cq->ring = ring;
     cq->depth = CqDepth;
+    cq->armed = -1;
     cq->notify = CqNotification;
     cq->notify_ctx = CqNotificationContext;
+    cq->notify_cb.kind = CB_CQ_NOTIFY;
+    cq->notify_cb.obj = &cq->obj;
     pthread_mutex_lock(&ad->lock);
     ndk_obj_init(&cq->obj, ad, NdkObjectTypeCq, &cq_dispatch, &cq_ops);
     pthread_mutex_unlock(&ad->lock);

@@ -3,6 +3,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "objects.h"
 
@@ -57,9 +58,9 @@ bool ndk_on_progress_thread(struct ndk_adapter_impl *ad)
     return ad->thread_started && pthread_equal(pthread_self(), ad->thread);
 }
 
-void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
+static void cbq_append(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
 {
-    cb->obj->busy++;
+    pthread_mutex_lock(&ad->cbq_lock);
     cb->queued = true;
     cb->next = NULL;
     if (ad->cbq_tail)
@@ -67,7 +68,23 @@ void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
     else
         ad->cbq_head = cb;
     ad->cbq_tail = cb;
-    loop_kick(&ad->loop);
+    pthread_mutex_unlock(&ad->cbq_lock);
+    ndk_kick(ad);
+}
+
+void ndk_kick(struct ndk_adapter_impl *ad)
+{
+    /* The doorbell needs no lock: eventfd writes are atomic, and a
+     * redundant wake-up only costs an empty loop iteration. */
+    uint64_t one = 1;
+    ssize_t n = write(ad->loop.evfd, &one, sizeof one);
+    (void)n;
+}
+
+void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
+{
+    __atomic_add_fetch(&cb->obj->busy, 1, __ATOMIC_ACQ_REL);
+    cbq_append(ad, cb);
 }
 
 void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMPLETION fn, void *ctx)
@@ -79,7 +96,7 @@ void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMP
     req->cb.u.req.ctx = ctx;
     req->cb.u.req.status = STATUS_PENDING;
     /* The object cannot finish closing until this completion has run. */
-    obj->busy++;
+    __atomic_add_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
 }
 
 void ndk_req_complete(struct ndk_req *req, NTSTATUS status)
@@ -89,8 +106,7 @@ void ndk_req_complete(struct ndk_req *req, NTSTATUS status)
     req->pending = false;
     req->cb.u.req.status = status;
     /* ndk_req_begin already counted this completion in obj->busy. */
-    req->cb.obj->busy--;
-    ndk_cb_queue(req->cb.obj->ad, &req->cb);
+    cbq_append(req->cb.obj->ad, &req->cb);
 }
 
 void ndk_obj_destroy(struct ndk_obj *obj)
@@ -116,18 +132,10 @@ void ndk_obj_destroy(struct ndk_obj *obj)
 void ndk_obj_maybe_finish(struct ndk_obj *obj)
 {
     if (obj->close_pending && !obj->destroyed && !obj->close_cb.queued && obj->successors == 0 &&
-        obj->busy == 0) {
-        /* Queued directly (not through ndk_cb_queue): a close completion is
-         * not counted in busy; running it ends with obj_destroy. */
-        struct ndk_adapter_impl *ad = obj->ad;
-        obj->close_cb.queued = true;
-        obj->close_cb.next = NULL;
-        if (ad->cbq_tail)
-            ad->cbq_tail->next = &obj->close_cb;
-        else
-            ad->cbq_head = &obj->close_cb;
-        ad->cbq_tail = &obj->close_cb;
-        loop_kick(&ad->loop);
+        __atomic_load_n(&obj->busy, __ATOMIC_ACQUIRE) == 0) {
+        /* A close completion is not counted in busy; running it ends with
+         * ndk_obj_destroy. */
+        cbq_append(obj->ad, &obj->close_cb);
     }
 }
 
@@ -162,7 +170,7 @@ NTSTATUS ndk_obj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION cb, void 
     obj->close_cb.u.req.fn = (NDK_FN_REQUEST_COMPLETION)(void (*)(void))cb;
     if (obj->ops->close_start)
         obj->ops->close_start(obj);
-    if (obj->successors == 0 && obj->busy == 0) {
+    if (obj->successors == 0 && __atomic_load_n(&obj->busy, __ATOMIC_ACQUIRE) == 0) {
         ndk_obj_destroy(obj);
         pthread_mutex_unlock(&ad->lock);
         return STATUS_SUCCESS;
@@ -185,12 +193,18 @@ NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *obj, GUID *id, NDK_VERSION ver,
  * thread with the lock held. */
 void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
 {
-    struct ndk_cb *cb;
-    while ((cb = ad->cbq_head)) {
-        ad->cbq_head = cb->next;
-        if (!ad->cbq_head)
-            ad->cbq_tail = NULL;
-        cb->next = NULL;
+    for (;;) {
+        pthread_mutex_lock(&ad->cbq_lock);
+        struct ndk_cb *cb = ad->cbq_head;
+        if (cb) {
+            ad->cbq_head = cb->next;
+            if (!ad->cbq_head)
+                ad->cbq_tail = NULL;
+            cb->next = NULL;
+        }
+        pthread_mutex_unlock(&ad->cbq_lock);
+        if (!cb)
+            break;
         struct ndk_obj *obj = cb->obj;
         enum ndk_cb_kind kind = cb->kind;
 
@@ -199,7 +213,7 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
              * must not see the request (5.2.6); the connector is dropped. */
             if (!ndk_listener_should_deliver(obj, cb->u.connect.connector)) {
                 cb->queued = false;
-                obj->busy--;
+                __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
                 ndk_obj_maybe_finish(obj);
                 continue;
             }
@@ -231,13 +245,16 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
         case CB_FUNC:
             cb->u.func.fn(obj);
             break;
+        case CB_CQ_NOTIFY:
+            cb->u.notify.fn(cb->u.notify.ctx, cb->u.notify.status);
+            break;
         }
         pthread_mutex_lock(&ad->lock);
         cb->queued = false;
         if (kind == CB_CLOSE) {
             ndk_obj_destroy(obj);
         } else {
-            obj->busy--;
+            __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
             ndk_obj_maybe_finish(obj);
         }
     }

@@ -4,13 +4,16 @@
 #define NDK_OBJECTS_H
 
 #include "core.h"
+#include "cqsrq.h"
+#include "qp.h"
 #include "net/ports.h"
 #include "net/tcp.h"
 #include "wire/mpa.h"
 
 /* ---- adapter.c ---- */
 struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub);
-/* Is addr one of the adapter's local addresses (or a wildcard)? */
+/* Is addr one of the adapter's local addresses (or a wildcard)? Takes the
+ * adapter lock: call without it. */
 bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr);
 void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info);
 /* Progress-thread internals (obj.c). */
@@ -22,13 +25,7 @@ void ndk_free_deferred(struct ndk_adapter_impl *ad);
 #define NDK_MAX_ORD 128
 #define NDK_MAX_PRIVATE_DATA 252
 
-/* ---- cq.c ---- */
-struct ndk_cq_impl {
-    struct ndk_obj obj;
-    ULONG depth;
-    NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
-    void *notify_ctx;
-};
+/* ---- cq.c (struct ndk_cq_impl and the SRQ: cqsrq.h) ---- */
 NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
                        NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification, PVOID CqNotificationContext,
                        GROUP_AFFINITY *Affinity, NDK_FN_CREATE_COMPLETION CreateCompletion,
@@ -53,6 +50,7 @@ struct ndk_qp_impl {
     struct ndk_connector_impl *conn; /* the connector using this QP, if any */
     bool used;                       /* once connected, never again (7.6 rule 7) */
     bool connected;
+    struct ndk_qp_dp dp;             /* the data path (qp.h) */
 };
 
 NTSTATUS ndk_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq, PVOID QPContext,
@@ -157,6 +155,14 @@ struct ndk_connector_impl {
     bool local_disconnect;      /* NdkDisconnect called */
     bool peer_fin, peer_gone;   /* FIN seen / RST or error seen */
     bool fin_sent;
+
+    /* The data path's view of the socket (qp.h), once established. */
+    struct ndk_transport tr;
+    bool dp_started;
+    bool read_rtr;              /* set-up used a Read RTR (active: sent; passive: received) */
+    pthread_mutex_t mask_lock;  /* leaf: the epoll mask, changed by posting threads too */
+    uint32_t base_events;
+    bool want_out;
 };
 
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,

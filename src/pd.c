@@ -3,37 +3,8 @@
 #include <stdlib.h>
 #include <sys/random.h>
 
+#include "mem.h"
 #include "objects.h"
-
-static NTSTATUS pd_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister,
-                             NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
-                             NDK_MR **ppNdkMr)
-{
-    (void)FastRegister, (void)CreateCompletion, (void)RequestContext, (void)ppNdkMr;
-    return ndk_obj_from_pub(pNdkPd, NdkObjectTypePd) ? STATUS_NOT_SUPPORTED
-                                                    : STATUS_INVALID_PARAMETER;
-}
-
-static NTSTATUS pd_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion,
-                             PVOID RequestContext, NDK_MW **ppNdkMw)
-{
-    (void)CreateCompletion, (void)RequestContext, (void)ppNdkMw;
-    return ndk_obj_from_pub(pNdkPd, NdkObjectTypePd) ? STATUS_NOT_SUPPORTED
-                                                    : STATUS_INVALID_PARAMETER;
-}
-
-static NTSTATUS pd_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestSge,
-                              ULONG NotifyThreshold, NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification,
-                              PVOID SrqNotificationContext, GROUP_AFFINITY *Affinity,
-                              NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
-                              NDK_SRQ **ppNdkSrq)
-{
-    (void)SrqDepth, (void)MaxReceiveRequestSge, (void)NotifyThreshold, (void)SrqNotification;
-    (void)SrqNotificationContext, (void)Affinity, (void)CreateCompletion, (void)RequestContext;
-    (void)ppNdkSrq;
-    return ndk_obj_from_pub(pNdkPd, NdkObjectTypePd) ? STATUS_NOT_SUPPORTED
-                                                    : STATUS_INVALID_PARAMETER;
-}
 
 static VOID pd_privileged_token(NDK_PD *pNdkPd, UINT32 *pToken)
 {
@@ -45,9 +16,9 @@ static VOID pd_privileged_token(NDK_PD *pNdkPd, UINT32 *pToken)
 static const NDK_PD_DISPATCH pd_dispatch = {
     .NdkClosePd = ndk_obj_close,
     .NdkQueryExtension = ndk_query_extension,
-    .NdkCreateMr = pd_create_mr,
-    .NdkCreateMw = pd_create_mw,
-    .NdkCreateSrq = pd_create_srq,
+    .NdkCreateMr = ndk_create_mr,
+    .NdkCreateMw = ndk_create_mw,
+    .NdkCreateSrq = ndk_create_srq,
     .NdkCreateQp = ndk_create_qp,
     .NdkCreateQpWithSrq = ndk_create_qp_with_srq,
     .NdkGetPrivilegedMemoryRegionToken = pd_privileged_token,

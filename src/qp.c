@@ -1,12 +1,30 @@
-/* Queue pairs. In this version a QP can be created, tied to one connector
- * and closed; work requests are refused until the data path exists. */
+/*
+ * Queue pairs: creation, the posting functions of NDK_QP_DISPATCH, and the
+ * completion rules (exactly one CQE per accepted request, none for an inline
+ * failure or a silent success; in posting order; STATUS_CANCELLED when
+ * flushed). Transmit and receive engines: qp_tx.c, qp_rx.c.
+ */
 #include <stdlib.h>
+#include <string.h>
 
+#include "mem.h"
 #include "objects.h"
+#include "wire/term.h"
 
-#ifndef STATUS_NOT_IMPLEMENTED
-#define STATUS_NOT_IMPLEMENTED ((NTSTATUS)0xC0000002L)
-#endif
+#define SEND_FLAGS                                                                           \
+    (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT | \
+     NDK_OP_FLAG_INLINE | NDK_OP_FLAG_DEFER)
+#define WRITE_FLAGS                                                                          \
+    (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_INLINE | NDK_OP_FLAG_DEFER)
+#define READ_FLAGS                                                                           \
+    (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE | \
+     NDK_OP_FLAG_DEFER)
+#define BIND_FLAGS                                                                           \
+    (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_ALLOW_REMOTE_READ |      \
+     NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_DEFER)
+#define FASTREG_FLAGS                                                                        \
+    (BIND_FLAGS | NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_RDMA_READ_SINK)
+#define INVALIDATE_FLAGS (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_DEFER)
 
 static struct ndk_qp_impl *qp_from(NDK_QP *q)
 {
@@ -14,70 +32,528 @@ static struct ndk_qp_impl *qp_from(NDK_QP *q)
     return o ? container_of(o, struct ndk_qp_impl, obj) : NULL;
 }
 
-/* The initiator-queue answer shared by every posting call for now. */
-static NTSTATUS qp_post_status(NDK_QP *q)
+uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i)
+{
+    return i % qp->iq_depth;
+}
+
+static const NDK_OPERATION_TYPE swqe_type[] = {
+    [SWQE_SEND] = NdkOperationTypeSend,
+    [SWQE_WRITE] = NdkOperationTypeWrite,
+    [SWQE_READ] = NdkOperationTypeRead,
+    [SWQE_BIND] = NdkOperationTypeBind,
+    [SWQE_FASTREG] = NdkOperationTypeFastRegister,
+    [SWQE_INVALIDATE] = NdkOperationTypeInvalidate,
+};
+
+static void push_or_fail(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
+{
+    /* A full CQ makes it and every QP using it unusable (reference 8.1):
+     * the entry is lost and the connection is torn down. */
+    if (!ndk_cq_push(cq, e) && qp->dp.state == QP_RTS) {
+        qp->dp.state = QP_ERROR;
+        if (qp->dp.tr)
+            qp->dp.tr->ops->failed(qp->dp.tr, false);
+    }
+}
+
+/* Emits the CQEs of finished requests from the head, in posting order
+ * (RFC 5040 rule 15: a Send after an unanswered Read completes after it). */
+void qp_complete_sq_in_order(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    while (dp->sq_count) {
+        struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, dp->sq_head)];
+        if (!w->done)
+            break;
+        if (w->status != STATUS_SUCCESS || w->signalled) {
+            struct ndk_cqe e = {
+                .status = w->status,
+                .qp_ctx = qp->context,
+                .req_ctx = w->ctx,
+                .type = swqe_type[w->op],
+                .provider_error = w->status == STATUS_SUCCESS ? 0 : w->perr,
+            };
+            push_or_fail(qp, qp->icq, &e);
+        }
+        free(w->pages);
+        w->pages = NULL;
+        if (dp->sq_tx == dp->sq_head)
+            dp->sq_tx++;
+        dp->sq_head++;
+        dp->sq_count--;
+    }
+}
+
+/* Completes every outstanding initiator request: the head gets `st` (a
+ * Terminate's verdict) when it was already transmitted, the rest CANCELLED.
+ * sq_lock held. */
+static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS head_st, ULONG perr)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    for (uint32_t i = 0; i < dp->sq_count; i++) {
+        struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, dp->sq_head + i)];
+        if (w->done && w->status != STATUS_SUCCESS)
+            continue;
+        if (!w->done || w->op == SWQE_READ) {
+            bool sent = (dp->sq_head + i) - dp->sq_head < dp->sq_tx - dp->sq_head;
+            w->status = (i == 0 && head_st != STATUS_CANCELLED && sent) ? head_st : STATUS_CANCELLED;
+            w->perr = w->status == STATUS_CANCELLED ? 0 : perr;
+            w->done = true;
+        }
+    }
+    dp->reads_out = 0;
+    dp->orq_count = 0;
+    dp->irq_count = 0;
+    dp->tx_cur = 0;
+    qp_complete_sq_in_order(qp);
+}
+
+static void flush_rq(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rq_lock);
+    while (dp->rq_count) {
+        struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
+        struct ndk_cqe e = {
+            .status = STATUS_CANCELLED,
+            .qp_ctx = qp->context,
+            .req_ctx = r->ctx,
+            .type = NdkOperationTypeReceive,
+        };
+        dp->rq_head++;
+        dp->rq_count--;
+        push_or_fail(qp, qp->rcq, &e);
+    }
+    pthread_mutex_unlock(&dp->rq_lock);
+}
+
+/* The receive taken for a message still being received (rx_lock held). */
+static void flush_rx_message(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (!dp->rx_msg_active)
+        return;
+    dp->rx_msg_active = false;
+    struct ndk_cqe e = {
+        .status = dp->rx_fail_status ? dp->rx_fail_status : STATUS_CANCELLED,
+        .qp_ctx = qp->context,
+        .req_ctx = dp->rx_wqe.ctx,
+        .type = NdkOperationTypeReceive,
+    };
+    dp->rx_fail_status = 0;
+    push_or_fail(qp, qp->rcq, &e);
+}
+
+void ndk_qp_flush_all(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    flush_rx_message(qp);
+    pthread_mutex_lock(&dp->sq_lock);
+    flush_sq(qp, STATUS_CANCELLED, 0);
+    pthread_mutex_unlock(&dp->sq_lock);
+    pthread_mutex_unlock(&dp->rx_lock);
+    flush_rq(qp);
+}
+
+/* Maps a received Terminate to the status of the request it condemns. */
+static NTSTATUS status_from_term(uint8_t layer, uint8_t etype, uint8_t code)
+{
+    if ((layer == TERM_LAYER_RDMAP && etype == TERM_ETYPE_RDMAP_PROTECTION) ||
+        (layer == TERM_LAYER_DDP && etype == TERM_ETYPE_DDP_TAGGED)) {
+        bool bounds = (layer == TERM_LAYER_RDMAP && (code == TERM_RP_BOUNDS || code == TERM_RP_TO_WRAP)) ||
+                      (layer == TERM_LAYER_DDP && (code == TERM_DT_BOUNDS || code == TERM_DT_TO_WRAP));
+        return bounds ? STATUS_REMOTE_RESOURCES : STATUS_ACCESS_VIOLATION;
+    }
+    if (layer == TERM_LAYER_DDP && etype == TERM_ETYPE_DDP_UNTAGGED &&
+        (code == TERM_DU_NO_BUFFER || code == TERM_DU_TOO_LONG))
+        return STATUS_REMOTE_RESOURCES;
+    if (layer == TERM_LAYER_RDMAP && etype == TERM_ETYPE_RDMAP_OPERATION && code == TERM_RO_CANT_INVALIDATE)
+        return STATUS_ACCESS_VIOLATION;
+    return STATUS_CONNECTION_ABORTED;
+}
+
+/*
+ * The stream is unusable: our own check failed (send_term: queue the
+ * Terminate naming the offender), or the peer's Terminate arrived (term is
+ * its content, send_term false). Every outstanding request completes now;
+ * the transport is shut down once the Terminate is out. rx_lock held.
+ */
+void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
+              size_t offender_len, bool send_term)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    dp->rx_st = 3; /* RX_DEAD */
+    pthread_mutex_lock(&dp->sq_lock);
+    bool was_rts = dp->state == QP_RTS;
+    dp->state = QP_ERROR;
+    NTSTATUS head = STATUS_CANCELLED;
+    ULONG perr = 0;
+    if (term) {
+        perr = term_ctrl_pack(term->layer, term->etype, term->code, false, false, false);
+        if (!send_term)
+            head = status_from_term(term->layer, term->etype, term->code);
+    }
+    if (send_term && term && was_rts && !term->no_reply && !dp->term_len) {
+        uint8_t ulpdu[80];
+        uint16_t seg_len = 0;
+        const uint8_t *rdma = NULL;
+        if (offender && offender_len >= 2) {
+            seg_len = ddp_rd16(offender);
+            if (offender_len >= 2 + RDMAP_READ_REQ_ULPDU_LEN)
+                rdma = offender + 2 + DDP_UNTAGGED_HDR_LEN;
+        }
+        size_t n = term_encode(ulpdu, sizeof ulpdu, term, seg_len, offender ? offender + 2 : NULL,
+                               offender_len >= 2 ? offender_len - 2 : 0, rdma);
+        if (n)
+            qp_tx_terminate(qp, ulpdu, n);
+    }
+    flush_sq(qp, head, perr);
+    pthread_mutex_unlock(&dp->sq_lock);
+    flush_rx_message(qp);
+    flush_rq(qp);
+    pthread_mutex_lock(&dp->sq_lock);
+    if (!dp->term_len || dp->term_sent) {
+        if (dp->tr && was_rts)
+            dp->tr->ops->failed(dp->tr, false);
+    }
+    pthread_mutex_unlock(&dp->sq_lock);
+}
+
+/* ---- posting ---- */
+
+static NTSTATUS check_flags(ULONG flags, ULONG allowed)
+{
+    return (flags & ~allowed) ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
+}
+
+/* Room and state for one more initiator request; sq_lock held. */
+static NTSTATUS sq_admit(struct ndk_qp_impl *qp)
+{
+    if (qp->dp.state != QP_RTS)
+        return STATUS_CONNECTION_INVALID;
+    if (qp->dp.sq_count >= qp->iq_depth)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    return STATUS_SUCCESS;
+}
+
+static struct ndk_swqe *sq_slot(struct ndk_qp_impl *qp)
+{
+    struct ndk_swqe *w = &qp->dp.sq[qp_sq_idx(qp, qp->dp.sq_tail)];
+    uint8_t *keep_inline = w->inline_data; /* the slot's fixed inline buffer */
+    memset(w, 0, sizeof *w);
+    w->inline_data = keep_inline;
+    return w;
+}
+
+static void sq_commit(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
+{
+    w->flags = flags;
+    w->signalled = !(flags & NDK_OP_FLAG_SILENT_SUCCESS);
+    w->status = STATUS_SUCCESS;
+    qp->dp.sq_tail++;
+    qp->dp.sq_count++;
+    /* DEFER is a hint (reference 10.3): hold the request until one without
+     * it is posted, which the consumer promises will come (D5). */
+    if (!(flags & NDK_OP_FLAG_DEFER))
+        qp_tx_progress(qp);
+}
+
+/* D4: an inline failure first hands every deferred request to the engine. */
+static NTSTATUS sq_fail(struct ndk_qp_impl *qp, NTSTATUS st)
+{
+    if (qp->dp.state == QP_RTS)
+        qp_tx_progress(qp);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return st;
+}
+
+static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, const NDK_SGE *sgl,
+                                  ULONG n, ULONG max_sge, ULONG flags)
+{
+    if (n && !sgl)
+        return STATUS_INVALID_PARAMETER;
+    uint64_t total = 0;
+    for (ULONG i = 0; i < n; i++)
+        total += sgl[i].Length;
+    if (total > (1u << 30))
+        return STATUS_INVALID_PARAMETER; /* MaxTransferLength */
+    w->total = (ULONG)total;
+    if (flags & NDK_OP_FLAG_INLINE) {
+        /* 6.7: the data is copied now; tokens are ignored; nSge may exceed
+         * the SGE limit; the total is bounded by the QP's InlineDataSize. */
+        if (total > qp->inline_size)
+            return STATUS_INVALID_PARAMETER;
+        size_t off = 0;
+        for (ULONG i = 0; i < n; i++) {
+            if (sgl[i].Length && !sgl[i].VirtualAddress)
+                return STATUS_INVALID_PARAMETER;
+            memcpy(w->inline_data + off, sgl[i].VirtualAddress, sgl[i].Length);
+            off += sgl[i].Length;
+        }
+        w->nsge = 0;
+        return STATUS_SUCCESS;
+    }
+    if (n > max_sge)
+        return STATUS_INVALID_PARAMETER;
+    struct iovec iov[NDK_MAX_SGE];
+    int niov;
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, 0, iov, &niov);
+    if (st != STATUS_SUCCESS)
+        return st;
+    memcpy(w->sge, sgl, n * sizeof *sgl);
+    w->nsge = n;
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS post_send(NDK_QP *q, PVOID ctx, const NDK_SGE *sgl, ULONG n, ULONG flags, bool inv,
+                          UINT32 token)
 {
     struct ndk_qp_impl *qp = qp_from(q);
     if (!qp)
         return STATUS_INVALID_PARAMETER;
-    return qp->connected ? STATUS_NOT_IMPLEMENTED : STATUS_CONNECTION_INVALID;
-}
-
-static VOID qp_flush(NDK_QP *q)
-{
-    (void)q;
+    NTSTATUS st = check_flags(flags, SEND_FLAGS);
+    if (st != STATUS_SUCCESS)
+        return st;
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    struct ndk_swqe *w = sq_slot(qp);
+    if ((st = copy_payload_sges(qp, w, sgl, n, qp->iq_sge, flags)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    bool se = (flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
+    w->ctx = ctx;
+    w->op = SWQE_SEND;
+    w->rdmap_op = inv ? (se ? RDMAP_OP_SEND_SE_INV : RDMAP_OP_SEND_INV)
+                      : (se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND);
+    w->inv_stag = inv ? token : 0;
+    sq_commit(qp, w, flags);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return STATUS_SUCCESS;
 }
 
 static NTSTATUS qp_send(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags)
 {
-    (void)ctx, (void)sgl, (void)n, (void)flags;
-    return qp_post_status(q);
+    return post_send(q, ctx, sgl, n, flags, false, 0);
 }
 
-static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
+static NTSTATUS qp_send_inv(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags, UINT32 token)
 {
-    (void)ctx, (void)sgl, (void)n;
-    return qp_from(q) ? STATUS_NOT_IMPLEMENTED : STATUS_INVALID_PARAMETER;
+    return post_send(q, ctx, sgl, n, flags, true, token);
+}
+
+static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
+                         ULONG flags)
+{
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_flags(flags, WRITE_FLAGS);
+    if (st != STATUS_SUCCESS)
+        return st;
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    struct ndk_swqe *w = sq_slot(qp);
+    if ((st = copy_payload_sges(qp, w, sgl, n, qp->iq_sge, flags)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    w->ctx = ctx;
+    w->op = SWQE_WRITE;
+    w->raddr = raddr;
+    w->rtoken = rtoken;
+    sq_commit(qp, w, flags);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return STATUS_SUCCESS;
+}
+
+static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
+                        ULONG flags)
+{
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_flags(flags, READ_FLAGS);
+    if (st != STATUS_SUCCESS)
+        return st;
+    if (n && !sgl)
+        return STATUS_INVALID_PARAMETER;
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    if (qp->dp.ord == 0)
+        return sq_fail(qp, STATUS_INVALID_DEVICE_STATE); /* no reads were negotiated */
+    NDK_ADAPTER_INFO info;
+    ndk_adapter_fill_info(qp->obj.ad, &info);
+    if (n > info.MaxReadRequestSge)
+        return sq_fail(qp, STATUS_INVALID_PARAMETER);
+    uint64_t total = 0;
+    for (ULONG i = 0; i < n; i++)
+        total += sgl[i].Length;
+    if (total > info.MaxTransferLength)
+        return sq_fail(qp, STATUS_INVALID_PARAMETER);
+    /* The sink is written locally: it needs local write (reference 9.6;
+     * no special read-sink right is required). */
+    struct iovec iov[NDK_MAX_SGE];
+    int niov;
+    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE, iov, &niov);
+    if (st != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    struct ndk_swqe *w = sq_slot(qp);
+    memcpy(w->sge, sgl, n * sizeof *sgl);
+    w->nsge = n;
+    w->total = (ULONG)total;
+    w->ctx = ctx;
+    w->op = SWQE_READ;
+    w->raddr = raddr;
+    w->rtoken = rtoken;
+    sq_commit(qp, w, flags);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return STATUS_SUCCESS;
 }
 
 static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags)
 {
-    (void)ctx, (void)mr, (void)mw, (void)va, (void)len, (void)flags;
-    return qp_post_status(q);
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_flags(flags, BIND_FLAGS);
+    if (st != STATUS_SUCCESS)
+        return st;
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    if ((st = mem_check_bind(qp, mr, mw, va, len, flags)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    struct ndk_swqe *w = sq_slot(qp);
+    w->ctx = ctx;
+    w->op = SWQE_BIND;
+    w->mr = mr;
+    w->mw = mw;
+    w->va = va;
+    w->len = len;
+    sq_commit(qp, w, flags);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return STATUS_SUCCESS;
 }
 
 static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
                                  CONST NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID va,
                                  ULONG flags)
 {
-    (void)ctx, (void)mr, (void)npages, (void)pages, (void)fbo, (void)len, (void)va, (void)flags;
-    return qp_post_status(q);
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp || (npages && !pages))
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_flags(flags, FASTREG_FLAGS);
+    if (st != STATUS_SUCCESS)
+        return st;
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    if ((st = mem_check_fast_register(qp, mr, npages, pages, fbo, len, va, flags)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    NDK_LOGICAL_ADDRESS *copy = NULL;
+    if (npages) {
+        /* The page array need only be valid during the call. */
+        copy = malloc(npages * sizeof *copy);
+        if (!copy)
+            return sq_fail(qp, STATUS_INSUFFICIENT_RESOURCES);
+        memcpy(copy, pages, npages * sizeof *copy);
+    }
+    struct ndk_swqe *w = sq_slot(qp);
+    w->ctx = ctx;
+    w->op = SWQE_FASTREG;
+    w->mr = mr;
+    w->pages = copy;
+    w->npages = npages;
+    w->fbo = fbo;
+    w->len = len;
+    w->va = va;
+    sq_commit(qp, w, flags);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return STATUS_SUCCESS;
 }
 
 static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
 {
-    (void)ctx, (void)obj, (void)flags;
-    return qp_post_status(q);
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp || !obj)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_flags(flags, INVALIDATE_FLAGS);
+    if (st != STATUS_SUCCESS)
+        return st;
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    if ((st = mem_check_invalidate(qp, obj)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    struct ndk_swqe *w = sq_slot(qp);
+    w->ctx = ctx;
+    w->op = SWQE_INVALIDATE;
+    w->target = obj;
+    sq_commit(qp, w, flags);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return STATUS_SUCCESS;
 }
 
-static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
-                        ULONG flags)
+static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
 {
-    (void)ctx, (void)sgl, (void)n, (void)raddr, (void)rtoken, (void)flags;
-    return qp_post_status(q);
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp || (n && !sgl))
+        return STATUS_INVALID_PARAMETER;
+    if (qp->dp.srq)
+        return STATUS_INVALID_DEVICE_REQUEST; /* receives come from the SRQ (5.5.5) */
+    if (n > qp->rq_sge)
+        return STATUS_INVALID_PARAMETER;
+    uint64_t total = 0;
+    for (ULONG i = 0; i < n; i++)
+        total += sgl[i].Length;
+    if (total > (1u << 30))
+        return STATUS_INVALID_PARAMETER;
+    struct iovec iov[NDK_MAX_SGE];
+    int niov;
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE, iov, &niov);
+    if (st != STATUS_SUCCESS)
+        return st;
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rq_lock);
+    if (dp->rq_count >= qp->rq_depth) {
+        pthread_mutex_unlock(&dp->rq_lock);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    struct ndk_rwqe *r = &dp->rq[(dp->rq_head + dp->rq_count) % qp->rq_depth];
+    r->ctx = ctx;
+    r->nsge = n;
+    r->total = (ULONG)total;
+    memcpy(r->sge, sgl, n * sizeof *sgl);
+    dp->rq_count++;
+    bool dead = dp->state == QP_ERROR;
+    pthread_mutex_unlock(&dp->rq_lock);
+    if (dead)
+        flush_rq(qp); /* a QP in error completes new receives as flushed */
+    return STATUS_SUCCESS;
 }
 
-static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
-                         ULONG flags)
+static VOID qp_flush(NDK_QP *q)
 {
-    (void)ctx, (void)sgl, (void)n, (void)raddr, (void)rtoken, (void)flags;
-    return qp_post_status(q);
-}
-
-static NTSTATUS qp_send_inv(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags, UINT32 token)
-{
-    (void)ctx, (void)sgl, (void)n, (void)flags, (void)token;
-    return qp_post_status(q);
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp)
+        return;
+    /* 5.9.1: every pending request completes with STATUS_CANCELLED. A
+     * connected QP cannot keep its stream in step after that, so the
+     * connection is ended (as a verbs QP moved to the error state). */
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool was_rts = qp->dp.state == QP_RTS;
+    if (was_rts)
+        qp->dp.state = QP_ERROR;
+    flush_sq(qp, STATUS_CANCELLED, 0);
+    if (was_rts && qp->dp.tr)
+        qp->dp.tr->ops->failed(qp->dp.tr, false);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    flush_rx_message(qp);
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    flush_rq(qp);
 }
 
 static const NDK_QP_DISPATCH qp_dispatch = {
@@ -94,22 +570,175 @@ static const NDK_QP_DISPATCH qp_dispatch = {
     .NdkSendAndInvalidate = qp_send_inv,
 };
 
+/* ---- connection life ---- */
+
+static uint32_t roundup_pow2(uint32_t v)
+{
+    uint32_t p = 1;
+    while (p < v)
+        p <<= 1;
+    return v ? p : 0;
+}
+
+static void live_add(struct ndk_qp_impl *qp)
+{
+    struct ndk_adapter_impl *ad = qp->obj.ad;
+    pthread_mutex_lock(&ad->live_lock);
+    if (!qp->dp.live) {
+        qp->dp.live = true;
+        qp->dp.live_prev = NULL;
+        qp->dp.live_next = ad->live_qps;
+        if (ad->live_qps)
+            ad->live_qps->dp.live_prev = qp;
+        ad->live_qps = qp;
+    }
+    pthread_mutex_unlock(&ad->live_lock);
+}
+
+static void live_remove(struct ndk_qp_impl *qp)
+{
+    struct ndk_adapter_impl *ad = qp->obj.ad;
+    pthread_mutex_lock(&ad->live_lock);
+    if (qp->dp.live) {
+        qp->dp.live = false;
+        if (qp->dp.live_prev)
+            qp->dp.live_prev->dp.live_next = qp->dp.live_next;
+        else
+            ad->live_qps = qp->dp.live_next;
+        if (qp->dp.live_next)
+            qp->dp.live_next->dp.live_prev = qp->dp.live_prev;
+    }
+    pthread_mutex_unlock(&ad->live_lock);
+}
+
+void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
+{
+    struct ndk_adapter_impl *ad = cq->obj.ad;
+    if (!ad->busy_poll)
+        return;
+    /* The live list lock is held across the reads: a QP leaves the list
+     * (ndk_qp_stop) before its transport goes, so none vanishes under us.
+     * trylock keeps a poller from waiting behind the progress thread. */
+    pthread_mutex_lock(&ad->live_lock);
+    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
+        if (qp->rcq != cq && qp->icq != cq)
+            continue;
+        ndk_qp_try_readable(qp);
+    }
+    pthread_mutex_unlock(&ad->live_lock);
+}
+
+void ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
+                  uint32_t ord, size_t mulpdu, bool tx_gated)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    pthread_mutex_lock(&dp->sq_lock);
+    dp->tr = tr;
+    dp->crc = crc;
+    dp->ird = ird;
+    dp->ord = ord;
+    /* siw keeps up to roundup_pow2(ORD) reads in flight (iwarp.md 5.9). */
+    dp->irq_cap = roundup_pow2(ird);
+    dp->mulpdu = mulpdu;
+    dp->tx_gated = tx_gated;
+    dp->msn_send = dp->msn_read = 1;
+    dp->msn_send_expect = dp->msn_read_expect = 1;
+    dp->rx_st = 0;
+    dp->rx_have = 0;
+    dp->rx_need = 4;
+    dp->state = QP_RTS;
+    if (!tx_gated)
+        qp_tx_progress(qp);
+    pthread_mutex_unlock(&dp->sq_lock);
+    pthread_mutex_unlock(&dp->rx_lock);
+    live_add(qp);
+}
+
+void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->sq_lock);
+    struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
+    memset(o, 0, sizeof *o);
+    o->wqe = ORQ_RTR;
+    dp->orq_count++;
+    dp->reads_out++;
+    dp->msn_read = 2;
+    pthread_mutex_unlock(&dp->sq_lock);
+}
+
+void ndk_qp_read_rtr_received(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    qp->dp.msn_read_expect = 2;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+}
+
+void ndk_qp_stop(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    live_remove(qp);
+    pthread_mutex_lock(&dp->rx_lock);
+    pthread_mutex_lock(&dp->sq_lock);
+    if (dp->state == QP_RTS)
+        dp->state = QP_ERROR;
+    dp->tr = NULL;
+    dp->rx_st = 3;
+    pthread_mutex_unlock(&dp->sq_lock);
+    pthread_mutex_unlock(&dp->rx_lock);
+    ndk_qp_flush_all(qp);
+}
+
+void ndk_qp_disconnect(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    qp->dp.tx_fin_wanted = true;
+    qp_tx_progress(qp);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+}
+
+bool ndk_qp_quiescent(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool q = qp->dp.tx_fin_sent && qp->dp.reads_out == 0;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return q;
+}
+
+/* ---- creation ---- */
+
 static void qp_destroy(struct ndk_obj *obj)
 {
     struct ndk_qp_impl *qp = container_of(obj, struct ndk_qp_impl, obj);
+    ndk_qp_stop(qp);
     ndk_obj_release_successor(&qp->pd->obj);
     ndk_obj_release_successor(&qp->rcq->obj);
     ndk_obj_release_successor(&qp->icq->obj);
+    if (qp->dp.srq)
+        ndk_obj_release_successor(&qp->dp.srq->obj);
 }
 
 static void qp_free(struct ndk_obj *obj)
 {
-    free(container_of(obj, struct ndk_qp_impl, obj));
+    struct ndk_qp_impl *qp = container_of(obj, struct ndk_qp_impl, obj);
+    struct ndk_qp_dp *dp = &qp->dp;
+    for (uint32_t i = 0; i < qp->iq_depth && dp->sq; i++)
+        free(dp->sq[i].pages);
+    free(dp->sq);
+    free(dp->rq);
+    free(dp->inline_pool);
+    free(dp->orq);
+    free(dp->irq);
+    pthread_mutex_destroy(&dp->sq_lock);
+    pthread_mutex_destroy(&dp->rq_lock);
+    pthread_mutex_destroy(&dp->rx_lock);
+    free(qp);
 }
 
 static const struct ndk_obj_ops qp_ops = {.destroy = qp_destroy, .free = qp_free};
 
-static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
+static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
                                  PVOID QPContext, ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth,
                                  ULONG MaxReceiveRequestSge, ULONG MaxInitiatorRequestSge,
                                  ULONG InlineDataSize, NDK_QP **ppNdkQp)
@@ -117,15 +746,17 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     struct ndk_obj *pdo = ndk_obj_from_pub(pNdkPd, NdkObjectTypePd);
     struct ndk_obj *rcqo = ndk_obj_from_pub(pReceiveCq, NdkObjectTypeCq);
     struct ndk_obj *icqo = ndk_obj_from_pub(pInitiatorCq, NdkObjectTypeCq);
-    if (!pdo || !rcqo || !icqo || !ppNdkQp || rcqo->ad != pdo->ad || icqo->ad != pdo->ad)
+    struct ndk_obj *srqo = pSrq ? ndk_obj_from_pub(pSrq, NdkObjectTypeSrq) : NULL;
+    if (!pdo || !rcqo || !icqo || !ppNdkQp || (pSrq && !srqo) || rcqo->ad != pdo->ad ||
+        icqo->ad != pdo->ad || (srqo && srqo->ad != pdo->ad))
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = pdo->ad;
     NDK_ADAPTER_INFO info;
     ndk_adapter_fill_info(ad, &info);
     /* 5.5.4: each of the five sizes beyond its adapter limit. */
-    if (ReceiveQueueDepth > info.MaxReceiveQueueDepth ||
+    if ((!srqo && ReceiveQueueDepth > info.MaxReceiveQueueDepth) ||
         InitiatorQueueDepth > info.MaxInitiatorQueueDepth ||
-        MaxReceiveRequestSge > info.MaxReceiveRequestSge ||
+        (!srqo && MaxReceiveRequestSge > info.MaxReceiveRequestSge) ||
         MaxInitiatorRequestSge > info.MaxInitiatorRequestSge ||
         InlineDataSize > info.MaxInlineDataSize)
         return STATUS_INVALID_PARAMETER;
@@ -136,20 +767,49 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     qp->rcq = container_of(rcqo, struct ndk_cq_impl, obj);
     qp->icq = container_of(icqo, struct ndk_cq_impl, obj);
     qp->context = QPContext;
-    qp->rq_depth = ReceiveQueueDepth;
-    qp->iq_depth = InitiatorQueueDepth;
+    /* Depth 0 still gets one slot so the rings are never empty arrays; the
+     * admission checks use the depths asked for. */
+    qp->rq_depth = ReceiveQueueDepth ? ReceiveQueueDepth : 1;
+    qp->iq_depth = InitiatorQueueDepth ? InitiatorQueueDepth : 1;
     qp->rq_sge = MaxReceiveRequestSge;
     qp->iq_sge = MaxInitiatorRequestSge;
     qp->inline_size = InlineDataSize;
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_init(&dp->sq_lock, NULL);
+    pthread_mutex_init(&dp->rq_lock, NULL);
+    pthread_mutex_init(&dp->rx_lock, NULL);
+    dp->sq = calloc(qp->iq_depth, sizeof *dp->sq);
+    dp->rq = srqo ? NULL : calloc(qp->rq_depth, sizeof *dp->rq);
+    dp->orq_cap = NDK_MAX_ORD;
+    dp->orq = calloc(dp->orq_cap, sizeof *dp->orq);
+    dp->irq = calloc(NDK_MAX_IRD, sizeof *dp->irq);
+    if (InlineDataSize)
+        dp->inline_pool = malloc((size_t)InlineDataSize * qp->iq_depth);
+    if (!dp->sq || (!srqo && !dp->rq) || !dp->orq || !dp->irq || (InlineDataSize && !dp->inline_pool)) {
+        qp_free(&qp->obj);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    for (ULONG i = 0; i < qp->iq_depth; i++)
+        dp->sq[i].inline_data = InlineDataSize ? dp->inline_pool + (size_t)i * InlineDataSize : NULL;
+    if (!ReceiveQueueDepth && !srqo)
+        qp->rq_depth = 0;
+    if (!InitiatorQueueDepth)
+        qp->iq_depth = 1; /* index arithmetic needs a non-zero modulus */
+    qp->dp.state = QP_IDLE;
+
     pthread_mutex_lock(&ad->lock);
-    if (pdo->closing || rcqo->closing || icqo->closing) {
+    if (pdo->closing || rcqo->closing || icqo->closing || (srqo && srqo->closing)) {
         pthread_mutex_unlock(&ad->lock);
-        free(qp);
+        qp_free(&qp->obj);
         return STATUS_INVALID_PARAMETER;
     }
     ndk_obj_add_successor(pdo);
     ndk_obj_add_successor(rcqo);
     ndk_obj_add_successor(icqo);
+    if (srqo) {
+        ndk_obj_add_successor(srqo);
+        dp->srq = container_of(srqo, struct ndk_srq_impl, obj);
+    }
     ndk_obj_init(&qp->obj, ad, NdkObjectTypeQp, &qp_dispatch, &qp_ops);
     pthread_mutex_unlock(&ad->lock);
     *ppNdkQp = (NDK_QP *)&qp->obj.pub;
@@ -163,7 +823,7 @@ NTSTATUS ndk_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq,
                        NDK_QP **ppNdkQp)
 {
     (void)CreateCompletion, (void)RequestContext;
-    return create_qp_common(pNdkPd, pReceiveCq, pInitiatorCq, QPContext, ReceiveQueueDepth,
+    return create_qp_common(pNdkPd, pReceiveCq, pInitiatorCq, NULL, QPContext, ReceiveQueueDepth,
                             InitiatorQueueDepth, MaxReceiveRequestSge, MaxInitiatorRequestSge,
                             InlineDataSize, ppNdkQp);
 }
@@ -174,9 +834,9 @@ NTSTATUS ndk_create_qp_with_srq(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIni
                                 NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
                                 NDK_QP **ppNdkQp)
 {
-    (void)pNdkPd, (void)pReceiveCq, (void)pInitiatorCq, (void)pSrq, (void)QPContext;
-    (void)InitiatorQueueDepth, (void)MaxInitiatorRequestSge, (void)InlineDataSize;
-    (void)CreateCompletion, (void)RequestContext, (void)ppNdkQp;
-    /* No SRQ can exist yet (NdkCreateSrq is not supported). */
-    return STATUS_INVALID_PARAMETER;
+    (void)CreateCompletion, (void)RequestContext;
+    if (!pSrq)
+        return STATUS_INVALID_PARAMETER;
+    return create_qp_common(pNdkPd, pReceiveCq, pInitiatorCq, pSrq, QPContext, 0, InitiatorQueueDepth,
+                            0, MaxInitiatorRequestSge, InlineDataSize, ppNdkQp);
 }

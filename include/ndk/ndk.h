@@ -100,6 +100,9 @@ typedef struct _NDK_OPEN_OPTIONS {
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
 #define NDK_OPEN_FLAG_NO_P2P 0x2      /* initiator: client/server model, no RTR (A=0), as siw */
 #define NDK_OPEN_FLAG_MPA_REV1 0x4    /* initiator: MPA revision 1 Requests, no IRD/ORD word */
+#define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
+                                         its QPs itself: lowest latency, no thread hop, for
+                                         consumers that poll their CQs */
 
 /*
  * Opens an adapter by interface name ("lo") or by one of its addresses

@@ -1,0 +1,94 @@
+/*
+ * cqsrq.h - completion queues and shared receive queues as the data path
+ * sees them. Both are fed and drained from any thread: each has its own
+ * mutex, taken after a QP's locks and before nothing else except the
+ * adapter's leaf callback-queue lock (for notifications).
+ */
+#ifndef NDK_CQSRQ_H
+#define NDK_CQSRQ_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "core.h"
+
+#define NDK_MAX_SGE 16
+
+/* One completion as the QP produces it. */
+struct ndk_cqe {
+    NTSTATUS status;
+    ULONG bytes;              /* receives: bytes received; else undefined (0) */
+    void *qp_ctx;
+    void *req_ctx;
+    NDK_OPERATION_TYPE type;
+    ULONG provider_error;     /* 0 on success; else the Terminate control word or 0 */
+    ULONG_PTR type_specific;  /* ReceiveAndInvalidate: the invalidated token */
+    bool solicited;           /* a receive matched with a Send carrying SE */
+};
+
+struct ndk_cq_impl {
+    struct ndk_obj obj;
+    pthread_mutex_t lock;
+    NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
+    void *notify_ctx;
+    /* Ring of completions. */
+    struct ndk_cqe *ring;
+    ULONG depth;          /* capacity asked for (entries) */
+    ULONG head, count;
+    /* Notification state (reference 8.2). */
+    int armed;            /* -1 = not armed, else NDK_CQ_NOTIFY_* (merged) */
+    uint64_t pushed;      /* completions ever pushed */
+    uint64_t seen_at_cb;  /* value of `pushed` when the last callback was queued */
+    bool error;           /* overflowed: unusable, no further completions */
+    NTSTATUS error_status;/* STATUS_BUFFER_OVERFLOW */
+    struct ndk_cb notify_cb;
+};
+
+/* Appends one completion. Returns false if the CQ is (or just became) in
+ * error because it was full: the entry is dropped and the consumer is told
+ * STATUS_BUFFER_OVERFLOW through the notification (any arm type). Queues
+ * the notification callback when an arm is satisfied. */
+bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e);
+/* True once the CQ overflowed. */
+bool ndk_cq_in_error(struct ndk_cq_impl *cq);
+/* Optional busy-poll hook: GetCqResults[Ex] calls it (without the CQ lock)
+ * before reading the ring when the CQ is empty, so a polling consumer can
+ * drive receive progress itself. Set by the data path; NULL = none. */
+extern void (*ndk_cq_poll_hook)(struct ndk_cq_impl *cq);
+
+/* A posted receive: the consumer's SGEs are copied at post time and mapped
+ * at placement time (a later deregistration must still be honoured). */
+struct ndk_rwqe {
+    void *ctx;
+    ULONG nsge;
+    ULONG total;          /* sum of SGE lengths */
+    NDK_SGE sge[NDK_MAX_SGE];
+};
+
+struct ndk_srq_impl {
+    struct ndk_obj obj;
+    pthread_mutex_t lock;
+    struct ndk_pd_impl *pd;
+    struct ndk_rwqe *ring;
+    ULONG depth, max_sge;
+    ULONG head, count;
+    ULONG threshold;      /* notify when count < threshold */
+    bool armed;
+    NDK_FN_SRQ_NOTIFICATION_CALLBACK notify;
+    void *notify_ctx;
+    struct ndk_cb notify_cb;
+    bool error;
+};
+
+/* Takes the oldest posted receive for an inbound Send. Returns false when
+ * none is posted. Fires the limit notification when the count drops below
+ * an armed threshold. */
+bool ndk_srq_take(struct ndk_srq_impl *srq, struct ndk_rwqe *out);
+
+NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,
+                        NDK_FN_SRQ_NOTIFICATION_CALLBACK SrqNotification, PVOID SrqNotificationContext,
+                        GROUP_AFFINITY *Affinity, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                        PVOID RequestContext, NDK_SRQ **ppNdkSrq);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * mem.h - memory registration and protection: the adapter's STag table
+ * (MRs, fast-register MRs, memory windows), logical address mappings, and the
+ * checks the data path makes on every local SGE and every remote access.
+ *
+ * Tokens are iWARP STags: a 24-bit index (random start, never 0) and an
+ * 8-bit key that changes on every (re-)registration, so a stale token fails
+ * (iwarp.md 3.10, reference 9.3). Local and remote tokens of an MR are the
+ * same value; remote use is refused unless remote rights were granted.
+ * TOs are virtual addresses: the base of a registration is its MDL's virtual
+ * address (or the BaseVirtualAddress of a fast registration).
+ *
+ * Locking: the table has its own lock (a leaf: nothing else is taken under
+ * it). Lookups return host iovecs; the caller places data outside the lock.
+ */
+#ifndef NDK_MEM_H
+#define NDK_MEM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#include <ndk/ndkpi.h>
+
+struct ndk_adapter_impl;
+struct ndk_pd_impl;
+struct ndk_qp_impl;
+
+/* Access rights, internal encoding (independent of the NDK flag values). */
+#define MEM_LOCAL_WRITE 0x1
+#define MEM_REMOTE_READ 0x2
+#define MEM_REMOTE_WRITE 0x4
+
+/* Why a remote access was refused; the data path turns these into the
+ * Terminate of iwarp.md 3.9 with the ddp.h helpers. */
+enum mem_err {
+    MEM_OK = 0,
+    MEM_INVALID_STAG, /* unknown, key mismatch, invalidated, deregistered, privileged */
+    MEM_NOT_ASSOCIATED, /* another PD, or a window bound to another QP */
+    MEM_ACCESS,        /* the right asked for was not granted */
+    MEM_BOUNDS,        /* [to, to+len) not inside the region */
+    MEM_WRAP,          /* to + len wraps 2^64 */
+};
+
+/* Per-adapter state; lives in struct ndk_adapter_impl. */
+struct mem_table;
+struct mem_table *mem_table_new(void);
+void mem_table_free(struct mem_table *t);
+
+/*
+ * Maps a remote access (inbound RDMA Write or Read Response placement is
+ * done elsewhere; this is for Write targets and Read Request sources) of len
+ * bytes at (stag, to) for QP qp in protection domain pd, needing `access`
+ * (MEM_REMOTE_WRITE or MEM_REMOTE_READ). On MEM_OK fills up to max_iov host
+ * iovecs covering exactly len bytes (more than one only for fast-registered
+ * page lists) and sets *niov. len 0 is always MEM_OK with *niov 0 (zero-length
+ * tagged segments are not validated, iwarp.md 3.3). A too-small iov array is
+ * reported as MEM_BOUNDS (callers size it for the largest FPDU). iov NULL:
+ * validation only (a Read Request's whole source range), niov may be NULL.
+ */
+enum mem_err mem_map_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
+                            const struct ndk_qp_impl *qp, uint32_t stag, uint64_t to, uint64_t len,
+                            unsigned access, struct iovec *iov, int max_iov, int *niov);
+
+/*
+ * Checks local SGEs against their tokens: each SGE must lie inside the
+ * registration its token names, in this PD, with `access` (MEM_LOCAL_WRITE
+ * for receive buffers and read sinks, 0 for gather). The PD's privileged
+ * token accepts logical addresses inside a live LAM of the adapter.
+ * Returns STATUS_SUCCESS and the host iovecs (one per SGE, zero-length SGEs
+ * dropped), or STATUS_ACCESS_VIOLATION / STATUS_INVALID_PARAMETER.
+ */
+NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                       ULONG nsge, unsigned access, struct iovec *iov, int *niov);
+
+/*
+ * Remote invalidation by an inbound Send with Invalidate (iwarp.md 3.6):
+ * the STag must exist, be valid, belong to pd (a window: be bound to qp),
+ * and be a fast-register MR or a window (never a normal MR: reference 5.9.6).
+ * MEM_OK means it is now invalid.
+ */
+enum mem_err mem_invalidate_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
+                                   const struct ndk_qp_impl *qp, uint32_t stag);
+
+/* ---- work requests executed in initiator-queue order by the QP ----
+ * mem_check_* runs exactly once per request, last before it is queued: it
+ * hands out the new token (the getters return it as soon as the post
+ * returns). The QP keeps the MR/MW objects alive until mem_exec_* ran. */
+
+/* NdkFastRegister's effect, applied when the request reaches the head of the
+ * initiator queue. Returns STATUS_SUCCESS or the completion error. */
+NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
+                                const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
+                                PVOID base_va, ULONG flags);
+NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                       ULONG flags);
+NTSTATUS mem_exec_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw);
+
+/* Inline (posting-time) checks of the same requests, so that argument errors
+ * fail the post instead of completing in error (reference 4.5). */
+NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
+                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
+                                 PVOID base_va, ULONG flags);
+NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                        ULONG flags);
+NTSTATUS mem_check_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw);
+
+/* NdkRead with RDMA_READ_LOCAL_INVALIDATE: invalidate the sink's token. */
+NTSTATUS mem_invalidate_local_token(struct mem_table *t, const struct ndk_pd_impl *pd, uint32_t token);
+
+/* ---- objects (mr.c, mw.c) ---- */
+NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister, NDK_FN_CREATE_COMPLETION CreateCompletion,
+                       PVOID RequestContext, NDK_MR **ppNdkMr);
+NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
+                       NDK_MW **ppNdkMw);
+NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
+                       NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext,
+                       NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize, ULONG *pFBO);
+VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
+
+#endif

@@ -1,0 +1,111 @@
+/*
+ * mw.c - memory windows: NdkCreateMw and NDK_MW_DISPATCH (reference 5.5.2,
+ * 5.7, 9.4). Binding and invalidation are work requests of a QP (qp.c calls
+ * mem_check_bind / mem_exec_bind in mem.c); the object owns one entry of the
+ * adapter's STag table from creation to destruction.
+ *
+ * The MR of the window's latest bind is its antecedent: that MR's close
+ * pends until the window is closed (9.4). Closing the window frees its STag
+ * and releases that MR.
+ */
+#include <stdlib.h>
+
+#include "mem.h"
+#include "objects.h"
+
+#include "mem_internal.h"
+
+struct ndk_mw_impl {
+    struct ndk_obj obj;
+    struct ndk_pd_impl *pd;
+    struct mem_entry *entry;
+};
+
+static struct ndk_mw_impl *mw_from(const NDK_MW *p)
+{
+    struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeMw);
+    return o ? container_of(o, struct ndk_mw_impl, obj) : NULL;
+}
+
+struct mem_entry *mem_mw_entry(const NDK_MW *p, struct ndk_obj **obj)
+{
+    struct ndk_mw_impl *mw = mw_from(p);
+    if (!mw)
+        return NULL;
+    if (obj)
+        *obj = &mw->obj;
+    return mw->entry;
+}
+
+/* The token of the latest NdkBind that returned (5.7.1); 0 before any. */
+static UINT32 mw_token(NDK_MW *pNdkMw)
+{
+    struct ndk_mw_impl *mw = mw_from(pNdkMw);
+    return mw ? mem_entry_token(mw->obj.ad->mem, mw->entry) : 0;
+}
+
+static const NDK_MW_DISPATCH mw_dispatch = {
+    .NdkCloseMw = ndk_obj_close,
+    .NdkQueryExtension = ndk_query_extension,
+    .NdkGetRemoteTokenFromMw = mw_token,
+};
+
+static void mw_close_start(struct ndk_obj *obj)
+{
+    struct ndk_mw_impl *mw = container_of(obj, struct ndk_mw_impl, obj);
+    mem_entry_close_start(obj->ad->mem, mw->entry); /* no new bind from now */
+}
+
+static void mw_destroy(struct ndk_obj *obj)
+{
+    struct ndk_mw_impl *mw = container_of(obj, struct ndk_mw_impl, obj);
+    /* The STag fails from here on; the MR it was bound to may finish a
+     * close that waited for this window. */
+    struct ndk_obj *ante = mem_entry_free(obj->ad->mem, mw->entry);
+    mw->entry = NULL;
+    if (ante)
+        ndk_obj_release_successor(ante);
+    ndk_obj_release_successor(&mw->pd->obj);
+}
+
+static void mw_free(struct ndk_obj *obj)
+{
+    free(container_of(obj, struct ndk_mw_impl, obj));
+}
+
+static const struct ndk_obj_ops mw_ops = {
+    .close_start = mw_close_start,
+    .destroy = mw_destroy,
+    .free = mw_free,
+};
+
+NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
+                       NDK_MW **ppNdkMw)
+{
+    (void)CreateCompletion, (void)RequestContext; /* completes inline */
+    struct ndk_obj *pdo = ndk_obj_from_pub(pNdkPd, NdkObjectTypePd);
+    if (!pdo || !ppNdkMw)
+        return STATUS_INVALID_PARAMETER;
+    struct ndk_adapter_impl *ad = pdo->ad;
+    struct ndk_mw_impl *mw = calloc(1, sizeof *mw);
+    if (!mw)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    mw->pd = container_of(pdo, struct ndk_pd_impl, obj);
+    NTSTATUS st = mem_entry_new(ad->mem, MEM_KIND_MW, mw->pd, &mw->obj, &mw->entry);
+    if (st != STATUS_SUCCESS) {
+        free(mw);
+        return st;
+    }
+    pthread_mutex_lock(&ad->lock);
+    if (pdo->closing) {
+        pthread_mutex_unlock(&ad->lock);
+        mem_entry_free(ad->mem, mw->entry);
+        free(mw);
+        return STATUS_INVALID_PARAMETER;
+    }
+    ndk_obj_add_successor(pdo);
+    ndk_obj_init(&mw->obj, ad, NdkObjectTypeMw, &mw_dispatch, &mw_ops);
+    pthread_mutex_unlock(&ad->lock);
+    *ppNdkMw = (NDK_MW *)&mw->obj.pub;
+    return STATUS_SUCCESS;
+}

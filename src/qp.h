@@ -1,0 +1,234 @@
+/*
+ * qp.h - the queue pair's data path: initiator and receive queues, the
+ * transmit engine (DDP/RDMAP segmentation into FPDUs, one gathering writev
+ * per batch) and the receive engine (header first, then payload read
+ * straight into registered memory).
+ *
+ * The engine moves bytes only through struct ndk_transport: a TCP socket in
+ * production (connector.c), an in-memory pipe in the simulation tests. The
+ * protocol decisions are the sans-IO codecs of wire/.
+ *
+ * Locks, in the order they may be taken: the adapter lock (connection
+ * management; the progress thread holds it while dispatching socket events),
+ * qp->rx_lock (the receive engine), qp->sq_lock (initiator queue and
+ * transmit engine), qp->rq_lock (receive queue), a CQ's or SRQ's lock, the
+ * memory table lock, the adapter's callback-queue lock. Posting threads take
+ * only sq_lock or rq_lock (and what follows), never the adapter lock.
+ */
+#ifndef NDK_QP_H
+#define NDK_QP_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+#include "cqsrq.h"
+#include "wire/ddp.h"
+
+struct ndk_transport;
+struct ndk_transport_ops {
+    /* Non-blocking. Returns bytes moved, 0 for end of stream (readv), or
+     * -errno (-EAGAIN: would block). */
+    ssize_t (*readv)(struct ndk_transport *t, const struct iovec *iov, int n);
+    ssize_t (*writev)(struct ndk_transport *t, const struct iovec *iov, int n);
+    /* Ask to be called back (ndk_qp_on_writable) when writable again. */
+    void (*want_write)(struct ndk_transport *t, bool on);
+    /* Our FIN: nothing more will be written. */
+    void (*shutdown_write)(struct ndk_transport *t);
+    /* The data path found the stream unusable (Terminate sent or received,
+     * protocol error, stream lost): the owner tears the connection down. */
+    void (*failed)(struct ndk_transport *t, bool peer_reset);
+    /* The peer's FIN arrived at an FPDU boundary. */
+    void (*peer_closed)(struct ndk_transport *t);
+};
+
+struct ndk_transport {
+    const struct ndk_transport_ops *ops;
+    void *owner;
+};
+
+/* Kinds of initiator-queue requests. */
+enum swqe_op { SWQE_SEND, SWQE_WRITE, SWQE_READ, SWQE_BIND, SWQE_FASTREG, SWQE_INVALIDATE };
+
+struct ndk_swqe {
+    void *ctx;
+    uint8_t op;         /* enum swqe_op */
+    uint8_t rdmap_op;   /* Send variants: RDMAP_OP_SEND... */
+    bool done;          /* transmitted (or executed, or its read answered) */
+    bool signalled;     /* a CQE is owed even on success (no SILENT_SUCCESS) */
+    ULONG flags;
+    ULONG nsge;
+    ULONG total;        /* payload bytes */
+    NDK_SGE sge[NDK_MAX_SGE];
+    uint8_t *inline_data; /* INLINE: copied at post time (slot in qp->inline_pool) */
+    uint64_t raddr;
+    uint32_t rtoken;
+    uint32_t inv_stag;
+    NTSTATUS status;
+    ULONG perr;
+    /* FastRegister / Bind / Invalidate */
+    NDK_MR *mr;
+    NDK_MW *mw;
+    NDK_OBJECT_HEADER *target;
+    NDK_LOGICAL_ADDRESS *pages; /* copied at post time */
+    ULONG npages, fbo;
+    SIZE_T len;
+    PVOID va;
+};
+
+/* An RDMA Read we issued and whose response is expected (ORQ). */
+#define ORQ_RTR UINT32_MAX /* the zero-length Read RTR of connection set-up */
+struct ndk_orq_entry {
+    uint32_t wqe;       /* initiator-queue index, or ORQ_RTR */
+    uint32_t sink_stag;
+    uint64_t sink_to;
+    uint32_t size;
+    uint32_t received;
+};
+
+/* An inbound RDMA Read Request to answer (IRQ). */
+struct ndk_irq_entry {
+    struct rdmap_rreq rr;
+    uint32_t sent;
+};
+
+#define TX_FPDU_MAX 64   /* FPDUs framed per batch */
+#define TX_IOV_MAX 512   /* iovecs per writev */
+#define RX_IOV_MAX 260   /* placement iovecs for one FPDU (a 64 KiB FPDU over 4 KiB pages, + SGEs) */
+#define TX_HDR_MAX (2 + DDP_HDR_MAX)
+#define RX_HDR_MAX (2 + 70)  /* a whole Terminate is read as header */
+
+enum qp_state { QP_IDLE, QP_RTS, QP_ERROR };
+
+struct ndk_qp_impl;
+
+struct ndk_qp_dp {
+    enum qp_state state;
+    struct ndk_transport *tr;
+    struct ndk_qp_impl *live_next, *live_prev; /* adapter's live list */
+    bool live;
+    bool crc;
+    uint32_t ird, ord;     /* effective; the IRQ tolerates roundup_pow2(ird) */
+    uint32_t irq_cap;
+    size_t mulpdu;
+
+    /* initiator queue (sq_lock) */
+    pthread_mutex_t sq_lock;
+    struct ndk_swqe *sq;
+    uint32_t sq_head, sq_tx, sq_tail; /* oldest uncompleted, next to transmit, next free (mod depth) */
+    uint32_t sq_count;
+    uint8_t *inline_pool;
+    uint32_t reads_out;    /* Read Requests sent and not answered */
+    struct ndk_orq_entry *orq;
+    uint32_t orq_head, orq_count, orq_cap;
+    struct ndk_irq_entry *irq;
+    uint32_t irq_head, irq_count;
+    uint32_t msn_send, msn_read; /* next MSN to send on QN 0 / QN 1 */
+    bool tx_gated;          /* responder: nothing goes out before the first FPDU arrives */
+    bool tx_blocked;        /* the transport said EAGAIN: wait for writable */
+    bool tx_fin_wanted;     /* NdkDisconnect: FIN once everything queued is out */
+    bool tx_fin_sent;
+    bool tx_dead;
+    uint8_t term_buf[80];   /* a Terminate waiting to go out */
+    size_t term_len;
+    bool term_sent;
+    /* the batch being written */
+    struct iovec tx_iov[TX_IOV_MAX];
+    int tx_iov_off, tx_iov_cnt;
+    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX];
+    uint8_t tx_trl[TX_FPDU_MAX][8];
+    int tx_fpdus;
+    /* the message being segmented */
+    int tx_cur;             /* 0 none, 1 SQ request sq_tx, 2 IRQ head */
+    uint64_t tx_cur_off;
+    struct iovec tx_src[NDK_MAX_SGE]; /* its payload, mapped */
+    int tx_src_n;
+    /* messages whose last octet is in the batch: done when the batch is */
+    struct { int end_iov; int kind; uint32_t idx; } tx_ends[TX_FPDU_MAX];
+    int tx_nends;
+
+    /* receive queue (rq_lock) */
+    pthread_mutex_t rq_lock;
+    struct ndk_rwqe *rq;
+    uint32_t rq_head, rq_count;
+    struct ndk_srq_impl *srq;
+
+    /* receive engine (rx_lock) */
+    pthread_mutex_t rx_lock;
+    int rx_st;              /* RX_HDR, RX_PAYLOAD, RX_TRAILER, RX_DEAD */
+    uint8_t rx_hdr[RX_HDR_MAX];
+    size_t rx_have, rx_need;
+    uint16_t rx_ulpdu;
+    size_t rx_hdr_len;
+    struct ddp_hdr rx_h;
+    size_t rx_payload, rx_payload_done;
+    struct iovec rx_iov[RX_IOV_MAX];
+    int rx_iov_n, rx_iov_off;
+    uint8_t rx_trl[8];
+    size_t rx_trl_need, rx_trl_have;
+    uint32_t rx_crc;
+    bool rx_discard;        /* payload goes nowhere (zero-length or error) */
+    bool rx_first_seen;
+    bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary */
+    uint32_t msn_send_expect, msn_read_expect;
+    /* the untagged message being received */
+    bool rx_msg_active;
+    struct ndk_rwqe rx_wqe;
+    bool rx_wqe_from_srq;
+    uint64_t rx_msg_bytes;
+    struct iovec rx_msg_iov[NDK_MAX_SGE];
+    int rx_msg_iov_n;
+    /* the tagged message being received */
+    bool rx_tmsg_active;
+    uint32_t rx_tmsg_stag;
+    uint64_t rx_tmsg_to;
+    NTSTATUS rx_fail_status; /* status for the receive that caused our Terminate */
+};
+
+/* ---- qp.c ---- */
+struct ndk_qp_impl;
+/* The connection is established: start the data path on this transport. */
+void ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
+                  uint32_t ord, size_t mulpdu, bool tx_gated);
+/* Connection set-up used a Read RTR: as its sender, the first Read Request
+ * MSN was taken and its zero-length response is due; as its receiver, the
+ * next inbound Read Request has MSN 2. Call right after ndk_qp_start. */
+void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp);
+void ndk_qp_read_rtr_received(struct ndk_qp_impl *qp);
+/* The connection is going away: stop using the transport (no more reads or
+ * writes once this returns), then complete every outstanding request:
+ * CANCELLED, except that the request a received Terminate names gets `st`. */
+void ndk_qp_stop(struct ndk_qp_impl *qp);
+/* Flushes every outstanding request with STATUS_CANCELLED. */
+void ndk_qp_flush_all(struct ndk_qp_impl *qp);
+/* Graceful end: FIN after everything queued is out. */
+void ndk_qp_disconnect(struct ndk_qp_impl *qp);
+/* Nothing queued or in flight on the initiator side (X1 "DMA finished"). */
+bool ndk_qp_quiescent(struct ndk_qp_impl *qp);
+
+/* Busy polling: reads the sockets of the QPs completing into cq. */
+void ndk_qp_busy_poll(struct ndk_cq_impl *cq);
+
+/* ---- qp_tx.c ---- */
+/* Moves queued messages out while the transport accepts them. sq_lock held. */
+void qp_tx_progress(struct ndk_qp_impl *qp);
+void ndk_qp_on_writable(struct ndk_qp_impl *qp);
+/* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
+void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);
+
+/* ---- qp_rx.c ---- */
+/* Reads and processes what the transport has (bounded per call). Returns
+ * false when the stream ended or failed. */
+bool ndk_qp_on_readable(struct ndk_qp_impl *qp);
+/* The same for busy pollers: skips the QP if its engine is busy elsewhere. */
+void ndk_qp_try_readable(struct ndk_qp_impl *qp);
+
+/* Completion helpers shared by qp*.c. */
+void qp_complete_sq_in_order(struct ndk_qp_impl *qp);   /* sq_lock held */
+void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
+              size_t offender_len, bool send_term);
+uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i);
+
+#endif

@@ -1,0 +1,514 @@
+/*
+ * The receive engine: reads each FPDU's header first, decides where its
+ * payload belongs (a registered region for tagged messages, the posted
+ * receive for Sends, the read sink for Read Responses) and reads the payload
+ * straight there, then the pad and CRC (iwarp.md 3.11). Every check of
+ * iwarp.md 3.9 happens before a byte is placed; a failed check sends the
+ * Terminate it names and ends the stream.
+ */
+#include <errno.h>
+#include <string.h>
+
+#include "mem.h"
+#include "objects.h"
+#include "wire/crc32c.h"
+#include "wire/mpa.h"
+#include "wire/term.h"
+
+enum { RX_HDR = 0, RX_BODY = 1, RX_DEAD = 3 };
+
+#define RX_BUDGET_FPDUS 256
+
+/* A check failed on the FPDU whose header is in rx_hdr. */
+static void rx_fail(struct ndk_qp_impl *qp, struct ddp_term *t)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    qp_fatal(qp, t, dp->rx_hdr, dp->rx_have, true);
+}
+
+static void rx_fail_code(struct ndk_qp_impl *qp, uint8_t layer, uint8_t etype, uint8_t code)
+{
+    struct ddp_term t;
+    ddp_term_set(&t, layer, etype, code, false);
+    rx_fail(qp, &t);
+}
+
+static enum ddp_stag_fault fault_of(enum mem_err e)
+{
+    switch (e) {
+    case MEM_OK:
+        return DDP_STAG_OK;
+    case MEM_INVALID_STAG:
+        return DDP_STAG_INVALID;
+    case MEM_NOT_ASSOCIATED:
+        return DDP_STAG_PD;
+    case MEM_ACCESS:
+        return DDP_STAG_ACCESS;
+    case MEM_WRAP:
+        return DDP_STAG_WRAP;
+    default:
+        return DDP_STAG_BOUNDS;
+    }
+}
+
+static int slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst, int max)
+{
+    int n = 0;
+    for (int i = 0; i < nsrc && len; i++) {
+        if (off >= src[i].iov_len) {
+            off -= src[i].iov_len;
+            continue;
+        }
+        size_t take = src[i].iov_len - off;
+        if (take > len)
+            take = len;
+        if (n == max)
+            return -1;
+        dst[n++] = (struct iovec){(char *)src[i].iov_base + off, take};
+        len -= take;
+        off = 0;
+    }
+    return len ? -1 : n;
+}
+
+/* Takes the next posted receive, from the QP's queue or its SRQ. */
+static bool take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (dp->srq)
+        return ndk_srq_take(dp->srq, out);
+    pthread_mutex_lock(&dp->rq_lock);
+    bool ok = dp->rq_count > 0;
+    if (ok) {
+        *out = dp->rq[dp->rq_head % qp->rq_depth];
+        dp->rq_head++;
+        dp->rq_count--;
+    }
+    pthread_mutex_unlock(&dp->rq_lock);
+    return ok;
+}
+
+/* Decides where the payload of the FPDU just parsed goes. Returns false
+ * when the stream failed. */
+static bool place(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    size_t len = dp->rx_payload;
+    struct mem_table *mem = qp->obj.ad->mem;
+    struct ddp_term t;
+    dp->rx_iov_n = 0;
+    dp->rx_iov_off = 0;
+
+    switch (h->opcode) {
+    case RDMAP_OP_WRITE: {
+        if (dp->rx_tmsg_active && !ddp_check_tagged_cont(dp->rx_tmsg_stag, dp->rx_tmsg_to, h->stag, h->to, &t)) {
+            rx_fail(qp, &t);
+            return false;
+        }
+        if (len) {
+            enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
+                                            dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
+            if (e != MEM_OK) {
+                ddp_term_for_write(fault_of(e), &t);
+                rx_fail(qp, &t);
+                return false;
+            }
+        }
+        dp->rx_tmsg_active = !h->last;
+        dp->rx_tmsg_stag = h->stag;
+        dp->rx_tmsg_to = h->to + len;
+        return true;
+    }
+    case RDMAP_OP_READ_RESP: {
+        pthread_mutex_lock(&dp->sq_lock);
+        if (!dp->orq_count) {
+            pthread_mutex_unlock(&dp->sq_lock);
+            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG);
+            return false;
+        }
+        struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
+        uint32_t received = o->received;
+        uint32_t size = o->size;
+        bool ok = ddp_check_tagged_cont(o->sink_stag, o->sink_to + received, h->stag, h->to, &t);
+        NDK_SGE sge[NDK_MAX_SGE];
+        ULONG nsge = 0;
+        if (o->wqe != ORQ_RTR) {
+            struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
+            nsge = w->nsge;
+            memcpy(sge, w->sge, nsge * sizeof *sge);
+        }
+        pthread_mutex_unlock(&dp->sq_lock);
+        if (!ok) {
+            rx_fail(qp, &t);
+            return false;
+        }
+        if ((uint64_t)received + len > size || (h->last && received + len != size)) {
+            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS);
+            return false;
+        }
+        if (len) {
+            struct iovec sink[NDK_MAX_SGE];
+            int nsink;
+            if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, &nsink) != STATUS_SUCCESS ||
+                (dp->rx_iov_n = slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+                /* Our own sink went away under the Read: local failure. */
+                dp->rx_iov_n = 0;
+                rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
+                return false;
+            }
+        }
+        return true;
+    }
+    case RDMAP_OP_READ_REQ: {
+        if (!ddp_check_msn(dp->msn_read_expect, h->msn, &t)) {
+            rx_fail(qp, &t);
+            return false;
+        }
+        pthread_mutex_lock(&dp->sq_lock);
+        bool room = dp->irq_count < dp->irq_cap;
+        pthread_mutex_unlock(&dp->sq_lock);
+        if (!room) {
+            /* More reads than the IRD we agreed to (iwarp.md 3.9 row 18). */
+            rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
+            return false;
+        }
+        if (h->rreq.size) {
+            enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->rreq.src_stag, h->rreq.src_to, h->rreq.size,
+                                            MEM_REMOTE_READ, NULL, 0, NULL);
+            if (e != MEM_OK) {
+                ddp_term_for_read_source(fault_of(e), &t);
+                rx_fail(qp, &t);
+                return false;
+            }
+        }
+        return true;
+    }
+    default:
+        break;
+    }
+    /* The Send family (QN 0). */
+    if (!ddp_check_msn(dp->msn_send_expect, h->msn, &t)) {
+        rx_fail(qp, &t);
+        return false;
+    }
+    if (!dp->rx_msg_active) {
+        if (!take_receive(qp, &dp->rx_wqe)) {
+            /* No RNR in iWARP: a Send without a posted receive is fatal. */
+            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
+            return false;
+        }
+        dp->rx_msg_active = true;
+        dp->rx_msg_bytes = 0;
+        if (mem_map_local(mem, qp->pd, dp->rx_wqe.sge, dp->rx_wqe.nsge, MEM_LOCAL_WRITE, dp->rx_msg_iov,
+                          &dp->rx_msg_iov_n) != STATUS_SUCCESS) {
+            dp->rx_fail_status = STATUS_ACCESS_VIOLATION;
+            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_CATASTROPHIC, 0);
+            return false;
+        }
+    }
+    if (!ddp_check_mo(h->mo, len, dp->rx_msg_bytes, dp->rx_wqe.total, &t)) {
+        if (t.code == TERM_DU_TOO_LONG)
+            dp->rx_fail_status = STATUS_BUFFER_TOO_SMALL;
+        rx_fail(qp, &t);
+        return false;
+    }
+    if (len && (dp->rx_iov_n = slice(dp->rx_msg_iov, dp->rx_msg_iov_n, h->mo, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+        dp->rx_iov_n = 0;
+        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG);
+        return false;
+    }
+    return true;
+}
+
+static void complete_receive(struct ndk_qp_impl *qp, NTSTATUS st, bool inv, uint32_t token, bool se)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ndk_cqe e = {
+        .status = st,
+        .bytes = (ULONG)dp->rx_msg_bytes,
+        .qp_ctx = qp->context,
+        .req_ctx = dp->rx_wqe.ctx,
+        .type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
+        .type_specific = inv ? token : 0,
+        .solicited = se,
+    };
+    dp->rx_msg_active = false;
+    if (!ndk_cq_push(qp->rcq, &e) && dp->tr)
+        dp->tr->ops->failed(dp->tr, false);
+}
+
+/* The FPDU passed its CRC: make it count. Returns false on failure. */
+static bool commit(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    size_t len = dp->rx_payload;
+    struct ddp_term t;
+
+    switch (h->opcode) {
+    case RDMAP_OP_WRITE:
+        return true;
+    case RDMAP_OP_READ_RESP: {
+        pthread_mutex_lock(&dp->sq_lock);
+        struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
+        o->received += (uint32_t)len;
+        if (h->last && o->wqe == ORQ_RTR) {
+            /* The zero-length answer to our Read RTR: no request owns it. */
+            dp->orq_head++;
+            dp->orq_count--;
+            dp->reads_out--;
+            qp_tx_progress(qp);
+        } else if (h->last) {
+            struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
+            w->done = true;
+            w->status = STATUS_SUCCESS;
+            if ((w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge)
+                mem_invalidate_local_token(qp->obj.ad->mem, qp->pd, w->sge[0].MemoryRegionToken);
+            dp->orq_head++;
+            dp->orq_count--;
+            dp->reads_out--;
+            qp_complete_sq_in_order(qp);
+            qp_tx_progress(qp); /* an ORD slot is free */
+        }
+        pthread_mutex_unlock(&dp->sq_lock);
+        return true;
+    }
+    case RDMAP_OP_READ_REQ: {
+        dp->msn_read_expect = ddp_msn_next(dp->msn_read_expect);
+        pthread_mutex_lock(&dp->sq_lock);
+        struct ndk_irq_entry *e = &dp->irq[(dp->irq_head + dp->irq_count) % NDK_MAX_IRD];
+        e->rr = h->rreq;
+        e->sent = 0;
+        dp->irq_count++;
+        qp_tx_progress(qp);
+        pthread_mutex_unlock(&dp->sq_lock);
+        return true;
+    }
+    case RDMAP_OP_TERMINATE:
+        return false; /* handled at the header */
+    default:
+        break;
+    }
+    dp->rx_msg_bytes += len;
+    if (!h->last)
+        return true;
+    dp->msn_send_expect = ddp_msn_next(dp->msn_send_expect);
+    bool inv = h->opcode == RDMAP_OP_SEND_INV || h->opcode == RDMAP_OP_SEND_SE_INV;
+    bool se = h->opcode == RDMAP_OP_SEND_SE || h->opcode == RDMAP_OP_SEND_SE_INV;
+    if (inv) {
+        /* The STag goes before the receive completes (iwarp.md 3.6). */
+        enum mem_err e = mem_invalidate_remote(qp->obj.ad->mem, qp->pd, qp, h->inv_stag);
+        if (e != MEM_OK) {
+            ddp_term_set(&t, TERM_LAYER_RDMAP,
+                         e == MEM_NOT_ASSOCIATED ? TERM_ETYPE_RDMAP_PROTECTION : TERM_ETYPE_RDMAP_OPERATION,
+                         TERM_RO_CANT_INVALIDATE, false);
+            dp->rx_fail_status = STATUS_ACCESS_VIOLATION;
+            rx_fail(qp, &t);
+            return false;
+        }
+    }
+    complete_receive(qp, STATUS_SUCCESS, inv, h->inv_stag, se);
+    return true;
+}
+
+static void on_terminate(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct term_msg m;
+    term_decode(dp->rx_hdr + 2, dp->rx_have - 2, &m);
+    NDK_DEBUG("terminate received: %s", term_describe(m.layer, m.etype, m.code));
+    struct ddp_term t;
+    ddp_term_set(&t, m.layer, m.etype, m.code, false);
+    qp_fatal(qp, &t, NULL, 0, false); /* never answered */
+}
+
+/* The header is complete in rx_hdr: validate it and set up the body. */
+static bool on_header(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_term t;
+    size_t ulpdu = dp->rx_ulpdu;
+    enum ddp_result r = ddp_decode(dp->rx_hdr + 2, dp->rx_have - 2, ulpdu, &dp->rx_h, &t);
+    if (r != DDP_OK) {
+        if (r == DDP_TERM)
+            rx_fail(qp, &t);
+        else
+            rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_UNSPECIFIED);
+        return false;
+    }
+    if (!dp->rx_first_seen) {
+        /* RFC 5044: a responder sends nothing until the first FPDU came. */
+        dp->rx_first_seen = true;
+        pthread_mutex_lock(&dp->sq_lock);
+        if (dp->tx_gated) {
+            dp->tx_gated = false;
+            qp_tx_progress(qp);
+        }
+        pthread_mutex_unlock(&dp->sq_lock);
+    }
+    if (dp->rx_h.opcode == RDMAP_OP_TERMINATE) {
+        on_terminate(qp);
+        return false;
+    }
+    /* A new untagged message before the last one ended fails its MSN
+     * check, a new tagged one its continuation check (iwarp.md 3.9 rows
+     * 8, 17, 22); tagged inside untagged is tolerated, as siw does. */
+    size_t hlen = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
+    dp->rx_hdr_len = hlen;
+    dp->rx_payload = ulpdu - hlen;
+    dp->rx_payload_done = 0;
+    if (!place(qp))
+        return false;
+    dp->rx_trl_need = mpa_pad_len(ulpdu) + 4;
+    dp->rx_trl_have = 0;
+    if (dp->crc)
+        dp->rx_crc = crc32c_update(crc32c_init(), dp->rx_hdr, dp->rx_have);
+    dp->rx_st = RX_BODY;
+    return true;
+}
+
+/* After the trailer: CRC, then commit. */
+static bool on_trailer(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (dp->crc) {
+        size_t pad = dp->rx_trl_need - 4;
+        uint32_t reg = crc32c_update(dp->rx_crc, dp->rx_trl, pad);
+        uint8_t want[4];
+        mpa_crc_store(reg, want);
+        if (memcmp(want, dp->rx_trl + pad, 4) != 0) {
+            struct ddp_term t;
+            ddp_term_set(&t, TERM_LAYER_LLP, TERM_ETYPE_LLP_MPA, TERM_LLP_CRC, false);
+            qp_fatal(qp, &t, NULL, 0, true);
+            return false;
+        }
+    }
+    if (!commit(qp))
+        return false;
+    dp->rx_st = RX_HDR;
+    dp->rx_have = 0;
+    dp->rx_need = 4;
+    return true;
+}
+
+/* The stream ended or broke. */
+static void rx_lost(struct ndk_qp_impl *qp, bool at_boundary)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (at_boundary) {
+        dp->rx_st = RX_DEAD;
+        dp->rx_eof = true;
+        return;
+    }
+    /* RFC 5040: a stream lost mid-FPDU can carry no Terminate. */
+    qp_fatal(qp, NULL, NULL, 0, false);
+}
+
+static bool rx_run(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ndk_transport *tr = dp->tr;
+    bool alive = tr && dp->rx_st != RX_DEAD;
+    for (int fpdus = 0; alive && fpdus < RX_BUDGET_FPDUS;) {
+        if (dp->rx_st == RX_HDR) {
+            struct iovec v = {dp->rx_hdr + dp->rx_have, dp->rx_need - dp->rx_have};
+            ssize_t n = tr->ops->readv(tr, &v, 1);
+            if (n == -EAGAIN)
+                break;
+            if (n <= 0) {
+                rx_lost(qp, n == 0 && dp->rx_have == 0);
+                alive = false;
+                break;
+            }
+            dp->rx_have += (size_t)n;
+            if (dp->rx_have < dp->rx_need)
+                continue;
+            if (dp->rx_need == 4) {
+                dp->rx_ulpdu = ddp_rd16(dp->rx_hdr);
+                size_t hl = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
+                bool term = !(dp->rx_hdr[2] & DDP_CTRL_T) && (dp->rx_hdr[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
+                if (term) {
+                    /* A Terminate is read whole: it has no payload to place. */
+                    if (dp->rx_ulpdu > RX_HDR_MAX - 2) {
+                        qp_fatal(qp, NULL, NULL, 0, false);
+                        alive = false;
+                        break;
+                    }
+                    hl = dp->rx_ulpdu;
+                }
+                size_t need = 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
+                if (need > dp->rx_need) {
+                    dp->rx_need = need;
+                    continue;
+                }
+            }
+            if (!on_header(qp)) {
+                alive = false;
+                break;
+            }
+            continue;
+        }
+        if (dp->rx_st != RX_BODY)
+            break;
+        /* Payload straight into its place, then pad and CRC, in one read. */
+        struct iovec v[RX_IOV_MAX + 1];
+        int nv = 0;
+        size_t skip = dp->rx_payload_done;
+        for (int i = 0; i < dp->rx_iov_n; i++) {
+            if (skip >= dp->rx_iov[i].iov_len) {
+                skip -= dp->rx_iov[i].iov_len;
+                continue;
+            }
+            v[nv++] = (struct iovec){(char *)dp->rx_iov[i].iov_base + skip, dp->rx_iov[i].iov_len - skip};
+            skip = 0;
+        }
+        v[nv++] = (struct iovec){dp->rx_trl + dp->rx_trl_have, dp->rx_trl_need - dp->rx_trl_have};
+        ssize_t n = tr->ops->readv(tr, v, nv);
+        if (n == -EAGAIN)
+            break;
+        if (n <= 0) {
+            rx_lost(qp, false);
+            alive = false;
+            break;
+        }
+        size_t got = (size_t)n;
+        size_t pl_left = dp->rx_payload - dp->rx_payload_done;
+        size_t to_pl = got < pl_left ? got : pl_left;
+        if (dp->crc && to_pl) {
+            size_t c = to_pl;
+            for (int i = 0; i < nv - 1 && c; i++) {
+                size_t k = v[i].iov_len < c ? v[i].iov_len : c;
+                dp->rx_crc = crc32c_update(dp->rx_crc, v[i].iov_base, k);
+                c -= k;
+            }
+        }
+        dp->rx_payload_done += to_pl;
+        dp->rx_trl_have += got - to_pl;
+        if (dp->rx_trl_have < dp->rx_trl_need)
+            continue;
+        fpdus++;
+        if (!on_trailer(qp)) {
+            alive = false;
+            break;
+        }
+    }
+    return alive;
+}
+
+bool ndk_qp_on_readable(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    bool alive = rx_run(qp);
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return alive;
+}
+
+void ndk_qp_try_readable(struct ndk_qp_impl *qp)
+{
+    /* A busy poller never waits behind the progress thread. */
+    if (pthread_mutex_trylock(&qp->dp.rx_lock) != 0)
+        return;
+    rx_run(qp);
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+}
