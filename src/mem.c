@@ -105,6 +105,7 @@ struct mem_entry {
 
     /* window */
     const struct ndk_qp_impl *qp; /* the QP that executed the bind */
+    uint64_t qp_serial;           /* ... and its serial (the pointer alone may be reused) */
     uint32_t mr_idx, mr_stag;     /* the MR it lies in, as of the bind */
     struct ndk_obj *ante;         /* MR object this window depends on (latest bind posted) */
     uint32_t ante_idx;
@@ -526,7 +527,7 @@ static enum mem_err check_remote(const struct mem_table *t, const struct mem_ent
         if (!m || m->stag != e->mr_stag || !m->valid)
             return MEM_INVALID_STAG;
     }
-    if (e->pd != pd || (e->kind == MEM_KIND_MW && e->qp != qp))
+    if (e->pd != pd || (e->kind == MEM_KIND_MW && (e->qp != qp || !qp || e->qp_serial != qp->serial)))
         return MEM_NOT_ASSOCIATED;
     if ((e->access & access) != access)
         return MEM_ACCESS;
@@ -666,7 +667,7 @@ enum mem_err mem_invalidate_remote(struct mem_table *t, const struct ndk_pd_impl
     struct mem_entry *e = lookup(t, stag >> 8);
     if (!e || e->stag != stag || !e->valid)
         err = MEM_INVALID_STAG;
-    else if (e->pd != pd || (e->kind == MEM_KIND_MW && e->qp != qp))
+    else if (e->pd != pd || (e->kind == MEM_KIND_MW && (e->qp != qp || !qp || e->qp_serial != qp->serial)))
         err = MEM_NOT_ASSOCIATED;
     else if (e->kind == MEM_KIND_MR)
         /* Only NdkDeregisterMr ends a normal registration (5.6.2, 5.9.6):
@@ -908,6 +909,7 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
         w->len = len;
         w->access = bind_access(flags);
         w->qp = qp; /* windows are associated with the QP that bound them (iwarp.md 3.10) */
+        w->qp_serial = qp->serial;
         w->mr_idx = m->idx;
         w->mr_stag = m->stag;
         w->stag = make_stag(w->idx, w->key);

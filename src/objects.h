@@ -47,6 +47,9 @@ struct ndk_qp_impl {
     struct ndk_cq_impl *rcq, *icq;
     void *context;
     ULONG rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
+    uint64_t serial;                 /* unique for the process: a window bound to this QP
+                                        names it by pointer and serial, so a later QP at
+                                        the same address cannot inherit it */
     struct ndk_connector_impl *conn; /* the connector using this QP, if any */
     bool used;                       /* once connected, never again (7.6 rule 7) */
     bool connected;

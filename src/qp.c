@@ -767,6 +767,8 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     qp->rcq = container_of(rcqo, struct ndk_cq_impl, obj);
     qp->icq = container_of(icqo, struct ndk_cq_impl, obj);
     qp->context = QPContext;
+    static uint64_t next_serial;
+    qp->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
     /* Depth 0 still gets one slot so the rings are never empty arrays; the
      * admission checks use the depths asked for. */
     qp->rq_depth = ReceiveQueueDepth ? ReceiveQueueDepth : 1;
