@@ -57,9 +57,20 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
  *   receive costs more than direct placement with Read/Write.
  * - MaxCallerData / MaxCalleeData 252: MPA allows 512 octets including the
  *   4-octet RFC 6581 word, but siw drops frames with PD_Length > 256.
- * - AdapterFlags: LOOPBACK_CONNECTIONS (a connection to one of the adapter's
- *   own addresses works; covered by the conformance tests). The data-path
- *   flags are off until the data path exists.
+ * - AdapterFlags:
+ *   IN_ORDER_DMA: payload is read from the TCP stream straight into place,
+ *     in stream order, so no byte lands before an earlier one.
+ *   RDMA_READ_SINK_NOT_REQUIRED: a Read Response is matched against our own
+ *     outstanding-read entry, not the STag table, so any locally writable
+ *     buffer can be a sink; the sink flags are accepted and ignored.
+ *   RDMA_READ_LOCAL_INVALIDATE: the first sink SGE's token is invalidated
+ *     when the Read completes successfully.
+ *   CQ_RESIZE: NdkResizeCq grows or shrinks the ring, keeping entries.
+ *   LOOPBACK_CONNECTIONS: a connection to one of the adapter's own
+ *     addresses works (covered by the conformance tests).
+ *   Not set: CQ_INTERRUPT_MODERATION (a notification is a queued callback,
+ *     there is no interrupt to amortise), MULTI_ENGINE (one progress thread
+ *     per adapter: spreading connections does not add engines).
  * - RdmaTechnology: iWARP.
  */
 void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)

@@ -1259,10 +1259,18 @@ static void conn_free(struct ndk_obj *obj)
     free(c);
 }
 
+static void conn_release(struct ndk_obj *obj)
+{
+    struct ndk_connector_impl *c = container_of(obj, struct ndk_connector_impl, obj);
+    ports_unref(c->port);
+    c->port = NULL;
+}
+
 static const struct ndk_obj_ops conn_ops = {
     .close_start = conn_close_start,
     .destroy = conn_destroy,
     .free = conn_free,
+    .release = conn_release,
 };
 
 static struct ndk_connector_impl *conn_alloc(struct ndk_adapter_impl *ad)

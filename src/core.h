@@ -93,6 +93,10 @@ struct ndk_obj_ops {
      * Memory is freed later by the progress thread (ops->free). */
     void (*destroy)(struct ndk_obj *obj);
     void (*free)(struct ndk_obj *obj);
+    /* The close is about to complete (lock held): give back what the
+     * consumer may want to reuse at once, such as a reserved port (E5/E14).
+     * Antecedents are released later, in destroy, after the completion (L11). */
+    void (*release)(struct ndk_obj *obj);
 };
 
 struct ndk_obj {

@@ -27,8 +27,9 @@
  * copies fn/ctx/status before the call and afterwards touches only `queued`,
  * so the trampoline may rewrite the item and queue it again from inside the
  * call (`queued` then reads false while the item waits again; nothing reads
- * it for this item). While the mark is set, a satisfied arm is left standing for the
- * trampoline, so there are never two callbacks of one CQ at once (C5).
+ * it for this item). While the mark is set, a satisfied arm is left standing
+ * for the trampoline, so there are never two callbacks of one CQ at once
+ * (C5).
  *
  * The item is queued with the CQ lock held: the busy count taken by
  * ndk_cb_queue then becomes visible together with the decision to notify, so

@@ -43,7 +43,7 @@ static void sep_free(struct ndk_obj *obj)
     free(container_of(obj, struct ndk_sep_impl, obj));
 }
 
-static const struct ndk_obj_ops sep_ops = {.destroy = sep_destroy, .free = sep_free};
+static const struct ndk_obj_ops sep_ops = {.destroy = sep_destroy, .free = sep_free, .release = sep_destroy};
 
 NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter, CONST PSOCKADDR pAddress,
                                     ULONG AddressLength, NDK_FN_CREATE_COMPLETION CreateCompletion,

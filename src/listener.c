@@ -340,12 +340,17 @@ static void listener_close_start(struct ndk_obj *obj)
     stop_listening(container_of(obj, struct ndk_listener_impl, obj));
 }
 
-static void listener_destroy(struct ndk_obj *obj)
+static void listener_release(struct ndk_obj *obj)
 {
     struct ndk_listener_impl *l = container_of(obj, struct ndk_listener_impl, obj);
     stop_listening(l);
     ports_unref(l->port);
     l->port = NULL;
+}
+
+static void listener_destroy(struct ndk_obj *obj)
+{
+    listener_release(obj);
 }
 
 static void listener_free(struct ndk_obj *obj)
@@ -357,6 +362,7 @@ static const struct ndk_obj_ops listener_ops = {
     .close_start = listener_close_start,
     .destroy = listener_destroy,
     .free = listener_free,
+    .release = listener_release,
 };
 
 NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,

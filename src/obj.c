@@ -135,6 +135,8 @@ void ndk_obj_maybe_finish(struct ndk_obj *obj)
         __atomic_load_n(&obj->busy, __ATOMIC_ACQUIRE) == 0) {
         /* A close completion is not counted in busy; running it ends with
          * ndk_obj_destroy. */
+        if (obj->ops->release)
+            obj->ops->release(obj);
         cbq_append(obj->ad, &obj->close_cb);
     }
 }
@@ -201,6 +203,11 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
             if (!ad->cbq_head)
                 ad->cbq_tail = NULL;
             cb->next = NULL;
+            /* A CQ/SRQ notification may be queued again by a data-path
+             * thread the moment its callback returns: its flag is owned by
+             * the queue lock, not the adapter lock. */
+            if (cb->kind == CB_CQ_NOTIFY)
+                cb->queued = false;
         }
         pthread_mutex_unlock(&ad->cbq_lock);
         if (!cb)
@@ -250,7 +257,8 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
             break;
         }
         pthread_mutex_lock(&ad->lock);
-        cb->queued = false;
+        if (kind != CB_CQ_NOTIFY)
+            cb->queued = false;
         if (kind == CB_CLOSE) {
             ndk_obj_destroy(obj);
         } else {

@@ -94,7 +94,8 @@ typedef struct _NDK_OPEN_OPTIONS {
     ULONG ListenBacklog;       /* per listener: connect events delivered and not yet accepted,
                                   rejected or closed; further requests are refused; default 128 */
     ULONG MaxHalfOpen;         /* per listener: TCP connections still waiting for their MPA
-                                  Request; further ones are reset at once; default 1024 */
+                                  Request; a further one resets the one that waited
+                                  longest; default 1024 */
 } NDK_OPEN_OPTIONS;
 
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */

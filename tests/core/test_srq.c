@@ -1,0 +1,626 @@
+/* Shared receive queues, white box: SRQs are created, posted to and modified
+ * through the public dispatch; receives are taken with ndk_srq_take as the
+ * data path would. Contract: cqsrq.h, reference 5.2.5, 5.5.3, 5.8, C7, W2.
+ *
+ * "No notification" is checked with a barrier: callbacks run one at a time
+ * in queue order, so once a barrier CQ's notification (queued last) has run,
+ * every earlier one has run too. */
+#include <semaphore.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "objects.h"
+#include "testlib.h"
+
+#define WAIT_MS 10000
+
+static NDK_ADAPTER *g_ad;
+static NDK_ADAPTER_INFO g_info;
+static NDK_PD *g_pd;
+
+/* ---- barrier ---- */
+
+static NDK_CQ *g_bcq;
+static struct ndk_cq_impl *g_bcq_impl;
+static tl_event g_bev;
+
+static void barrier_notify(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx, (void)st;
+    tl_event_signal(&g_bev);
+}
+
+static void flush(void)
+{
+    unsigned n = tl_event_count(&g_bev);
+    g_bcq->Dispatch->NdkArmCq(g_bcq, NDK_CQ_NOTIFY_ANY);
+    struct ndk_cqe e;
+    memset(&e, 0, sizeof e);
+    e.type = NdkOperationTypeSend;
+    CHECK(ndk_cq_push(g_bcq_impl, &e));
+    CHECK(tl_event_wait(&g_bev, n + 1, WAIT_MS));
+    NDK_RESULT r[4];
+    while (g_bcq->Dispatch->NdkGetCqResults(g_bcq, r, 4))
+        ;
+}
+
+/* ---- an SRQ and its notifications ---- */
+
+struct tsrq {
+    NDK_SRQ *srq;
+    struct ndk_srq_impl *impl;
+    tl_event ev;
+    NTSTATUS last;
+    void (*inside)(struct tsrq *t);
+    void *user;
+};
+
+static void tsrq_notify(PVOID ctx, NTSTATUS st)
+{
+    struct tsrq *t = ctx;
+    t->last = st;
+    if (t->inside)
+        t->inside(t);
+    tl_event_signal(&t->ev);
+}
+
+static NTSTATUS tsrq_open(struct tsrq *t, ULONG depth, ULONG sge, ULONG threshold, bool with_cb)
+{
+    memset(t, 0, sizeof *t);
+    tl_event_init(&t->ev);
+    NTSTATUS st = g_pd->Dispatch->NdkCreateSrq(g_pd, depth, sge, threshold,
+                                               with_cb ? tsrq_notify : NULL, t, NULL, NULL, NULL,
+                                               &t->srq);
+    if (st == STATUS_SUCCESS)
+        t->impl = container_of(ndk_obj_from_pub(t->srq, NdkObjectTypeSrq), struct ndk_srq_impl, obj);
+    return st;
+}
+
+struct close_rec {
+    tl_event ev;
+    unsigned order;
+};
+
+static unsigned g_seq;
+
+static void close_done(PVOID ctx)
+{
+    struct close_rec *c = ctx;
+    c->order = __atomic_add_fetch(&g_seq, 1, __ATOMIC_ACQ_REL);
+    tl_event_signal(&c->ev);
+}
+
+static void tsrq_close(struct tsrq *t)
+{
+    struct close_rec c = {0};
+    tl_event_init(&c.ev);
+    NTSTATUS st = t->srq->Dispatch->NdkCloseSrq(&t->srq->Header, close_done, &c);
+    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
+    if (st == STATUS_PENDING)
+        CHECK(tl_event_wait(&c.ev, 1, WAIT_MS));
+    tl_event_destroy(&c.ev);
+    tl_event_destroy(&t->ev);
+}
+
+static NTSTATUS post(struct tsrq *t, uintptr_t ctx, ULONG nsge, ULONG len)
+{
+    NDK_SGE sge[NDK_MAX_SGE + 1];
+    memset(sge, 0, sizeof sge);
+    for (ULONG i = 0; i < nsge && i <= NDK_MAX_SGE; i++) {
+        sge[i].VirtualAddress = (void *)(ctx * 0x1000 + i * 0x100);
+        sge[i].Length = len;
+        sge[i].MemoryRegionToken = (UINT32)(ctx + i);
+    }
+    return t->srq->Dispatch->NdkSrqReceive(t->srq, (void *)ctx, sge, nsge);
+}
+
+static NTSTATUS modify(struct tsrq *t, ULONG depth, ULONG threshold)
+{
+    return t->srq->Dispatch->NdkModifySrq(t->srq, depth, threshold, NULL, NULL);
+}
+
+/* Takes one receive and checks it is the one posted with ctx. */
+static bool take_expect(struct tsrq *t, uintptr_t ctx)
+{
+    struct ndk_rwqe w;
+    memset(&w, 0, sizeof w);
+    if (!ndk_srq_take(t->impl, &w))
+        return false;
+    return (uintptr_t)w.ctx == ctx;
+}
+
+/* ------------------------------------------------------------------------ */
+
+static void create_limits(void)
+{
+    CHECK(g_info.MaxSrqDepth > 0);
+    NDK_SRQ *srq = NULL;
+    const NDK_PD_DISPATCH *d = g_pd->Dispatch;
+    CHECK_EQ(d->NdkCreateSrq(g_pd, 0, 1, 0, NULL, NULL, NULL, NULL, NULL, &srq), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(d->NdkCreateSrq(g_pd, g_info.MaxSrqDepth + 1, 1, 0, NULL, NULL, NULL, NULL, NULL, &srq),
+             STATUS_INVALID_PARAMETER);
+    CHECK_EQ(d->NdkCreateSrq(g_pd, 4, g_info.MaxReceiveRequestSge + 1, 0, NULL, NULL, NULL, NULL, NULL,
+                             &srq),
+             STATUS_INVALID_PARAMETER);
+    CHECK_EQ(d->NdkCreateSrq(NULL, 4, 1, 0, NULL, NULL, NULL, NULL, NULL, &srq), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(d->NdkCreateSrq(g_pd, 4, 1, 0, NULL, NULL, NULL, NULL, NULL, NULL), STATUS_INVALID_PARAMETER);
+    CHECK(srq == NULL);
+
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, g_info.MaxSrqDepth, g_info.MaxReceiveRequestSge, 0, true) == STATUS_SUCCESS);
+    CHECK_EQ(t.srq->Header.ObjectType, NdkObjectTypeSrq);
+    CHECK_EQ(t.impl->depth, g_info.MaxSrqDepth);
+    CHECK_EQ(t.impl->max_sge, g_info.MaxReceiveRequestSge);
+    CHECK(!t.impl->armed);
+    CHECK(t.srq->Dispatch->NdkModifySrq != NULL && t.srq->Dispatch->NdkSrqReceive != NULL);
+    tsrq_close(&t);
+
+    /* A non-zero threshold arms at creation, without firing on the empty SRQ. */
+    REQUIRE(tsrq_open(&t, 8, 1, 3, true) == STATUS_SUCCESS);
+    CHECK(t.impl->armed);
+    CHECK_EQ(t.impl->threshold, 3);
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 0);
+    tsrq_close(&t);
+}
+
+static void pd_is_antecedent(void)
+{
+    NDK_PD *pd = NULL;
+    REQUIRE(g_ad->Dispatch->NdkCreatePd(g_ad, NULL, NULL, &pd) == STATUS_SUCCESS);
+    NDK_SRQ *srq = NULL;
+    REQUIRE(pd->Dispatch->NdkCreateSrq(pd, 4, 1, 0, NULL, NULL, NULL, NULL, NULL, &srq) == STATUS_SUCCESS);
+    struct close_rec c = {0};
+    tl_event_init(&c.ev);
+    CHECK_EQ(pd->Dispatch->NdkClosePd(&pd->Header, close_done, &c), STATUS_PENDING);
+    flush();
+    CHECK_EQ(tl_event_count(&c.ev), 0);
+    CHECK_EQ(srq->Dispatch->NdkCloseSrq(&srq->Header, NULL, NULL), STATUS_SUCCESS);
+    CHECK(tl_event_wait(&c.ev, 1, WAIT_MS));
+    tl_event_destroy(&c.ev);
+}
+
+static void receive_limits(void)
+{
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 3, 2, 0, true) == STATUS_SUCCESS);
+    CHECK_EQ(post(&t, 1, 3, 8), STATUS_INVALID_PARAMETER); /* more SGEs than the SRQ's max */
+    CHECK_EQ(t.srq->Dispatch->NdkSrqReceive(t.srq, NULL, NULL, 1), STATUS_INVALID_PARAMETER);
+    /* A total that a 32-bit BytesTransferred cannot express. */
+    NDK_SGE big[2];
+    memset(big, 0, sizeof big);
+    big[0].Length = 0x80000000u;
+    big[1].Length = 0x80000000u;
+    CHECK_EQ(t.srq->Dispatch->NdkSrqReceive(t.srq, NULL, big, 2), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(t.impl->count, 0);
+    /* Exactly 2^32-1 is fine; so is an empty SGE list. */
+    big[1].Length = 0x7FFFFFFFu;
+    CHECK_EQ(t.srq->Dispatch->NdkSrqReceive(t.srq, (void *)1, big, 2), STATUS_SUCCESS);
+    CHECK_EQ(t.srq->Dispatch->NdkSrqReceive(t.srq, (void *)2, NULL, 0), STATUS_SUCCESS);
+    CHECK_EQ(post(&t, 3, 2, 8), STATUS_SUCCESS);
+    CHECK_EQ(post(&t, 4, 1, 8), STATUS_INSUFFICIENT_RESOURCES); /* full */
+    CHECK_EQ(t.impl->count, 3);
+
+    struct ndk_rwqe w;
+    REQUIRE(ndk_srq_take(t.impl, &w));
+    CHECK_EQ((uintptr_t)w.ctx, 1);
+    CHECK_EQ(w.nsge, 2);
+    CHECK_EQ(w.total, 0xFFFFFFFFu);
+    REQUIRE(ndk_srq_take(t.impl, &w));
+    CHECK_EQ((uintptr_t)w.ctx, 2);
+    CHECK_EQ(w.nsge, 0);
+    CHECK_EQ(w.total, 0);
+    /* Room again after a take. */
+    CHECK_EQ(post(&t, 4, 1, 8), STATUS_SUCCESS);
+    tsrq_close(&t);
+}
+
+static void take_order(void)
+{
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 5, 4, 0, true) == STATUS_SUCCESS);
+    struct ndk_rwqe w;
+    CHECK(!ndk_srq_take(t.impl, &w)); /* empty */
+
+    /* The SGEs are copied at post time: changing the caller's array later
+     * changes nothing. */
+    NDK_SGE sge[3];
+    for (int i = 0; i < 3; i++) {
+        sge[i].VirtualAddress = (void *)(uintptr_t)(0x10000 + i);
+        sge[i].Length = 100u + (ULONG)i;
+        sge[i].MemoryRegionToken = 0x700u + (UINT32)i;
+    }
+    CHECK_EQ(t.srq->Dispatch->NdkSrqReceive(t.srq, (void *)0x55, sge, 3), STATUS_SUCCESS);
+    memset(sge, 0xEE, sizeof sge);
+    REQUIRE(ndk_srq_take(t.impl, &w));
+    CHECK_EQ((uintptr_t)w.ctx, 0x55);
+    CHECK_EQ(w.nsge, 3);
+    CHECK_EQ(w.total, 303);
+    for (ULONG i = 0; i < 3; i++) {
+        CHECK_EQ((uintptr_t)w.sge[i].VirtualAddress, 0x10000 + i);
+        CHECK_EQ(w.sge[i].Length, 100 + i);
+        CHECK_EQ(w.sge[i].MemoryRegionToken, 0x700 + i);
+    }
+
+    /* FIFO across many wraps of the ring. */
+    uintptr_t in = 1, out = 1;
+    for (int round = 0; round < 50; round++) {
+        while (t.impl->count < 5) {
+            CHECK_EQ(post(&t, in, 1 + (ULONG)(in % 4), 16), STATUS_SUCCESS);
+            in++;
+        }
+        for (int k = 0; k < 3; k++) {
+            memset(&w, 0, sizeof w);
+            REQUIRE(ndk_srq_take(t.impl, &w));
+            CHECK_EQ((uintptr_t)w.ctx, out);
+            CHECK_EQ(w.nsge, 1 + (ULONG)(out % 4));
+            CHECK_EQ(w.total, 16 * w.nsge);
+            CHECK_EQ(w.sge[0].MemoryRegionToken, (UINT32)out);
+            out++;
+        }
+    }
+    while (ndk_srq_take(t.impl, &w))
+        CHECK_EQ((uintptr_t)w.ctx, out++);
+    CHECK_EQ(in, out);
+    tsrq_close(&t);
+}
+
+static void threshold_from_create(void)
+{
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 8, 1, 2, true) == STATUS_SUCCESS);
+    for (uintptr_t i = 1; i <= 3; i++)
+        CHECK_EQ(post(&t, i, 1, 8), STATUS_SUCCESS);
+    CHECK(take_expect(&t, 1)); /* 2 left: not below 2 */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 0);
+    CHECK(take_expect(&t, 2)); /* 1 left: below */
+    CHECK(tl_event_wait(&t.ev, 1, WAIT_MS));
+    CHECK_EQ(t.last, STATUS_SUCCESS);
+    CHECK(!t.impl->armed);
+    CHECK(take_expect(&t, 3)); /* disarmed after firing */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 1);
+    tsrq_close(&t);
+}
+
+static tl_event g_req_ev;
+
+static void req_done(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx, (void)st;
+    tl_event_signal(&g_req_ev);
+}
+
+static void modify_threshold_rules(void)
+{
+    tl_event_init(&g_req_ev);
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 16, 1, 0, true) == STATUS_SUCCESS);
+    uintptr_t in = 1, out = 1;
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(post(&t, in++, 1, 8), STATUS_SUCCESS);
+
+    /* Threshold 0 on a disarmed SRQ keeps it disarmed. */
+    CHECK_EQ(modify(&t, 0, 0), STATUS_SUCCESS);
+    CHECK(!t.impl->armed);
+    CHECK(take_expect(&t, out++)); /* 4 */
+
+    /* > 0 arms; fires when the count drops below it, once. */
+    CHECK_EQ(t.srq->Dispatch->NdkModifySrq(t.srq, 0, 3, req_done, NULL), STATUS_SUCCESS);
+    CHECK(t.impl->armed);
+    CHECK(take_expect(&t, out++)); /* 3 */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 0);
+    CHECK(take_expect(&t, out++)); /* 2 < 3 */
+    CHECK(tl_event_wait(&t.ev, 1, WAIT_MS));
+    CHECK(take_expect(&t, out++)); /* 1 */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 1);
+
+    /* After firing, threshold 0 keeps it disarmed (and the threshold). */
+    CHECK_EQ(modify(&t, 0, 0), STATUS_SUCCESS);
+    CHECK(!t.impl->armed);
+    CHECK_EQ(t.impl->threshold, 3);
+    CHECK(take_expect(&t, out++)); /* 0 */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 1);
+
+    /* Arming with the count already below: fires at once, once. */
+    CHECK_EQ(t.impl->count, 0);
+    CHECK_EQ(modify(&t, 0, 1), STATUS_SUCCESS);
+    CHECK(tl_event_wait(&t.ev, 2, WAIT_MS));
+    CHECK(!t.impl->armed);
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 2);
+
+    /* Armed, then threshold 0: stays armed with the old threshold. */
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(post(&t, in++, 1, 8), STATUS_SUCCESS);
+    CHECK_EQ(modify(&t, 0, 2), STATUS_SUCCESS);
+    CHECK_EQ(modify(&t, 0, 0), STATUS_SUCCESS);
+    CHECK(t.impl->armed);
+    CHECK_EQ(t.impl->threshold, 2);
+    CHECK(take_expect(&t, out++)); /* 3 */
+    CHECK(take_expect(&t, out++)); /* 2 */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 2);
+    CHECK(take_expect(&t, out++)); /* 1 < 2 */
+    CHECK(tl_event_wait(&t.ev, 3, WAIT_MS));
+
+    /* A new non-zero threshold replaces the old one. */
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ(post(&t, in++, 1, 8), STATUS_SUCCESS); /* 5 queued */
+    CHECK_EQ(modify(&t, 0, 2), STATUS_SUCCESS);
+    CHECK_EQ(modify(&t, 0, 4), STATUS_SUCCESS);
+    CHECK_EQ(t.impl->threshold, 4);
+    CHECK(take_expect(&t, out++)); /* 4 */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 3);
+    CHECK(take_expect(&t, out++)); /* 3 < 4 */
+    CHECK(tl_event_wait(&t.ev, 4, WAIT_MS));
+
+    /* Completed inline: the request completion is never called (C7). */
+    flush();
+    CHECK_EQ(tl_event_count(&g_req_ev), 0);
+    CHECK_EQ(tl_event_count(&t.ev), 4);
+    tsrq_close(&t);
+    tl_event_destroy(&g_req_ev);
+}
+
+static void modify_depth_rules(void)
+{
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 4, 1, 0, true) == STATUS_SUCCESS);
+    uintptr_t in = 1, out = 1;
+    /* Wrap the ring before resizing it. */
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(post(&t, in++, 1, 8), STATUS_SUCCESS);
+    CHECK(take_expect(&t, out++));
+    CHECK(take_expect(&t, out++));
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(post(&t, in++, 1, 8), STATUS_SUCCESS);
+    CHECK_EQ(post(&t, in, 1, 8), STATUS_INSUFFICIENT_RESOURCES);
+
+    /* Depth 0 keeps the depth. */
+    CHECK_EQ(modify(&t, 0, 0), STATUS_SUCCESS);
+    CHECK_EQ(t.impl->depth, 4);
+    CHECK_EQ(post(&t, in, 1, 8), STATUS_INSUFFICIENT_RESOURCES);
+
+    /* Beyond the adapter limit, or below the queued count: refused, and the
+     * threshold given with it does not take effect either. */
+    CHECK_EQ(modify(&t, g_info.MaxSrqDepth + 1, 100), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(modify(&t, 3, 100), STATUS_INVALID_PARAMETER);
+    CHECK(!t.impl->armed);
+    CHECK_EQ(t.impl->depth, 4);
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 0);
+
+    /* Grow: entries kept in order, room for more. */
+    CHECK_EQ(modify(&t, 9, 0), STATUS_SUCCESS);
+    CHECK_EQ(t.impl->depth, 9);
+    for (int i = 0; i < 5; i++)
+        CHECK_EQ(post(&t, in++, 1, 8), STATUS_SUCCESS);
+    CHECK_EQ(post(&t, in, 1, 8), STATUS_INSUFFICIENT_RESOURCES);
+    CHECK(take_expect(&t, out++));
+    CHECK(take_expect(&t, out++));
+    CHECK(take_expect(&t, out++));
+
+    /* Shrink to exactly the count. */
+    CHECK_EQ(t.impl->count, 6);
+    CHECK_EQ(modify(&t, 6, 0), STATUS_SUCCESS);
+    CHECK_EQ(post(&t, in, 1, 8), STATUS_INSUFFICIENT_RESOURCES);
+    /* Depth and threshold together: both apply. */
+    CHECK_EQ(modify(&t, 7, 5), STATUS_SUCCESS);
+    CHECK_EQ(t.impl->depth, 7);
+    CHECK(t.impl->armed);
+    CHECK(take_expect(&t, out++)); /* 5: not below 5 */
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 0);
+    CHECK(take_expect(&t, out++)); /* 4 < 5 */
+    CHECK(tl_event_wait(&t.ev, 1, WAIT_MS));
+    while (take_expect(&t, out))
+        out++;
+    CHECK_EQ(in, out);
+    tsrq_close(&t);
+}
+
+static void no_callback_given(void)
+{
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 4, 1, 2, false) == STATUS_SUCCESS);
+    CHECK_EQ(post(&t, 1, 1, 8), STATUS_SUCCESS);
+    CHECK_EQ(post(&t, 2, 1, 8), STATUS_SUCCESS);
+    CHECK(take_expect(&t, 1));
+    CHECK(!t.impl->armed); /* spent, though there is nobody to tell */
+    CHECK_EQ(modify(&t, 0, 3), STATUS_SUCCESS);
+    flush();
+    CHECK(take_expect(&t, 2));
+    CHECK_EQ(tl_event_count(&t.ev), 0);
+    tsrq_close(&t);
+}
+
+/* ---- re-entrancy: post and re-arm from inside the callback ---- */
+
+static void rearm_inside(struct tsrq *t)
+{
+    unsigned *calls = t->user;
+    (*calls)++;
+    if (*calls == 1) {
+        /* Re-arm with the count still below: 5.8.1 wants a notification at
+         * once, and it must follow this one, not overlap it (serialized). */
+        CHECK_EQ(modify(t, 0, 3), STATUS_SUCCESS);
+    } else if (*calls == 2) {
+        /* Refill above the threshold from inside the callback and re-arm:
+         * nothing more now. */
+        CHECK_EQ(post(t, 101, 1, 8), STATUS_SUCCESS);
+        CHECK_EQ(post(t, 102, 1, 8), STATUS_SUCCESS);
+        CHECK_EQ(modify(t, 0, 3), STATUS_SUCCESS);
+    }
+}
+
+static void reentrant_callback(void)
+{
+    unsigned calls = 0;
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 8, 1, 3, true) == STATUS_SUCCESS);
+    t.inside = rearm_inside;
+    t.user = &calls;
+    for (uintptr_t i = 1; i <= 4; i++)
+        CHECK_EQ(post(&t, i, 1, 8), STATUS_SUCCESS);
+    CHECK(take_expect(&t, 1)); /* 3: not below */
+    CHECK(take_expect(&t, 2)); /* 2 < 3: fires */
+    CHECK(tl_event_wait(&t.ev, 2, WAIT_MS));
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 2);
+    CHECK_EQ(calls, 2);
+    CHECK_EQ(t.impl->count, 4);
+    CHECK(t.impl->armed);
+    /* The arm made in the second callback still works. */
+    CHECK(take_expect(&t, 3));   /* 3 */
+    CHECK(take_expect(&t, 4));   /* 2 < 3 */
+    CHECK(tl_event_wait(&t.ev, 3, WAIT_MS));
+    CHECK(take_expect(&t, 101));
+    CHECK(take_expect(&t, 102));
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 3);
+    CHECK_EQ(calls, 3);
+    tsrq_close(&t);
+}
+
+/* ---- close while the notification is queued ---- */
+
+static tl_event g_blk_in, g_blk_go;
+static unsigned g_b_order;
+
+static void block_inside(struct tsrq *t)
+{
+    (void)t;
+    tl_event_signal(&g_blk_in);
+    tl_event_wait(&g_blk_go, 1, WAIT_MS);
+}
+
+static void order_inside(struct tsrq *t)
+{
+    (void)t;
+    g_b_order = __atomic_add_fetch(&g_seq, 1, __ATOMIC_ACQ_REL);
+}
+
+static void close_with_queued_notification(void)
+{
+    tl_event_init(&g_blk_in);
+    tl_event_init(&g_blk_go);
+    struct tsrq a, b;
+    REQUIRE(tsrq_open(&a, 4, 1, 1, true) == STATUS_SUCCESS);
+    REQUIRE(tsrq_open(&b, 4, 1, 1, true) == STATUS_SUCCESS);
+    a.inside = block_inside;
+    b.inside = order_inside;
+    CHECK_EQ(post(&a, 1, 1, 8), STATUS_SUCCESS);
+    CHECK_EQ(post(&b, 1, 1, 8), STATUS_SUCCESS);
+    CHECK(take_expect(&a, 1));
+    REQUIRE(tl_event_wait(&g_blk_in, 1, WAIT_MS));
+    CHECK(take_expect(&b, 1)); /* queued behind a's running callback */
+    CHECK(b.impl->notify_cb.queued);
+
+    struct close_rec c = {0};
+    tl_event_init(&c.ev);
+    CHECK_EQ(b.srq->Dispatch->NdkCloseSrq(&b.srq->Header, close_done, &c), STATUS_PENDING);
+    tl_event_signal(&g_blk_go);
+    CHECK(tl_event_wait(&c.ev, 1, WAIT_MS));
+    CHECK_EQ(tl_event_count(&b.ev), 1);
+    CHECK(g_b_order != 0 && g_b_order < c.order);
+    tl_event_destroy(&c.ev);
+    tl_event_destroy(&b.ev);
+    tsrq_close(&a);
+    tl_event_destroy(&g_blk_in);
+    tl_event_destroy(&g_blk_go);
+}
+
+/* ---- a taker thread against the poster ---- */
+
+#define NRECV 100000u
+
+struct taker {
+    struct ndk_srq_impl *srq;
+    sem_t *posted, *room;
+    unsigned bad, got;
+};
+
+static void *taker_main(void *arg)
+{
+    struct taker *k = arg;
+    for (uintptr_t want = 1; want <= NRECV; want++) {
+        while (sem_wait(k->posted) != 0)
+            ;
+        struct ndk_rwqe w;
+        if (!ndk_srq_take(k->srq, &w) || (uintptr_t)w.ctx != want || w.nsge != 1 || w.total != 8)
+            k->bad++;
+        else
+            k->got++;
+        sem_post(k->room);
+    }
+    return NULL;
+}
+
+static void concurrent_take(void)
+{
+    struct tsrq t;
+    REQUIRE(tsrq_open(&t, 64, 1, 0, true) == STATUS_SUCCESS);
+    sem_t posted, room;
+    sem_init(&posted, 0, 0);
+    sem_init(&room, 0, 64);
+    struct taker k = {.srq = t.impl, .posted = &posted, .room = &room};
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, taker_main, &k) == 0);
+    unsigned refused = 0;
+    for (uintptr_t i = 1; i <= NRECV; i++) {
+        while (sem_wait(&room) != 0)
+            ;
+        if (post(&t, i, 1, 8) != STATUS_SUCCESS)
+            refused++;
+        sem_post(&posted);
+    }
+    pthread_join(th, NULL);
+    CHECK_EQ(refused, 0);
+    CHECK_EQ(k.bad, 0);
+    CHECK_EQ(k.got, NRECV);
+    CHECK_EQ(t.impl->count, 0);
+    sem_destroy(&posted);
+    sem_destroy(&room);
+    tsrq_close(&t);
+}
+
+int main(void)
+{
+    NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad);
+    if (st != STATUS_SUCCESS) {
+        tl_skip_all("cannot open the lo adapter");
+        return tl_finish();
+    }
+    ULONG size = sizeof g_info;
+    tl_event_init(&g_bev);
+    if (g_ad->Dispatch->NdkQueryAdapterInfo(g_ad, &g_info, &size) != STATUS_SUCCESS ||
+        g_ad->Dispatch->NdkCreatePd(g_ad, NULL, NULL, &g_pd) != STATUS_SUCCESS ||
+        g_ad->Dispatch->NdkCreateCq(g_ad, 16, barrier_notify, NULL, NULL, NULL, NULL, &g_bcq) !=
+            STATUS_SUCCESS) {
+        fprintf(stderr, "adapter setup failed\n");
+        return 1;
+    }
+    g_bcq_impl = container_of(ndk_obj_from_pub(g_bcq, NdkObjectTypeCq), struct ndk_cq_impl, obj);
+
+    RUN(create_limits);
+    RUN(pd_is_antecedent);
+    RUN(receive_limits);
+    RUN(take_order);
+    RUN(threshold_from_create);
+    RUN(modify_threshold_rules);
+    RUN(modify_depth_rules);
+    RUN(no_callback_given);
+    RUN(reentrant_callback);
+    RUN(close_with_queued_notification);
+    RUN(concurrent_take);
+
+    NdkCloseAdapter(g_ad);
+    tl_event_destroy(&g_bev);
+    return tl_finish();
+}
