@@ -98,10 +98,11 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
     info->LargeRequestThreshold = 8192;
     info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
     info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
-    info->AdapterFlags = NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
-    /* NdkResizeCq reallocates the ring under the CQ lock, keeping every entry in order. */
-    info->AdapterFlags |= NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED;
-    /* CQ_INTERRUPT_MODERATION stays clear: no interrupt cost to amortize in user space (cq.c). */
+    info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
+                         NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
+                         NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
+                         NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
+                         NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
     info->RdmaTechnology = NdkiWarp;
 }
 
