@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs the build into a scratch prefix and builds an outside consumer
+# against it with pkg-config only, as a user of the library would.
+set -euo pipefail
+build=$1
+cc=${2:-cc}
+prefix=$(mktemp -d)
+trap 'rm -rf "$prefix"' EXIT
+cmake --install "$build" --prefix "$prefix" >/dev/null
+export PKG_CONFIG_PATH=$prefix/lib/pkgconfig:${PKG_CONFIG_PATH:-}
+for d in lib lib64 lib/x86_64-linux-gnu; do
+	[ -d "$prefix/$d/pkgconfig" ] && PKG_CONFIG_PATH=$prefix/$d/pkgconfig:$PKG_CONFIG_PATH
+done
+cat >"$prefix/consumer.c" <<'C'
+#include <ndk/ndk.h>
+#include <stdio.h>
+int main(void)
+{
+    NDK_ADAPTER *ad;
+    NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &ad);
+    if (st != STATUS_SUCCESS) {
+        printf("open: %s\n", NdkStatusName(st));
+        return 1;
+    }
+    NDK_ADAPTER_INFO info;
+    ULONG size = sizeof info;
+    st = ad->Dispatch->NdkQueryAdapterInfo(ad, &info, &size);
+    NdkCloseAdapter(ad);
+    printf("installed libndk: NDK %u.%u, %s\n", info.Version.Major, info.Version.Minor, NdkStatusName(st));
+    return st == STATUS_SUCCESS ? 0 : 1;
+}
+C
+"$cc" -std=c11 -Wall -Werror "$prefix/consumer.c" -o "$prefix/consumer" \
+	$(pkg-config --cflags --libs libndk) -Wl,-rpath,"$(pkg-config --variable=libdir libndk)"
+"$prefix/consumer"
+"$prefix/bin/ndkinfo" -l
