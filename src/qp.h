@@ -168,6 +168,8 @@ struct ndk_qp_dp {
     int rx_iov_n, rx_iov_off;
     uint8_t rx_trl[8];
     size_t rx_trl_need, rx_trl_have;
+    uint8_t rx_pre[16];     /* the next FPDU's first octets, read with this one's trailer */
+    size_t rx_pre_have;
     uint32_t rx_crc;
     bool rx_discard;        /* payload goes nowhere (zero-length or error) */
     bool rx_first_seen;

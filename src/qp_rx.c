@@ -387,7 +387,9 @@ static bool on_trailer(struct ndk_qp_impl *qp)
     if (!commit(qp))
         return false;
     dp->rx_st = RX_HDR;
-    dp->rx_have = 0;
+    memcpy(dp->rx_hdr, dp->rx_pre, dp->rx_pre_have);
+    dp->rx_have = dp->rx_pre_have;
+    dp->rx_pre_have = 0;
     dp->rx_need = 4;
     return true;
 }
@@ -412,22 +414,12 @@ static bool rx_run(struct ndk_qp_impl *qp)
     bool alive = tr && dp->rx_st != RX_DEAD;
     for (int fpdus = 0; alive && fpdus < RX_BUDGET_FPDUS;) {
         if (dp->rx_st == RX_HDR) {
-            struct iovec v = {dp->rx_hdr + dp->rx_have, dp->rx_need - dp->rx_have};
-            ssize_t n = tr->ops->readv(tr, &v, 1);
-            if (n == -EAGAIN)
-                break;
-            if (n <= 0) {
-                rx_lost(qp, n == 0 && dp->rx_have == 0);
-                alive = false;
-                break;
-            }
-            dp->rx_have += (size_t)n;
-            if (dp->rx_have < dp->rx_need)
-                continue;
-            if (dp->rx_need == 4) {
+            size_t need = 4;
+            if (dp->rx_have >= 4) {
                 dp->rx_ulpdu = ddp_rd16(dp->rx_hdr);
                 size_t hl = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
-                bool term = !(dp->rx_hdr[2] & DDP_CTRL_T) && (dp->rx_hdr[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
+                bool term = !(dp->rx_hdr[2] & DDP_CTRL_T) &&
+                            (dp->rx_hdr[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
                 if (term) {
                     /* A Terminate is read whole: it has no payload to place. */
                     if (dp->rx_ulpdu > RX_HDR_MAX - 2) {
@@ -437,12 +429,24 @@ static bool rx_run(struct ndk_qp_impl *qp)
                     }
                     hl = dp->rx_ulpdu;
                 }
-                size_t need = 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
-                if (need > dp->rx_need) {
-                    dp->rx_need = need;
-                    continue;
-                }
+                need = 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
             }
+            if (dp->rx_have < need) {
+                struct iovec v = {dp->rx_hdr + dp->rx_have, need - dp->rx_have};
+                ssize_t n = tr->ops->readv(tr, &v, 1);
+                if (n == -EAGAIN)
+                    break;
+                if (n <= 0) {
+                    rx_lost(qp, n == 0 && dp->rx_have == 0);
+                    alive = false;
+                    break;
+                }
+                dp->rx_have += (size_t)n;
+                continue;
+            }
+            /* Prefetched octets beyond a (malformed, too short) header
+             * belong to what follows; the decode refuses it anyway. */
+            dp->rx_have = need;
             if (!on_header(qp)) {
                 alive = false;
                 break;
@@ -464,6 +468,10 @@ static bool rx_run(struct ndk_qp_impl *qp)
             skip = 0;
         }
         v[nv++] = (struct iovec){dp->rx_trl + dp->rx_trl_have, dp->rx_trl_need - dp->rx_trl_have};
+        /* The next FPDU's first 16 octets are header whatever it is (the
+         * shortest header is 16), so reading them now saves a system call
+         * per FPDU without copying any payload. */
+        v[nv++] = (struct iovec){dp->rx_pre, sizeof dp->rx_pre};
         ssize_t n = tr->ops->readv(tr, v, nv);
         if (n == -EAGAIN)
             break;
@@ -484,7 +492,11 @@ static bool rx_run(struct ndk_qp_impl *qp)
             }
         }
         dp->rx_payload_done += to_pl;
-        dp->rx_trl_have += got - to_pl;
+        size_t rest = got - to_pl;
+        size_t trl_left = dp->rx_trl_need - dp->rx_trl_have;
+        size_t to_trl = rest < trl_left ? rest : trl_left;
+        dp->rx_trl_have += to_trl;
+        dp->rx_pre_have = rest - to_trl;
         if (dp->rx_trl_have < dp->rx_trl_need)
             continue;
         fpdus++;
