@@ -1,18 +1,23 @@
 /*
- * ndkping - the connection phase of rdma-core's rping, over NDK.
+ * ndkping - rdma-core's rping over NDK: the connection phase, then a data
+ * phase.
  *
  * The client connects with private data and requested IRD/ORD; the server
  * reads them from its connect event, accepts with its own private data and
- * limits; both sides print what they see and how long each leg took; the
- * client disconnects, the server answers the disconnect; everything is
+ * limits; both sides print what they see and how long each leg took. Then,
+ * unless --no-data, the client moves data (see "Data phase" below); last the
+ * client disconnects, the server answers the disconnect, and everything is
  * closed. --loopback runs both ends in one process on two instances of the
  * loopback adapter, as two hosts would, and checks that each side received
- * the other's private data byte for byte and consistent IRD/ORD.
+ * the other's private data byte for byte, consistent IRD/ORD, and every
+ * byte of the data phase.
  *
  * Uses only the public headers. Every asynchronous call is handled the way
  * reference section 4 allows it to finish: inline (STATUS_SUCCESS or an
  * error) or STATUS_PENDING followed by exactly one callback from the
- * provider's thread, which we wait for with a bound.
+ * provider's thread, which we wait for with a bound. Work requests complete
+ * into the CQ, which ndkping polls, sleeping on its notification while it
+ * is empty, each wait with a deadline.
  */
 #include <ctype.h>
 #include <getopt.h>
@@ -30,9 +35,15 @@
  * a provider timeout is reported as the provider's status, and a missing
  * callback as such. */
 #define GRACE_MS 2000
-/* The QP only has to exist: no work request is posted. */
-#define CQ_DEPTH 8
+/* The data phase keeps at most one work request outstanding on each queue
+ * (each step waits for its completion); one CQ serves both queues, so it
+ * holds both depths and can never overflow. */
 #define QUEUE_DEPTH 4
+#define CQ_DEPTH (2 * QUEUE_DEPTH)
+/* Data phase: the default and largest -S, and the Send/Receive message. */
+#define DEFAULT_SIZE 65536u
+#define MAX_SIZE (1u << 30)
+#define MSG_SIZE 64u
 /* Private data is shown up to this many bytes. */
 #define PDATA_SHOWN 256
 #define PDATA_BUF (PDATA_SHOWN * 4 + 64)
@@ -56,6 +67,9 @@ static struct options {
     char *data, *reply;
     size_t data_len, reply_len;
     bool reject, crc, no_p2p, ipv6;
+    bool data_phase; /* the data phase; --no-data turns it off */
+    bool verify;     /* compare every byte (--verify; always with --loopback) */
+    ULONG size;      /* -S: this side's buffer */
     int verbosity;
     unsigned timeout_ms;
 } opt;
@@ -204,6 +218,275 @@ static void stats_print(const char *role, const char *noun, const char *suffix, 
 }
 
 /* ------------------------------------------------------------------------ */
+/* Data phase: what travels                                                 */
+/* ------------------------------------------------------------------------ */
+
+/*
+ * Private data. With the data phase on, each side appends to its text
+ * (--data / --reply) a NUL byte and a 16-byte buffer advertisement, as
+ * rping's message, all fields big-endian:
+ *
+ *     TEXT  0x00  | virtual address (8) | remote token (4) | size (4) |
+ *
+ * The text cannot hold a NUL (it is a C string), so the first NUL ends it
+ * and exactly 16 bytes must follow; private data without a NUL is text
+ * alone (--no-data, or a reject, which never advertises a buffer).
+ */
+#define ADV_LEN 16u
+
+struct adv {
+    uint64_t addr;  /* the buffer's virtual address: the RemoteAddress to use */
+    uint32_t token; /* its remote token */
+    uint32_t size;  /* its size in bytes */
+};
+
+static void put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
+    p[3] = (uint8_t)v;
+}
+
+static uint32_t get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+static void adv_encode(uint8_t out[ADV_LEN], const struct adv *a)
+{
+    put_be32(out, (uint32_t)(a->addr >> 32));
+    put_be32(out + 4, (uint32_t)a->addr);
+    put_be32(out + 8, a->token);
+    put_be32(out + 12, a->size);
+}
+
+static void adv_decode(const uint8_t in[ADV_LEN], struct adv *a)
+{
+    a->addr = (uint64_t)get_be32(in) << 32 | get_be32(in + 4);
+    a->token = get_be32(in + 8);
+    a->size = get_be32(in + 12);
+}
+
+/* TEXT [NUL ADV] into a malloc'ed buffer; NULL when out of memory. */
+static uint8_t *pdata_build(const char *text, size_t text_len, const struct adv *a, ULONG *len)
+{
+    size_t n = text_len + (a ? 1 + ADV_LEN : 0);
+    uint8_t *p = malloc(n ? n : 1);
+    if (!p)
+        return NULL;
+    memcpy(p, text, text_len);
+    if (a) {
+        p[text_len] = 0;
+        adv_encode(p + text_len + 1, a);
+    }
+    *len = (ULONG)n;
+    return p;
+}
+
+/* Splits received private data into its text and its advertisement
+ * (*adv_bytes NULL when there is none). False if a NUL is not followed by
+ * exactly ADV_LEN bytes. */
+static bool pdata_split(const uint8_t *p, ULONG len, ULONG *text_len, const uint8_t **adv_bytes)
+{
+    const uint8_t *nul = len ? memchr(p, 0, len) : NULL;
+    *adv_bytes = NULL;
+    if (!nul) {
+        *text_len = len;
+        return true;
+    }
+    *text_len = (ULONG)(nul - p);
+    if (len - *text_len - 1 != ADV_LEN)
+        return false;
+    *adv_bytes = nul + 1;
+    return true;
+}
+
+/* "TEXT" (N bytes) + buffer 0x... token 0x... N bytes */
+static const char *fmt_pdata_adv(const uint8_t *text, size_t text_len, const uint8_t *adv_bytes,
+                                 char *buf, size_t size)
+{
+    fmt_pdata(text, text_len, buf, size);
+    if (adv_bytes) {
+        struct adv a;
+        adv_decode(adv_bytes, &a);
+        size_t used = strlen(buf);
+        snprintf(buf + used, size - used,
+                 " + buffer 0x%" PRIx64 " token 0x%08" PRIx32 " %" PRIu32 " bytes", a.addr, a.token,
+                 a.size);
+    }
+    return buf;
+}
+
+/*
+ * The bytes moved: xorshift32 streams from a seed the client picks per
+ * connection, so that no two connections write the same bytes and the
+ * server, which learns the seed from the client's message, can check its
+ * buffer. Bytes are taken big-endian from each word: the same on every host.
+ */
+enum { STREAM_BUFFER = 1, STREAM_CLIENT_MSG = 2, STREAM_SERVER_MSG = 3 };
+
+static uint32_t pattern_start(uint32_t seed, uint32_t stream)
+{
+    uint32_t s = seed ^ (stream * 0x9E3779B9u);
+    return s ? s : 0x6D2B79F5u; /* xorshift never leaves 0 */
+}
+
+static uint32_t pattern_next(uint32_t *s)
+{
+    uint32_t x = *s;
+    x ^= x << 13;
+    x ^= x >> 17;
+    x ^= x << 5;
+    return *s = x;
+}
+
+/* The next up to PATTERN_CHUNK bytes of a stream. */
+#define PATTERN_CHUNK 1024u
+static size_t pattern_chunk(uint32_t *s, uint8_t *out, size_t left)
+{
+    size_t k = left < PATTERN_CHUNK ? left : PATTERN_CHUNK;
+    for (size_t i = 0; i < k; i += 4) {
+        uint8_t w[4];
+        put_be32(w, pattern_next(s));
+        memcpy(out + i, w, k - i < 4 ? k - i : 4);
+    }
+    return k;
+}
+
+static void pattern_fill(uint8_t *p, size_t n, uint32_t seed, uint32_t stream)
+{
+    uint32_t s = pattern_start(seed, stream);
+    for (size_t i = 0; i < n;)
+        i += pattern_chunk(&s, p + i, n - i);
+}
+
+/* Compares p[0..n) with the stream: the number of differing bytes, the
+ * first of them at *first (got *got, expected *want). */
+static size_t pattern_check(const uint8_t *p, size_t n, uint32_t seed, uint32_t stream,
+                            size_t *first, uint8_t *got, uint8_t *want)
+{
+    uint32_t s = pattern_start(seed, stream);
+    size_t bad = 0;
+    uint8_t chunk[PATTERN_CHUNK];
+    for (size_t i = 0; i < n;) {
+        size_t k = pattern_chunk(&s, chunk, n - i);
+        if (memcmp(p + i, chunk, k) != 0) {
+            for (size_t j = 0; j < k; j++) {
+                if (p[i + j] == chunk[j])
+                    continue;
+                if (bad++ == 0)
+                    *first = i + j, *got = p[i + j], *want = chunk[j];
+            }
+        }
+        i += k;
+    }
+    return bad;
+}
+
+/*
+ * The Send/Receive messages, MSG_SIZE bytes, big-endian:
+ *
+ *      0  "NDKP"
+ *      4  kind: MSG_CLIENT (the client's Send), MSG_REPLY (the server's)
+ *      8  seed of the connection's streams
+ *     12  bytes of the RDMA Write / Read (the smaller of the two buffers)
+ *     16  reply only: the server's verdict (VERDICT_*)
+ *     20  reply only: microseconds from the server's Receive completion to
+ *         its reply, spent checking; the client leaves them out of the
+ *         Send/Receive round trip
+ *     24  stream bytes up to MSG_SIZE (STREAM_CLIENT_MSG / STREAM_SERVER_MSG)
+ */
+#define MSG_HEADER 24u
+enum { MSG_CLIENT = 1, MSG_REPLY = 2 };
+enum {
+    VERDICT_OK = 0,         /* the message and the buffer held what was sent */
+    VERDICT_BAD_MSG = 1,    /* the client's message was not as sent */
+    VERDICT_BAD_BUFFER = 2, /* the buffer did not hold the written pattern */
+    VERDICT_UNCHECKED = 3,  /* the server runs without --verify */
+};
+
+static const char *verdict_name(uint32_t v)
+{
+    switch (v) {
+    case VERDICT_OK:
+        return "ok";
+    case VERDICT_BAD_MSG:
+        return "the client's message was not what was sent";
+    case VERDICT_BAD_BUFFER:
+        return "its buffer did not hold the written pattern";
+    case VERDICT_UNCHECKED:
+        return "not checked (the server runs without --verify)";
+    default:
+        return "an unknown verdict";
+    }
+}
+
+static void msg_build(uint8_t *m, uint32_t kind, uint32_t seed, uint32_t len, uint32_t verdict,
+                      uint32_t held_us)
+{
+    memcpy(m, "NDKP", 4);
+    put_be32(m + 4, kind);
+    put_be32(m + 8, seed);
+    put_be32(m + 12, len);
+    put_be32(m + 16, verdict);
+    put_be32(m + 20, held_us);
+    pattern_fill(m + MSG_HEADER, MSG_SIZE - MSG_HEADER, seed,
+                 kind == MSG_CLIENT ? STREAM_CLIENT_MSG : STREAM_SERVER_MSG);
+}
+
+/*
+ * Checks a received message of `got` bytes: magic, kind, length of the
+ * transfer, and with --verify the stream bytes. Returns NULL if it is as
+ * expected (*seed, *verdict, *held_us filled), else what is wrong.
+ */
+static const char *msg_check(const uint8_t *m, ULONG got, uint32_t kind, uint32_t len,
+                             uint32_t *seed, uint32_t *verdict, uint32_t *held_us, char *why,
+                             size_t size)
+{
+    if (got != MSG_SIZE) {
+        snprintf(why, size, "%" PRIu32 " bytes instead of %u", got, MSG_SIZE);
+        return why;
+    }
+    if (memcmp(m, "NDKP", 4) != 0 || get_be32(m + 4) != kind) {
+        snprintf(why, size, "not an ndkping %s message", kind == MSG_CLIENT ? "client" : "reply");
+        return why;
+    }
+    *seed = get_be32(m + 8);
+    *verdict = get_be32(m + 16);
+    *held_us = get_be32(m + 20);
+    if (get_be32(m + 12) != len) {
+        snprintf(why, size, "announces %" PRIu32 " bytes written, expected %" PRIu32,
+                 get_be32(m + 12), len);
+        return why;
+    }
+    size_t first = 0, bad;
+    uint8_t g = 0, w = 0;
+    if (opt.verify &&
+        (bad = pattern_check(m + MSG_HEADER, MSG_SIZE - MSG_HEADER, *seed,
+                             kind == MSG_CLIENT ? STREAM_CLIENT_MSG : STREAM_SERVER_MSG, &first, &g,
+                             &w))) {
+        snprintf(why, size, "%zu byte%s differ, the first at offset %zu: 0x%02x, expected 0x%02x",
+                 bad, bad == 1 ? "" : "s", MSG_HEADER + first, g, w);
+        return why;
+    }
+    return NULL;
+}
+
+/* Bytes per microsecond are MB/s (10^6 bytes per second). */
+static double mb_per_s(uint64_t bytes, uint64_t us)
+{
+    return (double)bytes / (double)(us ? us : 1);
+}
+
+/* Decimals for a rate printed with "%.*f": small rates keep three. */
+static int rate_prec(double mb_s)
+{
+    return mb_s < 1.0 ? 3 : 1;
+}
+
+/* The two arguments of "%.*f MB/s" for bytes in us. */
+#define RATE(bytes, us) rate_prec(mb_per_s((bytes), (us))), mb_per_s((bytes), (us))
+
+/* ------------------------------------------------------------------------ */
 /* One end: an adapter instance                                              */
 /* ------------------------------------------------------------------------ */
 
@@ -216,7 +499,43 @@ struct side {
     char name[IF_NAMESIZE];
     NDK_SOCKADDR addr;      /* server: listen address; client: source address (port 0) */
     struct conn *graveyard; /* connections whose callbacks may still come */
+    /* The advertisement in the private data this side sent last, under
+     * adv_lock: --loopback compares what the peer received with it. */
+    uint8_t adv[ADV_LEN];
+    bool adv_set;
 };
+
+static pthread_mutex_t adv_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static void side_record_adv(struct side *s, const struct adv *a)
+{
+    pthread_mutex_lock(&adv_lock);
+    adv_encode(s->adv, a);
+    s->adv_set = true;
+    pthread_mutex_unlock(&adv_lock);
+}
+
+/* --loopback: did the peer's advertisement arrive byte for byte? */
+static bool adv_matches(const char *role, const char *whose, const struct side *peer,
+                        const uint8_t *got)
+{
+    pthread_mutex_lock(&adv_lock);
+    bool same = peer->adv_set && memcmp(peer->adv, got, ADV_LEN) == 0;
+    uint8_t sent[ADV_LEN];
+    memcpy(sent, peer->adv, ADV_LEN);
+    pthread_mutex_unlock(&adv_lock);
+    if (!same) {
+        struct adv a, b;
+        adv_decode(got, &a);
+        adv_decode(sent, &b);
+        complain(role,
+                 "%s buffer advertisement differs from what was sent: got 0x%" PRIx64
+                 " token 0x%08" PRIx32 " %" PRIu32 " bytes, sent 0x%" PRIx64 " token 0x%08" PRIx32
+                 " %" PRIu32 " bytes",
+                 whose, a.addr, a.token, a.size, b.addr, b.token, b.size);
+    }
+    return same;
+}
 
 static bool side_open(struct side *s, const char *role, const char *spec, const char *name,
                       ULONG flags)
@@ -300,6 +619,60 @@ static const char *const k_names[K_COUNT] = {
     [K_CLOSE_CQ] = "NdkCloseCq",
 };
 
+/* The registered buffers of the data phase; a connection uses some. */
+enum {
+    B_SOURCE, /* client: the pattern it writes; advertised, remote read */
+    B_SINK,   /* client: where the RDMA Read puts the pattern back */
+    B_TARGET, /* server: advertised, the client writes and reads it */
+    B_MSG,    /* both: the outgoing message, then the receive buffer */
+    B_COUNT
+};
+
+/* The calls made on each buffer's MR, each with its own completion. */
+enum { MK_CREATE, MK_REGISTER, MK_DEREGISTER, MK_CLOSE, MK_COUNT };
+
+#define MR_CALLS(what)                                                                             \
+    {                                                                                              \
+        "NdkCreateMr (" what ")", "NdkRegisterMr (" what ")", "NdkDeregisterMr (" what ")",        \
+            "NdkCloseMr (" what ")"                                                                \
+    }
+static const char *const mr_call_names[B_COUNT][MK_COUNT] = {
+    [B_SOURCE] = MR_CALLS("source buffer"),
+    [B_SINK] = MR_CALLS("read sink"),
+    [B_TARGET] = MR_CALLS("target buffer"),
+    [B_MSG] = MR_CALLS("message buffer"),
+};
+#undef MR_CALLS
+
+struct buf {
+    uint8_t *mem; /* page-aligned; freed with the connection */
+    size_t len;
+    MDL mdl; /* left alone while a registration is pending (5.6.1) */
+    NDK_MR *mr;
+    bool registered;
+    UINT32 ltoken, rtoken;
+    struct tc_completion k[MK_COUNT];
+};
+
+/* The work requests of the data phase; RequestContext is the struct op. */
+enum { OP_WRITE, OP_READ, OP_SEND, OP_RECV, OP_COUNT };
+
+static const struct {
+    const char *name;
+    NDK_OPERATION_TYPE type;
+} op_info[OP_COUNT] = {
+    [OP_WRITE] = {"RDMA Write", NdkOperationTypeWrite},
+    [OP_READ] = {"RDMA Read", NdkOperationTypeRead},
+    [OP_SEND] = {"Send", NdkOperationTypeSend},
+    [OP_RECV] = {"Receive", NdkOperationTypeReceive},
+};
+
+struct op {
+    bool posted, done;
+    uint64_t t_post, t_done; /* tc_now_us() before posting / when polled */
+    NDK_RESULT_EX res;
+};
+
 struct conn {
     struct side *side;
     unsigned num; /* 1-based, as printed */
@@ -308,6 +681,17 @@ struct conn {
     NDK_PD *pd;
     NDK_QP *qp;
     NDK_CONNECTOR *cn;
+    struct buf bufs[B_COUNT];
+    struct op ops[OP_COUNT];
+    uint8_t *pdata_out; /* the private data this side sends (text [NUL adv]) */
+    ULONG pdata_out_len;
+    uint32_t seed; /* client: of the connection's pattern streams */
+    /* ops_wait sleeps on wake_cond until wakes changes: the CQ's
+     * notification and the disconnect event count it up. */
+    pthread_mutex_t wake_lock;
+    pthread_cond_t wake_cond;
+    unsigned wakes;
+    NTSTATUS cq_status; /* of the last CQ notification */
     /* A callback may still arrive (we stopped waiting for one): the
      * completions must outlive the adapter, whose close is the last point
      * a callback can run (rule L12). */
@@ -324,22 +708,39 @@ static struct conn *conn_new(struct side *s, unsigned num)
     }
     c->side = s;
     c->num = num;
+    pthread_mutex_init(&c->wake_lock, NULL);
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(&c->wake_cond, &attr);
+    pthread_condattr_destroy(&attr);
     for (int i = 0; i < K_COUNT; i++)
         tc_comp_init(&c->k[i], k_names[i]);
+    for (int b = 0; b < B_COUNT; b++)
+        for (int i = 0; i < MK_COUNT; i++)
+            tc_comp_init(&c->bufs[b].k[i], mr_call_names[b][i]);
     return c;
 }
 
+/* Also frees the buffers: only once no registration can use them. */
 static void conn_free(struct conn *c)
 {
     for (int i = 0; i < K_COUNT; i++)
         tc_comp_destroy(&c->k[i]);
+    for (int b = 0; b < B_COUNT; b++) {
+        for (int i = 0; i < MK_COUNT; i++)
+            tc_comp_destroy(&c->bufs[b].k[i]);
+        free(c->bufs[b].mem);
+    }
+    free(c->pdata_out);
+    pthread_cond_destroy(&c->wake_cond);
+    pthread_mutex_destroy(&c->wake_lock);
     free(c);
 }
 
 /* -v: how a call finished. */
-static void note_step(struct conn *c, int k, NTSTATUS final)
+static void note_comp(struct conn *c, struct tc_completion *p, NTSTATUS final)
 {
-    struct tc_completion *p = &c->k[k];
     if (p->pending)
         say(LVL_VERBOSE, c->side->role, "[%u] %s: STATUS_PENDING, then %s", c->num, p->what,
             tc_status_name(final));
@@ -348,27 +749,57 @@ static void note_step(struct conn *c, int k, NTSTATUS final)
             tc_status_name(final));
 }
 
-/* Finishes a create: the object, or NULL after printing why. */
-static void *finish_create(struct conn *c, int k, NTSTATUS st, void *inline_obj)
+static void note_step(struct conn *c, int k, NTSTATUS final)
 {
-    st = tc_comp_finish(&c->k[k], st, step_wait_ms());
-    note_step(c, k, st);
+    note_comp(c, &c->k[k], final);
+}
+
+/* Finishes a create: the object, or NULL after printing why. */
+static void *finish_create_comp(struct conn *c, struct tc_completion *p, NTSTATUS st,
+                                void *inline_obj)
+{
+    st = tc_comp_finish(p, st, step_wait_ms());
+    note_comp(c, p, st);
     if (st == TC_STATUS_NO_CALLBACK)
         c->abandoned = true; /* the object may still be created later */
     if (st != STATUS_SUCCESS) {
-        complain(c->side->role, "%s failed: %s", k_names[k], tc_status_name(st));
+        complain(c->side->role, "%s failed: %s", p->what, tc_status_name(st));
         return NULL;
     }
-    void *obj = tc_comp_object(&c->k[k], inline_obj);
+    void *obj = tc_comp_object(p, inline_obj);
     if (!obj)
-        library_problem(c->side->role, "%s succeeded without giving an object", k_names[k]);
+        library_problem(c->side->role, "%s succeeded without giving an object", p->what);
     return obj;
 }
 
+static void *finish_create(struct conn *c, int k, NTSTATUS st, void *inline_obj)
+{
+    return finish_create_comp(c, &c->k[k], st, inline_obj);
+}
+
+static void conn_wake(struct conn *c, NTSTATUS st)
+{
+    pthread_mutex_lock(&c->wake_lock);
+    c->wakes++;
+    if (st != STATUS_SUCCESS)
+        c->cq_status = st;
+    pthread_cond_broadcast(&c->wake_cond);
+    pthread_mutex_unlock(&c->wake_lock);
+}
+
+/* Called once per NdkArmCq that is satisfied (8.2); Context is the conn. */
 static VOID cq_notification(PVOID Context, NTSTATUS CqStatus)
 {
-    /* Never armed, so never called (reference 5.3.2). */
-    (void)Context, (void)CqStatus;
+    conn_wake(Context, CqStatus);
+}
+
+/* The peer's disconnect (5.2.7): recorded, and a data phase waiting for
+ * completions stops waiting. Context is the conn. */
+static VOID on_disconnect_event(PVOID Context)
+{
+    struct conn *c = Context;
+    tc_comp_signal(&c->k[K_DISCONNECT_EVENT], STATUS_SUCCESS, NULL, 0);
+    conn_wake(c, STATUS_SUCCESS);
 }
 
 /* CQ, PD and a small QP; the client also creates its connector. */
@@ -402,39 +833,129 @@ static bool conn_create(struct conn *c, bool with_connector)
 }
 
 /*
+ * A page-aligned, zeroed buffer of len bytes, registered on the
+ * connection's PD with flags (NdkCreateMr(pd, FALSE) + NdkRegisterMr over
+ * an MDL describing it); its tokens are read once the registration is done.
+ */
+static bool buf_setup(struct conn *c, int b, size_t len, ULONG flags)
+{
+    struct buf *B = &c->bufs[b];
+    const char *role = c->side->role;
+    void *mem = NULL;
+    if (posix_memalign(&mem, 4096, len) != 0) {
+        complain(role, "[%u] cannot allocate %zu bytes", c->num, len);
+        return false;
+    }
+    B->mem = mem;
+    B->len = len;
+    memset(B->mem, 0, len);
+
+    NDK_MR *mr = NULL;
+    NTSTATUS st = c->pd->Dispatch->NdkCreateMr(c->pd, FALSE, tc_on_create, &B->k[MK_CREATE], &mr);
+    if (!(B->mr = finish_create_comp(c, &B->k[MK_CREATE], st, mr)))
+        return false;
+
+    B->mdl = (MDL){.Next = NULL, .StartVa = B->mem, .ByteOffset = 0, .ByteCount = (ULONG)len};
+    st = B->mr->Dispatch->NdkRegisterMr(B->mr, &B->mdl, len, flags, tc_on_request,
+                                        &B->k[MK_REGISTER]);
+    st = tc_comp_finish(&B->k[MK_REGISTER], st, step_wait_ms());
+    note_comp(c, &B->k[MK_REGISTER], st);
+    if (st == TC_STATUS_NO_CALLBACK)
+        c->abandoned = true; /* the registration may still complete */
+    if (st != STATUS_SUCCESS) {
+        complain(role, "[%u] %s of %zu bytes, flags 0x%" PRIx32 ", failed: %s", c->num,
+                 B->k[MK_REGISTER].what, len, flags, tc_status_name(st));
+        return false;
+    }
+    B->registered = true;
+    B->ltoken = B->mr->Dispatch->NdkGetLocalTokenFromMr(B->mr);
+    B->rtoken = B->mr->Dispatch->NdkGetRemoteTokenFromMr(B->mr);
+    say(LVL_VERBOSE, role,
+        "[%u] %s: %zu bytes at %p, flags 0x%" PRIx32 ", local token 0x%08" PRIx32
+        ", remote token 0x%08" PRIx32,
+        c->num, B->k[MK_REGISTER].what, len, (void *)B->mem, flags, B->ltoken, B->rtoken);
+    return true;
+}
+
+/* The advertisement of a registered buffer. */
+static struct adv buf_adv(const struct buf *B)
+{
+    return (struct adv){
+        .addr = (uint64_t)(uintptr_t)B->mem, .token = B->rtoken, .size = (uint32_t)B->len};
+}
+
+/* An SGE for len bytes at offset off of a registered buffer. */
+static NDK_SGE buf_sge(const struct buf *B, size_t off, size_t len)
+{
+    return (NDK_SGE){
+        .VirtualAddress = B->mem + off, .Length = (ULONG)len, .MemoryRegionToken = B->ltoken};
+}
+
+/* Closes one object and waits (bounded) for the close; false if it
+ * misbehaved (counted as a library problem). */
+static bool conn_close_one(struct conn *c, NDK_FN_CLOSE_OBJECT fn, NDK_OBJECT_HEADER *obj,
+                           struct tc_completion *p)
+{
+    NTSTATUS st = tc_close(fn, obj, p, step_wait_ms(), prog);
+    note_comp(c, p, st);
+    if (st == STATUS_SUCCESS)
+        return true;
+    if (st == TC_STATUS_NO_CALLBACK)
+        c->abandoned = true;
+    atomic_fetch_add(&library_problems, 1);
+    return false;
+}
+
+/* Deregisters and closes the buffers' MRs. The QP is closed by then, so no
+ * work request can still use them. */
+static bool bufs_teardown(struct conn *c)
+{
+    bool ok = true;
+    for (int b = 0; b < B_COUNT; b++) {
+        struct buf *B = &c->bufs[b];
+        if (!B->mr)
+            continue;
+        if (B->registered) {
+            NTSTATUS st =
+                B->mr->Dispatch->NdkDeregisterMr(B->mr, tc_on_request, &B->k[MK_DEREGISTER]);
+            st = tc_comp_finish(&B->k[MK_DEREGISTER], st, step_wait_ms());
+            note_comp(c, &B->k[MK_DEREGISTER], st);
+            if (st == TC_STATUS_NO_CALLBACK)
+                c->abandoned = true;
+            if (st != STATUS_SUCCESS) {
+                complain(c->side->role, "[%u] %s failed: %s", c->num, B->k[MK_DEREGISTER].what,
+                         tc_status_name(st));
+                ok = false;
+            }
+            B->registered = false;
+        }
+        if (!conn_close_one(c, B->mr->Dispatch->NdkCloseMr, &B->mr->Header, &B->k[MK_CLOSE]))
+            ok = false;
+        B->mr = NULL;
+    }
+    return ok;
+}
+
+/*
  * Closes the connection's objects, successors first (the connector relies
- * on the QP, the QP on the PD and CQ), each close waited for with a bound,
- * then checks the callback rules on every call it made. Returns false if a
- * close misbehaved.
+ * on the QP; the QP and the MRs on the PD; the QP on the CQ), each close
+ * waited for with a bound, then checks the callback rules on every call it
+ * made. Returns false if a close misbehaved.
  */
 static bool conn_teardown(struct conn *c)
 {
-    struct {
-        NDK_FN_CLOSE_OBJECT fn;
-        NDK_OBJECT_HEADER *obj;
-        int k;
-    } order[] = {
-        {c->cn ? c->cn->Dispatch->NdkCloseConnector : NULL, c->cn ? &c->cn->Header : NULL,
-         K_CLOSE_CONNECTOR},
-        {c->qp ? c->qp->Dispatch->NdkCloseQp : NULL, c->qp ? &c->qp->Header : NULL, K_CLOSE_QP},
-        {c->pd ? c->pd->Dispatch->NdkClosePd : NULL, c->pd ? &c->pd->Header : NULL, K_CLOSE_PD},
-        {c->cq ? c->cq->Dispatch->NdkCloseCq : NULL, c->cq ? &c->cq->Header : NULL, K_CLOSE_CQ},
-    };
     bool ok = true;
-    for (size_t i = 0; i < TC_ARRAY_SIZE(order); i++) {
-        if (!order[i].obj)
-            continue;
-        NTSTATUS st = tc_close(order[i].fn, order[i].obj, &c->k[order[i].k], step_wait_ms(), prog);
-        note_step(c, order[i].k, st);
-        if (st == TC_STATUS_NO_CALLBACK) {
-            c->abandoned = true;
-            atomic_fetch_add(&library_problems, 1);
-            ok = false;
-        } else if (st != STATUS_SUCCESS) {
-            atomic_fetch_add(&library_problems, 1);
-            ok = false;
-        }
-    }
+    if (c->cn && !conn_close_one(c, c->cn->Dispatch->NdkCloseConnector, &c->cn->Header,
+                                 &c->k[K_CLOSE_CONNECTOR]))
+        ok = false;
+    if (c->qp && !conn_close_one(c, c->qp->Dispatch->NdkCloseQp, &c->qp->Header, &c->k[K_CLOSE_QP]))
+        ok = false;
+    if (!bufs_teardown(c))
+        ok = false;
+    if (c->pd && !conn_close_one(c, c->pd->Dispatch->NdkClosePd, &c->pd->Header, &c->k[K_CLOSE_PD]))
+        ok = false;
+    if (c->cq && !conn_close_one(c, c->cq->Dispatch->NdkCloseCq, &c->cq->Header, &c->k[K_CLOSE_CQ]))
+        ok = false;
     c->cn = NULL, c->qp = NULL, c->pd = NULL, c->cq = NULL;
 
     if (c->abandoned) {
@@ -448,6 +969,9 @@ static bool conn_teardown(struct conn *c)
     fflush(stdout);
     for (int i = 0; i < K_COUNT; i++)
         problems += tc_comp_audit(&c->k[i], prog);
+    for (int b = 0; b < B_COUNT; b++)
+        for (int i = 0; i < MK_COUNT; i++)
+            problems += tc_comp_audit(&c->bufs[b].k[i], prog);
     pthread_mutex_unlock(&out_lock);
     if (problems) {
         atomic_fetch_add(&library_problems, (unsigned)problems);
@@ -455,6 +979,147 @@ static bool conn_teardown(struct conn *c)
     }
     conn_free(c);
     return ok;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Data phase: work requests and the CQ                                     */
+/* ------------------------------------------------------------------------ */
+
+/* Marks op as posted; st is what the posting call returned (4.5: SUCCESS
+ * queues it, anything else fails it inline and no CQ entry follows). */
+static bool op_posted(struct conn *c, int op, const char *call, NTSTATUS st)
+{
+    if (st != STATUS_SUCCESS) {
+        complain(c->side->role, "[%u] %s failed: %s returned %s", c->num, op_info[op].name, call,
+                 NdkStatusName(st));
+        if (st == STATUS_PENDING)
+            library_problem(c->side->role, "%s returned STATUS_PENDING, never valid for a post",
+                            call);
+        return false;
+    }
+    c->ops[op].posted = true;
+    say(LVL_VERBOSE, c->side->role, "[%u] %s: STATUS_SUCCESS (posted)", c->num, call);
+    return true;
+}
+
+/* Takes what the CQ holds and files each entry with its op. */
+static ULONG cq_drain(struct conn *c)
+{
+    NDK_RESULT_EX r[CQ_DEPTH];
+    ULONG n = c->cq->Dispatch->NdkGetCqResultsEx(c->cq, r, CQ_DEPTH);
+    uint64_t now = tc_now_us();
+    if (n > CQ_DEPTH) {
+        library_problem(c->side->role, "NdkGetCqResultsEx returned %" PRIu32 " of at most %u", n,
+                        CQ_DEPTH);
+        n = CQ_DEPTH;
+    }
+    for (ULONG i = 0; i < n; i++) {
+        int op = -1;
+        for (int k = 0; k < OP_COUNT; k++)
+            if (r[i].RequestContext == &c->ops[k])
+                op = k;
+        if (op < 0 || !c->ops[op].posted || c->ops[op].done) {
+            library_problem(c->side->role,
+                            "[%u] a CQ entry (%s, type %d) for no outstanding request (context %p)",
+                            c->num, NdkStatusName(r[i].Status), (int)r[i].Type,
+                            r[i].RequestContext);
+            continue;
+        }
+        struct op *o = &c->ops[op];
+        o->done = true;
+        o->t_done = now;
+        o->res = r[i];
+        say(LVL_VERBOSE, c->side->role,
+            "[%u] CQ: %s %s, %" PRIu32 " bytes, ProviderErrorCode 0x%" PRIx32, c->num,
+            op_info[op].name, NdkStatusName(r[i].Status), r[i].BytesTransferred,
+            r[i].ProviderErrorCode);
+        if (r[i].QPContext != c)
+            library_problem(c->side->role, "[%u] %s completion with QPContext %p, not %p", c->num,
+                            op_info[op].name, r[i].QPContext, (void *)c);
+        if (r[i].Status == STATUS_SUCCESS && r[i].Type != op_info[op].type)
+            library_problem(c->side->role, "[%u] %s completion of type %d, expected %d", c->num,
+                            op_info[op].name, (int)r[i].Type, (int)op_info[op].type);
+    }
+    return n;
+}
+
+/*
+ * Waits until every op in mask has completed, one of them failed, the
+ * deadline passed, or the peer disconnected (once its disconnect event is
+ * registered). The CQ is polled; when it is empty, armed for the next
+ * completion (8.2) and polled once more, which closes the race with a
+ * completion that came before the arm, then the wait sleeps until the
+ * notification or the disconnect event (or the deadline). True if all came.
+ */
+static bool ops_wait(struct conn *c, unsigned mask)
+{
+    struct timespec deadline;
+    tc_deadline(&deadline, step_wait_ms());
+    bool expired = false;
+    for (;;) {
+        bool all = true;
+        for (int k = 0; k < OP_COUNT; k++) {
+            if (!(mask & (1u << k)))
+                continue;
+            if (!c->ops[k].done)
+                all = false;
+            else if (c->ops[k].res.Status != STATUS_SUCCESS)
+                return false;
+        }
+        if (all)
+            return true;
+        /* Seen before the drain: what the peer sent before leaving has
+         * been taken by then. */
+        bool peer_left = tc_comp_fired(&c->k[K_DISCONNECT_EVENT]);
+        if (cq_drain(c))
+            continue;
+        if (peer_left || expired)
+            return false;
+        pthread_mutex_lock(&c->wake_lock);
+        unsigned seen = c->wakes;
+        pthread_mutex_unlock(&c->wake_lock);
+        c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
+        if (cq_drain(c))
+            continue;
+        pthread_mutex_lock(&c->wake_lock);
+        while (c->wakes == seen && !expired)
+            expired = pthread_cond_timedwait(&c->wake_cond, &c->wake_lock, &deadline) == ETIMEDOUT;
+        NTSTATUS cq_status = c->cq_status;
+        pthread_mutex_unlock(&c->wake_lock);
+        if (cq_status != STATUS_SUCCESS) {
+            complain(c->side->role, "[%u] the CQ notification reports %s", c->num,
+                     NdkStatusName(cq_status));
+            return false;
+        }
+    }
+}
+
+/* Did op complete successfully? Prints why not: the operation, the
+ * completion's status and ProviderErrorCode. */
+static bool op_ok(struct conn *c, int op)
+{
+    const char *role = c->side->role;
+    const struct op *o = &c->ops[op];
+    if (!o->done) {
+        if (tc_comp_fired(&c->k[K_DISCONNECT_EVENT]))
+            complain(role, "[%u] %s failed: the peer disconnected before it completed", c->num,
+                     op_info[op].name);
+        else
+            complain(role, "[%u] %s failed: no completion within %u ms", c->num, op_info[op].name,
+                     step_wait_ms());
+        return false;
+    }
+    if (o->res.Status != STATUS_SUCCESS) {
+        complain(role, "[%u] %s failed: completion status %s, ProviderErrorCode 0x%" PRIx32, c->num,
+                 op_info[op].name, NdkStatusName(o->res.Status), o->res.ProviderErrorCode);
+        return false;
+    }
+    return true;
+}
+
+static uint64_t op_us(const struct op *o)
+{
+    return o->t_done > o->t_post ? o->t_done - o->t_post : 0;
 }
 
 /*
@@ -538,6 +1203,7 @@ struct server {
     bool failed;
     struct stats accept_stats; /* accepted connections: the accept leg */
     struct stats reject_stats; /* --reject: rejected requests (no leg to time) */
+    struct stats reply_stats;  /* data phases: the reply Send */
 };
 
 static VOID dropped_connector_closed(PVOID Context)
@@ -664,8 +1330,8 @@ static bool server_start(struct server *s)
 
 /* Checks what the passive side sees before accepting (behaviour.md, IRD/ORD:
  * IRD = min(max, requester's ORD), ORD = min(max, requester's IRD)). */
-static bool server_check_request(struct server *s, ULONG ird, ULONG ord, const uint8_t *pd,
-                                 ULONG pd_len)
+static bool server_check_request(struct server *s, ULONG ird, ULONG ord, const uint8_t *text,
+                                 ULONG text_len, const uint8_t *adv_bytes)
 {
     const char *role = s->side.role;
     const NDK_ADAPTER_INFO *in = &s->side.info;
@@ -681,7 +1347,9 @@ static bool server_check_request(struct server *s, ULONG ird, ULONG ord, const u
                      ird, ord, want_ird, want_ord, opt.ird, opt.ord);
             ok = false;
         }
-        if (!pdata_matches(role, "client", pd, pd_len, opt.data, opt.data_len))
+        if (!pdata_matches(role, "client", text, text_len, opt.data, opt.data_len))
+            ok = false;
+        if (adv_bytes && !adv_matches(role, "client", s->peer, adv_bytes))
             ok = false;
     } else if (ird > in->MaxInboundReadLimit || ord > in->MaxOutboundReadLimit) {
         complain(role,
@@ -690,6 +1358,105 @@ static bool server_check_request(struct server *s, ULONG ird, ULONG ord, const u
                  ird, ord, in->MaxInboundReadLimit, in->MaxOutboundReadLimit);
         ok = false;
     }
+    return ok;
+}
+
+/*
+ * Before the accept: the target buffer the client writes and reads (its
+ * advertisement goes into the accept's private data), the message buffer,
+ * and the receive for the client's Send, posted now because the Send may
+ * follow the accept at once.
+ */
+static bool server_data_setup(struct server *s, struct conn *c)
+{
+    if (!buf_setup(c, B_TARGET, opt.size,
+                   NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                       NDK_MR_FLAG_ALLOW_REMOTE_WRITE))
+        return false;
+    /* [0, MSG_SIZE): the reply; [MSG_SIZE, 2 MSG_SIZE): the receive. */
+    if (!buf_setup(c, B_MSG, 2 * MSG_SIZE, NDK_MR_FLAG_ALLOW_LOCAL_WRITE))
+        return false;
+    NDK_SGE sge = buf_sge(&c->bufs[B_MSG], MSG_SIZE, MSG_SIZE);
+    c->ops[OP_RECV].t_post = tc_now_us();
+    NTSTATUS st = c->qp->Dispatch->NdkReceive(c->qp, &c->ops[OP_RECV], &sge, 1);
+    if (!op_posted(c, OP_RECV, "NdkReceive", st))
+        return false;
+    struct adv a = buf_adv(&c->bufs[B_TARGET]);
+    c->pdata_out = pdata_build(opt.reply, opt.reply_len, &a, &c->pdata_out_len);
+    if (!c->pdata_out) {
+        complain(s->side.role, "out of memory");
+        return false;
+    }
+    side_record_adv(&s->side, &a);
+    return true;
+}
+
+/*
+ * The server's part of the data phase, after the accept: the client's
+ * Send arrives in the posted receive; it names the seed of the pattern the
+ * client wrote before it, so the buffer must hold that pattern now (an
+ * RDMA Write is placed before a later Send on the same connection
+ * completes). The reply Send carries the verdict. True if all went well.
+ */
+static bool server_data(struct server *s, struct conn *c, const struct adv *peer)
+{
+    const char *role = s->side.role;
+    unsigned num = c->num;
+    struct buf *T = &c->bufs[B_TARGET], *M = &c->bufs[B_MSG];
+    uint32_t n = opt.size < peer->size ? opt.size : peer->size;
+
+    ops_wait(c, 1u << OP_RECV);
+    if (!op_ok(c, OP_RECV))
+        return false;
+    ULONG got = c->ops[OP_RECV].res.BytesTransferred;
+    char why[160];
+    uint32_t seed = 0, ignored = 0, verdict = opt.verify ? VERDICT_OK : VERDICT_UNCHECKED;
+    bool ok = true;
+    const char *bad = msg_check(M->mem + MSG_SIZE, got, MSG_CLIENT, n, &seed, &ignored, &ignored,
+                                why, sizeof why);
+    if (bad) {
+        complain(role, "[%u] Receive: the client's message is not as sent: %s", num, bad);
+        verdict = VERDICT_BAD_MSG;
+        ok = false;
+    } else if (opt.verify) {
+        size_t first = 0, nbad;
+        uint8_t g = 0, w = 0;
+        if ((nbad = pattern_check(T->mem, n, seed, STREAM_BUFFER, &first, &g, &w))) {
+            complain(role,
+                     "[%u] after the client's Send, %zu of the %" PRIu32
+                     " bytes it wrote differ in the buffer, the first at offset %zu: 0x%02x, "
+                     "expected 0x%02x",
+                     num, nbad, n, first, g, w);
+            verdict = VERDICT_BAD_BUFFER;
+            ok = false;
+        }
+    }
+
+    /* The reply goes out even when a check failed: it tells the client. */
+    uint64_t now = tc_now_us(), t_recv = c->ops[OP_RECV].t_done;
+    uint64_t held = now > t_recv ? now - t_recv : 0;
+    msg_build(M->mem, MSG_REPLY, seed, n, verdict, held > UINT32_MAX ? UINT32_MAX : (uint32_t)held);
+    NDK_SGE sge = buf_sge(M, 0, MSG_SIZE);
+    c->ops[OP_SEND].t_post = tc_now_us();
+    NTSTATUS st = c->qp->Dispatch->NdkSend(c->qp, &c->ops[OP_SEND], &sge, 1, 0);
+    if (!op_posted(c, OP_SEND, "NdkSend", st))
+        return false;
+    ops_wait(c, 1u << OP_SEND);
+    if (!op_ok(c, OP_SEND))
+        return false;
+    uint64_t t_send = op_us(&c->ops[OP_SEND]);
+    char what[128];
+    if (!ok)
+        snprintf(what, sizeof what, "verification FAILED");
+    else if (opt.verify)
+        snprintf(what, sizeof what, "message and the %" PRIu32 " written bytes verified", n);
+    else
+        snprintf(what, sizeof what, "%" PRIu32 " bytes written, not verified (no --verify)", n);
+    say(LVL_NORMAL, role,
+        "[%u] Receive %" PRIu32 " bytes: %s; reply Send %u bytes %" PRIu64 " us (%.*f MB/s)", num,
+        got, what, MSG_SIZE, t_send, RATE(MSG_SIZE, t_send));
+    if (ok)
+        stats_add(&s->reply_stats, t_send);
     return ok;
 }
 
@@ -722,19 +1489,54 @@ static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event,
                  NdkStatusName(st));
         goto out;
     }
+    ULONG text_len = 0;
+    const uint8_t *adv_bytes = NULL;
+    bool well_formed = pdata_split(pd, pd_len, &text_len, &adv_bytes);
     say(LVL_NORMAL, role,
         "[%u] request from %s: requested IRD %" PRIu32 " ORD %" PRIu32 ", client private data %s",
-        num, from, ird, ord, fmt_pdata(pd, pd_len, p1, sizeof p1));
-    bool request_ok = server_check_request(s, ird, ord, pd, pd_len);
+        num, from, ird, ord, fmt_pdata_adv(pd, text_len, adv_bytes, p1, sizeof p1));
+    bool request_ok = server_check_request(s, ird, ord, pd, text_len, adv_bytes);
+    if (!well_formed) {
+        complain(role,
+                 "[%u] the client's private data has a NUL not followed by a %u-byte buffer "
+                 "advertisement",
+                 num, ADV_LEN);
+        request_ok = false;
+    }
 
-    if (opt.reject) {
-        st = cn->Dispatch->NdkReject(cn, opt.reply_len ? opt.reply : NULL, (ULONG)opt.reply_len);
+    /* Both sides must agree on the data phase: a mismatch is refused
+     * with a reject, so the client learns it at once. */
+    const char *refuse = NULL;
+    if (!opt.reject && !well_formed)
+        refuse = "malformed private data";
+    else if (!opt.reject && opt.data_phase && !adv_bytes)
+        refuse = "the client advertises no buffer for the data phase (does it run with "
+                 "--no-data?)";
+    else if (!opt.reject && !opt.data_phase && adv_bytes)
+        refuse = "the client advertises a buffer for a data phase, but this server runs with "
+                 "--no-data";
+    if (refuse) {
+        complain(role, "[%u] rejecting %s: %s", num, from, refuse);
+        request_ok = false;
+    }
+
+    if (opt.reject || refuse) {
+        /* A refusal tells the client why, in as much as fits. */
+        char why[PDATA_SHOWN];
+        const char *rtext = opt.reply;
+        size_t rtext_len = opt.reply_len;
+        if (refuse) {
+            snprintf(why, sizeof why, "%s: refused: %s", opt.reply, refuse);
+            rtext = why;
+            rtext_len = min_ul((ULONG)strlen(why), s->side.info.MaxCalleeData);
+        }
+        st = cn->Dispatch->NdkReject(cn, rtext_len ? (void *)rtext : NULL, (ULONG)rtext_len);
         if (st != STATUS_SUCCESS) {
             complain(role, "[%u] NdkReject failed: %s", num, NdkStatusName(st));
             goto out;
         }
         say(LVL_NORMAL, role, "[%u] rejected, private data %s", num,
-            fmt_pdata((const uint8_t *)opt.reply, opt.reply_len, p2, sizeof p2));
+            fmt_pdata((const uint8_t *)rtext, rtext_len, p2, sizeof p2));
         ok = request_ok;
         if (ok)
             stats_add(&s->reject_stats, 0);
@@ -743,16 +1545,33 @@ static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event,
 
     if (!conn_create(c, false))
         goto out;
+    struct adv peer_adv = {0};
+    void *reply = opt.reply_len ? opt.reply : NULL;
+    ULONG reply_len = (ULONG)opt.reply_len;
+    if (opt.data_phase) {
+        adv_decode(adv_bytes, &peer_adv);
+        if (!server_data_setup(s, c))
+            goto out;
+        reply = c->pdata_out;
+        reply_len = c->pdata_out_len;
+    }
 
     uint64_t t0 = tc_now_us();
-    st = cn->Dispatch->NdkAccept(cn, c->qp, opt.ird, opt.ord, opt.reply_len ? opt.reply : NULL,
-                                 (ULONG)opt.reply_len, tc_on_event, &c->k[K_DISCONNECT_EVENT],
-                                 tc_on_request, &c->k[K_ACCEPT]);
+    st = cn->Dispatch->NdkAccept(cn, c->qp, opt.ird, opt.ord, reply, reply_len, on_disconnect_event,
+                                 c, tc_on_request, &c->k[K_ACCEPT]);
     uint64_t t_ret = tc_now_us();
     st = tc_comp_finish(&c->k[K_ACCEPT], st, step_wait_ms());
     note_step(c, K_ACCEPT, st);
     if (st != STATUS_SUCCESS) {
-        complain(role, "[%u] accept of %s failed: %s", num, from, tc_status_name(st));
+        if (st == STATUS_INVALID_BUFFER_SIZE)
+            complain(role,
+                     "[%u] accept of %s failed: %s (private data %" PRIu32
+                     " bytes%s, MaxCalleeData %" PRIu32 ")",
+                     num, from, tc_status_name(st), reply_len,
+                     opt.data_phase ? " with the NUL and the 16-byte buffer advertisement" : "",
+                     s->side.info.MaxCalleeData);
+        else
+            complain(role, "[%u] accept of %s failed: %s", num, from, tc_status_name(st));
         goto out;
     }
     uint64_t t_accept = tc_comp_elapsed(&c->k[K_ACCEPT], t0, t_ret);
@@ -764,15 +1583,24 @@ static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event,
         "[%u] accepted with IRD %" PRIu32 " ORD %" PRIu32 " (effective IRD %" PRIu32 " ORD %" PRIu32
         "), private data %s",
         num, opt.ird, opt.ord, eff_ird, eff_ord,
-        fmt_pdata((const uint8_t *)opt.reply, opt.reply_len, p2, sizeof p2));
+        fmt_pdata_adv((const uint8_t *)opt.reply, opt.reply_len,
+                      opt.data_phase ? c->pdata_out + opt.reply_len + 1 : NULL, p2, sizeof p2));
 
-    /* The client disconnects first; answer its disconnect (reference 7.6). */
-    bool peer_left = tc_comp_wait(&c->k[K_DISCONNECT_EVENT], step_wait_ms());
-    if (!peer_left)
+    /* A failed data phase still ends with the disconnect below. */
+    bool data_ok = !opt.data_phase || server_data(s, c, &peer_adv);
+
+    /* The client disconnects first; answer its disconnect (reference 7.6).
+     * After a failed data phase the client may still be waiting for the
+     * reply: disconnecting first ends its wait. */
+    bool peer_left = false;
+    if (!data_ok) {
+        say(LVL_VERBOSE, role, "[%u] the data phase failed: disconnecting first", num);
+    } else if (!(peer_left = tc_comp_wait(&c->k[K_DISCONNECT_EVENT], step_wait_ms()))) {
         complain(role, "[%u] no disconnect event from %s within %u ms; disconnecting", num, from,
                  step_wait_ms());
-    else
+    } else {
         say(LVL_VERBOSE, role, "[%u] disconnect event", num);
+    }
     t0 = tc_now_us();
     st = cn->Dispatch->NdkDisconnect(cn, tc_on_request, &c->k[K_DISCONNECT]);
     t_ret = tc_now_us();
@@ -788,8 +1616,10 @@ static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event,
         "[%u] accept (reply -> RTR) %" PRIu64 " us, disconnect %" PRIu64 " us, total %" PRIu64
         " us",
         num, t_accept, t_disc, t_end > t_event ? t_end - t_event : 0);
-    ok = request_ok && peer_left;
-    if (ok)
+    ok = request_ok && peer_left && data_ok;
+    /* The connection phase went as asked even if the data phase did not
+     * (then we did not wait for the client's disconnect). */
+    if (request_ok && (peer_left || !data_ok))
         stats_add(&s->accept_stats, t_accept);
 
 out:
@@ -825,6 +1655,8 @@ static void server_summary(const struct server *s, unsigned long attempted)
         stats_print(s->side.role, "request", " rejected", NULL, &s->reject_stats, attempted);
     else
         stats_print(s->side.role, "connection", "", "accept", &s->accept_stats, attempted);
+    if (opt.data_phase && !opt.reject)
+        stats_print(s->side.role, "data phase", "", "reply Send", &s->reply_stats, attempted);
 }
 
 static void *server_thread(void *arg)
@@ -891,10 +1723,15 @@ struct client {
     NDK_SOCKADDR dst;
     struct stats connect_stats;
     unsigned ok;
+    /* Data phases that went well: microseconds of each step, and bytes
+     * moved by each RDMA Write (the same for the Read). */
+    struct stats write_stats, read_stats, sr_stats;
+    uint64_t data_bytes;
 };
 
 /* The effective limits the client reads after the server accepted (7.4). */
-static bool client_check(struct client *cl, ULONG ird, ULONG ord, const uint8_t *pd, ULONG pd_len)
+static bool client_check(struct client *cl, ULONG ird, ULONG ord, const uint8_t *text,
+                         ULONG text_len, const uint8_t *adv_bytes)
 {
     const char *role = cl->side.role;
     const NDK_ADAPTER_INFO *in = &cl->side.info;
@@ -912,7 +1749,9 @@ static bool client_check(struct client *cl, ULONG ird, ULONG ord, const uint8_t 
                      ird, ord, want_ird, want_ord, opt.ird, opt.ord);
             ok = false;
         }
-        if (!pdata_matches(role, "server", pd, pd_len, opt.reply, opt.reply_len))
+        if (!pdata_matches(role, "server", text, text_len, opt.reply, opt.reply_len))
+            ok = false;
+        if (adv_bytes && !adv_matches(role, "server", cl->peer, adv_bytes))
             ok = false;
     } else if (ird > my_ird || ord > my_ord) {
         complain(role,
@@ -955,6 +1794,178 @@ static bool client_refused(struct client *cl, struct conn *c, const char *dst)
     return ok;
 }
 
+/*
+ * Before the connect: the source buffer (the pattern, advertised in the
+ * connect's private data), the read sink, the message buffer, and the
+ * receive for the server's reply.
+ */
+static bool client_data_setup(struct client *cl, struct conn *c)
+{
+    if (!buf_setup(c, B_SOURCE, opt.size, NDK_MR_FLAG_ALLOW_REMOTE_READ))
+        return false;
+    /* The read sink flag is required unless the adapter says otherwise, and
+     * always allowed (5.6.1). */
+    if (!buf_setup(c, B_SINK, opt.size, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK))
+        return false;
+    /* [0, MSG_SIZE): the client's message; [MSG_SIZE, 2 MSG_SIZE): the reply. */
+    if (!buf_setup(c, B_MSG, 2 * MSG_SIZE, NDK_MR_FLAG_ALLOW_LOCAL_WRITE))
+        return false;
+    c->seed = (uint32_t)(tc_now_us() * 2654435761u) ^ (uint32_t)getpid() ^ (c->num << 16);
+    pattern_fill(c->bufs[B_SOURCE].mem, opt.size, c->seed, STREAM_BUFFER);
+
+    NDK_SGE sge = buf_sge(&c->bufs[B_MSG], MSG_SIZE, MSG_SIZE);
+    c->ops[OP_RECV].t_post = tc_now_us();
+    NTSTATUS st = c->qp->Dispatch->NdkReceive(c->qp, &c->ops[OP_RECV], &sge, 1);
+    if (!op_posted(c, OP_RECV, "NdkReceive", st))
+        return false;
+    struct adv a = buf_adv(&c->bufs[B_SOURCE]);
+    c->pdata_out = pdata_build(opt.data, opt.data_len, &a, &c->pdata_out_len);
+    if (!c->pdata_out) {
+        complain(cl->side.role, "out of memory");
+        return false;
+    }
+    side_record_adv(&cl->side, &a);
+    return true;
+}
+
+/*
+ * The client's data phase, once connected: (a) RDMA Write of the pattern
+ * into the server's buffer, (b) RDMA Read of it back into the sink,
+ * (c) Send of a message into the server's posted receive, whose reply
+ * lands in ours. Each step waits for its completion; the Send/Receive time
+ * is the round trip. True if every step worked and every byte checked out.
+ */
+static bool client_data(struct client *cl, struct conn *c, const struct adv *peer)
+{
+    const char *role = cl->side.role;
+    unsigned num = c->num;
+    NDK_QP *qp = c->qp;
+    struct buf *S = &c->bufs[B_SOURCE], *K = &c->bufs[B_SINK], *M = &c->bufs[B_MSG];
+    uint32_t n = opt.size < peer->size ? opt.size : peer->size;
+    if (n == 0) {
+        complain(role, "[%u] the server advertises an empty buffer", num);
+        return false;
+    }
+    if (n > cl->side.info.MaxTransferLength) {
+        complain(role, "[%u] %" PRIu32 " bytes exceed the adapter's MaxTransferLength %" PRIu32,
+                 num, n, cl->side.info.MaxTransferLength);
+        return false;
+    }
+
+    /* (a) */
+    NDK_SGE sge = buf_sge(S, 0, n);
+    c->ops[OP_WRITE].t_post = tc_now_us();
+    NTSTATUS st =
+        qp->Dispatch->NdkWrite(qp, &c->ops[OP_WRITE], &sge, 1, peer->addr, peer->token, 0);
+    if (!op_posted(c, OP_WRITE, "NdkWrite", st))
+        return false;
+    ops_wait(c, 1u << OP_WRITE);
+    if (!op_ok(c, OP_WRITE))
+        return false;
+
+    /* (b) The sink holds the complement first: every byte must change. */
+    for (uint32_t i = 0; i < n; i++)
+        K->mem[i] = (uint8_t)~S->mem[i];
+    sge = buf_sge(K, 0, n);
+    c->ops[OP_READ].t_post = tc_now_us();
+    st = qp->Dispatch->NdkRead(qp, &c->ops[OP_READ], &sge, 1, peer->addr, peer->token, 0);
+    if (!op_posted(c, OP_READ, "NdkRead", st))
+        return false;
+    ops_wait(c, 1u << OP_READ);
+    if (!op_ok(c, OP_READ))
+        return false;
+    if (opt.verify) {
+        size_t first = 0, nbad;
+        uint8_t g = 0, w = 0;
+        if ((nbad = pattern_check(K->mem, n, c->seed, STREAM_BUFFER, &first, &g, &w))) {
+            complain(role,
+                     "[%u] RDMA Read: %zu of the %" PRIu32
+                     " bytes read back differ from those written, the first at offset %zu: "
+                     "0x%02x, expected 0x%02x",
+                     num, nbad, n, first, g, w);
+            return false;
+        }
+    }
+
+    /* (c) */
+    msg_build(M->mem, MSG_CLIENT, c->seed, n, 0, 0);
+    sge = buf_sge(M, 0, MSG_SIZE);
+    c->ops[OP_SEND].t_post = tc_now_us();
+    st = qp->Dispatch->NdkSend(qp, &c->ops[OP_SEND], &sge, 1, 0);
+    if (!op_posted(c, OP_SEND, "NdkSend", st))
+        return false;
+    ops_wait(c, 1u << OP_SEND | 1u << OP_RECV);
+    if (!op_ok(c, OP_SEND) || !op_ok(c, OP_RECV))
+        return false;
+    char why[160];
+    uint32_t seed = 0, verdict = 0, held = 0;
+    const char *bad = msg_check(M->mem + MSG_SIZE, c->ops[OP_RECV].res.BytesTransferred, MSG_REPLY,
+                                n, &seed, &verdict, &held, why, sizeof why);
+    if (!bad && seed != c->seed) {
+        snprintf(why, sizeof why, "seed 0x%08" PRIx32 ", expected 0x%08" PRIx32, seed, c->seed);
+        bad = why;
+    }
+    if (bad) {
+        complain(role, "[%u] Receive: the server's reply is not as sent: %s", num, bad);
+        return false;
+    }
+    if (verdict != VERDICT_OK && verdict != VERDICT_UNCHECKED) {
+        complain(role, "[%u] the server reports: %s", num, verdict_name(verdict));
+        return false;
+    }
+
+    uint64_t t_write = op_us(&c->ops[OP_WRITE]), t_read = op_us(&c->ops[OP_READ]);
+    const struct op *sent = &c->ops[OP_SEND], *back = &c->ops[OP_RECV];
+    /* The round trip, less the time the server spent checking. */
+    uint64_t t_rtt = back->t_done > sent->t_post ? back->t_done - sent->t_post : 0;
+    uint64_t t_sr = t_rtt > held ? t_rtt - held : 0;
+    say(LVL_VERBOSE, role,
+        "[%u] Send/Receive: round trip %" PRIu64
+        " us, of which the server held the message %" PRIu32 " us",
+        num, t_rtt, held);
+    const char *checked;
+    if (opt.verify)
+        checked = verdict == VERDICT_OK ? ", every byte verified"
+                                        : ", verified here (the server runs without --verify)";
+    else
+        checked = verdict == VERDICT_OK ? ", verified by the server (not here: no --verify)"
+                                        : ", not verified (no --verify)";
+    say(LVL_NORMAL, role,
+        "[%u] RDMA Write %" PRIu32 " bytes %" PRIu64 " us (%.*f MB/s), RDMA Read %" PRIu32
+        " bytes %" PRIu64 " us (%.*f MB/s), Send/Receive %u bytes %" PRIu64
+        " us round trip (%.*f MB/s)%s",
+        num, n, t_write, RATE(n, t_write), n, t_read, RATE(n, t_read), MSG_SIZE, t_sr,
+        RATE(2 * MSG_SIZE, t_sr), checked);
+    stats_add(&cl->write_stats, t_write);
+    stats_add(&cl->read_stats, t_read);
+    stats_add(&cl->sr_stats, t_sr);
+    cl->data_bytes += n;
+    return true;
+}
+
+/* "client: 3 data phases, 65536 bytes each: RDMA Write avg ... (MB/s), ..." */
+static void client_data_summary(const struct client *cl, unsigned long attempted)
+{
+    if (!opt.data_phase || opt.reject)
+        return;
+    const struct stats *w = &cl->write_stats, *r = &cl->read_stats, *sr = &cl->sr_stats;
+    char of[32] = "";
+    if (w->n < attempted)
+        snprintf(of, sizeof of, "%u of ", w->n);
+    unsigned long total = w->n < attempted ? attempted : w->n;
+    if (w->n == 0) {
+        say(LVL_SUMMARY, "client", "%s%lu data phase%s ok", of, total, total == 1 ? "" : "s");
+        return;
+    }
+    say(LVL_SUMMARY, "client",
+        "%s%lu data phase%s%s, %" PRIu64 " bytes each: RDMA Write avg %" PRIu64
+        " us (%.*f MB/s), RDMA Read avg %" PRIu64 " us (%.*f MB/s), Send/Receive avg %" PRIu64
+        " us round trip%s",
+        of, total, total == 1 ? "" : "s", of[0] ? " ok" : "", cl->data_bytes / w->n, w->sum / w->n,
+        RATE(cl->data_bytes, w->sum), r->sum / r->n, RATE(cl->data_bytes, r->sum), sr->sum / sr->n,
+        opt.verify ? "; every byte verified" : "");
+}
+
 /* One connection, active side. Returns true if it went as asked. */
 static bool client_once(struct client *cl, unsigned num)
 {
@@ -969,13 +1980,21 @@ static bool client_once(struct client *cl, unsigned num)
 
     if (!conn_create(c, true))
         goto out;
+    void *data = opt.data_len ? opt.data : NULL;
+    ULONG data_len = (ULONG)opt.data_len;
+    if (opt.data_phase) {
+        if (!client_data_setup(cl, c))
+            goto out;
+        data = c->pdata_out;
+        data_len = c->pdata_out_len;
+    }
 
     NDK_CONNECTOR *cn = c->cn;
     NDK_SOCKADDR from = cl->side.addr, to = cl->dst;
     uint64_t t0 = tc_now_us();
-    NTSTATUS st = cn->Dispatch->NdkConnect(
-        cn, c->qp, &from.sa, tc_sockaddr_len(&from), &to.sa, tc_sockaddr_len(&to), opt.ird, opt.ord,
-        opt.data_len ? opt.data : NULL, (ULONG)opt.data_len, tc_on_request, &c->k[K_CONNECT]);
+    NTSTATUS st = cn->Dispatch->NdkConnect(cn, c->qp, &from.sa, tc_sockaddr_len(&from), &to.sa,
+                                           tc_sockaddr_len(&to), opt.ird, opt.ord, data, data_len,
+                                           tc_on_request, &c->k[K_CONNECT]);
     uint64_t t_ret = tc_now_us();
     st = tc_comp_finish(&c->k[K_CONNECT], st, connect_wait_ms());
     note_step(c, K_CONNECT, st);
@@ -988,8 +2007,11 @@ static bool client_once(struct client *cl, unsigned num)
     if (st != STATUS_SUCCESS) {
         if (st == STATUS_INVALID_BUFFER_SIZE)
             complain(role,
-                     "connect to %s failed: %s (private data %zu bytes, MaxCallerData %" PRIu32 ")",
-                     dst, tc_status_name(st), opt.data_len, cl->side.info.MaxCallerData);
+                     "connect to %s failed: %s (private data %" PRIu32
+                     " bytes%s, MaxCallerData %" PRIu32 ")",
+                     dst, tc_status_name(st), data_len,
+                     opt.data_phase ? " with the NUL and the 16-byte buffer advertisement" : "",
+                     cl->side.info.MaxCallerData);
         else
             complain(role, "connect to %s failed: %s", dst, tc_status_name(st));
         goto out;
@@ -1015,13 +2037,41 @@ static bool client_once(struct client *cl, unsigned num)
                  NdkStatusName(st));
         goto out;
     }
+    ULONG text_len = 0;
+    const uint8_t *adv_bytes = NULL;
+    bool well_formed = pdata_split(pd, pd_len, &text_len, &adv_bytes);
     say(LVL_NORMAL, role,
         "[%u] %s -> %s: effective IRD %" PRIu32 " ORD %" PRIu32 ", server private data %s", num,
-        src, dst, ird, ord, fmt_pdata(pd, pd_len, p, sizeof p));
-    bool reply_ok = client_check(cl, ird, ord, pd, pd_len);
+        src, dst, ird, ord, fmt_pdata_adv(pd, text_len, adv_bytes, p, sizeof p));
+    bool reply_ok = client_check(cl, ird, ord, pd, text_len, adv_bytes);
+    if (!well_formed) {
+        complain(role,
+                 "[%u] the server's private data has a NUL not followed by a %u-byte buffer "
+                 "advertisement",
+                 num, ADV_LEN);
+        reply_ok = false;
+    } else if (opt.data_phase && !adv_bytes) {
+        complain(role,
+                 "[%u] the server advertises no buffer for the data phase (does it run with "
+                 "--no-data?)",
+                 num);
+        reply_ok = false;
+    } else if (!opt.data_phase && adv_bytes) {
+        complain(role,
+                 "[%u] the server advertises a buffer for a data phase, but this client runs "
+                 "with --no-data",
+                 num);
+        reply_ok = false;
+    } else if (opt.data_phase && ord == 0) {
+        complain(role, "[%u] the data phase's RDMA Read needs an effective ORD of 1 or more", num);
+        reply_ok = false;
+    }
+    struct adv peer_adv = {0};
+    if (adv_bytes)
+        adv_decode(adv_bytes, &peer_adv);
 
     uint64_t t1 = tc_now_us();
-    st = cn->Dispatch->NdkCompleteConnect(cn, tc_on_event, &c->k[K_DISCONNECT_EVENT], tc_on_request,
+    st = cn->Dispatch->NdkCompleteConnect(cn, on_disconnect_event, c, tc_on_request,
                                           &c->k[K_COMPLETE_CONNECT]);
     t_ret = tc_now_us();
     st = tc_comp_finish(&c->k[K_COMPLETE_CONNECT], st, step_wait_ms());
@@ -1031,6 +2081,9 @@ static bool client_once(struct client *cl, unsigned num)
         goto out;
     }
     uint64_t t_complete = tc_comp_elapsed(&c->k[K_COMPLETE_CONNECT], t1, t_ret);
+
+    /* A failed data phase still ends with the disconnect below. */
+    bool data_ok = !opt.data_phase || (reply_ok && client_data(cl, c, &peer_adv));
 
     uint64_t t2 = tc_now_us();
     st = cn->Dispatch->NdkDisconnect(cn, tc_on_request, &c->k[K_DISCONNECT]);
@@ -1053,7 +2106,7 @@ static bool client_once(struct client *cl, unsigned num)
         "[%u] connect (request -> reply) %" PRIu64 " us, complete (CompleteConnect) %" PRIu64
         " us, disconnect %" PRIu64 " us, total %" PRIu64 " us",
         num, t_connect, t_complete, t_disc, t_end > t0 ? t_end - t0 : 0);
-    ok = reply_ok;
+    ok = reply_ok && data_ok;
 
 out:
     free(pd);
@@ -1205,6 +2258,7 @@ static int run_client(void)
         cl.ok++;
     }
     stats_print("client", "connection", "", "connect", &cl.connect_stats, count);
+    client_data_summary(&cl, count);
     rc = cl.ok == count && !atomic_load(&library_problems) ? 0 : 1;
 out:
     side_close(&cl.side);
@@ -1388,13 +2442,17 @@ static int run_loopback(void)
 
     stats_print("client", "connection", opt.reject ? " refused" : "", "connect", &cl.connect_stats,
                 count);
+    client_data_summary(&cl, count);
     server_summary(&s, count);
     unsigned problems = atomic_load(&library_problems);
     if (cl.ok == count && s.ok == count && !s.failed && !problems) {
-        say(LVL_SUMMARY, NULL, "%s: %lu/%lu connection%s %s", prog, count, count,
+        say(LVL_SUMMARY, NULL, "%s: %lu/%lu connection%s %s%s", prog, count, count,
             count == 1 ? "" : "s",
             opt.reject ? "rejected as asked; reject private data byte-exact"
-                       : "ok; private data byte-exact and IRD/ORD consistent on both sides");
+                       : "ok; private data byte-exact and IRD/ORD consistent on both sides",
+            opt.reject || !opt.data_phase ? ""
+                                          : "; RDMA Write, RDMA Read and Send/Receive moved every "
+                                            "byte intact");
         rc = 0;
     } else {
         say(LVL_SUMMARY, NULL,
@@ -1428,10 +2486,13 @@ static void usage(FILE *f)
         "  %1$s -c -a ADDRESS [-p PORT] [-d ADAPTER] [options]     client\n"
         "  %1$s --loopback [options]                               both ends in this process\n"
         "\n"
-        "The connection phase of rping, over NDK: the client connects with private data\n"
-        "and its IRD/ORD; the server reads them and accepts with its own; both print what\n"
-        "they received and the time of each leg; the client disconnects, the server\n"
-        "answers; everything is closed.\n"
+        "rping over NDK: the client connects with private data and its IRD/ORD; the\n"
+        "server reads them and accepts with its own; both print what they received and\n"
+        "the time of each leg. Then the data phase: each side has advertised a registered\n"
+        "buffer in its private data; the client RDMA-writes a pattern into the server's\n"
+        "buffer, RDMA-reads it back, and sends a message into the server's posted\n"
+        "receive; the server checks it and its buffer, and answers with a Send. Last the\n"
+        "client disconnects, the server answers; everything is closed.\n"
         "\n"
         "Roles and addresses:\n"
         "  -s, --server           listen for connections\n"
@@ -1468,13 +2529,30 @@ static void usage(FILE *f)
         "                         connect, MPA Reply, RTR and disconnect timeouts; ndkping\n"
         "                         itself waits up to MS + %5$u for any completion\n"
         "\n"
+        "Data phase:\n"
+        "      --no-data          no data phase (both sides must agree: a server with the\n"
+        "                         data phase rejects a client without, and the reverse)\n"
+        "  -S, --size=N           this side's buffer, 1 to %6$u bytes (default %7$u); the\n"
+        "                         RDMA Write and Read move the smaller of the two sides'\n"
+        "                         buffers; the Send/Receive messages are %8$u bytes\n"
+        "      --verify           check every byte: the pattern read back, the server's\n"
+        "                         buffer after the Send, both messages (always on with\n"
+        "                         --loopback)\n"
+        "  Each step prints its size, time and rate (MB/s = 10^6 bytes/s); Send/Receive\n"
+        "  is the round trip from the client's Send to the server's reply, less the time\n"
+        "  the server spent checking (it says how long in the reply), and its rate counts\n"
+        "  both messages. The private data is the text (--data, --reply), then a\n"
+        "  NUL byte and the 16-byte advertisement: address (8), remote token (4) and size\n"
+        "  (4), big-endian, as rping's message.\n"
+        "\n"
         "Output:\n"
         "  -v, --verbose          every NDK call, and whether it completed inline or pended\n"
         "  -q, --quiet            only the summary lines and errors\n"
         "  -h, --help             this text\n"
         "\n"
         "Exit status: 0 success, 1 failure, 2 usage error.\n",
-        prog, DEFAULT_PORT, DEFAULT_READ_LIMIT, DEFAULT_TIMEOUT_MS, GRACE_MS);
+        prog, DEFAULT_PORT, DEFAULT_READ_LIMIT, DEFAULT_TIMEOUT_MS, GRACE_MS, MAX_SIZE,
+        DEFAULT_SIZE, MSG_SIZE);
 }
 
 static bool parse_ulong(const char *s, unsigned long min, unsigned long max, unsigned long *out)
@@ -1513,6 +2591,8 @@ enum {
     OPT_NO_P2P,
     OPT_IPV6,
     OPT_TIMEOUT,
+    OPT_NO_DATA,
+    OPT_VERIFY,
 };
 
 /* Returns -1 to go on, else the exit status. */
@@ -1535,12 +2615,15 @@ static int parse_options(int argc, char **argv, char *default_data, char *defaul
         {"no-p2p", no_argument, NULL, OPT_NO_P2P},
         {"ipv6", no_argument, NULL, OPT_IPV6},
         {"timeout", required_argument, NULL, OPT_TIMEOUT},
+        {"no-data", no_argument, NULL, OPT_NO_DATA},
+        {"size", required_argument, NULL, 'S'},
+        {"verify", no_argument, NULL, OPT_VERIFY},
         {"verbose", no_argument, NULL, 'v'},
         {"quiet", no_argument, NULL, 'q'},
         {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    bool server = false, client = false, loopback = false;
+    bool server = false, client = false, loopback = false, size_given = false;
     const char *c_count = NULL; /* "-c N": a count, valid with --loopback only */
     unsigned long v;
     int ch;
@@ -1551,10 +2634,12 @@ static int parse_options(int argc, char **argv, char *default_data, char *defaul
     opt.verbosity = LVL_NORMAL;
     opt.data = default_data;
     opt.reply = default_reply;
+    opt.data_phase = true;
+    opt.size = DEFAULT_SIZE;
 
     /* "+": stop at the first non-option, so that a stray argument is
      * reported instead of being moved past the options. */
-    while ((ch = getopt_long(argc, argv, "+sc::a:p:d:C:vqh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "+sc::a:p:d:C:S:vqh", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
             server = true;
@@ -1618,6 +2703,18 @@ static int parse_options(int argc, char **argv, char *default_data, char *defaul
                 return usage_error("invalid timeout '%s' (1 to 3600000 ms)", optarg);
             opt.timeout_ms = (unsigned)v;
             break;
+        case OPT_NO_DATA:
+            opt.data_phase = false;
+            break;
+        case 'S':
+            if (!parse_ulong(optarg, 1, MAX_SIZE, &v))
+                return usage_error("invalid size '%s' (1 to %u bytes)", optarg, MAX_SIZE);
+            opt.size = (ULONG)v;
+            size_given = true;
+            break;
+        case OPT_VERIFY:
+            opt.verify = true;
+            break;
         case 'v':
             opt.verbosity = LVL_VERBOSE;
             break;
@@ -1658,6 +2755,11 @@ static int parse_options(int argc, char **argv, char *default_data, char *defaul
         return usage_error("the client needs the server's port (-p)");
     if (opt.mode == MODE_CLIENT && opt.reject)
         return usage_error("--reject is a server option");
+    if (!opt.data_phase && (size_given || opt.verify))
+        return usage_error("%s belongs to the data phase, which --no-data turns off",
+                           size_given ? "-S" : "--verify");
+    if (opt.mode == MODE_LOOPBACK)
+        opt.verify = true;
     opt.data_len = strlen(opt.data);
     opt.reply_len = strlen(opt.reply);
     return -1;
