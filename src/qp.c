@@ -85,22 +85,30 @@ void qp_complete_sq_in_order(struct ndk_qp_impl *qp)
     }
 }
 
-/* Completes every outstanding initiator request: the head gets `st` (a
- * Terminate's verdict) when it was already transmitted, the rest CANCELLED.
- * sq_lock held. */
-static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS head_st, ULONG perr)
+/* Completes every outstanding initiator request with STATUS_CANCELLED,
+ * except that a received Terminate naming one of our Read Requests gives the
+ * oldest unanswered Read `read_st`. perr (the Terminate control word, when a
+ * Terminate ended the stream) goes with every failed entry as its
+ * ProviderErrorCode. sq_lock held. */
+static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr)
 {
     struct ndk_qp_dp *dp = &qp->dp;
+    bool blamed = read_st == STATUS_CANCELLED;
     for (uint32_t i = 0; i < dp->sq_count; i++) {
         struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, dp->sq_head + i)];
         if (w->done && w->status != STATUS_SUCCESS)
             continue;
-        if (!w->done || w->op == SWQE_READ) {
-            bool sent = (dp->sq_head + i) - dp->sq_head < dp->sq_tx - dp->sq_head;
-            w->status = (i == 0 && head_st != STATUS_CANCELLED && sent) ? head_st : STATUS_CANCELLED;
-            w->perr = w->status == STATUS_CANCELLED ? 0 : perr;
-            w->done = true;
+        if (w->done && w->op != SWQE_READ)
+            continue; /* already out on the wire: it did complete */
+        bool sent = i < dp->sq_tx - dp->sq_head;
+        if (!blamed && w->op == SWQE_READ && sent) {
+            w->status = read_st;
+            blamed = true;
+        } else {
+            w->status = STATUS_CANCELLED;
         }
+        w->perr = perr;
+        w->done = true;
     }
     dp->reads_out = 0;
     dp->orq_count = 0;
@@ -192,7 +200,10 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
     ULONG perr = 0;
     if (term) {
         perr = term_ctrl_pack(term->layer, term->etype, term->code, false, false, false);
-        if (!send_term)
+        /* A received Terminate condemns one of our requests only if it
+         * names a Read Request (term->rdma_hdr, set by the receive path):
+         * Writes and Sends completed when TCP took them (RFC 5040 rule 14). */
+        if (!send_term && term->rdma_hdr)
             head = status_from_term(term->layer, term->etype, term->code);
     }
     if (send_term && term && was_rts && !term->no_reply && !dp->term_len) {

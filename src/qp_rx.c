@@ -320,6 +320,10 @@ static void on_terminate(struct ndk_qp_impl *qp)
     NDK_DEBUG("terminate received: %s", term_describe(m.layer, m.etype, m.code));
     struct ddp_term t;
     ddp_term_set(&t, m.layer, m.etype, m.code, false);
+    /* Was the offender one of our Read Requests? Its copied RDMA header, or
+     * a copied untagged header with the Read Request opcode, says so. */
+    t.rdma_hdr = m.rdma_hdr_copy != NULL ||
+                 (m.ddp_hdr_copy && !m.ddp.tagged && m.ddp.opcode == RDMAP_OP_READ_REQ);
     qp_fatal(qp, &t, NULL, 0, false); /* never answered */
 }
 
