@@ -392,6 +392,13 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
             return;
         }
     }
+    /* Out of rounds with work left (a long backlog): bound this call, and
+     * let the progress thread go on when the socket says it is writable
+     * (at once, if it still is), instead of waiting for the next post. */
+    if (!dp->tx_blocked) {
+        dp->tx_blocked = true;
+        tr->ops->want_write(tr, true);
+    }
 }
 
 void ndk_qp_on_writable(struct ndk_qp_impl *qp)

@@ -1,0 +1,292 @@
+#!/usr/bin/env bash
+# run.sh BUILD_DIR - libndk's data path (ndkperf) against raw TCP and the
+# established anchors, over loopback, all measured in the same run, with
+# both ends placed the same way for each comparison. Prints one table of
+# ratios with their targets. See README.md beside this file.
+#
+# Environment:
+#   REPS=3          repetitions of the whole matrix; the table shows medians
+#   LAT_ITERS=20000 ping-pong iterations (latency)
+#   SECS=3          seconds per bandwidth / message-rate run
+#   OUT=/tmp/ndk-datapath-DATE   raw logs and the table
+#   PLACEMENTS="same cross"      same: both ends on CPU 0; cross: server on
+#                   CPU 0, client on CPU 1
+#   NDKPERF, TCP_PINGPONG, TCP_STREAM: binaries (default: under BUILD_DIR)
+#   QUIET_PCT=15    before each run, wait (at most QUIET_WAIT s, QUIET_TOTAL s
+#   QUIET_WAIT=8    over the whole script) until other processes use less
+#   QUIET_TOTAL=120 than this % of all CPUs; the busiest value seen is shown
+#
+# Third-party anchors run only when installed (nothing is installed here):
+# ucx_perftest (ucx-utils), fi_pingpong (libfabric-bin), sockperf, iperf3.
+# Their commands are those of shared/bench/anchors.sh, pinned with taskset
+# like the ndkperf run they are compared with. Every process runs under
+# timeout(1); servers are stopped by their PID; all traffic is to 127.0.0.1.
+set -u -o pipefail
+
+BUILD=${1:?usage: run.sh BUILD_DIR}
+REPS=${REPS:-3}
+LAT_ITERS=${LAT_ITERS:-20000}
+SECS=${SECS:-3}
+OUT=${OUT:-/tmp/ndk-datapath-$(date +%Y%m%d-%H%M%S)}
+PLACEMENTS=${PLACEMENTS:-same cross}
+NDKPERF=${NDKPERF:-$BUILD/tools/ndkperf/ndkperf}
+TCP_PINGPONG=${TCP_PINGPONG:-$BUILD/bench/datapath/tcp_pingpong}
+TCP_STREAM=${TCP_STREAM:-$BUILD/bench/datapath/tcp_stream}
+QUIET_PCT=${QUIET_PCT:-15}
+QUIET_WAIT=${QUIET_WAIT:-8}
+QUIET_TOTAL=${QUIET_TOTAL:-120}
+HOST=127.0.0.1
+RAW=$OUT/raw
+mkdir -p "$RAW"
+export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo UCX_NET_DEVICES=lo
+
+for b in "$NDKPERF" "$TCP_PINGPONG" "$TCP_STREAM"; do
+	[ -x "$b" ] || { echo "run.sh: $b not found (build first, or set NDKPERF / TCP_PINGPONG / TCP_STREAM)" >&2; exit 2; }
+done
+if [ "$(nproc)" -lt 2 ]; then
+	PLACEMENTS=${PLACEMENTS//cross/}
+	echo "run.sh: one CPU only: the cross-CPU placement is skipped" >&2
+fi
+
+log() { printf '[%s] %s\n' "$(date +%T)" "$*" >&2; }
+have() { command -v "$1" > /dev/null 2>&1; }
+
+# ------------------------------------------------------------- results ---
+declare -A R      # key -> values, one per repetition
+declare -a ORDER  # keys in the order first seen
+add() { # KEY VALUE
+	[ -n "$2" ] || return 0
+	[ -n "${R[$1]+x}" ] || ORDER+=("$1")
+	R[$1]="${R[$1]:-} $2"
+}
+median() { # KEY -> median of its values, or empty
+	[ -n "${R[$1]+x}" ] || return 0
+	tr ' ' '\n' <<< "${R[$1]}" | grep . | sort -g | awk '{v[NR]=$1} END {if (NR) print (NR % 2 ? v[(NR+1)/2] : (v[NR/2] + v[NR/2+1]) / 2)}'
+}
+
+# ---------------------------------------------------- a quiet machine ---
+# Busy % of all CPUs over 0.5 s, from /proc/stat (user+nice+system+irq+
+# softirq+steal against the total).
+busy_pct() {
+	local a b i t1=0 t2=0
+	read -r -a a < /proc/stat
+	sleep 0.5
+	read -r -a b < /proc/stat
+	for i in 1 2 3 4 5 6 7 8; do t1=$((t1 + a[i])); t2=$((t2 + b[i])); done
+	local dt=$((t2 - t1)) di=$((b[4] + b[5] - a[4] - a[5]))
+	[ "$dt" -gt 0 ] && echo $((100 * (dt - di) / dt)) || echo 0
+}
+WAITED=0
+BG_MAX=0
+# Waits (bounded) for the machine to be quiet before a measurement: the
+# benchmark's own processes are not running then, so what is busy is
+# someone else.
+quiet() {
+	local waited=0 bg
+	bg=$(busy_pct)
+	while [ "$bg" -gt "$QUIET_PCT" ] && [ "$waited" -lt "$QUIET_WAIT" ] && [ "$WAITED" -lt "$QUIET_TOTAL" ]; do
+		sleep 1
+		waited=$((waited + 2)); WAITED=$((WAITED + 2))
+		bg=$(busy_pct)
+	done
+	[ "$bg" -gt "$BG_MAX" ] && BG_MAX=$bg
+	BG=$bg
+}
+
+# ----------------------------------------------------------- processes ---
+SPID=""
+cleanup() { [ -n "$SPID" ] && { kill "$SPID" 2> /dev/null; wait "$SPID" 2> /dev/null; }; }
+trap cleanup EXIT
+
+port_free() { [ -z "$(ss -Htan "sport = :$1" 2> /dev/null)" ]; }
+pick_port() { local p=$1; while ! port_free "$p"; do p=$((p + 1)); done; echo "$p"; }
+
+# run NAME TIMEOUT CMD... : the command's output goes to $RAW/NAME.log;
+# LOG names it afterwards.
+run() {
+	local name=$1 to=$2; shift 2
+	LOG=$RAW/$name.log
+	[ -n "${NOQUIET:-}" ] || quiet
+	{ echo "# $*"; echo "# background busy: $BG%"; } > "$LOG"
+	timeout "$to" "$@" >> "$LOG" 2>&1 < /dev/null
+	local rc=$?
+	[ "$rc" -eq 0 ] || log "  FAILED (exit $rc): $name, see $LOG"
+	return "$rc"
+}
+
+# pair NAME PORT SERVER_CPU CLIENT_CPU "server cmd" "client cmd": a
+# third-party server/client pair, each pinned with taskset; the client's
+# output is the log. The server is stopped by its PID afterwards.
+pair() {
+	local name=$1 port=$2 scpu=$3 ccpu=$4 scmd=$5 ccmd=$6 i
+	quiet
+	bash -c "exec timeout 40 taskset -c $scpu $scmd" > "$RAW/$name.server.log" 2>&1 &
+	SPID=$!
+	for i in $(seq 50); do # the script's own pacing: at most 5 s for the listener
+		[ -n "$(ss -Htln "sport = :$port" 2> /dev/null)" ] && break
+		sleep 0.1
+	done
+	NOQUIET=1 run "$name" 25 bash -c "exec taskset -c $ccpu $ccmd"
+	local rc=$?
+	kill "$SPID" 2> /dev/null
+	wait "$SPID" 2> /dev/null
+	SPID=""
+	return "$rc"
+}
+
+# --------------------------------------------------------------- parsing ---
+# ndkperf: latency rows have 8 numbers (t_typical is the 4th), bandwidth
+# rows 5 (average MB/s 4th, Mpps 5th).
+ndk_lat() { awk 'NF == 8 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$1"; }
+ndk_bw() { awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$1"; }
+ndk_rate() { awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $5} END {print v}' "$1"; }
+kv() { grep -o "$2=[0-9.]*" "$1" | tail -1 | cut -d= -f2; } # FILE KEY
+strip() { sed 's/\x1b\[[0-9;]*m//g' "$1"; }
+
+# --------------------------------------------------------------- matrix ---
+cpus() { case $1 in same) echo "0 0" ;; cross) echo "0 1" ;; esac; }
+
+# ndkperf's ways of waiting, per placement: "label|options".
+BUSY=1
+"$NDKPERF" send_lat --loopback -n 1 --warmup 0 --busy-poll --no-progress > /dev/null 2>&1
+[ $? -eq 2 ] && { BUSY=0; log "this libndk has no busy-poll mode: that column stays empty"; }
+ndk_modes() {
+	echo "poll|--wait=yield"
+	# Same CPU: a poller must yield, or the peer process on that CPU only
+	# runs when the scheduler preempts it. Own CPU: spin, as perftest.
+	if [ "$BUSY" = 1 ]; then
+		if [ "$1" = same ]; then echo "busy-poll|--busy-poll --wait=yield"; else echo "busy-poll|--busy-poll --wait=spin"; fi
+	fi
+	echo "events|--wait=events"
+}
+
+P_FI=$(pick_port 41151); P_UCX=$(pick_port 41161); P_SP=$(pick_port 41111); P_IP=$(pick_port 41121)
+
+{
+	echo "date: $(date -Is)"
+	echo "kernel: $(uname -r)"
+	echo "cpu: $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2- | sed 's/^ //') x $(nproc)"
+	echo "load: $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo "ndkperf: $NDKPERF"
+	for t in ucx_perftest fi_pingpong sockperf iperf3; do echo "$t: $(command -v $t || echo 'not installed')"; done
+} > "$OUT/versions.txt"
+
+T_START=$SECONDS
+for rep in $(seq "$REPS"); do
+	for pl in $PLACEMENTS; do
+		read -r SC CC <<< "$(cpus "$pl")"
+		PIN="--cpu-server $SC --cpu-client $CC"
+		log "rep $rep/$REPS, placement $pl (server CPU $SC, client CPU $CC)"
+
+		# Latency: 64-byte ping-pong, half round trip.
+		run "tcp_pingpong_${pl}_$rep" 60 "$TCP_PINGPONG" -s 64 -n "$LAT_ITERS" $PIN &&
+			add "lat|$pl|tcp_pingpong" "$(kv "$LOG" typical)"
+		while IFS='|' read -r mode opts; do
+			run "ndk_send_lat_${pl}_${mode}_$rep" 60 "$NDKPERF" send_lat --loopback -s 64 -n "$LAT_ITERS" $PIN $opts --no-progress &&
+				add "lat|$pl|ndk|$mode" "$(ndk_lat "$LOG")"
+		done < <(ndk_modes "$pl")
+		if have sockperf; then
+			pair "sockperf_pp_${pl}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
+				"sockperf pp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" &&
+				add "lat|$pl|sockperf pp" "$(strip "$LOG" | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}')"
+		fi
+		if have fi_pingpong; then
+			pair "fi_pingpong_${pl}_$rep" "$P_FI" "$SC" "$CC" "fi_pingpong -p tcp -e msg -d lo -I 4000 -S 64 -B $P_FI" \
+				"fi_pingpong -p tcp -e msg -d lo -I 4000 -S 64 -P $P_FI $HOST" &&
+				add "lat|$pl|fi_pingpong tcp" "$(awk '$1 == 64 && NF == 8 {print $7}' "$LOG")"
+		fi
+
+		# Bandwidth: one stream of 1 MiB messages.
+		run "tcp_stream_${pl}_$rep" 60 "$TCP_STREAM" -s 1048576 -D "$SECS" $PIN &&
+			add "bw|$pl|tcp_stream" "$(kv "$LOG" MB_per_sec)"
+		while IFS='|' read -r mode opts; do
+			run "ndk_write_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" write_bw --loopback -s 1048576 -D "$SECS" $PIN $opts --no-progress &&
+				add "bw|$pl|ndk|$mode" "$(ndk_bw "$LOG")"
+		done < <(ndk_modes "$pl")
+		if have iperf3; then
+			pair "iperf3_${pl}_$rep" "$P_IP" "$SC" "$CC" "iperf3 -s -1 -B $HOST -p $P_IP" \
+				"iperf3 -c $HOST -B $HOST -p $P_IP -t $SECS -J" &&
+				add "bw|$pl|iperf3" "$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' <(sed -n '/^{/,$p' "$LOG") 2> /dev/null)"
+		fi
+
+		# Message rate: 64-byte messages, one direction.
+		while IFS='|' read -r mode opts; do
+			run "ndk_send_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" send_bw --loopback -s 64 -D "$SECS" $PIN $opts --no-progress &&
+				add "rate|$pl|ndk|$mode" "$(ndk_rate "$LOG")"
+		done < <(ndk_modes "$pl")
+		if have ucx_perftest; then
+			pair "ucx_tag_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
+				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t tag_bw -s 64 -n 300000 -w 10000" &&
+				add "rate|$pl|ucx tag_bw tcp" "$(awk '/^Final:/ {printf "%.6f", $9 / 1e6}' "$LOG")"
+		fi
+		if have sockperf; then
+			pair "sockperf_tp_${pl}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
+				"sockperf tp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" &&
+				add "rate|$pl|sockperf tp" "$(strip "$LOG" | grep -o 'Message Rate is [0-9]*' | awk '{printf "%.6f", $NF / 1e6}')"
+		fi
+	done
+done
+log "measured in $((SECONDS - T_START)) s, of which ${WAITED} s waiting for a quiet machine"
+
+# ---------------------------------------------------------------- table ---
+# row METRIC PLACEMENT MODE NDK_KEY ANCHOR_LABEL ANCHOR_KEY DIRECTION TARGET
+# DIRECTION: "lower" (ndk/anchor <= target is good), "higher" (>=), "info".
+TABLE=$OUT/table.txt
+row() {
+	local metric=$1 pl=$2 mode=$3 nk=$4 alabel=$5 ak=$6 dir=$7 target=$8
+	local n a
+	n=$(median "$nk"); a=$(median "$ak")
+	[ -n "$n" ] || n="-"
+	[ -n "$a" ] || a="-"
+	awk -v m="$metric" -v p="$pl" -v mo="$mode" -v n="$n" -v al="$alabel" -v a="$a" -v d="$dir" -v t="$target" 'BEGIN {
+		r = "-"; tg = "(info)"; v = ""
+		if (n != "-" && a != "-" && a + 0 > 0) {
+			q = n / a; r = sprintf("%.2f", q)
+			if (d == "lower") { tg = "<= " t; v = (q <= t) ? "met" : "MISSED" }
+			if (d == "higher") { tg = ">= " t; v = (q >= t) ? "met" : "MISSED" }
+		} else if (d != "info") { tg = (d == "lower" ? "<= " : ">= ") t; v = "no data" }
+		printf "%-27s %-6s %-10s %10s  %-17s %10s  %6s  %-7s %s\n", m, p, mo, n, al, a, r, tg, v
+	}'
+}
+
+{
+	echo "libndk data path vs raw TCP and anchors, over 127.0.0.1, medians of $REPS run(s)"
+	echo "busiest background load seen before a run: ${BG_MAX}% of all CPUs (quiet threshold ${QUIET_PCT}%)"
+	echo "placement same: both processes on CPU 0; cross: server on CPU 0, client on CPU 1"
+	echo "ndkperf modes: poll = NdkGetCqResults + sched_yield(); busy-poll = NDK_OPEN_FLAG_BUSY_POLL"
+	echo "(yield on the same CPU, spin across CPUs); events = NdkArmCq + notification callback"
+	echo
+	printf "%-27s %-6s %-10s %10s  %-17s %10s  %6s  %-7s %s\n" metric place mode ndkperf anchor anchor ratio target verdict
+	for pl in $PLACEMENTS; do
+		while IFS='|' read -r mode _; do
+			row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.3
+		done < <(ndk_modes "$pl")
+	done
+	for pl in $PLACEMENTS; do
+		while IFS='|' read -r mode _; do
+			row "1 MiB stream [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" tcp_stream "bw|$pl|tcp_stream" higher 0.8
+		done < <(ndk_modes "$pl")
+	done
+	for pl in $PLACEMENTS; do
+		while IFS='|' read -r mode _; do
+			have ucx_perftest && row "64 B msg rate [Mmsg/s]" "$pl" "$mode" "rate|$pl|ndk|$mode" "ucx tag_bw tcp" "rate|$pl|ucx tag_bw tcp" info -
+			have sockperf && row "64 B msg rate [Mmsg/s]" "$pl" "$mode" "rate|$pl|ndk|$mode" "sockperf tp" "rate|$pl|sockperf tp" info -
+			have fi_pingpong && row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" "fi_pingpong tcp" "lat|$pl|fi_pingpong tcp" info -
+			have sockperf && row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" "sockperf pp p50" "lat|$pl|sockperf pp" info -
+			have iperf3 && row "1 MiB stream [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" "iperf3" "bw|$pl|iperf3" info -
+		done < <(ndk_modes "$pl")
+	done
+	echo
+	echo "ratio = ndkperf / anchor. Latency: t_typical (median) of ndkperf send_lat against the median"
+	echo "of the anchor; lower is better. Bandwidth and message rate: higher is better."
+	echo "libfabric-bin ships only fi_pingpong (no message-rate test): it anchors latency, not rate;"
+	echo "it polls, so with both ends on one CPU it may not finish (then its column shows -)."
+	echo "raw logs: $RAW"
+} | tee "$TABLE"
+
+# Every value, for the record.
+{
+	echo "key: values (one per repetition)"
+	for k in "${ORDER[@]}"; do echo "$k:${R[$k]}"; done
+} > "$OUT/values.txt"
+echo "all values: $OUT/values.txt"

@@ -1,0 +1,181 @@
+/*
+ * tcp_stream - the raw TCP anchor for `ndkperf write_bw -s 1048576`: one
+ * TCP stream over 127.0.0.1 between two processes placed like ndkperf
+ * --loopback's ends; the client writes 1 MiB at a time for D seconds.
+ *
+ *   tcp_stream [-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]
+ *
+ * The bandwidth is the receiver's: bytes read over the time from the first
+ * byte to the end of the stream (the server sends both back), in MB/s with
+ * MB = 2^20 bytes, as ndkperf and perftest.
+ */
+#include <getopt.h>
+#include <inttypes.h>
+
+#include "tcpbench.h"
+
+static const char *prog = "tcp_stream";
+
+static void put64(uint8_t *p, uint64_t v)
+{
+    for (int i = 0; i < 8; i++)
+        p[i] = (uint8_t)(v >> (56 - 8 * i));
+}
+
+static uint64_t get64(const uint8_t *p)
+{
+    uint64_t v = 0;
+    for (int i = 0; i < 8; i++)
+        v = v << 8 | p[i];
+    return v;
+}
+
+/* Reads until the client shuts its side down, then reports. */
+static int server(int lfd, int cpu, size_t size)
+{
+    if (!tb_pin(prog, cpu))
+        return 1;
+    int fd = tb_accept(prog, lfd);
+    close(lfd);
+    if (fd < 0)
+        return 1;
+    tb_bound_waits(fd);
+    char *buf = malloc(size);
+    if (!buf) {
+        close(fd);
+        return 1;
+    }
+    uint64_t bytes = 0, first = 0, last = 0;
+    int rc = 1;
+    for (;;) {
+        ssize_t n = recv(fd, buf, size, 0);
+        if (n > 0) {
+            if (bytes == 0)
+                first = tb_now_ns();
+            bytes += (uint64_t)n;
+        } else if (n == 0) {
+            last = tb_now_ns();
+            rc = 0;
+            break;
+        } else if (errno != EINTR) {
+            fprintf(stderr, "%s: server: recv: %s\n", prog, strerror(errno));
+            break;
+        }
+    }
+    uint8_t rep[16];
+    put64(rep, bytes);
+    put64(rep + 8, last - first);
+    if (rc == 0 && !tb_write_full(fd, rep, sizeof rep))
+        rc = 1;
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t seconds, uint64_t *bytes,
+                  uint64_t *ns)
+{
+    if (!tb_pin(prog, cpu))
+        return 1;
+    int fd = tb_connect(prog, addr);
+    if (fd < 0)
+        return 1;
+    tb_bound_waits(fd);
+    char *buf = malloc(size);
+    int rc = 1;
+    if (!buf)
+        goto out;
+    memset(buf, 0xa5, size);
+    uint64_t end = tb_now_ns() + seconds * 1000000000u;
+    while (tb_now_ns() < end)
+        if (!tb_write_full(fd, buf, size)) {
+            fprintf(stderr, "%s: client: send: %s\n", prog, strerror(errno));
+            goto out;
+        }
+    shutdown(fd, SHUT_WR);
+    uint8_t rep[16];
+    if (!tb_read_full(fd, rep, sizeof rep, NULL)) {
+        fprintf(stderr, "%s: client: no report from the server\n", prog);
+        goto out;
+    }
+    *bytes = get64(rep);
+    *ns = get64(rep + 8);
+    rc = 0;
+out:
+    free(buf);
+    close(fd);
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option longopts[] = {
+        {"size", required_argument, NULL, 's'},       {"duration", required_argument, NULL, 'D'},
+        {"cpu", required_argument, NULL, 'C'},        {"cpu-server", required_argument, NULL, 'S'},
+        {"cpu-client", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
+        {NULL, 0, NULL, 0},
+    };
+    uint64_t size = 1u << 20, seconds = 5, v;
+    int cpu_server = -1, cpu_client = -1, ch;
+    while ((ch = getopt_long(argc, argv, "s:D:h", longopts, NULL)) != -1) {
+        switch (ch) {
+        case 's':
+            if (!tb_parse_u64(optarg, 1, 1u << 30, &size))
+                goto bad;
+            break;
+        case 'D':
+            if (!tb_parse_u64(optarg, 1, 3600, &seconds))
+                goto bad;
+            break;
+        case 'C':
+        case 'S':
+        case 'K':
+            if (!tb_parse_u64(optarg, 0, CPU_SETSIZE - 1, &v))
+                goto bad;
+            if (ch != 'K')
+                cpu_server = (int)v;
+            if (ch != 'S')
+                cpu_client = (int)v;
+            break;
+        case 'h':
+            printf("Usage: %s [-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]\n"
+                   "One raw TCP stream over 127.0.0.1 between two processes; prints the receiver's MB/s\n"
+                   "(MB = 2^20 bytes).\n",
+                   prog);
+            return 0;
+        default:
+            goto bad;
+        }
+    }
+    if (optind < argc)
+        goto bad;
+
+    struct sockaddr_in addr;
+    int lfd = tb_listen(prog, &addr);
+    if (lfd < 0)
+        return 1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+        return 1;
+    }
+    if (pid == 0)
+        _exit(server(lfd, cpu_server, size));
+    close(lfd);
+    uint64_t bytes = 0, ns = 0;
+    int rc = client(&addr, cpu_client, size, seconds, &bytes, &ns);
+    if (tb_reap(pid, rc != 0) != 0 && rc == 0)
+        rc = 1;
+    if (rc == 0) {
+        char a[16], b[16];
+        printf("tcp_stream write=%" PRIu64 " seconds=%.2f cpu_server=%s cpu_client=%s bytes=%" PRIu64
+               " MB_per_sec=%.2f\n",
+               size, (double)ns / 1e9, tb_cpu_text(cpu_server, a, sizeof a), tb_cpu_text(cpu_client, b, sizeof b),
+               bytes, ns ? (double)bytes / 1048576.0 / ((double)ns / 1e9) : 0.0);
+    }
+    return rc;
+bad:
+    fprintf(stderr, "Usage: %s [-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]\n", prog);
+    return 2;
+}

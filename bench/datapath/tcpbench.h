@@ -1,0 +1,192 @@
+/*
+ * tcpbench.h - what tcp_pingpong and tcp_stream share: the two-process
+ * layout of `ndkperf --loopback` (server and client processes over
+ * 127.0.0.1, each pinned before it does anything), blocking sockets with a
+ * bound on every wait, and option parsing for the placement.
+ *
+ * Everything is static inline: each program is one translation unit and
+ * takes what it needs.
+ */
+#ifndef TCPBENCH_H
+#define TCPBENCH_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+/* Longest a blocking call may wait before the run is declared failed. */
+#define TB_TIMEOUT_MS 10000
+
+static inline uint64_t tb_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static inline bool tb_parse_u64(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+{
+    if (!s || *s < '0' || *s > '9')
+        return false;
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, 10);
+    if (errno || *end || v < min || v > max)
+        return false;
+    *out = v;
+    return true;
+}
+
+/* Pins the calling process (one thread) to cpu; -1 leaves it alone. */
+static inline bool tb_pin(const char *prog, int cpu)
+{
+    if (cpu < 0)
+        return true;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    if (sched_setaffinity(0, sizeof set, &set) != 0) {
+        fprintf(stderr, "%s: cannot pin to CPU %d: %s\n", prog, cpu, strerror(errno));
+        return false;
+    }
+    return true;
+}
+
+static inline const char *tb_cpu_text(int cpu, char *buf, size_t size)
+{
+    if (cpu < 0)
+        snprintf(buf, size, "any");
+    else
+        snprintf(buf, size, "%d", cpu);
+    return buf;
+}
+
+/* Blocking socket with bounded waits: a stuck peer fails the run instead
+ * of hanging it. */
+static inline void tb_bound_waits(int fd)
+{
+    struct timeval tv = {.tv_sec = TB_TIMEOUT_MS / 1000, .tv_usec = (TB_TIMEOUT_MS % 1000) * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof tv);
+}
+
+/* A listening socket on 127.0.0.1 with a port the kernel picks. Made
+ * before the fork, so the client can connect the moment it starts. */
+static inline int tb_listen(const char *prog, struct sockaddr_in *addr)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) {
+        fprintf(stderr, "%s: socket: %s\n", prog, strerror(errno));
+        return -1;
+    }
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof *addr;
+    if (bind(fd, (struct sockaddr *)addr, sizeof *addr) != 0 || listen(fd, 1) != 0 ||
+        getsockname(fd, (struct sockaddr *)addr, &len) != 0) {
+        fprintf(stderr, "%s: listen on 127.0.0.1: %s\n", prog, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Accepts the one client, waiting at most TB_TIMEOUT_MS. */
+static inline int tb_accept(const char *prog, int lfd)
+{
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    int rc;
+    do
+        rc = poll(&p, 1, TB_TIMEOUT_MS);
+    while (rc < 0 && errno == EINTR);
+    if (rc <= 0) {
+        fprintf(stderr, "%s: server: no client within %d ms\n", prog, TB_TIMEOUT_MS);
+        return -1;
+    }
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    if (fd < 0)
+        fprintf(stderr, "%s: server: accept: %s\n", prog, strerror(errno));
+    return fd;
+}
+
+static inline int tb_connect(const char *prog, const struct sockaddr_in *addr)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || connect(fd, (const struct sockaddr *)addr, sizeof *addr) != 0) {
+        fprintf(stderr, "%s: client: connect to 127.0.0.1:%u: %s\n", prog, ntohs(addr->sin_port), strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+static inline void tb_nodelay(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+}
+
+/* Exactly len bytes; false on error, timeout or end of stream (*eof set
+ * when the stream ended before the first byte). */
+static inline bool tb_read_full(int fd, void *buf, size_t len, bool *eof)
+{
+    size_t got = 0;
+    if (eof)
+        *eof = false;
+    while (got < len) {
+        ssize_t n = recv(fd, (char *)buf + got, len - got, 0);
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n == 0) {
+            if (eof && got == 0)
+                *eof = true;
+            return false;
+        } else if (errno != EINTR) {
+            return false;
+        }
+    }
+    return true;
+}
+
+static inline bool tb_write_full(int fd, const void *buf, size_t len)
+{
+    size_t put = 0;
+    while (put < len) {
+        ssize_t n = send(fd, (const char *)buf + put, len - put, MSG_NOSIGNAL);
+        if (n > 0)
+            put += (size_t)n;
+        else if (n < 0 && errno != EINTR)
+            return false;
+    }
+    return true;
+}
+
+/* Waits for the server child; it ends on its own once the client closed
+ * (its reads are bounded), so this wait is bounded too. Returns its exit
+ * status, or 1 if it failed otherwise. */
+static inline int tb_reap(pid_t pid, bool kill_first)
+{
+    if (kill_first)
+        kill(pid, SIGTERM);
+    int status = 0;
+    while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 1;
+}
+
+#endif
