@@ -590,6 +590,21 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
              * local shutdown) or the stream ended. Only an orderly FIN at an
              * FPDU boundary on a healthy QP is a graceful disconnect. */
             bool failed = qp->dp.state == QP_ERROR || !qp->dp.rx_eof;
+            if (failed && ndk_qp_sent_term(qp)) {
+                /* We sent a Terminate (or it is still queued): the consumer
+                 * hears now; the wire ends when the peer, having read it,
+                 * closes (RFC 5040 prefers that to a reset, which could make
+                 * its kernel drop the Terminate unread), or when the timer
+                 * gives up. */
+                if (!c->term_draining) {
+                    c->term_draining = true;
+                    fire_disconnect_event(c);
+                    conn_watch(c, EPOLLRDHUP);
+                    loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.DisconnectTimeoutMs);
+                }
+                if (!(events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+                    return;
+            }
             on_peer_closed(c, failed || was_reset(c, events));
             return;
         }
@@ -683,6 +698,10 @@ static void conn_on_timer(struct loop_timer *t)
     case CONN_DISCONNECTING:
         conn_dead(c, true);
         ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
+        break;
+    case CONN_CONNECTED:
+        if (c->term_draining)
+            on_peer_closed(c, true); /* the Terminate never got out */
         break;
     default:
         break;

@@ -166,7 +166,7 @@ void ndk_qp_flush_all(struct ndk_qp_impl *qp)
 }
 
 /* Maps a received Terminate to the status of the request it condemns. */
-static NTSTATUS status_from_term(uint8_t layer, uint8_t etype, uint8_t code)
+NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code)
 {
     if ((layer == TERM_LAYER_RDMAP && etype == TERM_ETYPE_RDMAP_PROTECTION) ||
         (layer == TERM_LAYER_DDP && etype == TERM_ETYPE_DDP_TAGGED)) {
@@ -199,12 +199,15 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
     NTSTATUS head = STATUS_CANCELLED;
     ULONG perr = 0;
     if (term) {
-        perr = term_ctrl_pack(term->layer, term->etype, term->code, false, false, false);
+        /* ProviderErrorCode: the Terminate's control word as on the wire. */
+        perr = dp->rx_term_ctrl ? dp->rx_term_ctrl
+                                : term_ctrl_pack(term->layer, term->etype, term->code, term->ddp_hdr,
+                                                 term->ddp_hdr, term->rdma_hdr);
         /* A received Terminate condemns one of our requests only if it
          * names a Read Request (term->rdma_hdr, set by the receive path):
          * Writes and Sends completed when TCP took them (RFC 5040 rule 14). */
         if (!send_term && term->rdma_hdr)
-            head = status_from_term(term->layer, term->etype, term->code);
+            head = ndk_status_from_term(term->layer, term->etype, term->code);
     }
     if (send_term && term && was_rts && !term->no_reply && !dp->term_len) {
         uint8_t ulpdu[80];
@@ -225,10 +228,10 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
     flush_rx_message(qp);
     flush_rq(qp);
     pthread_mutex_lock(&dp->sq_lock);
-    if (!dp->term_len || dp->term_sent) {
-        if (dp->tr && was_rts)
-            dp->tr->ops->failed(dp->tr, false);
-    }
+    /* With a Terminate the transmit engine sends it, then our FIN, and the
+     * owner waits for the peer to close; without one the stream just ends. */
+    if (!dp->term_len && dp->tr && was_rts)
+        dp->tr->ops->failed(dp->tr, false);
     pthread_mutex_unlock(&dp->sq_lock);
 }
 
@@ -313,7 +316,8 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
     NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, 0, iov, &niov);
     if (st != STATUS_SUCCESS)
         return st;
-    memcpy(w->sge, sgl, n * sizeof *sgl);
+    if (n)
+        memcpy(w->sge, sgl, n * sizeof *sgl);
     w->nsge = n;
     return STATUS_SUCCESS;
 }
@@ -411,7 +415,8 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);
-    memcpy(w->sge, sgl, n * sizeof *sgl);
+    if (n)
+        memcpy(w->sge, sgl, n * sizeof *sgl);
     w->nsge = n;
     w->total = (ULONG)total;
     w->ctx = ctx;
@@ -536,7 +541,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     r->ctx = ctx;
     r->nsge = n;
     r->total = (ULONG)total;
-    memcpy(r->sge, sgl, n * sizeof *sgl);
+    if (n)
+        memcpy(r->sge, sgl, n * sizeof *sgl);
     dp->rq_count++;
     bool dead = dp->state == QP_ERROR;
     pthread_mutex_unlock(&dp->rq_lock);
@@ -707,6 +713,14 @@ void ndk_qp_disconnect(struct ndk_qp_impl *qp)
     qp->dp.tx_fin_wanted = true;
     qp_tx_progress(qp);
     pthread_mutex_unlock(&qp->dp.sq_lock);
+}
+
+bool ndk_qp_sent_term(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool p = qp->dp.term_len != 0 && !qp->dp.tx_dead;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return p;
 }
 
 bool ndk_qp_quiescent(struct ndk_qp_impl *qp)

@@ -187,6 +187,7 @@ struct ndk_qp_dp {
     uint32_t rx_tmsg_stag;
     uint64_t rx_tmsg_to;
     NTSTATUS rx_fail_status; /* status for the receive that caused our Terminate */
+    uint32_t rx_term_ctrl;   /* control word of the Terminate the peer sent */
 };
 
 /* ---- qp.c ---- */
@@ -207,6 +208,9 @@ void ndk_qp_stop(struct ndk_qp_impl *qp);
 void ndk_qp_flush_all(struct ndk_qp_impl *qp);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
+/* The QP ended the stream with its own Terminate (sent, or still queued
+ * behind other FPDUs): the owner lets the peer close first. */
+bool ndk_qp_sent_term(struct ndk_qp_impl *qp);
 /* Nothing queued or in flight on the initiator side (X1 "DMA finished"). */
 bool ndk_qp_quiescent(struct ndk_qp_impl *qp);
 
@@ -227,6 +231,8 @@ bool ndk_qp_on_readable(struct ndk_qp_impl *qp);
 /* The same for busy pollers: skips the QP if its engine is busy elsewhere. */
 void ndk_qp_try_readable(struct ndk_qp_impl *qp);
 
+/* The status a received Terminate gives the request it names. */
+NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code);
 /* Completion helpers shared by qp*.c. */
 void qp_complete_sq_in_order(struct ndk_qp_impl *qp);   /* sq_lock held */
 void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,

@@ -320,10 +320,31 @@ static void on_terminate(struct ndk_qp_impl *qp)
     NDK_DEBUG("terminate received: %s", term_describe(m.layer, m.etype, m.code));
     struct ddp_term t;
     ddp_term_set(&t, m.layer, m.etype, m.code, false);
-    /* Was the offender one of our Read Requests? Its copied RDMA header, or
-     * a copied untagged header with the Read Request opcode, says so. */
-    t.rdma_hdr = m.rdma_hdr_copy != NULL ||
-                 (m.ddp_hdr_copy && !m.ddp.tagged && m.ddp.opcode == RDMAP_OP_READ_REQ);
+    dp->rx_term_ctrl = m.ctrl;
+    /* Was the offender one of our Read Requests? Its copied RDMA header
+     * names it exactly (sink STag/TO and size); without one, a copied
+     * untagged Read Request header points at the oldest unanswered Read. */
+    t.rdma_hdr = false;
+    bool named = false;
+    if (m.rdma_hdr_copy) {
+        pthread_mutex_lock(&dp->sq_lock);
+        for (uint32_t i = 0; i < dp->orq_count; i++) {
+            struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + i) % dp->orq_cap];
+            if (o->wqe == ORQ_RTR || o->sink_stag != m.rdma.sink_stag || o->sink_to != m.rdma.sink_to ||
+                o->size != m.rdma.size)
+                continue;
+            struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
+            w->status = ndk_status_from_term(m.layer, m.etype, m.code);
+            w->perr = m.ctrl;
+            w->done = true;
+            named = true;
+            break;
+        }
+        pthread_mutex_unlock(&dp->sq_lock);
+    }
+    if (!named)
+        t.rdma_hdr = m.rdma_hdr_copy != NULL ||
+                     (m.ddp_hdr_copy && !m.ddp.tagged && m.ddp.opcode == RDMAP_OP_READ_REQ);
     qp_fatal(qp, &t, NULL, 0, false); /* never answered */
 }
 

@@ -374,9 +374,12 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
                 continue;
             }
             if (dp->term_sent && !dp->tx_fin_sent) {
-                /* Nothing may follow a Terminate: close the stream. */
+                /* Nothing may follow a Terminate: our FIN goes next. The
+                 * connection ends when the peer, having read the Terminate,
+                 * closes too; a reset now could make its kernel drop the
+                 * Terminate unread. */
                 dp->tx_fin_sent = true;
-                tr->ops->failed(tr, false);
+                tr->ops->shutdown_write(tr);
             }
             return;
         }

@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "mem.h"
 #include "objects.h"
 
 static struct ndk_srq_impl *srq_from(NDK_SRQ *p)
@@ -88,12 +89,12 @@ bool ndk_srq_take(struct ndk_srq_impl *srq, struct ndk_rwqe *out)
 }
 
 /*
- * Posting only copies the SGE list: whether each SGE lies in registered
- * memory is checked when data is placed, because a deregistration between
- * post and arrival must still be honoured. What can be refused now is
- * refused: more SGEs than the SRQ allows, a total length a 32-bit
- * BytesTransferred could not report, and a full queue (5.8.2 leaves the codes
- * open and suggests these two).
+ * The SGEs are checked against registered memory now, as NdkReceive does,
+ * so a bad buffer fails the post (STATUS_ACCESS_VIOLATION), and again when
+ * data is placed, because a deregistration between post and arrival must
+ * still be honoured. Also refused: more SGEs than the SRQ allows, a total
+ * length a 32-bit BytesTransferred could not report, and a full queue (5.8.2
+ * leaves the codes open and suggests these).
  */
 static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext, CONST NDK_SGE *pSgl, ULONG nSge)
 {
@@ -105,6 +106,11 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext, CONST NDK_SG
         total += pSgl[i].Length;
     if (total > UINT32_MAX)
         return STATUS_INVALID_PARAMETER;
+    struct iovec iov[NDK_MAX_SGE];
+    int niov;
+    NTSTATUS st = mem_map_local(srq->obj.ad->mem, srq->pd, pSgl, nSge, MEM_LOCAL_WRITE, iov, &niov);
+    if (st != STATUS_SUCCESS)
+        return st;
     pthread_mutex_lock(&srq->lock);
     if (srq->error) {
         pthread_mutex_unlock(&srq->lock);

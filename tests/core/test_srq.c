@@ -17,6 +17,13 @@
 static NDK_ADAPTER *g_ad;
 static NDK_ADAPTER_INFO g_info;
 static NDK_PD *g_pd;
+/* Receive SGEs are checked against registered memory when posted: one
+ * registration covers every address these tests use. Nothing is placed, so
+ * the range need not be backed by pages the test owns. */
+#define REG_BASE ((uintptr_t)0x100000000ull)
+#define REG_LEN ((SIZE_T)1 << 34)
+static NDK_MR *g_mr;
+static UINT32 g_tok;
 
 /* ---- barrier ---- */
 
@@ -107,9 +114,9 @@ static NTSTATUS post(struct tsrq *t, uintptr_t ctx, ULONG nsge, ULONG len)
     NDK_SGE sge[NDK_MAX_SGE + 1];
     memset(sge, 0, sizeof sge);
     for (ULONG i = 0; i < nsge && i <= NDK_MAX_SGE; i++) {
-        sge[i].VirtualAddress = (void *)(ctx * 0x1000 + i * 0x100);
+        sge[i].VirtualAddress = (void *)(REG_BASE + ctx * 0x1000 + i * 0x100);
         sge[i].Length = len;
-        sge[i].MemoryRegionToken = (UINT32)(ctx + i);
+        sge[i].MemoryRegionToken = g_tok;
     }
     return t->srq->Dispatch->NdkSrqReceive(t->srq, (void *)ctx, sge, nsge);
 }
@@ -191,6 +198,9 @@ static void receive_limits(void)
     memset(big, 0, sizeof big);
     big[0].Length = 0x80000000u;
     big[1].Length = 0x80000000u;
+    big[0].VirtualAddress = (void *)REG_BASE;
+    big[1].VirtualAddress = (void *)(REG_BASE + 0x80000000u);
+    big[0].MemoryRegionToken = big[1].MemoryRegionToken = g_tok;
     CHECK_EQ(t.srq->Dispatch->NdkSrqReceive(t.srq, NULL, big, 2), STATUS_INVALID_PARAMETER);
     CHECK_EQ(t.impl->count, 0);
     /* Exactly 2^32-1 is fine; so is an empty SGE list. */
@@ -226,9 +236,9 @@ static void take_order(void)
      * changes nothing. */
     NDK_SGE sge[3];
     for (int i = 0; i < 3; i++) {
-        sge[i].VirtualAddress = (void *)(uintptr_t)(0x10000 + i);
+        sge[i].VirtualAddress = (void *)(REG_BASE + 0x10000 + (uintptr_t)i);
         sge[i].Length = 100u + (ULONG)i;
-        sge[i].MemoryRegionToken = 0x700u + (UINT32)i;
+        sge[i].MemoryRegionToken = g_tok;
     }
     CHECK_EQ(t.srq->Dispatch->NdkSrqReceive(t.srq, (void *)0x55, sge, 3), STATUS_SUCCESS);
     memset(sge, 0xEE, sizeof sge);
@@ -237,9 +247,9 @@ static void take_order(void)
     CHECK_EQ(w.nsge, 3);
     CHECK_EQ(w.total, 303);
     for (ULONG i = 0; i < 3; i++) {
-        CHECK_EQ((uintptr_t)w.sge[i].VirtualAddress, 0x10000 + i);
+        CHECK_EQ((uintptr_t)w.sge[i].VirtualAddress, REG_BASE + 0x10000 + i);
         CHECK_EQ(w.sge[i].Length, 100 + i);
-        CHECK_EQ(w.sge[i].MemoryRegionToken, 0x700 + i);
+        CHECK_EQ(w.sge[i].MemoryRegionToken, g_tok);
     }
 
     /* FIFO across many wraps of the ring. */
@@ -255,7 +265,7 @@ static void take_order(void)
             CHECK_EQ((uintptr_t)w.ctx, out);
             CHECK_EQ(w.nsge, 1 + (ULONG)(out % 4));
             CHECK_EQ(w.total, 16 * w.nsge);
-            CHECK_EQ(w.sge[0].MemoryRegionToken, (UINT32)out);
+            CHECK_EQ((uintptr_t)w.sge[0].VirtualAddress, REG_BASE + out * 0x1000);
             out++;
         }
     }
@@ -607,6 +617,20 @@ int main(void)
         return 1;
     }
     g_bcq_impl = container_of(ndk_obj_from_pub(g_bcq, NdkObjectTypeCq), struct ndk_cq_impl, obj);
+    MDL mdl = {.StartVa = (void *)REG_BASE, .ByteCount = (ULONG)0};
+    mdl.ByteCount = 0xFFFFFFFFu;
+    MDL mdl2 = {.StartVa = (void *)(REG_BASE + 0xFFFFFFFFu), .ByteCount = 0xFFFFFFFFu};
+    MDL mdl3 = {.StartVa = (void *)(REG_BASE + 2 * (uintptr_t)0xFFFFFFFFu), .ByteCount = 0xFFFFFFFFu};
+    MDL mdl4 = {.StartVa = (void *)(REG_BASE + 3 * (uintptr_t)0xFFFFFFFFu), .ByteCount = 0xFFFFFFFFu};
+    MDL mdl5 = {.StartVa = (void *)(REG_BASE + 4 * (uintptr_t)0xFFFFFFFFu), .ByteCount = 16};
+    mdl.Next = &mdl2, mdl2.Next = &mdl3, mdl3.Next = &mdl4, mdl4.Next = &mdl5;
+    if (g_pd->Dispatch->NdkCreateMr(g_pd, FALSE, NULL, NULL, &g_mr) != STATUS_SUCCESS ||
+        g_mr->Dispatch->NdkRegisterMr(g_mr, &mdl, 4 * (SIZE_T)0xFFFFFFFFu + 16, NDK_MR_FLAG_ALLOW_LOCAL_WRITE,
+                                      NULL, NULL) != STATUS_SUCCESS) {
+        fprintf(stderr, "registration failed\n");
+        return 1;
+    }
+    g_tok = g_mr->Dispatch->NdkGetLocalTokenFromMr(g_mr);
 
     RUN(create_limits);
     RUN(pd_is_antecedent);
@@ -620,6 +644,7 @@ int main(void)
     RUN(close_with_queued_notification);
     RUN(concurrent_take);
 
+    g_mr->Dispatch->NdkCloseMr(&g_mr->Header, NULL, NULL);
     NdkCloseAdapter(g_ad);
     tl_event_destroy(&g_bev);
     return tl_finish();

@@ -1,0 +1,569 @@
+/* Completion queues under real traffic: NdkArmCq ANY / SOLICITED / ERRORS
+ * and the notification callback (exactly once per arm, never unarmed), the
+ * re-arm merge table, an arm made while fresh completions are queued, error
+ * completions and notifications, NdkResizeCq with entries queued, CQ
+ * overflow, and callbacks that drain and re-arm from inside.
+ * Contract: reference 5.3.2, 5.4, 8.1-8.3, 10.2 (C1-C6).
+ *
+ * The CQs whose notifications are counted are "poll only": the cases wait
+ * for completions by polling NdkGetCqResultsEx (bounded), never by arming,
+ * so every arm in these cases is one the case made on purpose. */
+#include "dptest.h"
+
+/* No notification beyond `n` within the quiet period. */
+#define CHECK_NOTIFIED(c, n)                                                                 \
+    do {                                                                                     \
+        tl_event_wait(&(c)->notify, (n) + 1, DP_QUIET_MS);                                   \
+        CHECK_EQ(dp_cq_notified(c), (n));                                                    \
+    } while (0)
+
+/* Waits for the n-th notification of c. */
+#define WAIT_NOTIFIED(c, n)                                                                  \
+    do {                                                                                     \
+        if (!tl_event_wait(&(c)->notify, (n), DP_WAIT_MS)) {                                 \
+            tl_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: [%s] notification #%u of %s did not come\n", __FILE__,   \
+                    __LINE__, tl_current, (unsigned)(n), #c);                                \
+        }                                                                                    \
+    } while (0)
+
+/* The fixture: a connected pair whose passive CQ is poll-only, a source
+ * buffer on the active side, receive buffers on the passive side, and a
+ * small readable region on the passive side (see sync_delivered). */
+typedef struct fx {
+    dp_pair x;
+    dp_conn *c;
+    dp_mr ms, rr, src, sink;
+    unsigned next_rctx, next_sctx;
+} fx;
+
+static bool fx_open(fx *f, const dp_cfg *cfg)
+{
+    memset(f, 0, sizeof *f);
+    if (!dp_pair_open(&f->x, cfg))
+        return false;
+    f->c = f->x.c;
+    f->c->cqp->poll_only = true;
+    if (f->c->rcqp != f->c->cqp)
+        f->c->rcqp->poll_only = true;
+    f->next_rctx = 1000;
+    f->next_sctx = 1;
+    return dp_buf_reg(&f->x.a, &f->ms, 4096, 0, 1) &&
+           dp_buf_reg(&f->x.p, &f->rr, 64 * 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0) &&
+           dp_buf_reg(&f->x.p, &f->src, 64, NDK_MR_FLAG_ALLOW_REMOTE_READ, 2) &&
+           dp_buf_reg(&f->x.a, &f->sink, 64, DP_SINK_FLAGS, 0);
+}
+
+static void fx_close(fx *f)
+{
+    dp_mr_close(&f->ms);
+    dp_mr_close(&f->rr);
+    dp_mr_close(&f->src);
+    dp_mr_close(&f->sink);
+    dp_pair_close(&f->x);
+}
+
+/* Posts n receives on the passive QP. */
+static void fx_post_receives(fx *f, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        unsigned k = f->next_rctx++;
+        NDK_SGE r = dp_sge(&f->rr, (size_t)(k % 64) * 64, 64);
+        DP_CHECK_ST(dp_recv(f->c->qp, DP_CTX(k), &r, 1), STATUS_SUCCESS);
+    }
+}
+
+/* Sends one 16-byte message from the active side. */
+static void fx_send(fx *f, ULONG flags)
+{
+    NDK_SGE g = dp_sge(&f->ms, 0, 16);
+    DP_CHECK_ST(dp_send(f->c->qa, DP_CTX(f->next_sctx++), &g, 1, flags), STATUS_SUCCESS);
+}
+
+/*
+ * Returns once every message sent so far has been delivered at the passive
+ * side, i.e. its receive completion is in the passive CQ, without touching
+ * that CQ: an inbound Read Request is served only after all earlier inbound
+ * messages were delivered (iwarp.md 3.8 rule 4), so when a Read posted after
+ * them completes, their receive completions exist. The active side's
+ * completions (sends and the read) are drained here.
+ */
+static void sync_delivered(fx *f)
+{
+    NDK_SGE k = dp_sge(&f->sink, 0, 64);
+    DP_CHECK_ST(dp_read(f->c->qa, DP_CTX(9999), &k, 1, f->src.addr, f->src.rtok, 0),
+                STATUS_SUCCESS);
+    NDK_RESULT_EX e[64];
+    for (;;) {
+        ULONG n = dp_wait_ex(f->c->cqa, e, 1, DP_WAIT_MS);
+        if (n != 1) {
+            tl_failures++;
+            fprintf(stderr, "[%s] the synchronising Read did not complete\n", tl_current);
+            return;
+        }
+        DP_CHECK_ST(e[0].Status, STATUS_SUCCESS);
+        if (e[0].RequestContext == DP_CTX(9999))
+            return;
+    }
+}
+
+/* Drains exactly n receive completions from the passive CQ, checking they
+ * are successful receives. */
+static void drain_receives(fx *f, ULONG n)
+{
+    NDK_RESULT_EX e[64];
+    ULONG got = dp_wait_ex(f->c->rcqp, e, n, DP_WAIT_MS);
+    CHECK_EQ(got, n);
+    for (ULONG i = 0; i < got; i++) {
+        DP_CHECK_ST(e[i].Status, STATUS_SUCCESS);
+        CHECK(e[i].Type == NdkOperationTypeReceive);
+    }
+}
+
+/* NdkCreateCq (5.3.2): MaxCqDepth is accepted, one more is not; no
+ * notification ever comes for a CQ that was never armed. */
+DP_CASE(create_cq_limits)
+{
+    dp_side s;
+    REQUIRE(dp_side_open(&s));
+    dp_cq *c = dp_cq_new(&s, s.info.MaxCqDepth);
+    CHECK(c != NULL);
+    dp_cq_close(c);
+    dp_req *r = dp_req_new("NdkCreateCq");
+    NDK_CQ *cq = NULL;
+    NTSTATUS ret =
+        s.ad->Dispatch->NdkCreateCq(s.ad, s.info.MaxCqDepth + 1, dp_cq_cb, NULL, NULL, dp_create_cb,
+                                    r, &cq);
+    NTSTATUS st;
+    cq = dp_created(r, ret, cq, &st);
+    DP_CHECK_ST(st, STATUS_INVALID_PARAMETER);
+    dp_close(cq);
+    dp_side_close(&s);
+}
+
+/*
+ * ANY (5.4.2, 8.2 rules 1-2, C3): one arm, three completions, one callback
+ * with STATUS_SUCCESS. A re-arm on a drained CQ waits for the next
+ * completion, which then gives exactly one more callback. Without an arm,
+ * completions give none.
+ */
+DP_CASE(arm_any_once_per_arm)
+{
+    fx f;
+    REQUIRE(fx_open(&f, NULL));
+    dp_cq *cq = f.c->cqp;
+    fx_post_receives(&f, 8);
+    /* Unarmed: traffic gives no callback (rule 1). */
+    fx_send(&f, 0);
+    sync_delivered(&f);
+    drain_receives(&f, 1);
+    CHECK_NOTIFIED(cq, 0);
+
+    dp_arm(cq, NDK_CQ_NOTIFY_ANY);
+    fx_send(&f, 0);
+    fx_send(&f, 0);
+    fx_send(&f, 0);
+    sync_delivered(&f);
+    WAIT_NOTIFIED(cq, 1);
+    DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
+    drain_receives(&f, 3);
+    CHECK_NOTIFIED(cq, 1);
+
+    /* Re-armed on an empty CQ: nothing until the next completion. */
+    dp_arm(cq, NDK_CQ_NOTIFY_ANY);
+    CHECK_NOTIFIED(cq, 1);
+    fx_send(&f, 0);
+    WAIT_NOTIFIED(cq, 2);
+    DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
+    sync_delivered(&f);
+    drain_receives(&f, 1);
+    CHECK_NOTIFIED(cq, 2);
+    fx_close(&f);
+}
+
+/*
+ * SOLICITED (5.4.2, 5.9.2, 8.2 rule 6): a receive matched with a plain Send
+ * does not satisfy it, one matched with SEND_AND_SOLICIT_EVENT does; the
+ * sender's own successful completions never do.
+ */
+DP_CASE(arm_solicited)
+{
+    fx f;
+    REQUIRE(fx_open(&f, NULL));
+    dp_cq *cq = f.c->cqp;
+    f.c->cqa->poll_only = true;
+    fx_post_receives(&f, 8);
+    dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
+    dp_arm(f.c->cqa, NDK_CQ_NOTIFY_SOLICITED);
+    fx_send(&f, 0);
+    fx_send(&f, 0);
+    sync_delivered(&f);
+    drain_receives(&f, 2);
+    CHECK_NOTIFIED(cq, 0);
+    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    WAIT_NOTIFIED(cq, 1);
+    DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
+    sync_delivered(&f);
+    drain_receives(&f, 1);
+    CHECK_NOTIFIED(cq, 1);
+    /* Re-armed: a plain Send then a solicited one give one more callback. */
+    dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
+    fx_send(&f, 0);
+    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    WAIT_NOTIFIED(cq, 2);
+    sync_delivered(&f);
+    drain_receives(&f, 2);
+    CHECK_NOTIFIED(cq, 2);
+    /* The sender's CQ saw only successful initiator completions. */
+    CHECK_NOTIFIED(f.c->cqa, 0);
+    fx_close(&f);
+}
+
+/*
+ * ERRORS (5.4.2, 8.2 rule 6): only CQ errors (overrun, fatal) satisfy it,
+ * not completions, successful or failed.
+ */
+DP_CASE(arm_errors_ignores_completions)
+{
+    fx f;
+    REQUIRE(fx_open(&f, NULL));
+    dp_cq *cq = f.c->cqp;
+    fx_post_receives(&f, 8);
+    dp_arm(cq, NDK_CQ_NOTIFY_ERRORS);
+    fx_send(&f, 0);
+    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    sync_delivered(&f);
+    drain_receives(&f, 2);
+    CHECK_NOTIFIED(cq, 0);
+    /* Failed completions: NdkFlush cancels the six remaining receives. */
+    f.c->qp->Dispatch->NdkFlush(f.c->qp);
+    NDK_RESULT_EX e[8];
+    ULONG n = dp_wait_ex(cq, e, 6, DP_WAIT_MS);
+    CHECK_EQ(n, 6);
+    for (ULONG i = 0; i < n; i++)
+        DP_CHECK_ST(e[i].Status, STATUS_CANCELLED);
+    CHECK_NOTIFIED(cq, 0);
+    fx_close(&f);
+}
+
+/*
+ * A completion with an error status satisfies ANY and SOLICITED arms (8.2
+ * rule 6): NdkFlush of receives on an unconnected QP, once per arm type.
+ */
+DP_CASE(error_completion_notifies)
+{
+    dp_side s;
+    REQUIRE(dp_side_open(&s));
+    dp_cq *cq = dp_cq_new(&s, 64);
+    REQUIRE(cq);
+    cq->poll_only = true;
+    dp_cfg cfg = dp_cfg_default();
+    NDK_QP *qp = dp_qp_create(&s, cq, cq, NULL, NULL, &cfg, NULL);
+    dp_mr mr;
+    REQUIRE(qp && dp_buf_reg(&s, &mr, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0));
+    static const ULONG types[2] = {NDK_CQ_NOTIFY_SOLICITED, NDK_CQ_NOTIFY_ANY};
+    for (unsigned t = 0; t < 2; t++) {
+        for (int i = 0; i < 3; i++) {
+            NDK_SGE r = dp_sge(&mr, (size_t)i * 64, 64);
+            DP_CHECK_ST(dp_recv(qp, DP_CTX(i + 1), &r, 1), STATUS_SUCCESS);
+        }
+        dp_arm(cq, types[t]);
+        qp->Dispatch->NdkFlush(qp);
+        WAIT_NOTIFIED(cq, t + 1);
+        DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
+        NDK_RESULT_EX e[4];
+        ULONG n = dp_wait_ex(cq, e, 3, DP_WAIT_MS);
+        CHECK_EQ(n, 3);
+        for (ULONG i = 0; i < n; i++)
+            DP_CHECK_ST(e[i].Status, STATUS_CANCELLED);
+        CHECK_NOTIFIED(cq, t + 1);
+    }
+    dp_close(qp);
+    dp_mr_close(&mr);
+    dp_cq_close(cq);
+    dp_side_close(&s);
+}
+
+/*
+ * C4 / 8.2 rule 3: an arm made while the CQ holds a completion that arrived
+ * after the last callback must be satisfied at once, for ANY, and for
+ * SOLICITED when that completion is a solicited receive.
+ */
+DP_CASE(arm_with_fresh_completions_queued)
+{
+    fx f;
+    REQUIRE(fx_open(&f, NULL));
+    dp_cq *cq = f.c->cqp;
+    fx_post_receives(&f, 8);
+    fx_send(&f, 0);
+    sync_delivered(&f); /* queued, never notified */
+    dp_arm(cq, NDK_CQ_NOTIFY_ANY);
+    WAIT_NOTIFIED(cq, 1);
+    drain_receives(&f, 1);
+    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    sync_delivered(&f); /* a solicited receive arrived after callback #1 */
+    dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
+    WAIT_NOTIFIED(cq, 2);
+    drain_receives(&f, 1);
+    CHECK_NOTIFIED(cq, 2);
+    fx_close(&f);
+}
+
+/*
+ * Re-arming before the previous arm was satisfied merges the two (8.2 rule
+ * 5, C6): the broader condition wins, ANY > SOLICITED > ERRORS. Each pair is
+ * probed with a plain Send (fires only if the merge is ANY) and, when it did
+ * not fire, a solicited Send (fires if the merge is SOLICITED).
+ */
+DP_CASE(rearm_merge_table)
+{
+    fx f;
+    REQUIRE(fx_open(&f, NULL));
+    dp_cq *cq = f.c->cqp;
+    fx_post_receives(&f, 40);
+    static const struct {
+        ULONG first, second, merged;
+    } t[] = {
+        {NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ANY},
+        {NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ERRORS, NDK_CQ_NOTIFY_ANY},
+        {NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_SOLICITED, NDK_CQ_NOTIFY_ANY},
+        {NDK_CQ_NOTIFY_ERRORS, NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ANY},
+        {NDK_CQ_NOTIFY_ERRORS, NDK_CQ_NOTIFY_SOLICITED, NDK_CQ_NOTIFY_SOLICITED},
+        {NDK_CQ_NOTIFY_SOLICITED, NDK_CQ_NOTIFY_ANY, NDK_CQ_NOTIFY_ANY},
+        {NDK_CQ_NOTIFY_SOLICITED, NDK_CQ_NOTIFY_ERRORS, NDK_CQ_NOTIFY_SOLICITED},
+        {NDK_CQ_NOTIFY_SOLICITED, NDK_CQ_NOTIFY_SOLICITED, NDK_CQ_NOTIFY_SOLICITED},
+        /* Last: ERRORS + ERRORS stays armed after the case's traffic. */
+        {NDK_CQ_NOTIFY_ERRORS, NDK_CQ_NOTIFY_ERRORS, NDK_CQ_NOTIFY_ERRORS},
+    };
+    unsigned fired = 0;
+    for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
+        dp_arm(cq, t[i].first);
+        dp_arm(cq, t[i].second);
+        fx_send(&f, 0);
+        sync_delivered(&f);
+        drain_receives(&f, 1);
+        if (t[i].merged == NDK_CQ_NOTIFY_ANY) {
+            WAIT_NOTIFIED(cq, ++fired);
+        } else {
+            CHECK_NOTIFIED(cq, fired);
+            fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+            sync_delivered(&f);
+            drain_receives(&f, 1);
+            if (t[i].merged == NDK_CQ_NOTIFY_SOLICITED)
+                WAIT_NOTIFIED(cq, ++fired);
+        }
+        CHECK_NOTIFIED(cq, fired);
+        if (dp_cq_notified(cq) != fired) {
+            fprintf(stderr, "    merge of %u then %u misbehaved\n", (unsigned)t[i].first,
+                    (unsigned)t[i].second);
+            break;
+        }
+    }
+    fx_close(&f);
+}
+
+/*
+ * NdkResizeCq (5.4.1), when the adapter offers it: growing a CQ that holds
+ * entries keeps them, in order, and lets it hold more than its old depth;
+ * a depth over MaxCqDepth is refused; a shrink below the queued count never
+ * loses an entry.
+ */
+DP_CASE(resize_keeps_entries)
+{
+    dp_cfg cfg = dp_cfg_default();
+    cfg.split_cq = true;
+    cfg.cqd = 8;
+    fx f;
+    REQUIRE(fx_open(&f, &cfg));
+    if (!(f.x.p.info.AdapterFlags & NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED)) {
+        fprintf(stderr, "    CQ_RESIZE_SUPPORTED not set: NdkResizeCq must not be called\n");
+        fx_close(&f);
+        return;
+    }
+    dp_cq *cq = f.c->rcqp;
+    fx_post_receives(&f, 20);
+    for (int i = 0; i < 6; i++)
+        fx_send(&f, 0);
+    sync_delivered(&f);
+    dp_req *r = dp_req_new("NdkResizeCq");
+    NTSTATUS st = dp_finish(r, cq->cq->Dispatch->NdkResizeCq(cq->cq, 32, dp_req_cb, r), DP_WAIT_MS);
+    DP_CHECK_ST(st, STATUS_SUCCESS);
+    r = dp_req_new("NdkResizeCq (too deep)");
+    st = dp_finish(r,
+                   cq->cq->Dispatch->NdkResizeCq(cq->cq, f.x.p.info.MaxCqDepth + 1, dp_req_cb, r),
+                   DP_WAIT_MS);
+    DP_CHECK_ST(st, STATUS_INVALID_PARAMETER);
+    /* Batches of 5, so the active side's 8-entry CQ never fills. */
+    for (int b = 0; b < 2; b++) {
+        for (int i = 0; i < 5; i++)
+            fx_send(&f, 0);
+        sync_delivered(&f);
+    }
+    /* 16 entries now, twice the original depth. A shrink to 4 may fail or
+     * not ([U]) but must not lose any of them. */
+    r = dp_req_new("NdkResizeCq (shrink)");
+    st = dp_finish(r, cq->cq->Dispatch->NdkResizeCq(cq->cq, 4, dp_req_cb, r), DP_WAIT_MS);
+    fprintf(stderr, "    shrink below the queued count: %s\n", NdkStatusName(st));
+    NDK_RESULT_EX e[20];
+    ULONG n = dp_wait_ex(cq, e, 16, DP_WAIT_MS);
+    CHECK_EQ(n, 16);
+    for (ULONG i = 0; i < n; i++)
+        DP_CHECK_CQE(e[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(f.c),
+                     DP_CTX(1000 + i), 16);
+    CHECK_EQ(dp_get(cq, e, 20), 0);
+    fx_close(&f);
+}
+
+/*
+ * Overflow (8.1, 5.2.4): the passive side's receive CQ has 4 entries and
+ * 6 messages arrive. An ERRORS arm reports STATUS_BUFFER_OVERFLOW, once; no
+ * more than 4 entries can ever be read; a later arm of any type reports the
+ * overflow again; and the QP is unusable: a Send posted on it afterwards is
+ * never received.
+ */
+DP_CASE(overflow)
+{
+    dp_cfg cfg = dp_cfg_default();
+    cfg.split_cq = true;
+    cfg.cqd = 4;
+    cfg.rqd = 8;
+    cfg.iqd = 8;
+    fx f;
+    REQUIRE(fx_open(&f, &cfg));
+    dp_cq *cq = f.c->rcqp;
+    fx_post_receives(&f, 8);
+    dp_arm(cq, NDK_CQ_NOTIFY_ERRORS);
+    /* Silent, so the active side's own 4-entry CQ stays empty; all but the
+     * last deferred, so all six are posted before the overflow can end the
+     * connection. */
+    NDK_SGE g = dp_sge(&f.ms, 0, 16);
+    for (int i = 0; i < 6; i++)
+        DP_CHECK_ST(dp_send(f.c->qa, DP_CTX(i + 1), &g, 1,
+                            NDK_OP_FLAG_SILENT_SUCCESS | (i < 5 ? NDK_OP_FLAG_DEFER : 0)),
+                    STATUS_SUCCESS);
+    WAIT_NOTIFIED(cq, 1);
+    DP_CHECK_ST(atomic_load(&cq->last), STATUS_BUFFER_OVERFLOW);
+    CHECK_NOTIFIED(cq, 1);
+    NDK_RESULT_EX e[8];
+    ULONG n = dp_quiet(cq, e, 8, DP_QUIET_MS);
+    CHECK(n <= 4);
+    for (ULONG i = 0; i < n && i < 8; i++)
+        CHECK(e[i].RequestContext == DP_CTX(1000 + i));
+    /* An error of the CQ satisfies any later arm (8.2, [I]). */
+    dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
+    WAIT_NOTIFIED(cq, 2);
+    DP_CHECK_ST(atomic_load(&cq->last), STATUS_BUFFER_OVERFLOW);
+    /* The QP that completes into it is unusable: a Send from it never
+     * reaches the active side's posted receive. */
+    dp_mr ar;
+    uint8_t *ab = dp_buf_reg(&f.x.a, &ar, 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    dp_mr pm;
+    uint8_t *pb = dp_buf_reg(&f.x.p, &pm, 64, 0, 7);
+    REQUIRE(ab && pb);
+    NDK_SGE ars = dp_sge(&ar, 0, 64), pg = dp_sge(&pm, 0, 16);
+    NTSTATUS st = dp_recv(f.c->qa, DP_CTX(500), &ars, 1);
+    NTSTATUS ps = dp_send(f.c->qp, DP_CTX(501), &pg, 1, 0);
+    fprintf(stderr, "    after the overflow: Send on the QP returned %s; disconnect events %u/%u\n",
+            NdkStatusName(ps), tl_event_count(&f.c->disc_a), tl_event_count(&f.c->disc_p));
+    if (st == STATUS_SUCCESS) {
+        ULONG k = dp_quiet(f.c->rcqa, e, 8, DP_QUIET_MS);
+        for (ULONG i = 0; i < k && i < 8; i++)
+            CHECK(!(e[i].RequestContext == DP_CTX(500) && e[i].Status == STATUS_SUCCESS));
+    }
+    dp_mr_close(&ar);
+    dp_mr_close(&pm);
+    fx_close(&f);
+}
+
+/*
+ * Callbacks that drain and re-arm from inside (8.2 rule 9, T2, L5): the
+ * consumer's loop is "callback: drain until empty, arm ANY, drain again".
+ * With the main thread never touching the CQ after the first arm, all 40
+ * receive completions must reach the callbacks, in order, exactly once, and
+ * no two callbacks of the CQ may overlap (C5, checked by the case wrapper).
+ */
+typedef struct collector {
+    NDK_RESULT_EX got[64];
+    _Atomic unsigned n;
+    _Atomic unsigned calls;
+    tl_event all;
+    unsigned want;
+} collector;
+
+static void drain_into(dp_cq *c, collector *k)
+{
+    for (;;) {
+        NDK_RESULT_EX e[8];
+        ULONG n = c->cq->Dispatch->NdkGetCqResultsEx(c->cq, e, 8);
+        if (n == 0)
+            return;
+        for (ULONG i = 0; i < n; i++) {
+            unsigned at = atomic_load(&k->n);
+            if (at < 64)
+                k->got[at] = e[i];
+            atomic_store(&k->n, at + 1);
+        }
+    }
+}
+
+static void reentrant_hook(dp_cq *c, NTSTATUS status)
+{
+    collector *k = c->user;
+    DP_CB_CHECK(status == STATUS_SUCCESS);
+    atomic_fetch_add(&k->calls, 1);
+    drain_into(c, k);
+    c->cq->Dispatch->NdkArmCq(c->cq, NDK_CQ_NOTIFY_ANY);
+    drain_into(c, k);
+    if (atomic_load(&k->n) >= k->want)
+        tl_event_signal(&k->all);
+}
+
+DP_CASE(callbacks_drain_and_rearm)
+{
+    fx f;
+    REQUIRE(fx_open(&f, NULL));
+    dp_cq *cq = f.c->cqp;
+    collector *k = dp_malloc(sizeof *k);
+    tl_event_init(&k->all);
+    k->want = 40;
+    fx_post_receives(&f, 40);
+    cq->user = k;
+    cq->hook = reentrant_hook;
+    dp_arm(cq, NDK_CQ_NOTIFY_ANY);
+    /* Messages of different sizes so each completion is recognisable. */
+    for (unsigned i = 0; i < 40; i++) {
+        NDK_SGE g = dp_sge(&f.ms, i, i + 1);
+        DP_CHECK_ST(dp_send(f.c->qa, DP_CTX(i + 1), &g, 1, 0), STATUS_SUCCESS);
+    }
+    CHECK(tl_event_wait(&k->all, 1, DP_WAIT_MS));
+    unsigned n = atomic_load(&k->n);
+    CHECK_EQ(n, 40);
+    for (unsigned i = 0; i < n && i < 64; i++)
+        DP_CHECK_CQE(k->got[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(f.c),
+                     DP_CTX(1000 + i), i + 1);
+    fprintf(stderr, "    %u callbacks for 40 completions\n", atomic_load(&k->calls));
+    CHECK(atomic_load(&k->calls) >= 1);
+    /* Sender side: all 40 sends complete. */
+    NDK_RESULT_EX e[40];
+    DP_WAIT(f.c->cqa, e, 40);
+    /* Closing the CQ (in fx_close) waits for a running callback; after that
+     * nothing may touch the collector, which outlives the case's adapters. */
+    fx_close(&f);
+    CHECK_EQ(atomic_load(&k->n), 40);
+    tl_event_destroy(&k->all);
+}
+
+int main(void)
+{
+    RUN(create_cq_limits);
+    RUN(arm_any_once_per_arm);
+    RUN(arm_solicited);
+    RUN(arm_errors_ignores_completions);
+    RUN(error_completion_notifies);
+    RUN(arm_with_fresh_completions_queued);
+    RUN(rearm_merge_table);
+    RUN(resize_keeps_entries);
+    RUN(overflow);
+    RUN(callbacks_drain_and_rearm);
+    return tl_finish();
+}
