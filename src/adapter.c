@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "mem.h"
+#include "net/linger.h"
 #include "objects.h"
 
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
@@ -357,6 +358,7 @@ NDK_API VOID NdkCloseAdapter(NDK_ADAPTER *pAdapter)
         ad->free_list = o;
     }
     ad->cbq_head = ad->cbq_tail = NULL;
+    ndk_linger_flush(ad);
     ndk_free_deferred(ad);
     pthread_mutex_unlock(&ad->lock);
     loop_fini(&ad->loop);

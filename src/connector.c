@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/linger.h"
 #include "objects.h"
 #include "wire/ddp.h"
 
@@ -700,8 +701,14 @@ static void conn_on_timer(struct loop_timer *t)
         ndk_req_complete(&c->disconnect_req, STATUS_IO_TIMEOUT);
         break;
     case CONN_CONNECTED:
-        if (c->term_draining)
+        if (c->term_draining) {
             on_peer_closed(c, true); /* the Terminate never got out */
+        } else if (c->nudges_left > 0 && c->dp_started) {
+            c->nudges_left--;
+            ndk_qp_nudge(c->qp);
+            if (c->nudges_left)
+                loop_timer_arm(conn_loop(c), &c->timer, 180);
+        }
         break;
     default:
         break;
@@ -922,6 +929,14 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     c->disc_ctx = dctx;
     close_pd_window(c);
     established(c);
+    if (c->p2p && c->dp_started) {
+        /* siw 6.1 can miss an RTR that lands right after its Reply; a
+         * zero-length Write shortly after makes it look again, if we have
+         * sent nothing else by then (pauses of 10 ms to 0.5 s always worked
+         * in the interop harness). */
+        c->nudges_left = 2;
+        loop_timer_arm(conn_loop(c), &c->timer, 20);
+    }
 out:
     pthread_mutex_unlock(&c->obj.ad->lock);
     return st;
@@ -1088,6 +1103,11 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
                 st = STATUS_CONNECTION_ABORTED;
                 conn_dead(c, true);
             } else {
+                /* No FIN right behind the reject: the initiator closes
+                 * once it has read it (siw drops data after a FIN). */
+                loop_watch_del(conn_loop(c), &c->watch);
+                ndk_linger_close(c->obj.ad, c->fd, NDK_REJECT_LINGER_MS);
+                c->fd = -1;
                 conn_dead(c, false);
             }
         }

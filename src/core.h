@@ -29,6 +29,7 @@
 struct ndk_adapter_impl;
 struct ndk_obj;
 struct mem_table;
+struct ndk_linger;
 
 /* Every public NDK_xxx object is { NDK_OBJECT_HEADER; const void *Dispatch }. */
 struct ndk_pub {
@@ -141,6 +142,7 @@ struct ndk_adapter_impl {
     struct ndk_obj *objects; /* every live object except the adapter itself */
     struct ndk_obj *free_list;
     struct ndk_dfree *dfree_list;
+    struct ndk_linger *lingers; /* sockets closing after the peer (net/linger.h) */
 
     struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
     /* QPs with a running data path, for busy polling (leaf lock). */

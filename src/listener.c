@@ -9,6 +9,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "net/linger.h"
 #include "objects.h"
 
 /* A TCP connection accepted by a listener whose MPA Request has not fully
@@ -74,7 +75,6 @@ static void reply_markers_reject(struct ndk_halfopen *h, const struct mpa_frame 
         ssize_t w = send(h->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
         (void)w;
     }
-    shutdown(h->fd, SHUT_WR);
 }
 
 static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req)
@@ -93,6 +93,10 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     if (req->markers) {
         NDK_DEBUG("listener: markers requested, rejecting");
         reply_markers_reject(h, req);
+        /* The initiator closes once it has read the reject. */
+        loop_watch_del(&ad->loop, &h->watch);
+        ndk_linger_close(ad, h->fd, NDK_REJECT_LINGER_MS);
+        h->fd = -1;
         halfopen_free(h, false);
         return;
     }

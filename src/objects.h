@@ -164,6 +164,7 @@ struct ndk_connector_impl {
     bool dp_started;
     bool read_rtr;              /* set-up used a Read RTR (active: sent; passive: received) */
     bool term_draining;         /* the QP failed; its Terminate is still going out */
+    int nudges_left;            /* RTR nudges still to send (ndk_qp_nudge) */
     pthread_mutex_t mask_lock;  /* leaf: the epoll mask, changed by posting threads too */
     uint32_t base_events;
     bool want_out;

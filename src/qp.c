@@ -96,10 +96,8 @@ static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr)
     bool blamed = read_st == STATUS_CANCELLED;
     for (uint32_t i = 0; i < dp->sq_count; i++) {
         struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, dp->sq_head + i)];
-        if (w->done && w->status != STATUS_SUCCESS)
-            continue;
-        if (w->done && w->op != SWQE_READ)
-            continue; /* already out on the wire: it did complete */
+        if (w->done)
+            continue; /* it did complete (a Read: its answer was placed) */
         bool sent = i < dp->sq_tx - dp->sq_head;
         if (!blamed && w->op == SWQE_READ && sent) {
             w->status = read_st;
@@ -301,7 +299,9 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
             return STATUS_INVALID_PARAMETER;
         size_t off = 0;
         for (ULONG i = 0; i < n; i++) {
-            if (sgl[i].Length && !sgl[i].VirtualAddress)
+            if (!sgl[i].Length)
+                continue;
+            if (!sgl[i].VirtualAddress)
                 return STATUS_INVALID_PARAMETER;
             memcpy(w->inline_data + off, sgl[i].VirtualAddress, sgl[i].Length);
             off += sgl[i].Length;
@@ -679,6 +679,7 @@ void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp)
     struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
     memset(o, 0, sizeof *o);
     o->wqe = ORQ_RTR;
+    o->msn = 1;
     dp->orq_count++;
     dp->reads_out++;
     dp->msn_read = 2;

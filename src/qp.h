@@ -82,6 +82,7 @@ struct ndk_swqe {
 #define ORQ_RTR UINT32_MAX /* the zero-length Read RTR of connection set-up */
 struct ndk_orq_entry {
     uint32_t wqe;       /* initiator-queue index, or ORQ_RTR */
+    uint32_t msn;       /* the Read Request's MSN on QN 1 */
     uint32_t sink_stag;
     uint64_t sink_to;
     uint32_t size;
@@ -132,6 +133,8 @@ struct ndk_qp_dp {
     bool tx_fin_sent;
     bool tx_dead;
     uint8_t term_buf[80];   /* a Terminate waiting to go out */
+    uint8_t nudge_buf[20];  /* a zero-length RDMA Write (see ndk_qp_nudge) */
+    bool tx_sent_any;       /* an FPDU of ours went out since the start */
     size_t term_len;
     bool term_sent;
     /* the batch being written */
@@ -208,6 +211,12 @@ void ndk_qp_stop(struct ndk_qp_impl *qp);
 void ndk_qp_flush_all(struct ndk_qp_impl *qp);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
+/* Sends a zero-length RDMA Write if nothing was sent since the connection
+ * started. Linux siw 6.1 can miss an RTR that arrives right after its Reply
+ * (the interop harness README) until more bytes arrive: this is those bytes,
+ * and a zero-length tagged Write is never validated or placed, so every
+ * peer ignores it. */
+void ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* The QP ended the stream with its own Terminate (sent, or still queued
  * behind other FPDUs): the owner lets the peer close first. */
 bool ndk_qp_sent_term(struct ndk_qp_impl *qp);

@@ -326,12 +326,18 @@ static void on_terminate(struct ndk_qp_impl *qp)
      * untagged Read Request header points at the oldest unanswered Read. */
     t.rdma_hdr = false;
     bool named = false;
-    if (m.rdma_hdr_copy) {
+    bool by_msn = m.ddp_hdr_copy && !m.ddp.tagged && m.ddp.opcode == RDMAP_OP_READ_REQ;
+    if (m.rdma_hdr_copy || by_msn) {
+        /* The copied header's MSN names the Read exactly; the RDMA header
+         * (sink STag/TO, size) does too when there is no DDP copy. */
         pthread_mutex_lock(&dp->sq_lock);
         for (uint32_t i = 0; i < dp->orq_count; i++) {
             struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + i) % dp->orq_cap];
-            if (o->wqe == ORQ_RTR || o->sink_stag != m.rdma.sink_stag || o->sink_to != m.rdma.sink_to ||
-                o->size != m.rdma.size)
+            if (o->wqe == ORQ_RTR)
+                continue;
+            if (by_msn ? o->msn != m.ddp.msn
+                       : (o->sink_stag != m.rdma.sink_stag || o->sink_to != m.rdma.sink_to ||
+                          o->size != m.rdma.size))
                 continue;
             struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
             w->status = ndk_status_from_term(m.layer, m.etype, m.code);
@@ -343,8 +349,7 @@ static void on_terminate(struct ndk_qp_impl *qp)
         pthread_mutex_unlock(&dp->sq_lock);
     }
     if (!named)
-        t.rdma_hdr = m.rdma_hdr_copy != NULL ||
-                     (m.ddp_hdr_copy && !m.ddp.tagged && m.ddp.opcode == RDMAP_OP_READ_REQ);
+        t.rdma_hdr = m.rdma_hdr_copy != NULL || by_msn;
     qp_fatal(qp, &t, NULL, 0, false); /* never answered */
 }
 

@@ -76,6 +76,20 @@ static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl
     iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
 }
 
+void ndk_qp_nudge(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->sq_lock);
+    if (dp->tr && dp->state == QP_RTS && !dp->tx_sent_any && dp->tx_iov_cnt == 0) {
+        size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
+        dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
+        dp->tx_iov_off = 0;
+        dp->tx_iov_cnt = 1;
+        qp_tx_progress(qp);
+    }
+    pthread_mutex_unlock(&dp->sq_lock);
+}
+
 static void mark_end(struct ndk_qp_dp *dp, int kind, uint32_t idx)
 {
     dp->tx_ends[dp->tx_nends].end_iov = dp->tx_iov_cnt;
@@ -170,10 +184,12 @@ static void frame_read_request(struct ndk_qp_impl *qp, struct ndk_swqe *w)
         .src_to = w->raddr,
     };
     uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
-    size_t hlen = rdmap_encode_read_request(hdr + 2, TX_HDR_MAX - 2, dp->msn_read++, &rr);
+    uint32_t msn = dp->msn_read++;
+    size_t hlen = rdmap_encode_read_request(hdr + 2, TX_HDR_MAX - 2, msn, &rr);
     frame_fpdu(dp, hlen, NULL, 0, 0);
     struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
     o->wqe = dp->sq_tx;
+    o->msn = msn;
     o->sink_stag = rr.sink_stag;
     o->sink_to = rr.sink_to;
     o->size = rr.size;
@@ -300,9 +316,10 @@ static void batch_cut_after_current(struct ndk_qp_impl *qp)
     for (int i = dp->tx_iov_off; i < dp->tx_iov_cnt; i++) {
         uint8_t *b = dp->tx_iov[i].iov_base;
         if (b >= &dp->tx_trl[0][0] && b < &dp->tx_trl[0][0] + sizeof dp->tx_trl) {
-            /* Nothing of this FPDU written yet? Then drop it too. */
-            bool started = i > dp->tx_iov_off || dp->tx_iov[dp->tx_iov_off].iov_base !=
-                                                      (void *)dp->tx_hdr[(b - &dp->tx_trl[0][0]) / 8];
+            /* Nothing of this FPDU written yet (its header iovec is still
+             * whole at iov_off)? Then drop it too. */
+            bool started = dp->tx_iov[dp->tx_iov_off].iov_base !=
+                           (void *)dp->tx_hdr[(b - &dp->tx_trl[0][0]) / 8];
             dp->tx_iov_cnt = started ? i + 1 : dp->tx_iov_off;
             dp->tx_nends = 0;
             return;
@@ -383,12 +400,17 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
             }
             return;
         }
-        if (dp->state != QP_RTS || dp->tx_gated)
+        if (dp->state != QP_RTS)
             return;
-        fill_batch(qp);
+        /* The gate holds FPDUs, not our FIN: a client/server initiator that
+         * never sends (siw's cmtime) must still see us disconnect. */
+        if (!dp->tx_gated)
+            fill_batch(qp);
+        if (dp->tx_iov_cnt)
+            dp->tx_sent_any = true;
         if (dp->tx_iov_cnt == 0) {
-            if (dp->tx_fin_wanted && !dp->tx_fin_sent && dp->sq_tx - dp->sq_head >= dp->sq_count &&
-                !dp->irq_count) {
+            if (dp->tx_fin_wanted && !dp->tx_fin_sent &&
+                (dp->tx_gated || (dp->sq_tx - dp->sq_head >= dp->sq_count && !dp->irq_count))) {
                 dp->tx_fin_sent = true;
                 tr->ops->shutdown_write(tr);
             }

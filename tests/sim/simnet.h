@@ -1,0 +1,1517 @@
+/*
+ * simnet.h - a deterministic in-memory network for the QP data path.
+ *
+ * Two adapters, PDs, CQs, MRs and QPs are made through the public NDKPI
+ * dispatch tables, but no connector ever runs: ndk_qp_start() is called on
+ * both QPs with a transport of ours (struct sim_end), a pair of byte logs we
+ * control. Nothing moves unless the test thread moves it: sim_run() delivers
+ * bytes to each side's reader in chunks chosen by the delivery mode, calls
+ * ndk_qp_on_readable / ndk_qp_on_writable, and plays the connector's part
+ * when the data path gives up (the `failed` op, an end of stream). The
+ * adapters' progress threads stay idle because no socket exists, so a run is
+ * a pure function of its seed (STag values are random per adapter, but only
+ * their values change, never a length or an ordering).
+ *
+ * Every request is recorded (struct sim_req) with what it should do to memory:
+ * every buffer lives in a guarded mapping (struct sim_buf: PROT_NONE pages
+ * on both sides, canary bytes in the slack) with a shadow copy of its initial
+ * and expected contents, so a run can check that each byte is either
+ * untouched or holds what the exchange put there, and nothing else moved.
+ *
+ * When the data path gives up, the owner's teardown (ndk_qp_stop) follows
+ * the connector by default (sim_settle): on `failed`, and when
+ * ndk_qp_on_readable returns false on a QP in error, at once or, if the QP
+ * sent a Terminate, once the peer closed (sim_net.teardown_on_rx_end). NDK_SIM_TRACE=1
+ * prints every scheduler step, post and queued Terminate.
+ *
+ * Everything here is static inline: one header serves several test files,
+ * each a single translation unit, and unused helpers must not warn.
+ */
+#ifndef NDK_TESTS_SIMNET_H
+#define NDK_TESTS_SIMNET_H
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/random.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "mem.h"
+#include "objects.h"
+#include "testlib.h"
+#include "wire/crc32c.h"
+#include "wire/ddp.h"
+#include "wire/mpa.h"
+#include "wire/term.h"
+
+/* ------------------------------------------------------------------------ */
+/* Randomness and seeds                                                     */
+/* ------------------------------------------------------------------------ */
+
+struct sim_rng {
+    uint64_t s;
+};
+
+/* splitmix64: good enough for chunk sizes, and every state is valid. */
+static inline uint64_t sim_next(struct sim_rng *r)
+{
+    uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
+    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+    return z ^ (z >> 31);
+}
+
+static inline uint64_t sim_below(struct sim_rng *r, uint64_t n)
+{
+    return n ? sim_next(r) % n : 0;
+}
+
+/* Mixes values into one seed (for seeds derived from a base). */
+static inline uint64_t sim_mix(uint64_t a, uint64_t b)
+{
+    struct sim_rng r = {a ^ (b * 0xD6E8FEB86659FD93ull)};
+    return sim_next(&r);
+}
+
+/* NDK_SIM_SEED replays one run: decimal or 0x-prefixed hex. */
+static inline bool sim_seed_from_env(uint64_t *out)
+{
+    const char *s = getenv("NDK_SIM_SEED");
+    if (!s || !*s)
+        return false;
+    char *end = NULL;
+    *out = strtoull(s, &end, 0);
+    return end && *end == '\0';
+}
+
+static inline uint64_t sim_fresh_seed(void)
+{
+    uint64_t s = 0;
+    if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        s = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec;
+    }
+    return s;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Guarded buffers with shadow contents                                     */
+/* ------------------------------------------------------------------------ */
+
+#define SIM_CANARY(i) ((uint8_t)(0x5A ^ (uint8_t)((i) * 7u)))
+
+/*
+ * [PROT_NONE page][lead canary][p: len bytes][tail canary][PROT_NONE page].
+ * A write that runs off either end of the mapping faults at once; one that
+ * lands in the slack changes a canary. init is what p held when the run
+ * started, want what it must hold after every request succeeded, target
+ * marks the bytes some request may write (the rest must never change).
+ */
+struct sim_buf {
+    uint8_t *map;
+    size_t map_len;
+    uint8_t *p;
+    size_t len;
+    size_t lead, tail; /* canary bytes before and after p */
+    uint8_t *init, *want, *target;
+};
+
+static inline size_t sim_page(void)
+{
+    return (size_t)sysconf(_SC_PAGESIZE);
+}
+
+/* lead: offset of p in its first page (SIZE_MAX: put p against the upper
+ * guard, so an overrun faults). Contents are random from rng. */
+static inline bool sim_buf_new(struct sim_buf *b, size_t len, size_t lead, struct sim_rng *rng)
+{
+    size_t ps = sim_page();
+    memset(b, 0, sizeof *b);
+    size_t span = len ? len : 1;
+    size_t pages = (span + (lead == SIZE_MAX ? 0 : lead) + ps - 1) / ps;
+    if (lead == SIZE_MAX)
+        lead = pages * ps - span;
+    b->map_len = (pages + 2) * ps;
+    void *m = mmap(NULL, b->map_len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (m == MAP_FAILED)
+        return false;
+    b->map = m;
+    mprotect(b->map, ps, PROT_NONE);
+    mprotect(b->map + (pages + 1) * ps, ps, PROT_NONE);
+    b->p = b->map + ps + lead;
+    b->len = len;
+    b->lead = lead;
+    b->tail = pages * ps - lead - len;
+    for (size_t i = 0; i < b->lead; i++)
+        b->map[ps + i] = SIM_CANARY(i);
+    for (size_t i = 0; i < b->tail; i++)
+        b->p[len + i] = SIM_CANARY(i + 3);
+    for (size_t i = 0; i < len; i += 8) {
+        uint64_t v = sim_next(rng);
+        memcpy(b->p + i, &v, len - i < 8 ? len - i : 8);
+    }
+    b->init = malloc(len ? len : 1);
+    b->want = malloc(len ? len : 1);
+    b->target = calloc(len ? len : 1, 1);
+    if (!b->init || !b->want || !b->target)
+        return false;
+    memcpy(b->init, b->p, len);
+    memcpy(b->want, b->p, len);
+    return true;
+}
+
+static inline void sim_buf_free(struct sim_buf *b)
+{
+    if (b->map)
+        munmap(b->map, b->map_len);
+    free(b->init);
+    free(b->want);
+    free(b->target);
+    memset(b, 0, sizeof *b);
+}
+
+static inline bool sim_canaries_ok(const struct sim_buf *b)
+{
+    size_t ps = sim_page();
+    for (size_t i = 0; i < b->lead; i++)
+        if (b->map[ps + i] != SIM_CANARY(i))
+            return false;
+    for (size_t i = 0; i < b->tail; i++)
+        if (b->p[b->len + i] != SIM_CANARY(i + 3))
+            return false;
+    return true;
+}
+
+/* A request will put src (n bytes) at off: the expected contents change. */
+static inline void sim_buf_expect(struct sim_buf *b, size_t off, const uint8_t *src, size_t n)
+{
+    memcpy(b->want + off, src, n);
+    memset(b->target + off, 1, n);
+}
+
+/* Index of the first byte that is neither untouched nor (where a request
+ * targets it) its expected value; SIZE_MAX when every byte is acceptable.
+ * exact: every byte must be its expected value (all requests succeeded). */
+static inline size_t sim_buf_bad_byte(const struct sim_buf *b, bool exact)
+{
+    for (size_t i = 0; i < b->len; i++) {
+        uint8_t v = b->p[i];
+        if (exact ? v != b->want[i] : (v != b->init[i] && !(b->target[i] && v == b->want[i])))
+            return i;
+    }
+    return SIZE_MAX;
+}
+
+/* ------------------------------------------------------------------------ */
+/* The transport: two byte logs                                             */
+/* ------------------------------------------------------------------------ */
+
+/* Bytes one end wrote. Everything is kept, so the test can read back the
+ * exact wire image (a Terminate, the offending FPDU) afterwards. */
+struct sim_dir {
+    uint8_t *log;
+    size_t len, cap;
+    size_t delivered; /* made readable by the scheduler */
+    size_t consumed;  /* taken by the reader */
+    size_t cut;       /* the reader never gets past this (SIZE_MAX: no cut) */
+    int cut_err;      /* at the cut the reader sees 0 (FIN) or -cut_err */
+    size_t wcut;      /* the writer's writev fails with -ECONNRESET past this */
+    bool fin;         /* the writer shut down after len bytes */
+};
+
+struct sim_net;
+
+struct sim_end {
+    struct ndk_transport tr; /* first: the engine hands us &tr */
+    struct sim_net *net;
+    int id;
+    size_t wbudget;    /* bytes writev may take before it says EAGAIN */
+    unsigned stall;    /* scheduler steps the socket stays full ... */
+    size_t stall_room; /* ... or takes only this many octets per step */
+    bool roomy;        /* writes never partial (unless stalled by hand) */
+    bool want_write;
+    bool shut_wr;
+    bool stopped;      /* ndk_qp_stop was called (the connector's teardown) */
+    bool rx_done;      /* ndk_qp_on_readable returned false */
+    unsigned failed_calls;
+    bool failed_reset;
+    unsigned peer_closed_calls;
+    unsigned writev_calls;
+};
+
+enum sim_mode {
+    SIM_WHOLE = 0,  /* everything written is readable at once */
+    SIM_BYTE = 1,   /* one byte per readable event */
+    SIM_RANDOM = 2, /* random chunks, random partial writes */
+    SIM_STALL = 3,  /* as RANDOM, and the socket is full now and then */
+};
+
+static const char *const sim_mode_name[] = {"whole", "byte", "random", "stall"};
+
+struct sim_cfg {
+    enum sim_mode mode;
+    bool crc;
+    size_t mulpdu;
+    uint32_t ord[2], ird[2];
+    bool gate_b;   /* B is a client/server responder: sends nothing before A's first FPDU */
+    bool read_rtr; /* set-up used a Read RTR: B's zero-length response leads B's stream */
+};
+
+/* Derives a whole configuration from a run seed: its low 16 bits pick the
+ * mode and the options, so a printed seed replays the same run. */
+#define SIM_CFG_BITS 0xFFFFull
+static inline void sim_cfg_from_seed(struct sim_cfg *c, uint64_t seed)
+{
+    /* 128 is the smallest MULPDU RFC 5044 allows, 65535 the largest ULPDU;
+     * odd values make every pad length appear. */
+    static const size_t mulpdus[8] = {256, 201, 1000, 8972, 128, 131, 4002, 65535};
+    static const uint32_t depths[4] = {1, 2, 4, 16};
+    memset(c, 0, sizeof *c);
+    c->mode = (enum sim_mode)(seed & 3);
+    c->crc = (seed >> 2) & 1;
+    c->mulpdu = mulpdus[(seed >> 3) & 7];
+    c->read_rtr = (seed >> 6) & 1;
+    c->gate_b = !c->read_rtr && ((seed >> 7) & 1);
+    c->ord[0] = depths[(seed >> 8) & 3];
+    c->ord[1] = depths[(seed >> 10) & 3];
+    /* Never more reads than the peer takes; sometimes more room. */
+    c->ird[1] = c->ord[0] << ((seed >> 12) & 1);
+    c->ird[0] = c->ord[1] << ((seed >> 13) & 1);
+}
+
+static inline void sim_cfg_print(const char *tag, uint64_t seed, const struct sim_cfg *c)
+{
+    printf("%s seed=0x%016" PRIx64 " mode=%s crc=%d mulpdu=%zu ord=%u/%u ird=%u/%u gate_b=%d read_rtr=%d\n", tag,
+           seed, sim_mode_name[c->mode], c->crc, c->mulpdu, c->ord[0], c->ord[1], c->ird[0], c->ird[1], c->gate_b,
+           c->read_rtr);
+    fflush(stdout);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Requests                                                                 */
+/* ------------------------------------------------------------------------ */
+
+enum sim_kind { SK_SEND, SK_RECV, SK_WRITE, SK_READ, SK_BIND, SK_FASTREG, SK_INV };
+
+#define SIM_MAX_REQ 512
+#define SIM_MAX_BUF 24
+#define SIM_MAX_MR 16
+#define SIM_RQ_FIFO 256
+
+/* A stretch of a guarded buffer that a request reads or writes. */
+struct sim_span {
+    struct sim_buf *buf;
+    size_t off, len;
+};
+
+struct sim_req {
+    int side;
+    enum sim_kind kind;
+    ULONG flags;
+    NTSTATUS post_status; /* what the posting call returned */
+    bool accepted;        /* STATUS_SUCCESS: exactly one completion is owed (or none if silent) */
+    bool signalled;
+    unsigned cqes;
+    NDK_RESULT_EX res;    /* the first completion */
+    struct sim_span dst[NDK_MAX_SGE]; /* receive: its SGEs; read: its sink */
+    int ndst;
+    size_t len;           /* payload bytes */
+    int peer;             /* send -> the receive it lands in; receive -> its send (-1: none) */
+    bool inv;             /* send with invalidate / receive of one */
+    uint32_t inv_token;
+};
+
+static inline void *sim_ctx(int idx)
+{
+    return (void *)(uintptr_t)(idx + 1);
+}
+
+/* ------------------------------------------------------------------------ */
+/* The network: two sides                                                   */
+/* ------------------------------------------------------------------------ */
+
+struct sim_side {
+    NDK_ADAPTER *ad;
+    NDK_PD *pd, *pd2;  /* pd2: a second PD, for "another PD" regions */
+    NDK_CQ *cq;        /* receive and initiator completions */
+    NDK_QP *qp;
+    struct ndk_qp_impl *impl;
+    struct sim_buf *arena;  /* every right, registered as mr_main */
+    NDK_MR *mr_main;
+    uint32_t tok_main;
+    size_t arena_next;
+    NDK_MR *mrs[SIM_MAX_MR]; /* every MR of the side, closed at the end */
+    int nmrs;
+    NDK_MW *mws[4];
+    int nmws;
+    NDK_LOGICAL_ADDRESS_MAPPING *lams[4];
+    int nlams;
+    int rq[SIM_RQ_FIFO];     /* accepted receives not yet matched to a send */
+    unsigned rq_head, rq_tail;
+    int last_sq_cqe, last_rq_cqe; /* for the posting-order check */
+};
+
+struct sim_net {
+    struct sim_cfg cfg;
+    struct sim_rng rng;
+    uint64_t seed;
+    struct sim_end end[2];
+    struct sim_dir dir[2]; /* dir[i]: written by end i */
+    struct sim_side side[2];
+    struct sim_buf bufs[SIM_MAX_BUF];
+    int nbufs;
+    struct sim_req req[SIM_MAX_REQ];
+    int nreq;
+    unsigned unknown_cqes; /* completions naming no request we posted */
+    unsigned order_errors; /* completions out of posting order */
+    bool verbose;
+    uint64_t steps;
+    /* How the owner reacts when ndk_qp_on_readable returns false on a QP in
+     * error: true as connector.c does (conn_dp_io: tear down, or with a
+     * Terminate of ours wait for the peer to close); false only on the
+     * `failed` op, the teardown signal qp.h's transport contract names. */
+    bool teardown_on_rx_end;
+};
+
+static NDK_ADAPTER *sim_adapters[2];
+
+/* Opens the two adapters every test of the process uses. */
+static inline bool sim_open_adapters(void)
+{
+    for (int i = 0; i < 2; i++) {
+        NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &sim_adapters[i]);
+        if (st != STATUS_SUCCESS) {
+            fprintf(stderr, "NdkOpenAdapter(lo): %s\n", NdkStatusName(st));
+            return false;
+        }
+    }
+    return true;
+}
+
+static inline void sim_close_adapters(void)
+{
+    for (int i = 0; i < 2; i++)
+        if (sim_adapters[i])
+            NdkCloseAdapter(sim_adapters[i]);
+}
+
+/* ---- transport ops ---- */
+
+static inline struct sim_end *sim_end_of(struct ndk_transport *t)
+{
+    return (struct sim_end *)(void *)t;
+}
+
+static inline size_t sim_readable_limit(const struct sim_dir *d)
+{
+    return d->delivered < d->cut ? d->delivered : d->cut;
+}
+
+static inline ssize_t sim_tr_readv(struct ndk_transport *t, const struct iovec *iov, int n)
+{
+    struct sim_end *e = sim_end_of(t);
+    struct sim_dir *d = &e->net->dir[1 - e->id];
+    CHECK(!e->stopped); /* ndk_qp_stop promised no more reads */
+    size_t limit = sim_readable_limit(d);
+    if (d->consumed < limit) {
+        size_t got = 0;
+        for (int i = 0; i < n && d->consumed < limit; i++) {
+            size_t take = limit - d->consumed;
+            if (take > iov[i].iov_len)
+                take = iov[i].iov_len;
+            memcpy(iov[i].iov_base, d->log + d->consumed, take);
+            d->consumed += take;
+            got += take;
+        }
+        return (ssize_t)got;
+    }
+    if (d->cut != SIZE_MAX && d->consumed >= d->cut)
+        return d->cut_err ? -d->cut_err : 0;
+    if (d->fin && d->consumed == d->len)
+        return 0;
+    if (e->failed_calls)
+        return 0; /* the connector shut the socket down (SHUT_RDWR) */
+    return -EAGAIN;
+}
+
+static inline ssize_t sim_tr_writev(struct ndk_transport *t, const struct iovec *iov, int n)
+{
+    struct sim_end *e = sim_end_of(t);
+    struct sim_dir *d = &e->net->dir[e->id];
+    CHECK(!e->stopped); /* ndk_qp_stop promised no more writes */
+    e->writev_calls++;
+    if (e->failed_calls || d->fin)
+        return -EPIPE;
+    if (d->wcut != SIZE_MAX && d->len >= d->wcut)
+        return -ECONNRESET;
+    size_t room = e->wbudget;
+    if (d->wcut != SIZE_MAX && d->wcut - d->len < room)
+        room = d->wcut - d->len;
+    if (room == 0)
+        return -EAGAIN;
+    size_t put = 0;
+    for (int i = 0; i < n && put < room; i++) {
+        size_t take = iov[i].iov_len < room - put ? iov[i].iov_len : room - put;
+        if (d->len + take > d->cap) {
+            size_t cap = d->cap ? d->cap : 65536;
+            while (cap < d->len + take)
+                cap *= 2;
+            uint8_t *grown = realloc(d->log, cap);
+            if (!grown)
+                return -ENOMEM;
+            d->log = grown;
+            d->cap = cap;
+        }
+        memcpy(d->log + d->len, iov[i].iov_base, take);
+        d->len += take;
+        put += take;
+    }
+    if (e->wbudget != SIZE_MAX)
+        e->wbudget -= put;
+    return (ssize_t)put;
+}
+
+static inline void sim_tr_want_write(struct ndk_transport *t, bool on)
+{
+    sim_end_of(t)->want_write = on;
+}
+
+static inline void sim_tr_shutdown_write(struct ndk_transport *t)
+{
+    struct sim_end *e = sim_end_of(t);
+    CHECK(!e->shut_wr); /* one FIN */
+    e->shut_wr = true;
+    e->net->dir[e->id].fin = true;
+}
+
+static inline void sim_tr_failed(struct ndk_transport *t, bool peer_reset)
+{
+    /* Like the connector: shut the socket down (the peer reads what was
+     * written, then the end of the stream) and tear down later, from the
+     * scheduler (the progress thread's hang-up event). */
+    struct sim_end *e = sim_end_of(t);
+    e->failed_calls++;
+    e->failed_reset |= peer_reset;
+    e->net->dir[e->id].fin = true;
+}
+
+static inline void sim_tr_peer_closed(struct ndk_transport *t)
+{
+    sim_end_of(t)->peer_closed_calls++;
+}
+
+static const struct ndk_transport_ops sim_transport_ops = {
+    .readv = sim_tr_readv,
+    .writev = sim_tr_writev,
+    .want_write = sim_tr_want_write,
+    .shutdown_write = sim_tr_shutdown_write,
+    .failed = sim_tr_failed,
+    .peer_closed = sim_tr_peer_closed,
+};
+
+/* ---- the scheduler ---- */
+
+/* Has the peer closed its side (its FIN or a reset is on the way to us)?
+ * Like EPOLLRDHUP: known when it arrives, whether or not everything before
+ * it was read. */
+static inline bool sim_peer_closed(const struct sim_net *net, int i)
+{
+    const struct sim_dir *d = &net->dir[1 - i];
+    return d->fin || (d->cut != SIZE_MAX && d->len >= d->cut);
+}
+
+/* The connector's reactions (conn_dp_io), after any engine call returned:
+ * a transport the data path declared failed is torn down (ndk_qp_stop);
+ * so is one whose stream ended badly, except that a QP which sent (or
+ * still queues) its own Terminate keeps the connection until the peer
+ * closes, so the Terminate is read before any reset. Only a FIN at an FPDU
+ * boundary on a healthy QP is a graceful end: the QP keeps sending until
+ * the consumer disconnects. */
+static inline void sim_settle(struct sim_net *net)
+{
+    for (int i = 0; i < 2; i++) {
+        struct sim_end *e = &net->end[i];
+        if (e->stopped)
+            continue;
+        struct ndk_qp_impl *qp = net->side[i].impl;
+        struct ndk_qp_dp *dp = &qp->dp;
+        bool bad_end = net->teardown_on_rx_end && e->rx_done && (dp->state == QP_ERROR || !dp->rx_eof);
+        bool draining = bad_end && ndk_qp_sent_term(qp);
+        if (e->failed_calls || (bad_end && !draining) || (draining && sim_peer_closed(net, i))) {
+            ndk_qp_stop(qp);
+            e->stopped = true;
+            e->want_write = false;
+        }
+    }
+}
+
+static inline void sim_stop(struct sim_net *net, int i)
+{
+    if (!net->end[i].stopped) {
+        ndk_qp_stop(net->side[i].impl);
+        net->end[i].stopped = true;
+        net->end[i].want_write = false;
+    }
+}
+
+/* The socket's room for this step. */
+static inline void sim_refill(struct sim_net *net, struct sim_end *e)
+{
+    if (e->stall) {
+        e->stall--;
+        e->wbudget = e->stall_room;
+        return;
+    }
+    if (e->roomy) {
+        e->wbudget = SIZE_MAX;
+        return;
+    }
+    switch (net->cfg.mode) {
+    case SIM_WHOLE:
+    case SIM_BYTE:
+        e->wbudget = SIZE_MAX;
+        break;
+    case SIM_RANDOM:
+        e->wbudget = 1 + sim_below(&net->rng, 3 * net->cfg.mulpdu);
+        break;
+    case SIM_STALL:
+        if (sim_below(&net->rng, 6) == 0) {
+            e->stall = 1 + (unsigned)sim_below(&net->rng, 8);
+            e->wbudget = 0;
+        } else {
+            e->wbudget = 1 + sim_below(&net->rng, 4 * net->cfg.mulpdu);
+        }
+        break;
+    }
+}
+
+static inline size_t sim_chunk(struct sim_net *net)
+{
+    switch (net->cfg.mode) {
+    case SIM_WHOLE:
+        return SIZE_MAX;
+    case SIM_BYTE:
+        return 1;
+    default:
+        /* Mostly small pieces that split headers, sometimes large ones. */
+        if (sim_below(&net->rng, 4) == 0)
+            return 1 + sim_below(&net->rng, 8 * net->cfg.mulpdu);
+        return 1 + sim_below(&net->rng, 48);
+    }
+}
+
+/* One scheduler step over both ends; true when anything moved. */
+static inline bool sim_step(struct sim_net *net)
+{
+    bool moved = false;
+    int first = net->cfg.mode >= SIM_RANDOM ? (int)sim_below(&net->rng, 2) : 0;
+    net->steps++;
+    for (int j = 0; j < 2; j++) {
+        int i = first ^ j;
+        struct sim_end *e = &net->end[i];
+        struct ndk_qp_impl *qp = net->side[i].impl;
+        if (e->stopped)
+            continue;
+        sim_refill(net, e);
+        if (e->want_write && e->wbudget) {
+            size_t before = net->dir[i].len;
+            ndk_qp_on_writable(qp);
+            if (net->verbose)
+                fprintf(stderr, "sim: %c writable: wrote %zu..%zu\n", "AB"[i], before, net->dir[i].len);
+            moved |= net->dir[i].len != before || !e->want_write;
+            sim_settle(net);
+            if (e->stopped)
+                continue;
+        }
+        if (e->rx_done)
+            continue;
+        struct sim_dir *d = &net->dir[1 - i];
+        bool call = false;
+        if (d->delivered < d->len && d->delivered < d->cut) {
+            size_t c = sim_chunk(net);
+            size_t left = d->len - d->delivered;
+            d->delivered += c < left ? c : left;
+            call = true;
+        }
+        size_t limit = sim_readable_limit(d);
+        bool at_end = (d->cut != SIZE_MAX && d->consumed >= d->cut && d->cut <= d->len) ||
+                      (d->fin && d->consumed == d->len);
+        if (d->consumed < limit || at_end)
+            call = true;
+        if (!call)
+            continue;
+        size_t before = d->consumed;
+        bool alive = ndk_qp_on_readable(qp);
+        moved |= d->consumed != before;
+        if (net->verbose)
+            fprintf(stderr, "sim: %c read %zu..%zu of %zu (delivered %zu)%s state %d\n", "AB"[i], before, d->consumed,
+                    d->len, d->delivered, alive ? "" : " -> stream over", (int)qp->dp.state);
+        if (net->verbose && !alive && qp->dp.term_len) {
+            struct term_msg tm;
+            term_decode(qp->dp.term_buf + 2, ddp_rd16(qp->dp.term_buf), &tm);
+            fprintf(stderr, "sim: %c has a Terminate queued (sent %d): (%u,%u,0x%02x) %s\n", "AB"[i], qp->dp.term_sent,
+                    tm.layer, tm.etype, tm.code, term_describe(tm.layer, tm.etype, tm.code));
+            for (size_t k = 0; tm.ddp_hdr_copy && k < tm.ddp_hdr_copy_len; k++)
+                fprintf(stderr, " %02x", tm.ddp_hdr_copy[k]);
+            fprintf(stderr, "\n");
+        }
+        if (!alive) {
+            e->rx_done = true;
+            moved = true;
+        }
+        sim_settle(net);
+    }
+    return moved;
+}
+
+/* Runs the scheduler until nothing can move (every byte delivered and
+ * consumed, every wanted write done, no stall pending). A bound catches an
+ * engine that keeps asking for work without making progress. */
+static inline bool sim_run(struct sim_net *net)
+{
+    unsigned idle = 0;
+    for (uint64_t n = 0; n < 50000000; n++) {
+        bool moved = sim_step(net);
+        bool wants = false;
+        for (int i = 0; i < 2; i++)
+            wants |= !net->end[i].stopped && net->end[i].want_write;
+        if (moved) {
+            idle = 0;
+            continue;
+        }
+        if (!wants)
+            return true;
+        /* A wanted write waits for a stall to end; stalls are a few steps
+         * long, so a long idle spell means the engine asks for the socket
+         * and then writes nothing with it. */
+        if (++idle > 1000) {
+            fprintf(stderr, "sim: want_write set but nothing written (seed 0x%016" PRIx64 ")\n", net->seed);
+            return false;
+        }
+    }
+    fprintf(stderr, "sim: no quiescence after 50M steps (seed 0x%016" PRIx64 ")\n", net->seed);
+    return false;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Set-up and teardown                                                      */
+/* ------------------------------------------------------------------------ */
+
+static inline void sim_cq_notify(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx, (void)st; /* never armed */
+}
+
+static inline struct sim_buf *sim_new_buf(struct sim_net *net, size_t len, size_t lead)
+{
+    if (net->nbufs == SIM_MAX_BUF)
+        return NULL;
+    struct sim_buf *b = &net->bufs[net->nbufs];
+    if (!sim_buf_new(b, len, lead, &net->rng))
+        return NULL;
+    net->nbufs++;
+    return b;
+}
+
+/* Registers [off, off+len) of b as a normal MR of pd with NDK_MR_FLAG_* flags. */
+static inline NDK_MR *sim_reg_mr(struct sim_net *net, int s, NDK_PD *pd, struct sim_buf *b, size_t off,
+                                 size_t len, ULONG flags, uint32_t *token)
+{
+    struct sim_side *sd = &net->side[s];
+    NDK_MR *mr = NULL;
+    if (sd->nmrs == SIM_MAX_MR || pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &mr) != STATUS_SUCCESS)
+        return NULL;
+    sd->mrs[sd->nmrs++] = mr;
+    MDL mdl = {.Next = NULL, .StartVa = b->p + off, .ByteOffset = 0, .ByteCount = (ULONG)len};
+    if (mr->Dispatch->NdkRegisterMr(mr, &mdl, len, flags, NULL, NULL) != STATUS_SUCCESS)
+        return NULL;
+    if (token)
+        *token = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+    return mr;
+}
+
+/* Bytes of the side's arena for one buffer: a little misaligned and apart
+ * from the previous one, so placement off by a few bytes shows. */
+static inline size_t sim_alloc(struct sim_net *net, int s, size_t len)
+{
+    struct sim_side *sd = &net->side[s];
+    size_t off = sd->arena_next + 16 + sim_below(&net->rng, 48);
+    sd->arena_next = off + len;
+    if (sd->arena_next > sd->arena->len) {
+        fprintf(stderr, "sim: arena of side %d too small\n", s);
+        abort();
+    }
+    return off;
+}
+
+static inline uint64_t sim_addr(const struct sim_buf *b, size_t off)
+{
+    return (uint64_t)(uintptr_t)(b->p + off);
+}
+
+static inline struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t arena_len)
+{
+    struct sim_net *net = calloc(1, sizeof *net);
+    if (!net)
+        return NULL;
+    net->cfg = *cfg;
+    net->seed = seed;
+    net->verbose = getenv("NDK_SIM_TRACE") != NULL;
+    net->teardown_on_rx_end = true;
+    net->rng.s = seed;
+    for (int i = 0; i < 2; i++) {
+        struct sim_side *sd = &net->side[i];
+        struct sim_end *e = &net->end[i];
+        e->tr.ops = &sim_transport_ops;
+        e->tr.owner = net;
+        e->net = net;
+        e->id = i;
+        e->wbudget = SIZE_MAX;
+        net->dir[i].cut = SIZE_MAX;
+        net->dir[i].wcut = SIZE_MAX;
+        sd->ad = sim_adapters[i];
+        sd->last_sq_cqe = sd->last_rq_cqe = -1;
+        NDK_ADAPTER *ad = sd->ad;
+        if (ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &sd->pd) != STATUS_SUCCESS ||
+            ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &sd->pd2) != STATUS_SUCCESS ||
+            ad->Dispatch->NdkCreateCq(ad, 4096, sim_cq_notify, NULL, NULL, NULL, NULL, &sd->cq) !=
+                STATUS_SUCCESS ||
+            sd->pd->Dispatch->NdkCreateQp(sd->pd, sd->cq, sd->cq, sd, 256, 256, NDK_MAX_SGE, NDK_MAX_SGE, 256,
+                                          NULL, NULL, &sd->qp) != STATUS_SUCCESS)
+            return NULL;
+        sd->impl = container_of(ndk_obj_from_pub(sd->qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
+        sd->arena = sim_new_buf(net, arena_len, SIZE_MAX);
+        if (!sd->arena)
+            return NULL;
+        sd->mr_main = sim_reg_mr(net, i, sd->pd, sd->arena, 0, arena_len,
+                                 NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                                     NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                                 &sd->tok_main);
+        if (!sd->mr_main)
+            return NULL;
+    }
+    return net;
+}
+
+/* The connection is established: the data path starts on our transport, as
+ * the connector would start it (A active, B passive). */
+static inline void sim_net_start(struct sim_net *net)
+{
+    const struct sim_cfg *c = &net->cfg;
+    if (c->read_rtr) {
+        /* B's connector answered A's Read RTR before B's data path started:
+         * its zero-length Read Response leads B's stream. */
+        uint8_t resp[20];
+        size_t n = mpa_build_read_response0(0, 0, c->crc, resp);
+        struct iovec v = {resp, n};
+        net->end[1].tr.ops->writev(&net->end[1].tr, &v, 1);
+    }
+    ndk_qp_start(net->side[0].impl, &net->end[0].tr, c->crc, c->ird[0], c->ord[0], c->mulpdu, false);
+    ndk_qp_start(net->side[1].impl, &net->end[1].tr, c->crc, c->ird[1], c->ord[1], c->mulpdu, c->gate_b);
+    if (c->read_rtr) {
+        ndk_qp_read_rtr_sent(net->side[0].impl);
+        ndk_qp_read_rtr_received(net->side[1].impl);
+    }
+}
+
+static inline bool sim_close_obj(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
+{
+    NTSTATUS st = fn(h, NULL, NULL);
+    CHECK_EQ(st, STATUS_SUCCESS); /* nothing outstanding: the close is immediate */
+    return st == STATUS_SUCCESS;
+}
+
+/* Closes every object (QPs first: they depend on the rest) and frees the
+ * buffers. Both QPs must be stopped by now. */
+static inline void sim_net_free(struct sim_net *net)
+{
+    if (!net)
+        return;
+    for (int i = 0; i < 2; i++) {
+        struct sim_side *sd = &net->side[i];
+        if (sd->qp) {
+            sim_stop(net, i);
+            sim_close_obj(&sd->qp->Header, sd->qp->Dispatch->NdkCloseQp);
+        }
+    }
+    for (int i = 0; i < 2; i++) {
+        struct sim_side *sd = &net->side[i];
+        for (int k = 0; k < sd->nmws; k++)
+            sim_close_obj(&sd->mws[k]->Header, sd->mws[k]->Dispatch->NdkCloseMw);
+        for (int k = 0; k < sd->nmrs; k++)
+            sim_close_obj(&sd->mrs[k]->Header, sd->mrs[k]->Dispatch->NdkCloseMr);
+        for (int k = 0; k < sd->nlams; k++) {
+            sd->ad->Dispatch->NdkReleaseLAM(sd->ad, sd->lams[k]);
+            free(sd->lams[k]);
+        }
+        if (sd->cq)
+            sim_close_obj(&sd->cq->Header, sd->cq->Dispatch->NdkCloseCq);
+        if (sd->pd2)
+            sim_close_obj(&sd->pd2->Header, sd->pd2->Dispatch->NdkClosePd);
+        if (sd->pd)
+            sim_close_obj(&sd->pd->Header, sd->pd->Dispatch->NdkClosePd);
+    }
+    for (int i = 0; i < net->nbufs; i++)
+        sim_buf_free(&net->bufs[i]);
+    free(net->dir[0].log);
+    free(net->dir[1].log);
+    free(net);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Completions                                                              */
+/* ------------------------------------------------------------------------ */
+
+static inline NDK_OPERATION_TYPE sim_kind_type(const struct sim_req *r)
+{
+    switch (r->kind) {
+    case SK_SEND:
+        return NdkOperationTypeSend;
+    case SK_RECV:
+        return r->inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive;
+    case SK_WRITE:
+        return NdkOperationTypeWrite;
+    case SK_READ:
+        return NdkOperationTypeRead;
+    case SK_BIND:
+        return NdkOperationTypeBind;
+    case SK_FASTREG:
+        return NdkOperationTypeFastRegister;
+    default:
+        return NdkOperationTypeInvalidate;
+    }
+}
+
+/* Takes every completion the CQs hold and books it to its request. */
+static inline void sim_drain(struct sim_net *net)
+{
+    for (int s = 0; s < 2; s++) {
+        struct sim_side *sd = &net->side[s];
+        NDK_RESULT_EX res[64];
+        ULONG n;
+        while ((n = sd->cq->Dispatch->NdkGetCqResultsEx(sd->cq, res, 64)) > 0) {
+            for (ULONG k = 0; k < n; k++) {
+                int idx = (int)((uintptr_t)res[k].RequestContext - 1);
+                if (idx < 0 || idx >= net->nreq || net->req[idx].side != s || res[k].QPContext != sd) {
+                    net->unknown_cqes++;
+                    fprintf(stderr, "sim: completion for no request (ctx %p, side %d, status %s)\n",
+                            res[k].RequestContext, s, NdkStatusName(res[k].Status));
+                    continue;
+                }
+                struct sim_req *r = &net->req[idx];
+                if (r->cqes++ == 0)
+                    r->res = res[k];
+                /* Exactly one completion per request, in posting order per
+                 * queue (RFC 5040 rule 15; receives in posting order). */
+                int *last = r->kind == SK_RECV ? &sd->last_rq_cqe : &sd->last_sq_cqe;
+                if (idx <= *last) {
+                    net->order_errors++;
+                    fprintf(stderr, "sim: side %d completion of request %d after request %d\n", s, idx, *last);
+                }
+                *last = idx;
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* Posting                                                                  */
+/* ------------------------------------------------------------------------ */
+
+/* What a post passes as pSgl when nSge is 0: a valid pointer to no SGE by
+ * default; NULL when a test sets this (an empty list may be NULL, and the
+ * provider must not pass it on to memcpy, which is undefined even for 0). */
+static bool sim_null_sgl;
+
+static inline const NDK_SGE *sim_sgl(const NDK_SGE *sge, int n)
+{
+    return n || !sim_null_sgl ? sge : NULL;
+}
+
+static inline int sim_new_req(struct sim_net *net, int s, enum sim_kind kind, ULONG flags)
+{
+    if (net->nreq == SIM_MAX_REQ) {
+        fprintf(stderr, "sim: too many requests\n");
+        abort();
+    }
+    int idx = net->nreq++;
+    struct sim_req *r = &net->req[idx];
+    memset(r, 0, sizeof *r);
+    r->side = s;
+    r->kind = kind;
+    r->flags = flags;
+    r->peer = -1;
+    r->signalled = !(flags & NDK_OP_FLAG_SILENT_SUCCESS);
+    if (net->verbose)
+        fprintf(stderr, "sim: %c posts request %d (kind %d)\n", "AB"[s], idx, (int)kind);
+    return idx;
+}
+
+/* SGEs over fresh arena bytes of the given lengths. */
+static inline ULONG sim_sges(struct sim_net *net, int s, const size_t *lens, int n, NDK_SGE *sge,
+                             struct sim_span *spans)
+{
+    struct sim_side *sd = &net->side[s];
+    for (int i = 0; i < n; i++) {
+        size_t off = sim_alloc(net, s, lens[i]);
+        sge[i].VirtualAddress = sd->arena->p + off;
+        sge[i].Length = (ULONG)lens[i];
+        sge[i].MemoryRegionToken = sd->tok_main;
+        spans[i] = (struct sim_span){sd->arena, off, lens[i]};
+    }
+    return (ULONG)n;
+}
+
+/* The bytes the spans hold now (the payload a request takes from them). */
+static inline uint8_t *sim_gather(const struct sim_span *sp, int n, size_t *total)
+{
+    size_t t = 0;
+    for (int i = 0; i < n; i++)
+        t += sp[i].len;
+    uint8_t *out = malloc(t ? t : 1);
+    size_t o = 0;
+    for (int i = 0; i < n; i++) {
+        memcpy(out + o, sp[i].buf->want + sp[i].off, sp[i].len);
+        o += sp[i].len;
+    }
+    *total = t;
+    return out;
+}
+
+/* Expects payload to be scattered over the spans. */
+static inline void sim_scatter_expect(const struct sim_span *sp, int n, const uint8_t *payload, size_t len)
+{
+    size_t o = 0;
+    for (int i = 0; i < n && o < len; i++) {
+        size_t take = sp[i].len < len - o ? sp[i].len : len - o;
+        sim_buf_expect(sp[i].buf, sp[i].off, payload + o, take);
+        o += take;
+    }
+}
+
+static inline int sim_recv(struct sim_net *net, int s, const size_t *lens, int n)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_RECV, 0);
+    struct sim_req *r = &net->req[idx];
+    NDK_SGE sge[NDK_MAX_SGE];
+    r->ndst = n;
+    sim_sges(net, s, lens, n, sge, r->dst);
+    r->post_status = sd->qp->Dispatch->NdkReceive(sd->qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    r->signalled = true;
+    if (r->accepted)
+        sd->rq[sd->rq_tail++ % SIM_RQ_FIFO] = idx;
+    return idx;
+}
+
+static inline int sim_recv1(struct sim_net *net, int s, size_t len)
+{
+    return sim_recv(net, s, &len, 1);
+}
+
+/* Send, Send with SE (flags), or SendAndInvalidate (inv) of fresh bytes.
+ * The payload lands in the peer's oldest unmatched receive. */
+static inline int sim_send(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags, bool inv,
+                           uint32_t token)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_SEND, flags);
+    struct sim_req *r = &net->req[idx];
+    NDK_SGE sge[NDK_MAX_SGE];
+    struct sim_span src[NDK_MAX_SGE];
+    sim_sges(net, s, lens, n, sge, src);
+    size_t len;
+    uint8_t *payload = sim_gather(src, n, &len);
+    r->len = len;
+    r->inv = inv;
+    r->inv_token = token;
+    NDK_QP *qp = sd->qp;
+    r->post_status = inv ? qp->Dispatch->NdkSendAndInvalidate(qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n, flags, token)
+                         : qp->Dispatch->NdkSend(qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n, flags);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    if (r->accepted && (flags & NDK_OP_FLAG_INLINE)) {
+        /* Inline data was copied by the call: scribbling over the source
+         * now must not change what the peer receives. */
+        for (int i = 0; i < n; i++) {
+            memset(src[i].buf->p + src[i].off, 0xEE, src[i].len);
+            memset(src[i].buf->init + src[i].off, 0xEE, src[i].len);
+            memset(src[i].buf->want + src[i].off, 0xEE, src[i].len);
+        }
+    }
+    struct sim_side *peer = &net->side[1 - s];
+    if (r->accepted && peer->rq_head != peer->rq_tail) {
+        int ridx = peer->rq[peer->rq_head++ % SIM_RQ_FIFO];
+        struct sim_req *rr = &net->req[ridx];
+        r->peer = ridx;
+        rr->peer = idx;
+        rr->inv = inv;
+        rr->inv_token = token;
+        rr->len = len;
+        size_t room = 0;
+        for (int i = 0; i < rr->ndst; i++)
+            room += rr->dst[i].len;
+        /* Only what fits is expected; a longer message is a protection
+         * test's business, and nothing of it may be placed beyond room. */
+        sim_scatter_expect(rr->dst, rr->ndst, payload, len < room ? len : room);
+    }
+    free(payload);
+    return idx;
+}
+
+static inline int sim_send1(struct sim_net *net, int s, size_t len, ULONG flags)
+{
+    return sim_send(net, s, &len, 1, flags, false, 0);
+}
+
+/* RDMA Write of fresh bytes to (token, raddr), which the test knows maps to
+ * tbuf at toff (tbuf NULL: nothing may change, e.g. a violation). */
+static inline int sim_write(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
+                            struct sim_buf *tbuf, size_t toff, uint32_t token, uint64_t raddr)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_WRITE, flags);
+    struct sim_req *r = &net->req[idx];
+    NDK_SGE sge[NDK_MAX_SGE];
+    struct sim_span src[NDK_MAX_SGE];
+    sim_sges(net, s, lens, n, sge, src);
+    size_t len;
+    uint8_t *payload = sim_gather(src, n, &len);
+    r->len = len;
+    r->post_status = sd->qp->Dispatch->NdkWrite(sd->qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n, raddr, token, flags);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    if (r->accepted && tbuf)
+        sim_buf_expect(tbuf, toff, payload, len);
+    free(payload);
+    return idx;
+}
+
+static inline int sim_write1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *tbuf,
+                             size_t toff, uint32_t token, uint64_t raddr)
+{
+    return sim_write(net, s, &len, 1, flags, tbuf, toff, token, raddr);
+}
+
+/* RDMA Read of sum(lens) bytes from (token, raddr), which maps to sbuf at
+ * soff (sbuf NULL: the read must fail, its sink must not change). */
+static inline int sim_read(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
+                           struct sim_buf *sbuf, size_t soff, uint32_t token, uint64_t raddr)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_READ, flags);
+    struct sim_req *r = &net->req[idx];
+    NDK_SGE sge[NDK_MAX_SGE];
+    r->ndst = n;
+    sim_sges(net, s, lens, n, sge, r->dst);
+    size_t len = 0;
+    for (int i = 0; i < n; i++)
+        len += lens[i];
+    r->len = len;
+    r->post_status = sd->qp->Dispatch->NdkRead(sd->qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n, raddr, token, flags);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    if (r->accepted && sbuf)
+        sim_scatter_expect(r->dst, n, sbuf->want + soff, len);
+    return idx;
+}
+
+static inline int sim_read1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *sbuf,
+                            size_t soff, uint32_t token, uint64_t raddr)
+{
+    return sim_read(net, s, &len, 1, flags, sbuf, soff, token, raddr);
+}
+
+/* A fast-register MR of side s in pd with room for max_pages pages. */
+static inline NDK_MR *sim_frmr(struct sim_net *net, int s, NDK_PD *pd, ULONG max_pages)
+{
+    struct sim_side *sd = &net->side[s];
+    NDK_MR *mr = NULL;
+    if (sd->nmrs == SIM_MAX_MR || pd->Dispatch->NdkCreateMr(pd, TRUE, NULL, NULL, &mr) != STATUS_SUCCESS)
+        return NULL;
+    sd->mrs[sd->nmrs++] = mr;
+    if (mr->Dispatch->NdkInitializeFastRegisterMr(mr, max_pages, TRUE, NULL, NULL) != STATUS_SUCCESS)
+        return NULL;
+    return mr;
+}
+
+/* The pages of b for a fast registration (NdkBuildLAM). */
+static inline NDK_LOGICAL_ADDRESS_MAPPING *sim_lam(struct sim_net *net, int s, struct sim_buf *b, ULONG *fbo)
+{
+    struct sim_side *sd = &net->side[s];
+    MDL mdl = {.Next = NULL, .StartVa = b->p, .ByteOffset = 0, .ByteCount = (ULONG)b->len};
+    ULONG size = 0;
+    NDK_ADAPTER *ad = sd->ad;
+    if (ad->Dispatch->NdkBuildLAM(ad, &mdl, b->len, NULL, NULL, NULL, &size, fbo) != STATUS_BUFFER_TOO_SMALL)
+        return NULL;
+    NDK_LOGICAL_ADDRESS_MAPPING *lam = calloc(1, size);
+    if (!lam || sd->nlams == 4)
+        return NULL;
+    if (ad->Dispatch->NdkBuildLAM(ad, &mdl, b->len, NULL, NULL, lam, &size, fbo) != STATUS_SUCCESS) {
+        free(lam);
+        return NULL;
+    }
+    sd->lams[sd->nlams++] = lam;
+    return lam;
+}
+
+/* Fast-registers all of b (through its LAM) at virtual base va_page + fbo.
+ * *token: the new remote token; *base: the TO of b's first byte. */
+static inline int sim_fastreg(struct sim_net *net, int s, NDK_MR *mr, NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG fbo,
+                              struct sim_buf *b, uint64_t va_page, ULONG flags, uint32_t *token, uint64_t *base)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_FASTREG, flags);
+    struct sim_req *r = &net->req[idx];
+    *base = va_page + fbo;
+    r->post_status = sd->qp->Dispatch->NdkFastRegister(sd->qp, sim_ctx(idx), mr, lam->AdapterPageCount,
+                                                       lam->AdapterPageArray, fbo, b->len,
+                                                       (PVOID)(uintptr_t)*base, flags);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    *token = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+    return idx;
+}
+
+static inline NDK_MW *sim_mw(struct sim_net *net, int s, NDK_PD *pd)
+{
+    struct sim_side *sd = &net->side[s];
+    NDK_MW *mw = NULL;
+    if (sd->nmws == 4 || pd->Dispatch->NdkCreateMw(pd, NULL, NULL, &mw) != STATUS_SUCCESS)
+        return NULL;
+    sd->mws[sd->nmws++] = mw;
+    return mw;
+}
+
+static inline int sim_bind(struct sim_net *net, int s, NDK_MR *mr, NDK_MW *mw, void *va, size_t len, ULONG flags,
+                           uint32_t *token)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_BIND, flags);
+    struct sim_req *r = &net->req[idx];
+    r->post_status = sd->qp->Dispatch->NdkBind(sd->qp, sim_ctx(idx), mr, mw, va, len, flags);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    *token = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
+    return idx;
+}
+
+static inline int sim_inv(struct sim_net *net, int s, NDK_OBJECT_HEADER *obj, ULONG flags)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_INV, flags);
+    struct sim_req *r = &net->req[idx];
+    r->post_status = sd->qp->Dispatch->NdkInvalidate(sd->qp, sim_ctx(idx), obj, flags);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    return idx;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Checks                                                                   */
+/* ------------------------------------------------------------------------ */
+
+/* A span holds exactly its expected bytes. */
+static inline bool sim_span_exact(const struct sim_span *sp)
+{
+    return memcmp(sp->buf->p + sp->off, sp->buf->want + sp->off, sp->len) == 0;
+}
+
+/* Requests whose completion broke a rule; each is printed. strict: every
+ * request succeeded (a clean exchange); otherwise a request may also have
+ * been flushed (STATUS_CANCELLED) or, if allow_errors, failed otherwise. */
+static inline unsigned sim_check_requests(struct sim_net *net, bool strict, bool allow_errors)
+{
+    unsigned bad = 0;
+    for (int i = 0; i < net->nreq; i++) {
+        struct sim_req *r = &net->req[i];
+        const char *why = NULL;
+        if (!r->accepted) {
+            if (r->cqes)
+                why = "completion for a request refused inline";
+        } else if (r->cqes > 1) {
+            why = "more than one completion";
+        } else if (r->cqes == 0) {
+            if (r->signalled)
+                why = "no completion";
+        } else if (r->res.Status == STATUS_SUCCESS && !r->signalled) {
+            why = "a completion for a silent success";
+        } else if (strict && r->res.Status != STATUS_SUCCESS) {
+            why = "failed in a clean exchange";
+        } else if (!allow_errors && r->res.Status != STATUS_SUCCESS && r->res.Status != STATUS_CANCELLED) {
+            why = "an error status where only success or a flush may happen";
+        } else if (r->res.Type != sim_kind_type(r) &&
+                   !(r->kind == SK_RECV && r->res.Status != STATUS_SUCCESS &&
+                     r->res.Type == NdkOperationTypeReceive)) {
+            why = "wrong operation type";
+        } else if (r->res.Status == STATUS_SUCCESS) {
+            if (r->res.ProviderErrorCode != 0)
+                why = "provider error code on success";
+            if (r->kind == SK_RECV) {
+                if (r->peer < 0)
+                    why = "a receive completed with no send for it";
+                else if (r->res.BytesTransferred != r->len)
+                    why = "receive byte count differs from the send";
+                else if (r->inv && r->res.TypeSpecificCompletionOutput != r->inv_token)
+                    why = "wrong invalidated token";
+            }
+            if (r->kind == SK_RECV || r->kind == SK_READ) {
+                for (int k = 0; k < r->ndst && !why; k++)
+                    if (!sim_span_exact(&r->dst[k]))
+                        why = "data differs from what was sent";
+            }
+        }
+        if (why) {
+            bad++;
+            fprintf(stderr, "sim: request %d (side %d, kind %d, len %zu): %s [cqes %u status %s type %d]\n", i,
+                    r->side, (int)r->kind, r->len, why, r->cqes, NdkStatusName(r->res.Status), (int)r->res.Type);
+        }
+    }
+    if (net->unknown_cqes || net->order_errors)
+        bad++;
+    return bad;
+}
+
+/* Every buffer: canaries intact, and each byte untouched or (where a
+ * request targets it) its expected value; exact: everything expected. */
+static inline unsigned sim_check_memory(struct sim_net *net, bool exact)
+{
+    unsigned bad = 0;
+    for (int i = 0; i < net->nbufs; i++) {
+        struct sim_buf *b = &net->bufs[i];
+        if (!sim_canaries_ok(b)) {
+            bad++;
+            fprintf(stderr, "sim: buffer %d: a byte outside it changed\n", i);
+        }
+        size_t at = sim_buf_bad_byte(b, exact);
+        if (at != SIZE_MAX) {
+            bad++;
+            fprintf(stderr, "sim: buffer %d byte %zu is 0x%02x (initially 0x%02x, expected 0x%02x, %s)\n", i, at,
+                    b->p[at], b->init[at], b->want[at], b->target[at] ? "a target" : "no target");
+        }
+    }
+    return bad;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Wire images                                                              */
+/* ------------------------------------------------------------------------ */
+
+struct sim_fpdu {
+    size_t off;          /* of its first octet in the log */
+    size_t ulpdu_len;
+    const uint8_t *ulpdu; /* from the DDP control octet */
+    size_t total;        /* octets on the wire */
+};
+
+/* The next whole FPDU of a log at *pos; false at the end or a partial one. */
+static inline bool sim_next_fpdu(const uint8_t *log, size_t len, size_t *pos, struct sim_fpdu *f)
+{
+    if (len - *pos < 2)
+        return false;
+    size_t ul = ddp_rd16(log + *pos);
+    size_t total = mpa_fpdu_len(ul);
+    if (len - *pos < total)
+        return false;
+    f->off = *pos;
+    f->ulpdu_len = ul;
+    f->ulpdu = log + *pos + 2;
+    f->total = total;
+    *pos += total;
+    return true;
+}
+
+static inline bool sim_is_terminate(const struct sim_fpdu *f)
+{
+    return f->ulpdu_len >= 2 && !(f->ulpdu[0] & DDP_CTRL_T) &&
+           (f->ulpdu[1] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
+}
+
+/* The FPDU's pad is zero and its CRC right (or zero without CRC). */
+static inline bool sim_fpdu_trailer_ok(const struct sim_fpdu *f, bool crc)
+{
+    const uint8_t *start = f->ulpdu - 2;
+    size_t pad = mpa_pad_len(f->ulpdu_len);
+    for (size_t i = 0; i < pad; i++)
+        if (f->ulpdu[f->ulpdu_len + i])
+            return false;
+    uint8_t want[4] = {0, 0, 0, 0};
+    if (crc)
+        mpa_crc_store(crc32c_update(crc32c_init(), start, 2 + f->ulpdu_len + pad), want);
+    return memcmp(f->ulpdu + f->ulpdu_len + pad, want, 4) == 0;
+}
+
+/* Prints every Terminate on the wire, decoded: for failure reports. */
+static inline void sim_dump_terminates(const struct sim_net *net)
+{
+    for (int d = 0; d < 2; d++) {
+        const struct sim_dir *dir = &net->dir[d];
+        size_t pos = 0;
+        struct sim_fpdu f;
+        while (sim_next_fpdu(dir->log, dir->len, &pos, &f)) {
+            if (!sim_is_terminate(&f))
+                continue;
+            struct term_msg tm;
+            enum term_dec_result r = term_decode(f.ulpdu, f.ulpdu_len, &tm);
+            fprintf(stderr,
+                    "sim: %c sent a Terminate at stream offset %zu: (%u,%u,0x%02x) %s M%d D%d R%d len %zu dec %d\n",
+                    "AB"[d], f.off, tm.layer, tm.etype, tm.code, term_describe(tm.layer, tm.etype, tm.code), tm.m,
+                    tm.d, tm.r, f.ulpdu_len, (int)r);
+            if (tm.ddp_hdr_copy) {
+                fprintf(stderr, "sim:   offender (seg_len %u):", tm.seg_len);
+                for (size_t i = 0; i < tm.ddp_hdr_copy_len; i++)
+                    fprintf(stderr, " %02x", tm.ddp_hdr_copy[i]);
+                fprintf(stderr, "\n");
+            }
+        }
+    }
+}
+
+/* ------------------------------------------------------------------------ */
+/* The scripted exchange                                                    */
+/* ------------------------------------------------------------------------ */
+
+#define SIM_A 0
+#define SIM_B 1
+#define SIM_FR_VA 0x40000000000ull /* fast registrations live at made-up TOs */
+
+/* Is the remote token now refused at the side that owns it? */
+static inline bool sim_token_dead(struct sim_net *net, int s, uint32_t token)
+{
+    struct sim_side *sd = &net->side[s];
+    struct ndk_qp_impl *qp = sd->impl;
+    return mem_map_remote(qp->obj.ad->mem, qp->pd, qp, token, 0, 1, MEM_REMOTE_READ, NULL, 0, NULL) ==
+           MEM_INVALID_STAG;
+}
+
+/*
+ * Every operation type, A mostly as requester and B as responder, with some
+ * traffic the other way so Read Responses interleave with requests.
+ * Payloads run from 0 bytes to many MULPDUs (compact: at most a few, so a
+ * fault sweep can afford every byte offset). Phases end with sim_run(): like
+ * a consumer that waits for a Bind's completion before handing out its
+ * token. white_box: also check that invalidated tokens are dead.
+ */
+static inline void sim_exchange_script(struct sim_net *net, bool compact, bool white_box)
+{
+    const size_t m = net->cfg.mulpdu;
+    const size_t big = compact ? 700 : 20000;
+    const size_t mid = compact ? 300 : 5000;
+    struct sim_side *A = &net->side[SIM_A], *B = &net->side[SIM_B];
+
+    /* Receives first: iWARP has no RNR, a Send without one is fatal. */
+    size_t b_recv[][3] = {{0}, {1}, {m - 18}, {m - 17}, {3 * m + 5}, {big / 2, big / 2 + 64}, {100}, {50},
+                          {m}, {compact ? 64 : 4096}};
+    int b_nsge[] = {1, 1, 1, 1, 1, 2, 1, 1, 1, 1};
+    for (size_t i = 0; i < sizeof b_nsge / sizeof b_nsge[0]; i++)
+        sim_recv(net, SIM_B, b_recv[i], b_nsge[i]);
+    sim_recv1(net, SIM_A, 700);
+    sim_recv1(net, SIM_A, 0);
+    sim_recv1(net, SIM_A, 333);
+
+    /* Phase 1: everything pipelined, no waiting. */
+    sim_send(net, SIM_A, NULL, 0, 0, false, 0);                          /* zero-length, no SGE */
+    sim_send1(net, SIM_A, 1, 0);
+    sim_send1(net, SIM_A, m - 18, 0);                                    /* exactly one FPDU */
+    sim_send1(net, SIM_A, m - 17, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);   /* one octet more */
+    sim_send1(net, SIM_A, 3 * m + 5, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    size_t gather[3] = {big / 3, big / 3 + 7, big / 3 + 11};
+    sim_send(net, SIM_A, gather, 3, 0, false, 0);                        /* 3 SGEs into 2 */
+    sim_send1(net, SIM_A, 100, NDK_OP_FLAG_INLINE);
+    sim_send1(net, SIM_A, 50, NDK_OP_FLAG_SILENT_SUCCESS);
+    sim_send1(net, SIM_B, 700, 0);
+    sim_send1(net, SIM_B, 0, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+
+    size_t toff = sim_alloc(net, SIM_B, big + 64);
+    sim_write(net, SIM_A, NULL, 0, 0, B->arena, toff, B->tok_main, sim_addr(B->arena, toff)); /* zero-length */
+    sim_write1(net, SIM_A, 1, 0, B->arena, toff + 3, B->tok_main, sim_addr(B->arena, toff + 3));
+    size_t wsg[2] = {big / 2 - 13, big / 2 + 13};
+    sim_write(net, SIM_A, wsg, 2, NDK_OP_FLAG_SILENT_SUCCESS, B->arena, toff + 40, B->tok_main,
+              sim_addr(B->arena, toff + 40));
+
+    size_t soff = sim_alloc(net, SIM_B, mid + big);
+    sim_read1(net, SIM_A, mid, 0, B->arena, soff, B->tok_main, sim_addr(B->arena, soff));
+    size_t rsg[3] = {mid / 3, 17, mid / 2};
+    sim_read(net, SIM_A, rsg, 3, 0, B->arena, soff + 100, B->tok_main, sim_addr(B->arena, soff + 100));
+    sim_read(net, SIM_A, NULL, 0, 0, NULL, 0, B->tok_main, sim_addr(B->arena, soff)); /* zero-length, no SGE */
+    sim_read1(net, SIM_A, 0, 0, NULL, 0, B->tok_main, sim_addr(B->arena, soff));     /* one empty SGE */
+    sim_send1(net, SIM_A, m - 18, NDK_OP_FLAG_READ_FENCE);
+    size_t aoff = sim_alloc(net, SIM_A, big);
+    sim_read1(net, SIM_B, big, 0, A->arena, aoff, A->tok_main, sim_addr(A->arena, aoff));
+    size_t awoff = sim_alloc(net, SIM_A, 400);
+    sim_write1(net, SIM_B, 400, 0, A->arena, awoff, A->tok_main, sim_addr(A->arena, awoff));
+    sim_send1(net, SIM_B, 333, 0);
+    sim_run(net);
+
+    /* Phase 2: a fast registration B hands out, used, then invalidated by
+     * A's SendAndInvalidate. */
+    NDK_MR *frmr = sim_frmr(net, SIM_B, B->pd, 8);
+    struct sim_buf *fr1 = sim_new_buf(net, compact ? 2 * sim_page() + 100 : 5 * sim_page() + 100, 200);
+    struct sim_buf *fr2 = sim_new_buf(net, compact ? 900 : 3 * sim_page(), 3000);
+    if (!frmr || !fr1 || !fr2) {
+        CHECK(!"fast-register set-up");
+        return;
+    }
+    ULONG fbo1 = 0, fbo2 = 0;
+    NDK_LOGICAL_ADDRESS_MAPPING *lam1 = sim_lam(net, SIM_B, fr1, &fbo1);
+    NDK_LOGICAL_ADDRESS_MAPPING *lam2 = sim_lam(net, SIM_B, fr2, &fbo2);
+    if (!lam1 || !lam2) {
+        CHECK(!"NdkBuildLAM");
+        return;
+    }
+    uint32_t t1 = 0;
+    uint64_t base1 = 0;
+    sim_fastreg(net, SIM_B, frmr, lam1, fbo1, fr1, SIM_FR_VA,
+                NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE, &t1, &base1);
+    sim_run(net);
+    size_t ps = sim_page();
+    /* The Write crosses the boundary of the registration's first page
+     * (fbo1 octets into it), the Read comes from bytes nothing writes. */
+    size_t w1off = ps - fbo1 - 150, w1 = compact ? 300 : 2 * ps + 77;
+    sim_write1(net, SIM_A, w1, 0, fr1, w1off, t1, base1 + w1off);
+    size_t r1off = compact ? ps + 200 : 3 * ps, r1 = compact ? 200 : 2 * ps;
+    sim_read1(net, SIM_A, r1, 0, fr1, r1off, t1, base1 + r1off);
+    sim_run(net);
+    size_t inv_len = 64;
+    sim_send(net, SIM_A, &inv_len, 1, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT, true, t1);
+    sim_run(net);
+    if (white_box)
+        CHECK(sim_token_dead(net, SIM_B, t1));
+
+    /* Phase 3: a window over part of B's arena. */
+    NDK_MW *mw = sim_mw(net, SIM_B, B->pd);
+    size_t woff = sim_alloc(net, SIM_B, compact ? 1200 : 8192);
+    size_t wlen = compact ? 1200 : 8192;
+    uint32_t wt = 0;
+    if (!mw) {
+        CHECK(!"NdkCreateMw");
+        return;
+    }
+    sim_bind(net, SIM_B, B->mr_main, mw, B->arena->p + woff, wlen,
+             NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE, &wt);
+    sim_run(net);
+    sim_write1(net, SIM_A, compact ? 500 : 4000, 0, B->arena, woff + 10, wt, sim_addr(B->arena, woff + 10));
+    sim_read1(net, SIM_A, compact ? 300 : 3000, 0, B->arena, woff + wlen - (compact ? 300 : 3000), wt,
+              sim_addr(B->arena, woff + wlen - (compact ? 300 : 3000)));
+    sim_run(net);
+    sim_inv(net, SIM_B, &mw->Header, 0);
+    sim_run(net);
+    if (white_box)
+        CHECK(sim_token_dead(net, SIM_B, wt));
+
+    /* Phase 4: the same FRMR registered again (read only), read remotely,
+     * then invalidated locally. */
+    uint32_t t2 = 0;
+    uint64_t base2 = 0;
+    sim_fastreg(net, SIM_B, frmr, lam2, fbo2, fr2, SIM_FR_VA + 0x100000000ull, NDK_OP_FLAG_ALLOW_REMOTE_READ, &t2,
+                &base2);
+    sim_run(net);
+    sim_read1(net, SIM_A, fr2->len - 1, 0, fr2, 1, t2, base2 + 1);
+    sim_run(net);
+    sim_inv(net, SIM_B, &frmr->Header, NDK_OP_FLAG_SILENT_SUCCESS);
+    sim_run(net);
+    if (white_box)
+        CHECK(sim_token_dead(net, SIM_B, t2));
+}
+
+#endif

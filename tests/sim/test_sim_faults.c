@@ -1,0 +1,239 @@
+/*
+ * A connection lost at every byte offset of the scripted exchange.
+ *
+ * A reference run of the compact exchange (simnet.h) records how many bytes
+ * each direction carries. Then, for each direction and each offset k (every
+ * offset while the sweep fits its time budget, FPDU boundaries and header
+ * bytes always, a stride elsewhere), the exchange is replayed with that
+ * stream cut after k bytes:
+ *   eof   - the reader gets end of stream (0) after k bytes;
+ *   reset - the reader gets -ECONNRESET after k bytes, and the writer's
+ *           writev fails with -ECONNRESET once it has written k bytes.
+ * The script goes on posting (posts on a dead QP fail inline and are owed
+ * nothing), both sides disconnect, and ndk_qp_stop runs on both QPs as the
+ * connector would. Then:
+ *   - every accepted request completed exactly once (a silent success: at
+ *     most once, and only in error), in posting order, with STATUS_SUCCESS
+ *     or STATUS_CANCELLED (a lost stream carries no Terminate, so nothing
+ *     else may appear);
+ *   - a receive or a Read that succeeded holds exactly the sent bytes;
+ *   - every byte of every buffer is untouched or holds the value the
+ *     exchange puts there; nothing outside a buffer changed (canaries), and
+ *     a stray write beyond one hits a PROT_NONE guard page and crashes;
+ *   - no leak (ASan/LSan).
+ *
+ * Chunk sizes and partial writes are random (odd offsets also stall the
+ * socket now and then; CRC is on for half): the base seed is printed and
+ * each run's seed is (base-derived bits | k << 2 | mode << 1 | direction);
+ * NDK_SIM_SEED=<run seed> replays one run.
+ */
+#include "simnet.h"
+
+/* Every offset up to this many per direction and mode; beyond it FPDU
+ * boundaries, the header octets after them, and a stride. */
+#define FULL_SWEEP 9000
+#define STRIDE 7
+
+enum cut_mode { CUT_EOF = 0, CUT_RESET = 1 };
+static const char *const cut_name[2] = {"eof", "reset"};
+
+static uint64_t g_base;
+static struct sim_cfg g_cfg;
+static size_t g_total[2];
+static unsigned g_runs, g_bad_runs;
+/* Outcomes over the sweep, to show the cuts reach every kind of state. */
+static unsigned long g_ok, g_flushed, g_refused, g_silent, g_partial;
+
+static uint64_t cut_seed(int d, int mode, size_t k)
+{
+    return (sim_mix(g_base, k * 4 + (uint64_t)(mode * 2 + d)) & ~(uint64_t)0x3FFFFF) | (uint64_t)k << 2 |
+           (uint64_t)mode << 1 | (uint64_t)d;
+}
+
+/* One replay with direction d cut after k bytes (k SIZE_MAX: no cut).
+ * Returns the net for the caller to inspect (the reference run) or NULL. */
+static struct sim_net *run_cut(uint64_t seed, int d, int mode, size_t k, bool keep)
+{
+    /* Delivery and CRC vary with the offset; the stream lengths do not
+     * (the CRC field is always there, segmentation depends on MULPDU only). */
+    struct sim_cfg cfg = g_cfg;
+    cfg.mode = (k & 1) ? SIM_STALL : SIM_RANDOM;
+    cfg.crc = (k >> 1) & 1;
+    struct sim_net *net = sim_net_new(&cfg, seed, 64u << 10);
+    if (!net) {
+        CHECK(!"set-up");
+        return NULL;
+    }
+    if (k != SIZE_MAX) {
+        net->dir[d].cut = k;
+        net->dir[d].cut_err = mode == CUT_RESET ? ECONNRESET : 0;
+        if (mode == CUT_RESET)
+            net->dir[d].wcut = k;
+    }
+    int failures_before = tl_failures;
+    sim_net_start(net);
+    sim_exchange_script(net, true, false);
+    CHECK(sim_run(net));
+    for (int i = 0; i < 2; i++)
+        if (!net->end[i].stopped)
+            ndk_qp_disconnect(net->side[i].impl);
+    CHECK(sim_run(net));
+    sim_stop(net, 0);
+    sim_stop(net, 1);
+    sim_drain(net);
+    bool clean = k == SIZE_MAX;
+    CHECK_EQ(sim_check_requests(net, clean, false), 0);
+    CHECK_EQ(sim_check_memory(net, clean), 0);
+    /* A lost stream is never answered with a Terminate. */
+    for (int i = 0; i < 2; i++) {
+        size_t pos = 0;
+        struct sim_fpdu f;
+        while (sim_next_fpdu(net->dir[i].log, net->dir[i].len, &pos, &f))
+            CHECK(!sim_is_terminate(&f));
+    }
+    for (int i = 0; i < net->nreq; i++) {
+        const struct sim_req *r = &net->req[i];
+        if (!r->accepted)
+            g_refused++;
+        else if (!r->cqes)
+            g_silent++;
+        else if (r->res.Status == STATUS_SUCCESS)
+            g_ok++;
+        else
+            g_flushed++;
+        /* A flushed receive or Read whose sink got some of its bytes. */
+        for (int j = 0; r->cqes && r->res.Status != STATUS_SUCCESS && j < r->ndst; j++) {
+            const struct sim_span *sp = &r->dst[j];
+            if (sp->len && memcmp(sp->buf->p + sp->off, sp->buf->init + sp->off, sp->len) != 0) {
+                g_partial++;
+                break;
+            }
+        }
+    }
+    g_runs++;
+    if (tl_failures != failures_before) {
+        g_bad_runs++;
+        sim_dump_terminates(net);
+        fprintf(stderr, "replay: NDK_SIM_SEED=0x%016" PRIx64 " (cut %s %s after %zu bytes)\n", seed,
+                d ? "B->A" : "A->B", cut_name[mode], k);
+    }
+    if (keep)
+        return net;
+    sim_net_free(net);
+    return NULL;
+}
+
+/* Marks the offsets worth a run: all when the stream is short, else every
+ * FPDU boundary and the header octets after it, plus a stride. */
+static uint8_t *pick_offsets(const struct sim_dir *dir, size_t total)
+{
+    uint8_t *pick = calloc(total + 1, 1);
+    if (!pick)
+        return NULL;
+    if (total <= FULL_SWEEP) {
+        memset(pick, 1, total + 1);
+        return pick;
+    }
+    for (size_t k = 0; k <= total; k += STRIDE)
+        pick[k] = 1;
+    pick[total] = 1;
+    size_t pos = 0;
+    struct sim_fpdu f;
+    while (sim_next_fpdu(dir->log, dir->len, &pos, &f)) {
+        for (size_t k = f.off > 2 ? f.off - 2 : 0; k <= f.off + 22 && k <= total; k++)
+            pick[k] = 1;
+        for (size_t k = f.off + f.total - 6; k < f.off + f.total; k++)
+            pick[k] = 1; /* inside the pad and CRC */
+    }
+    return pick;
+}
+
+static void test_reference(void)
+{
+    struct sim_net *net = run_cut(cut_seed(0, 0, 0), 0, CUT_EOF, SIZE_MAX, true);
+    REQUIRE(net);
+    for (int d = 0; d < 2; d++) {
+        g_total[d] = net->dir[d].len;
+        printf("[faults] %s carries %zu bytes\n", d ? "B->A" : "A->B", g_total[d]);
+    }
+    sim_net_free(net);
+    REQUIRE(g_total[0] > 0 && g_total[1] > 0);
+}
+
+/* The offsets of the reference run's streams, recomputed per direction. */
+static void sweep(int d, int mode)
+{
+    REQUIRE(g_total[d] > 0);
+    struct sim_net *ref = run_cut(cut_seed(d, mode, 0), d, mode, SIZE_MAX, true);
+    REQUIRE(ref);
+    uint8_t *pick = pick_offsets(&ref->dir[d], g_total[d]);
+    sim_net_free(ref);
+    REQUIRE(pick);
+    unsigned n = 0;
+    for (size_t k = 0; k <= g_total[d]; k++)
+        n += pick[k];
+    printf("[faults] %s %s: %u cut offsets in 0..%zu, base 0x%016" PRIx64 "\n", d ? "B->A" : "A->B", cut_name[mode],
+           n, g_total[d], g_base);
+    for (size_t k = 0; k <= g_total[d] && g_bad_runs < 20; k++)
+        if (pick[k])
+            run_cut(cut_seed(d, mode, k), d, mode, k, false);
+    free(pick);
+}
+
+static void test_cut_a_to_b_eof(void)
+{
+    sweep(0, CUT_EOF);
+}
+
+static void test_cut_b_to_a_eof(void)
+{
+    sweep(1, CUT_EOF);
+}
+
+static void test_cut_a_to_b_reset(void)
+{
+    sweep(0, CUT_RESET);
+}
+
+static void test_cut_b_to_a_reset(void)
+{
+    sweep(1, CUT_RESET);
+}
+
+static uint64_t g_replay;
+
+static void test_replay(void)
+{
+    int d = (int)(g_replay & 1), mode = (int)((g_replay >> 1) & 1);
+    size_t k = (size_t)((g_replay >> 2) & 0xFFFFF);
+    printf("[faults] replay: cut %s %s after %zu bytes\n", d ? "B->A" : "A->B", cut_name[mode], k);
+    run_cut(g_replay, d, mode, k, false);
+}
+
+int main(void)
+{
+    setvbuf(stdout, NULL, _IOLBF, 0);
+    if (!sim_open_adapters()) {
+        tl_skip_all("cannot open the loopback adapter");
+        return tl_finish();
+    }
+    /* Small FPDUs and several reads in flight, so the cut lands in every
+     * kind of state; run_cut varies delivery and CRC. */
+    sim_cfg_from_seed(&g_cfg, SIM_RANDOM | 1u << 2 | 0u << 3 | 2u << 8 | 2u << 10);
+    if (sim_seed_from_env(&g_replay)) {
+        RUN(test_replay);
+    } else {
+        g_base = sim_fresh_seed();
+        printf("[faults] base seed 0x%016" PRIx64 "\n", g_base);
+        RUN(test_reference);
+        RUN(test_cut_a_to_b_eof);
+        RUN(test_cut_b_to_a_eof);
+        RUN(test_cut_a_to_b_reset);
+        RUN(test_cut_b_to_a_reset);
+        printf("[faults] %u runs, %u failed; requests: %lu succeeded, %lu flushed (%lu of them with part "
+               "of their data placed), %lu silent, %lu refused inline\n",
+               g_runs, g_bad_runs, g_ok, g_flushed, g_partial, g_silent, g_refused);
+    }
+    sim_close_adapters();
+    return tl_finish();
+}
