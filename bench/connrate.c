@@ -1216,6 +1216,14 @@ static int run_idle(void)
     sleep_ms(100);
     size_t final = heap_used(NULL, NULL);
 
+    if (base == 0 && before == 0 && after == 0) {
+        /* A sanitizer's allocator (ASan) does not feed mallinfo2(): a zero
+         * here is no measurement, and must not read as "0 bytes, met". */
+        fprintf(stderr, "connrate: FAILED: mallinfo2() reports no heap in use (an allocator "
+                        "that does not support it, e.g. a sanitizer's): no heap figure\n");
+        teardown();
+        return EXIT_FAILED;
+    }
     long long pair = ((long long)after - (long long)before) / (long long)n;
     long long qp_each = ((long long)before - (long long)base) / (2LL * n);
     long long leak = (long long)final - (long long)base;

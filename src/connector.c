@@ -112,18 +112,12 @@ static void tr_failed(struct ndk_transport *t, bool peer_reset)
     shutdown(tr_conn(t)->fd, SHUT_RDWR);
 }
 
-static void tr_peer_closed(struct ndk_transport *t)
-{
-    (void)t;
-}
-
 static const struct ndk_transport_ops socket_transport = {
     .readv = tr_readv,
     .writev = tr_writev,
     .want_write = tr_want_write,
     .shutdown_write = tr_shutdown_write,
     .failed = tr_failed,
-    .peer_closed = tr_peer_closed,
 };
 
 static size_t socket_mulpdu(int fd)
@@ -929,11 +923,11 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     c->disc_ctx = dctx;
     close_pd_window(c);
     established(c);
-    if (c->p2p && c->dp_started) {
-        /* siw 6.1 can miss an RTR that lands right after its Reply; a
-         * zero-length Write shortly after makes it look again, if we have
-         * sent nothing else by then (pauses of 10 ms to 0.5 s always worked
-         * in the interop harness). */
+    if (c->dp_started) {
+        /* siw 6.1 can miss what lands right after its Reply (our RTR or
+         * first message); a zero-length Write shortly after makes it look
+         * again while it has not answered (pauses of 10 ms to 0.5 s always
+         * worked in the interop harness). */
         c->nudges_left = 2;
         loop_timer_arm(conn_loop(c), &c->timer, 20);
     }
@@ -1377,7 +1371,6 @@ struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l
         /* 0x3FFF asks us not to negotiate: our maxima then stand. */
         c->peer_ird = req->ird == MPA_IRD_ORD_MASK ? NDK_MAX_ORD : req->ird;
         c->peer_ord = req->ord == MPA_IRD_ORD_MASK ? NDK_MAX_IRD : req->ord;
-        c->peer_limits_known = true;
     } else {
         c->peer_ird = NDK_MAX_ORD;
         c->peer_ord = NDK_MAX_IRD;

@@ -42,7 +42,6 @@ enum ndk_cb_kind {
     CB_CLOSE,        /* NDK_FN_CLOSE_COMPLETION(ctx); then the object is destroyed */
     CB_CONNECT_EVENT,/* listener's NDK_FN_CONNECT_EVENT_CALLBACK(ctx, connector) */
     CB_DISCONNECT,   /* NDK_FN_DISCONNECT_EVENT_CALLBACK[_EX] */
-    CB_FUNC,         /* provider-internal function run outside the lock */
     CB_CQ_NOTIFY,    /* NDK_FN_CQ_NOTIFICATION_CALLBACK / NDK_FN_SRQ_NOTIFICATION_CALLBACK */
 };
 
@@ -68,9 +67,6 @@ struct ndk_cb {
             void *ctx;
             ULONG reason;
         } disc;
-        struct {
-            void (*fn)(struct ndk_obj *obj); /* called unlocked */
-        } func;
         struct {
             void (*fn)(void *ctx, NTSTATUS status); /* CQ or SRQ notification */
             void *ctx;

@@ -249,9 +249,6 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
             else if (cb->u.disc.fn)
                 cb->u.disc.fn(cb->u.disc.ctx);
             break;
-        case CB_FUNC:
-            cb->u.func.fn(obj);
-            break;
         case CB_CQ_NOTIFY:
             cb->u.notify.fn(cb->u.notify.ctx, cb->u.notify.status);
             break;

@@ -137,7 +137,6 @@ struct ndk_connector_impl {
     uint8_t rev, rtr;
     ULONG want_ird, want_ord;    /* consumer's values capped by the adapter maxima */
     ULONG peer_ird, peer_ord;    /* from the peer's frame (or unknown: the maxima) */
-    bool peer_limits_known;
     ULONG eff_ird, eff_ord;
     uint8_t *peer_pd;            /* private data the peer sent (connect/accept/reject) */
     ULONG peer_pd_len;

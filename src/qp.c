@@ -663,7 +663,6 @@ void ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->msn_send_expect = dp->msn_read_expect = 1;
     dp->rx_st = 0;
     dp->rx_have = 0;
-    dp->rx_need = 4;
     dp->state = QP_RTS;
     if (!tx_gated)
         qp_tx_progress(qp);

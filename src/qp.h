@@ -40,8 +40,6 @@ struct ndk_transport_ops {
     /* The data path found the stream unusable (Terminate sent or received,
      * protocol error, stream lost): the owner tears the connection down. */
     void (*failed)(struct ndk_transport *t, bool peer_reset);
-    /* The peer's FIN arrived at an FPDU boundary. */
-    void (*peer_closed)(struct ndk_transport *t);
 };
 
 struct ndk_transport {
@@ -134,7 +132,6 @@ struct ndk_qp_dp {
     bool tx_dead;
     uint8_t term_buf[80];   /* a Terminate waiting to go out */
     uint8_t nudge_buf[20];  /* a zero-length RDMA Write (see ndk_qp_nudge) */
-    bool tx_sent_any;       /* an FPDU of ours went out since the start */
     size_t term_len;
     bool term_sent;
     /* the batch being written */
@@ -162,7 +159,7 @@ struct ndk_qp_dp {
     pthread_mutex_t rx_lock;
     int rx_st;              /* RX_HDR, RX_PAYLOAD, RX_TRAILER, RX_DEAD */
     uint8_t rx_hdr[RX_HDR_MAX];
-    size_t rx_have, rx_need;
+    size_t rx_have;
     uint16_t rx_ulpdu;
     size_t rx_hdr_len;
     struct ddp_hdr rx_h;
@@ -174,7 +171,6 @@ struct ndk_qp_dp {
     uint8_t rx_pre[16];     /* the next FPDU's first octets, read with this one's trailer */
     size_t rx_pre_have;
     uint32_t rx_crc;
-    bool rx_discard;        /* payload goes nowhere (zero-length or error) */
     bool rx_first_seen;
     bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary */
     uint32_t msn_send_expect, msn_read_expect;
@@ -211,11 +207,11 @@ void ndk_qp_stop(struct ndk_qp_impl *qp);
 void ndk_qp_flush_all(struct ndk_qp_impl *qp);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
-/* Sends a zero-length RDMA Write if nothing was sent since the connection
- * started. Linux siw 6.1 can miss an RTR that arrives right after its Reply
- * (the interop harness README) until more bytes arrive: this is those bytes,
- * and a zero-length tagged Write is never validated or placed, so every
- * peer ignores it. */
+/* Sends a zero-length RDMA Write while nothing has arrived from the peer.
+ * Linux siw 6.1 can miss whatever arrives right after its Reply (an RTR, or
+ * the first message) until more bytes arrive (the interop harness README):
+ * this is those bytes, and a zero-length tagged Write is never validated or
+ * placed, so every peer ignores it. */
 void ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* The QP ended the stream with its own Terminate (sent, or still queued
  * behind other FPDUs): the owner lets the peer close first. */

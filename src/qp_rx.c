@@ -369,7 +369,7 @@ static bool on_header(struct ndk_qp_impl *qp)
     }
     if (!dp->rx_first_seen) {
         /* RFC 5044: a responder sends nothing until the first FPDU came. */
-        dp->rx_first_seen = true;
+        __atomic_store_n(&dp->rx_first_seen, true, __ATOMIC_RELEASE);
         pthread_mutex_lock(&dp->sq_lock);
         if (dp->tx_gated) {
             dp->tx_gated = false;
@@ -420,7 +420,6 @@ static bool on_trailer(struct ndk_qp_impl *qp)
     memcpy(dp->rx_hdr, dp->rx_pre, dp->rx_pre_have);
     dp->rx_have = dp->rx_pre_have;
     dp->rx_pre_have = 0;
-    dp->rx_need = 4;
     return true;
 }
 

@@ -80,7 +80,11 @@ void ndk_qp_nudge(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->sq_lock);
-    if (dp->tr && dp->state == QP_RTS && !dp->tx_sent_any && dp->tx_iov_cnt == 0) {
+    /* Only between messages (a zero-length Write is a message of its own)
+     * and only while the peer has shown no sign of life. */
+    bool heard = __atomic_load_n(&dp->rx_first_seen, __ATOMIC_ACQUIRE);
+    if (dp->tr && dp->state == QP_RTS && !heard && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 &&
+        !dp->tx_gated) {
         size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
         dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
@@ -406,8 +410,6 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
          * never sends (siw's cmtime) must still see us disconnect. */
         if (!dp->tx_gated)
             fill_batch(qp);
-        if (dp->tx_iov_cnt)
-            dp->tx_sent_any = true;
         if (dp->tx_iov_cnt == 0) {
             if (dp->tx_fin_wanted && !dp->tx_fin_sent &&
                 (dp->tx_gated || (dp->sq_tx - dp->sq_head >= dp->sq_count && !dp->irq_count))) {

@@ -26,6 +26,7 @@
 #include <stdarg.h>
 #include <stdatomic.h>
 
+#include "ndkping_rping.h"
 #include "toolcommon.h"
 
 #define DEFAULT_PORT 7174 /* rping's */
@@ -2485,6 +2486,8 @@ static void usage(FILE *f)
         "  %1$s -s [-a ADDRESS] [-p PORT] [-d ADAPTER] [options]   server (listener)\n"
         "  %1$s -c -a ADDRESS [-p PORT] [-d ADAPTER] [options]     client\n"
         "  %1$s --loopback [options]                               both ends in this process\n"
+        "  %1$s --rping -s|-c [rping's options]                    rdma-core's rping protocol\n"
+        "                                                          (see --rping --help)\n"
         "\n"
         "rping over NDK: the client connects with private data and its IRD/ORD; the\n"
         "server reads them and accepts with its own; both print what they received and\n"
@@ -2767,6 +2770,10 @@ static int parse_options(int argc, char **argv, char *default_data, char *defaul
 
 int main(int argc, char **argv)
 {
+    /* rping's protocol and command line are a mode of their own
+     * (ndkping_rping.c): its -d, -C, -S and -v mean what they mean to rping. */
+    if (ndkping_rping_requested(argc, argv))
+        return ndkping_rping_main(argc, argv);
     char default_data[64], default_reply[64];
     snprintf(default_data, sizeof default_data, "ndkping client %ld", (long)getpid());
     snprintf(default_reply, sizeof default_reply, "ndkping server %ld", (long)getpid());

@@ -16,7 +16,7 @@ set(NDK_RPING_DIR ${CMAKE_CURRENT_LIST_DIR})
 foreach(name rping_siw_client rping_siw_server)
   add_test(NAME interop.${name}
            COMMAND bash ${NDK_RPING_DIR}/${name}.sh $<TARGET_FILE:ndkping> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 180
+  set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 240
                                                   SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
 endforeach()
 

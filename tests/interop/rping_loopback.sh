@@ -90,10 +90,11 @@ check_rc short-client 0 "short: the client made its 3 pings"
 check_rc short 1 "short: the server fails the connection"
 check short.err 'made 3 pings, expected 10 \(-C\)$' "short: the server says why"
 
-note "refused: nothing listens"
-PORT=$(free_port) || die "no free port"
+# The short server's port: its listener is closed now, and nothing else
+# on this host asks for that port while the test runs.
+note "refused: nothing listens (any more) on port ${PORT_OF[short]}"
 T=$SECONDS
-client refused "$PORT" -C 1
+client refused "${PORT_OF[short]}" -C 1
 check_rc refused 1 "refused: the client fails"
 check refused.err 'connect to 127\.0\.0\.1:[0-9]+ failed: STATUS_CONNECTION_REFUSED' "refused: the client says why"
 if [ $((SECONDS - T)) -le 5 ]; then

@@ -240,7 +240,6 @@ struct sim_end {
     bool rx_done;      /* ndk_qp_on_readable returned false */
     unsigned failed_calls;
     bool failed_reset;
-    unsigned peer_closed_calls;
     unsigned writev_calls;
 };
 
@@ -500,18 +499,12 @@ static inline void sim_tr_failed(struct ndk_transport *t, bool peer_reset)
     e->net->dir[e->id].fin = true;
 }
 
-static inline void sim_tr_peer_closed(struct ndk_transport *t)
-{
-    sim_end_of(t)->peer_closed_calls++;
-}
-
 static const struct ndk_transport_ops sim_transport_ops = {
     .readv = sim_tr_readv,
     .writev = sim_tr_writev,
     .want_write = sim_tr_want_write,
     .shutdown_write = sim_tr_shutdown_write,
     .failed = sim_tr_failed,
-    .peer_closed = sim_tr_peer_closed,
 };
 
 /* ---- the scheduler ---- */
