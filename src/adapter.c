@@ -218,6 +218,7 @@ static void *progress_main(void *arg)
 {
     struct ndk_adapter_impl *ad = arg;
     pthread_mutex_lock(&ad->lock);
+    loop_set_owner(&ad->loop);
     for (;;) {
         ndk_drain_callbacks(ad);
         ndk_free_deferred(ad);

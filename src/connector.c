@@ -163,7 +163,8 @@ static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
     if (abortive) {
         ndk_tcp_abort(c->fd);
     } else {
-        shutdown(c->fd, SHUT_WR);
+        if (!c->fin_sent)
+            shutdown(c->fd, SHUT_WR);
         drain_socket(c->fd);
         close(c->fd);
     }
@@ -378,25 +379,31 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
 
 static void read_reply(struct ndk_connector_impl *c)
 {
-    uint8_t buf[MPA_FRAME_MAX];
-    size_t need = frame_bytes_needed(&c->reader);
-    ssize_t n = recv(c->fd, buf, MIN(need, sizeof buf), MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        /* Closed or reset before a Reply: nobody accepted (7.2). */
-        connect_fail(c, STATUS_CONNECTION_REFUSED, true);
-        return;
+    /* Header, then private data: both usually wait in the socket already,
+     * so keep reading instead of going back to epoll in between. */
+    for (;;) {
+        uint8_t buf[MPA_FRAME_MAX];
+        size_t need = frame_bytes_needed(&c->reader);
+        ssize_t n = recv(c->fd, buf, MIN(need, sizeof buf), MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) {
+            /* Closed or reset before a Reply: nobody accepted (7.2). */
+            connect_fail(c, STATUS_CONNECTION_REFUSED, true);
+            return;
+        }
+        size_t used;
+        struct mpa_frame rep;
+        enum mpa_result r = mpa_reader_feed(&c->reader, buf, (size_t)n, &used, &rep);
+        if (r < 0) {
+            connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
+            return;
+        }
+        if (r == MPA_DONE) {
+            on_reply(c, &rep);
+            return;
+        }
     }
-    size_t used;
-    struct mpa_frame rep;
-    enum mpa_result r = mpa_reader_feed(&c->reader, buf, (size_t)n, &used, &rep);
-    if (r < 0) {
-        connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
-        return;
-    }
-    if (r == MPA_DONE)
-        on_reply(c, &rep);
 }
 
 /* ---- passive side: the RTR ---- */
@@ -422,7 +429,11 @@ static void established(struct ndk_connector_impl *c)
          * nothing before the initiator's first FPDU (siw initiators fail on
          * bytes right behind the Reply). */
         bool gated = c->passive && !c->p2p;
-        ndk_qp_start(c->qp, &c->tr, c->crc, c->eff_ird, c->eff_ord, socket_mulpdu(c->fd), gated);
+        if (!ndk_qp_start(c->qp, &c->tr, c->crc, c->eff_ird, c->eff_ord, socket_mulpdu(c->fd), gated)) {
+            /* No memory for the read queues: the connection cannot work. */
+            shutdown(c->fd, SHUT_RDWR);
+            return;
+        }
         if (c->read_rtr) {
             if (c->passive)
                 ndk_qp_read_rtr_received(c->qp);

@@ -133,32 +133,38 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
         halfopen_free(h, true);
         return;
     }
-    /* Read no further than the frame: nothing may follow it. */
-    uint8_t buf[MPA_FRAME_MAX];
-    size_t need = MPA_HDR_LEN - (h->reader.have < MPA_HDR_LEN ? h->reader.have : MPA_HDR_LEN);
-    if (h->reader.have >= MPA_HDR_LEN) {
-        size_t pd = ((size_t)h->reader.buf[18] << 8) | h->reader.buf[19];
-        need = MPA_HDR_LEN + pd - h->reader.have;
+    /* Read no further than the frame (nothing may follow it), but read on
+     * while its parts are there rather than going back to epoll between
+     * the header and the private data. */
+    for (;;) {
+        uint8_t buf[MPA_FRAME_MAX];
+        size_t need = MPA_HDR_LEN - (h->reader.have < MPA_HDR_LEN ? h->reader.have : MPA_HDR_LEN);
+        if (h->reader.have >= MPA_HDR_LEN) {
+            size_t pd = ((size_t)h->reader.buf[18] << 8) | h->reader.buf[19];
+            need = MPA_HDR_LEN + pd - h->reader.have;
+        }
+        if (need == 0 || need > sizeof buf)
+            need = 1;
+        ssize_t n = recv(h->fd, buf, need, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) {
+            halfopen_free(h, true);
+            return;
+        }
+        size_t used = 0;
+        struct mpa_frame req;
+        enum mpa_result r = mpa_reader_feed(&h->reader, buf, (size_t)n, &used, &req);
+        if (r < 0) {
+            NDK_DEBUG("listener: malformed MPA Request (%d), closing", (int)r);
+            halfopen_free(h, true);
+            return;
+        }
+        if (r == MPA_DONE) {
+            halfopen_request(h, &req);
+            return;
+        }
     }
-    if (need == 0 || need > sizeof buf)
-        need = 1;
-    ssize_t n = recv(h->fd, buf, need, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        halfopen_free(h, true);
-        return;
-    }
-    size_t used = 0;
-    struct mpa_frame req;
-    enum mpa_result r = mpa_reader_feed(&h->reader, buf, (size_t)n, &used, &req);
-    if (r < 0) {
-        NDK_DEBUG("listener: malformed MPA Request (%d), closing", (int)r);
-        halfopen_free(h, true);
-        return;
-    }
-    if (r == MPA_DONE)
-        halfopen_request(h, &req);
 }
 
 static void halfopen_on_timer(struct loop_timer *t)

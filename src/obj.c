@@ -74,6 +74,8 @@ static void cbq_append(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
 
 void ndk_kick(struct ndk_adapter_impl *ad)
 {
+    if (loop_in_owner(&ad->loop))
+        return; /* the progress thread drains the queue before it waits */
     /* The doorbell needs no lock: eventfd writes are atomic, and a
      * redundant wake-up only costs an empty loop iteration. */
     uint64_t one = 1;

@@ -645,18 +645,34 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
     pthread_mutex_unlock(&ad->live_lock);
 }
 
-void ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
+bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
                   uint32_t ord, size_t mulpdu, bool tx_gated)
 {
     struct ndk_qp_dp *dp = &qp->dp;
+    /* The read queues are sized by what was negotiated, not by the adapter
+     * maxima: an idle connection should cost little. One more ORQ slot than
+     * the ORD leaves room for a Read RTR's zero-length answer. */
+    uint32_t irq_cap = roundup_pow2(ird);
+    struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
+    struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
+    if (!orq || (irq_cap && !irq)) {
+        free(orq);
+        free(irq);
+        return false;
+    }
     pthread_mutex_lock(&dp->rx_lock);
+    free(dp->orq);
+    free(dp->irq);
+    dp->orq = orq;
+    dp->orq_cap = ord + 1;
+    dp->irq = irq;
     pthread_mutex_lock(&dp->sq_lock);
     dp->tr = tr;
     dp->crc = crc;
     dp->ird = ird;
     dp->ord = ord;
     /* siw keeps up to roundup_pow2(ORD) reads in flight (iwarp.md 5.9). */
-    dp->irq_cap = roundup_pow2(ird);
+    dp->irq_cap = irq_cap;
     dp->mulpdu = mulpdu;
     dp->tx_gated = tx_gated;
     dp->msn_send = dp->msn_read = 1;
@@ -669,6 +685,7 @@ void ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     pthread_mutex_unlock(&dp->sq_lock);
     pthread_mutex_unlock(&dp->rx_lock);
     live_add(qp);
+    return true;
 }
 
 void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp)
@@ -807,12 +824,9 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     pthread_mutex_init(&dp->rx_lock, NULL);
     dp->sq = calloc(qp->iq_depth, sizeof *dp->sq);
     dp->rq = srqo ? NULL : calloc(qp->rq_depth, sizeof *dp->rq);
-    dp->orq_cap = NDK_MAX_ORD;
-    dp->orq = calloc(dp->orq_cap, sizeof *dp->orq);
-    dp->irq = calloc(NDK_MAX_IRD, sizeof *dp->irq);
     if (InlineDataSize)
         dp->inline_pool = malloc((size_t)InlineDataSize * qp->iq_depth);
-    if (!dp->sq || (!srqo && !dp->rq) || !dp->orq || !dp->irq || (InlineDataSize && !dp->inline_pool)) {
+    if (!dp->sq || (!srqo && !dp->rq) || (InlineDataSize && !dp->inline_pool)) {
         qp_free(&qp->obj);
         return STATUS_INSUFFICIENT_RESOURCES;
     }

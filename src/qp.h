@@ -93,9 +93,13 @@ struct ndk_irq_entry {
     uint32_t sent;
 };
 
-#define TX_FPDU_MAX 64   /* FPDUs framed per batch */
-#define TX_IOV_MAX 512   /* iovecs per writev */
-#define RX_IOV_MAX 260   /* placement iovecs for one FPDU (a 64 KiB FPDU over 4 KiB pages, + SGEs) */
+/* Sized for one writev of up to 32 FPDUs (2 MiB on loopback, where an FPDU
+ * holds 64 KiB) and for placing one FPDU: at most 17 pages of a
+ * fast-registered region or 16 receive SGEs; every QP carries these, so they
+ * are kept small (the idle cost of a connection is budgeted). */
+#define TX_FPDU_MAX 32   /* FPDUs framed per batch */
+#define TX_IOV_MAX 256   /* iovecs per writev */
+#define RX_IOV_MAX 64    /* placement iovecs for one FPDU */
 #define TX_HDR_MAX (2 + DDP_HDR_MAX)
 #define RX_HDR_MAX (2 + 70)  /* a whole Terminate is read as header */
 
@@ -192,7 +196,8 @@ struct ndk_qp_dp {
 /* ---- qp.c ---- */
 struct ndk_qp_impl;
 /* The connection is established: start the data path on this transport. */
-void ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
+/* Returns false when the read queues cannot be allocated. */
+bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
                   uint32_t ord, size_t mulpdu, bool tx_gated);
 /* Connection set-up used a Read RTR: as its sender, the first Read Request
  * MSN was taken and its zero-length response is due; as its receiver, the

@@ -277,7 +277,7 @@ static bool commit(struct ndk_qp_impl *qp)
     case RDMAP_OP_READ_REQ: {
         dp->msn_read_expect = ddp_msn_next(dp->msn_read_expect);
         pthread_mutex_lock(&dp->sq_lock);
-        struct ndk_irq_entry *e = &dp->irq[(dp->irq_head + dp->irq_count) % NDK_MAX_IRD];
+        struct ndk_irq_entry *e = &dp->irq[(dp->irq_head + dp->irq_count) % dp->irq_cap];
         e->rr = h->rreq;
         e->sent = 0;
         dp->irq_count++;

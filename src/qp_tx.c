@@ -213,7 +213,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
         if (dp->tx_cur == TX_NONE && !pick_next(qp))
             return;
         if (dp->tx_cur == TX_IRQ) {
-            struct ndk_irq_entry *e = &dp->irq[dp->irq_head % NDK_MAX_IRD];
+            struct ndk_irq_entry *e = &dp->irq[dp->irq_head % dp->irq_cap];
             size_t room = mulpdu - DDP_TAGGED_HDR_LEN;
             uint64_t left = e->rr.size - e->sent;
             size_t seg = left < room ? (size_t)left : room;

@@ -131,9 +131,22 @@ void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms)
         loop_kick(l); /* an earlier deadline than the one being waited for */
 }
 
+void loop_set_owner(struct loop *l)
+{
+    l->owner = pthread_self();
+    l->owner_set = true;
+}
+
+bool loop_in_owner(const struct loop *l)
+{
+    return l->owner_set && pthread_equal(pthread_self(), l->owner);
+}
+
 void loop_kick(struct loop *l)
 {
-    if (l->kicked)
+    /* The loop's own thread recomputes its wait and drains its queues
+     * before waiting again: waking itself would only cost a round. */
+    if (l->kicked || loop_in_owner(l))
         return;
     l->kicked = true;
     uint64_t one = 1;

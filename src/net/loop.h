@@ -36,6 +36,8 @@ struct loop_timer {
 struct loop {
     int epfd;
     int evfd;
+    pthread_t owner;  /* the thread that runs loop_poll: it needs no doorbell */
+    bool owner_set;
     struct loop_timer *timers_head, *timers_tail; /* sorted by deadline */
     bool kicked;
 };
@@ -57,6 +59,9 @@ void loop_timer_cancel(struct loop *l, struct loop_timer *t);
 /* Wakes the loop from another thread (or from inside it: the next wait then
  * returns at once). Called with the lock held. */
 void loop_kick(struct loop *l);
+/* Records the calling thread as the one running the loop. */
+void loop_set_owner(struct loop *l);
+bool loop_in_owner(const struct loop *l);
 
 /* One iteration: releases *lock while waiting (at most max_wait_ms, -1 = no
  * limit other than timers), re-takes it, then dispatches socket events and
