@@ -632,6 +632,8 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
             continue;
         }
         const struct mem_entry *e = lookup(t, s->MemoryRegionToken >> 8);
+        if ((access & MEM_AT_POST) && e && e->kind == MEM_KIND_FRMR && e->pd == pd)
+            continue;
         if (!e || e->kind == MEM_KIND_MW || e->pd != pd || !e->valid ||
             (e->kind == MEM_KIND_MR && e->stag != s->MemoryRegionToken) ||
             ((access & MEM_LOCAL_WRITE) && !(e->access & MEM_LOCAL_WRITE)) ||

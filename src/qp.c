@@ -313,7 +313,7 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
         return STATUS_INVALID_PARAMETER;
     struct iovec iov[NDK_MAX_SGE];
     int niov;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, 0, iov, &niov);
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_AT_POST, iov, &niov);
     if (st != STATUS_SUCCESS)
         return st;
     if (n)
@@ -411,7 +411,7 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
      * no special read-sink right is required). */
     struct iovec iov[NDK_MAX_SGE];
     int niov;
-    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE, iov, &niov);
+    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, iov, &niov);
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);
@@ -528,7 +528,7 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         return STATUS_INVALID_PARAMETER;
     struct iovec iov[NDK_MAX_SGE];
     int niov;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE, iov, &niov);
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, iov, &niov);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_qp_dp *dp = &qp->dp;

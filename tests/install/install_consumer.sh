@@ -4,6 +4,8 @@
 set -euo pipefail
 build=$1
 cc=${2:-cc}
+# A sanitized library needs a consumer built with the same runtime.
+extra_cflags=${3:-}
 prefix=$(mktemp -d)
 trap 'rm -rf "$prefix"' EXIT
 cmake --install "$build" --prefix "$prefix" >/dev/null
@@ -30,7 +32,8 @@ int main(void)
     return st == STATUS_SUCCESS ? 0 : 1;
 }
 C
-"$cc" -std=c11 -Wall -Werror "$prefix/consumer.c" -o "$prefix/consumer" \
+# shellcheck disable=SC2086 # the extra flags are a word list
+"$cc" -std=c11 -Wall -Werror $extra_cflags "$prefix/consumer.c" -o "$prefix/consumer" \
 	$(pkg-config --cflags --libs libndk) -Wl,-rpath,"$(pkg-config --variable=libdir libndk)"
 "$prefix/consumer"
 "$prefix/bin/ndkinfo" -l
