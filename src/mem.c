@@ -632,7 +632,10 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
             continue;
         }
         const struct mem_entry *e = lookup(t, s->MemoryRegionToken >> 8);
-        if ((access & MEM_AT_POST) && e && e->kind == MEM_KIND_FRMR && e->pd == pd)
+        /* A fast registration posted but not yet run (its new key handed
+         * out, the old one still in force) decides later, in queue order. */
+        if ((access & MEM_AT_POST) && e && e->kind == MEM_KIND_FRMR && e->pd == pd &&
+            e->key != (uint8_t)e->stag)
             continue;
         if (!e || e->kind == MEM_KIND_MW || e->pd != pd || !e->valid ||
             (e->kind == MEM_KIND_MR && e->stag != s->MemoryRegionToken) ||

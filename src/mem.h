@@ -31,9 +31,9 @@ struct ndk_qp_impl;
 #define MEM_REMOTE_READ 0x2
 #define MEM_REMOTE_WRITE 0x4
 /* mem_map_local at posting time: an SGE in a fast-register MR of the PD
- * passes, because an NdkFastRegister earlier in the same queue may not have
- * run yet (fast registrations apply in queue order); it is checked again
- * when the request is carried out. */
+ * whose latest NdkFastRegister is still queued passes (fast registrations
+ * apply in queue order); it is checked again when the request is carried
+ * out. Every other SGE is checked as usual. */
 #define MEM_AT_POST 0x100
 
 /* Why a remote access was refused; the data path turns these into the
