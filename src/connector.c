@@ -441,6 +441,8 @@ static void established(struct ndk_connector_impl *c)
                 ndk_qp_read_rtr_sent(c->qp);
         }
         c->dp_started = true;
+        if (gated && (c->obj.ad->opt.Flags & NDK_OPEN_FLAG_RELAXED_TX_GATE))
+            loop_timer_arm(conn_loop(c), &c->timer, NDK_RELAXED_GATE_MS);
     }
 }
 
@@ -708,6 +710,8 @@ static void conn_on_timer(struct loop_timer *t)
     case CONN_CONNECTED:
         if (c->term_draining) {
             on_peer_closed(c, true); /* the Terminate never got out */
+        } else if (c->passive && c->dp_started) {
+            ndk_qp_ungate(c->qp); /* NDK_OPEN_FLAG_RELAXED_TX_GATE */
         } else if (c->nudges_left > 0 && c->dp_started) {
             c->nudges_left--;
             ndk_qp_nudge(c->qp);

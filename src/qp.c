@@ -32,6 +32,27 @@ static struct ndk_qp_impl *qp_from(NDK_QP *q)
     return o ? container_of(o, struct ndk_qp_impl, obj) : NULL;
 }
 
+int ndk_iov_slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst,
+                  int max)
+{
+    int n = 0;
+    for (int i = 0; i < nsrc && len; i++) {
+        if (off >= src[i].iov_len) {
+            off -= src[i].iov_len;
+            continue;
+        }
+        size_t take = src[i].iov_len - off;
+        if (take > len)
+            take = len;
+        if (n == max)
+            return -1;
+        dst[n++] = (struct iovec){(char *)src[i].iov_base + off, take};
+        len -= take;
+        off = 0;
+    }
+    return len ? -1 : n;
+}
+
 uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i)
 {
     return i % qp->iq_depth;
@@ -273,6 +294,25 @@ static void sq_commit(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
 }
 
 /* D4: an inline failure first hands every deferred request to the engine. */
+static NTSTATUS sq_fail(struct ndk_qp_impl *qp, NTSTATUS st);
+
+/* The start every initiator-queue post shares: the QP, its flags, room and
+ * state. On success sq_lock is held and *out is the QP. */
+static NTSTATUS sq_begin(NDK_QP *q, ULONG flags, ULONG allowed, struct ndk_qp_impl **out)
+{
+    struct ndk_qp_impl *qp = qp_from(q);
+    if (!qp)
+        return STATUS_INVALID_PARAMETER;
+    NTSTATUS st = check_flags(flags, allowed);
+    if (st != STATUS_SUCCESS)
+        return st;
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    *out = qp;
+    return STATUS_SUCCESS;
+}
+
 static NTSTATUS sq_fail(struct ndk_qp_impl *qp, NTSTATUS st)
 {
     if (qp->dp.state == QP_RTS)
@@ -325,15 +365,10 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
 static NTSTATUS post_send(NDK_QP *q, PVOID ctx, const NDK_SGE *sgl, ULONG n, ULONG flags, bool inv,
                           UINT32 token)
 {
-    struct ndk_qp_impl *qp = qp_from(q);
-    if (!qp)
-        return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, SEND_FLAGS);
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = sq_begin(q, flags, SEND_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);
     if ((st = copy_payload_sges(qp, w, sgl, n, qp->iq_sge, flags)) != STATUS_SUCCESS)
         return sq_fail(qp, st);
@@ -361,15 +396,10 @@ static NTSTATUS qp_send_inv(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, U
 static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
                          ULONG flags)
 {
-    struct ndk_qp_impl *qp = qp_from(q);
-    if (!qp)
-        return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, WRITE_FLAGS);
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = sq_begin(q, flags, WRITE_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);
     if ((st = copy_payload_sges(qp, w, sgl, n, qp->iq_sge, flags)) != STATUS_SUCCESS)
         return sq_fail(qp, st);
@@ -385,17 +415,12 @@ static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT
 static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
                         ULONG flags)
 {
-    struct ndk_qp_impl *qp = qp_from(q);
-    if (!qp)
-        return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, READ_FLAGS);
-    if (st != STATUS_SUCCESS)
-        return st;
     if (n && !sgl)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = sq_begin(q, flags, READ_FLAGS, &qp);
+    if (st != STATUS_SUCCESS)
+        return st;
     if (qp->dp.ord == 0)
         return sq_fail(qp, STATUS_INVALID_DEVICE_STATE); /* no reads were negotiated */
     NDK_ADAPTER_INFO info;
@@ -430,15 +455,10 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
 
 static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags)
 {
-    struct ndk_qp_impl *qp = qp_from(q);
-    if (!qp)
-        return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, BIND_FLAGS);
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = sq_begin(q, flags, BIND_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
     if ((st = mem_check_bind(qp, mr, mw, va, len, flags)) != STATUS_SUCCESS)
         return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);
@@ -457,15 +477,12 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
                                  CONST NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID va,
                                  ULONG flags)
 {
-    struct ndk_qp_impl *qp = qp_from(q);
-    if (!qp || (npages && !pages))
+    if (npages && !pages)
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, FASTREG_FLAGS);
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = sq_begin(q, flags, FASTREG_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
     if ((st = mem_check_fast_register(qp, mr, npages, pages, fbo, len, va, flags)) != STATUS_SUCCESS)
         return sq_fail(qp, st);
     NDK_LOGICAL_ADDRESS *copy = NULL;
@@ -492,15 +509,12 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
 
 static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
 {
-    struct ndk_qp_impl *qp = qp_from(q);
-    if (!qp || !obj)
+    if (!obj)
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, INVALIDATE_FLAGS);
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = sq_begin(q, flags, INVALIDATE_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
     if ((st = mem_check_invalidate(qp, obj)) != STATUS_SUCCESS)
         return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);

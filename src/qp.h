@@ -212,6 +212,8 @@ void ndk_qp_stop(struct ndk_qp_impl *qp);
 void ndk_qp_flush_all(struct ndk_qp_impl *qp);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
+/* Lets a gated responder send before the initiator's first FPDU. */
+void ndk_qp_ungate(struct ndk_qp_impl *qp);
 /* Sends a zero-length RDMA Write while nothing has arrived from the peer.
  * Linux siw 6.1 can miss whatever arrives right after its Reply (an RTR, or
  * the first message) until more bytes arrive (the interop harness README):
@@ -243,6 +245,10 @@ void ndk_qp_try_readable(struct ndk_qp_impl *qp);
 
 /* The status a received Terminate gives the request it names. */
 NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code);
+/* The iovecs covering [off, off+len) of src (a sub-range of a payload or a
+ * receive buffer); -1 when more than max are needed or src is too short. */
+int ndk_iov_slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst,
+                  int max);
 /* Completion helpers shared by qp*.c. */
 void qp_complete_sq_in_order(struct ndk_qp_impl *qp);   /* sq_lock held */
 void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,

@@ -51,26 +51,6 @@ static enum ddp_stag_fault fault_of(enum mem_err e)
     }
 }
 
-static int slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst, int max)
-{
-    int n = 0;
-    for (int i = 0; i < nsrc && len; i++) {
-        if (off >= src[i].iov_len) {
-            off -= src[i].iov_len;
-            continue;
-        }
-        size_t take = src[i].iov_len - off;
-        if (take > len)
-            take = len;
-        if (n == max)
-            return -1;
-        dst[n++] = (struct iovec){(char *)src[i].iov_base + off, take};
-        len -= take;
-        off = 0;
-    }
-    return len ? -1 : n;
-}
-
 /* Takes the next posted receive, from the QP's queue or its SRQ. */
 static bool take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
 {
@@ -151,7 +131,7 @@ static bool place(struct ndk_qp_impl *qp)
             struct iovec sink[NDK_MAX_SGE];
             int nsink;
             if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, &nsink) != STATUS_SUCCESS ||
-                (dp->rx_iov_n = slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+                (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
                 /* Our own sink went away under the Read: local failure. */
                 dp->rx_iov_n = 0;
                 rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
@@ -213,7 +193,7 @@ static bool place(struct ndk_qp_impl *qp)
         rx_fail(qp, &t);
         return false;
     }
-    if (len && (dp->rx_iov_n = slice(dp->rx_msg_iov, dp->rx_msg_iov_n, h->mo, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+    if (len && (dp->rx_iov_n = ndk_iov_slice(dp->rx_msg_iov, dp->rx_msg_iov_n, h->mo, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
         dp->rx_iov_n = 0;
         rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG);
         return false;

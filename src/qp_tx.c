@@ -24,30 +24,6 @@ static void batch_reset(struct ndk_qp_dp *dp)
     dp->tx_nends = 0;
 }
 
-/* Appends iovecs covering [off, off+len) of src into dst. */
-static int iov_slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst,
-                     int max)
-{
-    int n = 0;
-    for (int i = 0; i < nsrc && len; i++) {
-        if (off >= src[i].iov_len) {
-            off -= src[i].iov_len;
-            continue;
-        }
-        size_t take = src[i].iov_len - off;
-        if (take > len)
-            take = len;
-        if (n == max)
-            return -1;
-        dst[n].iov_base = (char *)src[i].iov_base + off;
-        dst[n].iov_len = take;
-        n++;
-        len -= take;
-        off = 0;
-    }
-    return n;
-}
-
 /* Frames one FPDU: header (already written at hdr+2 with hlen octets of
  * DDP/RDMAP header), payload iovecs, pad and CRC. */
 static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl, int npl, size_t plen)
@@ -74,6 +50,16 @@ static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl
     for (int i = 0; i < npl; i++)
         iov[dp->tx_iov_cnt++] = pl[i];
     iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
+}
+
+void ndk_qp_ungate(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    if (qp->dp.tx_gated) {
+        qp->dp.tx_gated = false;
+        qp_tx_progress(qp);
+    }
+    pthread_mutex_unlock(&qp->dp.sq_lock);
 }
 
 void ndk_qp_nudge(struct ndk_qp_impl *qp)
@@ -270,7 +256,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
         uint64_t left = w->total - dp->tx_cur_off;
         size_t seg = left < room ? (size_t)left : room;
         struct iovec pl[NDK_MAX_SGE];
-        int npl = iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, NDK_MAX_SGE);
+        int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, NDK_MAX_SGE);
         bool last = dp->tx_cur_off + seg == w->total;
         uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
         size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_WRITE, last, w->rtoken,

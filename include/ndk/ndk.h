@@ -101,6 +101,13 @@ typedef struct _NDK_OPEN_OPTIONS {
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
 #define NDK_OPEN_FLAG_NO_P2P 0x2      /* initiator: client/server model, no RTR (A=0), as siw */
 #define NDK_OPEN_FLAG_MPA_REV1 0x4    /* initiator: MPA revision 1 Requests, no IRD/ORD word */
+#define NDK_OPEN_FLAG_RELAXED_TX_GATE 0x10 /* responder to a client/server initiator: send
+                                              after the initiator's first FPDU or 100 ms
+                                              after the Reply, whichever comes first, for
+                                              servers that speak first (RFC 5044 holds
+                                              sending until the first FPDU; a siw
+                                              initiator fails on data right behind the
+                                              Reply, which the delay avoids) */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs */

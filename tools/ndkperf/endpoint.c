@@ -352,6 +352,12 @@ bool ep_open(struct endpoint *e, const char *spec)
     if (o->busy_poll)
         oo.Flags |= NDK_OPEN_FLAG_BUSY_POLL;
 #endif
+#ifdef NDK_OPEN_FLAG_RELAXED_TX_GATE
+    /* perftest's write_lat server writes first; a client/server initiator
+     * (siw) sends nothing until it has, so a server must not wait for it. */
+    if (strcmp(e->role, "server") == 0)
+        oo.Flags |= NDK_OPEN_FLAG_RELAXED_TX_GATE;
+#endif
     NDK_VERSION v = {NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION};
     NTSTATUS st = NdkOpenAdapter(spec, v, &oo, &e->ad);
     if (st != STATUS_SUCCESS) {
@@ -505,7 +511,7 @@ static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *cn)
 {
     struct endpoint *e = ctx;
     pthread_mutex_lock(&e->lock);
-    bool take = e->incoming == NULL && e->requests == 0;
+    bool take = e->incoming == NULL && e->requests < (e->max_requests ? e->max_requests : 1u);
     if (take)
         e->incoming = cn;
     e->requests++;
@@ -573,10 +579,15 @@ bool ep_wait_request(struct endpoint *e, unsigned ms)
         return false;
     }
     /* One client per run: further requests are refused at once from now
-     * on. (The listener itself stays open until the connector is closed:
+     * on, once the last connection wanted has come (perftest's mode wants
+     * two). (The listener itself stays open until the connector is closed:
      * it is the connector's antecedent, reference 2.2, so its close would
      * wait for the connector's.) */
-    e->ln->Dispatch->NdkControlConnectEvents(e->ln, TRUE);
+    pthread_mutex_lock(&e->lock);
+    bool last = e->requests >= (e->max_requests ? e->max_requests : 1u);
+    pthread_mutex_unlock(&e->lock);
+    if (last)
+        e->ln->Dispatch->NdkControlConnectEvents(e->ln, TRUE);
     return true;
 }
 
@@ -657,6 +668,8 @@ bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR 
                                      (PVOID)pdata, len, on_request, w);
     /* The TCP handshake and the MPA Reply may each take the timeout. */
     st = finish(e, w, st, "NdkConnect", 2 * e->opt->timeout_ms + GRACE_MS);
+    if (st != STATUS_SUCCESS && e->quiet_connect)
+        return false; /* the caller tries again, and reports the last failure */
     if (st == STATUS_CONNECTION_REFUSED) {
         /* A server that rejected us said why in its private data. */
         char why[256];
@@ -722,11 +735,22 @@ bool ep_disconnect(struct endpoint *e, bool wait_for_peer_first)
     NTSTATUS st = e->cn->Dispatch->NdkDisconnect(e->cn, on_request, w);
     st = finish(e, w, st, "NdkDisconnect", e->opt->timeout_ms + GRACE_MS);
     e->connected = false;
+    if (e->peer_may_abort && (st == STATUS_CONNECTION_ABORTED || st == STATUS_CONNECTION_RESET))
+        return true;
     if (st != STATUS_SUCCESS) {
         ndk_failed(e->role, "NdkDisconnect", st, NULL);
         return false;
     }
     return true;
+}
+
+void ep_drop_connector(struct endpoint *e)
+{
+    if (e->cn) {
+        close_object(e, e->cn->Dispatch->NdkCloseConnector, &e->cn->Header, "NdkCloseConnector");
+        e->cn = NULL;
+    }
+    e->connected = false;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -833,6 +857,16 @@ void ep_close(struct endpoint *e)
     if (e->cq) {
         close_object(e, e->cq->Dispatch->NdkCloseCq, &e->cq->Header, "NdkCloseCq");
         e->cq = NULL;
+    }
+    if (e->owner) {
+        /* The adapter is the owner's and stays open: so must our waiters,
+         * until the owner closes it. */
+        struct waiter **tail = &e->owner->waiters;
+        while (*tail)
+            tail = &(*tail)->next;
+        *tail = e->waiters;
+        e->waiters = NULL;
+        e->ad = NULL;
     }
     if (e->ad)
         close_adapter(e);

@@ -30,6 +30,7 @@
 #include <unistd.h>
 
 #include "ndkperf.h"
+#include "perftest_compat.h"
 
 #define DEFAULT_ITERS 1000
 #define DEFAULT_ITERS_WRITE_BW 5000 /* perftest's defaults */
@@ -145,6 +146,9 @@ static void usage(FILE *f)
         "                          (default: when stderr is a terminal)\n"
         "  -h, --help              this text\n"
         "\n"
+        "  ndkperf --perftest TEST [perftest options] [SERVER]   talks perftest's own protocol\n"
+        "                          (ib_write_bw -R ...) to perftest; 'ndkperf --perftest -h'\n"
+        "\n"
         "Units as perftest: MB = 2^20 bytes. Latency: half the round trip for send_lat and\n"
         "write_lat, the whole round trip for read_lat. write_lat needs an adapter that sets\n"
         "NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED. Exit status: 0 success, 1 failure, 2 usage\n"
@@ -169,7 +173,7 @@ static int usage_error(const char *fmt, ...)
 /* Options                                                                  */
 /* ------------------------------------------------------------------------ */
 
-static bool parse_u64(const char *s, uint64_t min, uint64_t max, bool suffixes, uint64_t *out)
+bool parse_u64(const char *s, uint64_t min, uint64_t max, bool suffixes, uint64_t *out)
 {
     if (!s || !isdigit((unsigned char)s[0]))
         return false;
@@ -450,7 +454,7 @@ static const char *cpu_text(int cpu, char *buf, size_t size)
 /* Addresses                                                                */
 /* ------------------------------------------------------------------------ */
 
-static bool resolve(const char *role, const char *text, NDK_SOCKADDR *out)
+bool resolve(const char *role, const char *text, NDK_SOCKADDR *out)
 {
     struct addrinfo hints, *res = NULL;
     memset(&hints, 0, sizeof hints);
@@ -472,7 +476,7 @@ static bool resolve(const char *role, const char *text, NDK_SOCKADDR *out)
     return ok;
 }
 
-static void set_port(NDK_SOCKADDR *a, unsigned port)
+void set_port(NDK_SOCKADDR *a, unsigned port)
 {
     if (a->sa.sa_family == AF_INET6)
         a->in6.sin6_port = htons((uint16_t)port);
@@ -480,12 +484,12 @@ static void set_port(NDK_SOCKADDR *a, unsigned port)
         a->in4.sin_port = htons((uint16_t)port);
 }
 
-static unsigned get_port(const NDK_SOCKADDR *a)
+unsigned get_port(const NDK_SOCKADDR *a)
 {
     return ntohs(a->sa.sa_family == AF_INET6 ? a->in6.sin6_port : a->in4.sin_port);
 }
 
-static const char *ip_text(const NDK_SOCKADDR *a, char *buf, size_t size)
+const char *ip_text(const NDK_SOCKADDR *a, char *buf, size_t size)
 {
     const void *src = a->sa.sa_family == AF_INET6 ? (const void *)&a->in6.sin6_addr : (const void *)&a->in4.sin_addr;
     if (!inet_ntop(a->sa.sa_family, src, buf, (socklen_t)size))
@@ -495,7 +499,7 @@ static const char *ip_text(const NDK_SOCKADDR *a, char *buf, size_t size)
 
 /* The local address the kernel would use toward dst: a connected UDP
  * socket picks route and source without sending anything. */
-static bool route_source(const NDK_SOCKADDR *dst, NDK_SOCKADDR *src)
+bool route_source(const NDK_SOCKADDR *dst, NDK_SOCKADDR *src)
 {
     NDK_SOCKADDR to = *dst;
     set_port(&to, 9);
@@ -774,6 +778,9 @@ static int run_loopback(const struct options *o)
 
 int main(int argc, char **argv)
 {
+    /* The perftest-compatible mode has perftest's command line, not ours. */
+    if (argc > 1 && strcmp(argv[1], "--perftest") == 0)
+        return perftest_main(argc - 1, argv + 1);
     struct options o;
     int rc = parse_options(argc, argv, &o);
     if (rc >= 0)

@@ -13,6 +13,8 @@
  *   cqwait.c    completions: bounded busy polling or notification waits
  *   tests.c     the six tests' data paths, client and server side
  *   report.c    statistics, the perftest-like table, the progress line
+ *   perftest_compat.c  --perftest: perftest's own protocol (rdma_cm, -R),
+ *               to run against perftest itself; both roles, five tests
  *
  * Functions used by more than one file are declared here; everything else
  * is static in its file.
@@ -198,6 +200,21 @@ struct endpoint {
     atomic_bool disconnected; /* the peer disconnected or aborted */
     NDK_CONNECTOR *incoming;  /* server: the connector of the connect event */
     unsigned requests;        /* server: connect events so far */
+
+    /* For the perftest mode (perftest_compat.c), which needs two
+     * connections (control and test) on one adapter and one listener:
+     * max_requests: connect events taken, one after another (0 means 1);
+     * quiet_connect: a failed NdkConnect is not reported (the caller
+     * retries, as perftest's client does while the server re-listens);
+     * peer_may_abort: the peer may end the connection abortively once
+     * the test is over (perftest does), so NdkDisconnect's ABORTED or
+     * RESET is no failure; owner: another endpoint whose adapter this
+     * one uses; ep_close then leaves the adapter open and hands its
+     * waiters to the owner. */
+    unsigned max_requests;
+    bool quiet_connect;
+    bool peer_may_abort;
+    struct endpoint *owner;
 };
 
 /* Layout of the registered memory. */
@@ -223,6 +240,8 @@ bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR 
                 const uint8_t *pdata, uint32_t len, ULONG ird, ULONG ord, uint8_t *reply,
                 uint32_t cap, uint32_t *reply_len);
 bool ep_disconnect(struct endpoint *e, bool wait_for_peer_first);
+/* Closes the connector of a failed connect, so that it can be tried again. */
+void ep_drop_connector(struct endpoint *e);
 void ep_close(struct endpoint *e);
 
 /* Posting (tests.c uses them; endpoint.c for the receives posted before
@@ -289,6 +308,14 @@ void report_columns(enum test_kind t);
 /* factor: 0.5 for round trips reported one way (send/write), 1 for reads. */
 void report_lat(uint32_t size, struct lat_samples *s, double factor);
 void report_bw(uint32_t size, const struct bw_samples *s);
+/* What report_bw prints, as numbers (perftest's report exchange); false
+ * when the run was too short to time. */
+struct bw_result {
+    uint64_t msgs;
+    double peak, avg, rate; /* MB/s, MB/s, Mpps */
+};
+bool bw_result_of(uint32_t size, const struct bw_samples *s, struct bw_result *r);
+void report_bw_result(uint32_t size, const struct bw_result *r, const char *note);
 void report_footer(void);
 
 /* The progress line: on stderr, updated in place, for runs over ~3 s. */
@@ -303,5 +330,16 @@ void progress_start(struct progress *p, const struct options *o, uint32_t size, 
                     uint64_t start);
 void progress_update(struct progress *p, uint64_t now, uint64_t count, double extra, const char *extra_unit);
 void progress_end(struct progress *p);
+
+/* ------------------------------------------------------------------------ */
+/* Shared with perftest_compat.c (main.c)                                   */
+/* ------------------------------------------------------------------------ */
+
+bool resolve(const char *role, const char *text, NDK_SOCKADDR *out);
+void set_port(NDK_SOCKADDR *a, unsigned port);
+unsigned get_port(const NDK_SOCKADDR *a);
+const char *ip_text(const NDK_SOCKADDR *a, char *buf, size_t size);
+bool route_source(const NDK_SOCKADDR *dst, NDK_SOCKADDR *src);
+bool parse_u64(const char *s, uint64_t min, uint64_t max, bool suffixes, uint64_t *out);
 
 #endif

@@ -245,22 +245,17 @@ static double msgs_at(const struct bw_samples *s, uint64_t t, size_t *hint)
     return (double)s->msgs[i] + f * (double)(s->msgs[i + 1] - s->msgs[i]);
 }
 
-/*
- * Average: all messages over the whole time. Peak: the best of ten equal
- * time slices of the run (perftest's peak compares single completions,
- * which says little when completions are moderated; a slice is steadier).
- */
-void report_bw(uint32_t size, const struct bw_samples *s)
+/* The numbers of report_bw (see there). */
+bool bw_result_of(uint32_t size, const struct bw_samples *s, struct bw_result *r)
 {
-    if (s->n < 2 || s->t[s->n - 1] <= s->t[0]) {
-        printf(" %-10" PRIu32 " %-14" PRIu64 " (run too short to time)\n", size, s->n ? s->msgs[s->n - 1] : 0);
-        return;
-    }
-    uint64_t msgs = s->msgs[s->n - 1];
+    memset(r, 0, sizeof *r);
+    r->msgs = s->n ? s->msgs[s->n - 1] : 0;
+    if (s->n < 2 || s->t[s->n - 1] <= s->t[0])
+        return false;
     uint64_t t0 = s->t[0], t1 = s->t[s->n - 1];
     double secs = (double)(t1 - t0) / 1e9;
-    double avg = (double)msgs * size / secs / 1048576.0;
-    double peak = avg;
+    r->avg = (double)r->msgs * size / secs / 1048576.0;
+    r->peak = r->avg;
     const int slices = 10;
     size_t hint = 0;
     double prev = msgs_at(s, t0, &hint);
@@ -269,15 +264,36 @@ void report_bw(uint32_t size, const struct bw_samples *s)
         uint64_t ta = t0 + (t1 - t0) * (uint64_t)(j - 1) / slices;
         double cur = msgs_at(s, tb, &hint);
         if (tb > ta) {
-            double r = (cur - prev) * size / ((double)(tb - ta) / 1e9) / 1048576.0;
-            if (r > peak)
-                peak = r;
+            double rate = (cur - prev) * size / ((double)(tb - ta) / 1e9) / 1048576.0;
+            if (rate > r->peak)
+                r->peak = rate;
         }
         prev = cur;
     }
-    printf(" %-10" PRIu32 " %-14" PRIu64 " %-18.2f %-20.2f %.6f\n", size, msgs, peak, avg,
-           (double)msgs / secs / 1e6);
+    r->rate = (double)r->msgs / secs / 1e6;
+    return true;
+}
+
+void report_bw_result(uint32_t size, const struct bw_result *r, const char *note)
+{
+    printf(" %-10" PRIu32 " %-14" PRIu64 " %-18.2f %-20.2f %.6f%s%s\n", size, r->msgs, r->peak, r->avg, r->rate,
+           note ? "   " : "", note ? note : "");
     fflush(stdout);
+}
+
+/*
+ * Average: all messages over the whole time. Peak: the best of ten equal
+ * time slices of the run (perftest's peak compares single completions,
+ * which says little when completions are moderated; a slice is steadier).
+ */
+void report_bw(uint32_t size, const struct bw_samples *s)
+{
+    struct bw_result r;
+    if (!bw_result_of(size, s, &r)) {
+        printf(" %-10" PRIu32 " %-14" PRIu64 " (run too short to time)\n", size, r.msgs);
+        return;
+    }
+    report_bw_result(size, &r, NULL);
 }
 
 /* ------------------------------------------------------------------------ */

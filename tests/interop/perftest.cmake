@@ -1,0 +1,23 @@
+# ndkperf --perftest (perftest 6.06's protocol over rdma_cm) against
+# Debian's perftest on Linux siw in the harness's guest; included from
+# tests/interop/CMakeLists.txt. Each driver gets the ndkperf binary and the
+# project root.
+#
+#   interop.perftest_siw_client  guest ib_{write,send,read}_bw / ib_send_lat -R
+#                                -> ndkperf --perftest servers (one guest boot)
+#   interop.perftest_siw_server  ndkperf --perftest clients -> guest
+#                                ib_{write,send,read}_bw / ib_{send,write}_lat -R
+#                                servers (one guest boot)
+#
+# They skip (77) without the harness, root or a guest build, and share the
+# siw_guest lock with the other guest tests: build-guest.sh must not run
+# twice at once, and two TCG guests on a small machine slow each other
+# towards siw's and perftest's timeouts.
+set(NDK_PERFTEST_DIR ${CMAKE_CURRENT_LIST_DIR})
+
+foreach(name perftest_siw_client perftest_siw_server)
+  add_test(NAME interop.${name}
+           COMMAND bash ${NDK_PERFTEST_DIR}/${name}.sh $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
+  set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 300
+                                                  SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
+endforeach()
