@@ -6,6 +6,13 @@
  * interface name or by one of its IP addresses, and closes it with a blocking
  * call. Everything else goes through the NDKPI dispatch tables of ndkpi.h.
  *
+ * Memory: NdkRegisterMr and NdkBuildLAM take an MDL. On Linux the MDL is a
+ * small stand-in defined in ndkpi.h: { Next, StartVa, ByteOffset, ByteCount }
+ * describes a virtually contiguous user buffer (chained with Next) that the
+ * caller keeps mapped while it is registered; MmGetMdlVirtualAddress() and
+ * MmGetMdlByteCount() read it as on Windows. The provider uses only the
+ * virtual range: TOs on the wire are these virtual addresses.
+ *
  * Adapters: libndk's software iWARP provider exposes one adapter per network
  * interface that has at least one IPv4 or IPv6 address (loopback included).
  * Its addresses are the interface's addresses; on a loopback interface every
