@@ -191,18 +191,12 @@ static void feed_failed(struct ndk_transport *t, bool peer_reset)
     ((struct feed *)(void *)t)->failed = true;
 }
 
-static void feed_peer_closed(struct ndk_transport *t)
-{
-    (void)t;
-}
-
 static const struct ndk_transport_ops feed_ops = {
     .readv = feed_readv,
     .writev = feed_writev,
     .want_write = feed_want_write,
     .shutdown_write = feed_shutdown_write,
     .failed = feed_failed,
-    .peer_closed = feed_peer_closed,
 };
 
 /* ---- the run ---- */
