@@ -27,6 +27,7 @@
 #include <stdatomic.h>
 
 #include "ndkping_rping.h"
+#include "ndkping_steps.h"
 #include "toolcommon.h"
 
 #define DEFAULT_PORT 7174 /* rping's */
@@ -586,39 +587,6 @@ static void print_adapter_summary(const struct side *s, const NDK_ADAPTER_DESCRI
 /* ------------------------------------------------------------------------ */
 /* One connection's objects and completions                                 */
 /* ------------------------------------------------------------------------ */
-
-enum {
-    K_CREATE_CQ,
-    K_CREATE_PD,
-    K_CREATE_QP,
-    K_CREATE_CONNECTOR,
-    K_CONNECT,
-    K_COMPLETE_CONNECT,
-    K_ACCEPT,
-    K_DISCONNECT,
-    K_DISCONNECT_EVENT,
-    K_CLOSE_CONNECTOR,
-    K_CLOSE_QP,
-    K_CLOSE_PD,
-    K_CLOSE_CQ,
-    K_COUNT
-};
-
-static const char *const k_names[K_COUNT] = {
-    [K_CREATE_CQ] = "NdkCreateCq",
-    [K_CREATE_PD] = "NdkCreatePd",
-    [K_CREATE_QP] = "NdkCreateQp",
-    [K_CREATE_CONNECTOR] = "NdkCreateConnector",
-    [K_CONNECT] = "NdkConnect",
-    [K_COMPLETE_CONNECT] = "NdkCompleteConnect",
-    [K_ACCEPT] = "NdkAccept",
-    [K_DISCONNECT] = "NdkDisconnect",
-    [K_DISCONNECT_EVENT] = "the disconnect event",
-    [K_CLOSE_CONNECTOR] = "NdkCloseConnector",
-    [K_CLOSE_QP] = "NdkCloseQp",
-    [K_CLOSE_PD] = "NdkClosePd",
-    [K_CLOSE_CQ] = "NdkCloseCq",
-};
 
 /* The registered buffers of the data phase; a connection uses some. */
 enum {

@@ -46,6 +46,7 @@
 #include <stdatomic.h>
 
 #include "ndkping_rping.h"
+#include "ndkping_steps.h"
 #include "toolcommon.h"
 
 #define RPING_DEFAULT_PORT 7174
@@ -237,42 +238,6 @@ static void fill_ping(uint8_t *buf, size_t size, unsigned long ping, int *start)
 /* ------------------------------------------------------------------------ */
 /* One connection                                                           */
 /* ------------------------------------------------------------------------ */
-
-/* The asynchronous calls and the one event of a connection; each gets its
- * own completion so that a late callback can never be mistaken for
- * another's. */
-enum {
-    K_CREATE_CQ,
-    K_CREATE_PD,
-    K_CREATE_QP,
-    K_CREATE_CONNECTOR,
-    K_CONNECT,
-    K_COMPLETE_CONNECT,
-    K_ACCEPT,
-    K_DISCONNECT,
-    K_DISCONNECT_EVENT,
-    K_CLOSE_CONNECTOR,
-    K_CLOSE_QP,
-    K_CLOSE_PD,
-    K_CLOSE_CQ,
-    K_COUNT
-};
-
-static const char *const k_names[K_COUNT] = {
-    [K_CREATE_CQ] = "NdkCreateCq",
-    [K_CREATE_PD] = "NdkCreatePd",
-    [K_CREATE_QP] = "NdkCreateQp",
-    [K_CREATE_CONNECTOR] = "NdkCreateConnector",
-    [K_CONNECT] = "NdkConnect",
-    [K_COMPLETE_CONNECT] = "NdkCompleteConnect",
-    [K_ACCEPT] = "NdkAccept",
-    [K_DISCONNECT] = "NdkDisconnect",
-    [K_DISCONNECT_EVENT] = "the disconnect event",
-    [K_CLOSE_CONNECTOR] = "NdkCloseConnector",
-    [K_CLOSE_QP] = "NdkCloseQp",
-    [K_CLOSE_PD] = "NdkClosePd",
-    [K_CLOSE_CQ] = "NdkCloseCq",
-};
 
 /* rping's buffers: the receive and send messages, rdma_buf, and the
  * client's start_buf. Our receive and send buffers hold one message per
