@@ -116,8 +116,3 @@ void ports_unref(struct port_res *r)
     }
     pthread_mutex_unlock(&ports_lock);
 }
-
-const NDK_SOCKADDR *ports_addr(const struct port_res *r)
-{
-    return &r->addr;
-}

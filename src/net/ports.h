@@ -35,6 +35,5 @@ NTSTATUS ports_reserve(NDK_SOCKADDR *addr, enum port_kind kind, int fd, bool reu
                        struct port_res **out);
 void ports_ref(struct port_res *r);
 void ports_unref(struct port_res *r);
-const NDK_SOCKADDR *ports_addr(const struct port_res *r);
 
 #endif

@@ -72,19 +72,6 @@ bool ndk_sockaddr_equal(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
     return ndk_sockaddr_same_ip(a, b) && ndk_sockaddr_port(a) == ndk_sockaddr_port(b);
 }
 
-const char *ndk_sockaddr_str(const NDK_SOCKADDR *a, char *buf, size_t len)
-{
-    char ip[INET6_ADDRSTRLEN] = "?";
-    if (a->sa.sa_family == AF_INET) {
-        inet_ntop(AF_INET, &a->in4.sin_addr, ip, sizeof ip);
-        snprintf(buf, len, "%s:%u", ip, ndk_sockaddr_port(a));
-    } else {
-        inet_ntop(AF_INET6, &a->in6.sin6_addr, ip, sizeof ip);
-        snprintf(buf, len, "[%s]:%u", ip, ndk_sockaddr_port(a));
-    }
-    return buf;
-}
-
 bool ndk_sockaddr_parse(const char *s, uint16_t default_port, NDK_SOCKADDR *out)
 {
     char host[INET6_ADDRSTRLEN + 2];

@@ -22,8 +22,6 @@ bool ndk_sockaddr_is_any(const NDK_SOCKADDR *a);
 /* Same family, address and port. */
 bool ndk_sockaddr_equal(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b);
 bool ndk_sockaddr_same_ip(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b);
-/* "1.2.3.4:5" / "[::1]:5" into buf. */
-const char *ndk_sockaddr_str(const NDK_SOCKADDR *a, char *buf, size_t len);
 /* Parses "1.2.3.4", "::1", with an optional port in "1.2.3.4:5" / "[::1]:5". */
 bool ndk_sockaddr_parse(const char *s, uint16_t default_port, NDK_SOCKADDR *out);
 
