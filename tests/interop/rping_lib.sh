@@ -23,11 +23,15 @@ server_port() {
 
 # start_server NAME ARGS...: ndkping --rping -s -p 0 -d ARGS, waits for it
 # to listen and sets PORT_OF[NAME]. Dies when it does not come up.
+# timeout runs in --foreground mode so that a signal sent to PID_OF[NAME]
+# reaches ndkping once: otherwise timeout forwards it to ndkping and then
+# to its whole process group, and ndkping takes the second copy for a
+# second Ctrl-C ("interrupted again", exit 130).
 declare -A PORT_OF=()
 start_server() {
 	local name=$1
 	shift
-	start "$name" timeout 150 "$NDKPING" --rping -s -p 0 -d "$@"
+	start "$name" timeout --foreground 150 "$NDKPING" --rping -s -p 0 -d "$@"
 	wait_line "$name" '^rdma_listen on ' 20 || die "$name: ndkping --rping -s did not start listening"
 	PORT_OF[$name]=$(server_port "$name")
 	[ -n "${PORT_OF[$name]}" ] || die "$name: no port in its rdma_listen line"
