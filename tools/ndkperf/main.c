@@ -38,6 +38,7 @@
 #define DEFAULT_DEPTH 128
 #define DEFAULT_RX_DEPTH 512
 #define DEFAULT_OUTS 128
+#define DEFAULT_POST_LIST 32
 #define DEFAULT_TIMEOUT_MS 10000
 #define DEFAULT_ACCEPT_TIMEOUT_S 60
 #define MAX_MSG_SIZE (1u << 30)
@@ -115,6 +116,9 @@ static void usage(FILE *f)
         "                          perftest; capped at the adapter's MaxInlineDataSize; 0: never)\n"
         "  -o, --outs=N            read tests: outstanding RDMA Reads asked for (IRD/ORD,\n"
         "                          default %u, capped by the adapters)\n"
+        "  -l, --post-list=N       bandwidth tests: post in chains of up to N requests, all but\n"
+        "                          the last with NDK_OP_FLAG_DEFER, so one doorbell sends the\n"
+        "                          chain (default %u; 1: a doorbell per request, as perftest)\n"
         "\n"
         "Connection:\n"
         "  -S, --server            be the server\n"
@@ -153,7 +157,7 @@ static void usage(FILE *f)
         "write_lat, the whole round trip for read_lat. write_lat needs an adapter that sets\n"
         "NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED. Exit status: 0 success, 1 failure, 2 usage\n"
         "error, 3 the adapter cannot run the test.\n",
-        DEFAULT_WARMUP, DEFAULT_DEPTH, DEFAULT_RX_DEPTH, DEFAULT_OUTS, NDKPERF_DEFAULT_PORT, DEFAULT_TIMEOUT_MS,
+        DEFAULT_WARMUP, DEFAULT_DEPTH, DEFAULT_RX_DEPTH, DEFAULT_OUTS, DEFAULT_POST_LIST, NDKPERF_DEFAULT_PORT, DEFAULT_TIMEOUT_MS,
         DEFAULT_ACCEPT_TIMEOUT_S);
 }
 
@@ -222,6 +226,7 @@ static int parse_options(int argc, char **argv, struct options *o)
         {"rx-depth", required_argument, NULL, 'r'},
         {"inline", required_argument, NULL, 'I'},
         {"outs", required_argument, NULL, 'o'},
+        {"post-list", required_argument, NULL, 'l'},
         {"server", no_argument, NULL, 'S'},
         {"client", required_argument, NULL, 'c'},
         {"loopback", no_argument, NULL, OPT_LOOPBACK},
@@ -252,11 +257,12 @@ static int parse_options(int argc, char **argv, struct options *o)
     o->depth = DEFAULT_DEPTH;
     o->rx_depth = DEFAULT_RX_DEPTH;
     o->outs = DEFAULT_OUTS;
+    o->post_list = DEFAULT_POST_LIST;
     o->port = NDKPERF_DEFAULT_PORT;
     bool server = false, loopback = false, size_given = false, inline_given = false, warmup_given = false;
     uint64_t v;
     int ch;
-    while ((ch = getopt_long(argc, argv, "s:an:D:q:r:I:o:Sc:p:B:d:h", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:an:D:q:r:I:o:l:Sc:p:B:d:h", longopts, NULL)) != -1) {
         switch (ch) {
         case 's':
             if (!parse_u64(optarg, 1, MAX_MSG_SIZE, true, &v))
@@ -303,6 +309,11 @@ static int parse_options(int argc, char **argv, struct options *o)
             if (!parse_u64(optarg, 1, UINT32_MAX, false, &v))
                 return usage_error("invalid outstanding read count '%s'", optarg);
             o->outs = (uint32_t)v;
+            break;
+        case 'l':
+            if (!parse_u64(optarg, 1, 16384, false, &v))
+                return usage_error("invalid post list length '%s' (1 to 16384)", optarg);
+            o->post_list = (uint32_t)v;
             break;
         case 'S':
             server = true;

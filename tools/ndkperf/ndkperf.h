@@ -62,6 +62,7 @@ struct options {
     uint32_t rx_depth;      /* -r: receives the send_bw receiver keeps posted */
     uint32_t inline_size;   /* -I */
     uint32_t outs;          /* -o: outstanding RDMA reads asked for (ORD) */
+    uint32_t post_list;     /* -l: requests per doorbell in bandwidth tests */
     unsigned port;          /* -p */
     bool port_given;
     const char *address;    /* -c: the server's address */

@@ -168,6 +168,11 @@ void report_header(const struct endpoint *e, const struct test_params *tp, const
     printf(" Queue depths    : initiator %" PRIu32 " (%s), receive %" PRIu32 ", CQ signaled every %" PRIu32 "%s\n",
            e->sq_limit, test_is_lat(tp->test) ? "latency test: one message in flight" : "-q plus one for control",
            e->rq_depth, e->signal_every, o->signal_all ? " (--signal-all: every request)" : "");
+    if (!test_is_lat(tp->test) && o->post_list > 1)
+        printf(" Doorbells       : one per chain of up to %" PRIu32 " requests (-l; NDK_OP_FLAG_DEFER on all but the last)\n",
+               o->post_list);
+    else if (!test_is_lat(tp->test))
+        printf(" Doorbells       : one per request (-l 1)\n");
     if (tp->test == T_SEND_BW)
         printf(" Send credits    : receiver keeps %" PRIu32 " receives posted, credits every %" PRIu32 "\n",
                tp->rx_depth, tp->rx_depth / 4 ? tp->rx_depth / 4 : 1);

@@ -135,25 +135,45 @@ static bool sq_room(const struct endpoint *e)
     return e->sq_posted - e->sq_done < e->sq_limit;
 }
 
+/* How a request is posted: signaled even between two signal_every marks,
+ * and/or with NDK_OP_FLAG_DEFER because more of its chain follows. */
+enum post_how { POST_PLAIN = 0, POST_SIGNAL = 1, POST_DEFER = 2 };
+
+/* A bandwidth loop about to post n requests in a row: how the i-th goes
+ * out. Every one but the last of each chain of -l is deferred, so the
+ * provider sees one doorbell per chain. */
+static unsigned chain_how(const struct endpoint *e, uint64_t i, uint64_t n)
+{
+    bool last = i + 1 == n || (i + 1) % e->opt->post_list == 0;
+    return last ? POST_PLAIN : POST_DEFER;
+}
+
+static uint64_t min_u64(uint64_t a, uint64_t b)
+{
+    return a < b ? a : b;
+}
+
 /* The context and flags of the next initiator request. */
-static PVOID sq_next(struct endpoint *e, enum sq_op op, bool force_signal, ULONG *flags)
+static PVOID sq_next(struct endpoint *e, enum sq_op op, unsigned how, ULONG *flags)
 {
     uint64_t seq = ++e->sq_posted;
     e->sq_op[seq % e->ctrl_tx_slots] = (uint8_t)op;
-    if (force_signal || e->opt->signal_all || seq % e->signal_every == 0)
+    if (how & POST_DEFER)
+        *flags |= NDK_OP_FLAG_DEFER;
+    if ((how & POST_SIGNAL) || e->opt->signal_all || seq % e->signal_every == 0)
         e->sq_last_signaled = seq;
     else
         *flags |= NDK_OP_FLAG_SILENT_SUCCESS;
     return WR_CTX(WR_SQ, seq);
 }
 
-static bool post_send(struct endpoint *e, enum sq_op op, void *buf, uint32_t len, bool force_signal)
+static bool post_send(struct endpoint *e, enum sq_op op, void *buf, uint32_t len, unsigned how)
 {
     ULONG flags = 0;
     if (len <= e->qp_inline)
         flags |= NDK_OP_FLAG_INLINE; /* copied during the call */
     NDK_SGE sge = {.VirtualAddress = buf, .Length = len, .MemoryRegionToken = e->ltoken};
-    PVOID ctx = sq_next(e, op, force_signal, &flags);
+    PVOID ctx = sq_next(e, op, how, &flags);
     NTSTATUS st = e->qp->Dispatch->NdkSend(e->qp, ctx, &sge, 1, flags);
     if (st != STATUS_SUCCESS) {
         ndk_failed(e->role, "NdkSend", st, "%" PRIu32 " bytes, flags 0x%" PRIx32, len, flags);
@@ -162,13 +182,13 @@ static bool post_send(struct endpoint *e, enum sq_op op, void *buf, uint32_t len
     return true;
 }
 
-static bool post_write(struct endpoint *e, uint32_t len, bool force_signal)
+static bool post_write(struct endpoint *e, uint32_t len, unsigned how)
 {
     ULONG flags = 0;
     if (len <= e->qp_inline)
         flags |= NDK_OP_FLAG_INLINE;
     NDK_SGE sge = {.VirtualAddress = e->source, .Length = len, .MemoryRegionToken = e->ltoken};
-    PVOID ctx = sq_next(e, OP_WRITE, force_signal, &flags);
+    PVOID ctx = sq_next(e, OP_WRITE, how, &flags);
     NTSTATUS st = e->qp->Dispatch->NdkWrite(e->qp, ctx, &sge, 1, e->peer.va, e->peer.token, flags);
     if (st != STATUS_SUCCESS) {
         ndk_failed(e->role, "NdkWrite", st, "%" PRIu32 " bytes to 0x%" PRIx64 " token 0x%" PRIx32 ", flags 0x%" PRIx32,
@@ -178,11 +198,11 @@ static bool post_write(struct endpoint *e, uint32_t len, bool force_signal)
     return true;
 }
 
-static bool post_read(struct endpoint *e, uint32_t len, bool force_signal)
+static bool post_read(struct endpoint *e, uint32_t len, unsigned how)
 {
     ULONG flags = 0;
     NDK_SGE sge = {.VirtualAddress = e->target, .Length = len, .MemoryRegionToken = e->ltoken};
-    PVOID ctx = sq_next(e, OP_READ, force_signal, &flags);
+    PVOID ctx = sq_next(e, OP_READ, how, &flags);
     NTSTATUS st = e->qp->Dispatch->NdkRead(e->qp, ctx, &sge, 1, e->peer.va, e->peer.token, flags);
     if (st != STATUS_SUCCESS) {
         ndk_failed(e->role, "NdkRead", st, "%" PRIu32 " bytes from 0x%" PRIx64 " token 0x%" PRIx32 ", flags 0x%" PRIx32,
@@ -244,14 +264,14 @@ static bool send_ctrl(struct endpoint *e, enum ctrl_type type, uint32_t size, ui
     put32(p + 4, size);
     put32(p + 8, (uint32_t)(value >> 32));
     put32(p + 12, (uint32_t)value);
-    return post_send(e, OP_CTRL, p, CTRL_MSG_LEN, force_signal);
+    return post_send(e, OP_CTRL, p, CTRL_MSG_LEN, force_signal ? POST_SIGNAL : POST_PLAIN);
 }
 
 static bool send_mark(struct endpoint *e, char mark)
 {
     uint8_t *p = ctrl_slot(e);
     p[0] = (uint8_t)mark;
-    return post_send(e, OP_CTRL, p, 1, true);
+    return post_send(e, OP_CTRL, p, 1, POST_SIGNAL);
 }
 
 bool test_prepost(struct endpoint *e, const struct test_params *tp, bool server)
@@ -574,7 +594,7 @@ static bool client_lat(struct run *x, struct lat_samples *lat)
         uint64_t t0 = now_ns(), want = x->data_in + 1;
         switch (tp->test) {
         case T_SEND_LAT:
-            if (!post_send(e, OP_SEND, e->source, x->size, false))
+            if (!post_send(e, OP_SEND, e->source, x->size, POST_PLAIN))
                 return false;
             while (x->data_in < want)
                 if (!pump(x, true, "the answer to a Send"))
@@ -583,11 +603,11 @@ static bool client_lat(struct run *x, struct lat_samples *lat)
         case T_WRITE_LAT:
             seq = (uint8_t)(seq % 255 + 1); /* never 0: a fresh buffer holds 0 */
             *out = seq;
-            if (!post_write(e, x->size, false) || !wait_byte(x, seq, t0, "the server's RDMA Write"))
+            if (!post_write(e, x->size, POST_PLAIN) || !wait_byte(x, seq, t0, "the server's RDMA Write"))
                 return false;
             break;
         default: /* T_READ_LAT */
-            if (!post_read(e, x->size, true) || !drain_sq(x, "the RDMA Read's completion"))
+            if (!post_read(e, x->size, POST_SIGNAL) || !drain_sq(x, "the RDMA Read's completion"))
                 return false;
             break;
         }
@@ -631,10 +651,13 @@ static bool client_send_bw(struct run *x, struct bw_samples *bw)
     while (more_to_do(x, x->data_sent, now, start)) {
         /* Send while the queue and the credits allow, at most a batch
          * between two looks at the CQ. */
-        for (unsigned burst = 0; burst < CQ_BATCH && sq_room(e) && x->sent_total - x->acked < rx &&
-                                 (!tp->iters || x->data_sent < tp->iters);
-             burst++) {
-            if (!post_send(e, OP_SEND, e->source, x->size, false))
+        uint64_t n = CQ_BATCH;
+        n = min_u64(n, e->sq_limit - min_u64(e->sq_limit, e->sq_posted - e->sq_done));
+        n = min_u64(n, rx - min_u64(rx, x->sent_total - x->acked));
+        if (tp->iters)
+            n = min_u64(n, tp->iters - x->data_sent);
+        for (uint64_t i = 0; i < n; i++) {
+            if (!post_send(e, OP_SEND, e->source, x->size, chain_how(e, i, n)))
                 return false;
             x->data_sent++;
             x->sent_total++;
@@ -685,9 +708,14 @@ static bool client_rdma_bw(struct run *x, struct bw_samples *bw)
     }
     progress_start(&pg, e->opt, x->size, "messages", start);
     while (more_to_do(x, posted, now, start)) {
-        while (e->sq_posted - e->sq_done < limit && (!tp->iters || posted < tp->iters)) {
-            bool last = tp->iters && posted + 1 == tp->iters;
-            if (!(reads ? post_read(e, x->size, last) : post_write(e, x->size, last)))
+        uint64_t n = limit - min_u64(limit, e->sq_posted - e->sq_done);
+        if (tp->iters)
+            n = min_u64(n, tp->iters - posted);
+        for (uint64_t i = 0; i < n; i++) {
+            unsigned how = chain_how(e, i, n);
+            if (tp->iters && posted + 1 == tp->iters)
+                how |= POST_SIGNAL;
+            if (!(reads ? post_read(e, x->size, how) : post_write(e, x->size, how)))
                 return false;
             posted++;
         }
@@ -706,7 +734,7 @@ static bool client_rdma_bw(struct run *x, struct bw_samples *bw)
     /* After -D the last request may have been silent: one more, signaled,
      * so that its completion tells when all are done. */
     if (e->sq_last_signaled != e->sq_posted) {
-        if (!wait_room(x) || !(reads ? post_read(e, x->size, true) : post_write(e, x->size, true)))
+        if (!wait_room(x) || !(reads ? post_read(e, x->size, POST_SIGNAL) : post_write(e, x->size, POST_SIGNAL)))
             return false;
         posted++;
     }
@@ -774,7 +802,7 @@ static bool server_send_lat(struct run *x)
         if (!pump(x, true, "the client's next Send"))
             return false;
         while (answered < x->data_in) {
-            if (!wait_room(x) || !post_send(e, OP_SEND, e->source, x->size, false))
+            if (!wait_room(x) || !post_send(e, OP_SEND, e->source, x->size, POST_PLAIN))
                 return false;
             answered++;
         }
@@ -816,7 +844,7 @@ static bool server_write_lat(struct run *x)
         if (x->got_end)
             break;
         *out = seq;
-        if (!wait_room(x) || !post_write(e, x->size, false))
+        if (!wait_room(x) || !post_write(e, x->size, POST_PLAIN))
             return false;
     }
     return wait_room(x) && send_ctrl(e, CTRL_ACK, x->size, 0, true);
