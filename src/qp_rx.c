@@ -3,8 +3,10 @@
  * payload belongs (a registered region for tagged messages, the posted
  * receive for Sends, the read sink for Read Responses) and reads the payload
  * straight there, then the pad and CRC (iwarp.md 3.11). Every check of
- * iwarp.md 3.9 happens before a byte is placed; a failed check sends the
- * Terminate it names and ends the stream.
+ * iwarp.md 3.9 happens before a byte is placed, with one exception: a Send's
+ * payload may be read together with its MO (read_send_ahead), into the
+ * posted receive it must go to; a wrong MO then fails the FPDU just the
+ * same. A failed check sends the Terminate it names and ends the stream.
  */
 #include <errno.h>
 #include <string.h>
@@ -416,6 +418,122 @@ static void rx_lost(struct ndk_qp_impl *qp, bool at_boundary)
     qp_fatal(qp, NULL, NULL, 0, false);
 }
 
+/* Ends a body read: after the payload iovecs, the pad and CRC, then the
+ * next FPDU's first 16 octets, which are header whatever it is (the
+ * shortest header is 16): reading them now saves a system call per FPDU
+ * without reading any payload into the wrong place. */
+static int body_tail(struct ndk_qp_dp *dp, struct iovec *v, int nv)
+{
+    v[nv++] = (struct iovec){dp->rx_trl + dp->rx_trl_have, dp->rx_trl_need - dp->rx_trl_have};
+    v[nv++] = (struct iovec){dp->rx_pre, sizeof dp->rx_pre};
+    return nv;
+}
+
+/* Counts `got` octets read into v (payload iovecs, trailer, prefetch, as
+ * body_tail built it) and folds the payload into the CRC. Returns true
+ * once the trailer is complete. */
+static bool absorb(struct ndk_qp_dp *dp, const struct iovec *v, int nv, size_t got)
+{
+    size_t pl_left = dp->rx_payload - dp->rx_payload_done;
+    size_t to_pl = got < pl_left ? got : pl_left;
+    if (dp->crc && to_pl) {
+        size_t c = to_pl;
+        for (int i = 0; i < nv - 2 && c; i++) {
+            size_t k = v[i].iov_len < c ? v[i].iov_len : c;
+            dp->rx_crc = crc32c_update(dp->rx_crc, v[i].iov_base, k);
+            c -= k;
+        }
+    }
+    dp->rx_payload_done += to_pl;
+    size_t rest = got - to_pl;
+    size_t trl_left = dp->rx_trl_need - dp->rx_trl_have;
+    size_t to_trl = rest < trl_left ? rest : trl_left;
+    dp->rx_trl_have += to_trl;
+    dp->rx_pre_have = rest - to_trl;
+    return dp->rx_trl_have == dp->rx_trl_need;
+}
+
+enum { AHEAD_NO, AHEAD_MOVED, AHEAD_FPDU, AHEAD_WAIT, AHEAD_DEAD };
+
+static bool is_send_op(uint8_t op)
+{
+    return op == RDMAP_OP_SEND || op == RDMAP_OP_SEND_INV || op == RDMAP_OP_SEND_SE ||
+           op == RDMAP_OP_SEND_SE_INV;
+}
+
+/* A Send FPDU whose header lacks only its last 4 octets (the MO; the first
+ * 16 came with the previous trailer). Instead of one read for those and
+ * another for the payload, one read takes both, the payload going where an
+ * in-order MO puts it: the receive this message fills (or the next posted
+ * one) at the message's current length. The header is then checked whole,
+ * as always, before anything counts; any other MO fails the FPDU anyway
+ * (iwarp.md 3.9 row 10) and the Terminate quotes the real header. The
+ * octets read by then lie inside that posted receive buffer, which the
+ * failure flushes. Not for an SRQ, whose next receive another QP may take. */
+static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    const uint8_t *hb = dp->rx_hdr;
+    if (dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
+        !is_send_op(hb[3] & RDMAP_CTRL_OP_MASK) || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
+        return AHEAD_NO;
+    size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
+    struct iovec msg[NDK_MAX_SGE];
+    const struct iovec *buf = dp->rx_msg_iov;
+    int nbuf = dp->rx_msg_iov_n;
+    uint64_t at = dp->rx_msg_bytes, cap = dp->rx_wqe.total;
+    if (!dp->rx_msg_active) {
+        NDK_SGE sge[NDK_MAX_SGE];
+        ULONG nsge = 0;
+        pthread_mutex_lock(&dp->rq_lock);
+        if (dp->rq_count) {
+            const struct ndk_rwqe *w = &dp->rq[dp->rq_head % qp->rq_depth];
+            nsge = w->nsge;
+            cap = w->total;
+            memcpy(sge, w->sge, nsge * sizeof *sge);
+        }
+        pthread_mutex_unlock(&dp->rq_lock);
+        if (!nsge || mem_map_local(qp->obj.ad->mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, msg, &nbuf) !=
+                         STATUS_SUCCESS)
+            return AHEAD_NO;
+        buf = msg;
+        at = 0;
+    }
+    if (at > cap || len > cap - at)
+        return AHEAD_NO;
+    struct iovec v[1 + RX_IOV_MAX + 2];
+    int npl = ndk_iov_slice(buf, nbuf, at, len, v + 1, RX_IOV_MAX);
+    if (npl < 0)
+        return AHEAD_NO;
+    size_t hdr_left = need - dp->rx_have;
+    v[0] = (struct iovec){dp->rx_hdr + dp->rx_have, hdr_left};
+    /* The body tail as it will be once the header is in. */
+    dp->rx_trl_need = mpa_pad_len(dp->rx_ulpdu) + 4;
+    dp->rx_trl_have = 0;
+    int nv = body_tail(dp, v + 1, npl) + 1;
+    struct ndk_transport *tr = dp->tr;
+    ssize_t n = tr->ops->readv(tr, v, nv);
+    if (n == -EAGAIN)
+        return AHEAD_WAIT;
+    if (n <= 0) {
+        rx_lost(qp, false);
+        return AHEAD_DEAD;
+    }
+    size_t got = (size_t)n;
+    if (got < hdr_left) {
+        dp->rx_have += got;
+        return AHEAD_MOVED;
+    }
+    dp->rx_have = need;
+    if (!on_header(qp))
+        return AHEAD_DEAD;
+    /* The header passed every check, the MO included, so its placement is
+     * the one read into (the same receive at the same offset). */
+    if (!absorb(dp, v + 1, nv - 1, got - hdr_left))
+        return AHEAD_MOVED;
+    return on_trailer(qp) ? AHEAD_FPDU : AHEAD_DEAD;
+}
+
 static bool rx_run(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
@@ -441,6 +559,17 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 need = 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
             }
             if (dp->rx_have < need) {
+                int r = read_send_ahead(qp, need);
+                if (r == AHEAD_WAIT)
+                    break;
+                if (r == AHEAD_DEAD) {
+                    alive = false;
+                    break;
+                }
+                if (r == AHEAD_FPDU)
+                    fpdus++;
+                if (r != AHEAD_NO)
+                    continue;
                 struct iovec v = {dp->rx_hdr + dp->rx_have, need - dp->rx_have};
                 ssize_t n = tr->ops->readv(tr, &v, 1);
                 if (n == -EAGAIN)
@@ -465,7 +594,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
         if (dp->rx_st != RX_BODY)
             break;
         /* Payload straight into its place, then pad and CRC, in one read. */
-        struct iovec v[RX_IOV_MAX + 1];
+        struct iovec v[RX_IOV_MAX + 2];
         int nv = 0;
         size_t skip = dp->rx_payload_done;
         for (int i = 0; i < dp->rx_iov_n; i++) {
@@ -476,11 +605,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
             v[nv++] = (struct iovec){(char *)dp->rx_iov[i].iov_base + skip, dp->rx_iov[i].iov_len - skip};
             skip = 0;
         }
-        v[nv++] = (struct iovec){dp->rx_trl + dp->rx_trl_have, dp->rx_trl_need - dp->rx_trl_have};
-        /* The next FPDU's first 16 octets are header whatever it is (the
-         * shortest header is 16), so reading them now saves a system call
-         * per FPDU without copying any payload. */
-        v[nv++] = (struct iovec){dp->rx_pre, sizeof dp->rx_pre};
+        nv = body_tail(dp, v, nv);
         ssize_t n = tr->ops->readv(tr, v, nv);
         if (n == -EAGAIN)
             break;
@@ -489,24 +614,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
             alive = false;
             break;
         }
-        size_t got = (size_t)n;
-        size_t pl_left = dp->rx_payload - dp->rx_payload_done;
-        size_t to_pl = got < pl_left ? got : pl_left;
-        if (dp->crc && to_pl) {
-            size_t c = to_pl;
-            for (int i = 0; i < nv - 1 && c; i++) {
-                size_t k = v[i].iov_len < c ? v[i].iov_len : c;
-                dp->rx_crc = crc32c_update(dp->rx_crc, v[i].iov_base, k);
-                c -= k;
-            }
-        }
-        dp->rx_payload_done += to_pl;
-        size_t rest = got - to_pl;
-        size_t trl_left = dp->rx_trl_need - dp->rx_trl_have;
-        size_t to_trl = rest < trl_left ? rest : trl_left;
-        dp->rx_trl_have += to_trl;
-        dp->rx_pre_have = rest - to_trl;
-        if (dp->rx_trl_have < dp->rx_trl_need)
+        if (!absorb(dp, v, nv, (size_t)n))
             continue;
         fpdus++;
         if (!on_trailer(qp)) {

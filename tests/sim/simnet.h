@@ -375,6 +375,9 @@ struct sim_net {
      * Terminate of ours wait for the peer to close); false only on the
      * `failed` op, the teardown signal qp.h's transport contract names. */
     bool teardown_on_rx_end;
+    /* Called after every write that put octets in dir[id], before any of
+     * them can be delivered: a test may rewrite them (a forged field). */
+    void (*after_write)(struct sim_net *net, int id);
 };
 
 static NDK_ADAPTER *sim_adapters[2];
@@ -472,6 +475,8 @@ static inline ssize_t sim_tr_writev(struct ndk_transport *t, const struct iovec 
     }
     if (e->wbudget != SIZE_MAX)
         e->wbudget -= put;
+    if (put && e->net->after_write)
+        e->net->after_write(e->net, e->id);
     return (ssize_t)put;
 }
 

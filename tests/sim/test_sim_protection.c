@@ -22,7 +22,11 @@
  * a region of another PD, out of bounds (first byte before the region, last
  * byte one past its end), a wrapping TO, missing rights (Write to a
  * read-only region, Read from a write-only one); a Send into a receive
- * buffer that is too small, a Send with no receive posted; SendAndInvalidate
+ * buffer that is too small, a Send with no receive posted, a Send whose MO
+ * is not where its message stands (forged on the wire: the receiver reads
+ * a Send's payload together with the end of its header, so the MO is
+ * checked after the read, and the Terminate must still quote the header as
+ * sent and nothing land outside the receive it took); SendAndInvalidate
  * of another PD's STag or of an already invalid one; more Read Requests than
  * the IRD. Each runs with whole delivery and CRC, byte-at-a-time delivery
  * without CRC, and random chunks (printed seed) with CRC.
@@ -39,7 +43,7 @@
 enum scen {
     W_INVALID, W_INVALIDATED, W_OTHER_PD, W_BEFORE, W_PAST_END, W_WRAP, W_READ_ONLY,
     R_INVALID, R_INVALIDATED, R_OTHER_PD, R_BEFORE, R_PAST_END, R_WRAP, R_WRITE_ONLY,
-    S_TOO_SMALL, S_NO_RECV, I_OTHER_PD, I_INVALID,
+    S_TOO_SMALL, S_NO_RECV, S_BAD_MO, I_OTHER_PD, I_INVALID,
     NSCEN
 };
 
@@ -77,6 +81,9 @@ static const struct expect expects[NSCEN] = {
     [S_TOO_SMALL] = {"send into a receive that is too small", 1, 2, 0x05, true, true, false, 42,
                      STATUS_REMOTE_RESOURCES},
     [S_NO_RECV] = {"send with no receive posted", 1, 2, 0x02, true, true, false, 42, STATUS_REMOTE_RESOURCES},
+    /* Row 10: (1,2,0x04), an MO other than the octets received so far. */
+    [S_BAD_MO] = {"send with an MO not where its message stands", 1, 2, 0x04, true, true, false, 42,
+                  STATUS_CONNECTION_ABORTED},
     /* Row 21: (0,1,9) for an STag of another stream, (0,2,9) for one that
      * does not exist (any more); DDP header, no RDMA header (a Send carries
      * none to copy). */
@@ -281,6 +288,29 @@ static void check_status2(const struct sim_net *net, int idx, NTSTATUS a, NTSTAT
     check_status3(net, idx, a, b, b, what);
 }
 
+/* S_BAD_MO: A's Send with this MSN claims this MO. The MO octets are
+ * rewritten as soon as A writes them, so B never sees the original. The
+ * CRC is left as it was: the MO check comes first. */
+#define FORGED_MSN 2u
+#define FORGED_MO 8u
+static void forge_mo(struct sim_net *net, int id)
+{
+    if (id != SIM_A)
+        return;
+    struct sim_dir *d = &net->dir[SIM_A];
+    size_t pos = 0;
+    while (d->len - pos >= 2 + DDP_UNTAGGED_HDR_LEN) {
+        uint8_t *u = d->log + pos + 2;
+        if (!(u[0] & DDP_CTRL_T) && (u[1] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_SEND &&
+            ddp_rd32(u + 6) == DDP_QN_SEND && ddp_rd32(u + 10) == FORGED_MSN && ddp_rd32(u + 14) == 0)
+            ddp_wr32(u + 14, FORGED_MO);
+        size_t total = mpa_fpdu_len(ddp_rd16(d->log + pos));
+        if (total > d->len - pos)
+            break; /* its header was the last thing written */
+        pos += total;
+    }
+}
+
 static void run_scenario(enum scen sc, enum sim_mode mode, bool crc, uint64_t seed, unsigned opts)
 {
     const struct expect *e = &expects[sc];
@@ -381,6 +411,11 @@ static void run_scenario(enum scen sc, enum sim_mode mode, bool crc, uint64_t se
     } else if (sc == S_NO_RECV) {
         o.opcode = RDMAP_OP_SEND, o.msn = 2, o.mo = 0;
         bad = sim_send1(net, SIM_A, 50, 0);
+    } else if (sc == S_BAD_MO) {
+        o.opcode = RDMAP_OP_SEND, o.msn = FORGED_MSN, o.mo = FORGED_MO;
+        net->after_write = forge_mo;
+        bad = sim_send1(net, SIM_A, 50, 0);
+        b_taken = b_spare[0];
     } else {
         o.opcode = RDMAP_OP_SEND_INV, o.msn = 2, o.mo = 0;
         o.stag = sc == I_OTHER_PD ? v.t_other : v.t_dead;
