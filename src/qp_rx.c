@@ -541,7 +541,9 @@ static bool rx_run(struct ndk_qp_impl *qp)
     bool alive = tr && dp->rx_st != RX_DEAD;
     for (int fpdus = 0; alive && fpdus < RX_BUDGET_FPDUS;) {
         if (dp->rx_st == RX_HDR) {
-            size_t need = 4;
+            /* Until the length and control octets are in, ask for 16: no
+             * header is shorter (2 + 14), so they are never payload. */
+            size_t need = 2 + DDP_TAGGED_HDR_LEN;
             if (dp->rx_have >= 4) {
                 dp->rx_ulpdu = ddp_rd16(dp->rx_hdr);
                 size_t hl = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
