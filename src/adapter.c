@@ -217,6 +217,7 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
 static void *progress_main(void *arg)
 {
     struct ndk_adapter_impl *ad = arg;
+    uint64_t leases_aged_ms = 0;
     pthread_mutex_lock(&ad->lock);
     loop_set_owner(&ad->loop);
     for (;;) {
@@ -227,7 +228,15 @@ static void *progress_main(void *arg)
         pthread_mutex_unlock(&ad->cbq_lock);
         if (ad->stopping && idle)
             break;
-        loop_poll(&ad->loop, &ad->lock, -1);
+        /* While busy pollers hold input leases, look at them every
+         * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */
+        bool leases = __atomic_load_n(&ad->input_leases, __ATOMIC_RELAXED) > 0;
+        loop_poll(&ad->loop, &ad->lock, leases ? 1 : -1);
+        uint64_t now = loop_now_ms();
+        if (leases && now != leases_aged_ms) {
+            leases_aged_ms = now;
+            ndk_qp_age_leases(ad);
+        }
     }
     pthread_mutex_unlock(&ad->lock);
     return NULL;
@@ -304,8 +313,10 @@ NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
     pthread_mutex_init(&ad->cbq_lock, NULL);
     pthread_mutex_init(&ad->live_lock, NULL);
     ad->busy_poll = (ad->opt.Flags & NDK_OPEN_FLAG_BUSY_POLL) != 0;
-    if (ad->busy_poll)
+    if (ad->busy_poll) {
         ndk_cq_poll_hook = ndk_qp_busy_poll;
+        ndk_cq_arm_hook = ndk_qp_end_leases;
+    }
     ad->mem = mem_table_new();
     if (!ad->mem || loop_init(&ad->loop) < 0) {
         mem_table_free(ad->mem);

@@ -48,6 +48,8 @@ static void maybe_finish_disconnect(struct ndk_connector_impl *c);
 static void apply_mask(struct ndk_connector_impl *c)
 {
     uint32_t events = c->base_events | (c->want_out ? EPOLLOUT : 0);
+    if (c->input_leased)
+        events &= ~(uint32_t)EPOLLIN;
     if (c->watch.added)
         loop_watch_mod(conn_loop(c), &c->watch, events);
     else
@@ -96,6 +98,18 @@ static void tr_want_write(struct ndk_transport *t, bool on)
     pthread_mutex_unlock(&c->mask_lock);
 }
 
+static void tr_lease_input(struct ndk_transport *t, bool leased)
+{
+    /* Posting and polling threads: only the leaf mask lock is taken. */
+    struct ndk_connector_impl *c = tr_conn(t);
+    pthread_mutex_lock(&c->mask_lock);
+    if (c->input_leased != leased && c->fd >= 0 && c->watch.added) {
+        c->input_leased = leased;
+        apply_mask(c);
+    }
+    pthread_mutex_unlock(&c->mask_lock);
+}
+
 static void tr_shutdown_write(struct ndk_transport *t)
 {
     struct ndk_connector_impl *c = tr_conn(t);
@@ -118,6 +132,7 @@ static const struct ndk_transport_ops socket_transport = {
     .want_write = tr_want_write,
     .shutdown_write = tr_shutdown_write,
     .failed = tr_failed,
+    .lease_input = tr_lease_input,
 };
 
 static size_t socket_mulpdu(int fd)

@@ -141,10 +141,12 @@ struct ndk_adapter_impl {
     struct ndk_linger *lingers; /* sockets closing after the peer (net/linger.h) */
 
     struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
-    /* QPs with a running data path, for busy polling (leaf lock). */
+    /* QPs with a running data path, for busy polling: live_lock comes after
+     * the adapter lock and before every QP lock. */
     pthread_mutex_t live_lock;
     struct ndk_qp_impl *live_qps;
     bool busy_poll;
+    unsigned input_leases; /* QPs whose input a busy poller reads (live_lock) */
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];

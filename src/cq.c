@@ -44,6 +44,7 @@
 #include "objects.h"
 
 void (*ndk_cq_poll_hook)(struct ndk_cq_impl *cq) = NULL;
+void (*ndk_cq_arm_hook)(struct ndk_cq_impl *cq) = NULL;
 
 static struct ndk_cq_impl *cq_from(NDK_CQ *p)
 {
@@ -208,6 +209,12 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
             cq_fire_locked(cq, st);
     }
     pthread_mutex_unlock(&cq->lock);
+    /* After the arm, for completions: input read from now on can satisfy
+     * it. (An arm for errors only is no sleep.) The hook takes QP locks,
+     * which come before ours. */
+    void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&ndk_cq_arm_hook, __ATOMIC_ACQUIRE);
+    if (hook && Type != NDK_CQ_NOTIFY_ERRORS)
+        hook(cq);
 }
 
 /*

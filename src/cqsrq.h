@@ -56,6 +56,8 @@ bool ndk_cq_in_error(struct ndk_cq_impl *cq);
  * before reading the ring when the CQ is empty, so a polling consumer can
  * drive receive progress itself. Set by the data path; NULL = none. */
 extern void (*ndk_cq_poll_hook)(struct ndk_cq_impl *cq);
+/* Called after an ArmCq (busy polling: the consumer is about to sleep). */
+extern void (*ndk_cq_arm_hook)(struct ndk_cq_impl *cq);
 
 /* A posted receive: the consumer's SGEs are copied at post time and mapped
  * at placement time (a later deregistration must still be honoured). */

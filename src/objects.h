@@ -169,6 +169,7 @@ struct ndk_connector_impl {
     pthread_mutex_t mask_lock;  /* leaf: the epoll mask, changed by posting threads too */
     uint32_t base_events;
     bool want_out;
+    bool input_leased; /* a busy poller reads the socket: no EPOLLIN */
 };
 
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,

@@ -626,10 +626,38 @@ static void live_add(struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&ad->live_lock);
 }
 
+/* Lease changes, live_lock held. */
+static void lease_take(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
+{
+    struct ndk_transport *tr = qp->dp.tr;
+    qp->dp.lease_polled = true;
+    if (qp->dp.input_leased || !tr || !tr->ops->lease_input)
+        return;
+    qp->dp.input_leased = true;
+    tr->ops->lease_input(tr, true);
+    /* The progress thread may be asleep with no timeout: it must start
+     * looking at leases now. */
+    if (ad->input_leases++ == 0)
+        loop_wake(&ad->loop);
+}
+
+static void lease_end(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
+{
+    if (!qp->dp.input_leased)
+        return;
+    qp->dp.input_leased = false;
+    ad->input_leases--;
+    if (qp->dp.tr)
+        qp->dp.tr->ops->lease_input(qp->dp.tr, false);
+}
+
 static void live_remove(struct ndk_qp_impl *qp)
 {
     struct ndk_adapter_impl *ad = qp->obj.ad;
     pthread_mutex_lock(&ad->live_lock);
+    /* The connection winds down on the progress thread, which must see
+     * the peer's last octets and its FIN. */
+    lease_end(ad, qp);
     if (qp->dp.live) {
         qp->dp.live = false;
         if (qp->dp.live_prev)
@@ -640,6 +668,14 @@ static void live_remove(struct ndk_qp_impl *qp)
             qp->dp.live_next->dp.live_prev = qp->dp.live_prev;
     }
     pthread_mutex_unlock(&ad->live_lock);
+}
+
+/* Is a consumer waiting on cq for completions (armed for more than
+ * errors)? A racy look: a stale answer costs one lease more or less. */
+static bool sleeper_on(const struct ndk_cq_impl *cq)
+{
+    int armed = __atomic_load_n(&cq->armed, __ATOMIC_RELAXED);
+    return armed >= 0 && armed != NDK_CQ_NOTIFY_ERRORS;
 }
 
 void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
@@ -655,8 +691,42 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
         if (qp->rcq != cq && qp->icq != cq)
             continue;
         ndk_qp_try_readable(qp);
+        /* While we poll, waking the progress thread for the same input
+         * only makes it compete with us (on one CPU, a context switch per
+         * message). Not while a consumer sleeps on the QP's other CQ for
+         * completions: its notification should not wait for our polling. */
+        if (!sleeper_on(qp->rcq) && !sleeper_on(qp->icq))
+            lease_take(ad, qp);
     }
     pthread_mutex_unlock(&ad->live_lock);
+}
+
+void ndk_qp_end_leases(struct ndk_cq_impl *cq)
+{
+    struct ndk_adapter_impl *ad = cq->obj.ad;
+    if (!ad->busy_poll)
+        return;
+    pthread_mutex_lock(&ad->live_lock);
+    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next)
+        if (qp->rcq == cq || qp->icq == cq)
+            lease_end(ad, qp);
+    pthread_mutex_unlock(&ad->live_lock);
+}
+
+bool ndk_qp_age_leases(struct ndk_adapter_impl *ad)
+{
+    pthread_mutex_lock(&ad->live_lock);
+    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
+        if (!qp->dp.input_leased)
+            continue;
+        if (qp->dp.lease_polled)
+            qp->dp.lease_polled = false;
+        else
+            lease_end(ad, qp);
+    }
+    bool left = ad->input_leases > 0;
+    pthread_mutex_unlock(&ad->live_lock);
+    return left;
 }
 
 bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,

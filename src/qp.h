@@ -40,6 +40,10 @@ struct ndk_transport_ops {
     /* The data path found the stream unusable (Terminate sent or received,
      * protocol error, stream lost): the owner tears the connection down. */
     void (*failed)(struct ndk_transport *t, bool peer_reset);
+    /* Optional. leased: a busy poller reads this stream now, so the owner
+     * stops waking its progress thread for input (errors and the peer's
+     * FIN still wake it); false: it watches for input again. */
+    void (*lease_input)(struct ndk_transport *t, bool leased);
 };
 
 struct ndk_transport {
@@ -112,6 +116,11 @@ struct ndk_qp_dp {
     struct ndk_transport *tr;
     struct ndk_qp_impl *live_next, *live_prev; /* adapter's live list */
     bool live;
+    /* Busy polling (adapter live_lock): input_leased while pollers read the
+     * stream; lease_polled says one did since the progress thread last
+     * looked, which ends the lease when it finds none (ndk_qp_age_leases). */
+    bool input_leased;
+    bool lease_polled;
     bool crc;
     uint32_t ird, ord;     /* effective; the IRQ tolerates roundup_pow2(ird) */
     uint32_t irq_cap;
@@ -226,8 +235,17 @@ bool ndk_qp_sent_term(struct ndk_qp_impl *qp);
 /* Nothing queued or in flight on the initiator side (X1 "DMA finished"). */
 bool ndk_qp_quiescent(struct ndk_qp_impl *qp);
 
-/* Busy polling: reads the sockets of the QPs completing into cq. */
+/* Busy polling: reads the sockets of the QPs completing into cq, and takes
+ * (or renews) their input leases. */
 void ndk_qp_busy_poll(struct ndk_cq_impl *cq);
+/* cq was armed: its consumer is about to sleep, so the progress thread
+ * watches its QPs' input again. */
+void ndk_qp_end_leases(struct ndk_cq_impl *cq);
+/* The progress thread, at most every millisecond while leases exist: ends
+ * those no poller renewed since the last look, so a consumer that stopped
+ * polling (without arming) still has its inbound Reads answered and its
+ * data placed. Returns whether any lease is left. */
+bool ndk_qp_age_leases(struct ndk_adapter_impl *ad);
 
 /* ---- qp_tx.c ---- */
 /* Moves queued messages out while the transport accepts them. sq_lock held. */

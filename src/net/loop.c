@@ -154,6 +154,13 @@ void loop_kick(struct loop *l)
     (void)n; /* EAGAIN means the counter is already non-zero: awake anyway */
 }
 
+void loop_wake(struct loop *l)
+{
+    uint64_t one = 1;
+    ssize_t n = write(l->evfd, &one, sizeof one);
+    (void)n; /* EAGAIN means the counter is already non-zero: awake anyway */
+}
+
 void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
 {
     int wait = max_wait_ms;

@@ -59,6 +59,9 @@ void loop_timer_cancel(struct loop *l, struct loop_timer *t);
 /* Wakes the loop from another thread (or from inside it: the next wait then
  * returns at once). Called with the lock held. */
 void loop_kick(struct loop *l);
+/* Wakes the loop from any thread without the lock: a bare doorbell, for
+ * callers that must not take the adapter lock. */
+void loop_wake(struct loop *l);
 /* Records the calling thread as the one running the loop. */
 void loop_set_owner(struct loop *l);
 bool loop_in_owner(const struct loop *l);

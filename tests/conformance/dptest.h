@@ -366,12 +366,13 @@ static inline NDK_PD *dp_pd_new(dp_side *s)
     return o;
 }
 
-/* Opens "lo" (NDKPI 2.1) with the suite's options, reads its limits and
- * creates a PD. */
-static inline bool dp_side_open(dp_side *s)
+/* Opens "lo" (NDKPI 2.1) with the suite's options and these open flags,
+ * reads its limits and creates a PD. */
+static inline bool dp_side_open_flags(dp_side *s, ULONG flags)
 {
     memset(s, 0, sizeof *s);
     NDK_OPEN_OPTIONS o = dp_options();
+    o.Flags = flags;
     NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
     DP_CHECK_ST(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
@@ -387,6 +388,11 @@ static inline bool dp_side_open(dp_side *s)
     DP_CHECK_ST(st, STATUS_SUCCESS);
     s->pd = dp_pd_new(s);
     return st == STATUS_SUCCESS && s->pd != NULL;
+}
+
+static inline bool dp_side_open(dp_side *s)
+{
+    return dp_side_open_flags(s, 0);
 }
 
 /* Each table's close member (the adapter has none). */
