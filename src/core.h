@@ -146,7 +146,7 @@ struct ndk_adapter_impl {
     pthread_mutex_t live_lock;
     struct ndk_qp_impl *live_qps;
     bool busy_poll;
-    unsigned input_leases; /* QPs whose input a busy poller reads (live_lock) */
+    unsigned input_leases; /* QPs whose input a busy poller reads (changed under live_lock, atomically) */
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];

@@ -637,7 +637,7 @@ static void lease_take(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
     tr->ops->lease_input(tr, true);
     /* The progress thread may be asleep with no timeout: it must start
      * looking at leases now. */
-    if (ad->input_leases++ == 0)
+    if (__atomic_fetch_add(&ad->input_leases, 1, __ATOMIC_RELAXED) == 0)
         loop_wake(&ad->loop);
 }
 
@@ -646,7 +646,7 @@ static void lease_end(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
     if (!qp->dp.input_leased)
         return;
     qp->dp.input_leased = false;
-    ad->input_leases--;
+    __atomic_fetch_sub(&ad->input_leases, 1, __ATOMIC_RELAXED);
     if (qp->dp.tr)
         qp->dp.tr->ops->lease_input(qp->dp.tr, false);
 }
@@ -713,7 +713,7 @@ void ndk_qp_end_leases(struct ndk_cq_impl *cq)
     pthread_mutex_unlock(&ad->live_lock);
 }
 
-bool ndk_qp_age_leases(struct ndk_adapter_impl *ad)
+void ndk_qp_age_leases(struct ndk_adapter_impl *ad)
 {
     pthread_mutex_lock(&ad->live_lock);
     for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
@@ -724,9 +724,7 @@ bool ndk_qp_age_leases(struct ndk_adapter_impl *ad)
         else
             lease_end(ad, qp);
     }
-    bool left = ad->input_leases > 0;
     pthread_mutex_unlock(&ad->live_lock);
-    return left;
 }
 
 bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,

@@ -244,8 +244,8 @@ void ndk_qp_end_leases(struct ndk_cq_impl *cq);
 /* The progress thread, at most every millisecond while leases exist: ends
  * those no poller renewed since the last look, so a consumer that stopped
  * polling (without arming) still has its inbound Reads answered and its
- * data placed. Returns whether any lease is left. */
-bool ndk_qp_age_leases(struct ndk_adapter_impl *ad);
+ * data placed. */
+void ndk_qp_age_leases(struct ndk_adapter_impl *ad);
 
 /* ---- qp_tx.c ---- */
 /* Moves queued messages out while the transport accepts them. sq_lock held. */
