@@ -117,7 +117,9 @@ typedef struct _NDK_OPEN_OPTIONS {
                                               Reply, which the delay avoids) */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
-                                         consumers that poll their CQs */
+                                         consumers that poll their CQs; while they poll, the
+                                         progress thread leaves those sockets' input to them
+                                         (until an ArmCq, or 1-2 ms without a poll) */
 
 /*
  * Opens an adapter by interface name ("lo") or by one of its addresses
