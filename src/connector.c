@@ -130,6 +130,13 @@ static void tr_failed(struct ndk_transport *t, bool peer_reset)
     shutdown(tr_conn(t)->fd, SHUT_RDWR);
 }
 
+static size_t socket_mulpdu(int fd);
+
+static size_t tr_mulpdu(struct ndk_transport *t)
+{
+    return socket_mulpdu(tr_conn(t)->fd);
+}
+
 static const struct ndk_transport_ops socket_transport = {
     .readv = tr_readv,
     .writev = tr_writev,
@@ -137,6 +144,7 @@ static const struct ndk_transport_ops socket_transport = {
     .shutdown_write = tr_shutdown_write,
     .failed = tr_failed,
     .lease_input = tr_lease_input,
+    .mulpdu = tr_mulpdu,
 };
 
 static size_t socket_mulpdu(int fd)

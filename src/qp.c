@@ -756,6 +756,7 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     /* siw keeps up to roundup_pow2(ORD) reads in flight (iwarp.md 5.9). */
     dp->irq_cap = irq_cap;
     dp->mulpdu = mulpdu;
+    dp->mulpdu_recheck = MULPDU_RECHECK_OCTETS;
     dp->tx_gated = tx_gated;
     dp->msn_send = dp->msn_read = 1;
     dp->msn_send_expect = dp->msn_read_expect = 1;

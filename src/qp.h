@@ -40,6 +40,11 @@ struct ndk_transport_ops {
     /* The data path found the stream unusable (Terminate sent or received,
      * protocol error, stream lost): the owner tears the connection down. */
     void (*failed)(struct ndk_transport *t, bool peer_reset);
+    /* Optional: the largest ULPDU that fits the connection's MSS now (0:
+     * unknown). TCP's MSS starts clamped to half the peer's first window
+     * (32 KB on loopback) and grows with it, so the engine asks again every
+     * MULPDU_RECHECK_OCTETS it sends and cuts its FPDUs to fit. */
+    size_t (*mulpdu)(struct ndk_transport *t);
     /* Optional. leased: a busy poller reads this stream now, so the owner
      * stops waking its progress thread for input (errors and the peer's
      * FIN still wake it); false: it watches for input again. */
@@ -102,6 +107,7 @@ struct ndk_irq_entry {
  * fast-registered region or 16 receive SGEs; every QP carries these, so they
  * are kept small (the idle cost of a connection is budgeted). */
 #define TX_FPDU_MAX 32   /* FPDUs framed per batch */
+#define MULPDU_RECHECK_OCTETS (1u << 20)
 #define TX_IOV_MAX 256   /* iovecs per writev */
 #define RX_IOV_MAX 64    /* placement iovecs for one FPDU */
 #define TX_HDR_MAX (2 + DDP_HDR_MAX)
@@ -125,6 +131,7 @@ struct ndk_qp_dp {
     uint32_t ird, ord;     /* effective; the IRQ tolerates roundup_pow2(ird) */
     uint32_t irq_cap;
     size_t mulpdu;
+    size_t mulpdu_recheck;  /* octets to send before asking the transport again (sq_lock) */
 
     /* initiator queue (sq_lock) */
     pthread_mutex_t sq_lock;

@@ -45,6 +45,8 @@ static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl
     } else {
         memset(trl + pad, 0, 4);
     }
+    size_t wire = 2 + ulpdu + pad + 4;
+    dp->mulpdu_recheck = dp->mulpdu_recheck > wire ? dp->mulpdu_recheck - wire : 0;
     struct iovec *iov = dp->tx_iov;
     iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
     for (int i = 0; i < npl; i++)
@@ -190,10 +192,23 @@ static void frame_read_request(struct ndk_qp_impl *qp, struct ndk_swqe *w)
     dp->tx_cur = TX_NONE;
 }
 
+/* FPDUs follow the MSS as TCP's view of it changes (see the transport's
+ * mulpdu op); a message may change FPDU size midway, which DDP allows. */
+static void refresh_mulpdu(struct ndk_qp_dp *dp)
+{
+    if (dp->mulpdu_recheck || !dp->tr->ops->mulpdu)
+        return;
+    dp->mulpdu_recheck = MULPDU_RECHECK_OCTETS;
+    size_t m = dp->tr->ops->mulpdu(dp->tr);
+    if (m)
+        dp->mulpdu = m;
+}
+
 /* Frames as many FPDUs of waiting messages as fit the batch. */
 static void fill_batch(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
+    refresh_mulpdu(dp);
     size_t mulpdu = dp->mulpdu;
     while (batch_has_room(dp, NDK_MAX_SGE)) {
         if (dp->tx_cur == TX_NONE && !pick_next(qp))

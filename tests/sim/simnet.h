@@ -241,6 +241,8 @@ struct sim_end {
     unsigned failed_calls;
     bool failed_reset;
     unsigned writev_calls;
+    size_t mss_mulpdu; /* what the transport's mulpdu op says (0: unknown) */
+    unsigned mulpdu_calls;
 };
 
 enum sim_mode {
@@ -504,12 +506,21 @@ static inline void sim_tr_failed(struct ndk_transport *t, bool peer_reset)
     e->net->dir[e->id].fin = true;
 }
 
+/* The MSS as TCP would report it now: a test changes mss_mulpdu. */
+static inline size_t sim_tr_mulpdu(struct ndk_transport *t)
+{
+    struct sim_end *e = sim_end_of(t);
+    e->mulpdu_calls++;
+    return e->mss_mulpdu;
+}
+
 static const struct ndk_transport_ops sim_transport_ops = {
     .readv = sim_tr_readv,
     .writev = sim_tr_writev,
     .want_write = sim_tr_want_write,
     .shutdown_write = sim_tr_shutdown_write,
     .failed = sim_tr_failed,
+    .mulpdu = sim_tr_mulpdu,
 };
 
 /* ---- the scheduler ---- */

@@ -96,6 +96,63 @@ static uint64_t g_base;
 static uint64_t g_replay;
 static bool g_have_replay;
 
+/*
+ * FPDUs follow the MSS as the transport reports it (TCP's grows after
+ * set-up): a 3 MiB Write starts in FPDUs of the MULPDU the connection began
+ * with; once the engine asks again (after 1 MiB of octets), they grow to
+ * the new MULPDU, never beyond, and shrink again when it does; the data
+ * lands exactly, whatever the mix of sizes.
+ */
+static void test_fpdus_follow_mss(void)
+{
+    struct sim_cfg cfg;
+    sim_cfg_from_seed(&cfg, 0);
+    cfg.mode = SIM_RANDOM;
+    cfg.crc = true;
+    cfg.mulpdu = 256;
+    const size_t len = 3u << 20, grown = 1000, shrunk = 300;
+    struct sim_net *net = sim_net_new(&cfg, sim_mix(g_base, 7), 2 * len + (1u << 20));
+    REQUIRE(net);
+    sim_net_start(net);
+    net->end[SIM_A].mss_mulpdu = grown;
+    struct sim_side *B = &net->side[SIM_B];
+    size_t off = sim_alloc(net, SIM_B, len);
+    int w = sim_write1(net, SIM_A, len, 0, B->arena, off, B->tok_main, sim_addr(B->arena, off));
+    CHECK(sim_run(net));
+    net->end[SIM_A].mss_mulpdu = shrunk;
+    size_t off2 = sim_alloc(net, SIM_B, len);
+    int w2 = sim_write1(net, SIM_A, len, 0, B->arena, off2, B->tok_main, sim_addr(B->arena, off2));
+    CHECK(sim_run(net));
+    sim_drain(net);
+    CHECK_EQ(sim_check_requests(net, true, false), 0);
+    CHECK_EQ(sim_check_memory(net, true), 0);
+    CHECK_EQ(net->req[w].cqes, 1);
+    CHECK_EQ(net->req[w2].cqes, 1);
+    CHECK(net->end[SIM_A].mulpdu_calls >= 4); /* every MiB or so, not per FPDU */
+    CHECK(net->end[SIM_A].mulpdu_calls <= 8);
+    /* Sizes along the stream: 256 first, then up to 1000, then down to 300. */
+    const struct sim_dir *dir = &net->dir[SIM_A];
+    size_t pos = 0, octets = 0;
+    struct sim_fpdu f;
+    unsigned small = 0, big = 0, too_big = 0, after_shrink_big = 0;
+    while (sim_next_fpdu(dir->log, dir->len, &pos, &f)) {
+        octets += f.total;
+        small += f.ulpdu_len <= 256;
+        big += f.ulpdu_len > 256;
+        too_big += f.ulpdu_len > grown;
+        /* The second Write starts after 3 MiB of payload; by 1 MiB into it
+         * the engine has asked again. */
+        if (octets > len + 2 * MULPDU_RECHECK_OCTETS)
+            after_shrink_big += f.ulpdu_len > shrunk;
+    }
+    CHECK_EQ(pos, dir->len);
+    CHECK(small > 0);
+    CHECK(big > 0);
+    CHECK_EQ(too_big, 0);
+    CHECK_EQ(after_shrink_big, 0);
+    sim_net_free(net);
+}
+
 /* Run seeds keep their low bits for the configuration (sim_cfg_from_seed). */
 static uint64_t run_seed(unsigned i, uint64_t cfg_bits)
 {
@@ -147,6 +204,7 @@ int main(void)
         g_base = sim_fresh_seed();
         printf("base seed 0x%016" PRIx64 "\n", g_base);
         RUN(test_modes);
+        RUN(test_fpdus_follow_mss);
         RUN(test_random_configs);
     }
     sim_close_adapters();
