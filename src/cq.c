@@ -389,6 +389,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     pthread_mutex_init(&cq->lock, NULL);
+    cq->live_qps.next = cq->live_qps.prev = &cq->live_qps;
     cq->ring = ring;
     cq->depth = CqDepth;
     cq->armed = -1;

@@ -27,8 +27,18 @@ struct ndk_cqe {
     bool solicited;           /* a receive matched with a Send carrying SE */
 };
 
+/* A QP's place in a CQ's list of running QPs (circular, with the CQ's
+ * entry as head; adapter live_lock). */
+struct ndk_qp_link {
+    struct ndk_qp_link *next, *prev;
+    struct ndk_qp_impl *qp;
+};
+
 struct ndk_cq_impl {
     struct ndk_obj obj;
+    /* QPs with a running data path that complete here: what a busy poll
+     * of this CQ reads, without walking every QP of the adapter. */
+    struct ndk_qp_link live_qps;
     pthread_mutex_t lock;
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
     void *notify_ctx;

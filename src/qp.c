@@ -611,6 +611,22 @@ static uint32_t roundup_pow2(uint32_t v)
     return v ? p : 0;
 }
 
+static void link_in(struct ndk_qp_link *head, struct ndk_qp_link *l, struct ndk_qp_impl *qp)
+{
+    l->qp = qp;
+    l->prev = head;
+    l->next = head->next;
+    head->next->prev = l;
+    head->next = l;
+}
+
+static void link_out(struct ndk_qp_link *l)
+{
+    l->prev->next = l->next;
+    l->next->prev = l->prev;
+    l->next = l->prev = l;
+}
+
 static void live_add(struct ndk_qp_impl *qp)
 {
     struct ndk_adapter_impl *ad = qp->obj.ad;
@@ -622,6 +638,9 @@ static void live_add(struct ndk_qp_impl *qp)
         if (ad->live_qps)
             ad->live_qps->dp.live_prev = qp;
         ad->live_qps = qp;
+        link_in(&qp->rcq->live_qps, &qp->dp.on_rcq, qp);
+        if (qp->icq != qp->rcq)
+            link_in(&qp->icq->live_qps, &qp->dp.on_icq, qp);
     }
     pthread_mutex_unlock(&ad->live_lock);
 }
@@ -666,6 +685,9 @@ static void live_remove(struct ndk_qp_impl *qp)
             ad->live_qps = qp->dp.live_next;
         if (qp->dp.live_next)
             qp->dp.live_next->dp.live_prev = qp->dp.live_prev;
+        link_out(&qp->dp.on_rcq);
+        if (qp->icq != qp->rcq)
+            link_out(&qp->dp.on_icq);
     }
     pthread_mutex_unlock(&ad->live_lock);
 }
@@ -687,9 +709,8 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
      * (ndk_qp_stop) before its transport goes, so none vanishes under us.
      * trylock keeps a poller from waiting behind the progress thread. */
     pthread_mutex_lock(&ad->live_lock);
-    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
-        if (qp->rcq != cq && qp->icq != cq)
-            continue;
+    for (struct ndk_qp_link *l = cq->live_qps.next; l != &cq->live_qps; l = l->next) {
+        struct ndk_qp_impl *qp = l->qp;
         ndk_qp_try_readable(qp);
         /* While we poll, waking the progress thread for the same input
          * only makes it compete with us (on one CPU, a context switch per
@@ -707,9 +728,8 @@ void ndk_qp_end_leases(struct ndk_cq_impl *cq)
     if (!ad->busy_poll)
         return;
     pthread_mutex_lock(&ad->live_lock);
-    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next)
-        if (qp->rcq == cq || qp->icq == cq)
-            lease_end(ad, qp);
+    for (struct ndk_qp_link *l = cq->live_qps.next; l != &cq->live_qps; l = l->next)
+        lease_end(ad, l->qp);
     pthread_mutex_unlock(&ad->live_lock);
 }
 

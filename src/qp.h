@@ -121,6 +121,7 @@ struct ndk_qp_dp {
     enum qp_state state;
     struct ndk_transport *tr;
     struct ndk_qp_impl *live_next, *live_prev; /* adapter's live list */
+    struct ndk_qp_link on_rcq, on_icq; /* in its CQs' lists (on_icq unused when they are one) */
     bool live;
     /* Busy polling (adapter live_lock): input_leased while pollers read the
      * stream; lease_polled says one did since the progress thread last
