@@ -90,28 +90,29 @@ static ssize_t tr_writev(struct ndk_transport *t, const struct iovec *iov, int n
     return r < 0 ? -(errno == EWOULDBLOCK ? EAGAIN : errno) : r;
 }
 
-static void tr_want_write(struct ndk_transport *t, bool on)
+/* Sets one of the flags apply_mask reads (EPOLLOUT wanted, input leased)
+ * and re-registers when it changed. Posting and polling threads call this
+ * too: only the leaf mask lock is taken. */
+static void set_mask_flag(struct ndk_connector_impl *c, bool *flag, bool on)
 {
-    /* Called from posting threads too: only the leaf mask lock is taken. */
-    struct ndk_connector_impl *c = tr_conn(t);
     pthread_mutex_lock(&c->mask_lock);
-    if (c->want_out != on && c->fd >= 0 && c->watch.added) {
-        c->want_out = on;
+    if (*flag != on && c->fd >= 0 && c->watch.added) {
+        *flag = on;
         apply_mask(c);
     }
     pthread_mutex_unlock(&c->mask_lock);
 }
 
+static void tr_want_write(struct ndk_transport *t, bool on)
+{
+    struct ndk_connector_impl *c = tr_conn(t);
+    set_mask_flag(c, &c->want_out, on);
+}
+
 static void tr_lease_input(struct ndk_transport *t, bool leased)
 {
-    /* Posting and polling threads: only the leaf mask lock is taken. */
     struct ndk_connector_impl *c = tr_conn(t);
-    pthread_mutex_lock(&c->mask_lock);
-    if (c->input_leased != leased && c->fd >= 0 && c->watch.added) {
-        c->input_leased = leased;
-        apply_mask(c);
-    }
-    pthread_mutex_unlock(&c->mask_lock);
+    set_mask_flag(c, &c->input_leased, leased);
 }
 
 static void tr_shutdown_write(struct ndk_transport *t)
@@ -130,7 +131,15 @@ static void tr_failed(struct ndk_transport *t, bool peer_reset)
     shutdown(tr_conn(t)->fd, SHUT_RDWR);
 }
 
-static size_t socket_mulpdu(int fd);
+/* The largest ULPDU whose FPDU fits one TCP segment now. */
+static size_t socket_mulpdu(int fd)
+{
+    int mss = 0;
+    socklen_t len = sizeof mss;
+    if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 128)
+        mss = 1460;
+    return mpa_mulpdu((size_t)mss); /* capped at the 16-bit ULPDU_Length */
+}
 
 static size_t tr_mulpdu(struct ndk_transport *t)
 {
@@ -147,15 +156,6 @@ static const struct ndk_transport_ops socket_transport = {
     .mulpdu = tr_mulpdu,
 };
 
-static size_t socket_mulpdu(int fd)
-{
-    int mss = 0;
-    socklen_t len = sizeof mss;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 128)
-        mss = 1460;
-    size_t m = mpa_mulpdu((size_t)mss);
-    return m > DDP_ULPDU_MAX ? DDP_ULPDU_MAX : m;
-}
 
 /* Reads and drops what the peer sent after its FIN so close() sends a FIN,
  * not an RST (Linux resets when unread data is left). Bounded. */
