@@ -1331,6 +1331,30 @@ static bool server_check_request(struct server *s, ULONG ird, ULONG ord, const u
 }
 
 /*
+ * The end of either side's set-up before the connection: the receive for
+ * the peer's message goes into the second half of the message buffer, and
+ * the private data to send is the ULP's bytes followed by the advertisement
+ * of the buffer the peer may access (bufs[adv_buf]).
+ */
+static bool post_msg_recv_and_advertise(struct side *side, struct conn *c, int adv_buf, const char *ulp,
+                                        size_t ulp_len)
+{
+    NDK_SGE sge = buf_sge(&c->bufs[B_MSG], MSG_SIZE, MSG_SIZE);
+    c->ops[OP_RECV].t_post = tc_now_us();
+    NTSTATUS st = c->qp->Dispatch->NdkReceive(c->qp, &c->ops[OP_RECV], &sge, 1);
+    if (!op_posted(c, OP_RECV, "NdkReceive", st))
+        return false;
+    struct adv a = buf_adv(&c->bufs[adv_buf]);
+    c->pdata_out = pdata_build(ulp, ulp_len, &a, &c->pdata_out_len);
+    if (!c->pdata_out) {
+        complain(side->role, "out of memory");
+        return false;
+    }
+    side_record_adv(side, &a);
+    return true;
+}
+
+/*
  * Before the accept: the target buffer the client writes and reads (its
  * advertisement goes into the accept's private data), the message buffer,
  * and the receive for the client's Send, posted now because the Send may
@@ -1345,19 +1369,7 @@ static bool server_data_setup(struct server *s, struct conn *c)
     /* [0, MSG_SIZE): the reply; [MSG_SIZE, 2 MSG_SIZE): the receive. */
     if (!buf_setup(c, B_MSG, 2 * MSG_SIZE, NDK_MR_FLAG_ALLOW_LOCAL_WRITE))
         return false;
-    NDK_SGE sge = buf_sge(&c->bufs[B_MSG], MSG_SIZE, MSG_SIZE);
-    c->ops[OP_RECV].t_post = tc_now_us();
-    NTSTATUS st = c->qp->Dispatch->NdkReceive(c->qp, &c->ops[OP_RECV], &sge, 1);
-    if (!op_posted(c, OP_RECV, "NdkReceive", st))
-        return false;
-    struct adv a = buf_adv(&c->bufs[B_TARGET]);
-    c->pdata_out = pdata_build(opt.reply, opt.reply_len, &a, &c->pdata_out_len);
-    if (!c->pdata_out) {
-        complain(s->side.role, "out of memory");
-        return false;
-    }
-    side_record_adv(&s->side, &a);
-    return true;
+    return post_msg_recv_and_advertise(&s->side, c, B_TARGET, opt.reply, opt.reply_len);
 }
 
 /*
@@ -1782,19 +1794,7 @@ static bool client_data_setup(struct client *cl, struct conn *c)
     c->seed = (uint32_t)(tc_now_us() * 2654435761u) ^ (uint32_t)getpid() ^ (c->num << 16);
     pattern_fill(c->bufs[B_SOURCE].mem, opt.size, c->seed, STREAM_BUFFER);
 
-    NDK_SGE sge = buf_sge(&c->bufs[B_MSG], MSG_SIZE, MSG_SIZE);
-    c->ops[OP_RECV].t_post = tc_now_us();
-    NTSTATUS st = c->qp->Dispatch->NdkReceive(c->qp, &c->ops[OP_RECV], &sge, 1);
-    if (!op_posted(c, OP_RECV, "NdkReceive", st))
-        return false;
-    struct adv a = buf_adv(&c->bufs[B_SOURCE]);
-    c->pdata_out = pdata_build(opt.data, opt.data_len, &a, &c->pdata_out_len);
-    if (!c->pdata_out) {
-        complain(cl->side.role, "out of memory");
-        return false;
-    }
-    side_record_adv(&cl->side, &a);
-    return true;
+    return post_msg_recv_and_advertise(&cl->side, c, B_SOURCE, opt.data, opt.data_len);
 }
 
 /*
