@@ -242,30 +242,18 @@ struct adv {
     uint32_t size;  /* its size in bytes */
 };
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static void adv_encode(uint8_t out[ADV_LEN], const struct adv *a)
 {
-    put_be32(out, (uint32_t)(a->addr >> 32));
-    put_be32(out + 4, (uint32_t)a->addr);
-    put_be32(out + 8, a->token);
-    put_be32(out + 12, a->size);
+    tc_put_be64(out, a->addr);
+    tc_put_be32(out + 8, a->token);
+    tc_put_be32(out + 12, a->size);
 }
 
 static void adv_decode(const uint8_t in[ADV_LEN], struct adv *a)
 {
-    a->addr = (uint64_t)get_be32(in) << 32 | get_be32(in + 4);
-    a->token = get_be32(in + 8);
-    a->size = get_be32(in + 12);
+    a->addr = tc_get_be64(in);
+    a->token = tc_get_be32(in + 8);
+    a->size = tc_get_be32(in + 12);
 }
 
 /* TEXT [NUL ADV] into a malloc'ed buffer; NULL when out of memory. */
@@ -348,7 +336,7 @@ static size_t pattern_chunk(uint32_t *s, uint8_t *out, size_t left)
     size_t k = left < PATTERN_CHUNK ? left : PATTERN_CHUNK;
     for (size_t i = 0; i < k; i += 4) {
         uint8_t w[4];
-        put_be32(w, pattern_next(s));
+        tc_put_be32(w, pattern_next(s));
         memcpy(out + i, w, k - i < 4 ? k - i : 4);
     }
     return k;
@@ -426,11 +414,11 @@ static void msg_build(uint8_t *m, uint32_t kind, uint32_t seed, uint32_t len, ui
                       uint32_t held_us)
 {
     memcpy(m, "NDKP", 4);
-    put_be32(m + 4, kind);
-    put_be32(m + 8, seed);
-    put_be32(m + 12, len);
-    put_be32(m + 16, verdict);
-    put_be32(m + 20, held_us);
+    tc_put_be32(m + 4, kind);
+    tc_put_be32(m + 8, seed);
+    tc_put_be32(m + 12, len);
+    tc_put_be32(m + 16, verdict);
+    tc_put_be32(m + 20, held_us);
     pattern_fill(m + MSG_HEADER, MSG_SIZE - MSG_HEADER, seed,
                  kind == MSG_CLIENT ? STREAM_CLIENT_MSG : STREAM_SERVER_MSG);
 }
@@ -448,16 +436,16 @@ static const char *msg_check(const uint8_t *m, ULONG got, uint32_t kind, uint32_
         snprintf(why, size, "%" PRIu32 " bytes instead of %u", got, MSG_SIZE);
         return why;
     }
-    if (memcmp(m, "NDKP", 4) != 0 || get_be32(m + 4) != kind) {
+    if (memcmp(m, "NDKP", 4) != 0 || tc_get_be32(m + 4) != kind) {
         snprintf(why, size, "not an ndkping %s message", kind == MSG_CLIENT ? "client" : "reply");
         return why;
     }
-    *seed = get_be32(m + 8);
-    *verdict = get_be32(m + 16);
-    *held_us = get_be32(m + 20);
-    if (get_be32(m + 12) != len) {
+    *seed = tc_get_be32(m + 8);
+    *verdict = tc_get_be32(m + 16);
+    *held_us = tc_get_be32(m + 20);
+    if (tc_get_be32(m + 12) != len) {
         snprintf(why, size, "announces %" PRIu32 " bytes written, expected %" PRIu32,
-                 get_be32(m + 12), len);
+                 tc_get_be32(m + 12), len);
         return why;
     }
     size_t first = 0, bad;

@@ -188,30 +188,18 @@ struct rmsg {
     uint32_t rkey, size;
 };
 
-static void put_be32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-
-static uint32_t get_be32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static void msg_encode(uint8_t m[MSG_LEN], const struct rmsg *r)
 {
-    put_be32(m, (uint32_t)(r->addr >> 32));
-    put_be32(m + 4, (uint32_t)r->addr);
-    put_be32(m + 8, r->rkey);
-    put_be32(m + 12, r->size);
+    tc_put_be64(m, r->addr);
+    tc_put_be32(m + 8, r->rkey);
+    tc_put_be32(m + 12, r->size);
 }
 
 static void msg_decode(const uint8_t m[MSG_LEN], struct rmsg *r)
 {
-    r->addr = (uint64_t)get_be32(m) << 32 | get_be32(m + 4);
-    r->rkey = get_be32(m + 8);
-    r->size = get_be32(m + 12);
+    r->addr = tc_get_be64(m);
+    r->rkey = tc_get_be32(m + 8);
+    r->size = tc_get_be32(m + 12);
 }
 
 /*

@@ -1,5 +1,5 @@
 /*
- * toolcommon.h - helpers shared by ndkinfo and ndkping.
+ * toolcommon.h - helpers shared by ndkinfo, ndkping and ndkperf.
  *
  * Everything here is static: each tool is one translation unit, and the tools
  * use only the public headers, exactly as an outside consumer would. The
@@ -26,6 +26,29 @@
 
 #define TC_FN static __attribute__((unused))
 #define TC_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
+
+/* Big-endian fields of the tools' own messages and private data (and of
+ * rping's and perftest's, which use the same order). */
+TC_FN void tc_put_be32(uint8_t *p, uint32_t v)
+{
+    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
+}
+
+TC_FN uint32_t tc_get_be32(const uint8_t *p)
+{
+    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
+}
+
+TC_FN void tc_put_be64(uint8_t *p, uint64_t v)
+{
+    tc_put_be32(p, (uint32_t)(v >> 32));
+    tc_put_be32(p + 4, (uint32_t)v);
+}
+
+TC_FN uint64_t tc_get_be64(const uint8_t *p)
+{
+    return (uint64_t)tc_get_be32(p) << 32 | tc_get_be32(p + 4);
+}
 
 /* The version both tools ask for: the newest one libndk implements. */
 #define TC_NDK_VERSION ((NDK_VERSION){NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION})

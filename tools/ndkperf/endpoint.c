@@ -186,23 +186,12 @@ static bool close_object(struct endpoint *e, NDK_FN_CLOSE_OBJECT fn, NDK_OBJECT_
 #define PDATA_MAGIC 0x4e444b50u /* "NDKP" */
 #define PDATA_VERSION 1
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 static void put_buf(uint8_t *p, const struct remote_buf *b)
 {
-    put32(p, (uint32_t)(b->va >> 32));
-    put32(p + 4, (uint32_t)b->va);
-    put32(p + 8, b->token);
-    put32(p + 12, b->size);
-    put32(p + 16, PDATA_MAGIC);
+    tc_put_be64(p, b->va);
+    tc_put_be32(p + 8, b->token);
+    tc_put_be32(p + 12, b->size);
+    tc_put_be32(p + 16, PDATA_MAGIC);
     p[20] = PDATA_VERSION;
 }
 
@@ -212,7 +201,7 @@ static bool get_buf(const uint8_t *p, uint32_t len, uint32_t need, struct remote
         *why = "private data too short for ndkperf";
         return false;
     }
-    if (get32(p + 16) != PDATA_MAGIC) {
+    if (tc_get_be32(p + 16) != PDATA_MAGIC) {
         *why = "private data is not from ndkperf";
         return false;
     }
@@ -220,9 +209,9 @@ static bool get_buf(const uint8_t *p, uint32_t len, uint32_t need, struct remote
         *why = "private data from another ndkperf version";
         return false;
     }
-    b->va = (uint64_t)get32(p) << 32 | get32(p + 4);
-    b->token = get32(p + 8);
-    b->size = get32(p + 12);
+    b->va = tc_get_be64(p);
+    b->token = tc_get_be32(p + 8);
+    b->size = tc_get_be32(p + 12);
     return true;
 }
 
@@ -232,11 +221,11 @@ void pdata_put_request(uint8_t *p, const struct remote_buf *b, const struct test
     put_buf(p, b);
     p[21] = (uint8_t)tp->test;
     p[22] = tp->all_sizes ? 1 : 0;
-    put32(p + 24, tp->size);
-    put32(p + 28, tp->iters);
-    put32(p + 32, tp->duration_ms);
-    put32(p + 36, tp->rx_depth);
-    put32(p + 40, tp->warmup);
+    tc_put_be32(p + 24, tp->size);
+    tc_put_be32(p + 28, tp->iters);
+    tc_put_be32(p + 32, tp->duration_ms);
+    tc_put_be32(p + 36, tp->rx_depth);
+    tc_put_be32(p + 40, tp->warmup);
 }
 
 bool pdata_get_request(const uint8_t *p, uint32_t len, struct remote_buf *b, struct test_params *tp,
@@ -250,11 +239,11 @@ bool pdata_get_request(const uint8_t *p, uint32_t len, struct remote_buf *b, str
     }
     tp->test = (enum test_kind)p[21];
     tp->all_sizes = p[22] & 1;
-    tp->size = get32(p + 24);
-    tp->iters = get32(p + 28);
-    tp->duration_ms = get32(p + 32);
-    tp->rx_depth = get32(p + 36);
-    tp->warmup = get32(p + 40);
+    tp->size = tc_get_be32(p + 24);
+    tp->iters = tc_get_be32(p + 28);
+    tp->duration_ms = tc_get_be32(p + 32);
+    tp->rx_depth = tc_get_be32(p + 36);
+    tp->warmup = tc_get_be32(p + 40);
     if (tp->size == 0 || tp->size > NDKPERF_MAX_SIZE || (tp->iters == 0) == (tp->duration_ms == 0) ||
         tp->rx_depth == 0) {
         *why = "invalid test parameters in the request";
@@ -289,16 +278,6 @@ bool ep_init(struct endpoint *e, const char *role, const struct options *o)
     return true;
 }
 
-static bool same_ip(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
-{
-    if (a->sa.sa_family != b->sa.sa_family)
-        return false;
-    if (a->sa.sa_family == AF_INET)
-        return a->in4.sin_addr.s_addr == b->in4.sin_addr.s_addr;
-    return a->sa.sa_family == AF_INET6 &&
-           memcmp(&a->in6.sin6_addr, &b->in6.sin6_addr, sizeof a->in6.sin6_addr) == 0;
-}
-
 /* The interface behind spec (a name or an address), for the header line. */
 static void describe_adapter(struct endpoint *e, const char *spec)
 {
@@ -321,7 +300,7 @@ static void describe_adapter(struct endpoint *e, const char *spec)
             for (ULONG k = 0; !match && (is_v4 || is_v6) && k < list[i].AddressCount &&
                               k < NDK_MAX_ADAPTER_ADDRESSES;
                  k++)
-                match = same_ip(&list[i].Addresses[k], &a);
+                match = tc_same_ip(&list[i].Addresses[k], &a);
             /* Every 127.0.0.0/8 address belongs to the loopback adapter. */
             if (!match && is_v4 && (ntohl(a.in4.sin_addr.s_addr) >> 24) == 127)
                 match = (list[i].Flags & NDK_ADAPTER_DESC_LOOPBACK) != 0;
@@ -500,11 +479,6 @@ bool ep_create(struct endpoint *e, const struct layout *l)
 /* Connection                                                               */
 /* ------------------------------------------------------------------------ */
 
-static ULONG addr_len(const NDK_SOCKADDR *a)
-{
-    return a->sa.sa_family == AF_INET6 ? (ULONG)sizeof a->in6 : (ULONG)sizeof a->in4;
-}
-
 /* A server serves one client (as perftest does); a second request while
  * the first is being served is refused by closing its connector. */
 static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *cn)
@@ -542,7 +516,7 @@ bool ep_listen(struct endpoint *e, const NDK_SOCKADDR *addr, NDK_SOCKADDR *bound
     if (!(w = waiter_new(e)))
         return false;
     NDK_SOCKADDR a = *addr;
-    st = e->ln->Dispatch->NdkListen(e->ln, &a.sa, addr_len(&a), on_request, w);
+    st = e->ln->Dispatch->NdkListen(e->ln, &a.sa, tc_sockaddr_len(&a), on_request, w);
     st = finish(e, w, st, "NdkListen", e->opt->timeout_ms + GRACE_MS);
     if (st != STATUS_SUCCESS) {
         char ip[INET6_ADDRSTRLEN] = "?";
@@ -664,7 +638,7 @@ bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR 
     if (!(w = waiter_new(e)))
         return false;
     NDK_SOCKADDR from = *src, to = *dst;
-    st = e->cn->Dispatch->NdkConnect(e->cn, e->qp, &from.sa, addr_len(&from), &to.sa, addr_len(&to), ird, ord,
+    st = e->cn->Dispatch->NdkConnect(e->cn, e->qp, &from.sa, tc_sockaddr_len(&from), &to.sa, tc_sockaddr_len(&to), ird, ord,
                                      (PVOID)pdata, len, on_request, w);
     /* The TCP handshake and the MPA Reply may each take the timeout. */
     st = finish(e, w, st, "NdkConnect", 2 * e->opt->timeout_ms + GRACE_MS);

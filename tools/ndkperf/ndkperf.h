@@ -31,6 +31,8 @@
 
 #include <ndk/ndk.h>
 
+#include "../toolcommon.h"
+
 #define NDKPERF_DEFAULT_PORT 18515 /* perftest's */
 #define NDKPERF_MAX_SIZE (8u << 20) /* -a goes up to 8 MiB, as perftest */
 #define NDKPERF_MIN_ALL_SIZE 2u     /* -a starts at 2 B, as perftest */

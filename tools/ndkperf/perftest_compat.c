@@ -149,27 +149,6 @@ static unsigned dests_before(enum test_kind t)
     return t == T_WRITE_BW || t == T_READ_BW ? 3 : 4;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
-static void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
-
-static uint64_t get64(const uint8_t *p)
-{
-    return (uint64_t)get32(p) << 32 | get32(p + 4);
-}
-
 static uint64_t dbl_bits(double d)
 {
     uint64_t v;
@@ -187,28 +166,28 @@ static double bits_dbl(uint64_t v)
 static void dest_put(uint8_t *p, const struct pt_dest *d)
 {
     memset(p, 0, PT_DEST_LEN);
-    put32(p, d->lid);
-    put32(p + 4, d->out_reads);
-    put32(p + 8, d->qpn);
-    put32(p + 12, d->psn);
-    put32(p + 16, d->rkey);
-    put64(p + 24, d->vaddr);
+    tc_put_be32(p, d->lid);
+    tc_put_be32(p + 4, d->out_reads);
+    tc_put_be32(p + 8, d->qpn);
+    tc_put_be32(p + 12, d->psn);
+    tc_put_be32(p + 16, d->rkey);
+    tc_put_be64(p + 24, d->vaddr);
     memcpy(p + 32, d->gid, 16);
-    put32(p + 48, d->srqn);
-    put32(p + 52, d->gid_index);
+    tc_put_be32(p + 48, d->srqn);
+    tc_put_be32(p + 52, d->gid_index);
 }
 
 static void dest_get(const uint8_t *p, struct pt_dest *d)
 {
-    d->lid = get32(p);
-    d->out_reads = get32(p + 4);
-    d->qpn = get32(p + 8);
-    d->psn = get32(p + 12);
-    d->rkey = get32(p + 16);
-    d->vaddr = get64(p + 24);
+    d->lid = tc_get_be32(p);
+    d->out_reads = tc_get_be32(p + 4);
+    d->qpn = tc_get_be32(p + 8);
+    d->psn = tc_get_be32(p + 12);
+    d->rkey = tc_get_be32(p + 16);
+    d->vaddr = tc_get_be64(p + 24);
     memcpy(d->gid, p + 32, 16);
-    d->srqn = get32(p + 48);
-    d->gid_index = get32(p + 52);
+    d->srqn = tc_get_be32(p + 48);
+    d->gid_index = tc_get_be32(p + 52);
 }
 
 static void hexdump_msg(const char *role, const char *what, const uint8_t *p, uint32_t len)
@@ -787,10 +766,10 @@ static bool xchg_report(struct pt *t, const struct bw_result *mine, struct bw_re
     for (int i = 0; i < PT_REPORT_FIELDS; i++) {
         uint8_t buf[8];
         struct ctl_msg in;
-        put64(buf, f[i]);
+        tc_put_be64(buf, f[i]);
         if (!xchg(t, buf, 8, false, &in, 8, t->o.timeout_ms, names[i]))
             return false;
-        g[i] = get64(in.data);
+        g[i] = tc_get_be64(in.data);
     }
     *peer_size = (uint32_t)g[0];
     peer->msgs = g[1];
@@ -816,10 +795,10 @@ static bool exchange_setup(struct pt *t)
     if (strcmp(t->peer_version, PT_VERSION) != 0)
         complain(t->role, "warning: the peer is perftest \"%s\"; this protocol was recorded from %s",
                  t->peer_version, PT_VERSION);
-    put32(buf, PT_CYCLE_BUFFER);
+    tc_put_be32(buf, PT_CYCLE_BUFFER);
     if (!xchg(t, buf, 4, true, &in, 4, t->o.timeout_ms, "cycle buffer size"))
         return false;
-    put32(buf, PT_CACHE_LINE);
+    tc_put_be32(buf, PT_CACHE_LINE);
     if (!xchg(t, buf, 4, true, &in, 4, t->o.timeout_ms, "cache line size"))
         return false;
     if (!xchg(t, (const uint8_t *)PT_MTU, sizeof PT_MTU, true, &in, sizeof PT_MTU, t->o.timeout_ms, "MTU"))

@@ -236,16 +236,6 @@ bool post_ctrl_recv(struct endpoint *e, uint32_t slot)
     return true;
 }
 
-static void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24), p[1] = (uint8_t)(v >> 16), p[2] = (uint8_t)(v >> 8), p[3] = (uint8_t)v;
-}
-
-static uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
-}
-
 /*
  * The slot of request n is n % (sq_limit + 1): when request n + slots is
  * posted, at most sq_limit requests are unfinished, so request n has
@@ -260,10 +250,9 @@ static uint8_t *ctrl_slot(struct endpoint *e)
 static bool send_ctrl(struct endpoint *e, enum ctrl_type type, uint32_t size, uint64_t value, bool force_signal)
 {
     uint8_t *p = ctrl_slot(e);
-    put32(p, type);
-    put32(p + 4, size);
-    put32(p + 8, (uint32_t)(value >> 32));
-    put32(p + 12, (uint32_t)value);
+    tc_put_be32(p, type);
+    tc_put_be32(p + 4, size);
+    tc_put_be64(p + 8, value);
     return post_send(e, OP_CTRL, p, CTRL_MSG_LEN, force_signal ? POST_SIGNAL : POST_PLAIN);
 }
 
@@ -416,8 +405,8 @@ static bool rx_ctrl(struct run *x, const NDK_RESULT *r)
     }
     const uint8_t *p = e->ctrl_rx + slot * CTRL_SLOT;
     uint32_t len = r->BytesTransferred;
-    uint32_t type = get32(p), size = get32(p + 4);
-    uint64_t value = (uint64_t)get32(p + 8) << 32 | get32(p + 12);
+    uint32_t type = tc_get_be32(p), size = tc_get_be32(p + 4);
+    uint64_t value = tc_get_be64(p + 8);
     if (!post_ctrl_recv(e, (uint32_t)slot))
         return false;
     if (len != CTRL_MSG_LEN) {
