@@ -666,11 +666,7 @@ static struct conn *conn_new(struct side *s, unsigned num)
     c->side = s;
     c->num = num;
     pthread_mutex_init(&c->wake_lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->wake_cond, &attr);
-    pthread_condattr_destroy(&attr);
+    tc_cond_init_mono(&c->wake_cond);
     for (int i = 0; i < K_COUNT; i++)
         tc_comp_init(&c->k[i], k_names[i]);
     for (int b = 0; b < B_COUNT; b++)
@@ -1664,11 +1660,7 @@ static void server_init(struct server *s)
 {
     memset(s, 0, sizeof *s);
     pthread_mutex_init(&s->lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&s->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    tc_cond_init_mono(&s->cond);
 }
 
 static void server_destroy(struct server *s)

@@ -320,11 +320,7 @@ static struct rconn *rconn_new(NDK_ADAPTER *ad, const NDK_ADAPTER_INFO *info, un
     c->ad = ad;
     c->info = info;
     pthread_mutex_init(&c->wake_lock, NULL);
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->wake_cond, &attr);
-    pthread_condattr_destroy(&attr);
+    tc_cond_init_mono(&c->wake_cond);
     for (int i = 0; i < K_COUNT; i++)
         tc_comp_init(&c->k[i], k_names[i]);
     for (unsigned i = 0; i < RQ_DEPTH; i++)
@@ -1438,11 +1434,7 @@ static int run_server(void)
     if (!spec)
         spec = wildcard ? "lo" : tc_format_addr(&addr, false, spec_buf, sizeof spec_buf);
 
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&ls.cond, &attr);
-    pthread_condattr_destroy(&attr);
+    tc_cond_init_mono(&ls.cond);
 
     /* Blocked before any thread exists, so that every thread inherits it
      * and only signal_main takes the signals. */

@@ -102,17 +102,22 @@ struct tc_completion {
     uint64_t t_callback;       /* tc_now_us() at the first callback */
 };
 
+/* A condition variable whose timed waits run on the monotonic clock, so
+ * that a change of the wall clock cannot shorten or stretch them. */
+TC_FN void tc_cond_init_mono(pthread_cond_t *cond)
+{
+    pthread_condattr_t attr;
+    pthread_condattr_init(&attr);
+    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
+    pthread_cond_init(cond, &attr);
+    pthread_condattr_destroy(&attr);
+}
+
 TC_FN void tc_comp_init(struct tc_completion *c, const char *what)
 {
     memset(c, 0, sizeof *c);
     pthread_mutex_init(&c->lock, NULL);
-    /* Timeouts are measured on the monotonic clock so that a change of the
-     * wall clock cannot shorten or stretch them. */
-    pthread_condattr_t attr;
-    pthread_condattr_init(&attr);
-    pthread_condattr_setclock(&attr, CLOCK_MONOTONIC);
-    pthread_cond_init(&c->cond, &attr);
-    pthread_condattr_destroy(&attr);
+    tc_cond_init_mono(&c->cond);
     c->what = what;
 }
 

@@ -29,81 +29,29 @@
 /* ------------------------------------------------------------------------ */
 
 /*
- * One asynchronous call. Waiters are never reused and stay allocated until
- * the adapter is closed (after which no callback can run, rule L12), so a
- * late or duplicate callback from a misbehaving provider cannot write into
- * memory that was given to something else.
+ * One asynchronous call: a tc_completion (toolcommon.h) that is never
+ * reused and stays allocated until the adapter is closed (after which no
+ * callback can run, rule L12), so a late or duplicate callback from a
+ * misbehaving provider cannot write into memory given to something else.
  */
 struct waiter {
     struct waiter *next;
-    pthread_mutex_t lock;
-    pthread_cond_t cond;
-    unsigned calls;
-    bool pending;
-    NTSTATUS status;
-    NDK_OBJECT_HEADER *obj;
+    struct tc_completion c;
 };
 
-static void mono_deadline(struct timespec *ts, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, ts);
-    ts->tv_sec += ms / 1000;
-    ts->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (ts->tv_nsec >= 1000000000L) {
-        ts->tv_sec++;
-        ts->tv_nsec -= 1000000000L;
-    }
-}
-
-/* A condition variable on the monotonic clock, so that a change of the
- * wall clock cannot stretch or shorten a bounded wait. */
-static void cond_init_mono(pthread_cond_t *c)
-{
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(c, &a);
-    pthread_condattr_destroy(&a);
-}
-
-static struct waiter *waiter_new(struct endpoint *e)
+/* The completion for one call (NULL after saying why); callbacks are
+ * toolcommon's tc_on_*, with the completion as their context. */
+static struct tc_completion *waiter_new(struct endpoint *e)
 {
     struct waiter *w = calloc(1, sizeof *w);
     if (!w) {
         complain(e->role, "out of memory");
         return NULL;
     }
-    pthread_mutex_init(&w->lock, NULL);
-    cond_init_mono(&w->cond);
+    tc_comp_init(&w->c, NULL);
     w->next = e->waiters;
     e->waiters = w;
-    return w;
-}
-
-static void waiter_signal(struct waiter *w, NTSTATUS st, NDK_OBJECT_HEADER *obj)
-{
-    pthread_mutex_lock(&w->lock);
-    if (w->calls++ == 0) {
-        w->status = st;
-        w->obj = obj;
-    }
-    pthread_cond_broadcast(&w->cond);
-    pthread_mutex_unlock(&w->lock);
-}
-
-static VOID on_request(PVOID ctx, NTSTATUS status)
-{
-    waiter_signal(ctx, status, NULL);
-}
-
-static VOID on_create(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
-{
-    waiter_signal(ctx, status, obj);
-}
-
-static VOID on_close(PVOID ctx)
-{
-    waiter_signal(ctx, STATUS_SUCCESS, NULL);
+    return &w->c;
 }
 
 /* Closes of connectors we refuse from inside the connect event: nobody
@@ -114,21 +62,10 @@ static VOID on_close_ignored(PVOID ctx)
 }
 
 /* The final status of a call that returned st. */
-static NTSTATUS finish(struct endpoint *e, struct waiter *w, NTSTATUS st, const char *call, unsigned ms)
+static NTSTATUS finish(struct endpoint *e, struct tc_completion *w, NTSTATUS st, const char *call, unsigned ms)
 {
-    if (st != STATUS_PENDING)
-        return st;
-    w->pending = true;
-    struct timespec dl;
-    mono_deadline(&dl, ms);
-    pthread_mutex_lock(&w->lock);
-    while (w->calls == 0)
-        if (pthread_cond_timedwait(&w->cond, &w->lock, &dl) == ETIMEDOUT)
-            break;
-    bool done = w->calls > 0;
-    st = w->status;
-    pthread_mutex_unlock(&w->lock);
-    if (!done) {
+    st = tc_comp_finish(w, st, ms);
+    if (st == TC_STATUS_NO_CALLBACK) {
         library_problem(e->role, "%s returned STATUS_PENDING and its completion callback did not come "
                                  "within %u ms; exiting without closing (closes would hang too)",
                         call, ms);
@@ -139,7 +76,7 @@ static NTSTATUS finish(struct endpoint *e, struct waiter *w, NTSTATUS st, const 
 }
 
 /* A create that returned st: the new object, or NULL after saying why. */
-static void *finish_create(struct endpoint *e, struct waiter *w, NTSTATUS st, void *inline_obj,
+static void *finish_create(struct endpoint *e, struct tc_completion *w, NTSTATUS st, void *inline_obj,
                            const char *call)
 {
     st = finish(e, w, st, call, e->opt->timeout_ms + GRACE_MS);
@@ -147,7 +84,7 @@ static void *finish_create(struct endpoint *e, struct waiter *w, NTSTATUS st, vo
         ndk_failed(e->role, call, st, NULL);
         return NULL;
     }
-    void *obj = w->pending ? (void *)w->obj : inline_obj;
+    void *obj = tc_comp_object(w, inline_obj);
     if (!obj)
         library_problem(e->role, "%s succeeded without giving an object", call);
     return obj;
@@ -155,10 +92,10 @@ static void *finish_create(struct endpoint *e, struct waiter *w, NTSTATUS st, vo
 
 static bool close_object(struct endpoint *e, NDK_FN_CLOSE_OBJECT fn, NDK_OBJECT_HEADER *obj, const char *call)
 {
-    struct waiter *w = waiter_new(e);
+    struct tc_completion *w = waiter_new(e);
     if (!w)
         return false;
-    NTSTATUS st = fn(obj, on_close, w);
+    NTSTATUS st = fn(obj, tc_on_close, w);
     if (st != STATUS_SUCCESS && st != STATUS_PENDING) {
         library_problem(e->role, "%s returned %s; a close returns only STATUS_SUCCESS or STATUS_PENDING",
                         call, NdkStatusName(st));
@@ -273,7 +210,7 @@ bool ep_init(struct endpoint *e, const char *role, const struct options *o)
     e->role = role;
     e->opt = o;
     pthread_mutex_init(&e->lock, NULL);
-    cond_init_mono(&e->cond);
+    tc_cond_init_mono(&e->cond);
     atomic_init(&e->disconnected, false);
     return true;
 }
@@ -397,18 +334,18 @@ bool ep_create(struct endpoint *e, const struct layout *l)
         return false;
     }
 
-    struct waiter *w;
+    struct tc_completion *w;
     NDK_CQ *cq = NULL;
     if (!(w = waiter_new(e)))
         return false;
-    NTSTATUS st = ad->Dispatch->NdkCreateCq(ad, l->cq_depth, cq_notification, e, NULL, on_create, w, &cq);
+    NTSTATUS st = ad->Dispatch->NdkCreateCq(ad, l->cq_depth, cq_notification, e, NULL, tc_on_create, w, &cq);
     if (!(e->cq = finish_create(e, w, st, cq, "NdkCreateCq")))
         return false;
 
     NDK_PD *pd = NULL;
     if (!(w = waiter_new(e)))
         return false;
-    st = ad->Dispatch->NdkCreatePd(ad, on_create, w, &pd);
+    st = ad->Dispatch->NdkCreatePd(ad, tc_on_create, w, &pd);
     if (!(e->pd = finish_create(e, w, st, pd, "NdkCreatePd")))
         return false;
 
@@ -435,7 +372,7 @@ bool ep_create(struct endpoint *e, const struct layout *l)
     NDK_MR *mr = NULL;
     if (!(w = waiter_new(e)))
         return false;
-    st = e->pd->Dispatch->NdkCreateMr(e->pd, FALSE, on_create, w, &mr);
+    st = e->pd->Dispatch->NdkCreateMr(e->pd, FALSE, tc_on_create, w, &mr);
     if (!(e->mr = finish_create(e, w, st, mr, "NdkCreateMr")))
         return false;
     /* The Linux stand-in for an MDL: one virtually contiguous range. */
@@ -444,7 +381,7 @@ bool ep_create(struct endpoint *e, const struct layout *l)
                   NDK_MR_FLAG_ALLOW_REMOTE_WRITE | NDK_MR_FLAG_RDMA_READ_SINK;
     if (!(w = waiter_new(e)))
         return false;
-    st = e->mr->Dispatch->NdkRegisterMr(e->mr, &mdl, e->mem_size, flags, on_request, w);
+    st = e->mr->Dispatch->NdkRegisterMr(e->mr, &mdl, e->mem_size, flags, tc_on_request, w);
     st = finish(e, w, st, "NdkRegisterMr", e->opt->timeout_ms + GRACE_MS);
     if (st != STATUS_SUCCESS) {
         ndk_failed(e->role, "NdkRegisterMr", st, "%zu bytes", e->mem_size);
@@ -460,7 +397,7 @@ bool ep_create(struct endpoint *e, const struct layout *l)
     if (!(w = waiter_new(e)))
         return false;
     st = e->pd->Dispatch->NdkCreateQp(e->pd, e->cq, e->cq, e, l->rq_depth, l->sq_depth, 1, 1,
-                                      l->inline_size, on_create, w, &qp);
+                                      l->inline_size, tc_on_create, w, &qp);
     if (!(e->qp = finish_create(e, w, st, qp, "NdkCreateQp")))
         return false;
     e->qp_inline = l->inline_size;
@@ -506,17 +443,17 @@ VOID disconnect_event(PVOID ctx)
 
 bool ep_listen(struct endpoint *e, const NDK_SOCKADDR *addr, NDK_SOCKADDR *bound)
 {
-    struct waiter *w = waiter_new(e);
+    struct tc_completion *w = waiter_new(e);
     if (!w)
         return false;
     NDK_LISTENER *ln = NULL;
-    NTSTATUS st = e->ad->Dispatch->NdkCreateListener(e->ad, on_connect_event, e, on_create, w, &ln);
+    NTSTATUS st = e->ad->Dispatch->NdkCreateListener(e->ad, on_connect_event, e, tc_on_create, w, &ln);
     if (!(e->ln = finish_create(e, w, st, ln, "NdkCreateListener")))
         return false;
     if (!(w = waiter_new(e)))
         return false;
     NDK_SOCKADDR a = *addr;
-    st = e->ln->Dispatch->NdkListen(e->ln, &a.sa, tc_sockaddr_len(&a), on_request, w);
+    st = e->ln->Dispatch->NdkListen(e->ln, &a.sa, tc_sockaddr_len(&a), tc_on_request, w);
     st = finish(e, w, st, "NdkListen", e->opt->timeout_ms + GRACE_MS);
     if (st != STATUS_SUCCESS) {
         char ip[INET6_ADDRSTRLEN] = "?";
@@ -540,7 +477,7 @@ bool ep_listen(struct endpoint *e, const NDK_SOCKADDR *addr, NDK_SOCKADDR *bound
 bool ep_wait_request(struct endpoint *e, unsigned ms)
 {
     struct timespec dl;
-    mono_deadline(&dl, ms);
+    tc_deadline(&dl, ms);
     pthread_mutex_lock(&e->lock);
     while (!e->incoming)
         if (pthread_cond_timedwait(&e->cond, &e->lock, &dl) == ETIMEDOUT)
@@ -606,11 +543,11 @@ bool ep_reject(struct endpoint *e, const char *why)
 
 bool ep_accept(struct endpoint *e, const uint8_t *pdata, uint32_t len, ULONG ird, ULONG ord)
 {
-    struct waiter *w = waiter_new(e);
+    struct tc_completion *w = waiter_new(e);
     if (!w)
         return false;
     NTSTATUS st = e->cn->Dispatch->NdkAccept(e->cn, e->qp, ird, ord, (PVOID)pdata, len, disconnect_event, e,
-                                             on_request, w);
+                                             tc_on_request, w);
     st = finish(e, w, st, "NdkAccept", e->opt->timeout_ms + GRACE_MS);
     if (st != STATUS_SUCCESS) {
         ndk_failed(e->role, "NdkAccept", st, NULL);
@@ -627,11 +564,11 @@ bool ep_accept(struct endpoint *e, const uint8_t *pdata, uint32_t len, ULONG ird
 bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, const uint8_t *pdata,
                 uint32_t len, ULONG ird, ULONG ord, uint8_t *reply, uint32_t cap, uint32_t *reply_len)
 {
-    struct waiter *w = waiter_new(e);
+    struct tc_completion *w = waiter_new(e);
     if (!w)
         return false;
     NDK_CONNECTOR *cn = NULL;
-    NTSTATUS st = e->ad->Dispatch->NdkCreateConnector(e->ad, on_create, w, &cn);
+    NTSTATUS st = e->ad->Dispatch->NdkCreateConnector(e->ad, tc_on_create, w, &cn);
     if (!(e->cn = finish_create(e, w, st, cn, "NdkCreateConnector")))
         return false;
 
@@ -639,7 +576,7 @@ bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR 
         return false;
     NDK_SOCKADDR from = *src, to = *dst;
     st = e->cn->Dispatch->NdkConnect(e->cn, e->qp, &from.sa, tc_sockaddr_len(&from), &to.sa, tc_sockaddr_len(&to), ird, ord,
-                                     (PVOID)pdata, len, on_request, w);
+                                     (PVOID)pdata, len, tc_on_request, w);
     /* The TCP handshake and the MPA Reply may each take the timeout. */
     st = finish(e, w, st, "NdkConnect", 2 * e->opt->timeout_ms + GRACE_MS);
     if (st != STATUS_SUCCESS && e->quiet_connect)
@@ -672,7 +609,7 @@ bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR 
 
     if (!(w = waiter_new(e)))
         return false;
-    st = e->cn->Dispatch->NdkCompleteConnect(e->cn, disconnect_event, e, on_request, w);
+    st = e->cn->Dispatch->NdkCompleteConnect(e->cn, disconnect_event, e, tc_on_request, w);
     st = finish(e, w, st, "NdkCompleteConnect", e->opt->timeout_ms + GRACE_MS);
     if (st != STATUS_SUCCESS) {
         ndk_failed(e->role, "NdkCompleteConnect", st, NULL);
@@ -694,7 +631,7 @@ bool ep_disconnect(struct endpoint *e, bool wait_for_peer_first)
         return true;
     if (wait_for_peer_first) {
         struct timespec dl;
-        mono_deadline(&dl, e->opt->timeout_ms);
+        tc_deadline(&dl, e->opt->timeout_ms);
         pthread_mutex_lock(&e->lock);
         while (!atomic_load(&e->disconnected))
             if (pthread_cond_timedwait(&e->cond, &e->lock, &dl) == ETIMEDOUT)
@@ -703,10 +640,10 @@ bool ep_disconnect(struct endpoint *e, bool wait_for_peer_first)
         if (!atomic_load(&e->disconnected))
             complain(e->role, "the client did not disconnect within %u ms; disconnecting", e->opt->timeout_ms);
     }
-    struct waiter *w = waiter_new(e);
+    struct tc_completion *w = waiter_new(e);
     if (!w)
         return false;
-    NTSTATUS st = e->cn->Dispatch->NdkDisconnect(e->cn, on_request, w);
+    NTSTATUS st = e->cn->Dispatch->NdkDisconnect(e->cn, tc_on_request, w);
     st = finish(e, w, st, "NdkDisconnect", e->opt->timeout_ms + GRACE_MS);
     e->connected = false;
     if (e->peer_may_abort && (st == STATUS_CONNECTION_ABORTED || st == STATUS_CONNECTION_RESET))
@@ -760,14 +697,14 @@ static void close_adapter(struct endpoint *e)
     c.ad = e->ad;
     c.done = false;
     pthread_mutex_init(&c.lock, NULL);
-    cond_init_mono(&c.cond);
+    tc_cond_init_mono(&c.cond);
     pthread_t t;
     if (pthread_create(&t, NULL, closer_main, &c) != 0) {
         NdkCloseAdapter(e->ad);
     } else {
         unsigned ms = e->opt->timeout_ms + GRACE_MS;
         struct timespec dl;
-        mono_deadline(&dl, ms);
+        tc_deadline(&dl, ms);
         pthread_mutex_lock(&c.lock);
         while (!c.done)
             if (pthread_cond_timedwait(&c.cond, &c.lock, &dl) == ETIMEDOUT)
@@ -812,9 +749,9 @@ void ep_close(struct endpoint *e)
     }
     if (e->mr) {
         if (e->mr_registered) {
-            struct waiter *w = waiter_new(e);
+            struct tc_completion *w = waiter_new(e);
             if (w) {
-                NTSTATUS st = e->mr->Dispatch->NdkDeregisterMr(e->mr, on_request, w);
+                NTSTATUS st = e->mr->Dispatch->NdkDeregisterMr(e->mr, tc_on_request, w);
                 st = finish(e, w, st, "NdkDeregisterMr", e->opt->timeout_ms + GRACE_MS);
                 if (st != STATUS_SUCCESS)
                     ndk_failed(e->role, "NdkDeregisterMr", st, NULL);
@@ -847,8 +784,7 @@ void ep_close(struct endpoint *e)
     /* The adapter is closed: no callback can run any more. */
     for (struct waiter *w = e->waiters, *next; w; w = next) {
         next = w->next;
-        pthread_cond_destroy(&w->cond);
-        pthread_mutex_destroy(&w->lock);
+        tc_comp_destroy(&w->c);
         free(w);
     }
     e->waiters = NULL;
