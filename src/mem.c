@@ -774,12 +774,19 @@ static NTSTATUS fr_entry_checks(const struct mem_entry *e, const struct ndk_qp_i
     return STATUS_SUCCESS;
 }
 
+/* The entry a fast registration targets: an MR of this QP's adapter. */
+static struct mem_entry *frmr_entry(struct ndk_qp_impl *qp, NDK_MR *mr)
+{
+    struct mem_entry *e = target_entry(qp, (NDK_OBJECT_HEADER *)mr);
+    return e && e->kind != MEM_KIND_MW ? e : NULL;
+}
+
 NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                  const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                  PVOID base_va, ULONG flags)
 {
-    struct mem_entry *e = target_entry(qp, (NDK_OBJECT_HEADER *)mr);
-    if (!e || e->kind == MEM_KIND_MW)
+    struct mem_entry *e = frmr_entry(qp, mr);
+    if (!e)
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->mem;
     NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
@@ -797,8 +804,8 @@ NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages
                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                 PVOID base_va, ULONG flags)
 {
-    struct mem_entry *e = target_entry(qp, (NDK_OBJECT_HEADER *)mr);
-    if (!e || e->kind == MEM_KIND_MW)
+    struct mem_entry *e = frmr_entry(qp, mr);
+    if (!e)
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->mem;
     /* Checked again: the MR may have been re-initialized since the post. */
@@ -861,13 +868,23 @@ static NTSTATUS bind_checks(const struct mem_entry *m, const struct mem_entry *w
     return STATUS_SUCCESS;
 }
 
+/* The entries of a bind: an MR and a window of this QP's adapter. */
+static bool bind_entries(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, struct mem_entry **m,
+                         struct mem_entry **w, struct ndk_obj **mro)
+{
+    struct ndk_obj *mwo = NULL;
+    *mro = NULL;
+    *m = mem_mr_entry(mr, mro);
+    *w = mem_mw_entry(mw, &mwo);
+    return qp && *m && *w && (*mro)->ad == qp->obj.ad && mwo->ad == qp->obj.ad;
+}
+
 NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
                         ULONG flags)
 {
-    struct ndk_obj *mro = NULL, *mwo = NULL;
-    struct mem_entry *m = mem_mr_entry(mr, &mro);
-    struct mem_entry *w = mem_mw_entry(mw, &mwo);
-    if (!qp || !m || !w || mro->ad != qp->obj.ad || mwo->ad != qp->obj.ad)
+    struct ndk_obj *mro;
+    struct mem_entry *m, *w;
+    if (!bind_entries(qp, mr, mw, &m, &w, &mro))
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->mem;
     pthread_mutex_lock(&t->lock);
@@ -900,10 +917,9 @@ NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va
 NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
                        ULONG flags)
 {
-    struct ndk_obj *mro = NULL, *mwo = NULL;
-    struct mem_entry *m = mem_mr_entry(mr, &mro);
-    struct mem_entry *w = mem_mw_entry(mw, &mwo);
-    if (!qp || !m || !w || mro->ad != qp->obj.ad || mwo->ad != qp->obj.ad)
+    struct ndk_obj *mro;
+    struct mem_entry *m, *w;
+    if (!bind_entries(qp, mr, mw, &m, &w, &mro))
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->mem;
     pthread_mutex_lock(&t->lock);
