@@ -211,7 +211,7 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
               size_t offender_len, bool send_term)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    dp->rx_st = 3; /* RX_DEAD */
+    dp->rx_st = RX_DEAD;
     pthread_mutex_lock(&dp->sq_lock);
     bool was_rts = dp->state == QP_RTS;
     dp->state = QP_ERROR;
@@ -780,7 +780,7 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->tx_gated = tx_gated;
     dp->msn_send = dp->msn_read = 1;
     dp->msn_send_expect = dp->msn_read_expect = 1;
-    dp->rx_st = 0;
+    dp->rx_st = RX_HDR;
     dp->rx_have = 0;
     dp->state = QP_RTS;
     if (!tx_gated)
@@ -821,7 +821,7 @@ void ndk_qp_stop(struct ndk_qp_impl *qp)
     if (dp->state == QP_RTS)
         dp->state = QP_ERROR;
     dp->tr = NULL;
-    dp->rx_st = 3;
+    dp->rx_st = RX_DEAD;
     pthread_mutex_unlock(&dp->sq_lock);
     pthread_mutex_unlock(&dp->rx_lock);
     ndk_qp_flush_all(qp);

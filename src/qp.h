@@ -114,6 +114,9 @@ struct ndk_irq_entry {
 #define RX_HDR_MAX (2 + 70)  /* a whole Terminate is read as header */
 
 enum qp_state { QP_IDLE, QP_RTS, QP_ERROR };
+/* The receive engine: reading a header, reading a body (payload, pad, CRC),
+ * or stopped for good (the stream failed, ended, or the QP was flushed). */
+enum rx_state { RX_HDR, RX_BODY, RX_DEAD };
 
 struct ndk_qp_impl;
 
@@ -178,7 +181,7 @@ struct ndk_qp_dp {
 
     /* receive engine (rx_lock) */
     pthread_mutex_t rx_lock;
-    int rx_st;              /* RX_HDR, RX_PAYLOAD, RX_TRAILER, RX_DEAD */
+    enum rx_state rx_st;
     uint8_t rx_hdr[RX_HDR_MAX];
     size_t rx_have;
     uint16_t rx_ulpdu;

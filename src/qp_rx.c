@@ -17,8 +17,6 @@
 #include "wire/mpa.h"
 #include "wire/term.h"
 
-enum { RX_HDR = 0, RX_BODY = 1, RX_DEAD = 3 };
-
 #define RX_BUDGET_FPDUS 256
 
 /* A check failed on the FPDU whose header is in rx_hdr. */
