@@ -574,6 +574,9 @@ static VOID qp_flush(NDK_QP *q)
      * connected QP cannot keep its stream in step after that, so the
      * connection is ended (as a verbs QP moved to the error state). */
     pthread_mutex_lock(&qp->dp.rx_lock);
+    /* Nothing is placed any more: flush_rq below hands the receives back,
+     * and the engine must not take (or read ahead into) one of them. */
+    qp->dp.rx_st = RX_DEAD;
     pthread_mutex_lock(&qp->dp.sq_lock);
     bool was_rts = qp->dp.state == QP_RTS;
     if (was_rts)
