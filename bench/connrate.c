@@ -292,7 +292,7 @@ static void fail_code(int code, const char *fmt, ...)
 static void fail_status(const char *what, NTSTATUS st)
 {
     fail_code(is_port_exhaustion(st) ? EXIT_PORTS : EXIT_FAILED, "%s failed: %s%s", what,
-              NdkStatusName(st),
+              ndk_status_name(st),
               is_port_exhaustion(st) ? " (PORT EXHAUSTION: local ports taken, e.g. by TIME_WAIT)"
                                      : "");
 }
@@ -329,7 +329,7 @@ static void create_cb(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER *obj)
     (void)ctx, (void)obj;
     FAIL("a create request completed asynchronously (%s); this benchmark expects inline "
          "creates",
-         NdkStatusName(st));
+         ndk_status_name(st));
 }
 
 static void cq_notify(PVOID ctx, NTSTATUS st)
@@ -713,7 +713,7 @@ static void srv_connect_event(PVOID ctx, NDK_CONNECTOR *c)
     NTSTATUS st = c->Dispatch->NdkGetConnectionData(c, NULL, NULL, &pd, &len);
     add_call(C_GET_DATA, t0);
     if (st != STATUS_SUCCESS || len != sizeof pd || pd.magic != PD_MAGIC) {
-        FAIL("server: NdkGetConnectionData: %s, %u bytes, magic 0x%08x", NdkStatusName(st),
+        FAIL("server: NdkGetConnectionData: %s, %u bytes, magic 0x%08x", ndk_status_name(st),
              (unsigned)len, pd.magic);
         return;
     }
@@ -761,9 +761,9 @@ static NDK_ADAPTER *open_lo(const char *who)
 {
     NDK_ADAPTER *a = NULL;
     NDK_VERSION v = {.Major = NDK_PROVIDER_MAJOR_VERSION, .Minor = NDK_PROVIDER_MINOR_VERSION};
-    NTSTATUS st = NdkOpenAdapter("lo", v, NULL, &a);
+    NTSTATUS st = ndk_open_adapter("lo", v, NULL, &a);
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "connrate: NdkOpenAdapter(\"lo\") for the %s: %s\n", who, NdkStatusName(st));
+        fprintf(stderr, "connrate: ndk_open_adapter(\"lo\") for the %s: %s\n", who, ndk_status_name(st));
         exit(EXIT_FAILED);
     }
     return a;
@@ -775,7 +775,7 @@ static void make_pd_cq(NDK_ADAPTER *a, NDK_PD **pd, NDK_CQ **cq)
     if (st == STATUS_SUCCESS)
         st = a->Dispatch->NdkCreateCq(a, 4096, cq_notify, NULL, NULL, create_cb, NULL, cq);
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "connrate: NdkCreatePd/NdkCreateCq: %s\n", NdkStatusName(st));
+        fprintf(stderr, "connrate: NdkCreatePd/NdkCreateCq: %s\n", ndk_status_name(st));
         exit(EXIT_FAILED);
     }
 }
@@ -794,13 +794,13 @@ static void setup_server(void)
                                                   &s),
                        &s, "NdkListen");
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "connrate: listener on 127.0.0.1:%u: %s\n", g.port, NdkStatusName(st));
+        fprintf(stderr, "connrate: listener on 127.0.0.1:%u: %s\n", g.port, ndk_status_name(st));
         exit(EXIT_FAILED);
     }
     ULONG len = sizeof la;
     st = g.lsn->Dispatch->NdkGetLocalAddress(g.lsn, (PSOCKADDR)&la, &len);
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "connrate: listener address: %s\n", NdkStatusName(st));
+        fprintf(stderr, "connrate: listener address: %s\n", ndk_status_name(st));
         exit(EXIT_FAILED);
     }
     g.port = ntohs(la.sin_port);
@@ -862,9 +862,9 @@ static void teardown(void)
     if (g.spd)
         close_sync(&g.spd->Header, g.spd->Dispatch->NdkClosePd, "server PD close");
     if (g.cad)
-        NdkCloseAdapter(g.cad);
+        ndk_close_adapter(g.cad);
     if (g.sad)
-        NdkCloseAdapter(g.sad);
+        ndk_close_adapter(g.sad);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -882,7 +882,7 @@ static void check_failed(void)
                         "a shorter time or wait 60 s\n");
     fflush(stderr);
     /* Callbacks may still be running on the provider threads: leave without
-     * closing anything (NdkCloseAdapter could wait on a wedged connection). */
+     * closing anything (ndk_close_adapter could wait on a wedged connection). */
     _exit(f);
 }
 
@@ -1134,8 +1134,8 @@ static void idle_make_qps(unsigned from, unsigned n)
         NTSTATUS b = g.spd->Dispatch->NdkCreateQp(g.spd, g.scq, g.scq, NULL, QP_DEPTH, QP_DEPTH,
                                                   1, 1, 0, create_cb, NULL, &g.sqps[g.nsqps]);
         if (a != STATUS_SUCCESS || b != STATUS_SUCCESS) {
-            fprintf(stderr, "connrate: NdkCreateQp #%u: %s / %s\n", i, NdkStatusName(a),
-                    NdkStatusName(b));
+            fprintf(stderr, "connrate: NdkCreateQp #%u: %s / %s\n", i, ndk_status_name(a),
+                    ndk_status_name(b));
             exit(EXIT_FAILED);
         }
         g.nsqps++;

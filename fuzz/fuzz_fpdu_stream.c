@@ -300,7 +300,7 @@ static bool open_adapter(void)
     if (g_ad)
         return true;
     g_trace = getenv("FUZZ_FPDU_TRACE") != NULL;
-    return NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad) == STATUS_SUCCESS;
+    return ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad) == STATUS_SUCCESS;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

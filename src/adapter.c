@@ -166,7 +166,7 @@ bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
 
 /* ---- platform entry points ---- */
 
-NDK_API NTSTATUS NdkListAdapters(NDK_ADAPTER_DESCRIPTION *pList, ULONG *pCount)
+NDK_API NTSTATUS ndk_list_adapters(NDK_ADAPTER_DESCRIPTION *pList, ULONG *pCount)
 {
     if (!pCount || (!pList && *pCount))
         return STATUS_INVALID_PARAMETER;
@@ -249,7 +249,7 @@ static void adapter_free(struct ndk_obj *obj)
 
 static const struct ndk_obj_ops adapter_ops = {.free = adapter_free};
 
-NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
+NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
                                 const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter)
 {
     if (!NameOrAddress || !ppAdapter)
@@ -336,14 +336,14 @@ NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
     return STATUS_SUCCESS;
 }
 
-NDK_API VOID NdkCloseAdapter(NDK_ADAPTER *pAdapter)
+NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
 {
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);
     if (!ad)
         return;
     if (ndk_on_progress_thread(ad)) {
         /* L12: never from a callback; joining ourselves would deadlock. */
-        ndk_log("NdkCloseAdapter called from a callback: ignored");
+        ndk_log("ndk_close_adapter called from a callback: ignored");
         return;
     }
     pthread_mutex_lock(&ad->lock);

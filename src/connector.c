@@ -293,7 +293,7 @@ static bool peer_went_away(struct ndk_connector_impl *c)
 
 static void connect_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
-    NDK_DEBUG("connect failed: %s", NdkStatusName(st));
+    NDK_DEBUG("connect failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->connect_req, st);
 }
@@ -437,7 +437,7 @@ static void read_reply(struct ndk_connector_impl *c)
 
 static void accept_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
-    NDK_DEBUG("accept failed: %s", NdkStatusName(st));
+    NDK_DEBUG("accept failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->accept_req, st);
 }

@@ -1,4 +1,4 @@
-/* NdkStatusName: readable names for the NTSTATUS values libndk returns. */
+/* ndk_status_name: readable names for the NTSTATUS values libndk returns. */
 #include <stdio.h>
 
 #include <ndk/ndk.h>
@@ -46,7 +46,7 @@ static const struct {
     NAME(NDIS_STATUS_ADAPTER_NOT_READY),
 };
 
-NDK_API const char *NdkStatusName(NTSTATUS Status)
+NDK_API const char *ndk_status_name(NTSTATUS Status)
 {
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         if (names[i].status == Status)

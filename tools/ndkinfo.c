@@ -2,8 +2,8 @@
  * ndkinfo - list NDK adapters and print their NDK_ADAPTER_INFO, like
  * rdma-core's ibv_devinfo (and ibv_devices for -l).
  *
- * Uses only the public headers: NdkListAdapters / NdkOpenAdapter /
- * NdkCloseAdapter from ndk.h, and NdkQueryAdapterInfo through the adapter's
+ * Uses only the public headers: ndk_list_adapters / ndk_open_adapter /
+ * ndk_close_adapter from ndk.h, and NdkQueryAdapterInfo through the adapter's
  * dispatch table.
  */
 #include <getopt.h>
@@ -155,9 +155,9 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
                              bool explicit)
 {
     NDK_ADAPTER *ad = NULL;
-    NTSTATUS st = NdkOpenAdapter(spec, TC_NDK_VERSION, NULL, &ad);
+    NTSTATUS st = ndk_open_adapter(spec, TC_NDK_VERSION, NULL, &ad);
     if (st != STATUS_SUCCESS && (explicit || st != NDIS_STATUS_ADAPTER_NOT_READY)) {
-        fprintf(stderr, "%s: cannot open adapter '%s': %s\n", prog, spec, NdkStatusName(st));
+        fprintf(stderr, "%s: cannot open adapter '%s': %s\n", prog, spec, ndk_status_name(st));
         tc_print_available(stderr);
         return st;
     }
@@ -173,7 +173,7 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
         field("addresses", "%s", tc_format_desc_addrs(d, addrs, sizeof addrs));
     }
     if (st != STATUS_SUCCESS) {
-        field("NDK_ADAPTER_INFO", "not available: %s", NdkStatusName(st));
+        field("NDK_ADAPTER_INFO", "not available: %s", ndk_status_name(st));
         return STATUS_SUCCESS;
     }
 
@@ -184,8 +184,8 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
         print_info(&info, probed, verbose);
     else
         fprintf(stderr, "%s: NdkQueryAdapterInfo on '%s' failed: %s\n", prog, spec,
-                NdkStatusName(st));
-    NdkCloseAdapter(ad);
+                ndk_status_name(st));
+    ndk_close_adapter(ad);
     return st;
 }
 
@@ -231,7 +231,7 @@ int main(int argc, char **argv)
     ULONG n;
     NTSTATUS st = tc_list_adapters(&list, &n);
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "%s: NdkListAdapters failed: %s\n", prog, NdkStatusName(st));
+        fprintf(stderr, "%s: ndk_list_adapters failed: %s\n", prog, ndk_status_name(st));
         return 1;
     }
 

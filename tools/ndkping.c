@@ -551,7 +551,7 @@ static bool side_open(struct side *s, const char *role, const char *spec, const 
         return false;
     st = tc_query_info(s->ad, &s->info, NULL);
     if (st != STATUS_SUCCESS) {
-        complain(role, "NdkQueryAdapterInfo on '%s' failed: %s", spec, NdkStatusName(st));
+        complain(role, "NdkQueryAdapterInfo on '%s' failed: %s", spec, ndk_status_name(st));
         return false;
     }
     say(LVL_VERBOSE, role, "opened adapter '%s' (%s) at NDK %u.%u, flags 0x%" PRIx32, spec, s->name,
@@ -944,7 +944,7 @@ static bool op_posted(struct conn *c, int op, const char *call, NTSTATUS st)
 {
     if (st != STATUS_SUCCESS) {
         complain(c->side->role, "[%u] %s failed: %s returned %s", c->num, op_info[op].name, call,
-                 NdkStatusName(st));
+                 ndk_status_name(st));
         if (st == STATUS_PENDING)
             library_problem(c->side->role, "%s returned STATUS_PENDING, never valid for a post",
                             call);
@@ -974,7 +974,7 @@ static ULONG cq_drain(struct conn *c)
         if (op < 0 || !c->ops[op].posted || c->ops[op].done) {
             library_problem(c->side->role,
                             "[%u] a CQ entry (%s, type %d) for no outstanding request (context %p)",
-                            c->num, NdkStatusName(r[i].Status), (int)r[i].Type,
+                            c->num, ndk_status_name(r[i].Status), (int)r[i].Type,
                             r[i].RequestContext);
             continue;
         }
@@ -984,7 +984,7 @@ static ULONG cq_drain(struct conn *c)
         o->res = r[i];
         say(LVL_VERBOSE, c->side->role,
             "[%u] CQ: %s %s, %" PRIu32 " bytes, ProviderErrorCode 0x%" PRIx32, c->num,
-            op_info[op].name, NdkStatusName(r[i].Status), r[i].BytesTransferred,
+            op_info[op].name, ndk_status_name(r[i].Status), r[i].BytesTransferred,
             r[i].ProviderErrorCode);
         if (r[i].QPContext != c)
             library_problem(c->side->role, "[%u] %s completion with QPContext %p, not %p", c->num,
@@ -1041,7 +1041,7 @@ static bool ops_wait(struct conn *c, unsigned mask)
         pthread_mutex_unlock(&c->wake_lock);
         if (cq_status != STATUS_SUCCESS) {
             complain(c->side->role, "[%u] the CQ notification reports %s", c->num,
-                     NdkStatusName(cq_status));
+                     ndk_status_name(cq_status));
             return false;
         }
     }
@@ -1064,7 +1064,7 @@ static bool op_ok(struct conn *c, int op)
     }
     if (o->res.Status != STATUS_SUCCESS) {
         complain(role, "[%u] %s failed: completion status %s, ProviderErrorCode 0x%" PRIx32, c->num,
-                 op_info[op].name, NdkStatusName(o->res.Status), o->res.ProviderErrorCode);
+                 op_info[op].name, ndk_status_name(o->res.Status), o->res.ProviderErrorCode);
         return false;
     }
     return true;
@@ -1089,7 +1089,7 @@ static NTSTATUS get_connection_data(struct conn *c, NDK_CONNECTOR *cn, ULONG *ir
     ULONG rds = 0;
     NTSTATUS st = cn->Dispatch->NdkGetConnectionData(cn, ird, ord, NULL, &rds);
     say(LVL_VERBOSE, role, "[%u] NdkGetConnectionData(NULL, 0): %s, RDS %" PRIu32, c->num,
-        NdkStatusName(st), rds);
+        ndk_status_name(st), rds);
     if (st != STATUS_SUCCESS)
         return st;
     if (rds == 0)
@@ -1270,7 +1270,7 @@ static bool server_start(struct server *s)
     ULONG len = sizeof s->bound;
     st = s->listener->Dispatch->NdkGetLocalAddress(s->listener, &s->bound.sa, &len);
     if (st != STATUS_SUCCESS) {
-        complain(role, "NdkGetLocalAddress on the listener failed: %s", NdkStatusName(st));
+        complain(role, "NdkGetLocalAddress on the listener failed: %s", ndk_status_name(st));
         return false;
     }
     if (tc_sockaddr_port(&s->bound) == 0)
@@ -1444,14 +1444,14 @@ static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event,
     ULONG alen = sizeof peer;
     NTSTATUS st = cn->Dispatch->NdkGetPeerAddress(cn, &peer.sa, &alen);
     if (st != STATUS_SUCCESS)
-        complain(role, "[%u] NdkGetPeerAddress failed: %s", num, NdkStatusName(st));
+        complain(role, "[%u] NdkGetPeerAddress failed: %s", num, ndk_status_name(st));
     const char *from = st == STATUS_SUCCESS ? tc_format_addr(&peer, true, a, sizeof a) : "?";
 
     ULONG ird = 0, ord = 0, pd_len = 0;
     st = get_connection_data(c, cn, &ird, &ord, &pd, &pd_len);
     if (st != STATUS_SUCCESS) {
         complain(role, "[%u] NdkGetConnectionData on the request from %s failed: %s", num, from,
-                 NdkStatusName(st));
+                 ndk_status_name(st));
         goto out;
     }
     ULONG text_len = 0;
@@ -1497,7 +1497,7 @@ static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event,
         }
         st = cn->Dispatch->NdkReject(cn, rtext_len ? (void *)rtext : NULL, (ULONG)rtext_len);
         if (st != STATUS_SUCCESS) {
-            complain(role, "[%u] NdkReject failed: %s", num, NdkStatusName(st));
+            complain(role, "[%u] NdkReject failed: %s", num, ndk_status_name(st));
             goto out;
         }
         say(LVL_NORMAL, role, "[%u] rejected, private data %s", num,
@@ -1737,7 +1737,7 @@ static bool client_refused(struct client *cl, struct conn *c, const char *dst)
     if (opt.mode == MODE_LOOPBACK && opt.reject) {
         if (st != STATUS_SUCCESS) {
             complain(role, "[%u] refused as asked, but NdkGetConnectionData failed: %s", c->num,
-                     NdkStatusName(st));
+                     ndk_status_name(st));
         } else {
             say(LVL_NORMAL, role, "[%u] refused by %s as asked, server private data %s", c->num,
                 dst, fmt_pdata(pd, pd_len, p, sizeof p));
@@ -1977,13 +1977,13 @@ static bool client_once(struct client *cl, unsigned num)
     if (st == STATUS_SUCCESS)
         tc_format_addr(&local, true, src, sizeof src);
     else
-        snprintf(src, sizeof src, "? (NdkGetLocalAddress: %s)", NdkStatusName(st));
+        snprintf(src, sizeof src, "? (NdkGetLocalAddress: %s)", ndk_status_name(st));
 
     ULONG ird = 0, ord = 0, pd_len = 0;
     st = get_connection_data(c, cn, &ird, &ord, &pd, &pd_len);
     if (st != STATUS_SUCCESS) {
         complain(role, "[%u] NdkGetConnectionData after the connect failed: %s", num,
-                 NdkStatusName(st));
+                 ndk_status_name(st));
         goto out;
     }
     ULONG text_len = 0;
@@ -2076,13 +2076,13 @@ struct closer {
 static void *closer_main(void *arg)
 {
     struct closer *cl = arg;
-    NdkCloseAdapter(cl->ad);
+    ndk_close_adapter(cl->ad);
     tc_comp_signal(&cl->done, STATUS_SUCCESS, NULL, 0);
     return NULL;
 }
 
 /*
- * NdkCloseAdapter blocks until every callback of the adapter has returned.
+ * ndk_close_adapter blocks until every callback of the adapter has returned.
  * It runs on a helper thread so that ndkping's wait stays bounded: if it
  * does not return, that is reported and ndkping exits at once.
  */
@@ -2092,14 +2092,14 @@ static void side_close(struct side *s)
         struct closer *cl = calloc(1, sizeof *cl);
         pthread_t t;
         if (!cl) {
-            NdkCloseAdapter(s->ad);
+            ndk_close_adapter(s->ad);
         } else {
             cl->ad = s->ad;
-            tc_comp_init(&cl->done, "NdkCloseAdapter");
+            tc_comp_init(&cl->done, "ndk_close_adapter");
             if (pthread_create(&t, NULL, closer_main, cl) != 0) {
-                NdkCloseAdapter(s->ad);
+                ndk_close_adapter(s->ad);
             } else if (!tc_comp_wait(&cl->done, step_wait_ms())) {
-                library_problem(s->role, "NdkCloseAdapter did not return within %u ms",
+                library_problem(s->role, "ndk_close_adapter did not return within %u ms",
                                 step_wait_ms());
                 fflush(NULL);
                 _exit(1);
@@ -2134,7 +2134,7 @@ static const NDK_ADAPTER_DESCRIPTION *describe(const char *spec, NDK_ADAPTER_DES
  * spec is what the user gave with -d, opened as given so that the
  * provider's own answer shows; otherwise the adapter is derived from an
  * address and opened by the interface name found for it, because
- * NdkOpenAdapter only knows the listed addresses while every 127.0.0.0/8
+ * ndk_open_adapter only knows the listed addresses while every 127.0.0.0/8
  * address belongs to the loopback adapter (ndk.h).
  */
 static bool side_setup(struct side *s, const char *role, const char *spec, bool user_given,

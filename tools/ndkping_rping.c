@@ -549,7 +549,7 @@ static NDK_SGE sge_of(const struct rbuf *B, size_t off, size_t len)
 static bool posted(struct rconn *c, struct wr *w, const char *call, NTSTATUS st)
 {
     if (st != STATUS_SUCCESS) {
-        complain("post %s error: %s returned %s", wr_info[w->kind].name, call, NdkStatusName(st));
+        complain("post %s error: %s returned %s", wr_info[w->kind].name, call, ndk_status_name(st));
         if (st == STATUS_PENDING)
             library_problem("%s returned STATUS_PENDING, never valid for a post", call);
         return false;
@@ -580,7 +580,7 @@ static void handle_result(struct rconn *c, const NDK_RESULT_EX *r)
     ours |= w == &c->read_wr || w == &c->write_wr;
     if (!ours || !w->posted) {
         library_problem("a CQ entry (%s, type %d) for no outstanding request (context %p)",
-                        NdkStatusName(r->Status), (int)r->Type, r->RequestContext);
+                        ndk_status_name(r->Status), (int)r->Type, r->RequestContext);
         c->failed = true;
         return;
     }
@@ -597,7 +597,7 @@ static void handle_result(struct rconn *c, const NDK_RESULT_EX *r)
     }
     if (r->Status != STATUS_SUCCESS) {
         complain("cq completion failed status %s (ProviderErrorCode 0x%" PRIx32 ") on the %s",
-                 NdkStatusName(r->Status), r->ProviderErrorCode, wr_info[w->kind].name);
+                 ndk_status_name(r->Status), r->ProviderErrorCode, wr_info[w->kind].name);
         c->failed = true;
         return;
     }
@@ -712,7 +712,7 @@ static enum wait_result wait_for(struct rconn *c, ready_fn ready)
         NTSTATUS cq_status = c->cq_status;
         pthread_mutex_unlock(&c->wake_lock);
         if (cq_status != STATUS_SUCCESS) {
-            complain("the CQ notification reports %s", NdkStatusName(cq_status));
+            complain("the CQ notification reports %s", ndk_status_name(cq_status));
             return WAIT_FAILED;
         }
     }
@@ -1002,7 +1002,7 @@ static bool server_connection(struct server_ctx *s, NDK_CONNECTOR *cn, unsigned 
     if (st == STATUS_SUCCESS)
         tc_format_addr(&peer, true, c->peer, sizeof c->peer);
     else
-        snprintf(c->peer, sizeof c->peer, "? (NdkGetPeerAddress: %s)", NdkStatusName(st));
+        snprintf(c->peer, sizeof c->peer, "? (NdkGetPeerAddress: %s)", ndk_status_name(st));
 
     /* rdma_accept(id, NULL) answers with the request's IRD/ORD: the
      * passive side's view of them (behaviour.md, IRD / ORD). */
@@ -1010,7 +1010,7 @@ static bool server_connection(struct server_ctx *s, NDK_CONNECTOR *cn, unsigned 
     st = cn->Dispatch->NdkGetConnectionData(cn, &ird, &ord, NULL, &rds);
     if (st != STATUS_SUCCESS) {
         complain("NdkGetConnectionData on the request from %s failed: %s", c->peer,
-                 NdkStatusName(st));
+                 ndk_status_name(st));
         goto out;
     }
     dbg("cma_event type RDMA_CM_EVENT_CONNECT_REQUEST from %s: IRD %" PRIu32 " ORD %" PRIu32
@@ -1216,7 +1216,7 @@ static bool client_run(struct client_ctx *cl)
             ", %" PRIu32 " bytes of private data",
             ird, ord, rds);
     else
-        complain("NdkGetConnectionData after the connect failed: %s", NdkStatusName(st));
+        complain("NdkGetConnectionData after the connect failed: %s", ndk_status_name(st));
     /* Linux siw 6.1 as responder sends its MPA Reply before it installs
      * the socket callbacks that read FPDUs; an FPDU arriving in between
      * sits unread until more bytes come, which rping's protocol never
@@ -1287,7 +1287,7 @@ static bool open_adapter(const char *spec, ULONG flags, NDK_ADAPTER **ad, NDK_AD
         return false;
     st = tc_query_info(*ad, info, NULL);
     if (st != STATUS_SUCCESS) {
-        complain("NdkQueryAdapterInfo on '%s' failed: %s", spec, NdkStatusName(st));
+        complain("NdkQueryAdapterInfo on '%s' failed: %s", spec, ndk_status_name(st));
         return false;
     }
     dbg("opened adapter '%s' at NDK %u.%u, flags 0x%" PRIx32, spec, info->Version.Major,
@@ -1303,12 +1303,12 @@ struct closer {
 static void *closer_main(void *arg)
 {
     struct closer *k = arg;
-    NdkCloseAdapter(k->ad);
+    ndk_close_adapter(k->ad);
     tc_comp_signal(&k->done, STATUS_SUCCESS, NULL, 0);
     return NULL;
 }
 
-/* NdkCloseAdapter blocks until every callback has returned; it runs on a
+/* ndk_close_adapter blocks until every callback has returned; it runs on a
  * helper thread so that our wait stays bounded: if it does not return,
  * that is reported and the process exits at once. */
 static void close_adapter(NDK_ADAPTER *ad)
@@ -1318,15 +1318,15 @@ static void close_adapter(NDK_ADAPTER *ad)
     struct closer *k = calloc(1, sizeof *k);
     pthread_t t;
     if (!k) {
-        NdkCloseAdapter(ad);
+        ndk_close_adapter(ad);
         return;
     }
     k->ad = ad;
-    tc_comp_init(&k->done, "NdkCloseAdapter");
+    tc_comp_init(&k->done, "ndk_close_adapter");
     if (pthread_create(&t, NULL, closer_main, k) != 0) {
-        NdkCloseAdapter(ad);
+        ndk_close_adapter(ad);
     } else if (!tc_comp_wait(&k->done, step_ms())) {
-        library_problem("NdkCloseAdapter did not return within %u ms", step_ms());
+        library_problem("ndk_close_adapter did not return within %u ms", step_ms());
         fflush(NULL);
         _exit(1);
     } else {
@@ -1389,7 +1389,7 @@ static int run_client(void)
     const NDK_ADAPTER_DESCRIPTION *d = describe(spec, &list);
     int rc = 1;
     ULONG flags = (ro.crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0) | (ro.no_p2p ? NDK_OPEN_FLAG_NO_P2P : 0);
-    /* By interface name when known: NdkOpenAdapter knows only the listed
+    /* By interface name when known: ndk_open_adapter knows only the listed
      * addresses, while all of 127.0.0.0/8 is the loopback adapter's. */
     if (!open_adapter(ro.adapter || !d ? spec : d->Name, flags, &cl.ad, &cl.info))
         goto out;
@@ -1492,7 +1492,7 @@ static int run_server(void)
     ULONG blen = sizeof bound;
     st = listener->Dispatch->NdkGetLocalAddress(listener, &bound.sa, &blen);
     if (st != STATUS_SUCCESS) {
-        complain("NdkGetLocalAddress on the listener failed: %s", NdkStatusName(st));
+        complain("NdkGetLocalAddress on the listener failed: %s", ndk_status_name(st));
         bound = addr;
     }
     dbg("rdma_listen on %s", tc_format_addr(&bound, true, a, sizeof a));

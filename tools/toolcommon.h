@@ -66,7 +66,7 @@ TC_FN const char *tc_status_name(NTSTATUS st)
 {
     if (st == TC_STATUS_NO_CALLBACK)
         return "no completion callback within the timeout";
-    return NdkStatusName(st);
+    return ndk_status_name(st);
 }
 
 TC_FN uint64_t tc_now_us(void)
@@ -249,7 +249,7 @@ TC_FN int tc_comp_audit(struct tc_completion *c, const char *prog)
         fprintf(stderr,
                 "%s: library problem: %s returned %s inline, but its completion callback "
                 "was called too (%u time%s)\n",
-                prog, c->what, NdkStatusName(c->returned), c->calls, c->calls == 1 ? "" : "s");
+                prog, c->what, ndk_status_name(c->returned), c->calls, c->calls == 1 ? "" : "s");
         problems++;
     } else if (c->calls > 1) {
         fprintf(stderr, "%s: library problem: %s: callback called %u times, expected once\n", prog,
@@ -271,7 +271,7 @@ TC_FN NTSTATUS tc_close(NDK_FN_CLOSE_OBJECT fn, NDK_OBJECT_HEADER *obj, struct t
         fprintf(stderr,
                 "%s: library problem: %s returned %s; closes return only STATUS_SUCCESS or "
                 "STATUS_PENDING\n",
-                prog, c->what, NdkStatusName(st));
+                prog, c->what, ndk_status_name(st));
         return st;
     }
     st = tc_comp_finish(c, st, ms);
@@ -401,7 +401,7 @@ TC_FN bool tc_route_source(const NDK_SOCKADDR *dst, NDK_SOCKADDR *src)
 /* ------------------------------------------------------------------------ */
 
 /*
- * NdkListAdapters into a malloc'ed array (*out, free() it). Probes the count
+ * ndk_list_adapters into a malloc'ed array (*out, free() it). Probes the count
  * first, then retries while interfaces appear between the two calls.
  */
 TC_FN NTSTATUS tc_list_adapters(NDK_ADAPTER_DESCRIPTION **out, ULONG *count)
@@ -409,7 +409,7 @@ TC_FN NTSTATUS tc_list_adapters(NDK_ADAPTER_DESCRIPTION **out, ULONG *count)
     *out = NULL;
     *count = 0;
     ULONG n = 0;
-    NTSTATUS st = NdkListAdapters(NULL, &n);
+    NTSTATUS st = ndk_list_adapters(NULL, &n);
     for (int attempt = 0; attempt < 8; attempt++) {
         if (st != STATUS_SUCCESS && st != STATUS_BUFFER_TOO_SMALL)
             return st;
@@ -420,7 +420,7 @@ TC_FN NTSTATUS tc_list_adapters(NDK_ADAPTER_DESCRIPTION **out, ULONG *count)
         if (!list)
             return STATUS_NO_MEMORY;
         n = cap;
-        st = NdkListAdapters(list, &n);
+        st = ndk_list_adapters(list, &n);
         if (st == STATUS_SUCCESS) {
             *out = list;
             *count = n;
@@ -440,7 +440,7 @@ TC_FN bool tc_desc_owns(const NDK_ADAPTER_DESCRIPTION *d, const NDK_SOCKADDR *a)
 }
 
 /*
- * Finds the adapter that NdkOpenAdapter(spec) would open: by interface name,
+ * Finds the adapter that ndk_open_adapter(spec) would open: by interface name,
  * else by one of its addresses; any 127.0.0.0/8 address belongs to the
  * loopback adapter (ndk.h). Returns the index or -1.
  */
@@ -506,7 +506,7 @@ TC_FN void tc_print_available(FILE *f)
     ULONG n;
     NTSTATUS st = tc_list_adapters(&list, &n);
     if (st != STATUS_SUCCESS) {
-        fprintf(f, "available adapters: cannot list them: %s\n", NdkStatusName(st));
+        fprintf(f, "available adapters: cannot list them: %s\n", ndk_status_name(st));
         return;
     }
     fprintf(f, "available adapters:");
@@ -528,9 +528,9 @@ TC_FN NTSTATUS tc_open_adapter(const char *prog, const char *spec, const NDK_OPE
                                NDK_ADAPTER **out)
 {
     *out = NULL;
-    NTSTATUS st = NdkOpenAdapter(spec, TC_NDK_VERSION, opt, out);
+    NTSTATUS st = ndk_open_adapter(spec, TC_NDK_VERSION, opt, out);
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "%s: cannot open adapter '%s': %s\n", prog, spec, NdkStatusName(st));
+        fprintf(stderr, "%s: cannot open adapter '%s': %s\n", prog, spec, ndk_status_name(st));
         tc_print_available(stderr);
         *out = NULL;
     }

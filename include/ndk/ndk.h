@@ -83,9 +83,9 @@ typedef struct _NDK_ADAPTER_DESCRIPTION {
  * than fit (the first *pCount-in entries are filled), or
  * STATUS_INSUFFICIENT_RESOURCES when the interface list cannot be read.
  */
-NDK_API NTSTATUS NdkListAdapters(NDK_ADAPTER_DESCRIPTION *pList, ULONG *pCount);
+NDK_API NTSTATUS ndk_list_adapters(NDK_ADAPTER_DESCRIPTION *pList, ULONG *pCount);
 
-/* Options for NdkOpenAdapter. Zero in any field means "the default". */
+/* Options for ndk_open_adapter. Zero in any field means "the default". */
 typedef struct _NDK_OPEN_OPTIONS {
     ULONG Size;                /* sizeof(NDK_OPEN_OPTIONS) */
     ULONG Flags;               /* NDK_OPEN_FLAG_* */
@@ -133,7 +133,7 @@ typedef struct _NDK_OPEN_OPTIONS {
  * down or has no IPv4/IPv6 address); NDIS_STATUS_BAD_VERSION (version not
  * supported); STATUS_INSUFFICIENT_RESOURCES.
  */
-NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
+NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
                                 const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter);
 
 /*
@@ -142,11 +142,11 @@ NDK_API NTSTATUS NdkOpenAdapter(const char *NameOrAddress, NDK_VERSION Version,
  * delivered before it returns; objects the consumer never closed are torn
  * down without callbacks. Must not be called from inside a callback.
  */
-NDK_API VOID NdkCloseAdapter(NDK_ADAPTER *pAdapter);
+NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter);
 
 /* "STATUS_CONNECTION_REFUSED" for 0xC0000236, or "0x........" for unknown
  * values (in a static buffer per thread). */
-NDK_API const char *NdkStatusName(NTSTATUS Status);
+NDK_API const char *ndk_status_name(NTSTATUS Status);
 
 #ifdef __cplusplus
 }

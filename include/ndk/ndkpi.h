@@ -920,7 +920,7 @@ typedef _IRQL_requires_max_(DISPATCH_LEVEL) VOID (*NDK_FN_RELEASE_LAM)(
     _In_ NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
 
 /* Unlike every other table: no close member (the platform closes adapters,
- * NdkCloseAdapter in ndk.h), and NdkQueryExtension comes first. */
+ * ndk_close_adapter in ndk.h), and NdkQueryExtension comes first. */
 typedef struct _NDK_ADAPTER_DISPATCH {
     NDK_FN_QUERY_EXTENSION_INTERFACE NdkQueryExtension;
     NDK_FN_QUERY_ADAPTER_INFO NdkQueryAdapterInfo;

@@ -70,8 +70,8 @@
         NTSTATUS dp_g_ = (got), dp_w_ = (want);                                              \
         if (dp_g_ != dp_w_) {                                                                \
             char dp_gb_[64], dp_wb_[64];                                                     \
-            snprintf(dp_gb_, sizeof dp_gb_, "%s", NdkStatusName(dp_g_));                     \
-            snprintf(dp_wb_, sizeof dp_wb_, "%s", NdkStatusName(dp_w_));                     \
+            snprintf(dp_gb_, sizeof dp_gb_, "%s", ndk_status_name(dp_g_));                     \
+            snprintf(dp_wb_, sizeof dp_wb_, "%s", ndk_status_name(dp_w_));                     \
             tl_failures++;                                                                   \
             fprintf(stderr, "%s:%d: [%s] %s: got %s, expected %s\n", __FILE__, __LINE__,      \
                     tl_current ? tl_current : "-", #got, dp_gb_, dp_wb_);                    \
@@ -373,7 +373,7 @@ static inline bool dp_side_open_flags(dp_side *s, ULONG flags)
     memset(s, 0, sizeof *s);
     NDK_OPEN_OPTIONS o = dp_options();
     o.Flags = flags;
-    NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
     DP_CHECK_ST(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
         return false;
@@ -430,7 +430,7 @@ static inline dp_req *dp_close_start(void *obj)
     if (r->returned != STATUS_SUCCESS && r->returned != STATUS_PENDING) {
         tl_failures++;
         fprintf(stderr, "[%s] close returned %s\n", tl_current ? tl_current : "-",
-                NdkStatusName(r->returned));
+                ndk_status_name(r->returned));
     }
     return r;
 }
@@ -462,7 +462,7 @@ static inline void dp_close_adapter(NDK_ADAPTER *ad)
     for (unsigned i = 0; i < DP_MAX_ADAPTERS; i++)
         if (dp_adapters[i] == ad)
             dp_adapters[i] = NULL;
-    NdkCloseAdapter(ad);
+    ndk_close_adapter(ad);
 }
 
 static inline void dp_side_close(dp_side *s)
@@ -671,7 +671,7 @@ static inline ULONG dp_quiet(dp_cq *c, NDK_RESULT_EX *out, ULONG max, unsigned m
                             "%s type %d\n",                                                  \
                     __FILE__, __LINE__, tl_current ? tl_current : "-",                       \
                     (unsigned long)dp_qn_, #c, dp_q_[0].RequestContext,                      \
-                    NdkStatusName(dp_q_[0].Status), (int)dp_q_[0].Type);                     \
+                    ndk_status_name(dp_q_[0].Status), (int)dp_q_[0].Type);                     \
         }                                                                                    \
     } while (0)
 
@@ -1404,14 +1404,14 @@ static inline void dp_case_begin(const char *name)
 static inline void dp_case_end(void)
 {
     /* A case that stopped early left adapters open: closing them tears down
-     * what is left and, once NdkCloseAdapter returned, no callback runs any
+     * what is left and, once ndk_close_adapter returned, no callback runs any
      * more (L12), so the pools can be reused. Its requests are not audited:
      * some may legitimately never have completed. */
     bool left_open = false;
     for (unsigned i = 0; i < DP_MAX_ADAPTERS; i++) {
         if (dp_adapters[i]) {
             left_open = true;
-            NdkCloseAdapter(dp_adapters[i]);
+            ndk_close_adapter(dp_adapters[i]);
             dp_adapters[i] = NULL;
         }
     }
@@ -1426,7 +1426,7 @@ static inline void dp_case_end(void)
             if (got != want) {
                 tl_failures++;
                 fprintf(stderr, "[%s] %s returned %s and its completion ran %u times (4.1: %u)\n",
-                        dp_case_name, r->what, NdkStatusName(r->returned), got, want);
+                        dp_case_name, r->what, ndk_status_name(r->returned), got, want);
             }
         }
         tl_event_destroy(&r->ev);

@@ -61,8 +61,8 @@
         CHECK_EQ(nt_got_, nt_want_);                                                         \
         if (nt_got_ != nt_want_) {                                                           \
             char nt_gb_[64], nt_wb_[64];                                                     \
-            snprintf(nt_gb_, sizeof nt_gb_, "%s", NdkStatusName(nt_got_));                   \
-            snprintf(nt_wb_, sizeof nt_wb_, "%s", NdkStatusName(nt_want_));                  \
+            snprintf(nt_gb_, sizeof nt_gb_, "%s", ndk_status_name(nt_got_));                   \
+            snprintf(nt_wb_, sizeof nt_wb_, "%s", ndk_status_name(nt_want_));                  \
             fprintf(stderr, "    got %s, expected %s\n", nt_gb_, nt_wb_);                    \
         }                                                                                    \
     } while (0)
@@ -91,8 +91,8 @@ static _Atomic int nt_cb_failures;
         NTSTATUS nt_cg_ = (got), nt_cw_ = (want);                                            \
         if (nt_cg_ != nt_cw_) {                                                              \
             char nt_gb_[64], nt_wb_[64];                                                     \
-            snprintf(nt_gb_, sizeof nt_gb_, "%s", NdkStatusName(nt_cg_));                    \
-            snprintf(nt_wb_, sizeof nt_wb_, "%s", NdkStatusName(nt_cw_));                    \
+            snprintf(nt_gb_, sizeof nt_gb_, "%s", ndk_status_name(nt_cg_));                    \
+            snprintf(nt_wb_, sizeof nt_wb_, "%s", ndk_status_name(nt_cw_));                    \
             atomic_fetch_add(&nt_cb_failures, 1);                                            \
             fprintf(stderr, "%s:%d: [callback] %s: got %s, expected %s\n", __FILE__,         \
                     __LINE__, #got, nt_gb_, nt_wb_);                                         \
@@ -241,7 +241,7 @@ static inline NTSTATUS nt_finish(nt_op *op, unsigned ms)
         if (nt_count(op) != 0) {
             tl_failures++;
             fprintf(stderr, "[%s] %s returned %s but its completion callback ran\n",
-                    tl_current ? tl_current : "-", op->what, NdkStatusName(op->returned));
+                    tl_current ? tl_current : "-", op->what, ndk_status_name(op->returned));
         }
         return op->returned;
     }
@@ -287,7 +287,7 @@ static inline NTSTATUS nt_open(const char *name, NDK_VERSION v, const NDK_OPEN_O
                                NDK_ADAPTER **out)
 {
     NDK_ADAPTER *ad = NULL;
-    NTSTATUS st = NdkOpenAdapter(name, v, o, &ad);
+    NTSTATUS st = ndk_open_adapter(name, v, o, &ad);
     if (st == STATUS_SUCCESS) {
         for (unsigned i = 0; i < NT_MAX_ADAPTERS; i++) {
             if (!nt_adapters[i]) {
@@ -307,7 +307,7 @@ static inline void nt_close_adapter(NDK_ADAPTER *ad)
     for (unsigned i = 0; i < NT_MAX_ADAPTERS; i++)
         if (nt_adapters[i] == ad)
             nt_adapters[i] = NULL;
-    NdkCloseAdapter(ad);
+    ndk_close_adapter(ad);
 }
 
 static inline NTSTATUS nt_query_info(NDK_ADAPTER *ad, NDK_ADAPTER_INFO *info)
@@ -495,7 +495,7 @@ static inline nt_op *nt_close_start_hook(void *obj, nt_hook hook, void *u1)
     if (st != STATUS_SUCCESS && st != STATUS_PENDING) {
         tl_failures++;
         fprintf(stderr, "[%s] close returned %s (only SUCCESS or PENDING allowed)\n",
-                tl_current ? tl_current : "-", NdkStatusName(st));
+                tl_current ? tl_current : "-", ndk_status_name(st));
     }
     return op;
 }
@@ -1121,7 +1121,7 @@ static inline void nt_case_end(void)
     for (unsigned i = 0; i < NT_MAX_ADAPTERS; i++) {
         if (nt_adapters[i]) {
             left_open = true;
-            NdkCloseAdapter(nt_adapters[i]);
+            ndk_close_adapter(nt_adapters[i]);
             nt_adapters[i] = NULL;
         }
     }
@@ -1148,7 +1148,7 @@ static inline void nt_case_end(void)
                 tl_failures++;
                 fprintf(stderr,
                         "[%s] %s returned %s and its completion ran %u times (expected %u)\n",
-                        nt_case_name, op->what, NdkStatusName(op->returned), n, want);
+                        nt_case_name, op->what, ndk_status_name(op->returned), n, want);
             }
         }
     }

@@ -477,7 +477,7 @@ static inline size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned t
 
 static inline const char *nk_st(NTSTATUS s)
 {
-    return s == NK_NO_COMPLETION ? "(no completion within the bound)" : NdkStatusName(s);
+    return s == NK_NO_COMPLETION ? "(no completion within the bound)" : ndk_status_name(s);
 }
 
 /* Checks a status and, on mismatch, prints both by name. */
@@ -574,7 +574,7 @@ static inline NTSTATUS nk_op_wait(nk_op *op, unsigned ms)
 /*
  * Rule C7 (reference 4.1): exactly one completion for a request that
  * returned STATUS_PENDING, none for any other return. Called after
- * NdkCloseAdapter, which guarantees no callback is still to come.
+ * ndk_close_adapter, which guarantees no callback is still to come.
  */
 static inline void nk_pool_audit(void)
 {
@@ -696,9 +696,9 @@ static inline nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
         return NULL;
     tl_event_init(&w->cq_ev);
     NDK_VERSION v = {2, 1};
-    NTSTATUS st = NdkOpenAdapter("127.0.0.1", v, opt, &w->ad);
+    NTSTATUS st = ndk_open_adapter("127.0.0.1", v, opt, &w->ad);
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "    NdkOpenAdapter(127.0.0.1): %s\n", nk_st(st));
+        fprintf(stderr, "    ndk_open_adapter(127.0.0.1): %s\n", nk_st(st));
         tl_event_destroy(&w->cq_ev);
         free(w);
         return NULL;
@@ -712,7 +712,7 @@ static inline nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
     st = w->ad->Dispatch->NdkCreatePd(w->ad, nk_create_done, r, &pd);
     w->pd = nk_created(r, st, pd);
     if (!w->cq || !w->pd) {
-        NdkCloseAdapter(w->ad);
+        ndk_close_adapter(w->ad);
         tl_event_destroy(&w->cq_ev);
         free(w);
         return NULL;
@@ -720,14 +720,14 @@ static inline nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
     return w;
 }
 
-/* NdkCloseAdapter tears down whatever a failed test left open and returns
+/* ndk_close_adapter tears down whatever a failed test left open and returns
  * only when no callback can come any more; after it the pool can be audited
  * and the listener queues freed. */
 static inline void nk_close_world(nk_world *w)
 {
     if (!w)
         return;
-    NdkCloseAdapter(w->ad);
+    ndk_close_adapter(w->ad);
     nk_pool_audit();
     for (unsigned i = 0; i < w->nlisteners; i++) {
         nk_listener *l = w->listeners[i];

@@ -9,7 +9,7 @@
 static const NDK_VERSION v21 = {2, 1};
 
 /* ------------------------------------------------------------------------ */
-/* NdkListAdapters                                                          */
+/* ndk_list_adapters                                                          */
 /* ------------------------------------------------------------------------ */
 
 static bool has_addr(const NDK_ADAPTER_DESCRIPTION *d, int fam)
@@ -26,7 +26,7 @@ NT_CASE(list_adapters)
 {
     /* Size probe: no list, room for 0 -> too small, count = adapters. */
     ULONG n = 0;
-    NTSTATUS st = NdkListAdapters(NULL, &n);
+    NTSTATUS st = ndk_list_adapters(NULL, &n);
     CHECK_STATUS(st, STATUS_BUFFER_TOO_SMALL);
     REQUIRE(n >= 1 && n < 1000);
 
@@ -35,7 +35,7 @@ NT_CASE(list_adapters)
     NDK_ADAPTER_DESCRIPTION *all = calloc(cap, sizeof *all);
     REQUIRE(all);
     ULONG m = cap;
-    st = NdkListAdapters(all, &m);
+    st = ndk_list_adapters(all, &m);
     CHECK_STATUS(st, STATUS_SUCCESS);
     CHECK_EQ(m, n);
 
@@ -72,7 +72,7 @@ NT_CASE(list_adapters)
         NDK_ADAPTER_DESCRIPTION canary;
         memset(&canary, 0xA5, sizeof canary);
         ULONG k = n - 1;
-        st = NdkListAdapters(part, &k);
+        st = ndk_list_adapters(part, &k);
         CHECK_STATUS(st, STATUS_BUFFER_TOO_SMALL);
         CHECK_EQ(k, n);
         for (ULONG i = 0; i + 1 < n; i++) {
@@ -91,7 +91,7 @@ NT_CASE(list_adapters)
     NDK_ADAPTER_DESCRIPTION canary;
     memset(&canary, 0xA5, sizeof canary);
     ULONG k = 1;
-    st = NdkListAdapters(one, &k);
+    st = ndk_list_adapters(one, &k);
     CHECK_STATUS(st, n > 1 ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS);
     CHECK_EQ(k, n);
     CHECK(one[0].Name[0] != '\0');
@@ -100,7 +100,7 @@ NT_CASE(list_adapters)
 }
 
 /* ------------------------------------------------------------------------ */
-/* NdkOpenAdapter                                                           */
+/* ndk_open_adapter                                                           */
 /* ------------------------------------------------------------------------ */
 
 /* An adapter serves a listener on fam's loopback address: shows that an
@@ -161,14 +161,14 @@ NT_CASE(open_unknown_is_not_found)
 NT_CASE(open_invalid_parameters)
 {
     NDK_ADAPTER *ad = NULL;
-    CHECK_STATUS(NdkOpenAdapter(NULL, v21, NULL, &ad), STATUS_INVALID_PARAMETER);
-    CHECK_STATUS(NdkOpenAdapter("lo", v21, NULL, NULL), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(ndk_open_adapter(NULL, v21, NULL, &ad), STATUS_INVALID_PARAMETER);
+    CHECK_STATUS(ndk_open_adapter("lo", v21, NULL, NULL), STATUS_INVALID_PARAMETER);
     NDK_OPEN_OPTIONS o = nt_opts();
     o.Size = 3; /* not sizeof(NDK_OPEN_OPTIONS) */
-    NTSTATUS st = NdkOpenAdapter("lo", v21, &o, &ad);
+    NTSTATUS st = ndk_open_adapter("lo", v21, &o, &ad);
     CHECK_STATUS(st, STATUS_INVALID_PARAMETER);
     if (st == STATUS_SUCCESS)
-        NdkCloseAdapter(ad);
+        ndk_close_adapter(ad);
 }
 
 NT_CASE(open_bad_version)
@@ -895,12 +895,12 @@ NT_CASE(loopback_owns_127_8)
 
 NT_CASE(status_names)
 {
-    CHECK(strcmp(NdkStatusName(STATUS_CONNECTION_REFUSED), "STATUS_CONNECTION_REFUSED") == 0);
-    CHECK(strcmp(NdkStatusName(STATUS_SUCCESS), "STATUS_SUCCESS") == 0);
-    CHECK(strcmp(NdkStatusName(STATUS_PENDING), "STATUS_PENDING") == 0);
-    CHECK(strcmp(NdkStatusName(NDIS_STATUS_BAD_VERSION), "NDIS_STATUS_BAD_VERSION") == 0);
-    CHECK(strcmp(NdkStatusName((NTSTATUS)0xC0FFEE01), "0xC0FFEE01") == 0 ||
-          strcmp(NdkStatusName((NTSTATUS)0xC0FFEE01), "0xc0ffee01") == 0);
+    CHECK(strcmp(ndk_status_name(STATUS_CONNECTION_REFUSED), "STATUS_CONNECTION_REFUSED") == 0);
+    CHECK(strcmp(ndk_status_name(STATUS_SUCCESS), "STATUS_SUCCESS") == 0);
+    CHECK(strcmp(ndk_status_name(STATUS_PENDING), "STATUS_PENDING") == 0);
+    CHECK(strcmp(ndk_status_name(NDIS_STATUS_BAD_VERSION), "NDIS_STATUS_BAD_VERSION") == 0);
+    CHECK(strcmp(ndk_status_name((NTSTATUS)0xC0FFEE01), "0xC0FFEE01") == 0 ||
+          strcmp(ndk_status_name((NTSTATUS)0xC0FFEE01), "0xc0ffee01") == 0);
 }
 
 int main(void)

@@ -403,7 +403,7 @@ DP_CASE(resize_keeps_entries)
      * not ([U]) but must not lose any of them. */
     r = dp_req_new("NdkResizeCq (shrink)");
     st = dp_finish(r, cq->cq->Dispatch->NdkResizeCq(cq->cq, 4, dp_req_cb, r), DP_WAIT_MS);
-    fprintf(stderr, "    shrink below the queued count: %s\n", NdkStatusName(st));
+    fprintf(stderr, "    shrink below the queued count: %s\n", ndk_status_name(st));
     NDK_RESULT_EX e[20];
     ULONG n = dp_wait_ex(cq, e, 16, DP_WAIT_MS);
     CHECK_EQ(n, 16);
@@ -464,7 +464,7 @@ DP_CASE(overflow)
     NTSTATUS st = dp_recv(f.c->qa, DP_CTX(500), &ars, 1);
     NTSTATUS ps = dp_send(f.c->qp, DP_CTX(501), &pg, 1, 0);
     fprintf(stderr, "    after the overflow: Send on the QP returned %s; disconnect events %u/%u\n",
-            NdkStatusName(ps), tl_event_count(&f.c->disc_a), tl_event_count(&f.c->disc_p));
+            ndk_status_name(ps), tl_event_count(&f.c->disc_a), tl_event_count(&f.c->disc_p));
     if (st == STATUS_SUCCESS) {
         ULONG k = dp_quiet(f.c->rcqa, e, 8, DP_QUIET_MS);
         for (ULONG i = 0; i < k && i < 8; i++)

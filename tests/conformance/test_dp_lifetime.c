@@ -200,7 +200,7 @@ DP_CASE(flush_connected_pair)
     CHECK(tl_event_wait(&c->disc_p, 1, DP_WAIT_MS));
     /* The peer ends its side; its receives are flushed then (X5). */
     NTSTATUS st = dp_disconnect(c->cp);
-    fprintf(stderr, "    the peer's NdkDisconnect: %s\n", NdkStatusName(st));
+    fprintf(stderr, "    the peer's NdkDisconnect: %s\n", ndk_status_name(st));
     ledger_drain(&lp, c->cqp, 8, DP_WAIT_MS);
     ledger_check("peer", &lp, accp);
     CHECK_EQ(ledger_count(&lp, STATUS_CANCELLED), 8);
@@ -325,8 +325,8 @@ DP_CASE(both_sides_disconnect_at_once)
     pthread_join(ta, NULL);
     pthread_join(tp, NULL);
     tl_event_destroy(&go);
-    fprintf(stderr, "    NdkDisconnect: active %s, passive %s\n", NdkStatusName(da.st),
-            NdkStatusName(dp.st));
+    fprintf(stderr, "    NdkDisconnect: active %s, passive %s\n", ndk_status_name(da.st),
+            ndk_status_name(dp.st));
     CHECK(da.st != STATUS_PENDING && dp.st != STATUS_PENDING);
     ledger_drain(&la, c->cqa, 4, DP_WAIT_MS);
     ledger_drain(&lp, c->cqp, 4, DP_WAIT_MS);
@@ -569,7 +569,7 @@ DP_CASE(close_connector_while_posting)
         c->ca = NULL;
         pthread_join(w.th, NULL);
         fprintf(stderr, "    round %d: %u requests accepted, stopped by %s\n", round,
-                accepted_count(&w), NdkStatusName(w.stop_status));
+                accepted_count(&w), ndk_status_name(w.stop_status));
         CHECK(w.stop_status != STATUS_SUCCESS); /* the close stopped it, not max */
         ledger_check("poster", &w.l, w.acc);
         peer_finish(&q, c, &w);
@@ -608,8 +608,8 @@ DP_CASE(flush_while_posting)
         pthread_join(wr.th, NULL);
         fprintf(stderr,
                 "    round %d: %u requests accepted, stopped by %s; %u receives, stopped by %s\n",
-                round, accepted_count(&ws), NdkStatusName(ws.stop_status), accepted_count(&wr),
-                NdkStatusName(wr.stop_status));
+                round, accepted_count(&ws), ndk_status_name(ws.stop_status), accepted_count(&wr),
+                ndk_status_name(wr.stop_status));
         CHECK(ws.stop_status != STATUS_SUCCESS);
         ledger_check("initiator queue", &ws.l, ws.acc);
         ledger_check("receives", &wr.l, wr.acc);

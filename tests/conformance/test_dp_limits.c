@@ -695,7 +695,7 @@ DP_CASE(frmr_page_count)
     NTSTATUS st = c->qp->Dispatch->NdkFastRegister(c->qp, DP_CTX(4), small.mr, 5, five, 0, 5 * pg,
                                                    sb, NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
     fprintf(stderr, "    NdkFastRegister with 5 pages on an MR initialized for 4: %s\n",
-            NdkStatusName(st));
+            ndk_status_name(st));
     CHECK(st != STATUS_SUCCESS);
     DP_CHECK_QUIET(c->cqp);
     x.p.ad->Dispatch->NdkReleaseLAM(x.p.ad, lam5);

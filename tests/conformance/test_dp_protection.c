@@ -135,7 +135,7 @@ static void check_side(const char *side, dp_cq *c, expect *x, unsigned n)
         if (!e) {
             tl_failures++;
             fprintf(stderr, "[%s] %s: unexpected completion ctx %p %s\n", tl_current, side,
-                    r[i].RequestContext, NdkStatusName(r[i].Status));
+                    r[i].RequestContext, ndk_status_name(r[i].Status));
             continue;
         }
         if (e->seen) {
@@ -147,17 +147,17 @@ static void check_side(const char *side, dp_cq *c, expect *x, unsigned n)
                                : r[i].Status == e->st || (e->alt && r[i].Status == e->alt);
         if (!ok || e->alt) {
             fprintf(stderr, "    %s: ctx %p completed with %s (ProviderErrorCode 0x%08x)\n", side,
-                    e->ctx, NdkStatusName(r[i].Status), r[i].ProviderErrorCode);
+                    e->ctx, ndk_status_name(r[i].Status), r[i].ProviderErrorCode);
         }
         if (!ok) {
             char gb[64];
-            snprintf(gb, sizeof gb, "%s", NdkStatusName(r[i].Status));
+            snprintf(gb, sizeof gb, "%s", ndk_status_name(r[i].Status));
             tl_failures++;
             fprintf(stderr, "[%s] %s: ctx %p completed with %s, expected %s\n", tl_current, side,
-                    e->ctx, gb, e->any_error ? "an error" : NdkStatusName(e->st));
+                    e->ctx, gb, e->any_error ? "an error" : ndk_status_name(e->st));
         } else if (e->any_error) {
             fprintf(stderr, "    %s: ctx %p completed with %s\n", side, e->ctx,
-                    NdkStatusName(r[i].Status));
+                    ndk_status_name(r[i].Status));
         }
         if (r[i].Status == STATUS_SUCCESS)
             CHECK_EQ(r[i].ProviderErrorCode, 0);

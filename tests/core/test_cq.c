@@ -891,7 +891,7 @@ static void producers_notified(void)
 
 int main(void)
 {
-    NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad);
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad);
     if (st != STATUS_SUCCESS) {
         tl_skip_all("cannot open the lo adapter");
         return tl_finish();
@@ -921,6 +921,6 @@ int main(void)
     RUN(producers_notified);
 
     tcq_close(&g_barrier);
-    NdkCloseAdapter(g_ad);
+    ndk_close_adapter(g_ad);
     return tl_finish();
 }

@@ -66,7 +66,7 @@ static bool fx_open(struct fx *f)
 {
     memset(f, 0, sizeof *f);
     f->ps = (uint64_t)sysconf(_SC_PAGESIZE);
-    NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &f->ad);
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &f->ad);
     CHECK_EQ(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
         return false;
@@ -97,7 +97,7 @@ static bool fx_open(struct fx *f)
 static void fx_close(struct fx *f)
 {
     if (f->ad)
-        NdkCloseAdapter(f->ad);
+        ndk_close_adapter(f->ad);
     f->ad = NULL;
 }
 

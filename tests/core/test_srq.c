@@ -602,7 +602,7 @@ static void concurrent_take(void)
 
 int main(void)
 {
-    NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad);
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad);
     if (st != STATUS_SUCCESS) {
         tl_skip_all("cannot open the lo adapter");
         return tl_finish();
@@ -645,7 +645,7 @@ int main(void)
     RUN(concurrent_take);
 
     g_mr->Dispatch->NdkCloseMr(&g_mr->Header, NULL, NULL);
-    NdkCloseAdapter(g_ad);
+    ndk_close_adapter(g_ad);
     tl_event_destroy(&g_bev);
     return tl_finish();
 }

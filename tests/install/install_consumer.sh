@@ -19,16 +19,16 @@ cat >"$prefix/consumer.c" <<'C'
 int main(void)
 {
     NDK_ADAPTER *ad;
-    NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &ad);
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &ad);
     if (st != STATUS_SUCCESS) {
-        printf("open: %s\n", NdkStatusName(st));
+        printf("open: %s\n", ndk_status_name(st));
         return 1;
     }
     NDK_ADAPTER_INFO info;
     ULONG size = sizeof info;
     st = ad->Dispatch->NdkQueryAdapterInfo(ad, &info, &size);
-    NdkCloseAdapter(ad);
-    printf("installed libndk: NDK %u.%u, %s\n", info.Version.Major, info.Version.Minor, NdkStatusName(st));
+    ndk_close_adapter(ad);
+    printf("installed libndk: NDK %u.%u, %s\n", info.Version.Major, info.Version.Minor, ndk_status_name(st));
     return st == STATUS_SUCCESS ? 0 : 1;
 }
 C

@@ -188,7 +188,7 @@ static bool close_object(NDK_OBJECT_HEADER *obj, NDK_FN_CLOSE_OBJECT close_fn, c
     struct token t = {0};
     NTSTATUS st = token_finish(close_fn(obj, on_close_done, &t), &t);
     if (st != STATUS_SUCCESS) {
-        diag("closing the %s: %s", what, NdkStatusName(st));
+        diag("closing the %s: %s", what, ndk_status_name(st));
         return false;
     }
     return true;
@@ -206,7 +206,7 @@ static bool close_object(NDK_OBJECT_HEADER *obj, NDK_FN_CLOSE_OBJECT close_fn, c
                 *(pobj) = (void *)t_.obj;                                        \
         }                                                                        \
         if (st_ != STATUS_SUCCESS) {                                             \
-            diag("creating the %s: %s", what, NdkStatusName(st_));              \
+            diag("creating the %s: %s", what, ndk_status_name(st_));              \
             return false;                                                        \
         }                                                                        \
     } while (0)
@@ -231,9 +231,9 @@ static bool open_shared(void)
     if (opt.crc)
         o.Flags |= NDK_OPEN_FLAG_REQUEST_CRC;
     NDK_VERSION v = {.Major = NDK_PROVIDER_MAJOR_VERSION, .Minor = NDK_PROVIDER_MINOR_VERSION};
-    NTSTATUS st = NdkOpenAdapter("lo", v, &o, &adapter);
+    NTSTATUS st = ndk_open_adapter("lo", v, &o, &adapter);
     if (st != STATUS_SUCCESS) {
-        diag("NdkOpenAdapter(lo): %s", NdkStatusName(st));
+        diag("ndk_open_adapter(lo): %s", ndk_status_name(st));
         adapter = NULL;
         return false;
     }
@@ -425,7 +425,7 @@ static void get_connection_data(NDK_CONNECTOR *c, struct conn_data *d)
     ULONG len = 0;
     d->status = c->Dispatch->NdkGetConnectionData(c, &d->ird, &d->ord, NULL, &len);
     if (d->status != STATUS_SUCCESS && d->status != STATUS_BUFFER_TOO_SMALL) {
-        diag("NdkGetConnectionData (size): %s", NdkStatusName(d->status));
+        diag("NdkGetConnectionData (size): %s", ndk_status_name(d->status));
         return;
     }
     d->rds = len;
@@ -438,7 +438,7 @@ static void get_connection_data(NDK_CONNECTOR *c, struct conn_data *d)
     ULONG got = len;
     d->status = c->Dispatch->NdkGetConnectionData(c, &d->ird, &d->ord, len ? buf : NULL, &got);
     if (d->status != STATUS_SUCCESS) {
-        diag("NdkGetConnectionData: %s", NdkStatusName(d->status));
+        diag("NdkGetConnectionData: %s", ndk_status_name(d->status));
         return;
     }
     if (got != len) {
@@ -521,10 +521,10 @@ static void connect_done(struct conn *c, NTSTATUS st)
     if (st == STATUS_SUCCESS || st == STATUS_CONNECTION_REFUSED)
         get_connection_data(c->connector, &d);
     if (d.status == STATUS_SUCCESS)
-        out("PEER-REPLY status=%s rds=%u pd=%s ird=%u ord=%u conn=%u\n", NdkStatusName(st),
+        out("PEER-REPLY status=%s rds=%u pd=%s ird=%u ord=%u conn=%u\n", ndk_status_name(st),
             (unsigned)d.rds, d.pd_hex, (unsigned)d.ird, (unsigned)d.ord, c->id);
     else
-        out("PEER-REPLY status=%s rds=- pd=- ird=- ord=- conn=%u\n", NdkStatusName(st), c->id);
+        out("PEER-REPLY status=%s rds=- pd=- ird=- ord=- conn=%u\n", ndk_status_name(st), c->id);
     if (opt.expect_refused) {
         conn_finish(c, st == STATUS_CONNECTION_REFUSED && d.status == STATUS_SUCCESS);
         return;
@@ -541,7 +541,7 @@ static void connect_done(struct conn *c, NTSTATUS st)
 
 static void complete_done(struct conn *c, NTSTATUS st)
 {
-    out("CONNECTED status=%s conn=%u\n", NdkStatusName(st), c->id);
+    out("CONNECTED status=%s conn=%u\n", ndk_status_name(st), c->id);
     if (st != STATUS_SUCCESS) {
         conn_finish(c, false);
         return;
@@ -562,7 +562,7 @@ static void handle_request(struct conn *c)
     }
     if (opt.reject) {
         NTSTATUS st = c->connector->Dispatch->NdkReject(c->connector, (PVOID)opt.pd, pd_len());
-        out("REJECTED status=%s conn=%u\n", NdkStatusName(st), c->id);
+        out("REJECTED status=%s conn=%u\n", ndk_status_name(st), c->id);
         conn_finish(c, st == STATUS_SUCCESS);
         return;
     }
@@ -583,7 +583,7 @@ static void handle_request(struct conn *c)
 
 static void accept_done(struct conn *c, NTSTATUS st)
 {
-    out("ACCEPTED status=%s conn=%u\n", NdkStatusName(st), c->id);
+    out("ACCEPTED status=%s conn=%u\n", ndk_status_name(st), c->id);
     if (st != STATUS_SUCCESS) {
         conn_finish(c, false);
         return;
@@ -597,9 +597,9 @@ static void accept_done(struct conn *c, NTSTATUS st)
 static void disconnect_done(struct conn *c, NTSTATUS st)
 {
     if (opt.listen)
-        out("DISCONNECTED status=%s conn=%u\n", NdkStatusName(st), c->id);
+        out("DISCONNECTED status=%s conn=%u\n", ndk_status_name(st), c->id);
     else
-        out("DISCONNECTED status=%s peer_first=%d conn=%u\n", NdkStatusName(st),
+        out("DISCONNECTED status=%s peer_first=%d conn=%u\n", ndk_status_name(st),
             c->peer_disc ? 1 : 0, c->id);
     conn_finish(c, st == STATUS_SUCCESS);
 }
@@ -671,7 +671,7 @@ static bool start_listening(void)
         listener = (NDK_LISTENER *)t.obj;
     }
     if (st != STATUS_SUCCESS) {
-        diag("NdkCreateListener: %s", NdkStatusName(st));
+        diag("NdkCreateListener: %s", ndk_status_name(st));
         listener = NULL;
         return false;
     }
@@ -691,14 +691,14 @@ static bool start_listening(void)
         free(e);
     }
     if (st != STATUS_SUCCESS) {
-        diag("NdkListen: %s", NdkStatusName(st));
+        diag("NdkListen: %s", ndk_status_name(st));
         return false;
     }
     struct sockaddr_in bound;
     ULONG blen = sizeof bound;
     st = listener->Dispatch->NdkGetLocalAddress(listener, (PSOCKADDR)&bound, &blen);
     if (st != STATUS_SUCCESS) {
-        diag("NdkGetLocalAddress (listener): %s", NdkStatusName(st));
+        diag("NdkGetLocalAddress (listener): %s", ndk_status_name(st));
         return false;
     }
     out("LISTENING port=%u\n", (unsigned)ntohs(bound.sin_port));
@@ -791,7 +791,7 @@ out:;
     if (cq && !close_object(&cq->Header, cq->Dispatch->NdkCloseCq, "CQ"))
         ok = false;
     if (adapter)
-        NdkCloseAdapter(adapter);
+        ndk_close_adapter(adapter);
     free(conns);
     return ok ? 0 : 1;
 }

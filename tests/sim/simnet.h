@@ -388,9 +388,9 @@ static NDK_ADAPTER *sim_adapters[2];
 static inline bool sim_open_adapters(void)
 {
     for (int i = 0; i < 2; i++) {
-        NTSTATUS st = NdkOpenAdapter("lo", (NDK_VERSION){2, 1}, NULL, &sim_adapters[i]);
+        NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &sim_adapters[i]);
         if (st != STATUS_SUCCESS) {
-            fprintf(stderr, "NdkOpenAdapter(lo): %s\n", NdkStatusName(st));
+            fprintf(stderr, "ndk_open_adapter(lo): %s\n", ndk_status_name(st));
             return false;
         }
     }
@@ -401,7 +401,7 @@ static inline void sim_close_adapters(void)
 {
     for (int i = 0; i < 2; i++)
         if (sim_adapters[i])
-            NdkCloseAdapter(sim_adapters[i]);
+            ndk_close_adapter(sim_adapters[i]);
 }
 
 /* ---- transport ops ---- */
@@ -909,7 +909,7 @@ static inline void sim_drain(struct sim_net *net)
                 if (idx < 0 || idx >= net->nreq || net->req[idx].side != s || res[k].QPContext != sd) {
                     net->unknown_cqes++;
                     fprintf(stderr, "sim: completion for no request (ctx %p, side %d, status %s)\n",
-                            res[k].RequestContext, s, NdkStatusName(res[k].Status));
+                            res[k].RequestContext, s, ndk_status_name(res[k].Status));
                     continue;
                 }
                 struct sim_req *r = &net->req[idx];
@@ -1273,7 +1273,7 @@ static inline unsigned sim_check_requests(struct sim_net *net, bool strict, bool
         if (why) {
             bad++;
             fprintf(stderr, "sim: request %d (side %d, kind %d, len %zu): %s [cqes %u status %s type %d]\n", i,
-                    r->side, (int)r->kind, r->len, why, r->cqes, NdkStatusName(r->res.Status), (int)r->res.Type);
+                    r->side, (int)r->kind, r->len, why, r->cqes, ndk_status_name(r->res.Status), (int)r->res.Type);
         }
     }
     if (net->unknown_cqes || net->order_errors)

@@ -265,8 +265,8 @@ static void check_status(const struct sim_net *net, int idx, NTSTATUS want, cons
     CHECK_EQ(r->cqes, 1);
     if (r->cqes && r->res.Status != want) {
         tl_failures++;
-        fprintf(stderr, "[%s] %s: %s, want %s\n", tl_current, what, NdkStatusName(r->res.Status),
-                NdkStatusName(want));
+        fprintf(stderr, "[%s] %s: %s, want %s\n", tl_current, what, ndk_status_name(r->res.Status),
+                ndk_status_name(want));
     }
 }
 
@@ -278,8 +278,8 @@ static void check_status3(const struct sim_net *net, int idx, NTSTATUS a, NTSTAT
     CHECK_EQ(r->cqes, 1);
     if (r->cqes && r->res.Status != a && r->res.Status != b && r->res.Status != c) {
         tl_failures++;
-        fprintf(stderr, "[%s] %s: %s, want %s, %s or %s\n", tl_current, what, NdkStatusName(r->res.Status),
-                NdkStatusName(a), NdkStatusName(b), NdkStatusName(c));
+        fprintf(stderr, "[%s] %s: %s, want %s, %s or %s\n", tl_current, what, ndk_status_name(r->res.Status),
+                ndk_status_name(a), ndk_status_name(b), ndk_status_name(c));
     }
 }
 
@@ -607,7 +607,7 @@ static void run_ird(bool connector_teardown)
         sim_dump_terminates(net);
         for (int i = 0; i < 3; i++)
             fprintf(stderr, "[%s] read %d: %u completion(s), %s\n", tl_current, i + 1, net->req[rd[i]].cqes,
-                    NdkStatusName(net->req[rd[i]].res.Status));
+                    ndk_status_name(net->req[rd[i]].res.Status));
     }
     sim_net_free(net);
 }

@@ -95,7 +95,7 @@ static void fail(const char *fmt, ...)
 /*
  * A step that cannot go on (an object missing, a callback that never came).
  * Exiting at once is the only safe way out: a late callback could still
- * write into the waits we gave up on, and NdkCloseAdapter would block on
+ * write into the waits we gave up on, and ndk_close_adapter would block on
  * requests in unknown states. The capture up to here is still checked by
  * the driver, which reports this exit status as the test's failure.
  */
@@ -221,7 +221,7 @@ static VOID on_cq_notify(PVOID ctx, NTSTATUS st)
 
 /*
  * Every asynchronous call gets a fresh signal, kept until the adapters are
- * closed (after NdkCloseAdapter no callback can run): if we give up waiting
+ * closed (after ndk_close_adapter no callback can run): if we give up waiting
  * (die), nothing a late callback touches has gone away. The list is locked
  * because a connect event callback may take one too.
  */
@@ -275,7 +275,7 @@ static void *created(struct signal *s, NTSTATUS st, void *inline_obj, const char
     bool pended = st == STATUS_PENDING;
     st = finish(s, st, what);
     if (st != STATUS_SUCCESS)
-        die("%s failed: %s", what, NdkStatusName(st));
+        die("%s failed: %s", what, ndk_status_name(st));
     void *obj = pended ? (void *)s->obj : inline_obj;
     if (!obj)
         die("%s succeeded without an object", what);
@@ -289,7 +289,7 @@ static void close_obj(NDK_FN_CLOSE_OBJECT fn, NDK_OBJECT_HEADER *obj, const char
     struct signal *s = sig_new();
     NTSTATUS st = finish(s, fn(obj, on_close, s), what);
     if (st != STATUS_SUCCESS)
-        fail("%s returned %s", what, NdkStatusName(st));
+        fail("%s returned %s", what, ndk_status_name(st));
 }
 
 /* ------------------------------------------------------------------------ */
@@ -321,9 +321,9 @@ static void side_open(struct side *s, const char *name, bool crc)
     o.Size = sizeof o;
     o.Flags = crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0;
     NDK_VERSION v = {NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION};
-    NTSTATUS st = NdkOpenAdapter("lo", v, &o, &s->ad);
+    NTSTATUS st = ndk_open_adapter("lo", v, &o, &s->ad);
     if (st != STATUS_SUCCESS)
-        die("%s: NdkOpenAdapter(\"lo\") failed: %s", name, NdkStatusName(st));
+        die("%s: ndk_open_adapter(\"lo\") failed: %s", name, ndk_status_name(st));
 
     struct signal *k = sig_new();
     NDK_CQ *cq = NULL;
@@ -384,7 +384,7 @@ static void mem_reg(struct side *s, struct mem *m, size_t len, ULONG flags, cons
     st = finish(k, m->mr->Dispatch->NdkRegisterMr(m->mr, &m->mdl, len, flags, on_request, k),
                 "NdkRegisterMr");
     if (st != STATUS_SUCCESS)
-        die("%s: NdkRegisterMr of %zu bytes failed: %s", what, len, NdkStatusName(st));
+        die("%s: NdkRegisterMr of %zu bytes failed: %s", what, len, ndk_status_name(st));
     m->ltok = m->mr->Dispatch->NdkGetLocalTokenFromMr(m->mr);
     m->rtok = m->mr->Dispatch->NdkGetRemoteTokenFromMr(m->mr);
 }
@@ -396,7 +396,7 @@ static void mem_free(struct mem *m)
         NTSTATUS st =
             finish(k, m->mr->Dispatch->NdkDeregisterMr(m->mr, on_request, k), "NdkDeregisterMr");
         if (st != STATUS_SUCCESS)
-            fail("NdkDeregisterMr: %s", NdkStatusName(st));
+            fail("NdkDeregisterMr: %s", ndk_status_name(st));
         close_obj(m->mr->Dispatch->NdkCloseMr, &m->mr->Header, "NdkCloseMr");
     }
     free(m->buf);
@@ -472,7 +472,7 @@ static bool expect(const NDK_RESULT_EX *r, const char *what, NTSTATUS st, NDK_OP
 {
     if (r->Status != st) {
         fail("%s: completion status %s (ProviderErrorCode 0x%08" PRIx32 "), expected %s", what,
-             NdkStatusName(r->Status), r->ProviderErrorCode, NdkStatusName(st));
+             ndk_status_name(r->Status), r->ProviderErrorCode, ndk_status_name(st));
         return false;
     }
     if (st == STATUS_SUCCESS && r->Type != type) {
@@ -492,7 +492,7 @@ static bool posted(NTSTATUS st, const char *what)
 {
     if (st == STATUS_SUCCESS)
         return true;
-    fail("%s: the post returned %s", what, NdkStatusName(st));
+    fail("%s: the post returned %s", what, ndk_status_name(st));
     return false;
 }
 
@@ -569,7 +569,7 @@ static NDK_LISTENER *listen_on(struct side *b, unsigned port)
     k = sig_new();
     st = finish(k, l->Dispatch->NdkListen(l, (PSOCKADDR)&a, sizeof a, on_request, k), "NdkListen");
     if (st != STATUS_SUCCESS)
-        die("B: NdkListen on 127.0.0.1:%u failed: %s", port, NdkStatusName(st));
+        die("B: NdkListen on 127.0.0.1:%u failed: %s", port, ndk_status_name(st));
     return l;
 }
 
@@ -581,7 +581,7 @@ static ULONG connection_data(NDK_CONNECTOR *cn, uint8_t *buf, ULONG cap, ULONG *
     ULONG rds = 0;
     NTSTATUS st = cn->Dispatch->NdkGetConnectionData(cn, ird, ord, NULL, &rds);
     if (st != STATUS_SUCCESS)
-        die("%s: NdkGetConnectionData (size) failed: %s", what, NdkStatusName(st));
+        die("%s: NdkGetConnectionData (size) failed: %s", what, ndk_status_name(st));
     if (rds == 0)
         return 0;
     if (rds > cap)
@@ -590,7 +590,7 @@ static ULONG connection_data(NDK_CONNECTOR *cn, uint8_t *buf, ULONG cap, ULONG *
     ULONG got = rds;
     st = cn->Dispatch->NdkGetConnectionData(cn, ird, ord, buf, &got);
     if (st != STATUS_SUCCESS)
-        die("%s: NdkGetConnectionData failed: %s", what, NdkStatusName(st));
+        die("%s: NdkGetConnectionData failed: %s", what, ndk_status_name(st));
     return got;
 }
 
@@ -649,7 +649,7 @@ static bool establish(struct side *a, struct side *b, unsigned port, const struc
         a->cn, a->qp, (PSOCKADDR)&src, sizeof src, (PSOCKADDR)&dst, sizeof dst, READ_LIMIT,
         READ_LIMIT, (PVOID)REQ_PD, sizeof REQ_PD - 1, on_request, kc);
     if (st_connect != STATUS_PENDING && st_connect != STATUS_SUCCESS)
-        die("A: NdkConnect returned %s", NdkStatusName(st_connect));
+        die("A: NdkConnect returned %s", ndk_status_name(st_connect));
 
     b->cn = next_request("connection 1");
     uint8_t pd[256];
@@ -669,11 +669,11 @@ static bool establish(struct side *a, struct side *b, unsigned port, const struc
                                                     sizeof reply, on_event, &b->disconnect,
                                                     on_request, ka);
     if (st_accept != STATUS_PENDING && st_accept != STATUS_SUCCESS)
-        die("B: NdkAccept returned %s", NdkStatusName(st_accept));
+        die("B: NdkAccept returned %s", ndk_status_name(st_accept));
 
     NTSTATUS st = finish(kc, st_connect, "NdkConnect");
     if (st != STATUS_SUCCESS)
-        die("A: NdkConnect to 127.0.0.1:%u failed: %s", port, NdkStatusName(st));
+        die("A: NdkConnect to 127.0.0.1:%u failed: %s", port, ndk_status_name(st));
     n = connection_data(a->cn, pd, sizeof pd, &ird, &ord, "A: reply 1");
     if (!same_pdata(pd, n, reply, sizeof reply, "A: reply 1"))
         return false; /* no advertisement to use */
@@ -689,10 +689,10 @@ static bool establish(struct side *a, struct side *b, unsigned port, const struc
                 a->cn->Dispatch->NdkCompleteConnect(a->cn, on_event, &a->disconnect, on_request, kr),
                 "NdkCompleteConnect");
     if (st != STATUS_SUCCESS)
-        die("A: NdkCompleteConnect failed: %s", NdkStatusName(st));
+        die("A: NdkCompleteConnect failed: %s", ndk_status_name(st));
     st = finish(ka, st_accept, "NdkAccept");
     if (st != STATUS_SUCCESS)
-        die("B: NdkAccept failed: %s", NdkStatusName(st));
+        die("B: NdkAccept failed: %s", ndk_status_name(st));
     if (good)
         ok("connection 1: MPA Request and Reply with private data (%zu and %zu bytes), RTR, "
            "effective IRD %" PRIu32 " ORD %" PRIu32,
@@ -800,7 +800,7 @@ static void frmr_init(struct side *b, struct frmr *f, size_t pages)
                                                              k),
                 "NdkInitializeFastRegisterMr");
     if (st != STATUS_SUCCESS)
-        die("NdkInitializeFastRegisterMr failed: %s", NdkStatusName(st));
+        die("NdkInitializeFastRegisterMr failed: %s", ndk_status_name(st));
     f->mdl.StartVa = f->buf;
     f->mdl.ByteCount = (ULONG)f->len;
     ULONG size = 0, fbo = 0;
@@ -810,7 +810,7 @@ static void frmr_init(struct side *b, struct frmr *f, size_t pages)
                 "NdkBuildLAM (size)");
     if (st != STATUS_BUFFER_TOO_SMALL || size == 0)
         die("NdkBuildLAM without a buffer: %s, size %" PRIu32 ", expected STATUS_BUFFER_TOO_SMALL",
-            NdkStatusName(st), size);
+            ndk_status_name(st), size);
     f->lam = calloc(1, size);
     if (!f->lam)
         die("out of memory");
@@ -819,7 +819,7 @@ static void frmr_init(struct side *b, struct frmr *f, size_t pages)
                                                 &size, &f->fbo),
                 "NdkBuildLAM");
     if (st != STATUS_SUCCESS)
-        die("NdkBuildLAM failed: %s", NdkStatusName(st));
+        die("NdkBuildLAM failed: %s", ndk_status_name(st));
 }
 
 /* NdkFastRegister of the whole buffer with remote write rights, on B's QP;
@@ -831,7 +831,7 @@ static UINT32 frmr_register(struct side *b, struct frmr *f)
         b->qp, CTX(3), f->mr, f->lam->AdapterPageCount, f->lam->AdapterPageArray, f->fbo, f->len,
         f->buf, NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ);
     if (st != STATUS_SUCCESS)
-        die("B: NdkFastRegister failed: %s", NdkStatusName(st));
+        die("B: NdkFastRegister failed: %s", ndk_status_name(st));
     UINT32 tok = f->mr->Dispatch->NdkGetRemoteTokenFromMr(f->mr);
     NDK_RESULT_EX r = cq_wait(b, CTX(3), "NdkFastRegister");
     if (!expect(&r, "B: NdkFastRegister", STATUS_SUCCESS, NdkOperationTypeFastRegister, -1))
@@ -970,7 +970,7 @@ static bool terminate(struct side *a, struct side *b, struct bufs *m, const stru
     NDK_RESULT_EX r = cq_wait(a, CTX(6), what);
     bool good = true;
     if (r.Status != STATUS_SUCCESS && r.Status != STATUS_CANCELLED) {
-        fail("%s: A's Write completed with %s", what, NdkStatusName(r.Status));
+        fail("%s: A's Write completed with %s", what, ndk_status_name(r.Status));
         good = false;
     }
     if (!sig_wait_past(&a->disconnect, da, timeout_ms)) {
@@ -983,7 +983,7 @@ static bool terminate(struct side *a, struct side *b, struct bufs *m, const stru
     }
     if (good)
         ok("%s: A's Write completed %s, the connection ended on both sides", what,
-           NdkStatusName(r.Status));
+           ndk_status_name(r.Status));
     return good;
 }
 
@@ -1023,7 +1023,7 @@ static bool rejected(struct side *a, unsigned port, const char *request_pd,
         cn, qp, (PSOCKADDR)&src, sizeof src, (PSOCKADDR)&dst, sizeof dst, READ_LIMIT, READ_LIMIT,
         req_len ? (PVOID)request_pd : NULL, (ULONG)req_len, on_request, kc);
     if (st_connect != STATUS_PENDING && st_connect != STATUS_SUCCESS)
-        die("A: %s: NdkConnect returned %s", what, NdkStatusName(st_connect));
+        die("A: %s: NdkConnect returned %s", what, ndk_status_name(st_connect));
 
     NDK_CONNECTOR *bcn = next_request(what);
     uint8_t pd[256];
@@ -1033,13 +1033,13 @@ static bool rejected(struct side *a, unsigned port, const char *request_pd,
     NTSTATUS st =
         bcn->Dispatch->NdkReject(bcn, rej_len ? (PVOID)reject_pd : NULL, (ULONG)rej_len);
     if (st != STATUS_SUCCESS) {
-        fail("B: %s: NdkReject failed: %s", what, NdkStatusName(st));
+        fail("B: %s: NdkReject failed: %s", what, ndk_status_name(st));
         good = false;
     }
     st = finish(kc, st_connect, "NdkConnect");
     if (st != STATUS_CONNECTION_REFUSED) {
         fail("A: %s: NdkConnect completed with %s, expected STATUS_CONNECTION_REFUSED", what,
-             NdkStatusName(st));
+             ndk_status_name(st));
         good = false;
     } else {
         n = connection_data(cn, pd, sizeof pd, NULL, NULL, what);
@@ -1125,7 +1125,7 @@ int main(int argc, char **argv)
         struct side *s = sides[i];
         close_obj(s->pd->Dispatch->NdkClosePd, &s->pd->Header, "NdkClosePd");
         close_obj(s->cq->Dispatch->NdkCloseCq, &s->cq->Header, "NdkCloseCq");
-        NdkCloseAdapter(s->ad);
+        ndk_close_adapter(s->ad);
     }
     sig_free_all();
     if (failures) {

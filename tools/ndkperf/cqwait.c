@@ -50,7 +50,7 @@ static bool cq_error(struct endpoint *e, const char *what)
     pthread_mutex_unlock(&e->lock);
     if (st == STATUS_SUCCESS)
         return false;
-    complain(e->role, "the CQ reported %s while waiting for %s%s", NdkStatusName(st), what,
+    complain(e->role, "the CQ reported %s while waiting for %s%s", ndk_status_name(st), what,
              st == STATUS_BUFFER_OVERFLOW ? " (more completions than its depth)" : "");
     return true;
 }

@@ -55,7 +55,7 @@ static struct tc_completion *waiter_new(struct endpoint *e)
 }
 
 /* Closes of connectors we refuse from inside the connect event: nobody
- * waits for them; NdkCloseAdapter does. */
+ * waits for them; ndk_close_adapter does. */
 static VOID on_close_ignored(PVOID ctx)
 {
     (void)ctx;
@@ -98,7 +98,7 @@ static bool close_object(struct endpoint *e, NDK_FN_CLOSE_OBJECT fn, NDK_OBJECT_
     NTSTATUS st = fn(obj, tc_on_close, w);
     if (st != STATUS_SUCCESS && st != STATUS_PENDING) {
         library_problem(e->role, "%s returned %s; a close returns only STATUS_SUCCESS or STATUS_PENDING",
-                        call, NdkStatusName(st));
+                        call, ndk_status_name(st));
         return false;
     }
     finish(e, w, st, call, e->opt->timeout_ms + GRACE_MS);
@@ -220,7 +220,7 @@ static void describe_adapter(struct endpoint *e, const char *spec)
 {
     snprintf(e->adapter_name, sizeof e->adapter_name, "%s", spec);
     ULONG n = 0;
-    if (NdkListAdapters(NULL, &n) != STATUS_BUFFER_TOO_SMALL && n == 0)
+    if (ndk_list_adapters(NULL, &n) != STATUS_BUFFER_TOO_SMALL && n == 0)
         return;
     n += 4; /* room for an interface that appears meanwhile */
     NDK_ADAPTER_DESCRIPTION *list = calloc(n, sizeof *list);
@@ -231,7 +231,7 @@ static void describe_adapter(struct endpoint *e, const char *spec)
     bool is_v4 = inet_pton(AF_INET, spec, &a.in4.sin_addr) == 1;
     bool is_v6 = !is_v4 && inet_pton(AF_INET6, spec, &a.in6.sin6_addr) == 1;
     a.sa.sa_family = is_v4 ? AF_INET : AF_INET6;
-    if (NdkListAdapters(list, &n) == STATUS_SUCCESS) {
+    if (ndk_list_adapters(list, &n) == STATUS_SUCCESS) {
         for (ULONG i = 0; i < n; i++) {
             bool match = strcmp(list[i].Name, spec) == 0;
             for (ULONG k = 0; !match && (is_v4 || is_v6) && k < list[i].AddressCount &&
@@ -275,10 +275,10 @@ bool ep_open(struct endpoint *e, const char *spec)
         oo.Flags |= NDK_OPEN_FLAG_RELAXED_TX_GATE;
 #endif
     NDK_VERSION v = {NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION};
-    NTSTATUS st = NdkOpenAdapter(spec, v, &oo, &e->ad);
+    NTSTATUS st = ndk_open_adapter(spec, v, &oo, &e->ad);
     if (st != STATUS_SUCCESS) {
         e->ad = NULL;
-        ndk_failed(e->role, "NdkOpenAdapter", st, "adapter '%s'", spec);
+        ndk_failed(e->role, "ndk_open_adapter", st, "adapter '%s'", spec);
         return false;
     }
     /* The documented way: probe the size, then query into that much. */
@@ -678,7 +678,7 @@ struct closer {
 static void *closer_main(void *arg)
 {
     struct closer *c = arg;
-    NdkCloseAdapter(c->ad);
+    ndk_close_adapter(c->ad);
     pthread_mutex_lock(&c->lock);
     c->done = true;
     pthread_cond_broadcast(&c->cond);
@@ -687,7 +687,7 @@ static void *closer_main(void *arg)
 }
 
 /*
- * NdkCloseAdapter blocks until every callback has returned. It runs on a
+ * ndk_close_adapter blocks until every callback has returned. It runs on a
  * helper thread so that our wait stays bounded: if it does not return,
  * that is reported and the process exits.
  */
@@ -700,7 +700,7 @@ static void close_adapter(struct endpoint *e)
     tc_cond_init_mono(&c.cond);
     pthread_t t;
     if (pthread_create(&t, NULL, closer_main, &c) != 0) {
-        NdkCloseAdapter(e->ad);
+        ndk_close_adapter(e->ad);
     } else {
         unsigned ms = e->opt->timeout_ms + GRACE_MS;
         struct timespec dl;
@@ -712,7 +712,7 @@ static void close_adapter(struct endpoint *e)
         bool done = c.done;
         pthread_mutex_unlock(&c.lock);
         if (!done) {
-            library_problem(e->role, "NdkCloseAdapter did not return within %u ms", ms);
+            library_problem(e->role, "ndk_close_adapter did not return within %u ms", ms);
             fflush(NULL);
             _exit(1);
         }

@@ -437,7 +437,7 @@ static int parse_options(int argc, char **argv, struct options *o)
 /* ------------------------------------------------------------------------ */
 
 /* Pins the whole process (it has one thread yet): the provider threads
- * that NdkOpenAdapter starts later inherit the CPU. */
+ * that ndk_open_adapter starts later inherit the CPU. */
 static bool pin_self(const char *role, int cpu)
 {
     if (cpu < 0)

@@ -267,7 +267,7 @@ static bool ctl_poll(struct pt *t)
     for (unsigned i = 0; i < n; i++) {
         if (r[i].Status != STATUS_SUCCESS) {
             complain(t->role, "a control %s completed with %s", WR_KIND(r[i].RequestContext) == WR_SQ ? "Send" : "receive",
-                     NdkStatusName(r[i].Status));
+                     ndk_status_name(r[i].Status));
             return false;
         }
         if (WR_KIND(r[i].RequestContext) == WR_SQ) {
@@ -439,7 +439,7 @@ static long tst_poll(struct pt *t)
     for (unsigned i = 0; i < n; i++) {
         if (r[i].Status != STATUS_SUCCESS) {
             complain(t->role, "a %s on the test connection completed with %s%s",
-                     WR_KIND(r[i].RequestContext) == WR_SQ ? "request" : "receive", NdkStatusName(r[i].Status),
+                     WR_KIND(r[i].RequestContext) == WR_SQ ? "request" : "receive", ndk_status_name(r[i].Status),
                      r[i].Status == STATUS_CANCELLED ? " (flushed: the connection is gone)" : "");
             return -1;
         }

@@ -73,7 +73,7 @@ void ndk_failed(const char *role, const char *call, NTSTATUS st, const char *fmt
         vsnprintf(ctx, sizeof ctx, fmt, ap);
         va_end(ap);
     }
-    complain(role, "%s failed: %s%s%s%s", call, NdkStatusName(st), ctx[0] ? " (" : "", ctx, ctx[0] ? ")" : "");
+    complain(role, "%s failed: %s%s%s%s", call, ndk_status_name(st), ctx[0] ? " (" : "", ctx, ctx[0] ? ")" : "");
 }
 
 /* ------------------------------------------------------------------------ */

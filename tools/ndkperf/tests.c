@@ -328,10 +328,10 @@ static bool failed_completion(struct run *x, const NDK_RESULT *r)
     if (k == WR_SQ) {
         uint64_t n = WR_VAL(r->RequestContext);
         complain(e->role, "%s #%" PRIu64 " (%" PRIu32 " bytes) completed with %s%s",
-                 op_name((enum sq_op)e->sq_op[n % e->ctrl_tx_slots]), n, x->size, NdkStatusName(r->Status), hint);
+                 op_name((enum sq_op)e->sq_op[n % e->ctrl_tx_slots]), n, x->size, ndk_status_name(r->Status), hint);
     } else {
         complain(e->role, "a %s receive completed with %s%s", k == WR_RX_DATA ? "data" : "control",
-                 NdkStatusName(r->Status), hint);
+                 ndk_status_name(r->Status), hint);
     }
     return false;
 }
