@@ -21,3 +21,9 @@ foreach(name perftest_siw_client perftest_siw_server)
   set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 300
                                                   SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
 endforeach()
+
+# interop.perftest_loopback: ndkperf --perftest against itself on the host,
+# no guest: labelled conformance so that it runs without QEMU.
+add_test(NAME interop.perftest_loopback
+         COMMAND bash ${NDK_PERFTEST_DIR}/perftest_loopback.sh $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
+set_tests_properties(interop.perftest_loopback PROPERTIES LABELS conformance TIMEOUT 240)
