@@ -7,6 +7,8 @@
 #
 #   TEST         write_bw, read_bw, send_bw, send_lat, write_lat with -n 200:
 #                both ends exit 0 and print their results line
+#   few_outs     read_bw -t 64 -o 3: fewer outstanding Reads than a quarter
+#                of the depth (every window of Reads must hold a signaled one)
 #   usage        bad command lines: exit 2
 #
 # Run by hand: bash tests/interop/perftest_loopback.sh build/tools/ndkperf/ndkperf .
@@ -47,6 +49,9 @@ for t in send_lat write_lat; do
 	check_count "$t-client.out" '^ +2 +[0-9]+ +[0-9.]+ +[0-9.]+' 1 "$t: the client's results line"
 	check_count "$t-server.out" '^ +2 +[0-9]+ +[0-9.]+ +[0-9.]+' 1 "$t: the server's results line"
 done
+
+pair few_outs read_bw - - -n 300 -s 65536 -t 64 -o 3
+check few_outs-client.out '^ +65536 +300 +[0-9.]+ +[0-9.]+' "few_outs: every Read completed"
 
 note "usage: bad command lines"
 usage() {

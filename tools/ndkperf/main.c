@@ -707,6 +707,7 @@ static int client_main(const struct options *o, const char *address, unsigned po
         complain("client", "the server's buffer (%" PRIu32 " bytes) is smaller than the messages", e.peer.size);
         goto out;
     }
+    test_connected(&e, &tp);
     report_header(&e, &tp, placement);
     if (!run_client_tests(&e, &tp))
         goto out;

@@ -283,6 +283,9 @@ void test_layout(const struct test_params *tp, const struct options *o, bool ser
 bool test_prepost(struct endpoint *e, const struct test_params *tp, bool server);
 /* Requested IRD / ORD. */
 void test_read_limits(const struct test_params *tp, const struct options *o, ULONG *ird, ULONG *ord);
+/* Once the client is connected (the effective ORD known): fits the
+ * completion signalling to what may be in flight. */
+void test_connected(struct endpoint *e, const struct test_params *tp);
 bool run_client_tests(struct endpoint *e, const struct test_params *tp);
 bool run_server_tests(struct endpoint *e, const struct test_params *tp);
 

@@ -510,6 +510,10 @@ static bool client_bw(struct pt *t, struct bw_samples *bw)
             return false;
         }
     }
+    /* Only a signaled completion frees room: a full window must hold one,
+     * or its completions never come (read_bw with -o below -t / 4). */
+    if (t->signal_every > limit)
+        t->signal_every = (uint32_t)limit;
     /* send_bw: the server's receives, which its credits count. */
     uint64_t window = t->p.rx_depth;
     volatile const uint8_t *credit = e->target;

@@ -675,14 +675,32 @@ oom:
     return false;
 }
 
+/* The most RDMA Writes or Reads the client keeps in flight: the initiator
+ * queue less the slot kept for control messages, and for Reads the
+ * effective ORD as well. */
+static uint64_t rdma_window(const struct endpoint *e, bool reads)
+{
+    uint64_t limit = e->sq_limit - 1;
+    return reads && e->ord < limit ? e->ord : limit;
+}
+
+void test_connected(struct endpoint *e, const struct test_params *tp)
+{
+    if (tp->test != T_WRITE_BW && tp->test != T_READ_BW)
+        return;
+    /* Only a signaled completion frees room: a full window must hold one,
+     * or its completions never come (read_bw with -o below -q / 4). */
+    uint64_t window = rdma_window(e, tp->test == T_READ_BW);
+    if (window && e->signal_every > window)
+        e->signal_every = (uint32_t)window;
+}
+
 static bool client_rdma_bw(struct run *x, struct bw_samples *bw)
 {
     struct endpoint *e = x->e;
     const struct test_params *tp = x->tp;
     bool reads = tp->test == T_READ_BW;
-    uint64_t limit = e->sq_limit - 1; /* one slot stays free for control messages */
-    if (reads && e->ord < limit)
-        limit = e->ord;
+    uint64_t limit = rdma_window(e, reads);
     if (limit == 0) {
         complain(e->role, "the connection allows no outstanding RDMA Read (effective ORD 0)");
         return false;
