@@ -9,6 +9,11 @@
 #                both ends exit 0 and print their results line
 #   few_outs     read_bw -t 64 -o 3: fewer outstanding Reads than a quarter
 #                of the depth (every window of Reads must hold a signaled one)
+#   close_*      send_lat and write_bw where one side ends the test
+#                connection before the closing exchange on the control
+#                connection (NDKPERF_PERFTEST_CLOSE=test-first): the other
+#                side must take that FIN as the end of the data phase, answer
+#                it, and finish the exchange
 #   usage        bad command lines: exit 2
 #
 # Run by hand: bash tests/interop/perftest_loopback.sh build/tools/ndkperf/ndkperf .
@@ -52,6 +57,10 @@ done
 
 pair few_outs read_bw - - -n 300 -s 65536 -t 64 -o 3
 check few_outs-client.out '^ +65536 +300 +[0-9.]+ +[0-9.]+' "few_outs: every Read completed"
+
+pair close_server_first send_lat NDKPERF_PERFTEST_CLOSE=test-first - -n 50
+pair close_client_first send_lat - NDKPERF_PERFTEST_CLOSE=test-first -n 50
+pair close_bw_client_first write_bw - NDKPERF_PERFTEST_CLOSE=test-first -n 50
 
 note "usage: bad command lines"
 usage() {

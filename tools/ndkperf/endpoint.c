@@ -619,6 +619,45 @@ bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR 
     return true;
 }
 
+bool ep_wait_peer_disconnect(struct endpoint *e, unsigned ms)
+{
+    struct timespec dl;
+    tc_deadline(&dl, ms);
+    pthread_mutex_lock(&e->lock);
+    while (!atomic_load(&e->disconnected))
+        if (pthread_cond_timedwait(&e->cond, &e->lock, &dl) == ETIMEDOUT)
+            break;
+    pthread_mutex_unlock(&e->lock);
+    return atomic_load(&e->disconnected);
+}
+
+bool ep_disconnect_begin(struct endpoint *e)
+{
+    if (!e->connected || e->disconnecting)
+        return true;
+    if (!(e->disconnecting = waiter_new(e)))
+        return false;
+    e->disconnect_returned = e->cn->Dispatch->NdkDisconnect(e->cn, tc_on_request, e->disconnecting);
+    return true;
+}
+
+bool ep_disconnect_end(struct endpoint *e)
+{
+    if (!e->disconnecting)
+        return true;
+    NTSTATUS st = finish(e, e->disconnecting, e->disconnect_returned, "NdkDisconnect",
+                         e->opt->timeout_ms + GRACE_MS);
+    e->disconnecting = NULL;
+    e->connected = false;
+    if (e->peer_may_abort && (st == STATUS_CONNECTION_ABORTED || st == STATUS_CONNECTION_RESET))
+        return true;
+    if (st != STATUS_SUCCESS) {
+        ndk_failed(e->role, "NdkDisconnect", st, NULL);
+        return false;
+    }
+    return true;
+}
+
 /*
  * Graceful disconnect (reference 7.6). The client disconnects first; the
  * server waits for that (bounded) and answers with its own NdkDisconnect,
@@ -629,30 +668,9 @@ bool ep_disconnect(struct endpoint *e, bool wait_for_peer_first)
 {
     if (!e->connected)
         return true;
-    if (wait_for_peer_first) {
-        struct timespec dl;
-        tc_deadline(&dl, e->opt->timeout_ms);
-        pthread_mutex_lock(&e->lock);
-        while (!atomic_load(&e->disconnected))
-            if (pthread_cond_timedwait(&e->cond, &e->lock, &dl) == ETIMEDOUT)
-                break;
-        pthread_mutex_unlock(&e->lock);
-        if (!atomic_load(&e->disconnected))
-            complain(e->role, "the client did not disconnect within %u ms; disconnecting", e->opt->timeout_ms);
-    }
-    struct tc_completion *w = waiter_new(e);
-    if (!w)
-        return false;
-    NTSTATUS st = e->cn->Dispatch->NdkDisconnect(e->cn, tc_on_request, w);
-    st = finish(e, w, st, "NdkDisconnect", e->opt->timeout_ms + GRACE_MS);
-    e->connected = false;
-    if (e->peer_may_abort && (st == STATUS_CONNECTION_ABORTED || st == STATUS_CONNECTION_RESET))
-        return true;
-    if (st != STATUS_SUCCESS) {
-        ndk_failed(e->role, "NdkDisconnect", st, NULL);
-        return false;
-    }
-    return true;
+    if (wait_for_peer_first && !e->disconnecting && !ep_wait_peer_disconnect(e, e->opt->timeout_ms))
+        complain(e->role, "the client did not disconnect within %u ms; disconnecting", e->opt->timeout_ms);
+    return ep_disconnect_begin(e) && ep_disconnect_end(e);
 }
 
 void ep_drop_connector(struct endpoint *e)

@@ -168,6 +168,8 @@ struct endpoint {
     NDK_CONNECTOR *cn;
     NDK_LISTENER *ln;
     bool connected;
+    struct tc_completion *disconnecting; /* our NdkDisconnect, once started */
+    NTSTATUS disconnect_returned;        /* ... and what the call returned */
     struct waiter *waiters; /* every waiter, freed once the adapter is closed */
 
     /* One registered allocation: [target | source | ctrl tx | ctrl rx].
@@ -243,6 +245,12 @@ bool ep_connect(struct endpoint *e, const NDK_SOCKADDR *src, const NDK_SOCKADDR 
                 const uint8_t *pdata, uint32_t len, ULONG ird, ULONG ord, uint8_t *reply,
                 uint32_t cap, uint32_t *reply_len);
 bool ep_disconnect(struct endpoint *e, bool wait_for_peer_first);
+/* ep_disconnect in two halves: NdkDisconnect started (a no-op when it was
+ * already), then its completion waited for. */
+bool ep_disconnect_begin(struct endpoint *e);
+bool ep_disconnect_end(struct endpoint *e);
+/* True once the peer has disconnected, waiting at most ms for it. */
+bool ep_wait_peer_disconnect(struct endpoint *e, unsigned ms);
 /* Closes the connector of a failed connect, so that it can be tried again. */
 void ep_drop_connector(struct endpoint *e);
 void ep_close(struct endpoint *e);

@@ -60,6 +60,9 @@
  *   write_lat ping-pong of RDMA Writes, the server first: each side writes
  *             its iteration number into the last byte of the message and
  *             polls the last byte of its own buffer for the peer's.
+ * After the data phase either side may close the test connection at any
+ * time: perftest does so right after the closing exchange, and its FIN on
+ * the test connection may overtake its last message on the control one.
  * With -n, -t and -r are capped at the iterations, as perftest does; both
  * sides must be given the same -s, -n (or -D) and -r: perftest 6.06 does
  * not exchange them.
@@ -119,11 +122,13 @@ struct ctl_msg {
 struct pt {
     struct options o;
     bool trace; /* NDKPERF_PERFTEST_TRACE=1: every control message on stderr */
+    bool close_test_first; /* NDKPERF_PERFTEST_CLOSE=test-first, see data_phase_over() */
     struct pt_params p;
     const char *role;
     struct endpoint ctl, tst;
     bool inited;               /* both endpoints initialised: ep_close them */
-    bool ctl_ready, tst_ready; /* connected: a disconnect ends any wait */
+    bool ctl_ready; /* connected: a disconnect ends any wait */
+    bool tst_ready; /* in the data phase: a disconnect ends any wait */
 
     /* Control channel: messages received and not yet read (one at a time
      * in practice), and the Sends in flight. */
@@ -207,6 +212,7 @@ static void hexdump_msg(const char *role, const char *what, const uint8_t *p, ui
 struct clock_bound {
     uint64_t start, limit_ns;
     unsigned polls;
+    bool peer_left; /* a disconnect was seen: one more poll, then fail */
 };
 
 static void bound_start(struct clock_bound *b, uint64_t ms)
@@ -214,6 +220,33 @@ static void bound_start(struct clock_bound *b, uint64_t ms)
     b->start = now_ns();
     b->limit_ns = ms * 1000000u;
     b->polls = 0;
+    b->peer_left = false;
+}
+
+/*
+ * The peer's disconnects, seen from a wait. Once the data phase is over
+ * the test connection may end at any time (perftest closes it right after
+ * the closing exchange, and its FIN may arrive before the last control
+ * message): it is answered, and is no failure. A disconnect that ends the
+ * wait does so only after one more poll, so that what the peer sent before
+ * it left is taken first. True when the wait must end.
+ */
+static bool peer_gone(struct pt *t, struct clock_bound *b, const char *what)
+{
+    bool tst_gone = atomic_load(&t->tst.disconnected);
+    if (tst_gone && !t->tst_ready)
+        ep_disconnect_begin(&t->tst);
+    const char *which = t->ctl_ready && atomic_load(&t->ctl.disconnected) ? "control"
+                        : t->tst_ready && tst_gone                        ? "test"
+                                                                           : NULL;
+    if (!which)
+        return false;
+    if (!b->peer_left) {
+        b->peer_left = true;
+        return false;
+    }
+    complain(t->role, "the peer closed the %s connection while this side waited for %s", which, what);
+    return true;
 }
 
 /* Called once per empty poll: yields, and every POLLS_PER_CLOCK polls
@@ -224,14 +257,8 @@ static bool bound_ok(struct pt *t, struct clock_bound *b, const char *what)
         sched_yield();
     if (++b->polls % POLLS_PER_CLOCK)
         return true;
-    if (t->ctl_ready && atomic_load(&t->ctl.disconnected)) {
-        complain(t->role, "the peer closed the control connection while this side waited for %s", what);
+    if (peer_gone(t, b, what))
         return false;
-    }
-    if (t->tst_ready && atomic_load(&t->tst.disconnected)) {
-        complain(t->role, "the peer closed the test connection while this side waited for %s", what);
-        return false;
-    }
     if (now_ns() - b->start > b->limit_ns) {
         complain(t->role, "nothing came for %.1f s while waiting for %s", (double)b->limit_ns / 1e9, what);
         return false;
@@ -814,6 +841,22 @@ static bool exchange_setup(struct pt *t)
     return true;
 }
 
+/*
+ * The end of the data phase: from here on the peer may close the test
+ * connection (see peer_gone). With
+ * NDKPERF_PERFTEST_CLOSE=test-first this side ends the test connection as
+ * soon as its data phase is over, and waits for the peer's answer before
+ * the closing exchange on the control connection. perftest closes its
+ * connections right after that exchange, so its FIN on the test connection
+ * and its last control message reach us in either order; this makes the
+ * FIN-first order certain, for the tests.
+ */
+static bool data_phase_over(struct pt *t)
+{
+    t->tst_ready = false;
+    return !t->close_test_first || ep_disconnect(&t->tst, false);
+}
+
 /* From message 6 on: the exchanges around the data phase, and the data
  * phase itself, with the results printed. */
 static bool run_test(struct pt *t)
@@ -840,6 +883,8 @@ static bool run_test(struct pt *t)
             report_footer();
         }
         lat_free(&lat);
+        if (ok)
+            ok = data_phase_over(t);
         if (ok && kind == T_SEND_LAT)
             ok = xchg_dest(t, "closing pingpong_dest");
         return ok;
@@ -859,7 +904,7 @@ static bool run_test(struct pt *t)
             printf(" %-10" PRIu32 " %-14" PRIu64 " (run too short to time)\n", t->p.size, mine.msgs);
     }
     bw_free(&bw);
-    if (!ok)
+    if (!ok || !data_phase_over(t))
         return false;
     if (kind == T_SEND_BW) {
         report_footer();
@@ -1028,9 +1073,7 @@ static void read_limits(const struct pt *t, ULONG *ird, ULONG *ord)
 /* Waits at most LINGER_MS for the peer to disconnect e. */
 static void linger(struct endpoint *e)
 {
-    uint64_t end = now_ns() + (uint64_t)LINGER_MS * 1000000u;
-    while (!atomic_load(&e->disconnected) && now_ns() < end)
-        usleep(1000);
+    ep_wait_peer_disconnect(e, LINGER_MS);
 }
 
 static int client(struct pt *t)
@@ -1346,6 +1389,8 @@ int perftest_main(int argc, char **argv)
     setvbuf(stdout, NULL, _IOLBF, 0);
     const char *tr = getenv("NDKPERF_PERFTEST_TRACE");
     t.trace = tr && *tr && strcmp(tr, "0") != 0;
+    const char *order = getenv("NDKPERF_PERFTEST_CLOSE");
+    t.close_test_first = order && strcmp(order, "test-first") == 0;
 
     int rc = t.p.server ? server(&t) : client(&t);
     /* The test endpoint uses the control one's adapter: it goes first. */
