@@ -9,6 +9,8 @@
 #                both ends exit 0 and print their results line
 #   few_outs     read_bw -t 64 -o 3: fewer outstanding Reads than a quarter
 #                of the depth (every window of Reads must hold a signaled one)
+#   *_lat_all    send_lat and write_lat with -a: every size 2 B .. 8 MiB,
+#                a results line each
 #   close_*      send_lat and write_bw where one side ends the test
 #                connection before the closing exchange on the control
 #                connection (NDKPERF_PERFTEST_CLOSE=test-first): the other
@@ -58,6 +60,15 @@ done
 pair few_outs read_bw - - -n 300 -s 65536 -t 64 -o 3
 check few_outs-client.out '^ +65536 +300 +[0-9.]+ +[0-9.]+' "few_outs: every Read completed"
 
+for t in send_lat write_lat; do
+	pair "${t}_all" "$t" - - -a -n 20
+	for side in client server; do
+		check_count "${t}_all-$side.out" '^ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+' 23 \
+			"${t}_all: the $side's 23 results lines"
+		check "${t}_all-$side.out" '^ +8388608 +[0-9]+ ' "${t}_all: the $side reached 8 MiB"
+	done
+done
+
 pair close_server_first send_lat NDKPERF_PERFTEST_CLOSE=test-first - -n 50
 pair close_client_first send_lat - NDKPERF_PERFTEST_CLOSE=test-first -n 50
 pair close_bw_client_first write_bw - NDKPERF_PERFTEST_CLOSE=test-first -n 50
@@ -72,4 +83,6 @@ usage() {
 }
 usage no-test
 usage unknown-test bogus_bw
+usage all-and-size send_lat -a -s 64
+usage all-bw send_bw -a
 finish

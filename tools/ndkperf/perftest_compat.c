@@ -29,7 +29,10 @@
  *          initialised by perftest), 24 vaddr (8), 32 gid (16), 48 srqn,
  *          52 gid_index
  *        sent K times, the same each time: K = 3 for write_bw and read_bw,
- *        4 for send_bw, send_lat and write_lat. rkey/vaddr name the buffer
+ *        4 for send_bw, send_lat and write_lat, where send_lat's fourth
+ *        comes right before the data phase of each size (perftest posts
+ *        its receives for the size, then synchronises; with -a, before
+ *        every size). rkey/vaddr name the buffer
  *        the peer writes to or reads from; for send_bw the client's is its
  *        credit counter.
  *   data phase on the test connection (below), then on the control one:
@@ -60,6 +63,8 @@
  *   write_lat ping-pong of RDMA Writes, the server first: each side writes
  *             its iteration number into the last byte of the message and
  *             polls the last byte of its own buffer for the peer's.
+ *   -a        (latency tests) every size from 2 B to 8 MiB in turn, the
+ *             iteration count starting again at each.
  * After the data phase either side may close the test connection at any
  * time: perftest does so right after the closing exchange, and its FIN on
  * the test connection may overtake its last message on the control one.
@@ -103,6 +108,7 @@ struct pt_params {
     const char *address;
     uint32_t size, iters, duration_s;
     uint32_t tx_depth, rx_depth, outs;
+    bool all_sizes; /* -a: the latency tests over every size */
 };
 
 /* perftest's struct pingpong_dest, as it travels. */
@@ -148,10 +154,11 @@ struct pt {
     struct bw_samples *samples; /* fed by completions, when set */
 };
 
-/* The pingpong_dest exchanges before the data phase (see the top). */
+/* The pingpong_dest exchanges before the data phase (see the top); send_lat
+ * has its fourth before each size (run_lat). */
 static unsigned dests_before(enum test_kind t)
 {
-    return t == T_WRITE_BW || t == T_READ_BW ? 3 : 4;
+    return t == T_WRITE_LAT || t == T_SEND_BW ? 4 : 3;
 }
 
 static uint64_t dbl_bits(double d)
@@ -764,7 +771,10 @@ static void print_header(struct pt *t)
            e->info.RdmaTechnology == NdkiWarp ? "iWARP" : "not iWARP");
     printf(" Protocol        : perftest %s over rdma_cm (-R), peer version \"%s\"\n", PT_VERSION, t->peer_version);
     printf(" Role            : %s\n", t->p.server ? "server" : "client");
-    printf(" Message size    : %" PRIu32 " bytes\n", t->p.size);
+    if (t->p.all_sizes)
+        printf(" Message sizes   : %u .. %u bytes (-a)\n", NDKPERF_MIN_ALL_SIZE, NDKPERF_MAX_SIZE);
+    else
+        printf(" Message size    : %" PRIu32 " bytes\n", t->p.size);
     if (t->p.iters)
         printf(" Iterations      : %" PRIu32 "\n", t->p.iters);
     else
@@ -857,6 +867,36 @@ static bool data_phase_over(struct pt *t)
     return !t->close_test_first || ep_disconnect(&t->tst, false);
 }
 
+/*
+ * The latency tests, one size (-s) or every size (-a, 2 B .. 8 MiB, as
+ * perftest's -a): send_lat exchanges pingpong_dest once more before each
+ * size (perftest posts its receives for the size, then synchronises);
+ * write_lat runs the sizes back to back. A results line per size.
+ */
+static bool run_lat(struct pt *t)
+{
+    struct test_params sizes_of = {.all_sizes = t->p.all_sizes, .size = t->p.size};
+    uint32_t sizes[32];
+    unsigned n = size_list(&sizes_of, sizes, 32);
+    report_columns(t->p.test);
+    for (unsigned i = 0; i < n; i++) {
+        t->p.size = sizes[i];
+        if (t->p.test == T_SEND_LAT && !xchg_dest(t, "pingpong_dest before a size"))
+            return false;
+        struct lat_samples lat = {0};
+        bool ok = t->p.test == T_SEND_LAT ? pingpong_send(t, &lat) : pingpong_write(t, &lat);
+        if (ok)
+            report_lat(t->p.size, &lat, 0.5);
+        lat_free(&lat);
+        if (!ok)
+            return false;
+    }
+    report_footer();
+    if (!data_phase_over(t))
+        return false;
+    return t->p.test != T_SEND_LAT || xchg_dest(t, "closing pingpong_dest");
+}
+
 /* From message 6 on: the exchanges around the data phase, and the data
  * phase itself, with the results printed. */
 static bool run_test(struct pt *t)
@@ -874,21 +914,8 @@ static bool run_test(struct pt *t)
 
     enum test_kind kind = t->p.test;
     bool ok = true;
-    if (test_is_lat(kind)) {
-        struct lat_samples lat = {0};
-        ok = kind == T_SEND_LAT ? pingpong_send(t, &lat) : pingpong_write(t, &lat);
-        if (ok) {
-            report_columns(kind);
-            report_lat(t->p.size, &lat, 0.5);
-            report_footer();
-        }
-        lat_free(&lat);
-        if (ok)
-            ok = data_phase_over(t);
-        if (ok && kind == T_SEND_LAT)
-            ok = xchg_dest(t, "closing pingpong_dest");
-        return ok;
-    }
+    if (test_is_lat(kind))
+        return run_lat(t);
 
     struct bw_samples bw = {0};
     struct bw_result mine = {0}, peer = {0};
@@ -1212,6 +1239,7 @@ static void pt_usage(FILE *f)
             "TEST: write_bw, read_bw, send_bw, send_lat, write_lat (or ib_write_bw, ...).\n"
             "\n"
             "  -s, --size=BYTES        message size (default 65536; latency tests 2)\n"
+            "  -a, --all               latency tests: every size 2 B .. 8 MiB, powers of two\n"
             "  -n, --iters=N           iterations (default 5000 for write_bw, else 1000)\n"
             "  -D, --duration=SECONDS  bandwidth tests: run this long instead of -n\n"
             "  -t, --tx-depth=N        requests in flight (default 128); capped at -n\n"
@@ -1243,6 +1271,7 @@ int perftest_main(int argc, char **argv)
 {
     static const struct option longopts[] = {
         {"size", required_argument, NULL, 's'},
+        {"all", no_argument, NULL, 'a'},
         {"iters", required_argument, NULL, 'n'},
         {"duration", required_argument, NULL, 'D'},
         {"tx-depth", required_argument, NULL, 't'},
@@ -1271,8 +1300,11 @@ int perftest_main(int argc, char **argv)
     uint64_t v;
     int ch;
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "s:n:D:t:r:o:p:d:B:RFh", longopts, NULL)) != -1) {
+    while ((ch = getopt_long(argc, argv, "s:an:D:t:r:o:p:d:B:RFh", longopts, NULL)) != -1) {
         switch (ch) {
+        case 'a':
+            t.p.all_sizes = true;
+            break;
         case 's':
             if (!parse_u64(optarg, 1, NDKPERF_MAX_SIZE, true, &v))
                 return pt_usage_error("invalid size (1 byte to 8 MiB)", optarg);
@@ -1366,8 +1398,12 @@ int perftest_main(int argc, char **argv)
         return pt_usage_error("-D is for the bandwidth tests here", "-D");
     if (!t.p.iters && !t.p.duration_s)
         t.p.iters = t.p.test == T_WRITE_BW ? 5000 : 1000;
+    if (t.p.all_sizes && size_given)
+        return pt_usage_error("-a and -s exclude each other", "-s");
+    if (t.p.all_sizes && !test_is_lat(t.p.test))
+        return pt_usage_error("-a is for the latency tests (send_lat, write_lat)", argv[optind]);
     if (!size_given)
-        t.p.size = test_is_lat(t.p.test) ? 2 : 65536;
+        t.p.size = t.p.all_sizes ? NDKPERF_MAX_SIZE : test_is_lat(t.p.test) ? 2 : 65536;
     /* As perftest: the latency tests have one message in flight, and the
      * depths never exceed the iterations. */
     if (test_is_lat(t.p.test))
