@@ -20,18 +20,26 @@ NDKPERF=$TOOL
 
 # Each case: the test it runs and its options, the same on both sides
 # (perftest 6.06 does not exchange them). A case is named after its test,
-# or after its test and what differs ("send_bw_D": send_bw with -D).
-test_of() { echo "${1%_D}"; }
+# or after its test and what differs ("send_bw_D": send_bw with -D,
+# "send_lat_a": send_lat with -a, every size 2 B .. 8 MiB; -n 5 keeps the
+# 8 MiB ping-pongs short under TCG).
+test_of() {
+	local t=${1%_D}
+	echo "${t%_a}"
+}
 test_args() {
 	case $1 in
 	*_D) echo "-D 2 -s 4096" ;;
+	*_a) echo "-a -n 5" ;;
 	*_bw) echo "-n 200 -s 65536" ;;
 	*) echo "-n 200" ;;
 	esac
 }
+# The size of the (last) results line.
 test_size() {
 	case $1 in
 	*_D) echo 4096 ;;
+	*_a) echo 8388608 ;;
 	*_bw) echo 65536 ;;
 	*) echo 2 ;;
 	esac
@@ -40,7 +48,15 @@ test_size() {
 test_iters() {
 	case $1 in
 	*_D) echo "[0-9]+" ;;
+	*_a) echo 5 ;;
 	*) echo 200 ;;
+	esac
+}
+# The results lines a case prints: one per size.
+test_lines() {
+	case $1 in
+	*_a) echo 23 ;;
+	*) echo 1 ;;
 	esac
 }
 

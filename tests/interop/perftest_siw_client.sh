@@ -16,6 +16,9 @@
 #   send_bw_D  guest `ib_send_bw -R -D 2 -s 4096`: both sides end at their
 #              own deadline; our server stops at the client's closing
 #              message
+#   send_lat_a, write_lat_a  guest `ib_send_lat -R -a -n 5`, `ib_write_lat
+#              -R -a -n 5`: every size from 2 B to 8 MiB, a results line each
+#              on both sides
 #
 #   write_lat  guest `ib_write_lat -R -n 200`: perftest's server writes
 #              first, while a client/server-mode responder normally sends no
@@ -29,7 +32,7 @@
 source "$(dirname "$0")/perftest_lib.sh"
 need_guest
 
-CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D)
+CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D send_lat_a write_lat_a)
 declare -A PORT_OF=()
 
 # Servers on ports libndk picks (-p 0); they wait for the guest to boot
@@ -75,8 +78,11 @@ for n in "${CASES[@]}"; do
 	fi
 	check guest.out "^$n: rc=0\$" "$n: guest perftest client exited 0"
 	check guest.out "^$n: +$size +$iters +([0-9.]+|inf) +" "$n: guest perftest client printed its results line"
+	check_count guest.out "^$n: +[0-9]+ +[0-9]+ +([0-9.]+|inf) +" "$(test_lines "$n")" \
+		"$n: guest perftest client's results lines, one per size"
 	check_rc "$n" 0 "$n: ndkperf --perftest server exited 0"
 	check "$n.out" "^ +$size +[0-9]+ +[0-9.]+ +[0-9.]+" "$n: ndkperf printed its results line"
+	check_count "$n.out" "^ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$(test_lines "$n")" "$n: ndkperf's results lines, one per size"
 	check "$n.out" "peer version \"6\\.06\"" "$n: the peer announced perftest version 6.06"
 	check_none "$n.err" 'library problem|ndkperf:' "$n: no complaint from ndkperf"
 	check_none guest.out "^$n: .*(Bad wc|Unable|Failed|Couldn't|error)" "$n: no complaint from guest perftest"

@@ -18,14 +18,18 @@
 #   send_bw_D  `ib_send_bw -R -D 2 -s 4096`: both sides end at their own
 #              deadline (every Send of ours signaled: no Send after it,
 #              which siw's server would no longer credit)
+#   send_lat_a, write_lat_a  `ib_send_lat -R -a -n 5`, `ib_write_lat -R -a
+#              -n 5`: every size from 2 B to 8 MiB, a results line each on
+#              both sides
 #
 # Run by hand: bash tests/interop/perftest_siw_server.sh build/tools/ndkperf/ndkperf .
 # shellcheck source=tests/interop/perftest_lib.sh
 source "$(dirname "$0")/perftest_lib.sh"
 need_guest
 
-CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D)
-declare -A GPORT=([write_bw]=18515 [send_bw]=18516 [read_bw]=18517 [send_lat]=18518 [write_lat]=18519 [send_bw_D]=18520)
+CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D send_lat_a write_lat_a)
+declare -A GPORT=([write_bw]=18515 [send_bw]=18516 [read_bw]=18517 [send_lat]=18518 [write_lat]=18519 [send_bw_D]=18520
+	[send_lat_a]=18521 [write_lat_a]=18522)
 declare -A HPORT=()
 fwd=()
 for n in "${CASES[@]}"; do
@@ -80,10 +84,13 @@ for n in "${CASES[@]}"; do
 	fi
 	check_rc "$n" 0 "$n: ndkperf --perftest client exited 0"
 	check "$n.out" "^ +$size +[0-9]+ +[0-9.]+ +[0-9.]+" "$n: ndkperf printed its results line"
+	check_count "$n.out" "^ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$(test_lines "$n")" "$n: ndkperf's results lines, one per size"
 	check "$n.out" "peer version \"6\\.06\"" "$n: the peer announced perftest version 6.06"
 	check_none "$n.err" 'library problem|ndkperf:' "$n: no complaint from ndkperf"
 	check guest.out "^$n: rc=0\$" "$n: guest perftest server exited 0"
 	check guest.out "^$n: +$size +[0-9]+ +([0-9.]+|inf) +" "$n: guest perftest server printed its results line"
+	check_count guest.out "^$n: +[0-9]+ +[0-9]+ +([0-9.]+|inf) +" "$(test_lines "$n")" \
+		"$n: guest perftest server's results lines, one per size"
 	check_none guest.out "^$n: .*(Bad wc|Unable|Failed|Couldn't|error)" "$n: no complaint from guest perftest"
 	case $n in
 	write_bw | read_bw)
