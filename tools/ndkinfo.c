@@ -9,10 +9,16 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
 
-#include "toolcommon.h"
+#include "lib/adapter.h"
+#include "lib/adapters.h"
+#include "lib/args.h"
+#include "lib/log.h"
 
-static const char *prog = "ndkinfo";
+#define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
 /* Every AdapterFlags bit ndkinfo.h defines, in bit order. */
 static const struct {
@@ -31,7 +37,7 @@ static const struct {
 static void usage(FILE *f)
 {
     fprintf(f,
-            "Usage: %s [-d ADAPTER] [-v] [-l]\n"
+            "Usage: ndkinfo [-d ADAPTER] [-v] [-l]\n"
             "Print the NDK adapters and their NDK_ADAPTER_INFO (like ibv_devinfo).\n"
             "\n"
             "Options:\n"
@@ -41,10 +47,13 @@ static void usage(FILE *f)
             "                         index and the size NdkQueryAdapterInfo asks for\n"
             "  -l, --list             print only the adapter names (like ibv_devices)\n"
             "  -h, --help             this text\n"
+            "  -V, --version          the version of ndkinfo and of the NDK it asks for\n"
             "\n"
-            "Each adapter is opened at NDK version %u.%u. Exit status: 0 success, 1 failure,\n"
-            "2 usage error.\n",
-            prog, NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION);
+            "Each adapter is opened at NDK version %u.%u. An adapter that is down or has no\n"
+            "address is listed without its NDK_ADAPTER_INFO, and is no failure unless named\n"
+            "with -d. ",
+            NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION);
+    tc_print_exit_statuses(f, false);
 }
 
 /* One aligned "\tfield:<pad>value" line, ibv_devinfo style. */
@@ -68,7 +77,7 @@ static const char *human_size(uint64_t v, char *buf, size_t size)
     static const char *units[] = {"B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
     unsigned u = 0;
     uint64_t x = v;
-    while (x >= 1024 && x % 1024 == 0 && u + 1 < TC_ARRAY_SIZE(units)) {
+    while (x >= 1024 && x % 1024 == 0 && u + 1 < ARRAY_SIZE(units)) {
         x /= 1024;
         u++;
     }
@@ -84,7 +93,7 @@ static void print_flags(ULONG flags, bool verbose)
     char names[512] = "";
     size_t used = 0;
     ULONG known = 0;
-    for (size_t i = 0; i < TC_ARRAY_SIZE(adapter_flags); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(adapter_flags); i++) {
         known |= adapter_flags[i].bit;
         if (!(flags & adapter_flags[i].bit))
             continue;
@@ -104,7 +113,7 @@ static void print_flags(ULONG flags, bool verbose)
         return;
     /* As ibv_devinfo -v decodes the capability flags: every defined flag,
      * set or not, so an absent capability is visible too. */
-    for (size_t i = 0; i < TC_ARRAY_SIZE(adapter_flags); i++) {
+    for (size_t i = 0; i < ARRAY_SIZE(adapter_flags); i++) {
         char label[80];
         snprintf(label, sizeof label, "%s (0x%08" PRIx32 "):", adapter_flags[i].name,
                  adapter_flags[i].bit);
@@ -155,16 +164,17 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
                              bool explicit)
 {
     NDK_ADAPTER *ad = NULL;
-    NTSTATUS st = ndk_open_adapter(spec, TC_NDK_VERSION, NULL, &ad);
+    NTSTATUS st = ndk_open_adapter(spec, (NDK_VERSION){NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION},
+                                   NULL, &ad);
     if (st != STATUS_SUCCESS && (explicit || st != NDIS_STATUS_ADAPTER_NOT_READY)) {
-        fprintf(stderr, "%s: cannot open adapter '%s': %s\n", prog, spec, ndk_status_name(st));
-        tc_print_available(stderr);
+        tc_complain(NULL, "cannot open adapter '%s': %s", spec, tc_status_name(st));
+        tc_print_candidates();
         return st;
     }
 
     printf("hca_id:\t%s\n", d ? d->Name : spec);
     if (d) {
-        char addrs[NDK_MAX_ADAPTER_ADDRESSES * (INET6_ADDRSTRLEN + IF_NAMESIZE + 4)];
+        char addrs[TC_ADDRS_BUF];
         if (verbose)
             field("if_index", "%" PRIu32, d->IfIndex);
         field("state", "%s", (d->Flags & NDK_ADAPTER_DESC_UP) ? "UP" : "DOWN");
@@ -173,7 +183,7 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
         field("addresses", "%s", tc_format_desc_addrs(d, addrs, sizeof addrs));
     }
     if (st != STATUS_SUCCESS) {
-        field("NDK_ADAPTER_INFO", "not available: %s", ndk_status_name(st));
+        field("NDK_ADAPTER_INFO", "not available: %s", tc_status_name(st));
         return STATUS_SUCCESS;
     }
 
@@ -183,13 +193,13 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
     if (st == STATUS_SUCCESS)
         print_info(&info, probed, verbose);
     else
-        fprintf(stderr, "%s: NdkQueryAdapterInfo on '%s' failed: %s\n", prog, spec,
-                ndk_status_name(st));
+        tc_ndk_failed(NULL, "NdkQueryAdapterInfo", st, "adapter '%s'", spec);
     ndk_close_adapter(ad);
     return st;
 }
 
-int main(int argc, char **argv)
+/* Returns -1 to go on, else the exit status. */
+static int parse_options(int argc, char **argv, const char **only, bool *verbose, bool *list_only)
 {
     static const struct option longopts[] = {
         {"adapter", required_argument, NULL, 'd'},
@@ -197,63 +207,80 @@ int main(int argc, char **argv)
         {"verbose", no_argument, NULL, 'v'},
         {"list", no_argument, NULL, 'l'},
         {"help", no_argument, NULL, 'h'},
+        {"version", no_argument, NULL, 'V'},
         {NULL, 0, NULL, 0},
     };
-    const char *only = NULL;
-    bool verbose = false, list_only = false;
     int c;
-    while ((c = getopt_long(argc, argv, "+d:vlh", longopts, NULL)) != -1) {
+    while ((c = getopt_long(argc, argv, "+d:vlhV", longopts, NULL)) != -1) {
         switch (c) {
         case 'd':
-            only = optarg;
+            *only = optarg;
             break;
         case 'v':
-            verbose = true;
+            *verbose = true;
             break;
         case 'l':
-            list_only = true;
+            *list_only = true;
             break;
         case 'h':
             usage(stdout);
-            return 0;
+            return TC_EXIT_OK;
+        case 'V':
+            return tc_print_version();
         default:
-            usage(stderr);
-            return 2;
+            return tc_usage_hint(NULL);
         }
     }
-    if (optind < argc) {
-        fprintf(stderr, "%s: unexpected argument '%s'\n", prog, argv[optind]);
-        usage(stderr);
-        return 2;
+    if (optind < argc)
+        return tc_usage_error(NULL, "unexpected argument '%s'", argv[optind]);
+    if (*list_only && *only)
+        return tc_usage_error(NULL, "-l lists every adapter; -d shows one");
+    return -1;
+}
+
+static int show_all(const NDK_ADAPTER_DESCRIPTION *list, ULONG n, bool verbose)
+{
+    if (n == 0) {
+        tc_complain(NULL, "no NDK adapters: no network interface has an IPv4 or IPv6 address");
+        return TC_EXIT_FAILED;
     }
+    int rc = TC_EXIT_OK;
+    for (ULONG i = 0; i < n; i++) {
+        if (i)
+            putchar('\n');
+        if (show_adapter(list[i].Name, &list[i], verbose, false) != STATUS_SUCCESS)
+            rc = TC_EXIT_FAILED;
+    }
+    return rc;
+}
+
+int main(int argc, char **argv)
+{
+    tc_log_init("ndkinfo");
+    const char *only = NULL;
+    bool verbose = false, list_only = false;
+    int rc = parse_options(argc, argv, &only, &verbose, &list_only);
+    if (rc >= 0)
+        return rc;
 
     NDK_ADAPTER_DESCRIPTION *list;
     ULONG n;
     NTSTATUS st = tc_list_adapters(&list, &n);
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "%s: ndk_list_adapters failed: %s\n", prog, ndk_status_name(st));
-        return 1;
+        tc_ndk_failed(NULL, "ndk_list_adapters", st, NULL);
+        return TC_EXIT_FAILED;
     }
-
-    int rc = 0;
     if (list_only) {
         printf("%" PRIu32 " adapter%s found:\n", n, n == 1 ? "" : "s");
         for (ULONG i = 0; i < n; i++)
             printf("\t%s\n", list[i].Name);
-        rc = n ? 0 : 1;
+        rc = n ? TC_EXIT_OK : TC_EXIT_FAILED;
     } else if (only) {
         int i = tc_find_adapter(list, n, only);
-        rc = show_adapter(only, i >= 0 ? &list[i] : NULL, verbose, true) == STATUS_SUCCESS ? 0 : 1;
-    } else if (n == 0) {
-        fprintf(stderr, "No NDK adapters found\n");
-        rc = 1;
+        st = show_adapter(only, i >= 0 ? &list[i] : NULL, verbose, true);
+        rc = st == STATUS_SUCCESS ? TC_EXIT_OK : TC_EXIT_FAILED;
     } else {
-        for (ULONG i = 0; i < n; i++) {
-            if (i)
-                putchar('\n');
-            if (show_adapter(list[i].Name, &list[i], verbose, false) != STATUS_SUCCESS)
-                rc = 1;
-        }
+        rc = show_all(list, n, verbose);
     }
     free(list);
     return rc;
