@@ -1,0 +1,32 @@
+/*
+ * ndkping - rping for NDK: connects, moves and verifies data, and reports
+ * the time of each step. Two protocols, each a mode of its own with its
+ * own command line: ndkping's own (the default) and rdma-core's rping
+ * (--rping), so that the real rping can be the peer.
+ *
+ * Uses only the public headers. Every asynchronous call is finished the
+ * way NDKPI allows (inline, or STATUS_PENDING and exactly one callback,
+ * waited for with a bound).
+ */
+#include <stdbool.h>
+#include <string.h>
+
+#include "lib/log.h"
+#include "ndkping/modes.h"
+
+/* The argument that names a mode ("--rping"), before any "--". */
+static bool asks_for(int argc, char **argv, const char *mode)
+{
+    for (int i = 1; i < argc && strcmp(argv[i], "--") != 0; i++)
+        if (strcmp(argv[i], mode) == 0)
+            return true;
+    return false;
+}
+
+int main(int argc, char **argv)
+{
+    tc_log_init("ndkping");
+    if (asks_for(argc, argv, "--rping"))
+        return rping_main(argc, argv);
+    return native_main(argc, argv);
+}

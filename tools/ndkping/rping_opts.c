@@ -1,0 +1,188 @@
+/*
+ * rping_opts.c - the command line of `ndkping --rping` (see rping.h):
+ * rping's options, and the NDK ones of every peer mode (peer.h).
+ */
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "lib/args.h"
+#include "lib/calls.h"
+#include "lib/log.h"
+#include "ndkping/modes.h"
+#include "ndkping/rping.h"
+
+#define HELP_CMD "ndkping --rping"
+
+struct rping_opts ro;
+
+void rping_dbg(const char *fmt, ...)
+{
+    if (!ro.debug)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    tc_vsay(NULL, fmt, ap);
+    va_end(ap);
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage:\n"
+            "  ndkping --rping -s [-vVd] [-S size] [-C count] [-a addr] [-p port] [-P]\n"
+            "  ndkping --rping -c [-vVd] [-S size] [-C count] [-I addr] -a addr [-p port]\n"
+            "\n"
+            "rdma-core's rping over NDK: the same protocol, byte for byte, so that the peer\n"
+            "may be the real rping (e.g. on Linux siw) or another ndkping --rping.\n"
+            "\n"
+            "rping's options:\n"
+            "  -s             server side\n"
+            "  -c             client side\n"
+            "  -a addr        client: the server's address (required); server: the address\n"
+            "                 to listen on (default: any IPv4 address)\n"
+            "  -I addr        client: source address to bind to\n"
+            "  -p port        port (default %u; a server given 0 lets the provider pick one,\n"
+            "                 shown by -d's \"rdma_listen on\" line)\n"
+            "  -C count       ping count (default: until the peer leaves). Unlike rping, a\n"
+            "                 server given -C fails a connection that does not make exactly\n"
+            "                 that many pings, and a client fails if the server leaves early\n"
+            "  -S size        ping data size, %u to %u (default %u; rping itself takes at\n"
+            "                 most %u); the server grows its buffer to the client's size\n"
+            "  -v             display ping data to stdout\n"
+            "  -V             validate ping data (client)\n"
+            "  -d             debug printfs (-dd: also every NDK call and registration)\n"
+            "  -P             persistent server: a thread per connection, until SIGINT/SIGTERM\n"
+            "  -q             accepted for compatibility (rping's self-created QP); no effect\n"
+            "\n",
+            RPING_DEFAULT_PORT, RPING_MIN_SIZE, RPING_MAX_SIZE, RPING_DEFAULT_SIZE, RPING_RPING_MAX);
+    peer_usage(f);
+    fprintf(f, "  -h, --help             this text\n"
+               "      --version          ndkping's version\n"
+               "\n");
+    tc_print_exit_statuses(f, false);
+}
+
+enum { OPT_RPING = 0x100, OPT_VERSION };
+
+static const struct option longopts[] = {
+    {"rping", no_argument, NULL, OPT_RPING},
+    PEER_LONGOPTS,
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, OPT_VERSION},
+    {NULL, 0, NULL, 0},
+};
+
+/* One option: -1 to go on, else the exit status. */
+static int take_option(int ch)
+{
+    int rc = peer_take_option(&ro.peer, ch, optarg, HELP_CMD);
+    if (rc)
+        return rc == 1 ? -1 : rc;
+    switch (ch) {
+    case OPT_RPING:
+    case 'q':
+        return -1;
+    case 'a':
+        ro.addr = optarg;
+        return -1;
+    case 'I':
+        ro.source = optarg;
+        return -1;
+    case 'P':
+        ro.persistent = true;
+        return -1;
+    case 'p':
+        if (!tc_parse_uint(optarg, 0, 65535, &ro.port))
+            return tc_usage_error(HELP_CMD, "invalid port '%s' (0 to 65535)", optarg);
+        return -1;
+    case 'C': {
+        uint64_t v;
+        if (!tc_parse_u64(optarg, 0, UINT32_MAX, false, &v))
+            return tc_usage_error(HELP_CMD, "Invalid count %s", optarg);
+        ro.count = (unsigned long)v;
+        ro.count_given = v > 0;
+        return -1;
+    }
+    case 'S':
+        if (!tc_parse_uint(optarg, RPING_MIN_SIZE, RPING_MAX_SIZE, &ro.size))
+            return tc_usage_error(HELP_CMD, "Invalid size %s (valid range is %u to %u)", optarg, RPING_MIN_SIZE,
+                                  RPING_MAX_SIZE);
+        return -1;
+    case 's':
+        ro.server = true;
+        return -1;
+    case 'c':
+        ro.client = true;
+        return -1;
+    case 'v':
+        ro.verbose = true;
+        return -1;
+    case 'V':
+        ro.validate = true;
+        return -1;
+    case 'd':
+        ro.debug++;
+        return -1;
+    case 'h':
+        usage(stdout);
+        return TC_EXIT_OK;
+    case OPT_VERSION:
+        return tc_print_version();
+    default:
+        return tc_usage_hint(HELP_CMD);
+    }
+}
+
+static int check_options(void)
+{
+    if (ro.server == ro.client)
+        return tc_usage_error(HELP_CMD, "choose -s (server) or -c (client)");
+    if (ro.client && !ro.addr)
+        return tc_usage_error(HELP_CMD, "the client needs the server's address (-a)");
+    if (ro.client && ro.port == 0)
+        return tc_usage_error(HELP_CMD, "the client needs the server's port (-p)");
+    if (ro.client && ro.persistent)
+        return tc_usage_error(HELP_CMD, "-P is a server option");
+    if (ro.server && ro.source)
+        return tc_usage_error(HELP_CMD, "-I is a client option");
+    return ro.server ? peer_check_server(&ro.peer, HELP_CMD) : -1;
+}
+
+int rping_parse_options(int argc, char **argv)
+{
+    ro = (struct rping_opts){.port = RPING_DEFAULT_PORT, .size = RPING_DEFAULT_SIZE};
+    peer_defaults(&ro.peer);
+    int ch, rc;
+    /* "+": a stray argument is reported instead of being moved past the
+     * options. */
+    while ((ch = getopt_long(argc, argv, "+a:I:Pp:C:S:scvVdqh", longopts, NULL)) != -1)
+        if ((rc = take_option(ch)) >= 0)
+            return rc;
+    if (optind < argc)
+        return tc_usage_error(HELP_CMD, "unexpected argument '%s'", argv[optind]);
+    if ((rc = check_options()) >= 0)
+        return rc;
+    tc_calls_trace(ro.debug > 1);
+    return -1;
+}
+
+int rping_main(int argc, char **argv)
+{
+    int rc = rping_parse_options(argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (ro.debug) {
+        rping_dbg("%s", ro.server ? "server" : "client");
+        rping_dbg("port %u", ro.port);
+        rping_dbg("size %" PRIu32, ro.size);
+        if (ro.count)
+            rping_dbg("count %lu", ro.count);
+        if (ro.verbose)
+            rping_dbg("verbose");
+        if (ro.validate)
+            rping_dbg("validate data");
+    }
+    return ro.server ? rping_run_server() : rping_run_client();
+}
