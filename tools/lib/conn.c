@@ -95,21 +95,58 @@ bool tc_conn_add_mr(struct tc_conn *c, struct tc_mr *m, const char *what, size_t
     return tc_mr_setup(m, &c->calls, c->pd, what, len, flags);
 }
 
+/* A connection step begun: its completion, what the call returned, and
+ * how long it may take. */
+static struct tc_completion *step_begin(struct tc_conn *c, const char *what, unsigned ms)
+{
+    if (!(c->step = tc_call(&c->calls, what)))
+        return NULL;
+    c->step_ms = ms;
+    c->step_t0 = tc_now_us();
+    return c->step;
+}
+
+static void step_returned(struct tc_conn *c, NTSTATUS st)
+{
+    c->step_returned = st;
+    c->step_t_ret = tc_now_us();
+}
+
+/* The step's final status; its time in c->leg_us. */
+static NTSTATUS step_end(struct tc_conn *c)
+{
+    if (!c->step)
+        return STATUS_NO_MEMORY;
+    NTSTATUS st = tc_call_end_ms(&c->calls, c->step, c->step_returned, c->step_ms);
+    c->leg_us = tc_comp_elapsed(c->step, c->step_t0, c->step_t_ret);
+    c->step = NULL;
+    return st;
+}
+
+bool tc_conn_connect_begin(struct tc_conn *c, const NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, ULONG ird,
+                           ULONG ord, const void *pdata, ULONG len)
+{
+    tc_format_addr(dst, true, c->peer, sizeof c->peer);
+    struct tc_completion *k = step_begin(c, "NdkConnect", connect_wait_ms(c));
+    if (!k)
+        return false;
+    NDK_SOCKADDR from = *src, to = *dst;
+    step_returned(c, c->cn->Dispatch->NdkConnect(c->cn, c->qp, &from.sa, tc_sockaddr_len(&from), &to.sa,
+                                                 tc_sockaddr_len(&to), ird, ord, (PVOID)pdata, len, tc_on_request, k));
+    return true;
+}
+
+NTSTATUS tc_conn_connect_end(struct tc_conn *c)
+{
+    return step_end(c);
+}
+
 NTSTATUS tc_conn_connect(struct tc_conn *c, const NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, ULONG ird,
                          ULONG ord, const void *pdata, ULONG len)
 {
-    tc_format_addr(dst, true, c->peer, sizeof c->peer);
-    struct tc_completion *k = tc_call(&c->calls, "NdkConnect");
-    if (!k)
+    if (!tc_conn_connect_begin(c, src, dst, ird, ord, pdata, len))
         return STATUS_NO_MEMORY;
-    NDK_SOCKADDR from = *src, to = *dst;
-    uint64_t t0 = tc_now_us();
-    NTSTATUS st = c->cn->Dispatch->NdkConnect(c->cn, c->qp, &from.sa, tc_sockaddr_len(&from), &to.sa,
-                                              tc_sockaddr_len(&to), ird, ord, (PVOID)pdata, len, tc_on_request, k);
-    uint64_t t_ret = tc_now_us();
-    st = tc_call_end_ms(&c->calls, k, st, connect_wait_ms(c));
-    c->leg_us = tc_comp_elapsed(k, t0, t_ret);
-    return st;
+    return tc_conn_connect_end(c);
 }
 
 void tc_conn_explain_connect(struct tc_conn *c, NTSTATUS st)
@@ -164,24 +201,13 @@ NTSTATUS tc_conn_data(struct tc_conn *c, ULONG *ird, ULONG *ord, uint8_t **data,
     return read_data(c, rds, ird, ord, data, len);
 }
 
-/* Finishes a connection step that returned st: its final status, its
- * time in c->leg_us. */
-static NTSTATUS step_end(struct tc_conn *c, struct tc_completion *k, NTSTATUS st, uint64_t t0)
-{
-    uint64_t t_ret = tc_now_us();
-    st = tc_call_end(&c->calls, k, st);
-    c->leg_us = tc_comp_elapsed(k, t0, t_ret);
-    return st;
-}
-
 bool tc_conn_complete(struct tc_conn *c)
 {
-    struct tc_completion *k = tc_call(&c->calls, "NdkCompleteConnect");
+    struct tc_completion *k = step_begin(c, "NdkCompleteConnect", c->calls.wait_ms);
     if (!k)
         return false;
-    uint64_t t0 = tc_now_us();
-    NTSTATUS st = c->cn->Dispatch->NdkCompleteConnect(c->cn, on_disconnect_event, c->ev, tc_on_request, k);
-    st = step_end(c, k, st, t0);
+    step_returned(c, c->cn->Dispatch->NdkCompleteConnect(c->cn, on_disconnect_event, c->ev, tc_on_request, k));
+    NTSTATUS st = step_end(c);
     if (st != STATUS_SUCCESS) {
         tc_complain(c->role, "%sNdkCompleteConnect to %s failed: %s", c->calls.label, c->peer, tc_status_name(st));
         return false;
@@ -202,23 +228,33 @@ void tc_conn_name_peer(struct tc_conn *c)
         snprintf(c->peer, sizeof c->peer, "? (NdkGetPeerAddress: %s)", tc_status_name(st));
 }
 
-bool tc_conn_accept(struct tc_conn *c, ULONG ird, ULONG ord, const void *pdata, ULONG len)
+bool tc_conn_accept_begin(struct tc_conn *c, ULONG ird, ULONG ord, const void *pdata, ULONG len)
 {
-    struct tc_completion *k = tc_call(&c->calls, "NdkAccept");
+    struct tc_completion *k = step_begin(c, "NdkAccept", c->calls.wait_ms);
     if (!k)
         return false;
-    uint64_t t0 = tc_now_us();
-    NTSTATUS st = c->cn->Dispatch->NdkAccept(c->cn, c->qp, ird, ord, (PVOID)pdata, len, on_disconnect_event, c->ev,
-                                             tc_on_request, k);
-    st = step_end(c, k, st, t0);
+    step_returned(c, c->cn->Dispatch->NdkAccept(c->cn, c->qp, ird, ord, (PVOID)pdata, len, on_disconnect_event, c->ev,
+                                                tc_on_request, k));
+    return true;
+}
+
+bool tc_conn_accept_end(struct tc_conn *c)
+{
+    NTSTATUS st = step_end(c);
     if (st != STATUS_SUCCESS) {
         tc_complain(c->role, "%saccept of %s failed: %s%s", c->calls.label, c->peer, tc_status_name(st),
                     st == STATUS_INVALID_BUFFER_SIZE ? " (private data longer than the adapter's MaxCalleeData)"
+                    : st == STATUS_IO_TIMEOUT        ? " (no RTR from the initiator within --timeout)"
                                                      : "");
         return false;
     }
     c->connected = true;
     return true;
+}
+
+bool tc_conn_accept(struct tc_conn *c, ULONG ird, ULONG ord, const void *pdata, ULONG len)
+{
+    return tc_conn_accept_begin(c, ird, ord, pdata, len) && tc_conn_accept_end(c);
 }
 
 bool tc_conn_reject(struct tc_conn *c, const void *pdata, ULONG len)
@@ -233,10 +269,11 @@ bool tc_conn_disconnect_begin(struct tc_conn *c)
 {
     if (!c->connected || c->disconnecting)
         return true;
-    if (!(c->disconnecting = tc_call(&c->calls, "NdkDisconnect")))
+    struct tc_completion *k = step_begin(c, "NdkDisconnect", c->calls.wait_ms);
+    if (!k)
         return false;
-    c->leg_us = tc_now_us(); /* the start, until the end */
-    c->disconnect_returned = c->cn->Dispatch->NdkDisconnect(c->cn, tc_on_request, c->disconnecting);
+    c->disconnecting = true;
+    step_returned(c, c->cn->Dispatch->NdkDisconnect(c->cn, tc_on_request, k));
     return true;
 }
 
@@ -244,8 +281,8 @@ NTSTATUS tc_conn_disconnect_end(struct tc_conn *c)
 {
     if (!c->disconnecting)
         return STATUS_SUCCESS;
-    NTSTATUS st = step_end(c, c->disconnecting, c->disconnect_returned, c->leg_us);
-    c->disconnecting = NULL;
+    NTSTATUS st = step_end(c);
+    c->disconnecting = false;
     c->connected = false;
     return st;
 }

@@ -47,8 +47,13 @@ struct tc_conn {
     NDK_CONNECTOR *cn;
     struct tc_mr *mrs[TC_CONN_MRS]; /* closed after the QP, before the PD */
     unsigned n_mrs;
-    struct tc_completion *disconnecting; /* our NdkDisconnect, once started */
-    NTSTATUS disconnect_returned;
+    /* The connection step in progress (NdkConnect, NdkAccept or
+     * NdkDisconnect), begun and not yet ended. */
+    struct tc_completion *step;
+    NTSTATUS step_returned;
+    uint64_t step_t0, step_t_ret;
+    unsigned step_ms;
+    bool disconnecting; /* the step is our NdkDisconnect */
     bool connected;
     uint64_t leg_us;         /* how long the last connection step took */
     char peer[TC_ADDR_BUF];  /* the peer's address, for messages */
@@ -64,9 +69,14 @@ bool tc_conn_create_connector(struct tc_conn *c);
 bool tc_conn_add_mr(struct tc_conn *c, struct tc_mr *m, const char *what, size_t len, ULONG flags);
 
 /* NdkConnect from src to dst with the private data; its final status
- * (STATUS_CONNECTION_REFUSED: rejected or nothing listens). */
+ * (STATUS_CONNECTION_REFUSED: rejected or nothing listens). In two halves
+ * for several connections at once: begun (false if the call could not be
+ * made), then its completion waited for. */
 NTSTATUS tc_conn_connect(struct tc_conn *c, const NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, ULONG ird,
                          ULONG ord, const void *pdata, ULONG len);
+bool tc_conn_connect_begin(struct tc_conn *c, const NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, ULONG ird,
+                           ULONG ord, const void *pdata, ULONG len);
+NTSTATUS tc_conn_connect_end(struct tc_conn *c);
 /* "connect to ADDR:PORT failed: STATUS" and what to check. */
 void tc_conn_explain_connect(struct tc_conn *c, NTSTATUS st);
 /* NdkGetConnectionData the documented way: a size probe, then the read.
@@ -77,6 +87,10 @@ bool tc_conn_complete(struct tc_conn *c);
 /* The passive side: the peer's address (c->peer), then NdkAccept. */
 void tc_conn_name_peer(struct tc_conn *c);
 bool tc_conn_accept(struct tc_conn *c, ULONG ird, ULONG ord, const void *pdata, ULONG len);
+/* In two halves, for several connections at once (an accept completes
+ * only when the initiator's RTR or first FPDU arrives). */
+bool tc_conn_accept_begin(struct tc_conn *c, ULONG ird, ULONG ord, const void *pdata, ULONG len);
+bool tc_conn_accept_end(struct tc_conn *c);
 bool tc_conn_reject(struct tc_conn *c, const void *pdata, ULONG len);
 
 /* NdkDisconnect started (a no-op when it was, or when not connected),
