@@ -1,8 +1,9 @@
 /*
  * ndkping - rping for NDK: connects, moves and verifies data, and reports
- * the time of each step. Two protocols, each a mode of its own with its
- * own command line: ndkping's own (the default) and rdma-core's rping
- * (--rping), so that the real rping can be the peer.
+ * the time of each step. Three protocols, each a mode of its own with its
+ * own command line: ndkping's own (the default), rdma-core's rping
+ * (--rping) and rdma-core's ucmatose (--ucmatose), so that the real rping
+ * and ucmatose can be the peer.
  *
  * Uses only the public headers. Every asynchronous call is finished the
  * way NDKPI allows (inline, or STATUS_PENDING and exactly one callback,
@@ -28,5 +29,7 @@ int main(int argc, char **argv)
     tc_log_init("ndkping");
     if (asks_for(argc, argv, "--rping"))
         return rping_main(argc, argv);
+    if (asks_for(argc, argv, "--ucmatose"))
+        return ucmatose_main(argc, argv);
     return native_main(argc, argv);
 }

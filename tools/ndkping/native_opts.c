@@ -38,6 +38,7 @@ static void usage(FILE *f)
         "  ndkping -c -a ADDRESS [-p PORT] [-d ADAPTER] [options]     client\n"
         "  ndkping --loopback [options]                               both ends in this process\n"
         "  ndkping --rping -s|-c [rping's options]      rdma-core's rping protocol (--rping --help)\n"
+        "  ndkping --ucmatose [ucmatose's options]      rdma-core's ucmatose protocol (--ucmatose --help)\n"
         "\n"
         "rping over NDK: the client connects with private data and its IRD/ORD; the\n"
         "server reads them and accepts with its own; both print what they received and\n"

@@ -1,6 +1,6 @@
 /*
  * peer.h - what ndkping's modes that play an rdma-core tool's peer
- * (--rping) share: the NDK options rdma_cm leaves to the
+ * (--rping, --ucmatose) share: the NDK options rdma_cm leaves to the
  * device, choosing and opening the adapter for a server's listen address
  * or a client's source, and the pause some siw servers need.
  */
@@ -19,7 +19,7 @@
 struct peer_opts {
     const char *adapter; /* --adapter */
     bool no_p2p, crc;
-    bool relaxed_tx_gate;    /* the server speaks first */
+    bool relaxed_tx_gate;    /* the server speaks first (ucmatose) */
     unsigned timeout_ms;     /* --timeout */
     unsigned delay_first_ms; /* --delay-first */
 };
