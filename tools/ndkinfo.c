@@ -222,13 +222,8 @@ static int parse_options(int argc, char **argv, const char **only, bool *verbose
         case 'l':
             *list_only = true;
             break;
-        case 'h':
-            usage(stdout);
-            return TC_EXIT_OK;
-        case 'V':
-            return tc_print_version();
         default:
-            return tc_usage_hint(NULL);
+            return tc_common_option(c, 'V', usage, NULL);
         }
     }
     if (optind < argc)

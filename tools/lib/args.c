@@ -34,13 +34,26 @@ bool tc_parse_u64(const char *s, uint64_t min, uint64_t max, bool suffixes, uint
     return true;
 }
 
-bool tc_parse_uint(const char *s, unsigned min, unsigned max, unsigned *out)
+int tc_opt_number(const char *help_cmd, const char *arg, uint64_t min, uint64_t max, bool suffixes, uint32_t *out,
+                  const char *what)
 {
     uint64_t v;
-    if (!tc_parse_u64(s, min, max, false, &v))
-        return false;
-    *out = (unsigned)v;
-    return true;
+    if (!tc_parse_u64(arg, min, max, suffixes, &v))
+        return tc_usage_error(help_cmd, "invalid %s '%s' (%llu to %llu)", what, arg, (unsigned long long)min,
+                              (unsigned long long)max);
+    *out = (uint32_t)v;
+    return -1;
+}
+
+int tc_common_option(int ch, int version_ch, void (*usage)(FILE *f), const char *help_cmd)
+{
+    if (ch == 'h') {
+        usage(stdout);
+        return TC_EXIT_OK;
+    }
+    if (ch == version_ch)
+        return tc_print_version();
+    return tc_usage_hint(help_cmd);
 }
 
 int tc_usage_error(const char *help_cmd, const char *fmt, ...)

@@ -287,6 +287,11 @@ NTSTATUS tc_conn_disconnect_end(struct tc_conn *c)
     return st;
 }
 
+NTSTATUS tc_conn_disconnect(struct tc_conn *c)
+{
+    return tc_conn_disconnect_begin(c) ? tc_conn_disconnect_end(c) : STATUS_NO_MEMORY;
+}
+
 bool tc_conn_peer_left(struct tc_conn *c, unsigned ms)
 {
     return ms ? tc_comp_wait(c->ev->gone, ms) : tc_comp_fired(c->ev->gone);

@@ -97,6 +97,8 @@ bool tc_conn_reject(struct tc_conn *c, const void *pdata, ULONG len);
  * then its completion waited for: its final status. */
 bool tc_conn_disconnect_begin(struct tc_conn *c);
 NTSTATUS tc_conn_disconnect_end(struct tc_conn *c);
+/* Both halves: NdkDisconnect and its final status. */
+NTSTATUS tc_conn_disconnect(struct tc_conn *c);
 /* Has the peer disconnected? Waits at most ms for it (0: just looks). */
 bool tc_conn_peer_left(struct tc_conn *c, unsigned ms);
 

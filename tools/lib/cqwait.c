@@ -122,6 +122,15 @@ static enum tc_waited wait_polling(const struct tc_cq_wait *w, unsigned ms)
     }
 }
 
+enum tc_waited tc_cq_stalled(const struct tc_cq_wait *w, uint64_t start_ns, unsigned ms)
+{
+    if (left(w))
+        return TC_WAITED_LEFT;
+    if (cq_status(w->waker) != STATUS_SUCCESS)
+        return TC_WAITED_CQ_ERROR;
+    return tc_now_ns() - start_ns > (uint64_t)ms * 1000000u ? TC_WAITED_TIMEOUT : TC_WAITED_OK;
+}
+
 enum tc_waited tc_cq_wait(const struct tc_cq_wait *w, unsigned ms)
 {
     return w->mode == TC_WAIT_EVENTS ? wait_events(w, ms) : wait_polling(w, ms);

@@ -17,6 +17,7 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <ndk/ndk.h>
 
@@ -54,6 +55,10 @@ struct tc_cq_wait {
 /* Takes until take() brings something (TC_WAITED_OK), fails, the peer has
  * left, the CQ reports an error, or ms pass without a completion. */
 enum tc_waited tc_cq_wait(const struct tc_cq_wait *w, unsigned ms);
+/* For a loop that waits on something else than the CQ (memory): whether
+ * it may go on (TC_WAITED_OK), or the peer has left, the CQ reported an
+ * error, or ms have passed since start_ns. */
+enum tc_waited tc_cq_stalled(const struct tc_cq_wait *w, uint64_t start_ns, unsigned ms);
 /* "PROG: [ROLE: ]..." for a wait that did not end in TC_WAITED_OK (FAILED
  * was reported where it happened): what was awaited, and why it ended. */
 void tc_explain_wait(const char *role, enum tc_waited why, struct tc_waker *w, unsigned ms,

@@ -13,7 +13,9 @@
 #include <string.h>
 
 #include "lib/log.h"
-#include "ndkping/modes.h"
+#include "ndkping/native.h"
+#include "ndkping/rping.h"
+#include "ndkping/ucmatose.h"
 
 /* The argument that names a mode ("--rping"), before any "--". */
 static bool asks_for(int argc, char **argv, const char *mode)
@@ -22,6 +24,24 @@ static bool asks_for(int argc, char **argv, const char *mode)
         if (strcmp(argv[i], mode) == 0)
             return true;
     return false;
+}
+
+static int rping_main(int argc, char **argv)
+{
+    int rc = rping_parse_options(argc, argv);
+    if (rc >= 0)
+        return rc;
+    return ro.server ? rping_run_server() : rping_run_client();
+}
+
+static int ucmatose_main(int argc, char **argv)
+{
+    int rc = ucmatose_parse_options(argc, argv);
+    if (rc >= 0)
+        return rc;
+    unsigned connected = 0;
+    bool ok = uo.dst ? ucmatose_run_client(&connected) : ucmatose_run_server(&connected);
+    return ucmatose_finish(ok, connected);
 }
 
 int main(int argc, char **argv)

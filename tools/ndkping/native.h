@@ -204,6 +204,26 @@ struct nconn {
     enum tc_waited waited; /* how the last wait for completions ended */
 };
 
+/* The peer's side of the connection phase, as NdkGetConnectionData gives
+ * it: its IRD/ORD and its private data, split into text and
+ * advertisement. */
+struct peer_data {
+    uint64_t t_event; /* the connect event (the passive side) */
+    ULONG ird, ord;
+    uint8_t *pd; /* malloc'ed */
+    ULONG pd_len, text_len;
+    const uint8_t *adv_bytes; /* in pd, or NULL */
+    bool well_formed;
+};
+
+/* Reads it; its status (then said by the caller). */
+NTSTATUS peer_data_read(struct nconn *n, struct peer_data *r);
+/* --loopback: the IRD/ORD the peer's adapter and ours make (want_*), and
+ * the private data and advertisement `peer` sent, byte for byte. `shows`
+ * names what carries the values ("request shows"). */
+bool peer_data_exact(const char *role, const char *shows, const struct peer_data *r, ULONG want_ird, ULONG want_ord,
+                     const struct side *peer, const char *sent, size_t sent_len);
+
 /* A connection of side s numbered num: CQ, PD and a small QP, and the
  * connector when the active side asks for it. NULL after saying why (the
  * connection is then ended already). */

@@ -20,17 +20,8 @@ static ULONG min_ul(ULONG a, ULONG b)
     return a < b ? a : b;
 }
 
-/* The server's answer, read after the connect. */
-struct answer {
-    ULONG ird, ord;
-    uint8_t *pd; /* malloc'ed */
-    ULONG pd_len, text_len;
-    const uint8_t *adv_bytes;
-    bool well_formed;
-};
-
 /* The effective limits the client reads after the server accepted. */
-static bool check_limits(const struct client *cl, const struct answer *r)
+static bool check_limits(const struct client *cl, const struct peer_data *r)
 {
     const char *role = cl->side.role;
     const NDK_ADAPTER_INFO *in = &cl->side.a.info;
@@ -45,23 +36,11 @@ static bool check_limits(const struct client *cl, const struct answer *r)
     const NDK_ADAPTER_INFO *pi = &cl->peer->a.info;
     ULONG want_ird = min_ul(my_ird, min_ul(opt.ord, pi->MaxOutboundReadLimit));
     ULONG want_ord = min_ul(my_ord, min_ul(opt.ird, pi->MaxInboundReadLimit));
-    bool ok = true;
-    if (r->ird != want_ird || r->ord != want_ord) {
-        tc_complain(role,
-                    "effective IRD %" PRIu32 " ORD %" PRIu32 ", expected IRD %" PRIu32 " ORD %" PRIu32
-                    " (both sides asked IRD %" PRIu32 " ORD %" PRIu32 ")",
-                    r->ird, r->ord, want_ird, want_ord, opt.ird, opt.ord);
-        ok = false;
-    }
-    if (!pdata_matches(role, "server", r->pd, r->text_len, opt.reply, opt.reply_len))
-        ok = false;
-    if (r->adv_bytes && !adv_matches(role, "server", cl->peer, r->adv_bytes))
-        ok = false;
-    return ok;
+    return peer_data_exact(role, "effective", r, want_ird, want_ord, cl->peer, opt.reply, opt.reply_len);
 }
 
 /* The answer's shape against the data phase asked for. */
-static bool check_answer(const struct client *cl, const struct answer *r, unsigned num)
+static bool check_answer(const struct client *cl, const struct peer_data *r, unsigned num)
 {
     const char *role = cl->side.role;
     bool ok = check_limits(cl, r);
@@ -89,8 +68,8 @@ static bool refused(struct client *cl, struct nconn *n)
         tc_conn_explain_connect(&n->c, STATUS_CONNECTION_REFUSED);
         return false;
     }
-    struct answer r = {0};
-    NTSTATUS st = tc_conn_data(&n->c, &r.ird, &r.ord, &r.pd, &r.pd_len);
+    struct peer_data r = {0};
+    NTSTATUS st = peer_data_read(n, &r);
     bool ok = false;
     if (st != STATUS_SUCCESS) {
         tc_complain(cl->side.role, "[%u] refused as asked, but NdkGetConnectionData failed: %s", n->c.num,
@@ -234,7 +213,7 @@ static bool client_data(struct client *cl, struct nconn *n, const struct adv *pe
 }
 
 /* Reads and prints the server's answer; false if it cannot be read. */
-static bool read_answer(struct client *cl, struct nconn *n, struct answer *r)
+static bool read_answer(struct client *cl, struct nconn *n, struct peer_data *r)
 {
     NDK_SOCKADDR local;
     memset(&local, 0, sizeof local);
@@ -245,13 +224,11 @@ static bool read_answer(struct client *cl, struct nconn *n, struct answer *r)
         tc_format_addr(&local, true, src, sizeof src);
     else
         snprintf(src, sizeof src, "? (NdkGetLocalAddress: %s)", tc_status_name(st));
-    st = tc_conn_data(&n->c, &r->ird, &r->ord, &r->pd, &r->pd_len);
-    if (st != STATUS_SUCCESS) {
+    if ((st = peer_data_read(n, r)) != STATUS_SUCCESS) {
         tc_complain(cl->side.role, "[%u] NdkGetConnectionData after the connect failed: %s", n->c.num,
                     tc_status_name(st));
         return false;
     }
-    r->well_formed = pdata_split(r->pd, r->pd_len, &r->text_len, &r->adv_bytes);
     native_say(LVL_NORMAL, cl->side.role,
                "[%u] %s -> %s: effective IRD %" PRIu32 " ORD %" PRIu32 ", server private data %s", n->c.num, src,
                n->c.peer, r->ird, r->ord, fmt_pdata_adv(r->pd, r->text_len, r->adv_bytes, p, sizeof p));
@@ -262,7 +239,7 @@ static bool read_answer(struct client *cl, struct nconn *n, struct answer *r)
 static bool connected(struct client *cl, struct nconn *n, uint64_t t0, uint64_t t_connect)
 {
     const char *role = cl->side.role;
-    struct answer r = {0};
+    struct peer_data r = {0};
     if (!read_answer(cl, n, &r)) {
         free(r.pd);
         return false;
@@ -277,7 +254,7 @@ static bool connected(struct client *cl, struct nconn *n, uint64_t t0, uint64_t 
     uint64_t t_complete = n->c.leg_us;
     /* A failed data phase still ends with the disconnect. */
     bool data_ok = !opt.data_phase || (answer_ok && client_data(cl, n, &peer_adv));
-    NTSTATUS st = tc_conn_disconnect_begin(&n->c) ? tc_conn_disconnect_end(&n->c) : STATUS_NO_MEMORY;
+    NTSTATUS st = tc_conn_disconnect(&n->c);
     if (st != STATUS_SUCCESS) {
         tc_complain(role, "[%u] disconnect from %s failed: %s", n->c.num, n->c.peer, tc_status_name(st));
         return false;

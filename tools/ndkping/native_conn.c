@@ -47,6 +47,33 @@ bool adv_matches(const char *role, const char *whose, const struct side *peer, c
     return same;
 }
 
+NTSTATUS peer_data_read(struct nconn *n, struct peer_data *r)
+{
+    NTSTATUS st = tc_conn_data(&n->c, &r->ird, &r->ord, &r->pd, &r->pd_len);
+    if (st == STATUS_SUCCESS)
+        r->well_formed = pdata_split(r->pd, r->pd_len, &r->text_len, &r->adv_bytes);
+    return st;
+}
+
+bool peer_data_exact(const char *role, const char *shows, const struct peer_data *r, ULONG want_ird, ULONG want_ord,
+                     const struct side *peer, const char *sent, size_t sent_len)
+{
+    bool ok = true;
+    const char *whose = strcmp(peer->role, "server") == 0 ? "server" : "client";
+    if (r->ird != want_ird || r->ord != want_ord) {
+        tc_complain(role,
+                    "%s IRD %" PRIu32 " ORD %" PRIu32 ", expected IRD %" PRIu32 " ORD %" PRIu32
+                    " (both sides asked IRD %" PRIu32 " ORD %" PRIu32 ")",
+                    shows, r->ird, r->ord, want_ird, want_ord, opt.ird, opt.ord);
+        ok = false;
+    }
+    if (!pdata_matches(role, whose, r->pd, r->text_len, sent, sent_len))
+        ok = false;
+    if (r->adv_bytes && !adv_matches(role, whose, peer, r->adv_bytes))
+        ok = false;
+    return ok;
+}
+
 static const struct {
     const char *name, *call;
     NDK_OPERATION_TYPE type;

@@ -167,9 +167,10 @@ struct seen {
 
 static int set_count(const char *text)
 {
-    unsigned v;
-    if (!tc_parse_uint(text, 1, UINT32_MAX, &v))
-        return tc_usage_error(NULL, "invalid count '%s' (1 or more)", text);
+    uint32_t v = 0;
+    int rc = tc_opt_number(NULL, text, 1, UINT32_MAX, false, &v, "count");
+    if (rc >= 0)
+        return rc;
     if (opt.count && opt.count != v)
         return tc_usage_error(NULL, "the count is given twice");
     opt.count = v;
@@ -198,10 +199,8 @@ static int take_option(int ch, int argc, char **argv, struct seen *w)
         opt.address = optarg;
         return -1;
     case 'p':
-        if (!tc_parse_uint(optarg, 0, 65535, &opt.port))
-            return tc_usage_error(NULL, "invalid port '%s' (0 to 65535)", optarg);
         opt.port_given = true;
-        return -1;
+        return tc_opt_number(NULL, optarg, 0, 65535, false, &opt.port, "port");
     case 'd':
         opt.adapter = optarg;
         return -1;
@@ -209,9 +208,8 @@ static int take_option(int ch, int argc, char **argv, struct seen *w)
         return set_count(optarg);
     case OPT_IRD:
     case OPT_ORD:
-        if (!tc_parse_uint(optarg, 0, UINT32_MAX, ch == OPT_IRD ? &opt.ird : &opt.ord))
-            return tc_usage_error(NULL, "invalid %s '%s'", ch == OPT_IRD ? "--ird" : "--ord", optarg);
-        return -1;
+        return tc_opt_number(NULL, optarg, 0, UINT32_MAX, false, ch == OPT_IRD ? &opt.ird : &opt.ord,
+                             ch == OPT_IRD ? "--ird" : "--ord");
     case OPT_DATA:
         opt.data = optarg;
         return -1;
@@ -231,17 +229,13 @@ static int take_option(int ch, int argc, char **argv, struct seen *w)
         opt.ipv6 = true;
         return -1;
     case OPT_TIMEOUT:
-        if (!tc_parse_uint(optarg, 1, 3600000, &opt.timeout_ms))
-            return tc_usage_error(NULL, "invalid timeout '%s' (1 to 3600000 ms)", optarg);
-        return -1;
+        return tc_opt_number(NULL, optarg, 1, 3600000, false, &opt.timeout_ms, "timeout in ms");
     case OPT_NO_DATA:
         opt.data_phase = false;
         return -1;
     case 'S':
-        if (!tc_parse_uint(optarg, 1, NATIVE_MAX_SIZE, &opt.size))
-            return tc_usage_error(NULL, "invalid size '%s' (1 to %u bytes)", optarg, NATIVE_MAX_SIZE);
         w->size_given = true;
-        return -1;
+        return tc_opt_number(NULL, optarg, 1, NATIVE_MAX_SIZE, false, &opt.size, "size in bytes");
     case OPT_VERIFY:
         opt.verify = true;
         return -1;
@@ -251,13 +245,8 @@ static int take_option(int ch, int argc, char **argv, struct seen *w)
     case 'q':
         opt.verbosity = LVL_SUMMARY;
         return -1;
-    case 'h':
-        usage(stdout);
-        return TC_EXIT_OK;
-    case 'V':
-        return tc_print_version();
     default:
-        return tc_usage_hint(NULL);
+        return tc_common_option(ch, 'V', usage, NULL);
     }
 }
 

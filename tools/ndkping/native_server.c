@@ -21,19 +21,9 @@ static ULONG min_ul(ULONG a, ULONG b)
     return a < b ? a : b;
 }
 
-/* What the request carries. */
-struct request {
-    uint64_t t_event;
-    ULONG ird, ord;
-    uint8_t *pd; /* malloc'ed */
-    ULONG pd_len, text_len;
-    const uint8_t *adv_bytes; /* in pd, or NULL */
-    bool well_formed;
-};
-
 /* What the passive side sees before accepting (docs/behaviour.md, IRD /
  * ORD: IRD = min(max, requester's ORD), ORD = min(max, requester's IRD)). */
-static bool check_request(const struct server *s, const struct request *r)
+static bool check_request(const struct server *s, const struct peer_data *r)
 {
     const char *role = s->side.role;
     const NDK_ADAPTER_INFO *in = &s->side.a.info;
@@ -47,24 +37,12 @@ static bool check_request(const struct server *s, const struct request *r)
     const NDK_ADAPTER_INFO *pi = &s->peer->a.info;
     ULONG want_ird = min_ul(in->MaxInboundReadLimit, min_ul(opt.ord, pi->MaxOutboundReadLimit));
     ULONG want_ord = min_ul(in->MaxOutboundReadLimit, min_ul(opt.ird, pi->MaxInboundReadLimit));
-    bool ok = true;
-    if (r->ird != want_ird || r->ord != want_ord) {
-        tc_complain(role,
-                    "request shows IRD %" PRIu32 " ORD %" PRIu32 ", expected IRD %" PRIu32 " ORD %" PRIu32
-                    " (client asked IRD %" PRIu32 " ORD %" PRIu32 ")",
-                    r->ird, r->ord, want_ird, want_ord, opt.ird, opt.ord);
-        ok = false;
-    }
-    if (!pdata_matches(role, "client", r->pd, r->text_len, opt.data, opt.data_len))
-        ok = false;
-    if (r->adv_bytes && !adv_matches(role, "client", s->peer, r->adv_bytes))
-        ok = false;
-    return ok;
+    return peer_data_exact(role, "request shows", r, want_ird, want_ord, s->peer, opt.data, opt.data_len);
 }
 
 /* Both sides must agree on the data phase: a mismatch is refused with a
  * reject, so that the client learns it at once. NULL: no reason. */
-static const char *refusal(const struct request *r)
+static const char *refusal(const struct peer_data *r)
 {
     if (opt.reject)
         return NULL;
@@ -78,18 +56,17 @@ static const char *refusal(const struct request *r)
 }
 
 /* Reads the request and prints it; false if it cannot be read. */
-static bool read_request(struct nconn *n, struct request *r)
+static bool read_request(struct nconn *n, struct peer_data *r)
 {
     const char *role = n->side->role;
     unsigned num = n->c.num;
     tc_conn_name_peer(&n->c);
-    NTSTATUS st = tc_conn_data(&n->c, &r->ird, &r->ord, &r->pd, &r->pd_len);
+    NTSTATUS st = peer_data_read(n, r);
     if (st != STATUS_SUCCESS) {
         tc_complain(role, "[%u] NdkGetConnectionData on the request from %s failed: %s", num, n->c.peer,
                     tc_status_name(st));
         return false;
     }
-    r->well_formed = pdata_split(r->pd, r->pd_len, &r->text_len, &r->adv_bytes);
     char p[PDATA_BUF];
     native_say(LVL_NORMAL, role, "[%u] request from %s: requested IRD %" PRIu32 " ORD %" PRIu32 ", client private data %s",
                num, n->c.peer, r->ird, r->ord, fmt_pdata_adv(r->pd, r->text_len, r->adv_bytes, p, sizeof p));
@@ -200,7 +177,7 @@ static bool server_data(struct server *s, struct nconn *n, const struct adv *pee
 }
 
 /* Accepts; false after saying why. */
-static bool accept_request(struct server *s, struct nconn *n, const struct request *r)
+static bool accept_request(struct server *s, struct nconn *n, const struct peer_data *r)
 {
     const void *reply = opt.reply_len ? opt.reply : NULL;
     ULONG reply_len = (ULONG)opt.reply_len;
@@ -242,7 +219,7 @@ static bool answer_disconnect(struct server *s, struct nconn *n, bool data_ok, u
         tc_complain(role, "[%u] no disconnect event from %s within %u ms; disconnecting", n->c.num, n->c.peer, ms);
     else
         native_say(LVL_VERBOSE, role, "[%u] disconnect event", n->c.num);
-    NTSTATUS st = tc_conn_disconnect_begin(&n->c) ? tc_conn_disconnect_end(&n->c) : STATUS_NO_MEMORY;
+    NTSTATUS st = tc_conn_disconnect(&n->c);
     if (st != STATUS_SUCCESS) {
         tc_complain(role, "[%u] disconnect from %s failed: %s", n->c.num, n->c.peer, tc_status_name(st));
         return false;
@@ -255,7 +232,7 @@ static bool answer_disconnect(struct server *s, struct nconn *n, bool data_ok, u
 
 /* An accepted connection: the data phase and the disconnect. True if it
  * went as asked. */
-static bool serve_accepted(struct server *s, struct nconn *n, const struct request *r, bool request_ok)
+static bool serve_accepted(struct server *s, struct nconn *n, const struct peer_data *r, bool request_ok)
 {
     struct adv peer_adv = {0};
     if (r->adv_bytes)
@@ -282,7 +259,7 @@ static bool server_handle(struct server *s, NDK_CONNECTOR *cn, uint64_t t_event,
         return false;
     }
     n->c.cn = cn; /* ours from the connect event on */
-    struct request r = {.t_event = t_event};
+    struct peer_data r = {.t_event = t_event};
     bool ok = false;
     if (read_request(n, &r)) {
         bool request_ok = check_request(s, &r) && r.well_formed;

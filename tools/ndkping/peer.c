@@ -22,21 +22,17 @@ int peer_take_option(struct peer_opts *p, int ch, const char *arg, const char *h
     switch (ch) {
     case PEER_OPT_ADAPTER:
         p->adapter = arg;
-        return 1;
+        return -1;
     case PEER_OPT_NO_P2P:
         p->no_p2p = true;
-        return 1;
+        return -1;
     case PEER_OPT_CRC:
         p->crc = true;
-        return 1;
+        return -1;
     case PEER_OPT_TIMEOUT:
-        if (!tc_parse_uint(arg, 1, 3600000, &p->timeout_ms))
-            return tc_usage_error(help_cmd, "invalid timeout '%s' (1 to 3600000 ms)", arg);
-        return 1;
+        return tc_opt_number(help_cmd, arg, 1, 3600000, false, &p->timeout_ms, "timeout in ms");
     case PEER_OPT_DELAY_FIRST:
-        if (!tc_parse_uint(arg, 0, 60000, &p->delay_first_ms))
-            return tc_usage_error(help_cmd, "invalid delay '%s' (0 to 60000 ms)", arg);
-        return 1;
+        return tc_opt_number(help_cmd, arg, 0, 60000, false, &p->delay_first_ms, "delay in ms");
     default:
         return 0;
     }
@@ -50,7 +46,7 @@ int peer_check_server(const struct peer_opts *p, const char *help_cmd)
     return -1;
 }
 
-void peer_usage(FILE *f)
+void peer_usage(FILE *f, const char *note)
 {
     fprintf(f,
             "NDK options:\n"
@@ -65,8 +61,13 @@ void peer_usage(FILE *f)
             "                         comes right after their Reply unread (default 0)\n"
             "      --timeout=MS       limit for every wait within a connection, and the\n"
             "                         provider's connect, MPA, RTR and disconnect timeouts\n"
-            "                         (default %u; ndkping waits MS + %u)\n",
-            PEER_DEFAULT_TIMEOUT_MS, TC_GRACE_MS);
+            "                         (default %u; ndkping waits MS + %u)\n"
+            "  -h, --help             this text\n"
+            "      --version          ndkping's version\n"
+            "\n"
+            "%s",
+            PEER_DEFAULT_TIMEOUT_MS, TC_GRACE_MS, note);
+    tc_print_exit_statuses(f, false);
 }
 
 static bool resolve(struct peer_addr at, NDK_SOCKADDR *out)

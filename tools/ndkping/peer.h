@@ -32,13 +32,14 @@ enum { PEER_OPT_ADAPTER = 0x200, PEER_OPT_NO_P2P, PEER_OPT_CRC, PEER_OPT_TIMEOUT
         {"delay-first", required_argument, NULL, PEER_OPT_DELAY_FIRST}
 
 void peer_defaults(struct peer_opts *p);
-/* One of the options: 1 taken, 0 not one of them, or the exit status
+/* One of the options: -1 taken, 0 not one of them, or the exit status
  * (2) when its value is wrong. help_cmd names the mode for the hint. */
 int peer_take_option(struct peer_opts *p, int ch, const char *arg, const char *help_cmd);
 /* The options that only a client takes: -1 fine, else TC_EXIT_USAGE. */
 int peer_check_server(const struct peer_opts *p, const char *help_cmd);
-/* The options' lines of a --help text. */
-void peer_usage(FILE *f);
+/* The end of a --help text: these options, --help and --version, then
+ * `note` (may be empty) and the exit statuses. */
+void peer_usage(FILE *f, const char *note);
 
 /* An address as the user gave it, and the option that gave it ("-a"). */
 struct peer_addr {

@@ -133,6 +133,13 @@ bool rconn_recv(struct rconn *r, const char *what, struct rmsg *m, bool *left);
 /* Posts an RDMA Read (into rdma_buf) or Write (from it) of len bytes and
  * waits for its completion. */
 bool rconn_rdma(struct rconn *r, enum wr_kind kind, size_t len, const struct rmsg *remote, const char *what);
+/* rping_disconnect: NdkDisconnect. ok: the pings went well, so that a
+ * failed disconnect fails the connection (after a failure the peer may be
+ * gone in any way). */
+bool rconn_disconnect(struct rconn *r, bool ok);
+/* -d: "ROLE: PEER: N pings of SIZE bytes in ..., connection ..." (t0:
+ * when the connection began). */
+void rconn_summary(const struct rconn *r, const char *role, uint32_t size, uint64_t t0);
 /* Closes and frees; false if a close misbehaved. */
 bool rconn_end(struct rconn *r);
 

@@ -107,20 +107,12 @@ static bool client_run(struct tc_adapter *a, const NDK_SOCKADDR *src, const NDK_
     bool ok = rconn_setup(r, true) && connect_server(r, src, dst);
     if (ok) {
         ok = client_pings(r);
-        /* rping_disconnect: our FIN; it completes on the server's. */
-        NTSTATUS st = tc_conn_disconnect_begin(&r->c) ? tc_conn_disconnect_end(&r->c) : STATUS_NO_MEMORY;
-        if (st == STATUS_SUCCESS && ok && !tc_conn_peer_left(&r->c, 0))
+        /* Our FIN; it completes on the server's. */
+        bool raced = tc_conn_peer_left(&r->c, 0);
+        ok = rconn_disconnect(r, ok);
+        if (ok && !raced)
             tc_err(NULL, "client DISCONNECT EVENT...");
-        if (st != STATUS_SUCCESS && ok) {
-            tc_complain(NULL, "rdma_disconnect: NdkDisconnect from %s failed: %s", r->c.peer, tc_status_name(st));
-            ok = false;
-        }
-        uint64_t t_pings = r->t_last > r->t_first ? r->t_last - r->t_first : 0;
-        if (ro.debug)
-            tc_say(NULL, "client: %s: %lu ping%s of %" PRIu32 " bytes in %" PRIu64 " us (%" PRIu64 " us each), "
-                         "connection %" PRIu64 " us",
-                   r->c.peer, r->pings, r->pings == 1 ? "" : "s", ro.size, t_pings, r->pings ? t_pings / r->pings : 0,
-                   tc_now_us() - t0);
+        rconn_summary(r, "client", ro.size, t0);
     }
     ok = rconn_end(r) && ok;
     if (!ok)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/bytes.h"
+#include "lib/clock.h"
 #include "lib/log.h"
 #include "ndkping/rping.h"
 
@@ -343,6 +344,26 @@ bool rconn_rdma(struct rconn *r, enum wr_kind kind, size_t len, const struct rms
     if (why != TC_WAITED_OK)
         explain(r, why, what);
     return why == TC_WAITED_OK;
+}
+
+bool rconn_disconnect(struct rconn *r, bool ok)
+{
+    NTSTATUS st = tc_conn_disconnect(&r->c);
+    if (st == STATUS_SUCCESS || !ok)
+        return ok;
+    tc_complain(NULL, "rdma_disconnect: NdkDisconnect from %s failed: %s", r->c.peer, tc_status_name(st));
+    return false;
+}
+
+void rconn_summary(const struct rconn *r, const char *role, uint32_t size, uint64_t t0)
+{
+    if (!ro.debug)
+        return;
+    uint64_t t_pings = r->t_last > r->t_first ? r->t_last - r->t_first : 0;
+    tc_say(NULL, "%s: %s: %lu ping%s of %" PRIu32 " bytes in %" PRIu64 " us (%" PRIu64 " us each), connection %" PRIu64
+                 " us",
+           role, r->c.peer, r->pings, r->pings == 1 ? "" : "s", size, t_pings, r->pings ? t_pings / r->pings : 0,
+           tc_now_us() - t0);
 }
 
 bool rconn_end(struct rconn *r)

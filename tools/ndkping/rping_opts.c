@@ -10,7 +10,6 @@
 #include "lib/args.h"
 #include "lib/calls.h"
 #include "lib/log.h"
-#include "ndkping/modes.h"
 #include "ndkping/rping.h"
 
 #define HELP_CMD "ndkping --rping"
@@ -57,11 +56,7 @@ static void usage(FILE *f)
             "  -q             accepted for compatibility (rping's self-created QP); no effect\n"
             "\n",
             RPING_DEFAULT_PORT, RPING_MIN_SIZE, RPING_MAX_SIZE, RPING_DEFAULT_SIZE, RPING_RPING_MAX);
-    peer_usage(f);
-    fprintf(f, "  -h, --help             this text\n"
-               "      --version          ndkping's version\n"
-               "\n");
-    tc_print_exit_statuses(f, false);
+    peer_usage(f, "");
 }
 
 enum { OPT_RPING = 0x100, OPT_VERSION };
@@ -79,7 +74,7 @@ static int take_option(int ch)
 {
     int rc = peer_take_option(&ro.peer, ch, optarg, HELP_CMD);
     if (rc)
-        return rc == 1 ? -1 : rc;
+        return rc;
     switch (ch) {
     case OPT_RPING:
     case 'q':
@@ -94,9 +89,7 @@ static int take_option(int ch)
         ro.persistent = true;
         return -1;
     case 'p':
-        if (!tc_parse_uint(optarg, 0, 65535, &ro.port))
-            return tc_usage_error(HELP_CMD, "invalid port '%s' (0 to 65535)", optarg);
-        return -1;
+        return tc_opt_number(HELP_CMD, optarg, 0, 65535, false, &ro.port, "port");
     case 'C': {
         uint64_t v;
         if (!tc_parse_u64(optarg, 0, UINT32_MAX, false, &v))
@@ -106,10 +99,7 @@ static int take_option(int ch)
         return -1;
     }
     case 'S':
-        if (!tc_parse_uint(optarg, RPING_MIN_SIZE, RPING_MAX_SIZE, &ro.size))
-            return tc_usage_error(HELP_CMD, "Invalid size %s (valid range is %u to %u)", optarg, RPING_MIN_SIZE,
-                                  RPING_MAX_SIZE);
-        return -1;
+        return tc_opt_number(HELP_CMD, optarg, RPING_MIN_SIZE, RPING_MAX_SIZE, false, &ro.size, "size");
     case 's':
         ro.server = true;
         return -1;
@@ -125,13 +115,8 @@ static int take_option(int ch)
     case 'd':
         ro.debug++;
         return -1;
-    case 'h':
-        usage(stdout);
-        return TC_EXIT_OK;
-    case OPT_VERSION:
-        return tc_print_version();
     default:
-        return tc_usage_hint(HELP_CMD);
+        return tc_common_option(ch, OPT_VERSION, usage, HELP_CMD);
     }
 }
 
@@ -165,24 +150,15 @@ int rping_parse_options(int argc, char **argv)
     if ((rc = check_options()) >= 0)
         return rc;
     tc_calls_trace(ro.debug > 1);
+    /* rping -d's first lines. */
+    rping_dbg("%s", ro.server ? "server" : "client");
+    rping_dbg("port %u", ro.port);
+    rping_dbg("size %" PRIu32, ro.size);
+    if (ro.count)
+        rping_dbg("count %lu", ro.count);
+    if (ro.verbose)
+        rping_dbg("verbose");
+    if (ro.validate)
+        rping_dbg("validate data");
     return -1;
-}
-
-int rping_main(int argc, char **argv)
-{
-    int rc = rping_parse_options(argc, argv);
-    if (rc >= 0)
-        return rc;
-    if (ro.debug) {
-        rping_dbg("%s", ro.server ? "server" : "client");
-        rping_dbg("port %u", ro.port);
-        rping_dbg("size %" PRIu32, ro.size);
-        if (ro.count)
-            rping_dbg("count %lu", ro.count);
-        if (ro.verbose)
-            rping_dbg("verbose");
-        if (ro.validate)
-            rping_dbg("validate data");
-    }
-    return ro.server ? rping_run_server() : rping_run_client();
 }

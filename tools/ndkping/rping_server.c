@@ -140,20 +140,8 @@ static bool serve(struct tc_adapter *a, NDK_CONNECTOR *cn)
     bool ok = accept_request(r);
     if (ok) {
         /* A failed ping loop still disconnects. */
-        ok = server_pings(r);
-        NTSTATUS st = tc_conn_disconnect_begin(&r->c) ? tc_conn_disconnect_end(&r->c) : STATUS_NO_MEMORY;
-        /* After the client's FIN our own disconnect has nothing to wait
-         * for; after a failure the client may be gone in any way. */
-        if (st != STATUS_SUCCESS && ok) {
-            tc_complain(NULL, "rdma_disconnect: NdkDisconnect from %s failed: %s", r->c.peer, tc_status_name(st));
-            ok = false;
-        }
-        uint64_t t_pings = r->t_last > r->t_first ? r->t_last - r->t_first : 0;
-        if (ro.debug)
-            tc_say(NULL, "server: %s: %lu ping%s of %" PRIu32 " bytes in %" PRIu64 " us (%" PRIu64 " us each), "
-                         "connection %" PRIu64 " us",
-                   r->c.peer, r->pings, r->pings == 1 ? "" : "s", r->ping_size, t_pings,
-                   r->pings ? t_pings / r->pings : 0, tc_now_us() - t0);
+        ok = rconn_disconnect(r, server_pings(r));
+        rconn_summary(r, "server", r->ping_size, t0);
     }
     return rconn_end(r) && ok;
 }

@@ -74,17 +74,20 @@ struct node {
 /* Sets up node id (connector too on the client) and posts its receives;
  * false after saying why. */
 bool node_init(struct node *n, struct tc_adapter *a, unsigned id, bool client);
-/* Posts -C Sends of -S bytes. */
-bool node_post_sends(struct node *n);
-/* Waits until -C Sends (sends) or -C receives (!sends) have completed. */
-bool node_wait(struct node *n, bool sends, const char *what);
+/* Posts -C Sends of -S bytes on each of n nodes. */
+bool nodes_post_sends(struct node *nodes, unsigned n);
+/* Waits, node after node, until -C Sends (sends) or -C receives (!sends)
+ * have completed on each. */
+bool nodes_wait(struct node *nodes, unsigned n, bool sends, const char *what);
 /* Closes; false if a close misbehaved. */
 bool node_end(struct node *n);
 
-int ucmatose_run_server(void);
-int ucmatose_run_client(void);
-/* The last lines: ucmatose's "test complete" and "return status N", with
- * our summary before them. Returns the exit status. */
+/* The roles: true if every connection did what was asked; *connected:
+ * the connections made. */
+bool ucmatose_run_server(unsigned *connected);
+bool ucmatose_run_client(unsigned *connected);
+/* The last lines: our summary, then ucmatose's "test complete" and
+ * "return status N". Returns the exit status. */
 int ucmatose_finish(bool ok, unsigned connected);
 
 #endif

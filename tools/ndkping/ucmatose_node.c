@@ -63,7 +63,7 @@ bool node_init(struct node *n, struct tc_adapter *a, unsigned id, bool client)
     return post_recvs(n);
 }
 
-bool node_post_sends(struct node *n)
+static bool node_post_sends(struct node *n)
 {
     NDK_SGE sge = tc_mr_sge(&n->send_buf, 0, uo.size);
     for (unsigned i = 0; i < uo.count; i++) {
@@ -147,7 +147,7 @@ static long take(void *arg)
     return n->failed ? -1 : got;
 }
 
-bool node_wait(struct node *n, bool sends, const char *what)
+static bool node_wait(struct node *n, bool sends, const char *what)
 {
     struct tc_cq_wait w;
     tc_conn_waiter(&n->c, &w, TC_WAIT_EVENTS, take, n);
@@ -161,6 +161,22 @@ bool node_wait(struct node *n, bool sends, const char *what)
         tc_explain_wait(n->c.role, why, &n->c.ev->waker, tc_adapter_wait_ms(n->c.adapter), text);
     }
     return why == TC_WAITED_OK;
+}
+
+bool nodes_post_sends(struct node *nodes, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!node_post_sends(&nodes[i]))
+            return false;
+    return true;
+}
+
+bool nodes_wait(struct node *nodes, unsigned n, bool sends, const char *what)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!node_wait(&nodes[i], sends, what))
+            return false;
+    return true;
 }
 
 bool node_end(struct node *n)

@@ -10,7 +10,6 @@
 
 #include "lib/args.h"
 #include "lib/log.h"
-#include "ndkping/modes.h"
 #include "ndkping/ucmatose.h"
 
 #define HELP_CMD "ndkping --ucmatose"
@@ -53,13 +52,8 @@ static void usage(FILE *f)
             "\n",
             UC_DEFAULT_PORT, UC_DEFAULT_CONNECTIONS, UC_MAX_CONNECTIONS, UC_DEFAULT_COUNT, UC_DEFAULT_SIZE,
             UC_MAX_SIZE);
-    peer_usage(f);
-    fprintf(f, "  -h, --help             this text\n"
-               "      --version          ndkping's version\n"
-               "\n"
-               "The server waits for its connections until they come or SIGINT/SIGTERM; every\n"
-               "wait after that is bounded by --timeout. ");
-    tc_print_exit_statuses(f, false);
+    peer_usage(f, "The server waits for its connections until they come or SIGINT/SIGTERM; every\n"
+                  "wait after that is bounded by --timeout. ");
 }
 
 enum { OPT_UCMATOSE = 0x100, OPT_VERSION, OPT_VERIFY };
@@ -90,7 +84,7 @@ static int take_option(int ch)
 {
     int rc = peer_take_option(&uo.peer, ch, optarg, HELP_CMD);
     if (rc)
-        return rc == 1 ? -1 : rc;
+        return rc;
     switch (ch) {
     case OPT_UCMATOSE:
     case 't':
@@ -106,30 +100,18 @@ static int take_option(int ch)
         uo.src = optarg;
         return -1;
     case 'p':
-        return tc_parse_uint(optarg, 0, 65535, &uo.port) ? -1
-                                                         : tc_usage_error(HELP_CMD, "invalid port '%s'", optarg);
+        return tc_opt_number(HELP_CMD, optarg, 0, 65535, false, &uo.port, "port");
     case 'c':
-        return tc_parse_uint(optarg, 1, UC_MAX_CONNECTIONS, &uo.connections)
-                   ? -1
-                   : tc_usage_error(HELP_CMD, "invalid connection count '%s' (1 to %u)", optarg, UC_MAX_CONNECTIONS);
+        return tc_opt_number(HELP_CMD, optarg, 1, UC_MAX_CONNECTIONS, false, &uo.connections, "connection count");
     case 'C':
-        return tc_parse_uint(optarg, 0, 1u << 20, &uo.count)
-                   ? -1
-                   : tc_usage_error(HELP_CMD, "invalid message count '%s' (0 to %u)", optarg, 1u << 20);
+        return tc_opt_number(HELP_CMD, optarg, 0, 1u << 20, false, &uo.count, "message count");
     case 'S':
-        return tc_parse_uint(optarg, 0, UC_MAX_SIZE, &uo.size)
-                   ? -1
-                   : tc_usage_error(HELP_CMD, "invalid message size '%s' (0 to %u)", optarg, UC_MAX_SIZE);
+        return tc_opt_number(HELP_CMD, optarg, 0, UC_MAX_SIZE, false, &uo.size, "message size");
     case OPT_VERIFY:
         uo.verify = true;
         return -1;
-    case 'h':
-        usage(stdout);
-        return TC_EXIT_OK;
-    case OPT_VERSION:
-        return tc_print_version();
     default:
-        return tc_usage_hint(HELP_CMD);
+        return tc_common_option(ch, OPT_VERSION, usage, HELP_CMD);
     }
 }
 
@@ -169,12 +151,4 @@ int ucmatose_finish(bool ok, unsigned connected)
     tc_say(NULL, "test complete");
     tc_say(NULL, "return status %d", ok ? 0 : 1);
     return ok ? TC_EXIT_OK : TC_EXIT_FAILED;
-}
-
-int ucmatose_main(int argc, char **argv)
-{
-    int rc = ucmatose_parse_options(argc, argv);
-    if (rc >= 0)
-        return rc;
-    return uo.dst ? ucmatose_run_client() : ucmatose_run_server();
 }

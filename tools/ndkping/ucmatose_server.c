@@ -65,17 +65,14 @@ static bool connect_events(struct node *nodes, struct tc_adapter *a, unsigned *t
 static bool data_transfers(struct node *nodes)
 {
     tc_say(NULL, "initiating data transfers");
-    for (unsigned i = 0; i < uo.connections; i++)
-        if (!node_post_sends(&nodes[i]))
-            return false;
+    if (!nodes_post_sends(nodes, uo.connections))
+        return false;
     tc_say(NULL, "completing sends");
-    for (unsigned i = 0; i < uo.connections; i++)
-        if (!node_wait(&nodes[i], true, "the completions of its Sends"))
-            return false;
+    if (!nodes_wait(nodes, uo.connections, true, "the completions of its Sends"))
+        return false;
     tc_say(NULL, "receiving data transfers");
-    for (unsigned i = 0; i < uo.connections; i++)
-        if (!node_wait(&nodes[i], false, "the client's messages"))
-            return false;
+    if (!nodes_wait(nodes, uo.connections, false, "the client's messages"))
+        return false;
     tc_say(NULL, "data transfers complete");
     return true;
 }
@@ -113,7 +110,7 @@ static bool listen_on(struct tc_adapter *a)
     return true;
 }
 
-int ucmatose_run_server(void)
+bool ucmatose_run_server(unsigned *connected)
 {
     tc_say(NULL, "cmatose: starting server");
     /* Before any thread exists (the provider's start with the adapter). */
@@ -139,5 +136,6 @@ int ucmatose_run_server(void)
     tc_adapter_close(&a);
     tc_signals_end();
     free(nodes);
-    return ucmatose_finish(ok, taken);
+    *connected = taken;
+    return ok;
 }
