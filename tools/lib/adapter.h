@@ -24,7 +24,7 @@ struct tc_adapter {
     const char *role;
     NDK_ADAPTER *ad;
     NDK_ADAPTER_INFO info;
-    char name[IF_NAMESIZE + 64];   /* "lo", or "lo (127.0.0.2)": what was opened */
+    char name[160];                /* "lo", or "lo (127.0.0.2)": what was opened */
     NDK_ADAPTER_DESCRIPTION desc;  /* its entry in ndk_list_adapters */
     bool described;
     unsigned timeout_ms;           /* the provider's connect, MPA, RTR and disconnect timeouts */

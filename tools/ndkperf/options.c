@@ -1,0 +1,366 @@
+/*
+ * options.c - ndkperf's command line, and the tests' names and defaults.
+ */
+#include <getopt.h>
+#include <sched.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "lib/args.h"
+#include "lib/log.h"
+#include "ndkperf/ndkperf.h"
+
+#define DEFAULT_ITERS 1000
+#define DEFAULT_ITERS_WRITE_BW 5000 /* perftest's defaults */
+#define DEFAULT_WARMUP 100
+#define DEFAULT_DEPTH 128
+#define DEFAULT_RX_DEPTH 512
+#define DEFAULT_OUTS 128
+#define DEFAULT_POST_LIST 32
+#define DEFAULT_TIMEOUT_MS 10000
+#define DEFAULT_ACCEPT_TIMEOUT_S 60
+
+static const struct {
+    const char *name, *title;
+    uint32_t default_inline; /* perftest's default -I */
+} tests[T_COUNT] = {
+    [T_SEND_LAT] = {"send_lat", "Send Latency", 236},
+    [T_SEND_BW] = {"send_bw", "Send BW", 236},
+    [T_WRITE_LAT] = {"write_lat", "RDMA_Write Latency", 220},
+    [T_WRITE_BW] = {"write_bw", "RDMA_Write BW", 220},
+    [T_READ_LAT] = {"read_lat", "RDMA_Read Latency", 0},
+    [T_READ_BW] = {"read_bw", "RDMA_Read BW", 0},
+};
+
+const char *test_name(enum test_kind t)
+{
+    return tests[t].name;
+}
+
+const char *test_title(enum test_kind t)
+{
+    return tests[t].title;
+}
+
+bool test_is_lat(enum test_kind t)
+{
+    return t == T_SEND_LAT || t == T_WRITE_LAT || t == T_READ_LAT;
+}
+
+bool test_uses_send(enum test_kind t)
+{
+    return t == T_SEND_LAT || t == T_SEND_BW;
+}
+
+bool test_uses_read(enum test_kind t)
+{
+    return t == T_READ_LAT || t == T_READ_BW;
+}
+
+enum test_kind test_by_name(const char *name)
+{
+    if (strncmp(name, "ib_", 3) == 0)
+        name += 3;
+    for (int t = 0; t < T_COUNT; t++)
+        if (strcmp(name, tests[t].name) == 0)
+            return (enum test_kind)t;
+    return T_COUNT;
+}
+
+static void usage(FILE *f)
+{
+    fprintf(f,
+            "Usage:\n"
+            "  ndkperf TEST -S [options]              server: waits for one client, follows its parameters\n"
+            "  ndkperf TEST -c ADDRESS [options]      client: runs the test against a server\n"
+            "  ndkperf TEST --loopback [options]      both ends, as two processes on 127.0.0.1\n"
+            "  ndkperf --perftest TEST [perftest options] [SERVER]   talks perftest's own protocol\n"
+            "                          (ib_write_bw -R ...) to perftest; 'ndkperf --perftest -h'\n"
+            "\n"
+            "TEST: send_lat, send_bw, write_lat, write_bw, read_lat, read_bw (perftest's ib_*).\n"
+            "\n"
+            "Test:\n"
+            "  -s, --size=BYTES        message size (default 2 for latency, 65536 for bandwidth;\n"
+            "                          K and M suffixes; send tests need at least 2)\n"
+            "  -a, --all               every size 2 B .. 8 MiB, powers of two\n"
+            "  -n, --iters=N           iterations per size (default 1000; write_bw 5000)\n"
+            "  -D, --duration=SECONDS  run each size this long instead of -n\n"
+            "      --warmup=N          latency tests: iterations run first and not counted (default %u)\n"
+            "  -q, --depth=N           bandwidth tests: work requests in flight (default %u)\n"
+            "  -r, --rx-depth=N        send_bw: receives the server keeps posted (default %u); the\n"
+            "                          client stays within them using the server's credits\n"
+            "  -I, --inline=BYTES      Sends and Writes up to this size are posted with\n"
+            "                          NDK_OP_FLAG_INLINE (default: send 236, write 220, as\n"
+            "                          perftest; capped at the adapter's MaxInlineDataSize; 0: never)\n"
+            "  -o, --outs=N            read tests: outstanding RDMA Reads asked for (IRD/ORD,\n"
+            "                          default %u, capped by the adapters)\n"
+            "  -l, --post-list=N       bandwidth tests: post in chains of up to N requests, all but\n"
+            "                          the last with NDK_OP_FLAG_DEFER, so one doorbell sends the\n"
+            "                          chain (default %u; 1: a doorbell per request, as perftest)\n",
+            DEFAULT_WARMUP, DEFAULT_DEPTH, DEFAULT_RX_DEPTH, DEFAULT_OUTS, DEFAULT_POST_LIST);
+    fprintf(f,
+            "\n"
+            "Connection:\n"
+            "  -S, --server            be the server\n"
+            "  -c, --client=ADDRESS    be the client of the server at ADDRESS\n"
+            "      --loopback          run server and client as two processes on 127.0.0.1\n"
+            "  -p, --port=PORT         server port (default %u; --loopback: one the provider picks)\n"
+            "  -B, --bind=ADDRESS      server: listen on this address only (default: all)\n"
+            "  -d, --adapter=ADAPTER   interface name or address of the adapter (default: the\n"
+            "                          adapter of -B or of the route to -c, else lo)\n"
+            "      --crc               ask for MPA CRC32c\n"
+            "\n"
+            "Placement and completions:\n"
+            "      --cpu=N             pin this process (--loopback: both processes) to CPU N\n"
+            "      --cpu-server=N      pin the server process to CPU N\n"
+            "      --cpu-client=N      pin the client process to CPU N\n"
+            "      --wait=MODE         yield (default): poll NdkGetCqResults, sched_yield() when\n"
+            "                          empty, so a progress thread on the same CPU can run;\n"
+            "                          spin: poll without yielding (perftest's way);\n"
+            "                          events: NdkArmCq and sleep until the notification callback\n"
+            "      --events            the same as --wait=events\n"
+            "      --busy-poll         open the adapter in the provider's busy-poll mode (polling\n"
+            "                          the CQ drives the connection)\n"
+            "      --signal-all        signal every work request (no NDK_OP_FLAG_SILENT_SUCCESS)\n"
+            "      --timeout=MS        longest wait for any completion or event (default %u)\n"
+            "      --accept-timeout=S  how long a server waits for its client (default %u)\n",
+            NDKPERF_DEFAULT_PORT, DEFAULT_TIMEOUT_MS, DEFAULT_ACCEPT_TIMEOUT_S);
+    fprintf(f, "\n"
+               "Output:\n"
+               "      --progress, --no-progress  the live line of a long run (-a, -D, or a size\n"
+               "                          that runs over a second) on stderr, drawn in place\n"
+               "                          (default: only when stderr is a terminal)\n"
+               "  -h, --help              this text\n"
+               "  -V, --version           ndkperf's version\n"
+               "\n"
+               "Units as perftest: MB = 2^20 bytes. Latency: half the round trip for send_lat and\n"
+               "write_lat, the whole round trip for read_lat. write_lat needs an adapter that sets\n"
+               "NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED.\n");
+    tc_print_exit_statuses(f, true);
+}
+
+enum {
+    OPT_LOOPBACK = 0x100,
+    OPT_WARMUP,
+    OPT_CPU,
+    OPT_CPU_SERVER,
+    OPT_CPU_CLIENT,
+    OPT_WAIT,
+    OPT_EVENTS,
+    OPT_BUSY_POLL,
+    OPT_SIGNAL_ALL,
+    OPT_CRC,
+    OPT_TIMEOUT,
+    OPT_ACCEPT_TIMEOUT,
+    OPT_PROGRESS,
+    OPT_NO_PROGRESS,
+};
+
+static const struct option longopts[] = {
+    {"size", required_argument, NULL, 's'},
+    {"all", no_argument, NULL, 'a'},
+    {"iters", required_argument, NULL, 'n'},
+    {"duration", required_argument, NULL, 'D'},
+    {"warmup", required_argument, NULL, OPT_WARMUP},
+    {"depth", required_argument, NULL, 'q'},
+    {"rx-depth", required_argument, NULL, 'r'},
+    {"inline", required_argument, NULL, 'I'},
+    {"outs", required_argument, NULL, 'o'},
+    {"post-list", required_argument, NULL, 'l'},
+    {"server", no_argument, NULL, 'S'},
+    {"client", required_argument, NULL, 'c'},
+    {"loopback", no_argument, NULL, OPT_LOOPBACK},
+    {"port", required_argument, NULL, 'p'},
+    {"bind", required_argument, NULL, 'B'},
+    {"adapter", required_argument, NULL, 'd'},
+    {"crc", no_argument, NULL, OPT_CRC},
+    {"cpu", required_argument, NULL, OPT_CPU},
+    {"cpu-server", required_argument, NULL, OPT_CPU_SERVER},
+    {"cpu-client", required_argument, NULL, OPT_CPU_CLIENT},
+    {"wait", required_argument, NULL, OPT_WAIT},
+    {"events", no_argument, NULL, OPT_EVENTS},
+    {"busy-poll", no_argument, NULL, OPT_BUSY_POLL},
+    {"signal-all", no_argument, NULL, OPT_SIGNAL_ALL},
+    {"timeout", required_argument, NULL, OPT_TIMEOUT},
+    {"accept-timeout", required_argument, NULL, OPT_ACCEPT_TIMEOUT},
+    {"progress", no_argument, NULL, OPT_PROGRESS},
+    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
+    {"help", no_argument, NULL, 'h'},
+    {"version", no_argument, NULL, 'V'},
+    {NULL, 0, NULL, 0},
+};
+
+/* What the loop saw besides the options themselves. */
+struct seen {
+    bool server, loopback, size_given, inline_given, warmup_given;
+};
+
+/* A number option: -1 when it parses, else the usage error. */
+static int take_wait(struct options *o, const char *arg)
+{
+    if (strcmp(arg, "yield") == 0)
+        o->wait = TC_WAIT_YIELD;
+    else if (strcmp(arg, "spin") == 0)
+        o->wait = TC_WAIT_SPIN;
+    else if (strcmp(arg, "events") == 0)
+        o->wait = TC_WAIT_EVENTS;
+    else
+        return tc_usage_error(NULL, "invalid --wait '%s' (yield, spin or events)", arg);
+    return -1;
+}
+
+static int take_cpu(struct options *o, int ch, const char *arg)
+{
+    uint32_t cpu = 0;
+    int rc = tc_opt_number(NULL, arg, 0, CPU_SETSIZE - 1, false, &cpu, "CPU");
+    if (rc >= 0)
+        return rc;
+    if (ch != OPT_CPU_CLIENT)
+        o->cpu_server = (int)cpu;
+    if (ch != OPT_CPU_SERVER)
+        o->cpu_client = (int)cpu;
+    return -1;
+}
+
+/* One option: -1 to go on, else the exit status. */
+static int take_option(struct options *o, struct seen *w, int ch)
+{
+    uint32_t v = 0;
+    int rc;
+    switch (ch) {
+    case 's':
+        w->size_given = true;
+        return tc_opt_number(NULL, optarg, 1, 1u << 30, true, &o->size, "size");
+    case 'a':
+        o->all_sizes = true;
+        return -1;
+    case 'n':
+        return tc_opt_number(NULL, optarg, 1, UINT32_MAX, false, &o->iters, "iteration count");
+    case 'D':
+        if ((rc = tc_opt_number(NULL, optarg, 1, 86400, false, &v, "duration in seconds")) >= 0)
+            return rc;
+        o->duration_ms = v * 1000u;
+        return -1;
+    case OPT_WARMUP:
+        w->warmup_given = true;
+        return tc_opt_number(NULL, optarg, 0, UINT32_MAX, false, &o->warmup, "warm-up count");
+    case 'q':
+        return tc_opt_number(NULL, optarg, 1, 16383, false, &o->depth, "depth");
+    case 'r':
+        return tc_opt_number(NULL, optarg, 4, 16384, false, &o->rx_depth, "receive depth");
+    case 'I':
+        w->inline_given = true;
+        return tc_opt_number(NULL, optarg, 0, UINT32_MAX, false, &o->inline_size, "inline size");
+    case 'o':
+        return tc_opt_number(NULL, optarg, 1, UINT32_MAX, false, &o->outs, "outstanding read count");
+    case 'l':
+        return tc_opt_number(NULL, optarg, 1, 16384, false, &o->post_list, "post list length");
+    case 'S':
+        w->server = true;
+        return -1;
+    case 'c':
+        o->address = optarg;
+        return -1;
+    case OPT_LOOPBACK:
+        w->loopback = true;
+        return -1;
+    case 'p':
+        o->port_given = true;
+        return tc_opt_number(NULL, optarg, 1, 65535, false, &o->port, "port");
+    case 'B':
+        o->bind = optarg;
+        return -1;
+    case 'd':
+        o->adapter = optarg;
+        return -1;
+    case OPT_CRC:
+        o->crc = true;
+        return -1;
+    case OPT_CPU:
+    case OPT_CPU_SERVER:
+    case OPT_CPU_CLIENT:
+        return take_cpu(o, ch, optarg);
+    case OPT_WAIT:
+        return take_wait(o, optarg);
+    case OPT_EVENTS:
+        o->wait = TC_WAIT_EVENTS;
+        return -1;
+    case OPT_BUSY_POLL:
+        o->busy_poll = true;
+        return -1;
+    case OPT_SIGNAL_ALL:
+        o->signal_all = true;
+        return -1;
+    case OPT_TIMEOUT:
+        return tc_opt_number(NULL, optarg, 100, 3600000, false, &o->timeout_ms, "timeout in ms");
+    case OPT_ACCEPT_TIMEOUT:
+        if ((rc = tc_opt_number(NULL, optarg, 1, 86400, false, &v, "accept timeout in seconds")) >= 0)
+            return rc;
+        o->accept_timeout_ms = v * 1000u;
+        return -1;
+    case OPT_PROGRESS:
+    case OPT_NO_PROGRESS:
+        o->progress = ch == OPT_PROGRESS;
+        return -1;
+    default:
+        return tc_common_option(ch, 'V', usage, NULL);
+    }
+}
+
+/* The test and the options together: -1 to go on, else the exit status. */
+static int check_options(struct options *o, const struct seen *w)
+{
+    if (w->server + w->loopback + (o->address != NULL) != 1)
+        return tc_usage_error(NULL, "choose one of -S (server), -c ADDRESS (client) and --loopback");
+    o->mode = w->loopback ? MODE_LOOPBACK : w->server ? MODE_SERVER : MODE_CLIENT;
+    if (o->all_sizes && w->size_given)
+        return tc_usage_error(NULL, "-a and -s exclude each other");
+    if (o->iters && o->duration_ms)
+        return tc_usage_error(NULL, "-n and -D exclude each other");
+    if (!o->iters && !o->duration_ms)
+        o->iters = o->test == T_WRITE_BW ? DEFAULT_ITERS_WRITE_BW : DEFAULT_ITERS;
+    if (!w->size_given)
+        o->size = o->all_sizes ? NDKPERF_MAX_SIZE : test_is_lat(o->test) ? 2 : 65536;
+    if (test_uses_send(o->test) && o->size < 2)
+        return tc_usage_error(NULL, "send tests need messages of at least 2 bytes (1-byte Sends are their "
+                                    "control messages)");
+    if (!w->warmup_given)
+        o->warmup = test_is_lat(o->test) ? DEFAULT_WARMUP : 0;
+    if (!w->inline_given)
+        o->inline_size = tests[o->test].default_inline;
+    if (o->test == T_WRITE_LAT && o->wait == TC_WAIT_EVENTS)
+        return tc_usage_error(NULL, "write_lat polls memory, not the CQ: --wait=events does not apply");
+    if (o->mode != MODE_SERVER && o->bind)
+        return tc_usage_error(NULL, "-B is a server option");
+    return -1;
+}
+
+int parse_options(int argc, char **argv, struct options *o)
+{
+    *o = (struct options){
+        .cpu_server = -1,
+        .cpu_client = -1,
+        .wait = TC_WAIT_YIELD,
+        .progress = -1,
+        .timeout_ms = DEFAULT_TIMEOUT_MS,
+        .accept_timeout_ms = DEFAULT_ACCEPT_TIMEOUT_S * 1000u,
+        .depth = DEFAULT_DEPTH,
+        .rx_depth = DEFAULT_RX_DEPTH,
+        .outs = DEFAULT_OUTS,
+        .post_list = DEFAULT_POST_LIST,
+        .port = NDKPERF_DEFAULT_PORT,
+    };
+    struct seen w = {0};
+    int ch, rc;
+    while ((ch = getopt_long(argc, argv, "s:an:D:q:r:I:o:l:Sc:p:B:d:hV", longopts, NULL)) != -1)
+        if ((rc = take_option(o, &w, ch)) >= 0)
+            return rc;
+    if (optind >= argc)
+        return tc_usage_error(NULL, "which test? (send_lat, send_bw, write_lat, write_bw, read_lat, read_bw)");
+    if (optind + 1 < argc)
+        return tc_usage_error(NULL, "unexpected argument '%s' (the server's address goes with -c)",
+                              argv[optind + 1]);
+    if ((o->test = test_by_name(argv[optind])) == T_COUNT)
+        return tc_usage_error(NULL, "unknown test '%s'", argv[optind]);
+    return check_options(o, &w);
+}
