@@ -36,6 +36,7 @@
 
 #define NDKPERF_DEFAULT_PORT 18515 /* perftest's */
 #define NDKPERF_MAX_SIZE (8u << 20) /* -a goes up to 8 MiB, as perftest */
+#define NDKPERF_MAX_MSG (1u << 30)  /* -s goes up to 1 GiB */
 #define NDKPERF_MIN_ALL_SIZE 2u     /* -a starts at 2 B, as perftest */
 
 /* ------------------------------------------------------------------------ */

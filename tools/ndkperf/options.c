@@ -230,7 +230,7 @@ static int take_option(struct options *o, struct seen *w, int ch)
     switch (ch) {
     case 's':
         w->size_given = true;
-        return tc_opt_number(NULL, optarg, 1, 1u << 30, true, &o->size, "size");
+        return tc_opt_number(NULL, optarg, 1, NDKPERF_MAX_MSG, true, &o->size, "size");
     case 'a':
         o->all_sizes = true;
         return -1;

@@ -77,7 +77,7 @@ bool pdata_get_request(const uint8_t *p, uint32_t len, struct remote_buf *b, str
     tp->duration_ms = tc_get_be32(p + 32);
     tp->rx_depth = tc_get_be32(p + 36);
     tp->warmup = tc_get_be32(p + 40);
-    if (tp->size == 0 || tp->size > NDKPERF_MAX_SIZE || (tp->iters == 0) == (tp->duration_ms == 0) ||
+    if (tp->size == 0 || tp->size > NDKPERF_MAX_MSG || (tp->iters == 0) == (tp->duration_ms == 0) ||
         tp->rx_depth == 0) {
         *why = "invalid test parameters in the request";
         return false;
