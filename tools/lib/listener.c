@@ -74,13 +74,11 @@ static bool create(struct tc_listener *l, unsigned limit)
     return (l->ln = tc_create_end(&l->calls, k, st, ln)) != NULL;
 }
 
-bool tc_listen(struct tc_listener *l, struct tc_adapter *a, const NDK_SOCKADDR *addr, unsigned limit)
+/* NdkListen on addr, and where it listens (l->bound); false after saying
+ * why. */
+static bool listen_on(struct tc_listener *l, const NDK_SOCKADDR *addr)
 {
-    memset(l, 0, sizeof *l);
-    l->adapter = a;
-    tc_calls_init(&l->calls, a->role, tc_adapter_wait_ms(a));
-    if (!create(l, limit))
-        return false;
+    const char *role = l->adapter->role;
     struct tc_completion *k = tc_call(&l->calls, "NdkListen");
     if (!k)
         return false;
@@ -90,7 +88,7 @@ bool tc_listen(struct tc_listener *l, struct tc_adapter *a, const NDK_SOCKADDR *
     char where[TC_ADDR_BUF];
     tc_format_addr(addr, true, where, sizeof where);
     if (st != STATUS_SUCCESS) {
-        tc_complain(a->role, "cannot listen on %s: %s%s", where, tc_status_name(st),
+        tc_complain(role, "cannot listen on %s: %s%s", where, tc_status_name(st),
                     st == STATUS_SHARING_VIOLATION ? " (is another server using that port? -p picks another)"
                     : st == STATUS_INVALID_ADDRESS ? " (is that address one of the adapter's?)"
                                                    : "");
@@ -99,12 +97,23 @@ bool tc_listen(struct tc_listener *l, struct tc_adapter *a, const NDK_SOCKADDR *
     ULONG len = sizeof l->bound;
     st = l->ln->Dispatch->NdkGetLocalAddress(l->ln, &l->bound.sa, &len);
     if (st != STATUS_SUCCESS) {
-        tc_ndk_failed(a->role, "NdkGetLocalAddress", st, "the listener on %s", where);
+        tc_ndk_failed(role, "NdkGetLocalAddress", st, "the listener on %s", where);
         return false;
     }
     if (tc_sockaddr_port(&l->bound) == 0)
-        tc_library_problem(a->role, "the listener's NdkGetLocalAddress gave port 0");
+        tc_library_problem(role, "the listener's NdkGetLocalAddress gave port 0");
     return true;
+}
+
+bool tc_listen(struct tc_listener *l, struct tc_adapter *a, const NDK_SOCKADDR *addr, unsigned limit)
+{
+    memset(l, 0, sizeof *l);
+    l->adapter = a;
+    tc_calls_init(&l->calls, a->role, tc_adapter_wait_ms(a));
+    if (create(l, limit) && listen_on(l, addr))
+        return true;
+    tc_listener_close(l);
+    return false;
 }
 
 enum tc_next tc_listener_next(struct tc_listener *l, unsigned ms, NDK_CONNECTOR **cn, uint64_t *t_event)

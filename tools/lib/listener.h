@@ -29,7 +29,7 @@ struct tc_listener {
 /* NdkCreateListener and NdkListen on addr. limit: requests to take in
  * all (0: no limit); later ones are refused at once (their connectors
  * closed). False after saying why (the address and port, and what to
- * check). */
+ * check); then nothing is left to close. */
 bool tc_listen(struct tc_listener *l, struct tc_adapter *a, const NDK_SOCKADDR *addr, unsigned limit);
 
 enum tc_next { TC_NEXT_GOT, TC_NEXT_STOPPED, TC_NEXT_TIMEOUT };
