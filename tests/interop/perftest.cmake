@@ -8,6 +8,8 @@
 #   interop.perftest_siw_server  ndkperf --perftest clients -> guest
 #                                ib_{write,send,read}_bw / ib_{send,write}_lat -R
 #                                servers (one guest boot)
+#   interop.perftest_siw_all     ib_send_lat / ib_write_lat -R -a both ways (one
+#                                guest boot; the 8 MiB sizes are slow under TCG)
 #
 # They skip (77) without the harness, root or a guest build, and share the
 # siw_guest lock with the other guest tests: build-guest.sh must not run
@@ -21,6 +23,10 @@ foreach(name perftest_siw_client perftest_siw_server)
   set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 300
                                                   SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
 endforeach()
+add_test(NAME interop.perftest_siw_all
+         COMMAND bash ${NDK_PERFTEST_DIR}/perftest_siw_all.sh $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
+set_tests_properties(interop.perftest_siw_all PROPERTIES LABELS interop TIMEOUT 1200
+                                                          SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
 
 # interop.perftest_loopback: ndkperf --perftest against itself on the host,
 # no guest: labelled conformance so that it runs without QEMU.

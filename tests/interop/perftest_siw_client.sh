@@ -16,9 +16,6 @@
 #   send_bw_D  guest `ib_send_bw -R -D 2 -s 4096`: both sides end at their
 #              own deadline; our server stops at the client's closing
 #              message
-#   send_lat_a, write_lat_a  guest `ib_send_lat -R -a -n 5`, `ib_write_lat
-#              -R -a -n 5`: every size from 2 B to 8 MiB, a results line each
-#              on both sides
 #
 #   write_lat  guest `ib_write_lat -R -n 200`: perftest's server writes
 #              first, while a client/server-mode responder normally sends no
@@ -32,7 +29,7 @@
 source "$(dirname "$0")/perftest_lib.sh"
 need_guest
 
-CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D send_lat_a write_lat_a)
+CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D)
 declare -A PORT_OF=()
 
 # Servers on ports libndk picks (-p 0); they wait for the guest to boot
@@ -51,13 +48,7 @@ done
 # Each guest client is bounded by `timeout`; its lines are prefixed with
 # the case name, then "rc=N".
 {
-	cat <<'EOF'
-run() {
-	n=$1
-	shift
-	{ "$@"; echo "rc=$?"; } 2>&1 | sed "s/^/$n: /"
-}
-EOF
+	echo "$GUEST_RUN_FN"
 	for n in "${CASES[@]}"; do
 		echo "run $n timeout 60 ib_$(test_of "$n") -d siw0 -R -p ${PORT_OF[$n]} $(test_args "$n") 10.0.2.2"
 	done

@@ -18,18 +18,14 @@
 #   send_bw_D  `ib_send_bw -R -D 2 -s 4096`: both sides end at their own
 #              deadline (every Send of ours signaled: no Send after it,
 #              which siw's server would no longer credit)
-#   send_lat_a, write_lat_a  `ib_send_lat -R -a -n 5`, `ib_write_lat -R -a
-#              -n 5`: every size from 2 B to 8 MiB, a results line each on
-#              both sides
 #
 # Run by hand: bash tests/interop/perftest_siw_server.sh build/tools/ndkperf/ndkperf .
 # shellcheck source=tests/interop/perftest_lib.sh
 source "$(dirname "$0")/perftest_lib.sh"
 need_guest
 
-CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D send_lat_a write_lat_a)
-declare -A GPORT=([write_bw]=18515 [send_bw]=18516 [read_bw]=18517 [send_lat]=18518 [write_lat]=18519 [send_bw_D]=18520
-	[send_lat_a]=18521 [write_lat_a]=18522)
+CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D)
+declare -A GPORT=([write_bw]=18515 [send_bw]=18516 [read_bw]=18517 [send_lat]=18518 [write_lat]=18519 [send_bw_D]=18520)
 declare -A HPORT=()
 fwd=()
 for n in "${CASES[@]}"; do

@@ -31,11 +31,7 @@ start_server crc -C 10 --crc
 # Each guest rping is bounded by `timeout` (rping 44.0 hangs after a
 # refused connect); its lines are prefixed with the case name, then "rc=N".
 cat >"$WORK/guest.sh" <<EOF
-run() {
-	n=\$1
-	shift
-	{ "\$@"; echo "rc=\$?"; } 2>&1 | sed "s/^/\$n: /"
-}
+$GUEST_RUN_FN
 run s64 timeout 60 rping -c -a 10.0.2.2 -p ${PORT_OF[s64]} -C 10 -V -v -S 64
 run s65535 timeout 60 rping -c -a 10.0.2.2 -p ${PORT_OF[s65535]} -C 10 -V -S 65535
 run crc timeout 60 rping -c -a 10.0.2.2 -p ${PORT_OF[crc]} -C 10 -V -S 1000

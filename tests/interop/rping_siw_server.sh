@@ -40,13 +40,7 @@ done
 # "rc=N"; GUEST-LISTENING once every one listens (the forwards accept on the
 # host as soon as QEMU runs, so connecting earlier only hits a closed port).
 {
-	cat <<'EOF'
-run() {
-	n=$1
-	shift
-	{ "$@"; echo "rc=$?"; } 2>&1 | sed "s/^/$n: /"
-}
-EOF
+	echo "$GUEST_RUN_FN"
 	for n in "${CASES[@]}"; do
 		v=
 		[ "$n" = p2p-64 ] && v=-v

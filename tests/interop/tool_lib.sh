@@ -134,6 +134,15 @@ run_guest() {
 	PID_OF[$name]=$!
 }
 
+# The guest scripts' run NAME CMD...: CMD's lines, and a final "rc=N",
+# each prefixed with "NAME: " (busybox sh).
+# shellcheck disable=SC2016,SC2034 # expanded in the guest; used by the drivers
+GUEST_RUN_FN='run() {
+	n=$1
+	shift
+	{ "$@"; echo "rc=$?"; } 2>&1 | sed "s/^/$n: /"
+}'
+
 # wait_line NAME REGEX SECONDS: true once a line of NAME.out matches the
 # extended REGEX; false after SECONDS, or as soon as NAME has ended
 # without printing it.

@@ -31,15 +31,6 @@ start_server() {
 	[ -n "${PORT_OF[$name]}" ] || die "$name: no port in its listening line"
 }
 
-# The guest scripts' run NAME CMD...: CMD's lines, and a final "rc=N",
-# each prefixed with "NAME: " (busybox sh).
-# shellcheck disable=SC2016,SC2034 # expanded in the guest; used by the drivers
-GUEST_RUN_FN='run() {
-	n=$1
-	shift
-	{ "$@"; echo "rc=$?"; } 2>&1 | sed "s/^/$n: /"
-}'
-
 # check_ucmatose_run FILE PREFIX ROLE WHAT: FILE holds ucmatose's lines of
 # a whole run for ROLE (server or client), each after PREFIX, in order,
 # ending with "return status 0".
