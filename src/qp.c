@@ -256,11 +256,6 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
 
 /* ---- posting ---- */
 
-static NTSTATUS check_flags(ULONG flags, ULONG allowed)
-{
-    return (flags & ~allowed) ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
-}
-
 /* Room and state for one more initiator request; sq_lock held. */
 static NTSTATUS sq_admit(struct ndk_qp_impl *qp)
 {
@@ -296,18 +291,20 @@ static void sq_commit(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
 /* D4: an inline failure first hands every deferred request to the engine. */
 static NTSTATUS sq_fail(struct ndk_qp_impl *qp, NTSTATUS st);
 
-/* The start every initiator-queue post shares: the QP, its flags, room and
- * state. On success sq_lock is held and *out is the QP. */
-static NTSTATUS sq_begin(NDK_QP *q, ULONG flags, ULONG allowed, struct ndk_qp_impl **out)
+/* The start every initiator-queue post shares: the QP, the call's own
+ * argument checks (args_ok), its flags (those of `allowed` only), room and
+ * state. On success sq_lock is held and *out is the QP. Every failure once
+ * the QP is known goes through sq_fail, so the requests deferred before it
+ * still go out (D4). */
+static NTSTATUS sq_begin(NDK_QP *q, bool args_ok, ULONG *flags, ULONG allowed,
+                         struct ndk_qp_impl **out)
 {
     struct ndk_qp_impl *qp = qp_from(q);
     if (!qp)
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, allowed);
-    if (st != STATUS_SUCCESS)
-        return st;
     pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+    NTSTATUS st = !args_ok || (*flags & ~allowed) ? STATUS_INVALID_PARAMETER : sq_admit(qp);
+    if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
     *out = qp;
     return STATUS_SUCCESS;
@@ -366,7 +363,7 @@ static NTSTATUS post_send(NDK_QP *q, PVOID ctx, const NDK_SGE *sgl, ULONG n, ULO
                           UINT32 token)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, SEND_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, true, &flags, SEND_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_swqe *w = sq_slot(qp);
@@ -397,7 +394,7 @@ static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT
                          ULONG flags)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, WRITE_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, true, &flags, WRITE_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_swqe *w = sq_slot(qp);
@@ -415,10 +412,8 @@ static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT
 static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
                         ULONG flags)
 {
-    if (n && !sgl)
-        return STATUS_INVALID_PARAMETER;
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, READ_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, !n || sgl, &flags, READ_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if (qp->dp.ord == 0)
@@ -456,7 +451,7 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
 static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, BIND_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, true, &flags, BIND_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if ((st = mem_check_bind(qp, mr, mw, va, len, flags)) != STATUS_SUCCESS)
@@ -477,10 +472,8 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
                                  CONST NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID va,
                                  ULONG flags)
 {
-    if (npages && !pages)
-        return STATUS_INVALID_PARAMETER;
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, FASTREG_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, !npages || pages, &flags, FASTREG_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if ((st = mem_check_fast_register(qp, mr, npages, pages, fbo, len, va, flags)) != STATUS_SUCCESS)
@@ -509,10 +502,8 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
 
 static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
 {
-    if (!obj)
-        return STATUS_INVALID_PARAMETER;
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, INVALIDATE_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, obj != NULL, &flags, INVALIDATE_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if ((st = mem_check_invalidate(qp, obj)) != STATUS_SUCCESS)
