@@ -75,9 +75,6 @@
 /* NdkInitializeFastRegisterMr: more pages than this is STATUS_IMPLEMENTATION_LIMIT
  * (a page list of 512 KiB per MR is the most we are willing to hold). */
 #define MEM_MAX_FRMR_PAGES 65536u
-/* Every NDK_OP_FLAG_* bit; others are refused, known-but-irrelevant ones
- * ignored (reference 6.9). */
-#define OP_FLAGS_KNOWN 0x3FFu
 /* NDK_OP_FLAG_ALLOW_REMOTE_WRITE is 0x30 = 0x20 | ALLOW_LOCAL_WRITE: the
  * 0x20 bit is what asks for remote write. */
 #define OP_FLAG_REMOTE_WRITE_BIT 0x20u
@@ -739,7 +736,7 @@ static NTSTATUS fr_static_checks(const struct mem_table *t, ULONG npages,
                                  PVOID base_va, ULONG flags)
 {
     uint64_t base = (uint64_t)(uintptr_t)base_va;
-    if (flags & ~OP_FLAGS_KNOWN)
+    if (flags & ~NDK_OP_FLAGS_KNOWN)
         return STATUS_INVALID_PARAMETER;
     if (npages == 0 || !pages)
         return STATUS_INVALID_PARAMETER;
@@ -848,7 +845,7 @@ static NTSTATUS bind_checks(const struct mem_entry *m, const struct mem_entry *w
                             bool at_post)
 {
     uint64_t a = (uint64_t)(uintptr_t)va;
-    if (flags & ~OP_FLAGS_KNOWN)
+    if (flags & ~NDK_OP_FLAGS_KNOWN)
         return STATUS_INVALID_PARAMETER;
     if (m->kind != MEM_KIND_MR || w->kind != MEM_KIND_MW)
         return STATUS_INVALID_PARAMETER; /* windows go over normally registered MRs */

@@ -36,6 +36,10 @@ struct ndk_qp_impl;
  * out. Every other SGE is checked as usual. */
 #define MEM_AT_POST 0x100
 
+/* Every NDK_OP_FLAG_* bit. A posting call refuses any other bit and ignores
+ * the known ones that do not apply to it (docs/behaviour.md, Posting). */
+#define NDK_OP_FLAGS_KNOWN 0x3FFu
+
 /* Why a remote access was refused; the data path turns these into the
  * Terminate of iwarp.md 3.9 with the ddp.h helpers. */
 enum mem_err {

@@ -11,6 +11,9 @@
 #include "objects.h"
 #include "wire/term.h"
 
+/* The flags each call documents. A known flag outside that set does not
+ * apply to the call and is dropped; an unknown bit is refused
+ * (docs/behaviour.md, Posting). */
 #define SEND_FLAGS                                                                           \
     (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT | \
      NDK_OP_FLAG_INLINE | NDK_OP_FLAG_DEFER)
@@ -261,7 +264,7 @@ static NTSTATUS sq_admit(struct ndk_qp_impl *qp)
 {
     if (qp->dp.state != QP_RTS)
         return STATUS_CONNECTION_INVALID;
-    if (qp->dp.sq_count >= qp->iq_depth)
+    if (qp->dp.sq_count >= qp->iq_admit)
         return STATUS_INSUFFICIENT_RESOURCES;
     return STATUS_SUCCESS;
 }
@@ -292,10 +295,10 @@ static void sq_commit(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
 static NTSTATUS sq_fail(struct ndk_qp_impl *qp, NTSTATUS st);
 
 /* The start every initiator-queue post shares: the QP, the call's own
- * argument checks (args_ok), its flags (those of `allowed` only), room and
- * state. On success sq_lock is held and *out is the QP. Every failure once
- * the QP is known goes through sq_fail, so the requests deferred before it
- * still go out (D4). */
+ * argument checks (args_ok), its flags (*flags keeps those of `allowed`),
+ * room and state. On success sq_lock is held and *out is the QP. Every
+ * failure once the QP is known goes through sq_fail, so the requests
+ * deferred before it still go out (D4). */
 static NTSTATUS sq_begin(NDK_QP *q, bool args_ok, ULONG *flags, ULONG allowed,
                          struct ndk_qp_impl **out)
 {
@@ -303,9 +306,10 @@ static NTSTATUS sq_begin(NDK_QP *q, bool args_ok, ULONG *flags, ULONG allowed,
     if (!qp)
         return STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&qp->dp.sq_lock);
-    NTSTATUS st = !args_ok || (*flags & ~allowed) ? STATUS_INVALID_PARAMETER : sq_admit(qp);
+    NTSTATUS st = !args_ok || (*flags & ~NDK_OP_FLAGS_KNOWN) ? STATUS_INVALID_PARAMETER : sq_admit(qp);
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
+    *flags &= allowed;
     *out = qp;
     return STATUS_SUCCESS;
 }
@@ -909,9 +913,11 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     static uint64_t next_serial;
     qp->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
     /* Depth 0 still gets one slot so the rings are never empty arrays; the
-     * admission checks use the depths asked for. */
+     * admission checks use the depths asked for, so a queue of depth 0
+     * takes no request (STATUS_INSUFFICIENT_RESOURCES, as a full one). */
     qp->rq_depth = ReceiveQueueDepth ? ReceiveQueueDepth : 1;
     qp->iq_depth = InitiatorQueueDepth ? InitiatorQueueDepth : 1;
+    qp->iq_admit = InitiatorQueueDepth;
     qp->rq_sge = MaxReceiveRequestSge;
     qp->iq_sge = MaxInitiatorRequestSge;
     qp->inline_size = InlineDataSize;
@@ -931,8 +937,6 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
         dp->sq[i].inline_data = InlineDataSize ? dp->inline_pool + (size_t)i * InlineDataSize : NULL;
     if (!ReceiveQueueDepth && !srqo)
         qp->rq_depth = 0;
-    if (!InitiatorQueueDepth)
-        qp->iq_depth = 1; /* index arithmetic needs a non-zero modulus */
     qp->dp.state = QP_IDLE;
 
     pthread_mutex_lock(&ad->lock);
