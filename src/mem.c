@@ -462,7 +462,8 @@ NTSTATUS mem_frmr_init(struct mem_table *t, struct mem_entry *e, ULONG npages, b
 /* ------------------------------------------------------------------------ */
 
 /* Host iovecs for [to, to + len) of a valid registration (bounds checked by
- * the caller). Returns the count, or -1 when more than max are needed. */
+ * the caller). Returns the count, or -1 when more than max are needed; iov
+ * NULL only counts. */
 static int map_range(const struct mem_table *t, const struct mem_entry *e, uint64_t to,
                      uint64_t len, struct iovec *iov, int max)
 {
@@ -470,14 +471,16 @@ static int map_range(const struct mem_table *t, const struct mem_entry *e, uint6
         /* A normal MR's TOs are the host addresses of its MDL. */
         if (max < 1)
             return -1;
-        iov[0].iov_base = (void *)(uintptr_t)to;
-        iov[0].iov_len = (size_t)len;
+        if (iov)
+            iov[0] = (struct iovec){(void *)(uintptr_t)to, (size_t)len};
         return 1;
     }
     /* Byte `to` of a fast registration is byte fbo + (to - base) of its
-     * page list; consecutive pages need not be contiguous (5.9.5). */
+     * page list; consecutive pages need not be contiguous (NdkFastRegister):
+     * each run of pages adjacent in memory is one iovec. */
     uint64_t off = to - e->base + e->fbo;
     uint64_t mask = t->page_size - 1;
+    uint64_t next = 0; /* host address just past the last iovec */
     int n = 0;
     while (len) {
         uint64_t pi = off >> t->page_shift, po = off & mask;
@@ -485,15 +488,17 @@ static int map_range(const struct mem_table *t, const struct mem_entry *e, uint6
         if (chunk > len)
             chunk = len;
         uint64_t host = e->pages[pi] + po;
-        if (n && (uint64_t)(uintptr_t)iov[n - 1].iov_base + iov[n - 1].iov_len == host) {
-            iov[n - 1].iov_len += (size_t)chunk;
+        if (n && host == next) {
+            if (iov)
+                iov[n - 1].iov_len += (size_t)chunk;
         } else {
             if (n >= max)
                 return -1;
-            iov[n].iov_base = (void *)(uintptr_t)host;
-            iov[n].iov_len = (size_t)chunk;
+            if (iov)
+                iov[n] = (struct iovec){(void *)(uintptr_t)host, (size_t)chunk};
             n++;
         }
+        next = host + chunk;
         off += chunk;
         len -= chunk;
     }
@@ -597,9 +602,10 @@ static void lam_fix_max(struct mem_table *t, size_t from)
 }
 
 NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
-                       ULONG nsge, unsigned access, struct iovec *iov, int *niov)
+                       ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov)
 {
-    *niov = 0;
+    if (niov)
+        *niov = 0;
     if (nsge && !sgl)
         return STATUS_INVALID_PARAMETER;
     NTSTATUS st = STATUS_SUCCESS;
@@ -623,8 +629,12 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
                 st = STATUS_ACCESS_VIOLATION;
                 break;
             }
-            iov[n].iov_base = (void *)(uintptr_t)a;
-            iov[n].iov_len = (size_t)len;
+            if (n >= max_iov) {
+                st = STATUS_IMPLEMENTATION_LIMIT;
+                break;
+            }
+            if (iov)
+                iov[n] = (struct iovec){(void *)(uintptr_t)a, (size_t)len};
             n++;
             continue;
         }
@@ -641,16 +651,15 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
             st = STATUS_ACCESS_VIOLATION;
             break;
         }
-        /* One iovec per SGE (mem.h): a fast-registered SGE over pages that
-         * are not contiguous in host memory cannot be described. */
-        if (map_range(t, e, a, len, &iov[n], 1) < 0) {
-            st = STATUS_INVALID_PARAMETER;
+        int k = map_range(t, e, a, len, iov ? &iov[n] : NULL, max_iov - n);
+        if (k < 0) {
+            st = STATUS_IMPLEMENTATION_LIMIT;
             break;
         }
-        n++;
+        n += k;
     }
     pthread_mutex_unlock(&t->lock);
-    if (st == STATUS_SUCCESS)
+    if (st == STATUS_SUCCESS && niov)
         *niov = n;
     return st;
 }

@@ -352,9 +352,7 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
     }
     if (n > max_sge)
         return STATUS_INVALID_PARAMETER;
-    struct iovec iov[NDK_MAX_SGE];
-    int niov;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_AT_POST, iov, &niov);
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
     if (n)
@@ -433,9 +431,8 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
         return sq_fail(qp, STATUS_INVALID_PARAMETER);
     /* The sink is written locally: it needs local write (reference 9.6;
      * no special read-sink right is required). */
-    struct iovec iov[NDK_MAX_SGE];
-    int niov;
-    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, iov, &niov);
+    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+                       MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);
@@ -535,9 +532,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         total += sgl[i].Length;
     if (total > (1u << 30))
         return STATUS_INVALID_PARAMETER;
-    struct iovec iov[NDK_MAX_SGE];
-    int niov;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, iov, &niov);
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+                                MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_qp_dp *dp = &qp->dp;

@@ -11,8 +11,9 @@
  * bits a call does not document are ignored; a full queue, or one of depth
  * 0 -> STATUS_INSUFFICIENT_RESOURCES; an initiator request on an unconnected
  * QP -> STATUS_CONNECTION_INVALID; an SGE outside its registration or
- * without the right it needs -> STATUS_ACCESS_VIOLATION; NdkRead with ORD 0
- * -> STATUS_INVALID_DEVICE_STATE. */
+ * without the right it needs -> STATUS_ACCESS_VIOLATION; local SGEs that
+ * need more than 64 pieces -> STATUS_IMPLEMENTATION_LIMIT; NdkRead with ORD
+ * 0 -> STATUS_INVALID_DEVICE_STATE. */
 #include "dptest.h"
 
 #define MiB (1024u * 1024u)
@@ -881,6 +882,75 @@ DP_CASE(frmr_page_count)
     dp_pair_close(&x);
 }
 
+/*
+ * How many pieces the local SGEs of one request may need (libndk: 64 runs
+ * of pages adjacent in memory, docs/behaviour.md). A fast registration of
+ * every other page of a buffer makes each page a piece of its own: an SGE
+ * over 64 of them works (a Send, its data checked), one over 65 is refused
+ * inline with STATUS_IMPLEMENTATION_LIMIT by every call that takes local
+ * SGEs, with no CQE, and the QP keeps working.
+ */
+#define LOCAL_PIECES_MAX 64u
+
+DP_CASE(local_sge_piece_limit)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    size_t pg = dp_page();
+    const ULONG np = LOCAL_PIECES_MAX + 1;
+    uint8_t *buf = dp_guarded(2 * np * pg, false, 0);
+    dp_fill(buf, 2 * np * pg, 51, 0);
+    dp_frmr f;
+    REQUIRE(dp_frmr_init(&x.p, &f, buf, 2 * np * pg, FALSE));
+    NDK_LOGICAL_ADDRESS *pages = dp_malloc(np * sizeof *pages);
+    for (ULONG i = 0; i < np; i++)
+        pages[i] = f.lam->AdapterPageArray[2 * i];
+    uint8_t *va = (uint8_t *)(uintptr_t)((uint64_t)0x300000 * pg);
+    DP_REQUIRE_ST(c->qp->Dispatch->NdkFastRegister(c->qp, DP_CTX(1), f.mr, np, pages, 0, np * pg, va,
+                                                   NDK_OP_FLAG_ALLOW_LOCAL_WRITE),
+                  STATUS_SUCCESS);
+    NDK_RESULT_EX e;
+    DP_WAIT(c->cqp, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(1), -1);
+    NDK_SGE all;
+    memset(&all, 0, sizeof all);
+    all.VirtualAddress = va;
+    all.Length = (ULONG)(np * pg);
+    all.MemoryRegionToken = f.mr->Dispatch->NdkGetLocalTokenFromMr(f.mr);
+    dp_mr wr, src;
+    uint8_t *wb = dp_buf_reg(&x.a, &wr, 64, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    uint8_t *sb = dp_buf_reg(&x.a, &src, np * pg, NDK_MR_FLAG_ALLOW_REMOTE_READ, 52);
+    REQUIRE(wb && sb);
+    const NTSTATUS LIMIT = STATUS_IMPLEMENTATION_LIMIT;
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(2), &all, 1, 0), LIMIT);
+    DP_CHECK_ST(dp_write(c->qp, DP_CTX(3), &all, 1, wb, wr.rtok, 0), LIMIT);
+    DP_CHECK_ST(dp_read(c->qp, DP_CTX(4), &all, 1, sb, src.rtok, 0), LIMIT);
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(5), &all, 1), LIMIT);
+    DP_CHECK_QUIET(c->cqp);
+
+    /* One piece fewer: a Send of 64 pages, each from its own place. */
+    dp_mr rr;
+    size_t n = LOCAL_PIECES_MAX * pg;
+    uint8_t *rb = dp_buf_reg(&x.a, &rr, n, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    REQUIRE(rb);
+    NDK_SGE rs = dp_sge(&rr, 0, (ULONG)n);
+    DP_CHECK_ST(dp_recv(c->qa, DP_CTX(6), &rs, 1), STATUS_SUCCESS);
+    all.Length = (ULONG)n;
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(7), &all, 1, 0), STATUS_SUCCESS);
+    DP_WAIT(c->cqp, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(7), -1);
+    DP_WAIT(c->cqa, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_a(c), DP_CTX(6), n);
+    for (size_t i = 0; i < LOCAL_PIECES_MAX; i++)
+        DP_CHECK_DATA(rb + i * pg, pg, 51, 2 * i * pg);
+    dp_frmr_close(&f);
+    dp_mr_close(&wr);
+    dp_mr_close(&src);
+    dp_mr_close(&rr);
+    dp_pair_close(&x);
+}
+
 int main(void)
 {
     RUN(qp_creation_limits);
@@ -897,5 +967,6 @@ int main(void)
     RUN(ord_enforcement);
     RUN(read_with_ord_zero);
     RUN(frmr_page_count);
+    RUN(local_sge_piece_limit);
     return tl_finish();
 }

@@ -4,7 +4,8 @@
  * fast-registered MR, INLINE sends and writes, Write, Read (single and
  * multi-SGE sinks, zero length), READ_FENCE, SILENT_SUCCESS, DEFER chains,
  * a post failing after DEFER posts, RDMA_READ_LOCAL_INVALIDATE, memory
- * windows, fast registration from a LAM, Invalidate, completion order, and
+ * windows, fast registration from a LAM (remote access, and local SGEs
+ * across pages that are not adjacent), Invalidate, completion order, and
  * both GetCqResults flavours.
  * Contract: reference 4.5, 5.4.3, 5.4.5, 5.9, 6.4-6.10, 8, 9, 10.3; iwarp.md 3.
  * libndk choices relied on (behaviour the reference leaves open) are marked
@@ -813,6 +814,100 @@ DP_CASE(fast_register_write)
 }
 
 /*
+ * Local SGEs in a fast-registered MR whose pages are not adjacent in memory
+ * (5.9.5: consecutive pages need not be contiguous): the region is page 2,
+ * then page 0, of a three-page buffer, and every SGE crosses from one to
+ * the other. A Send and a Write gather across the break, a receive and a
+ * Read sink are filled across it, byte for byte, and page 1 (which follows
+ * page 0 in memory, not in the region) is never touched.
+ */
+#define FR_BYTE(buf, pg, k) ((k) < (pg) ? (buf) + 2 * (pg) + (k) : (buf) + (k) - (pg))
+
+/* The region's bytes [o, o + n) are stream `seed` from `from`. */
+static void check_region(const uint8_t *buf, size_t pg, size_t o, size_t n, uint32_t seed, size_t from)
+{
+    size_t first = pg - o; /* bytes in page 2 */
+    DP_CHECK_DATA(FR_BYTE(buf, pg, o), first, seed, from);
+    DP_CHECK_DATA(FR_BYTE(buf, pg, pg), n - first, seed, from + first);
+}
+
+DP_CASE(fast_register_local_across_pages)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    size_t pg = dp_page();
+    uint8_t *buf = dp_guarded(3 * pg, false, 0xEE);
+    dp_fill(buf, pg, 160, 0);
+    dp_fill(buf + 2 * pg, pg, 160, 2 * pg);
+    dp_frmr f;
+    REQUIRE(dp_frmr_init(&x.p, &f, buf, 3 * pg, TRUE));
+    NDK_LOGICAL_ADDRESS pages[2] = {f.lam->AdapterPageArray[2], f.lam->AdapterPageArray[0]};
+    uint8_t *va = (uint8_t *)(uintptr_t)((uint64_t)0x200000 * pg);
+    DP_REQUIRE_ST(c->qp->Dispatch->NdkFastRegister(
+                      c->qp, DP_CTX(1), f.mr, 2, pages, 0, 2 * pg, va,
+                      NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_RDMA_READ_SINK),
+                  STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(1), -1);
+    UINT32 lt = f.mr->Dispatch->NdkGetLocalTokenFromMr(f.mr);
+    NDK_SGE across;
+    memset(&across, 0, sizeof across);
+    across.MemoryRegionToken = lt;
+    dp_mr ar, wr, src, ms;
+    uint8_t *ab = dp_buf_reg(&x.a, &ar, 8192, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    uint8_t *wb = dp_buf_reg(&x.a, &wr, 8192, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    uint8_t *sb = dp_buf_reg(&x.a, &src, 8192, NDK_MR_FLAG_ALLOW_REMOTE_READ, 161);
+    uint8_t *mb = dp_buf_reg(&x.a, &ms, 8192, 0, 162);
+    REQUIRE(ab && wb && sb && mb);
+
+    /* Gather: a Write of region bytes [pg - 1, pg + 2000), then a Send of
+     * [pg - 1500, pg + 1500); its receive completing means the Write before
+     * it was placed. */
+    NDK_SGE rs = dp_sge(&ar, 0, 8192);
+    DP_CHECK_ST(dp_recv(c->qa, DP_CTX(2), &rs, 1), STATUS_SUCCESS);
+    across.VirtualAddress = va + pg - 1;
+    across.Length = 2001;
+    DP_CHECK_ST(dp_write(c->qp, DP_CTX(3), &across, 1, wb + 10, wr.rtok, 0), STATUS_SUCCESS);
+    across.VirtualAddress = va + pg - 1500;
+    across.Length = 3000;
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(4), &across, 1, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeWrite, dp_qpctx_p(c), DP_CTX(3), -1);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(4), -1);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_a(c), DP_CTX(2), 3000);
+    DP_CHECK_DATA(ab, 1500, 160, 3 * pg - 1500);
+    DP_CHECK_DATA(ab + 1500, 1500, 160, 0);
+    DP_CHECK_DATA(wb + 10, 1, 160, 3 * pg - 1);
+    DP_CHECK_DATA(wb + 11, 2000, 160, 0);
+
+    /* Scatter: a Read into [pg - 2500, pg + 500), then a receive of
+     * [pg - 700, pg + 3000). */
+    across.VirtualAddress = va + pg - 2500;
+    across.Length = 3000;
+    DP_CHECK_ST(dp_read(c->qp, DP_CTX(5), &across, 1, sb, src.rtok, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeRead, dp_qpctx_p(c), DP_CTX(5), -1);
+    check_region(buf, pg, pg - 2500, 3000, 161, 0);
+    across.VirtualAddress = va + pg - 700;
+    across.Length = 3700;
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(6), &across, 1), STATUS_SUCCESS);
+    NDK_SGE ss = dp_sge(&ms, 0, 3700);
+    DP_CHECK_ST(dp_send(c->qa, DP_CTX(7), &ss, 1, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(7), -1);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(6), 3700);
+    check_region(buf, pg, pg - 700, 3700, 162, 0);
+    /* Around them: the region's other bytes as they were, page 1 untouched. */
+    DP_CHECK_DATA(buf + 2 * pg, pg - 2500, 160, 2 * pg);
+    DP_CHECK_DATA(buf + 3000, pg - 3000, 160, 3000);
+    DP_CHECK_BYTES(buf + pg, pg, 0xEE);
+
+    dp_frmr_close(&f);
+    dp_mr_close(&ar);
+    dp_mr_close(&wr);
+    dp_mr_close(&src);
+    dp_mr_close(&ms);
+    dp_pair_close(&x);
+}
+
+/*
  * Completion order (5.9, 8.1, iwarp.md 3.8 rules 2, 6, 8): initiator
  * completions come out in posting order even when a 1 MiB Read is still
  * outstanding ahead of Sends and Writes, and receives complete in the order
@@ -986,6 +1081,7 @@ int main(void)
     RUN(read_local_invalidate);
     RUN(bind_window);
     RUN(fast_register_write);
+    RUN(fast_register_local_across_pages);
     RUN(completion_order);
     RUN(results_both_apis_split_cqs);
     RUN(null_sge_list_with_zero_count);

@@ -165,7 +165,7 @@ static NTSTATUS lmap(struct fx *f, const struct ndk_pd_impl *pd, UINT32 tok, uin
 {
     NDK_SGE s = {.VirtualAddress = (PVOID)(uintptr_t)va, .Length = len, .MemoryRegionToken = tok};
     g_niov = -1;
-    return mem_map_local(f->t, pd, &s, 1, acc, g_iov, &g_niov);
+    return mem_map_local(f->t, pd, &s, 1, acc, g_iov, 8, &g_niov);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -436,12 +436,25 @@ static void frmr_page_split(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, tok1, va - 1, 1, RW), MEM_BOUNDS);
 
     /* Local SGEs: the local token from initialization still names the MR
-     * (5.6.5); an SGE over non-contiguous pages cannot be one iovec. */
+     * (5.6.5); an SGE over pages that are not adjacent in memory maps to
+     * one iovec per run, in order. */
     CHECK_EQ(lmap(&f, f.pa, tok0, va + 10, 20, MEM_LOCAL_WRITE), STATUS_SUCCESS);
     CHECK(g_niov == 1 && g_iov[0].iov_base == b + 4 * ps + fbo + 10);
     CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge + 5, (ULONG)ps, 0), STATUS_SUCCESS);
     CHECK(g_niov == 1 && g_iov[0].iov_base == b + ps + 5 && g_iov[0].iov_len == ps);
-    CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge - 3, 6, 0), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge - 3, 6, 0), STATUS_SUCCESS);
+    CHECK_EQ(g_niov, 2);
+    CHECK(g_iov[0].iov_base == b + 5 * ps - 3 && g_iov[0].iov_len == 3);
+    CHECK(g_iov[1].iov_base == b + ps && g_iov[1].iov_len == 3);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), va, (ULONG)len, MEM_LOCAL_WRITE), STATUS_SUCCESS);
+    CHECK_EQ(g_niov, 2);
+    CHECK(g_iov[1].iov_base == b + ps && g_iov[1].iov_len == 2 * ps - 50);
+    /* ... as long as the caller has room for them. */
+    NDK_SGE across = {
+        .VirtualAddress = (PVOID)(uintptr_t)(edge - 3), .Length = 6, .MemoryRegionToken = ltok(mr)};
+    CHECK_EQ(mem_map_local(f.t, f.pa, &across, 1, 0, g_iov, 1, &n1), STATUS_IMPLEMENTATION_LIMIT);
+    CHECK_EQ(mem_map_local(f.t, f.pa, &across, 1, 0, NULL, 2, &n1), STATUS_SUCCESS);
+    CHECK_EQ(n1, 2);
     CHECK_EQ(lmap(&f, f.pa, ltok(mr), va + len - 1, 2, 0), STATUS_ACCESS_VIOLATION);
     CHECK_EQ(lmap(&f, f.pb, ltok(mr), va, 2, 0), STATUS_ACCESS_VIOLATION);
 
@@ -564,6 +577,58 @@ static void frmr_check_rules(void)
     CHECK_EQ(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 2, TRUE, NULL, NULL), STATUS_SUCCESS);
     CHECK_EQ(fr_exec(f.a1, fr, 3, pg, 0, ps, B, 0), STATUS_INVALID_PARAMETER);
     CHECK_EQ(fr_check(f.a1, fr, 3, pg, 0, ps, B, 0), STATUS_INVALID_PARAMETER);
+
+    fx_close(&f);
+    free(b);
+}
+
+/* A local SGE over a fast registration maps to one iovec per run of
+ * adjacent pages; a request whose SGEs need more than MEM_LOCAL_IOV_MAX is
+ * refused with STATUS_IMPLEMENTATION_LIMIT, whether or not the caller
+ * wants the iovecs. */
+static void frmr_local_pieces(void)
+{
+    struct fx f;
+    if (!fx_open(&f)) {
+        fx_close(&f);
+        REQUIRE(false);
+    }
+    enum { NP = MEM_LOCAL_IOV_MAX + 1 };
+    char *b = pages_alloc(&f, 2 * NP);
+    REQUIRE(b);
+    uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
+    NDK_MR *mr = mr_new(f.pda, TRUE);
+    REQUIRE(mr);
+    CHECK_EQ(mr->Dispatch->NdkInitializeFastRegisterMr(mr, NP, FALSE, NULL, NULL), STATUS_SUCCESS);
+    /* Every other page: no two are adjacent. */
+    NDK_LOGICAL_ADDRESS pg[NP];
+    for (int i = 0; i < NP; i++)
+        pg[i].QuadPart = (LONGLONG)(B + 2 * (uint64_t)i * ps);
+    const uint64_t va = 16 * ps;
+    CHECK_EQ(fr_check(f.a1, mr, NP, pg, 0, NP * ps, va, NDK_OP_FLAG_ALLOW_LOCAL_WRITE), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, NP, pg, 0, NP * ps, va, NDK_OP_FLAG_ALLOW_LOCAL_WRITE), STATUS_SUCCESS);
+    static struct iovec iov[MEM_LOCAL_IOV_MAX];
+    int n = -1;
+    /* MEM_LOCAL_IOV_MAX pages fit, starting 1 byte into the first. */
+    NDK_SGE sg[2] = {{.VirtualAddress = (PVOID)(uintptr_t)(va + 1),
+                      .Length = (ULONG)((NP - 1) * ps - 1),
+                      .MemoryRegionToken = ltok(mr)}};
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 1, MEM_LOCAL_WRITE, iov, MEM_LOCAL_IOV_MAX, &n), STATUS_SUCCESS);
+    CHECK_EQ(n, MEM_LOCAL_IOV_MAX);
+    bool in_order = iov[0].iov_base == b + 1 && iov[0].iov_len == ps - 1;
+    for (int i = 1; i < n; i++)
+        in_order &= iov[i].iov_base == b + 2 * (uint64_t)i * ps && iov[i].iov_len == ps;
+    CHECK(in_order);
+    /* One page more, in one SGE or in a second one. */
+    sg[0].Length = (ULONG)(NP * ps - 1);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 1, 0, iov, MEM_LOCAL_IOV_MAX, &n), STATUS_IMPLEMENTATION_LIMIT);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 1, 0, NULL, MEM_LOCAL_IOV_MAX, NULL), STATUS_IMPLEMENTATION_LIMIT);
+    sg[0].Length = (ULONG)((NP - 1) * ps - 1);
+    sg[1] = (NDK_SGE){.VirtualAddress = (PVOID)(uintptr_t)(va + (NP - 1) * ps), .Length = 1,
+                      .MemoryRegionToken = ltok(mr)};
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, 0, NULL, MEM_LOCAL_IOV_MAX, NULL), STATUS_IMPLEMENTATION_LIMIT);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, 0, NULL, MEM_LOCAL_IOV_MAX + 1, &n), STATUS_SUCCESS);
+    CHECK_EQ(n, MEM_LOCAL_IOV_MAX + 1);
 
     fx_close(&f);
     free(b);
@@ -719,19 +784,19 @@ static void local_sges(void)
     };
     struct iovec iov[4];
     int n = -1;
-    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, 0, iov, &n), STATUS_SUCCESS);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, 0, iov, 4, &n), STATUS_SUCCESS);
     CHECK_EQ(n, 3);
     CHECK(iov[0].iov_base == b + 10 && iov[0].iov_len == 20);
     CHECK(iov[1].iov_base == b + 2 * ps && iov[1].iov_len == ps);
     CHECK(iov[2].iov_base == b + 2 * ps - 1 && iov[2].iov_len == 1);
     /* The read-only MR refuses local write; the others are fine. */
-    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, MEM_LOCAL_WRITE, iov, &n), STATUS_ACCESS_VIOLATION);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, MEM_LOCAL_WRITE, iov, 4, &n), STATUS_ACCESS_VIOLATION);
     CHECK_EQ(n, 0);
-    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, MEM_LOCAL_WRITE, iov, &n), STATUS_SUCCESS);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, MEM_LOCAL_WRITE, iov, 4, &n), STATUS_SUCCESS);
     CHECK_EQ(n, 1);
-    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 0, 0, iov, &n), STATUS_SUCCESS);
+    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 0, 0, iov, 4, &n), STATUS_SUCCESS);
     CHECK_EQ(n, 0);
-    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 1, 0, iov, &n), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 1, 0, iov, 4, &n), STATUS_INVALID_PARAMETER);
     /* Bounds at both ends of the MR. */
     CHECK_EQ(lmap(&f, f.pa, ltok(rw), B, (ULONG)(2 * ps), 0), STATUS_SUCCESS);
     CHECK_EQ(lmap(&f, f.pa, ltok(rw), B, (ULONG)(2 * ps + 1), 0), STATUS_ACCESS_VIOLATION);
@@ -1126,6 +1191,7 @@ int main(void)
     RUN(key_bump_and_deregister);
     RUN(frmr_page_split);
     RUN(frmr_check_rules);
+    RUN(frmr_local_pieces);
     RUN(window_rules);
     RUN(local_sges);
     RUN(invalidation);
