@@ -107,7 +107,9 @@ enum mem_err mem_invalidate_remote(struct mem_table *t, const struct ndk_pd_impl
  * returns). The QP keeps the MR/MW objects alive until mem_exec_* ran. */
 
 /* NdkFastRegister's effect, applied when the request reaches the head of the
- * initiator queue. Returns STATUS_SUCCESS or the completion error. */
+ * initiator queue. Returns STATUS_SUCCESS or the completion error. Every
+ * page of the list must lie inside a live LAM of the adapter, when posted
+ * and again when executed (STATUS_INVALID_PARAMETER otherwise). */
 NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                 PVOID base_va, ULONG flags);
@@ -135,6 +137,8 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion
 NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
                        NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext,
                        NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize, ULONG *pFBO);
+/* A fast registration with a page no live LAM covers any more maps nothing
+ * from then on: its tokens fail as invalid STags, remotely and locally. */
 VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
 
 #endif

@@ -4,9 +4,9 @@
  * fast-registered MR, INLINE sends and writes, Write, Read (single and
  * multi-SGE sinks, zero length), READ_FENCE, SILENT_SUCCESS, DEFER chains,
  * a post failing after DEFER posts, RDMA_READ_LOCAL_INVALIDATE, memory
- * windows, fast registration from a LAM (remote access, and local SGEs
- * across pages that are not adjacent), Invalidate, completion order, and
- * both GetCqResults flavours.
+ * windows, fast registration from a LAM (remote access, local SGEs across
+ * pages that are not adjacent, the LAM released before it executes),
+ * Invalidate, completion order, and both GetCqResults flavours.
  * Contract: reference 4.5, 5.4.3, 5.4.5, 5.9, 6.4-6.10, 8, 9, 10.3; iwarp.md 3.
  * libndk choices relied on (behaviour the reference leaves open) are marked
  * "libndk:". */
@@ -814,6 +814,52 @@ DP_CASE(fast_register_write)
 }
 
 /*
+ * libndk: the pages of a fast registration are checked again when it
+ * executes (docs/behaviour.md, Memory). Posted with DEFER, then its LAM
+ * released before the next post rings the doorbell: the FastRegister
+ * completes with STATUS_INVALID_PARAMETER and maps nothing (a Send from
+ * it fails), and the request behind it goes out as usual.
+ */
+DP_CASE(fast_register_lam_released_before_execution)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    uint8_t *buf = dp_guarded(4096, false, 0);
+    dp_frmr f;
+    dp_mr rr;
+    uint8_t *rb = dp_buf_reg(&x.a, &rr, 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    REQUIRE(rb && dp_frmr_init(&x.p, &f, buf, 4096, TRUE));
+    DP_REQUIRE_ST(dp_frmr_post(c->qp, DP_CTX(1), &f, buf, NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_DEFER),
+                  STATUS_SUCCESS);
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, f.lam);
+    f.lam = NULL;
+    NDK_SGE rs = dp_sge(&rr, 0, 64);
+    DP_CHECK_ST(dp_recv(c->qa, DP_CTX(2), &rs, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(3), dp_nosge(), 0, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_INVALID_PARAMETER, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(1), -1);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(3), -1);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_a(c), DP_CTX(2), 0);
+    NDK_SGE fs;
+    memset(&fs, 0, sizeof fs);
+    fs.VirtualAddress = buf;
+    fs.Length = 64;
+    fs.MemoryRegionToken = f.mr->Dispatch->NdkGetLocalTokenFromMr(f.mr);
+    /* Refused inline, or (the MR's newest token was handed out by a post
+     * that never took effect, which the post-time check cannot tell from
+     * one still queued) when the Send executes. */
+    NTSTATUS st = dp_send(c->qp, DP_CTX(4), &fs, 1, 0);
+    if (st == STATUS_SUCCESS)
+        EXPECT_ONE(c->cqp, STATUS_ACCESS_VIOLATION, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(4), -1);
+    else
+        DP_CHECK_ST(st, STATUS_ACCESS_VIOLATION);
+    DP_CHECK_QUIET(c->cqp);
+    dp_frmr_close(&f);
+    dp_mr_close(&rr);
+    dp_pair_close(&x);
+}
+
+/*
  * Local SGEs in a fast-registered MR whose pages are not adjacent in memory
  * (5.9.5: consecutive pages need not be contiguous): the region is page 2,
  * then page 0, of a three-page buffer, and every SGE crosses from one to
@@ -1081,6 +1127,7 @@ int main(void)
     RUN(read_local_invalidate);
     RUN(bind_window);
     RUN(fast_register_write);
+    RUN(fast_register_lam_released_before_execution);
     RUN(fast_register_local_across_pages);
     RUN(completion_order);
     RUN(results_both_apis_split_cqs);

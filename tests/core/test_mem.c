@@ -37,6 +37,8 @@ struct fx {
     NDK_QP *qa1, *qa2, *qb1;
     struct ndk_qp_impl *a1, *a2, *b1;
     uint64_t ps;
+    NDK_LOGICAL_ADDRESS_MAPPING *lams[4]; /* fx_cover's, freed by fx_close */
+    int nlams;
 };
 
 static struct ndk_pd_impl *pd_impl(NDK_PD *pd)
@@ -93,12 +95,45 @@ static bool fx_open(struct fx *f)
     return true;
 }
 
-/* Objects left open are torn down by the adapter close. */
+/* Objects left open (and LAMs) are torn down by the adapter close. */
 static void fx_close(struct fx *f)
 {
     if (f->ad)
         ndk_close_adapter(f->ad);
     f->ad = NULL;
+    for (int i = 0; i < f->nlams; i++)
+        free(f->lams[i]);
+    f->nlams = 0;
+}
+
+/* NdkBuildLAM of [buf, buf + len), asking for the size first. */
+static NTSTATUS lam_build(struct fx *f, void *buf, size_t len, NDK_LOGICAL_ADDRESS_MAPPING **out,
+                          ULONG *fbo)
+{
+    MDL m = {.Next = NULL, .StartVa = buf, .ByteOffset = 0, .ByteCount = (ULONG)len};
+    ULONG size = 0;
+    NTSTATUS st = f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, NULL, &size, fbo);
+    if (st != STATUS_BUFFER_TOO_SMALL)
+        return st;
+    *out = malloc(size);
+    if (!*out)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    return f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, *out, &size, fbo);
+}
+
+/* A LAM over [buf, buf + len) that lives as long as the fixture: its pages
+ * may then be fast-registered. */
+static bool fx_cover(struct fx *f, void *buf, size_t len)
+{
+    NDK_LOGICAL_ADDRESS_MAPPING *lam = NULL;
+    ULONG fbo;
+    if (f->nlams == 4)
+        return false;
+    NTSTATUS st = lam_build(f, buf, len, &lam, &fbo);
+    if (lam)
+        f->lams[f->nlams++] = lam;
+    CHECK_EQ(st, STATUS_SUCCESS);
+    return st == STATUS_SUCCESS;
 }
 
 static void *pages_alloc(struct fx *f, size_t n)
@@ -374,7 +409,7 @@ static void frmr_page_split(void)
         REQUIRE(false);
     }
     char *b = pages_alloc(&f, 6);
-    REQUIRE(b);
+    REQUIRE(b && fx_cover(&f, b, 6 * f.ps));
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_MR *mr = mr_new(f.pda, TRUE);
     REQUIRE(mr);
@@ -501,7 +536,7 @@ static void frmr_check_rules(void)
         REQUIRE(false);
     }
     char *b = pages_alloc(&f, 4);
-    REQUIRE(b);
+    REQUIRE(b && fx_cover(&f, b, 4 * f.ps));
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_LOGICAL_ADDRESS pg[4];
     for (int i = 0; i < 4; i++)
@@ -582,6 +617,94 @@ static void frmr_check_rules(void)
     free(b);
 }
 
+/*
+ * NdkFastRegister takes logical addresses the adapter handed out, i.e.
+ * pages inside a live LAM (NdkBuildLAM): a page list that reaches outside
+ * every LAM is refused when posted and again when executed, and once a LAM
+ * is released a registration with a page no other live LAM covers maps
+ * nothing. It can still be invalidated, or registered again.
+ */
+static void frmr_pages_in_lams(void)
+{
+    struct fx f;
+    if (!fx_open(&f)) {
+        fx_close(&f);
+        REQUIRE(false);
+    }
+    char *b = pages_alloc(&f, 4);
+    REQUIRE(b);
+    uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
+    NDK_MR *mr = mr_new(f.pda, TRUE);
+    REQUIRE(mr);
+    CHECK_EQ(mr->Dispatch->NdkInitializeFastRegisterMr(mr, 4, TRUE, NULL, NULL), STATUS_SUCCESS);
+    const ULONG fl = NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ;
+    NDK_LOGICAL_ADDRESS pg[3];
+    pg[0].QuadPart = (LONGLONG)B;
+    pg[1].QuadPart = (LONGLONG)(B + ps);
+    UINT32 tok0 = rtok(mr);
+
+    /* No LAM at all: refused, the token unchanged, nothing mapped. */
+    CHECK_EQ(fr_check(f.a1, mr, 2, pg, 0, 2 * ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rtok(mr), tok0);
+    CHECK_EQ(fr_exec(f.a1, mr, 2, pg, 0, 2 * ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok0, B, 1, RW), MEM_INVALID_STAG);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), B, 1, 0), STATUS_ACCESS_VIOLATION);
+
+    /* A LAM over page 0 only: a list with page 1 still reaches outside. */
+    NDK_LOGICAL_ADDRESS_MAPPING *lam0 = NULL, *lam1 = NULL, *lam1b = NULL, *lam2 = NULL;
+    ULONG fbo;
+    CHECK_EQ(lam_build(&f, b, ps, &lam0, &fbo), STATUS_SUCCESS);
+    REQUIRE(lam0);
+    CHECK_EQ(fr_check(f.a1, mr, 2, pg, 0, 2 * ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rtok(mr), tok0);
+    CHECK_EQ(fr_check(f.a1, mr, 1, pg, 0, ps, B, fl), STATUS_SUCCESS);
+    /* Released between the post and the execution: the execution fails. */
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam0);
+    CHECK_EQ(fr_exec(f.a1, mr, 1, pg, 0, ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, rtok(mr), B, 1, RW), MEM_INVALID_STAG);
+
+    /* Pages from two LAMs (0-1 and 1-3) in one list, out of order. */
+    CHECK_EQ(lam_build(&f, b, 2 * ps, &lam1, &fbo), STATUS_SUCCESS);
+    CHECK_EQ(lam_build(&f, b + ps, 3 * ps, &lam2, &fbo), STATUS_SUCCESS);
+    CHECK_EQ(lam_build(&f, b, 2 * ps, &lam1b, &fbo), STATUS_SUCCESS); /* a second LAM of pages 0-1 */
+    REQUIRE(lam1 && lam2 && lam1b);
+    pg[0].QuadPart = (LONGLONG)(B + 3 * ps);
+    pg[1].QuadPart = (LONGLONG)B;
+    pg[2].QuadPart = (LONGLONG)(B + ps);
+    CHECK_EQ(fr_check(f.a1, mr, 3, pg, 0, 3 * ps, 8 * ps, fl), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, 3, pg, 0, 3 * ps, 8 * ps, fl), STATUS_SUCCESS);
+    UINT32 tok = rtok(mr);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps, 3 * ps, RW), MEM_OK);
+    /* One of the two LAMs of pages 0-1 goes: the other still covers them. */
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam1);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps, 3 * ps, RW), MEM_OK);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), 8 * ps, 1, 0), STATUS_SUCCESS);
+    /* The other goes too: page 0 is in no LAM now, and the whole
+     * registration fails, remotely as an invalid STag and locally. */
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam1b);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps, 1, RW), MEM_INVALID_STAG);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps + 2 * ps, 1, RR), MEM_INVALID_STAG);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), 8 * ps + 2 * ps, 1, 0), STATUS_ACCESS_VIOLATION);
+    /* It is still the registration in force: NdkInvalidate works, once. */
+    CHECK_EQ(mem_check_invalidate(f.a1, &mr->Header), STATUS_SUCCESS);
+    CHECK_EQ(mem_exec_invalidate(f.a1, &mr->Header), STATUS_SUCCESS);
+    CHECK_EQ(mem_exec_invalidate(f.a1, &mr->Header), STATUS_INVALID_DEVICE_STATE);
+    /* Registered again over a live page: mapped again. */
+    CHECK_EQ(fr_check(f.a1, mr, 1, &pg[2], 0, ps, 8 * ps, fl), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, 1, &pg[2], 0, ps, 8 * ps, fl), STATUS_SUCCESS);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, rtok(mr), 8 * ps, ps, RW), MEM_OK);
+    CHECK(g_niov == 1 && g_iov[0].iov_base == b + ps);
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam2);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, rtok(mr), 8 * ps, 1, RW), MEM_INVALID_STAG);
+
+    fx_close(&f);
+    free(lam0);
+    free(lam1);
+    free(lam1b);
+    free(lam2);
+    free(b);
+}
+
 /* A local SGE over a fast registration maps to one iovec per run of
  * adjacent pages; a request whose SGEs need more than MEM_LOCAL_IOV_MAX is
  * refused with STATUS_IMPLEMENTATION_LIMIT, whether or not the caller
@@ -595,7 +718,7 @@ static void frmr_local_pieces(void)
     }
     enum { NP = MEM_LOCAL_IOV_MAX + 1 };
     char *b = pages_alloc(&f, 2 * NP);
-    REQUIRE(b);
+    REQUIRE(b && fx_cover(&f, b, 2 * NP * f.ps));
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_MR *mr = mr_new(f.pda, TRUE);
     REQUIRE(mr);
@@ -743,20 +866,6 @@ static void window_rules(void)
 /* Local SGEs, the privileged token and LAMs                                */
 /* ------------------------------------------------------------------------ */
 
-static NTSTATUS lam_build(struct fx *f, void *buf, size_t len, NDK_LOGICAL_ADDRESS_MAPPING **out,
-                          ULONG *fbo)
-{
-    MDL m = {.Next = NULL, .StartVa = buf, .ByteOffset = 0, .ByteCount = (ULONG)len};
-    ULONG size = 0;
-    NTSTATUS st = f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, NULL, &size, fbo);
-    if (st != STATUS_BUFFER_TOO_SMALL)
-        return st;
-    *out = malloc(size);
-    if (!*out)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    return f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, *out, &size, fbo);
-}
-
 static void local_sges(void)
 {
     struct fx f;
@@ -893,7 +1002,7 @@ static void invalidation(void)
         REQUIRE(false);
     }
     char *b = pages_alloc(&f, 2);
-    REQUIRE(b);
+    REQUIRE(b && fx_cover(&f, b, 2 * f.ps));
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_LOGICAL_ADDRESS pg[1];
     pg[0].QuadPart = (LONGLONG)B;
@@ -1191,6 +1300,7 @@ int main(void)
     RUN(key_bump_and_deregister);
     RUN(frmr_page_split);
     RUN(frmr_check_rules);
+    RUN(frmr_pages_in_lams);
     RUN(frmr_local_pieces);
     RUN(window_rules);
     RUN(local_sges);
