@@ -343,8 +343,13 @@ NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Ty
         return 0;
     ULONG n = 0;
     pthread_mutex_lock(&ad->lock);
-    for (struct ndk_obj *o = ad->objects; o; o = o->all_next)
-        n += !o->destroyed && (Type == NdkObjectTypeUndefined || o->type == Type);
+    for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
+        /* A pending close whose completion is queued or running (nothing
+         * holds the object any more) counts as closed. */
+        bool closed = o->destroyed || (o->close_pending && o->successors == 0 &&
+                                       __atomic_load_n(&o->busy, __ATOMIC_ACQUIRE) == 0);
+        n += !closed && (Type == NdkObjectTypeUndefined || o->type == Type);
+    }
     pthread_mutex_unlock(&ad->lock);
     return n;
 }

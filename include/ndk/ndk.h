@@ -148,7 +148,8 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter);
 /*
  * The number of the adapter's objects of one type that are open: created
  * (their create call returned, even if its completion is still pending) and
- * not yet closed to the end (a close whose completion is still owed counts).
+ * not yet closed (a pending close counts until its completion is on its
+ * way: queued or running).
  * NdkObjectTypeUndefined counts every type; the adapter itself is never
  * counted. For hosts that report what a consumer left open before they
  * close the adapter for it; 0 for a NULL or unknown adapter.

@@ -83,6 +83,14 @@ static NTSTATUS WSKAPI refuse_get_name_info(PWSK_CLIENT Client, PSOCKADDR SockAd
     return STATUS_NOT_SUPPORTED;
 }
 
+static const char *type_name(NDK_OBJECT_TYPE t)
+{
+    static const char *const names[] = {"?",          "adapter", "QP",       "CQ",
+                                        "MR",         "MW",      "PD",       "shared endpoint",
+                                        "connector",  "listener", "SRQ"};
+    return t < NdkObjectTypeMax ? names[t] : "?";
+}
+
 static NTSTATUS WSKAPI open_ndk_adapter(PWSK_CLIENT Client, NDK_VERSION NdkVersion,
                                         NET_IFINDEX IfIndex, NDK_ADAPTER **ppNdkAdapter)
 {
@@ -130,8 +138,14 @@ static VOID WSKAPI close_ndk_adapter(PWSK_CLIENT Client, NDK_ADAPTER *pNdkAdapte
     if (open) {
         char where[256];
         ndkwdk_describe_address(KIT_CALLER, where, sizeof where);
-        fprintf(stderr, "ndkwdk: WskCloseNdkAdapter at %s with %u NDK object(s) still open\n",
+        fprintf(stderr, "ndkwdk: WskCloseNdkAdapter at %s with %u NDK object(s) still open:",
                 where, open);
+        for (int t = NdkObjectTypeQp; t < NdkObjectTypeMax; t++) {
+            ULONG c = kit_ndk_objects(pNdkAdapter, (NDK_OBJECT_TYPE)t);
+            if (c)
+                fprintf(stderr, " %u %s", c, type_name((NDK_OBJECT_TYPE)t));
+        }
+        fputc('\n', stderr);
         pthread_mutex_lock(&wsk_lock);
         objects_at_close += open;
         pthread_mutex_unlock(&wsk_lock);
@@ -243,14 +257,6 @@ VOID WskDeregister(PWSK_REGISTRATION WskRegistration)
     pthread_mutex_lock(&wsk_lock);
     registrations--;
     pthread_mutex_unlock(&wsk_lock);
-}
-
-static const char *type_name(NDK_OBJECT_TYPE t)
-{
-    static const char *const names[] = {"?",          "adapter", "QP",       "CQ",
-                                        "MR",         "MW",      "PD",       "shared endpoint",
-                                        "connector",  "listener", "SRQ"};
-    return t < NdkObjectTypeMax ? names[t] : "?";
 }
 
 unsigned ndkwdk_report_ndk(FILE *out)
