@@ -25,8 +25,9 @@
  * pattern there and Reads it back, then a SendAndInvalidate invalidates the
  * server's region (the server checks the invalidated token in its receive
  * completion and Sends its verdict), then the client invalidates its own
- * region with NdkInvalidate. The client disconnects; the server flushes its
- * queue (NdkFlush) when it sees the disconnect. DriverUnload closes
+ * region with NdkInvalidate. The client disconnects; on the disconnect event
+ * the server disconnects too and flushes its queue (NdkFlush); both count
+ * their receives completed with STATUS_CANCELLED. DriverUnload closes
  * everything and reports the verdict.
  *
  * Parameters: the kit has no registry, so the test passes them after the
@@ -88,6 +89,7 @@ typedef struct _SIDE {
     KEVENT RcqEvent, IcqEvent;
     NDK_QP *Qp;
     NDK_CONNECTOR *Connector;
+    NDK_LISTENER *Listener; /* the server's; closed after the connector it made */
     NDK_MR *Frmr;
     BOOLEAN FrmrValid;
     KEVENT Disconnected;
@@ -109,7 +111,6 @@ typedef struct _SAMPLE {
     WSK_PROVIDER_NDK_DISPATCH Ndk;
     BOOLEAN WskRegistered, WskCaptured;
     PDEVICE_OBJECT Device;
-    NDK_LISTENER *Listener;
     KEVENT ConnectRequest;
     NDK_CONNECTOR *volatile Incoming;
     SIDE Server, Client;
@@ -188,10 +189,18 @@ static NTSTATUS SyncFinish(SYNC *s, NTSTATUS Status)
     return s->Status;
 }
 
-static NTSTATUS CloseObject(SIDE *side, NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT Close)
+static LONG CloseFailures;
+
+static VOID CloseObject(SIDE *side, NDK_OBJECT_HEADER *Object, NDK_FN_CLOSE_OBJECT Close)
 {
+    NTSTATUS status;
     SyncReset(&side->Sync);
-    return SyncFinish(&side->Sync, Close(Object, CloseDone, &side->Sync));
+    status = SyncFinish(&side->Sync, Close(Object, CloseDone, &side->Sync));
+    if (!NT_SUCCESS(status)) {
+        LOG("%s: closing an object of type %d failed with %08X", side->Name, Object->ObjectType,
+            status);
+        InterlockedIncrement(&CloseFailures);
+    }
 }
 
 /* The next completion of a CQ, waiting for it when none is there: poll,
@@ -466,6 +475,8 @@ static VOID CloseSide(SAMPLE *s, SIDE *side)
 {
     if (side->Connector)
         CloseObject(side, &side->Connector->Header, side->Connector->Dispatch->NdkCloseConnector);
+    if (side->Listener)
+        CloseObject(side, &side->Listener->Header, side->Listener->Dispatch->NdkCloseListener);
     if (side->Qp)
         CloseObject(side, &side->Qp->Header, side->Qp->Dispatch->NdkCloseQp);
     if (side->Frmr)
@@ -487,6 +498,7 @@ static VOID CloseSide(SAMPLE *s, SIDE *side)
     if (side->Adapter)
         s->Ndk.WskCloseNdkAdapter(s->WskProvider.Client, side->Adapter);
     side->Connector = NULL;
+    side->Listener = NULL;
     side->Qp = NULL;
     side->Frmr = NULL;
     side->Rcq = side->Icq = NULL;
@@ -629,14 +641,22 @@ static NTSTATUS Serve(SAMPLE *s, SIDE *side)
         }
         pings++;
     }
-    /* The client disconnected. NdkFlush cancels the receives still posted;
-     * count each (the one that ended the loop may already be one). */
+    /* The client disconnected: answer with our FIN (NdkDisconnect), then
+     * NdkFlush and count every receive that was still posted as cancelled
+     * (the one that ended the loop may already be one). */
     if (status != STATUS_CONNECTION_DISCONNECTED && status != STATUS_CANCELLED) {
         LOG("server: receive failed with %08X", status);
         return status;
     }
-    side->Qp->Dispatch->NdkFlush(side->Qp);
     side->Cancelled = status == STATUS_CANCELLED ? 1 : 0;
+    SyncReset(&side->Sync);
+    status = SyncFinish(&side->Sync, side->Connector->Dispatch->NdkDisconnect(
+                                         side->Connector, RequestDone, &side->Sync));
+    if (!NT_SUCCESS(status)) {
+        LOG("server: NdkDisconnect failed with %08X", status);
+        return status;
+    }
+    side->Qp->Dispatch->NdkFlush(side->Qp);
     status = DrainCancelled(side);
     if (!NT_SUCCESS(status))
         return status;
@@ -914,8 +934,6 @@ static VOID Cleanup(SAMPLE *s)
         }
         ZwClose(handles[i]);
     }
-    if (s->Listener)
-        CloseObject(&s->Server, &s->Listener->Header, s->Listener->Dispatch->NdkCloseListener);
     CloseSide(s, &s->Client);
     CloseSide(s, &s->Server);
     if (s->WskCaptured)
@@ -938,6 +956,7 @@ static VOID SampleUnload(PDRIVER_OBJECT DriverObject)
     Sample = NULL;
     LOG("unloaded: server %08X, client %08X", server, client);
     NT_ASSERTMSG("the exchange succeeded at both ends", NT_SUCCESS(server) && NT_SUCCESS(client));
+    NT_ASSERTMSG("every NDK object closed", CloseFailures == 0);
 }
 
 static NTSTATUS Start(SAMPLE *s, PDRIVER_OBJECT DriverObject, PUNICODE_STRING RegistryPath)
@@ -980,13 +999,13 @@ static NTSTATUS Start(SAMPLE *s, PDRIVER_OBJECT DriverObject, PUNICODE_STRING Re
         SyncReset(&s->Server.Sync);
         status = SyncFinish(&s->Server.Sync, s->Server.Adapter->Dispatch->NdkCreateListener(
                                                  s->Server.Adapter, ConnectEvent, s, CreateDone,
-                                                 &s->Server.Sync, &s->Listener));
+                                                 &s->Server.Sync, &s->Server.Listener));
         if (!NT_SUCCESS(status))
             return status;
         SockaddrOf(&addr, s->Config.ServerAddr, s->Config.Port);
         SyncReset(&s->Server.Sync);
-        status = SyncFinish(&s->Server.Sync, s->Listener->Dispatch->NdkListen(
-                                                 s->Listener, (PSOCKADDR)&addr, sizeof addr,
+        status = SyncFinish(&s->Server.Sync, s->Server.Listener->Dispatch->NdkListen(
+                                                 s->Server.Listener, (PSOCKADDR)&addr, sizeof addr,
                                                  RequestDone, &s->Server.Sync));
         if (!NT_SUCCESS(status)) {
             LOG("server: NdkListen failed with %08X", status);
