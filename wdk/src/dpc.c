@@ -294,6 +294,23 @@ static void dpc_thread_start(void)
     pthread_attr_destroy(&a);
 }
 
+void kit_dpc_check_free(const void *p, size_t size, const void *site)
+{
+    const char *lo = p, *hi = lo + size;
+    PKTIMER hit = NULL;
+    pthread_mutex_lock(&dpc_lock);
+    for (PLIST_ENTRY e = timers.Flink; e != &timers && !hit; e = e->Flink) {
+        PKTIMER t = CONTAINING_RECORD(e, KTIMER, TimerListEntry);
+        if ((const char *)t >= lo && (const char *)t < hi)
+            hit = t;
+    }
+    pthread_mutex_unlock(&dpc_lock);
+    if (hit)
+        kit_bugcheck(BC_DRIVER_VERIFIER_DETECTED_VIOLATION, 0x15, (ULONG_PTR)hit, 0, (ULONG_PTR)p,
+                     site, "pool freed with an active timer in it (timer %p, block %p)",
+                     (void *)hit, p);
+}
+
 unsigned kit_dpcs_busy(char *why, size_t len)
 {
     unsigned n = 0;

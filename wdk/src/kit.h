@@ -108,6 +108,8 @@ unsigned kit_workitems_busy(char *why, size_t len);
 unsigned kit_dpcs_busy(char *why, size_t len);
 unsigned kit_workitems_report(FILE *out);
 unsigned kit_dpcs_report(FILE *out);
+/* Freeing memory that holds a set timer is a bug check (Driver Verifier). */
+void kit_dpc_check_free(const void *p, size_t size, const void *site);
 
 /* ---- NDK adapters opened through WSK (wsk.c, ndkopen.c) ---- */
 NTSTATUS kit_ndk_open(NET_IFINDEX ifindex, NDK_VERSION version, NDK_ADAPTER **adapter);

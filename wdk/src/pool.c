@@ -2,8 +2,9 @@
  * size, kind and the code that allocated it, and sits on a list, so the
  * host reports what a driver leaves allocated by tag. IRQL and misuse are
  * reported as Driver Verifier would (DRIVER_VERIFIER_DETECTED_VIOLATION
- * parameter 1: 0x01/0x02 allocation, 0x10 foreign address, 0x11/0x12 free,
- * 0x13 double free; BAD_POOL_CALLER for a wrong tag). */
+ * parameter 1: 0x01/0x02 allocation, 0x10 foreign address or double free,
+ * 0x11/0x12 free at a bad IRQL, 0x15 an active timer in the block;
+ * BAD_POOL_CALLER for a wrong tag). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -121,6 +122,7 @@ void kit_pool_free(void *p, ULONG tag, bool check_tag, const void *site)
                      "ExFreePoolWithTag with tag '%s' of a block allocated with tag '%s'", want,
                      have);
     }
+    kit_dpc_check_free(p, h->size, site);
     h->magic = MAGIC_FREED;
     free((char *)p - POOL_ALIGN);
 }

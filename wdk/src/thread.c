@@ -11,9 +11,11 @@
 
 pthread_mutex_t kit_threads_lock = PTHREAD_MUTEX_INITIALIZER;
 struct kit_thread *kit_threads;
-static char process_object;
-POBJECT_TYPE *PsThreadType = (POBJECT_TYPE *)&process_object;
-POBJECT_TYPE *ExEventObjectType = (POBJECT_TYPE *)&process_object;
+static char process_object, thread_type, event_type;
+static POBJECT_TYPE thread_type_ptr = (POBJECT_TYPE)(void *)&thread_type;
+static POBJECT_TYPE event_type_ptr = (POBJECT_TYPE)(void *)&event_type;
+POBJECT_TYPE *PsThreadType = &thread_type_ptr;
+POBJECT_TYPE *ExEventObjectType = &event_type_ptr;
 
 struct kit_thread *kit_thread_new(const char *role)
 {

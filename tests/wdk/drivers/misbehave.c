@@ -4,7 +4,7 @@
  *   ok             does its work in a work item, a DPC, a timer and a
  *                  system thread, cleans up: a clean run
  *   fail-entry     DriverEntry fails with STATUS_INSUFFICIENT_RESOURCES
- *   crash-workitem a work item dereferences NULL
+ *   crash-workitem a work item writes through a NULL structure pointer
  *   never-unloads  DriverUnload waits for an event nobody sets
  *   no-unload      sets no DriverUnload
  *   leak-pool      leaves a pool block (tag 'kaeL') allocated
@@ -13,6 +13,7 @@
  *   paged-dispatch calls a pageable routine from a DPC
  *   paged-pool-dpc allocates paged pool in a DPC
  *   left-timer     unloads with a periodic timer still set
+ *   free-timer     frees the pool that holds a set timer
  *   assert         fails an NT_ASSERT in DriverEntry
  */
 #include <ntddk.h>
@@ -40,15 +41,17 @@ typedef struct _STATE {
 } STATE;
 
 enum { C_OK, C_FAIL_ENTRY, C_CRASH_WORKITEM, C_NEVER_UNLOADS, C_NO_UNLOAD, C_LEAK_POOL,
-       C_WAIT_DISPATCH, C_WAIT_DPC, C_PAGED_DISPATCH, C_PAGED_POOL_DPC, C_LEFT_TIMER, C_NTASSERT };
+       C_WAIT_DISPATCH, C_WAIT_DPC, C_PAGED_DISPATCH, C_PAGED_POOL_DPC, C_LEFT_TIMER, C_NTASSERT, C_FREE_TIMER };
 
 static STATE *g;
+static KTIMER LeftTimer; /* a driver global, so it outlives the state */
 
 static ULONG CaseOf(PUNICODE_STRING Path)
 {
     static const PCWSTR names[] = {L"ok", L"fail-entry", L"crash-workitem", L"never-unloads",
                                    L"no-unload", L"leak-pool", L"wait-dispatch", L"wait-dpc",
-                                   L"paged-dispatch", L"paged-pool-dpc", L"left-timer", L"assert"};
+                                   L"paged-dispatch", L"paged-pool-dpc", L"left-timer", L"assert",
+                                   L"free-timer"};
     for (ULONG i = 0; i < RTL_NUMBER_OF(names); i++) {
         UNICODE_STRING n;
         RtlInitUnicodeString(&n, names[i]);
@@ -97,8 +100,10 @@ static VOID WorkRoutine(PDEVICE_OBJECT Device, PVOID Context)
     UNREFERENCED_PARAMETER(Device);
     NT_ASSERT(KeGetCurrentIrql() == PASSIVE_LEVEL);
     if (s->Case == C_CRASH_WORKITEM) {
-        volatile LONG *nowhere = NULL;
-        *nowhere = 1;
+        /* An unmapped address in the first page, as a NULL structure
+         * pointer's member would be. */
+        volatile ULONG_PTR nowhere = 0x10;
+        *(volatile LONG *)nowhere = 1;
     }
     if (s->Case == C_WAIT_DISPATCH) {
         KeAcquireSpinLock(&s->Lock, &old);
@@ -116,7 +121,11 @@ static VOID ThreadRoutine(PVOID Context)
     STATE *s = Context;
     LARGE_INTEGER due;
     due.QuadPart = -20 * 10000LL; /* 20 ms */
-    KeSetTimerEx(&s->Timer, due, s->Case == C_LEFT_TIMER ? 50 : 0, NULL);
+    KeSetTimerEx(&s->Timer, due, s->Case == C_FREE_TIMER ? 50 : 0, NULL);
+    if (s->Case == C_LEFT_TIMER) {
+        KeInitializeTimer(&LeftTimer);
+        KeSetTimerEx(&LeftTimer, due, 50, NULL);
+    }
     KeWaitForSingleObject(&s->Timer, Executive, KernelMode, FALSE, NULL);
     IoQueueWorkItem(s->WorkItem, WorkRoutine, DelayedWorkQueue, s);
     if (InterlockedIncrement(&s->Steps) == 3)
