@@ -14,6 +14,15 @@
 
 #include <ndkwdk/sal.h>
 
+/* MSVC's pragmas (alloc_text, code_seg, warning, prefast) mean nothing
+ * here; the flags say so too (-Wno-unknown-pragmas), but a later -Wall
+ * would turn the warning back on. */
+#if defined(__clang__)
+#pragma clang diagnostic ignored "-Wunknown-pragmas"
+#elif defined(__GNUC__)
+#pragma GCC diagnostic ignored "-Wunknown-pragmas"
+#endif
+
 /* Calling conventions: one ABI on Linux. */
 #define __stdcall
 #define __cdecl
@@ -46,7 +55,9 @@
 #define DECLSPEC_NOSANITIZEADDRESS
 /* __declspec(x): no effect; the common uses have DECLSPEC_* spellings above. */
 #define __declspec(...)
+#ifndef __clang__ /* clang has __pragma with -fms-extensions */
 #define __pragma(...)
+#endif
 #define __unaligned
 #define __ptr64
 #define __ptr32
