@@ -24,6 +24,7 @@ struct kit_thread {
     pthread_t tid;
     bool system;           /* PsCreateSystemThread: counted as driver work */
     bool exited;
+    bool handle_open;      /* the handle PsCreateSystemThread returned, until ZwClose */
     LONG refs;             /* handle + object references + the thread itself */
     enum kit_wait_state wait;
     const void *wait_site; /* the driver code that waits */

@@ -58,6 +58,25 @@ static struct kit_thread *find_thread(const void *p)
     return found;
 }
 
+/* The thread whose handle is open, with a reference taken (and the handle
+ * closed when close is set), under the registry lock so that a handle is
+ * closed once. */
+static struct kit_thread *take_handle(HANDLE h, bool close)
+{
+    struct kit_thread *found = NULL;
+    pthread_mutex_lock(&kit_threads_lock);
+    for (struct kit_thread *t = kit_threads; t; t = t->next)
+        if ((HANDLE)t == h && t->handle_open) {
+            found = t;
+            if (close)
+                t->handle_open = false; /* its reference passes to the caller */
+            else
+                __atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL);
+        }
+    pthread_mutex_unlock(&kit_threads_lock);
+    return found;
+}
+
 static void thread_end(struct kit_thread *t)
 {
     pthread_mutex_lock(&kit_disp_lock);
@@ -97,6 +116,7 @@ NTSTATUS PsCreateSystemThread(PHANDLE ThreadHandle, ULONG DesiredAccess,
     t->start = StartRoutine;
     t->context = StartContext;
     t->refs = 2; /* the thread itself and the handle */
+    t->handle_open = true;
     pthread_attr_t a;
     pthread_attr_init(&a);
     pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
@@ -181,10 +201,11 @@ NTSTATUS ObReferenceObjectByHandle(HANDLE Handle, ACCESS_MASK DesiredAccess,
 {
     (void)DesiredAccess, (void)ObjectType, (void)AccessMode;
     kit_touch();
-    struct kit_thread *t = find_thread(Handle);
-    if (!t || !Object)
+    if (!Object)
+        return STATUS_INVALID_PARAMETER;
+    struct kit_thread *t = take_handle(Handle, false);
+    if (!t)
         return STATUS_INVALID_HANDLE;
-    __atomic_add_fetch(&t->refs, 1, __ATOMIC_ACQ_REL);
     *Object = t;
     if (HandleInformation) {
         HandleInformation->HandleAttributes = 0;
@@ -212,7 +233,7 @@ LONG_PTR ObfDereferenceObject(PVOID Object)
 NTSTATUS ZwClose(HANDLE Handle)
 {
     kit_touch();
-    struct kit_thread *t = find_thread(Handle);
+    struct kit_thread *t = take_handle(Handle, true);
     if (!t)
         return STATUS_INVALID_HANDLE;
     kit_thread_release(t);
