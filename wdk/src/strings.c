@@ -8,7 +8,7 @@
 #include "kit.h"
 #include <ntstrsafe.h>
 
-#define STRING_TAG 0x55737472 /* 'rtsU' */
+#define STRING_TAG 0x72747355 /* 'rtsU', shown as "Ustr" */
 
 /* ---- counted strings ---- */
 VOID RtlInitUnicodeString(PUNICODE_STRING DestinationString, PCWSTR SourceString)

@@ -114,7 +114,7 @@ BOOLEAN RtlEqualUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2
                               BOOLEAN CaseInSensitive);
 LONG RtlCompareUnicodeString(PCUNICODE_STRING String1, PCUNICODE_STRING String2,
                              BOOLEAN CaseInSensitive);
-/* Allocate: the buffer comes from paged pool (tag 'rtsU'), freed by
+/* Allocate: the buffer comes from paged pool (tag "Ustr"), freed by
  * RtlFreeAnsiString / RtlFreeUnicodeString. Characters above 0x7F become
  * '?' in ANSI strings. */
 NTSTATUS RtlUnicodeStringToAnsiString(PANSI_STRING DestinationString,
