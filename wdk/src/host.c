@@ -20,7 +20,7 @@ unsigned ndkwdk_busy(char *why, size_t len)
         why[0] = 0;
     unsigned n = kit_workitems_busy(why, len);
     unsigned d = kit_dpcs_busy(n ? NULL : why, len);
-    unsigned t = kit_threads_busy(n + d ? NULL : why, len, false);
+    unsigned t = kit_threads_busy(n + d ? NULL : why, len);
     return n + d + t;
 }
 
@@ -28,11 +28,13 @@ unsigned ndkwdk_report_pending(FILE *out)
 {
     unsigned n = kit_workitems_report(out) + kit_dpcs_report(out);
     pthread_mutex_lock(&kit_threads_lock);
+    pthread_mutex_lock(&kit_disp_lock);
     for (struct kit_thread *t = kit_threads; t; t = t->next)
         if (t->system && !t->exited) {
             fprintf(out, "  %s still running\n", t->role);
             n++;
         }
+    pthread_mutex_unlock(&kit_disp_lock);
     pthread_mutex_unlock(&kit_threads_lock);
     return n;
 }

@@ -88,9 +88,9 @@ bool kit_disp_wait(bool (*pred)(void *), void *arg, const struct timespec *deadl
 extern pthread_mutex_t kit_threads_lock;
 extern struct kit_thread *kit_threads;
 struct kit_thread *kit_thread_new(const char *role);
-/* System threads that are running or in a wait with a timeout (and with
- * include_idle, also those waiting without one). */
-unsigned kit_threads_busy(char *why, size_t len, bool include_idle);
+/* System threads that are running or in a wait with a timeout (one
+ * waiting without a timeout waits for the driver: idle). */
+unsigned kit_threads_busy(char *why, size_t len);
 void kit_thread_release(struct kit_thread *t);
 
 /* ---- time (time.c) ---- */

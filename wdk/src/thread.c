@@ -303,9 +303,12 @@ int ndkwdk_run_on_thread(const char *role, void (*fn)(void *), void *arg, unsign
     return done ? 0 : -1;
 }
 
+/* The registry lock, then the dispatcher lock (which guards exited, wait,
+ * wait_site and wait_what): never the other way round. */
 void ndkwdk_report_blocked(FILE *out)
 {
     pthread_mutex_lock(&kit_threads_lock);
+    pthread_mutex_lock(&kit_disp_lock);
     for (struct kit_thread *t = kit_threads; t; t = t->next) {
         if (t->exited)
             continue;
@@ -318,19 +321,22 @@ void ndkwdk_report_blocked(FILE *out)
             fprintf(out, "  %s: blocked in %s%s called at %s\n", t->role, t->wait_what,
                     t->wait == KIT_WAIT_FOREVER ? " without a timeout," : "", where);
     }
+    pthread_mutex_unlock(&kit_disp_lock);
     pthread_mutex_unlock(&kit_threads_lock);
 }
 
-unsigned kit_threads_busy(char *why, size_t len, bool include_idle)
+unsigned kit_threads_busy(char *why, size_t len)
 {
     unsigned n = 0;
     pthread_mutex_lock(&kit_threads_lock);
+    pthread_mutex_lock(&kit_disp_lock);
     for (struct kit_thread *t = kit_threads; t; t = t->next) {
-        if (!t->system || t->exited || (!include_idle && t->wait == KIT_WAIT_FOREVER))
+        if (!t->system || t->exited || t->wait == KIT_WAIT_FOREVER)
             continue;
         if (n++ == 0 && why && len)
             snprintf(why, len, "%s", t->role);
     }
+    pthread_mutex_unlock(&kit_disp_lock);
     pthread_mutex_unlock(&kit_threads_lock);
     return n;
 }
