@@ -218,6 +218,7 @@ void ndkwdk_paged_code(const char *file, int line, const char *function)
 
 VOID DbgBreakPoint(VOID)
 {
-    kit_bugcheck(0x80000003u, 0, 0, 0, 0, KIT_CALLER,
+    /* Without a kernel debugger the break point is an unhandled exception. */
+    kit_bugcheck(BC_KMODE_EXCEPTION_NOT_HANDLED, 0x80000003u, 0, 0, 0, KIT_CALLER,
                  "DbgBreakPoint without a kernel debugger (STATUS_BREAKPOINT)");
 }
