@@ -10,14 +10,22 @@
 #include "lib/log.h"
 #include "lib/table.h"
 
+/* *p grown to cap elements; false without memory (*p then unchanged). */
+static bool grow(uint64_t **p, size_t cap)
+{
+    uint64_t *q = realloc(*p, cap * sizeof *q);
+    if (!q)
+        return false;
+    *p = q;
+    return true;
+}
+
 bool tc_lat_add(struct tc_lat_samples *s, uint64_t ns)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 4096;
-        uint64_t *p = realloc(s->ns, cap * sizeof *p);
-        if (!p)
+        if (!grow(&s->ns, cap))
             return false;
-        s->ns = p;
         s->cap = cap;
     }
     s->ns[s->n++] = ns;
@@ -34,14 +42,8 @@ bool tc_bw_add(struct tc_bw_samples *s, uint64_t msgs, uint64_t t)
 {
     if (s->n == s->cap) {
         size_t cap = s->cap ? s->cap * 2 : 1024;
-        uint64_t *m = realloc(s->msgs, cap * sizeof *m);
-        if (!m)
+        if (!grow(&s->msgs, cap) || !grow(&s->t, cap))
             return false;
-        s->msgs = m;
-        uint64_t *tt = realloc(s->t, cap * sizeof *tt);
-        if (!tt)
-            return false;
-        s->t = tt;
         s->cap = cap;
     }
     s->msgs[s->n] = msgs;
