@@ -1,0 +1,31 @@
+# What `cmake --install` puts beside the libraries for consumers: the
+# pkg-config files, the CMake package (find_package(ndk CONFIG), see
+# cmake/ndkConfig.cmake.in) and the project's documents. Included from the
+# top-level CMakeLists.txt after every target exists.
+include(CMakePackageConfigHelpers)
+
+set(NDK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ndk)
+
+install(DIRECTORY include/ndk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+configure_file(cmake/libndk.pc.in ${PROJECT_BINARY_DIR}/libndk.pc @ONLY)
+install(FILES ${PROJECT_BINARY_DIR}/libndk.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# One export set per development package, so that libndk's targets need
+# nothing of the kit's and the kit's file is simply absent without it.
+install(EXPORT ndkTargets NAMESPACE ndk:: DESTINATION ${NDK_CMAKE_DIR})
+install(EXPORT ndkWdkTargets NAMESPACE ndk:: DESTINATION ${NDK_CMAKE_DIR})
+configure_package_config_file(cmake/ndkConfig.cmake.in ${PROJECT_BINARY_DIR}/ndkConfig.cmake
+                              INSTALL_DESTINATION ${NDK_CMAKE_DIR}
+                              PATH_VARS CMAKE_INSTALL_LIBDIR CMAKE_INSTALL_INCLUDEDIR)
+# The shared library's SONAME carries the major version (libndk.so.0) and
+# its symbols the version node LIBNDK_0: any release with the same major
+# version serves a consumer that asked for an older one.
+write_basic_package_version_file(${PROJECT_BINARY_DIR}/ndkConfigVersion.cmake
+                                 COMPATIBILITY SameMajorVersion)
+install(FILES ${PROJECT_BINARY_DIR}/ndkConfig.cmake ${PROJECT_BINARY_DIR}/ndkConfigVersion.cmake
+        DESTINATION ${NDK_CMAKE_DIR})
+
+# The documents the man pages point to.
+install(FILES README.md docs/behaviour.md docs/interop.md docs/porting.md docs/rules.md
+        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+
