@@ -7,8 +7,14 @@ include(CMakePackageConfigHelpers)
 set(NDK_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/ndk)
 
 install(DIRECTORY include/ndk DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
-configure_file(cmake/libndk.pc.in ${PROJECT_BINARY_DIR}/libndk.pc @ONLY)
-install(FILES ${PROJECT_BINARY_DIR}/libndk.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+# The .pc files find the prefix relative to themselves; Debian's libdir is
+# lib/<multiarch>, so the way up is computed, not assumed.
+file(RELATIVE_PATH NDK_PC_TO_PREFIX ${CMAKE_INSTALL_FULL_LIBDIR}/pkgconfig ${CMAKE_INSTALL_PREFIX})
+string(REGEX REPLACE "/$" "" NDK_PC_TO_PREFIX "${NDK_PC_TO_PREFIX}")
+foreach(pc libndk libndk-wdk)
+  configure_file(cmake/${pc}.pc.in ${PROJECT_BINARY_DIR}/${pc}.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/${pc}.pc DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endforeach()
 
 # One export set per development package, so that libndk's targets need
 # nothing of the kit's and the kit's file is simply absent without it.
