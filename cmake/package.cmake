@@ -35,3 +35,11 @@ install(FILES ${PROJECT_BINARY_DIR}/ndkConfig.cmake ${PROJECT_BINARY_DIR}/ndkCon
 install(FILES README.md docs/behaviour.md docs/interop.md docs/porting.md docs/rules.md
         DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
+if(BUILD_TESTING)
+  # debian/changelog names the same upstream version as project(VERSION).
+  add_test(NAME docs.version_matches_debian_changelog
+           COMMAND ${CMAKE_COMMAND} -DVERSION=${PROJECT_VERSION}
+                   -DCHANGELOG=${PROJECT_SOURCE_DIR}/debian/changelog
+                   -P ${PROJECT_SOURCE_DIR}/cmake/check_changelog_version.cmake)
+  set_tests_properties(docs.version_matches_debian_changelog PROPERTIES LABELS docs TIMEOUT 30)
+endif()
