@@ -31,9 +31,9 @@ write_basic_package_version_file(${PROJECT_BINARY_DIR}/ndkConfigVersion.cmake
 install(FILES ${PROJECT_BINARY_DIR}/ndkConfig.cmake ${PROJECT_BINARY_DIR}/ndkConfigVersion.cmake
         DESTINATION ${NDK_CMAKE_DIR})
 
-# The documents the man pages point to.
-install(FILES README.md docs/behaviour.md docs/interop.md docs/porting.md docs/rules.md
-        DESTINATION ${CMAKE_INSTALL_DOCDIR})
+# The documents the man pages point to: every one of docs/.
+file(GLOB NDK_DOCS CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/docs/*.md)
+install(FILES README.md ${NDK_DOCS} DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 if(BUILD_TESTING)
   # debian/changelog names the same upstream version as project(VERSION).
