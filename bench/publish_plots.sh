@@ -4,7 +4,7 @@
 # and of a bench/datapath/run.sh run (DATAPATH_OUT) into bench/plots/, and
 # rewrites README.md's plot section (between its plots:begin and plots:end
 # markers) to show them, each with the date, machine and commit it was made
-# on (the run's plot-note.txt) and TEXT, if given (say, that it was a
+# on (the run's plot-note.txt), after TEXT, if given (say, that it was a
 # short sample run). Commit the result.
 set -euo pipefail
 remark=
@@ -20,12 +20,13 @@ block=$(mktemp)
 trap 'rm -f "$block"' EXIT
 {
 	echo '<!-- plots:begin: written by bench/publish_plots.sh -->'
+	if [ -n "$remark" ]; then echo; echo "$remark"; fi
 	# entry DIR FILE TITLE
 	entry() {
 		[ -f "$1/$2" ] || { echo "publish_plots.sh: $1/$2 is missing" >&2; exit 1; }
 		cp "$1/$2" "$dest/$2"
 		echo
-		echo "**$3.** $(cat "$1/plot-note.txt")${remark:+. $remark}"
+		echo "**$3.** $(cat "$1/plot-note.txt")."
 		echo
 		echo "![$3](bench/plots/$2)"
 	}
