@@ -13,7 +13,8 @@
 #   LAYOUT=auto  twoproc: server `taskset -c 0`, client `taskset -c 1`, two
 #                processes (auto picks it when there are >= 2 CPUs);
 #                oneproc: client and server in one process, unpinned
-#   OUT=/tmp/bench-connrate-<date>   raw outputs of every run
+#   OUT=/tmp/bench-connrate-<date>   raw outputs of every run, the summary,
+#                and connrate.png (bench/plot.sh, gnuplot) beside it
 #   QUIET_PCT=15 before each run, wait until the background CPU use is below
 #                this % of all CPUs, at most QUIET_WAIT_ONE=8 s per run and
 #                QUIET_WAIT_TOTAL=90 s in all; the highest value seen when a
@@ -343,5 +344,19 @@ fmt0() { awk -v v="$1" 'BEGIN { if (v == "-") print "-"; else printf "%.0f", v }
 	fi
 	echo "raw logs: $OUT"
 } | tee "$OUT/summary.md"
+
+# The comparison as a plot beside the summary (bench/plot.sh, gnuplot):
+# connections per second, median of the repetitions.
+{
+	printf 'what\traw TCP\tlibndk\traw TCP, kernel port (1 run)\n'
+	for m in serial inflight; do
+		label="serial (one at a time)"; [ "$m" = inflight ] && label="$Q in flight"
+		printf '%s\t%s\t%s\t%s\n' "$label" "$(median ${RATE[tcp-$m]:-})" "$(median ${RATE[ndk-$m]:-})" "${RATE[tcpk-$m]:--}"
+	done
+} > "$OUT/connrate.tsv"
+PLOT_NOTE="$("$HERE/plot.sh" note), layout $LAYOUT, ${DUR}s x $REPS"
+echo "$PLOT_NOTE" > "$OUT/plot-note.txt"
+PLOT_NOTE=$PLOT_NOTE "$HERE/plot.sh" bars "$OUT/connrate.tsv" "$OUT/connrate.png" \
+	"Connection establishment over 127.0.0.1: libndk against raw TCP" "connections per second"
 
 exit "$FAILED"

@@ -15,6 +15,16 @@
 #   QUIET_PCT=15    before each run, wait (at most QUIET_WAIT s, QUIET_TOTAL s
 #   QUIET_WAIT=8    over the whole script) until other processes use less
 #   QUIET_TOTAL=120 than this % of all CPUs; the busiest value seen is shown
+#   SWEEP_SIZES="64 256 ... 4194304"  message sizes of the latency and
+#                   bandwidth sweep drawn in the plots; SWEEP_SIZES= skips it
+#   SWEEP_REPS=1    repetitions of the sweep (medians)
+#   SWEEP_SECS=1    seconds per bandwidth point
+#   SWEEP_LAT_ITERS=2000  ping-pong iterations per latency point (fewer for
+#                   large sizes: at most 64 MiB each way, at least 100)
+#
+# Plots (bench/plot.sh, gnuplot): latency_PLACEMENT.png and
+# bandwidth_PLACEMENT.png against message size, beside the table in $OUT;
+# bench/publish_plots.sh copies them into the README.
 #
 # Third-party anchors run only when installed (nothing is installed here):
 # ucx_perftest (ucx-utils), fi_pingpong (libfabric-bin), sockperf, iperf3.
@@ -36,6 +46,7 @@ QUIET_PCT=${QUIET_PCT:-15}
 QUIET_WAIT=${QUIET_WAIT:-8}
 QUIET_TOTAL=${QUIET_TOTAL:-120}
 HOST=127.0.0.1
+HERE=$(cd "$(dirname "$0")" && pwd)
 RAW=$OUT/raw
 mkdir -p "$RAW"
 export FI_TCP_IFACE=lo FI_SOCKETS_IFACE=lo UCX_NET_DEVICES=lo
@@ -304,3 +315,95 @@ row() {
 	for k in "${ORDER[@]}"; do echo "$k:${R[$k]}"; done
 } > "$OUT/values.txt"
 echo "all values: $OUT/values.txt"
+
+# ------------------------------------------------- sweep and plots ---
+# Latency (send_lat, half round trip) and bandwidth (write_bw) against
+# message size, for each ndkperf mode and each anchor that is there, in
+# each placement: the plots' data.
+SWEEP_SIZES=${SWEEP_SIZES-64 256 1024 4096 16384 65536 262144 1048576 4194304}
+SWEEP_REPS=${SWEEP_REPS:-1}
+SWEEP_SECS=${SWEEP_SECS:-1}
+SWEEP_LAT_ITERS=${SWEEP_LAT_ITERS:-2000}
+[ -n "$SWEEP_SIZES" ] || exit 0
+sweep_iters() { # SIZE -> ping-pong iterations
+	awk -v s="$1" -v m="$SWEEP_LAT_ITERS" 'BEGIN { n = int(67108864 / s); if (n > m) n = m; if (n < 100) n = 100; print n }'
+}
+lat_series() { # PLACEMENT -> "series|kind" lines, in the order of the plot
+	while IFS='|' read -r mode _; do echo "libndk $mode|ndk"; done < <(ndk_modes "$1")
+	echo "raw TCP|tcp"
+	have sockperf && echo "sockperf pp p50|sockperf"
+	have fi_pingpong && echo "fi_pingpong tcp|fi"
+}
+bw_series() {
+	while IFS='|' read -r mode _; do echo "libndk $mode|ndk"; done < <(ndk_modes "$1")
+	echo "raw TCP|tcp"
+	have iperf3 && echo "iperf3|iperf3"
+}
+T_SWEEP=$SECONDS
+for rep in $(seq "$SWEEP_REPS"); do
+	for pl in $PLACEMENTS; do
+		read -r SC CC <<< "$(cpus "$pl")"
+		PIN="--cpu-server $SC --cpu-client $CC"
+		log "sweep $rep/$SWEEP_REPS, placement $pl: sizes $SWEEP_SIZES"
+		for sz in $SWEEP_SIZES; do
+			n=$(sweep_iters "$sz"); w=$((n / 10))
+			run "sweep_tcp_pingpong_${pl}_${sz}_$rep" 120 "$TCP_PINGPONG" -s "$sz" -n "$n" -w "$w" $PIN &&
+				add "slat|$pl|raw TCP|$sz" "$(kv "$LOG" typical)"
+			run "sweep_tcp_stream_${pl}_${sz}_$rep" 60 "$TCP_STREAM" -s "$sz" -D "$SWEEP_SECS" $PIN &&
+				add "sbw|$pl|raw TCP|$sz" "$(kv "$LOG" MB_per_sec)"
+			while IFS='|' read -r mode opts; do
+				run "sweep_ndk_send_lat_${pl}_${mode}_${sz}_$rep" 120 "$NDKPERF" send_lat --loopback -s "$sz" -n "$n" --warmup "$w" $PIN $opts --no-progress &&
+					add "slat|$pl|libndk $mode|$sz" "$(ndk_lat "$LOG")"
+				run "sweep_ndk_write_bw_${pl}_${mode}_${sz}_$rep" 60 "$NDKPERF" write_bw --loopback -s "$sz" -D "$SWEEP_SECS" $PIN $opts --no-progress &&
+					add "sbw|$pl|libndk $mode|$sz" "$(ndk_bw "$LOG")"
+			done < <(ndk_modes "$pl")
+			if have sockperf && [ "$sz" -le 65536 ]; then
+				pair "sweep_sockperf_pp_${pl}_${sz}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
+					"sockperf pp --tcp -i $HOST -p $P_SP -m $sz -t $SWEEP_SECS" &&
+					add "slat|$pl|sockperf pp p50|$sz" "$(strip "$LOG" | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}')"
+			fi
+			if have fi_pingpong; then
+				pair "sweep_fi_pingpong_${pl}_${sz}_$rep" "$P_FI" "$SC" "$CC" "fi_pingpong -p tcp -e msg -d lo -I $n -S $sz -B $P_FI" \
+					"fi_pingpong -p tcp -e msg -d lo -I $n -S $sz -P $P_FI $HOST" &&
+					add "slat|$pl|fi_pingpong tcp|$sz" "$(awk -v s="$sz" '$1 == s && NF == 8 {print $7}' "$LOG")"
+			fi
+			if have iperf3; then
+				pair "sweep_iperf3_${pl}_${sz}_$rep" "$P_IP" "$SC" "$CC" "iperf3 -s -1 -B $HOST -p $P_IP" \
+					"iperf3 -c $HOST -B $HOST -p $P_IP -l $sz -t $SWEEP_SECS -J" &&
+					add "sbw|$pl|iperf3|$sz" "$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' <(sed -n '/^{/,$p' "$LOG") 2> /dev/null)"
+			fi
+		done
+	done
+done
+log "sweep measured in $((SECONDS - T_SWEEP)) s"
+
+# sweep_table METRIC PLACEMENT SERIES_FN -> TSV: size, then one column per series
+sweep_table() {
+	local metric=$1 pl=$2 fn=$3 sz name v line
+	line=size
+	while IFS='|' read -r name _; do line+=$'\t'"$name"; done < <("$fn" "$pl")
+	echo "$line"
+	for sz in $SWEEP_SIZES; do
+		line=$sz
+		while IFS='|' read -r name _; do
+			v=$(median "$metric|$pl|$name|$sz")
+			line+=$'\t'"${v:--}"
+		done < <("$fn" "$pl")
+		echo "$line"
+	done
+}
+PLOT_NOTE="$("$HERE/../plot.sh" note), SWEEP_REPS=$SWEEP_REPS"
+export PLOT_NOTE
+for pl in $PLACEMENTS; do
+	place="both processes on CPU 0"; [ "$pl" = cross ] && place="server on CPU 0, client on CPU 1"
+	sweep_table slat "$pl" lat_series > "$OUT/sweep_latency_$pl.tsv"
+	sweep_table sbw "$pl" bw_series > "$OUT/sweep_bandwidth_$pl.tsv"
+	"$HERE/../plot.sh" lines "$OUT/sweep_latency_$pl.tsv" "$OUT/latency_$pl.png" \
+		"Latency over 127.0.0.1 ($place): libndk send_lat and anchors, median" "message size [bytes]" \
+		"half round trip [us]" logy
+	"$HERE/../plot.sh" lines "$OUT/sweep_bandwidth_$pl.tsv" "$OUT/bandwidth_$pl.png" \
+		"Bandwidth over 127.0.0.1 ($place): libndk write_bw and anchors, median" "message size [bytes]" \
+		"MB/s (2^20 bytes)" logy
+done
+echo "$PLOT_NOTE" > "$OUT/plot-note.txt"
+echo "sweep tables and plots: $OUT/sweep_*.tsv, $OUT/*.png"
