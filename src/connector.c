@@ -26,6 +26,7 @@
 #include "net/linger.h"
 #include "objects.h"
 #include "wire/ddp.h"
+#include "wire/term.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -481,30 +482,58 @@ static void term_and_fail_accept(struct ndk_connector_impl *c, uint8_t code)
     accept_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
 }
 
+/* Is the FPDU whose first 4 octets are at p a Terminate (untagged, RDMAP
+ * opcode 7)? */
+static bool fpdu_is_terminate(const uint8_t *p)
+{
+    return !(p[2] & DDP_CTRL_T) && (p[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
+}
+
+/* The initiator answered our Reply with a Terminate instead of its RTR (say
+ * no RTR type it can use, or not enough IRD): the accept fails, and the
+ * Terminate is never answered with one of ours (RFC 5040 section 7). */
+static void rtr_terminated(struct ndk_connector_impl *c)
+{
+    if (c->rtr_have >= 2 + TERM_LEN_CTRL_ONLY) {
+        struct term_msg m;
+        size_t ulpdu = ddp_rd16(c->rtr_buf);
+        term_decode(c->rtr_buf + 2, MIN(ulpdu, c->rtr_have - 2), &m);
+        NDK_DEBUG("Terminate instead of the RTR: %s", term_describe(m.layer, m.etype, m.code));
+    }
+    accept_fail(c, STATUS_CONNECTION_ABORTED, false);
+}
+
 static void read_rtr(struct ndk_connector_impl *c)
 {
-    /* An RTR FPDU is at most 52 octets (the Read RTR); read exactly one FPDU
-     * so anything behind it stays in the socket for the data path. */
-    size_t want = 2;
-    if (c->rtr_have >= 2) {
-        size_t ulpdu = ((size_t)c->rtr_buf[0] << 8) | c->rtr_buf[1];
-        if (mpa_fpdu_len(ulpdu) > sizeof c->rtr_buf) {
-            term_and_fail_accept(c, 0x07); /* not an RTR: no matching RTR option */
+    /* An RTR FPDU is at most 52 octets (the Read RTR), a Terminate at most
+     * 76; read exactly one FPDU so anything behind it stays in the socket
+     * for the data path. The first 4 octets (no FPDU is shorter) tell which
+     * it is. */
+    for (;;) {
+        size_t want = c->rtr_have < 4 ? 4 : mpa_fpdu_len(ddp_rd16(c->rtr_buf));
+        if (want > sizeof c->rtr_buf) {
+            if (fpdu_is_terminate(c->rtr_buf))
+                rtr_terminated(c); /* malformed, and still never answered */
+            else
+                term_and_fail_accept(c, 0x07); /* not an RTR: no matching RTR option */
             return;
         }
-        want = mpa_fpdu_len(ulpdu);
+        if (c->rtr_have == want && want > 4)
+            break;
+        ssize_t n = recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) {
+            /* The initiator gave up before its CompleteConnect (5.10.4). */
+            accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+            return;
+        }
+        c->rtr_have += (size_t)n;
     }
-    ssize_t n = recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        /* The initiator gave up before its CompleteConnect (5.10.4). */
-        accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+    if (fpdu_is_terminate(c->rtr_buf)) {
+        rtr_terminated(c);
         return;
     }
-    c->rtr_have += (size_t)n;
-    if (c->rtr_have < 2 || c->rtr_have < want || want == 2)
-        return;
     size_t fpdu_len, ulpdu_len;
     const uint8_t *ulpdu;
     enum mpa_fpdu_result fr = mpa_fpdu_peek(c->rtr_buf, c->rtr_have, c->crc, 14, &fpdu_len, &ulpdu, &ulpdu_len);

@@ -143,7 +143,7 @@ struct ndk_connector_impl {
     uint8_t *peer_pd;            /* private data the peer sent (connect/accept/reject) */
     ULONG peer_pd_len;
     bool pd_window_open;         /* GetConnectionData allowed */
-    uint8_t rtr_buf[64];         /* the RTR FPDU being read (responder, p2p) */
+    uint8_t rtr_buf[80];         /* the RTR FPDU (or a Terminate) being read (responder, p2p) */
     size_t rtr_have;
     uint8_t tx[MPA_FRAME_MAX];   /* startup frame not yet fully written */
     size_t tx_len, tx_off;
