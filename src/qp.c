@@ -132,6 +132,7 @@ static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr)
     dp->reads_out = 0;
     dp->orq_count = 0;
     dp->irq_count = 0;
+    dp->irq_framed = 0;
     dp->tx_cur = 0;
     qp_complete_sq_in_order(qp);
 }
@@ -606,14 +607,6 @@ static const NDK_QP_DISPATCH qp_dispatch = {
 
 /* ---- connection life ---- */
 
-static uint32_t roundup_pow2(uint32_t v)
-{
-    uint32_t p = 1;
-    while (p < v)
-        p <<= 1;
-    return v ? p : 0;
-}
-
 static void link_in(struct ndk_qp_link *head, struct ndk_qp_link *l, struct ndk_qp_impl *qp)
 {
     l->qp = qp;
@@ -756,8 +749,9 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     struct ndk_qp_dp *dp = &qp->dp;
     /* The read queues are sized by what was negotiated, not by the adapter
      * maxima: an idle connection should cost little. One more ORQ slot than
-     * the ORD leaves room for a Read RTR's zero-length answer. */
-    uint32_t irq_cap = roundup_pow2(ird);
+     * the ORD leaves room for a Read RTR's zero-length answer. The IRQ holds
+     * exactly the IRD: one Read Request more is a protocol error. */
+    uint32_t irq_cap = ird;
     struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
     struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
     if (!orq || (irq_cap && !irq)) {
@@ -776,7 +770,6 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->crc = crc;
     dp->ird = ird;
     dp->ord = ord;
-    /* siw keeps up to roundup_pow2(ORD) reads in flight (iwarp.md 5.9). */
     dp->irq_cap = irq_cap;
     dp->mulpdu = mulpdu;
     dp->mulpdu_recheck = MULPDU_RECHECK_OCTETS;

@@ -132,8 +132,8 @@ struct ndk_qp_dp {
     bool input_leased;
     bool lease_polled;
     bool crc;
-    uint32_t ird, ord;     /* effective; the IRQ tolerates roundup_pow2(ird) */
-    uint32_t irq_cap;
+    uint32_t ird, ord;     /* effective (negotiated) */
+    uint32_t irq_cap;      /* = ird: inbound Read Requests held at once */
     size_t mulpdu;
     size_t mulpdu_recheck;  /* octets to send before asking the transport again (sq_lock) */
 
@@ -146,8 +146,12 @@ struct ndk_qp_dp {
     uint32_t reads_out;    /* Read Requests sent and not answered */
     struct ndk_orq_entry *orq;
     uint32_t orq_head, orq_count, orq_cap;
+    /* Inbound Read Requests from irq_head: irq_count held, of which the
+     * first irq_framed have their whole response framed in the batch being
+     * written. A slot is free once its response's last octet went to TCP;
+     * until then we hold it, and the IRD bounds what we hold. */
     struct ndk_irq_entry *irq;
-    uint32_t irq_head, irq_count;
+    uint32_t irq_head, irq_count, irq_framed;
     uint32_t msn_send, msn_read; /* next MSN to send on QN 0 / QN 1 */
     bool tx_gated;          /* responder: nothing goes out before the first FPDU arrives */
     bool tx_blocked;        /* the transport said EAGAIN: wait for writable */

@@ -111,7 +111,7 @@ static bool pick_next(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     for (;;) {
-        if (dp->irq_count) {
+        if (dp->irq_count > dp->irq_framed) {
             dp->tx_cur = TX_IRQ;
             dp->tx_cur_off = 0;
             return true;
@@ -214,7 +214,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
         if (dp->tx_cur == TX_NONE && !pick_next(qp))
             return;
         if (dp->tx_cur == TX_IRQ) {
-            struct ndk_irq_entry *e = &dp->irq[dp->irq_head % dp->irq_cap];
+            struct ndk_irq_entry *e = &dp->irq[(dp->irq_head + dp->irq_framed) % dp->irq_cap];
             size_t room = mulpdu - DDP_TAGGED_HDR_LEN;
             uint64_t left = e->rr.size - e->sent;
             size_t seg = left < room ? (size_t)left : room;
@@ -237,7 +237,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
                                                                       : DDP_STAG_BOUNDS,
                                              &t);
                     t.ddp_hdr = t.rdma_hdr = false;
-                    dp->irq_count = 0;
+                    dp->irq_count = dp->irq_framed = 0;
                     dp->tx_cur = TX_NONE;
                     uint8_t ulpdu[80];
                     size_t n = term_encode(ulpdu, sizeof ulpdu, &t, 0, NULL, 0, NULL);
@@ -253,10 +253,10 @@ static void fill_batch(struct ndk_qp_impl *qp)
             frame_fpdu(dp, hlen, src, nsrc, seg);
             e->sent += (uint32_t)seg;
             if (last) {
-                /* The IRD slot is free once the response is framed: its
-                 * octets are in our batch, independent of the entry. */
-                dp->irq_head++;
-                dp->irq_count--;
+                /* The IRD slot stays taken until the batch is written
+                 * (batch_written): until then we still hold the response. */
+                mark_end(dp, TX_IRQ, 0);
+                dp->irq_framed++;
                 dp->tx_cur = TX_NONE;
             }
             continue;
@@ -295,8 +295,14 @@ static void batch_written(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     for (int i = 0; i < dp->tx_nends; i++) {
-        if (dp->tx_ends[i].kind == TX_SQ)
+        if (dp->tx_ends[i].kind == TX_SQ) {
             dp->sq[qp_sq_idx(qp, dp->tx_ends[i].idx)].done = true;
+        } else {
+            /* A Read Response is all in TCP's hands: its IRD slot is free. */
+            dp->irq_head++;
+            dp->irq_count--;
+            dp->irq_framed--;
+        }
     }
     batch_reset(dp);
     qp_complete_sq_in_order(qp);
