@@ -126,10 +126,12 @@ static void tr_shutdown_write(struct ndk_transport *t)
 static void tr_failed(struct ndk_transport *t, bool peer_reset)
 {
     (void)peer_reset;
-    /* Any thread may get here, without the adapter lock: shutting the socket
-     * down makes it report a hang-up, and the progress thread tears the
-     * connection down from its event (the fd stays open until then). */
-    shutdown(tr_conn(t)->fd, SHUT_RDWR);
+    /* Any thread may get here, without the adapter lock: shutting the
+     * receive side down makes the socket report the end of its input, and
+     * the progress thread tears the connection down (a reset: the QP failed)
+     * from that event; the fd stays open until then. Not the send side: a
+     * FIN now would tell the peer the connection ended gracefully. */
+    shutdown(tr_conn(t)->fd, SHUT_RD);
 }
 
 /* The largest ULPDU whose FPDU fits one TCP segment now. */
@@ -230,7 +232,20 @@ static void conn_dead(struct ndk_connector_impl *c, bool abortive)
     leave_backlog(c);
 }
 
-static void fire_disconnect_event(struct ndk_connector_impl *c)
+/* Why an established connection ended, for the _EX disconnect callbacks:
+ * what the data path recorded (a Terminate either way, a broken stream, an
+ * overflowed CQ), else how the socket ended. */
+static ULONG disconnect_reason(struct ndk_connector_impl *c, bool reset)
+{
+    ULONG why = c->qp ? ndk_qp_end_reason(c->qp) : 0;
+    if (why)
+        return why;
+    if (c->qp_start_failed)
+        return NDK_DISCONNECT_REASON_LOCAL_ERROR;
+    return reset ? NDK_DISCONNECT_REASON_ABORTED : NDK_DISCONNECT_REASON_PEER_CLOSED;
+}
+
+static void fire_disconnect_event(struct ndk_connector_impl *c, ULONG reason)
 {
     /* At most once (X3); never for a local Disconnect or close (X2). */
     if (c->disc_event_done || c->local_disconnect || c->obj.closing)
@@ -243,7 +258,7 @@ static void fire_disconnect_event(struct ndk_connector_impl *c)
     c->disc_event.u.disc.fn = c->disc_fn;
     c->disc_event.u.disc.fn_ex = c->disc_fn_ex;
     c->disc_event.u.disc.ctx = c->disc_ctx;
-    c->disc_event.u.disc.reason = 0; /* no provider reason codes */
+    c->disc_event.u.disc.reason = reason;
     ndk_cb_queue(c->obj.ad, &c->disc_event);
 }
 
@@ -459,7 +474,8 @@ static void established(struct ndk_connector_impl *c)
         bool gated = c->passive && !c->p2p;
         if (!ndk_qp_start(c->qp, &c->tr, c->crc, c->eff_ird, c->eff_ord, socket_mulpdu(c->fd), gated)) {
             /* No memory for the read queues: the connection cannot work. */
-            shutdown(c->fd, SHUT_RDWR);
+            c->qp_start_failed = true;
+            shutdown(c->fd, SHUT_RD); /* as tr_failed: reset from the event */
             return;
         }
         if (c->read_rtr) {
@@ -591,7 +607,7 @@ static void on_peer_closed(struct ndk_connector_impl *c, bool reset)
              * sends our FIN. Stop reading (end of stream stays readable). */
             conn_watch(c, 0);
         }
-        fire_disconnect_event(c);
+        fire_disconnect_event(c, disconnect_reason(c, reset));
         break;
     case CONN_DISCONNECTING:
         if (reset) {
@@ -662,7 +678,7 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
                  * gives up. */
                 if (!c->term_draining) {
                     c->term_draining = true;
-                    fire_disconnect_event(c);
+                    fire_disconnect_event(c, disconnect_reason(c, true));
                     conn_watch(c, EPOLLRDHUP);
                     loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.DisconnectTimeoutMs);
                 }
@@ -743,7 +759,7 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         __attribute__((fallthrough));
     default:
         if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-            on_peer_closed(c, was_reset(c, events));
+            on_peer_closed(c, c->qp_start_failed || was_reset(c, events));
         return;
     }
 }

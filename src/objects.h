@@ -163,6 +163,7 @@ struct ndk_connector_impl {
     /* The data path's view of the socket (qp.h), once established. */
     struct ndk_transport tr;
     bool dp_started;
+    bool qp_start_failed;       /* no memory for the QP's read queues: reset at once */
     bool read_rtr;              /* set-up used a Read RTR (active: sent; passive: received) */
     bool term_draining;         /* the QP failed; its Terminate is still going out */
     int nudges_left;            /* RTR nudges still to send (ndk_qp_nudge) */

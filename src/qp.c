@@ -67,12 +67,25 @@ static const NDK_OPERATION_TYPE swqe_type[] = {
     [SWQE_INVALIDATE] = NdkOperationTypeInvalidate,
 };
 
-static void push_or_fail(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
+void qp_set_end_reason(struct ndk_qp_impl *qp, ULONG reason)
+{
+    ULONG none = 0;
+    __atomic_compare_exchange_n(&qp->dp.end_reason, &none, reason, false, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
+
+ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp)
+{
+    return __atomic_load_n(&qp->dp.end_reason, __ATOMIC_RELAXED);
+}
+
+void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 {
     /* A full CQ makes it and every QP using it unusable (reference 8.1):
      * the entry is lost and the connection is torn down. */
     if (!ndk_cq_push(cq, e) && qp->dp.state == QP_RTS) {
         qp->dp.state = QP_ERROR;
+        qp_set_end_reason(qp, NDK_DISCONNECT_REASON_LOCAL_ERROR);
         if (qp->dp.tr)
             qp->dp.tr->ops->failed(qp->dp.tr, false);
     }
@@ -95,7 +108,7 @@ void qp_complete_sq_in_order(struct ndk_qp_impl *qp)
                 .type = swqe_type[w->op],
                 .provider_error = w->status == STATUS_SUCCESS ? 0 : w->perr,
             };
-            push_or_fail(qp, qp->icq, &e);
+            qp_push_cqe(qp, qp->icq, &e);
         }
         free(w->pages);
         w->pages = NULL;
@@ -151,7 +164,7 @@ static void flush_rq(struct ndk_qp_impl *qp)
         };
         dp->rq_head++;
         dp->rq_count--;
-        push_or_fail(qp, qp->rcq, &e);
+        qp_push_cqe(qp, qp->rcq, &e);
     }
     pthread_mutex_unlock(&dp->rq_lock);
 }
@@ -170,7 +183,7 @@ static void flush_rx_message(struct ndk_qp_impl *qp)
         .type = NdkOperationTypeReceive,
     };
     dp->rx_fail_status = 0;
-    push_or_fail(qp, qp->rcq, &e);
+    qp_push_cqe(qp, qp->rcq, &e);
 }
 
 void ndk_qp_flush_all(struct ndk_qp_impl *qp)
@@ -216,6 +229,14 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
     pthread_mutex_lock(&dp->sq_lock);
     bool was_rts = dp->state == QP_RTS;
     dp->state = QP_ERROR;
+    if (was_rts) {
+        /* A Terminate that names a Terminate as its offender (a malformed
+         * one we received) is not answered: it is the peer's. */
+        ULONG why = !term                          ? NDK_DISCONNECT_REASON_ABORTED
+                    : send_term && !term->no_reply ? NDK_DISCONNECT_REASON_TERMINATE_SENT
+                                                   : NDK_DISCONNECT_REASON_TERMINATE_RECEIVED;
+        qp_set_end_reason(qp, why);
+    }
     NTSTATUS head = STATUS_CANCELLED;
     ULONG perr = 0;
     if (term) {

@@ -215,6 +215,10 @@ struct ndk_qp_dp {
     uint64_t rx_tmsg_to;
     NTSTATUS rx_fail_status; /* status for the receive that caused our Terminate */
     uint32_t rx_term_ctrl;   /* control word of the Terminate the peer sent */
+
+    /* Why the data path ended the connection: NDK_DISCONNECT_REASON_*, the
+     * first one set wins; 0 while it has not (any thread, atomically). */
+    ULONG end_reason;
 };
 
 /* ---- qp.c ---- */
@@ -249,6 +253,8 @@ void ndk_qp_nudge(struct ndk_qp_impl *qp);
 bool ndk_qp_sent_term(struct ndk_qp_impl *qp);
 /* Nothing queued or in flight on the initiator side (X1 "DMA finished"). */
 bool ndk_qp_quiescent(struct ndk_qp_impl *qp);
+/* Why the data path ended the connection (NDK_DISCONNECT_REASON_*), or 0. */
+ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp);
 
 /* Busy polling: reads the sockets of the QPs completing into cq, and takes
  * (or renews) their input leases. */
@@ -287,5 +293,10 @@ void qp_complete_sq_in_order(struct ndk_qp_impl *qp);   /* sq_lock held */
 void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
               size_t offender_len, bool send_term);
 uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i);
+/* Appends a completion; when the CQ overflows, the QP fails (its
+ * transport is torn down: LOCAL_ERROR). */
+void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e);
+/* Records why the data path ends the connection, unless a reason is set. */
+void qp_set_end_reason(struct ndk_qp_impl *qp, ULONG reason);
 
 #endif

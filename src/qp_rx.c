@@ -214,8 +214,7 @@ static void complete_receive(struct ndk_qp_impl *qp, NTSTATUS st, bool inv, uint
         .solicited = se,
     };
     dp->rx_msg_active = false;
-    if (!ndk_cq_push(qp->rcq, &e) && dp->tr)
-        dp->tr->ops->failed(dp->tr, false);
+    qp_push_cqe(qp, qp->rcq, &e);
 }
 
 /* The FPDU passed its CRC: make it count. Returns false on failure. */
@@ -550,6 +549,9 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 if (term) {
                     /* A Terminate is read whole: it has no payload to place. */
                     if (dp->rx_ulpdu > RX_HDR_MAX - 2) {
+                        /* Malformed, but the peer's Terminate all the same:
+                         * the stream ends, unanswered. */
+                        qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
                         qp_fatal(qp, NULL, NULL, 0, false);
                         alive = false;
                         break;

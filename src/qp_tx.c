@@ -242,6 +242,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
                     uint8_t ulpdu[80];
                     size_t n = term_encode(ulpdu, sizeof ulpdu, &t, 0, NULL, 0, NULL);
                     qp_tx_terminate(qp, ulpdu, n);
+                    qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_SENT);
                     dp->state = QP_ERROR;
                     return;
                 }
@@ -367,6 +368,7 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
                 return;
             }
             if (w < 0) {
+                qp_set_end_reason(qp, NDK_DISCONNECT_REASON_ABORTED);
                 dp->tx_dead = true;
                 batch_reset(dp);
                 tr->ops->failed(tr, true);

@@ -122,6 +122,25 @@ typedef struct _NDK_OPEN_OPTIONS {
                                          (until an ArmCq, or 1-2 ms without a poll) */
 
 /*
+ * ProviderDisconnectReason of NDK_FN_DISCONNECT_EVENT_CALLBACK_EX (NDKPI
+ * leaves the values to the provider; libndk always gives one of these).
+ */
+#define NDK_DISCONNECT_REASON_PEER_CLOSED 1 /* the peer closed gracefully: its FIN, after a
+                                               whole FPDU */
+#define NDK_DISCONNECT_REASON_ABORTED 2     /* the connection was reset or broken: a RST, a
+                                               socket error, the stream ending inside an
+                                               FPDU */
+#define NDK_DISCONNECT_REASON_TERMINATE_RECEIVED 3 /* the peer ended it with an RDMAP
+                                                      Terminate */
+#define NDK_DISCONNECT_REASON_TERMINATE_SENT 4 /* libndk ended it with a Terminate: what the
+                                                  peer sent broke a protocol or protection
+                                                  rule, or memory an inbound Read named was
+                                                  deregistered before its response left */
+#define NDK_DISCONNECT_REASON_LOCAL_ERROR 5 /* a CQ of the QP overflowed, or its read queues
+                                               could not be allocated: the QP is unusable
+                                               and the connection was reset */
+
+/*
  * Opens an adapter by interface name ("lo") or by one of its addresses
  * ("127.0.0.1", "::1"), at the requested version: Version.Major is the major
  * version wanted and Version.Minor the lowest minor version accepted
