@@ -667,22 +667,24 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
         bool alive = ndk_qp_on_readable(qp);
         if (!alive) {
             /* The QP failed (a Terminate either way, a protocol error, a
-             * local shutdown) or the stream ended. Only an orderly FIN at an
-             * FPDU boundary on a healthy QP is a graceful disconnect. */
-            bool failed = qp->dp.state == QP_ERROR || !qp->dp.rx_eof;
+             * local failure) or the stream ended. Only the peer's FIN at an
+             * FPDU boundary on a healthy QP, or on a flushed one, is a
+             * graceful disconnect. */
+            bool failed = ndk_qp_failed(qp);
             if (failed && ndk_qp_sent_term(qp)) {
                 /* We sent a Terminate (or it is still queued): the consumer
                  * hears now; the wire ends when the peer, having read it,
                  * closes (RFC 5040 prefers that to a reset, which could make
                  * its kernel drop the Terminate unread), or when the timer
-                 * gives up. */
+                 * gives up. Until the peer's FIN the QP reads and drops what
+                 * it sent behind the offender (RX_DISCARD): unread, that
+                 * would fill our window and hold the FIN back. */
                 if (!c->term_draining) {
                     c->term_draining = true;
                     fire_disconnect_event(c, disconnect_reason(c, true));
-                    conn_watch(c, EPOLLRDHUP);
                     loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.DisconnectTimeoutMs);
                 }
-                if (!(events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+                if (!ndk_qp_rx_over(qp) && !(events & (EPOLLERR | EPOLLHUP)))
                     return;
             }
             on_peer_closed(c, failed || was_reset(c, events));

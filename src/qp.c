@@ -215,6 +215,30 @@ NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code)
     return STATUS_CONNECTION_ABORTED;
 }
 
+/* The receive engine drops what comes from now on (rx_lock held). */
+static void rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit)
+{
+    dp->rx_st = RX_DISCARD;
+    dp->rx_over = false;
+    dp->rx_discard_left = limit;
+}
+
+bool ndk_qp_failed(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool failed = qp->dp.state == QP_ERROR || !qp->dp.rx_eof;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return failed;
+}
+
+bool ndk_qp_rx_over(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    bool over = qp->dp.rx_over;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return over;
+}
+
 /*
  * The stream is unusable: our own check failed (send_term: queue the
  * Terminate naming the offender), or the peer's Terminate arrived (term is
@@ -226,6 +250,7 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
 {
     struct ndk_qp_dp *dp = &qp->dp;
     dp->rx_st = RX_DEAD;
+    dp->rx_over = true;
     pthread_mutex_lock(&dp->sq_lock);
     bool was_rts = dp->state == QP_RTS;
     dp->state = QP_ERROR;
@@ -263,6 +288,13 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
                                offender_len >= 2 ? offender_len - 2 : 0, rdma);
         if (n)
             qp_tx_terminate(qp, ulpdu, n);
+    }
+    if (dp->term_len && !dp->tx_dead && dp->tr) {
+        /* Our Terminate goes out, then our FIN; the peer closes once it
+         * read it. Until then what it sent behind the offender is read and
+         * dropped: left unread it fills our receive window, and its FIN
+         * never arrives (bounded in octets here, in time by the owner). */
+        rx_discard_start(dp, RX_DISCARD_MAX_OCTETS);
     }
     flush_sq(qp, head, perr);
     pthread_mutex_unlock(&dp->sq_lock);

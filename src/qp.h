@@ -115,8 +115,14 @@ struct ndk_irq_entry {
 
 enum qp_state { QP_IDLE, QP_RTS, QP_ERROR };
 /* The receive engine: reading a header, reading a body (payload, pad, CRC),
- * or stopped for good (the stream failed, ended, or the QP was flushed). */
-enum rx_state { RX_HDR, RX_BODY, RX_DEAD };
+ * reading and dropping whatever comes until the peer closes (after our
+ * Terminate: nothing is placed any more, but the peer's FIN must not stay
+ * stuck behind unread octets), or stopped for good (the stream failed or
+ * ended). */
+enum rx_state { RX_HDR, RX_BODY, RX_DISCARD, RX_DEAD };
+/* After our Terminate, the octets dropped before the peer's FIN: beyond
+ * this the peer is not closing, and the connection is reset. */
+#define RX_DISCARD_MAX_OCTETS (64u << 20)
 
 struct ndk_qp_impl;
 
@@ -200,7 +206,9 @@ struct ndk_qp_dp {
     size_t rx_pre_have;
     uint32_t rx_crc;
     bool rx_first_seen;
-    bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary */
+    bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary (or while dropping) */
+    bool rx_over;           /* no more input will be read: end of stream, error, or discard limit */
+    uint64_t rx_discard_left; /* RX_DISCARD: octets still allowed */
     uint32_t msn_send_expect, msn_read_expect;
     /* the untagged message being received */
     bool rx_msg_active;
@@ -238,6 +246,12 @@ void ndk_qp_read_rtr_received(struct ndk_qp_impl *qp);
 void ndk_qp_stop(struct ndk_qp_impl *qp);
 /* Flushes every outstanding request with STATUS_CANCELLED. */
 void ndk_qp_flush_all(struct ndk_qp_impl *qp);
+/* The stream failed (a Terminate either way, a protocol error, a broken
+ * stream, a local failure): the owner resets the connection. */
+bool ndk_qp_failed(struct ndk_qp_impl *qp);
+/* Nothing more will be read from the stream (its end, an error, or the
+ * discard limit after our Terminate). */
+bool ndk_qp_rx_over(struct ndk_qp_impl *qp);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
 /* Lets a gated responder send before the initiator's first FPDU. */
@@ -274,6 +288,7 @@ void qp_tx_progress(struct ndk_qp_impl *qp);
 void ndk_qp_on_writable(struct ndk_qp_impl *qp);
 /* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
 void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);
+
 
 /* ---- qp_rx.c ---- */
 /* Reads and processes what the transport has (bounded per call). Returns
