@@ -226,7 +226,7 @@ static void rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit)
 bool ndk_qp_failed(struct ndk_qp_impl *qp)
 {
     pthread_mutex_lock(&qp->dp.sq_lock);
-    bool failed = qp->dp.state == QP_ERROR || !qp->dp.rx_eof;
+    bool failed = (qp->dp.state == QP_ERROR && !qp->dp.flushed) || !qp->dp.rx_eof;
     pthread_mutex_unlock(&qp->dp.sq_lock);
     return failed;
 }
@@ -624,23 +624,34 @@ static VOID qp_flush(NDK_QP *q)
     struct ndk_qp_impl *qp = qp_from(q);
     if (!qp)
         return;
-    /* 5.9.1: every pending request completes with STATUS_CANCELLED. A
-     * connected QP cannot keep its stream in step after that, so the
-     * connection is ended (as a verbs QP moved to the error state). */
-    pthread_mutex_lock(&qp->dp.rx_lock);
+    /*
+     * 5.9.1: every pending request completes with STATUS_CANCELLED. That is
+     * all NdkFlush does: the connection ends only by NdkDisconnect, a close
+     * or the peer (docs/behaviour.md). The QP is done, though: posts fail
+     * from now on, nothing more is sent but the rest of an FPDU already
+     * partly written (and our FIN, at NdkDisconnect), and what the peer
+     * sends is read and dropped, never placed (an FPDU is accepted only in
+     * RTS), so its FIN is seen and a disconnect can end gracefully.
+     */
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    pthread_mutex_lock(&dp->sq_lock);
+    bool was_rts = dp->state == QP_RTS;
+    if (was_rts) {
+        dp->state = QP_ERROR;
+        dp->flushed = true;
+        qp_tx_cut_batch(qp);
+    }
     /* Nothing is placed any more: flush_rq below hands the receives back,
      * and the engine must not take (or read ahead into) one of them. */
-    qp->dp.rx_st = RX_DEAD;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    bool was_rts = qp->dp.state == QP_RTS;
-    if (was_rts)
-        qp->dp.state = QP_ERROR;
+    if (was_rts && dp->rx_st != RX_DEAD)
+        rx_discard_start(dp, UINT64_MAX);
+    else if (dp->rx_st != RX_DISCARD)
+        dp->rx_st = RX_DEAD;
     flush_sq(qp, STATUS_CANCELLED, 0);
-    if (was_rts && qp->dp.tr)
-        qp->dp.tr->ops->failed(qp->dp.tr, false);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
+    pthread_mutex_unlock(&dp->sq_lock);
     flush_rx_message(qp);
-    pthread_mutex_unlock(&qp->dp.rx_lock);
+    pthread_mutex_unlock(&dp->rx_lock);
     flush_rq(qp);
 }
 

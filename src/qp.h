@@ -116,9 +116,9 @@ struct ndk_irq_entry {
 enum qp_state { QP_IDLE, QP_RTS, QP_ERROR };
 /* The receive engine: reading a header, reading a body (payload, pad, CRC),
  * reading and dropping whatever comes until the peer closes (after our
- * Terminate: nothing is placed any more, but the peer's FIN must not stay
- * stuck behind unread octets), or stopped for good (the stream failed or
- * ended). */
+ * Terminate, or once the QP was flushed: nothing is placed any more, but
+ * the peer's FIN must not stay stuck behind unread octets), or stopped for
+ * good (the stream failed or ended). */
 enum rx_state { RX_HDR, RX_BODY, RX_DISCARD, RX_DEAD };
 /* After our Terminate, the octets dropped before the peer's FIN: beyond
  * this the peer is not closing, and the connection is reset. */
@@ -164,6 +164,7 @@ struct ndk_qp_dp {
     bool tx_fin_wanted;     /* NdkDisconnect: FIN once everything queued is out */
     bool tx_fin_sent;
     bool tx_dead;
+    bool flushed;           /* NdkFlush on a connected QP: the connection stays, the QP is done */
     uint8_t term_buf[80];   /* a Terminate waiting to go out */
     uint8_t nudge_buf[20];  /* a zero-length RDMA Write (see ndk_qp_nudge) */
     size_t term_len;
@@ -247,7 +248,8 @@ void ndk_qp_stop(struct ndk_qp_impl *qp);
 /* Flushes every outstanding request with STATUS_CANCELLED. */
 void ndk_qp_flush_all(struct ndk_qp_impl *qp);
 /* The stream failed (a Terminate either way, a protocol error, a broken
- * stream, a local failure): the owner resets the connection. */
+ * stream, a local failure): the owner resets the connection. Not after a
+ * graceful end, nor because of NdkFlush, which leaves the connection up. */
 bool ndk_qp_failed(struct ndk_qp_impl *qp);
 /* Nothing more will be read from the stream (its end, an error, or the
  * discard limit after our Terminate). */
@@ -288,7 +290,9 @@ void qp_tx_progress(struct ndk_qp_impl *qp);
 void ndk_qp_on_writable(struct ndk_qp_impl *qp);
 /* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
 void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);
-
+/* Drops the rest of the batch after the FPDU being written (the stream
+ * stays framed) and marks the requests it finished. sq_lock held. */
+void qp_tx_cut_batch(struct ndk_qp_impl *qp);
 
 /* ---- qp_rx.c ---- */
 /* Reads and processes what the transport has (bounded per call). Returns

@@ -309,9 +309,10 @@ static void batch_written(struct ndk_qp_impl *qp)
     qp_complete_sq_in_order(qp);
 }
 
-/* Drops the rest of the batch after the FPDU being written, so a
- * Terminate can follow at an FPDU boundary (iwarp.md 3.7). */
-static void batch_cut_after_current(struct ndk_qp_impl *qp)
+/* After the FPDU being written nothing of the batch goes out: a Terminate
+ * follows at an FPDU boundary (RFC 5040 section 7), or NdkFlush stopped the
+ * QP. */
+void qp_tx_cut_batch(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     /* Messages whose every octet is out are done, whatever follows. */
@@ -345,7 +346,7 @@ void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len)
     if (dp->term_len || !dp->tr)
         return;
     dp->term_len = mpa_fpdu_build(ulpdu, len, dp->crc, dp->term_buf, sizeof dp->term_buf);
-    batch_cut_after_current(qp);
+    qp_tx_cut_batch(qp);
     dp->tx_gated = false; /* a Terminate may always go out */
     qp_tx_progress(qp);
 }
@@ -403,11 +404,11 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
                 dp->term_sent = true; /* counted as sent once its batch drains */
                 continue;
             }
-            if (dp->term_sent && !dp->tx_fin_sent) {
+            if ((dp->term_sent || dp->tx_fin_wanted) && !dp->tx_fin_sent) {
                 /* Nothing may follow a Terminate: our FIN goes next. The
                  * connection ends when the peer, having read the Terminate,
                  * closes too; a reset now could make its kernel drop the
-                 * Terminate unread. */
+                 * Terminate unread. After NdkFlush, NdkDisconnect's FIN. */
                 dp->tx_fin_sent = true;
                 tr->ops->shutdown_write(tr);
             }
