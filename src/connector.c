@@ -853,6 +853,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     int fd = ndk_tcp_socket(dst.sa.sa_family);
     if (fd < 0)
         return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
+    ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
 
     pthread_mutex_lock(&ad->lock);
     if (c->state != CONN_IDLE || c->obj.closing || c->passive) {

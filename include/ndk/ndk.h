@@ -103,6 +103,11 @@ typedef struct _NDK_OPEN_OPTIONS {
     ULONG MaxHalfOpen;         /* per listener: TCP connections still waiting for their MPA
                                   Request; a further one resets the one that waited
                                   longest; default 1024 */
+    ULONG SocketSendBufferBytes;    /* SO_SNDBUF of every connection's socket (Linux doubles
+                                       it and enforces its minimum); default: the system's,
+                                       which TCP autotunes */
+    ULONG SocketReceiveBufferBytes; /* SO_RCVBUF likewise (set before the handshake, so the
+                                       window scale fits); default: the system's */
 } NDK_OPEN_OPTIONS;
 
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
