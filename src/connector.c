@@ -766,6 +766,19 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
     }
 }
 
+/*
+ * siw 6.1 sends its Reply before it installs the callbacks that read the
+ * socket, so what lands in between (our RTR, or our first message) sits
+ * unread until more octets arrive (the interop harness README). While the
+ * peer has sent nothing, ndk_qp_nudge sends such octets, as this schedule
+ * (ms after NdkCompleteConnect) says: densely while the window is likely
+ * open (most last a few ms, some tens under emulation), then more sparsely,
+ * for 300 ms. A peer that answers, or a message of our own going out, ends
+ * or skips them; one that stays silent gets 14 zero-length Writes.
+ */
+static const uint16_t nudge_at_ms[] = {2, 4, 7, 10, 14, 18, 24, 30, 40, 50, 75, 100, 200, 300};
+#define NUDGES (sizeof nudge_at_ms / sizeof nudge_at_ms[0])
+
 static void conn_on_timer(struct loop_timer *t)
 {
     struct ndk_connector_impl *c = container_of(t, struct ndk_connector_impl, timer);
@@ -786,11 +799,10 @@ static void conn_on_timer(struct loop_timer *t)
             on_peer_closed(c, true); /* the Terminate never got out */
         } else if (c->passive && c->dp_started) {
             ndk_qp_ungate(c->qp); /* NDK_OPEN_FLAG_RELAXED_TX_GATE */
-        } else if (c->nudges_left > 0 && c->dp_started) {
-            c->nudges_left--;
-            ndk_qp_nudge(c->qp);
-            if (c->nudges_left)
-                loop_timer_arm(conn_loop(c), &c->timer, 180);
+        } else if (c->nudge_next < NUDGES && c->dp_started) {
+            unsigned at = nudge_at_ms[c->nudge_next++];
+            if (ndk_qp_nudge(c->qp) && c->nudge_next < NUDGES)
+                loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[c->nudge_next] - at);
         }
         break;
     default:
@@ -1014,12 +1026,8 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     close_pd_window(c);
     established(c);
     if (c->dp_started) {
-        /* siw 6.1 can miss what lands right after its Reply (our RTR or
-         * first message); a zero-length Write shortly after makes it look
-         * again while it has not answered (pauses of 10 ms to 0.5 s always
-         * worked in the interop harness). */
-        c->nudges_left = 2;
-        loop_timer_arm(conn_loop(c), &c->timer, 20);
+        c->nudge_next = 0;
+        loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[0]);
     }
 out:
     pthread_mutex_unlock(&c->obj.ad->lock);

@@ -166,7 +166,7 @@ struct ndk_connector_impl {
     bool qp_start_failed;       /* no memory for the QP's read queues: reset at once */
     bool read_rtr;              /* set-up used a Read RTR (active: sent; passive: received) */
     bool term_draining;         /* the QP failed; its Terminate is still going out */
-    int nudges_left;            /* RTR nudges still to send (ndk_qp_nudge) */
+    unsigned nudge_next;        /* index of the next nudge (ndk_qp_nudge) in connector.c's schedule */
     pthread_mutex_t mask_lock;  /* leaf: the epoll mask, changed by posting threads too */
     uint32_t base_events;
     bool want_out;

@@ -262,8 +262,9 @@ void ndk_qp_ungate(struct ndk_qp_impl *qp);
  * Linux siw 6.1 can miss whatever arrives right after its Reply (an RTR, or
  * the first message) until more bytes arrive (the interop harness README):
  * this is those bytes, and a zero-length tagged Write is never validated or
- * placed, so every peer ignores it. */
-void ndk_qp_nudge(struct ndk_qp_impl *qp);
+ * placed, so every peer ignores it. Returns false once nudging is pointless
+ * (the peer was heard from, or the stream is over). */
+bool ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* The QP ended the stream with its own Terminate (sent, or still queued
  * behind other FPDUs): the owner lets the peer close first. */
 bool ndk_qp_sent_term(struct ndk_qp_impl *qp);

@@ -64,15 +64,16 @@ void ndk_qp_ungate(struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&qp->dp.sq_lock);
 }
 
-void ndk_qp_nudge(struct ndk_qp_impl *qp)
+bool ndk_qp_nudge(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->sq_lock);
-    /* Only between messages (a zero-length Write is a message of its own)
-     * and only while the peer has shown no sign of life. */
+    /* Only between messages (a zero-length Write is a message of its own;
+     * the octets of one going out do the nudge's work anyway) and only while
+     * the peer has shown no sign of life. */
     bool heard = __atomic_load_n(&dp->rx_first_seen, __ATOMIC_ACQUIRE);
-    if (dp->tr && dp->state == QP_RTS && !heard && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 &&
-        !dp->tx_gated) {
+    bool live = dp->tr && dp->state == QP_RTS && !heard;
+    if (live && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 && !dp->tx_gated) {
         size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
         dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
@@ -80,6 +81,7 @@ void ndk_qp_nudge(struct ndk_qp_impl *qp)
         qp_tx_progress(qp);
     }
     pthread_mutex_unlock(&dp->sq_lock);
+    return live;
 }
 
 static void mark_end(struct ndk_qp_dp *dp, int kind, uint32_t idx)
