@@ -345,6 +345,24 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     return STATUS_SUCCESS;
 }
 
+NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Type)
+{
+    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);
+    if (!ad)
+        return 0;
+    ULONG n = 0;
+    pthread_mutex_lock(&ad->lock);
+    for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
+        /* A pending close whose completion is queued or running (nothing
+         * holds the object any more) counts as closed. */
+        bool closed = o->destroyed || (o->close_pending && o->successors == 0 &&
+                                       __atomic_load_n(&o->busy, __ATOMIC_ACQUIRE) == 0);
+        n += !closed && (Type == NdkObjectTypeUndefined || o->type == Type);
+    }
+    pthread_mutex_unlock(&ad->lock);
+    return n;
+}
+
 NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
 {
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);

@@ -46,6 +46,15 @@
  * refused (STATUS_INVALID_DEVICE_STATE): releasing that dependency needs the
  * adapter lock, which a posting thread must not take.
  *
+ * Logical addresses. Without an IOMMU the logical addresses of a LAM are
+ * the host addresses of its pages, and the table keeps the ranges of the
+ * live LAMs. The privileged token and fast registrations accept nothing
+ * else: a fast registration's page list is checked when it is posted and
+ * again when it executes, and NdkReleaseLAM marks every fast registration
+ * with a page that no live LAM covers any more as unmapped, which fails its
+ * token like an invalid STag (it can still be invalidated, or registered
+ * again over live pages).
+ *
  * Locking. t->lock is a near-leaf lock (after the QP and CQ locks, before
  * the callback-queue lock): nothing is called under it, no allocation or
  * free happens under it, and lookups copy out host iovecs so the caller
@@ -75,9 +84,6 @@
 /* NdkInitializeFastRegisterMr: more pages than this is STATUS_IMPLEMENTATION_LIMIT
  * (a page list of 512 KiB per MR is the most we are willing to hold). */
 #define MEM_MAX_FRMR_PAGES 65536u
-/* Every NDK_OP_FLAG_* bit; others are refused, known-but-irrelevant ones
- * ignored (reference 6.9). */
-#define OP_FLAGS_KNOWN 0x3FFu
 /* NDK_OP_FLAG_ALLOW_REMOTE_WRITE is 0x30 = 0x20 | ALLOW_LOCAL_WRITE: the
  * 0x20 bit is what asks for remote write. */
 #define OP_FLAG_REMOTE_WRITE_BIT 0x20u
@@ -101,7 +107,10 @@ struct mem_entry {
     ULONG max_pages;      /* AdapterPageCount of the latest initialization */
     ULONG page_cap;       /* capacity of pages[]: only grows */
     uint64_t *pages;      /* host addresses of the registered pages */
+    ULONG npages;         /* ... how many the registration has */
     ULONG fbo;
+    bool unmapped;        /* a LAM its pages lay in was released: nothing is mapped */
+    struct mem_entry *fr_prev, *fr_next; /* the table's list of fast-register MRs */
 
     /* window */
     const struct ndk_qp_impl *qp; /* the QP that executed the bind */
@@ -140,6 +149,8 @@ struct mem_table {
     struct lam_rec **lams;
     uint64_t *lam_max;
     size_t nlams, lam_cap;
+    /* Every fast-register MR: what NdkReleaseLAM must look at. */
+    struct mem_entry *frmrs;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -292,6 +303,12 @@ NTSTATUS mem_entry_new(struct mem_table *t, enum mem_kind kind, const struct ndk
         e->idx = idx;
         e->key = (uint8_t)rng_next(t);
         e->stag = make_stag(idx, e->key);
+        if (kind == MEM_KIND_FRMR) {
+            e->fr_next = t->frmrs;
+            if (t->frmrs)
+                t->frmrs->fr_prev = e;
+            t->frmrs = e;
+        }
         break;
     }
     if (fresh && !t->spare) {
@@ -329,6 +346,14 @@ struct ndk_obj *mem_entry_free(struct mem_table *t, struct mem_entry *e)
         *slot = NULL;
     }
     t->live--;
+    if (e->kind == MEM_KIND_FRMR) {
+        if (e->fr_prev)
+            e->fr_prev->fr_next = e->fr_next;
+        else
+            t->frmrs = e->fr_next;
+        if (e->fr_next)
+            e->fr_next->fr_prev = e->fr_prev;
+    }
     if (e->ante) {
         /* Found by index and owner: during adapter teardown the MR may be
          * gone already. */
@@ -465,7 +490,8 @@ NTSTATUS mem_frmr_init(struct mem_table *t, struct mem_entry *e, ULONG npages, b
 /* ------------------------------------------------------------------------ */
 
 /* Host iovecs for [to, to + len) of a valid registration (bounds checked by
- * the caller). Returns the count, or -1 when more than max are needed. */
+ * the caller). Returns the count, or -1 when more than max are needed; iov
+ * NULL only counts. */
 static int map_range(const struct mem_table *t, const struct mem_entry *e, uint64_t to,
                      uint64_t len, struct iovec *iov, int max)
 {
@@ -473,14 +499,16 @@ static int map_range(const struct mem_table *t, const struct mem_entry *e, uint6
         /* A normal MR's TOs are the host addresses of its MDL. */
         if (max < 1)
             return -1;
-        iov[0].iov_base = (void *)(uintptr_t)to;
-        iov[0].iov_len = (size_t)len;
+        if (iov)
+            iov[0] = (struct iovec){(void *)(uintptr_t)to, (size_t)len};
         return 1;
     }
     /* Byte `to` of a fast registration is byte fbo + (to - base) of its
-     * page list; consecutive pages need not be contiguous (5.9.5). */
+     * page list; consecutive pages need not be contiguous (NdkFastRegister):
+     * each run of pages adjacent in memory is one iovec. */
     uint64_t off = to - e->base + e->fbo;
     uint64_t mask = t->page_size - 1;
+    uint64_t next = 0; /* host address just past the last iovec */
     int n = 0;
     while (len) {
         uint64_t pi = off >> t->page_shift, po = off & mask;
@@ -488,15 +516,17 @@ static int map_range(const struct mem_table *t, const struct mem_entry *e, uint6
         if (chunk > len)
             chunk = len;
         uint64_t host = e->pages[pi] + po;
-        if (n && (uint64_t)(uintptr_t)iov[n - 1].iov_base + iov[n - 1].iov_len == host) {
-            iov[n - 1].iov_len += (size_t)chunk;
+        if (n && host == next) {
+            if (iov)
+                iov[n - 1].iov_len += (size_t)chunk;
         } else {
             if (n >= max)
                 return -1;
-            iov[n].iov_base = (void *)(uintptr_t)host;
-            iov[n].iov_len = (size_t)chunk;
+            if (iov)
+                iov[n] = (struct iovec){(void *)(uintptr_t)host, (size_t)chunk};
             n++;
         }
+        next = host + chunk;
         off += chunk;
         len -= chunk;
     }
@@ -517,7 +547,7 @@ static enum mem_err check_remote(const struct mem_table *t, const struct mem_ent
                                  uint32_t stag, uint64_t to, uint64_t len, unsigned access,
                                  const struct mem_entry **region)
 {
-    if (!e || e->stag != stag || !e->valid)
+    if (!e || e->stag != stag || !e->valid || e->unmapped)
         return MEM_INVALID_STAG;
     const struct mem_entry *m = e;
     if (e->kind == MEM_KIND_MW) {
@@ -591,6 +621,24 @@ static bool lam_covers(const struct mem_table *t, uint64_t a, uint64_t end)
     return i > 0 && t->lam_max[i - 1] >= end;
 }
 
+/* Does a live LAM cover the whole page at p (p <= UINT64_MAX - page)?
+ * hint[0..1] is a span known to be covered, [p, end) of the last page found
+ * (start with {0, 0}): a run of pages from one LAM costs one search. */
+static bool lam_covers_page(const struct mem_table *t, uint64_t p, uint64_t hint[2])
+{
+    uint64_t end = p + t->page_size;
+    if (p >= hint[0] && end <= hint[1])
+        return true;
+    size_t i = lam_upper(t, p);
+    if (i == 0 || t->lam_max[i - 1] < end)
+        return false;
+    /* The LAM with the largest end among those starting at or before p
+     * covers everything from p to that end. */
+    hint[0] = p;
+    hint[1] = t->lam_max[i - 1];
+    return true;
+}
+
 static void lam_fix_max(struct mem_table *t, size_t from)
 {
     for (size_t i = from; i < t->nlams; i++) {
@@ -600,9 +648,10 @@ static void lam_fix_max(struct mem_table *t, size_t from)
 }
 
 NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
-                       ULONG nsge, unsigned access, struct iovec *iov, int *niov)
+                       ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov)
 {
-    *niov = 0;
+    if (niov)
+        *niov = 0;
     if (nsge && !sgl)
         return STATUS_INVALID_PARAMETER;
     NTSTATUS st = STATUS_SUCCESS;
@@ -626,8 +675,12 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
                 st = STATUS_ACCESS_VIOLATION;
                 break;
             }
-            iov[n].iov_base = (void *)(uintptr_t)a;
-            iov[n].iov_len = (size_t)len;
+            if (n >= max_iov) {
+                st = STATUS_IMPLEMENTATION_LIMIT;
+                break;
+            }
+            if (iov)
+                iov[n] = (struct iovec){(void *)(uintptr_t)a, (size_t)len};
             n++;
             continue;
         }
@@ -637,23 +690,22 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
         if ((access & MEM_AT_POST) && e && e->kind == MEM_KIND_FRMR && e->pd == pd &&
             e->key != (uint8_t)e->stag)
             continue;
-        if (!e || e->kind == MEM_KIND_MW || e->pd != pd || !e->valid ||
+        if (!e || e->kind == MEM_KIND_MW || e->pd != pd || !e->valid || e->unmapped ||
             (e->kind == MEM_KIND_MR && e->stag != s->MemoryRegionToken) ||
             ((access & MEM_LOCAL_WRITE) && !(e->access & MEM_LOCAL_WRITE)) ||
             !inside(e->base, e->len, a, len)) {
             st = STATUS_ACCESS_VIOLATION;
             break;
         }
-        /* One iovec per SGE (mem.h): a fast-registered SGE over pages that
-         * are not contiguous in host memory cannot be described. */
-        if (map_range(t, e, a, len, &iov[n], 1) < 0) {
-            st = STATUS_INVALID_PARAMETER;
+        int k = map_range(t, e, a, len, iov ? &iov[n] : NULL, max_iov - n);
+        if (k < 0) {
+            st = STATUS_IMPLEMENTATION_LIMIT;
             break;
         }
-        n++;
+        n += k;
     }
     pthread_mutex_unlock(&t->lock);
-    if (st == STATUS_SUCCESS)
+    if (st == STATUS_SUCCESS && niov)
         *niov = n;
     return st;
 }
@@ -739,7 +791,7 @@ static NTSTATUS fr_static_checks(const struct mem_table *t, ULONG npages,
                                  PVOID base_va, ULONG flags)
 {
     uint64_t base = (uint64_t)(uintptr_t)base_va;
-    if (flags & ~OP_FLAGS_KNOWN)
+    if (flags & ~NDK_OP_FLAGS_KNOWN)
         return STATUS_INVALID_PARAMETER;
     if (npages == 0 || !pages)
         return STATUS_INVALID_PARAMETER;
@@ -774,6 +826,19 @@ static NTSTATUS fr_entry_checks(const struct mem_entry *e, const struct ndk_qp_i
     return STATUS_SUCCESS;
 }
 
+/* Every page of a fast registration must be a logical address the adapter
+ * handed out, i.e. lie inside a live LAM (NdkBuildLAM): anything else could
+ * name any memory of the process. Lock held. */
+static NTSTATUS fr_pages_checks(const struct mem_table *t, ULONG npages,
+                                const NDK_LOGICAL_ADDRESS *pages)
+{
+    uint64_t hint[2] = {0, 0};
+    for (ULONG i = 0; i < npages; i++)
+        if (!lam_covers_page(t, (uint64_t)pages[i].QuadPart, hint))
+            return STATUS_INVALID_PARAMETER;
+    return STATUS_SUCCESS;
+}
+
 /* The entry a fast registration targets: an MR of this QP's adapter. */
 static struct mem_entry *frmr_entry(struct ndk_qp_impl *qp, NDK_MR *mr)
 {
@@ -795,6 +860,8 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
     pthread_mutex_lock(&t->lock);
     st = fr_entry_checks(e, qp, npages, flags);
     if (st == STATUS_SUCCESS)
+        st = fr_pages_checks(t, npages, pages);
+    if (st == STATUS_SUCCESS)
         bump_key(e); /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4) */
     pthread_mutex_unlock(&t->lock);
     return st;
@@ -808,17 +875,22 @@ NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages
     if (!e)
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->mem;
-    /* Checked again: the MR may have been re-initialized since the post. */
+    /* Checked again: the MR may have been re-initialized, or a LAM of its
+     * pages released, since the post. */
     NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
     if (st != STATUS_SUCCESS)
         return st;
     pthread_mutex_lock(&t->lock);
     st = fr_entry_checks(e, qp, npages, flags);
+    if (st == STATUS_SUCCESS)
+        st = fr_pages_checks(t, npages, pages);
     if (st == STATUS_SUCCESS) {
         /* npages <= max_pages <= page_cap. At most MEM_MAX_FRMR_PAGES
          * words are copied under the lock. */
         for (ULONG i = 0; i < npages; i++)
             e->pages[i] = (uint64_t)pages[i].QuadPart;
+        e->npages = npages;
+        e->unmapped = false;
         e->fbo = fbo;
         e->base = (uint64_t)(uintptr_t)base_va;
         e->len = len;
@@ -848,7 +920,7 @@ static NTSTATUS bind_checks(const struct mem_entry *m, const struct mem_entry *w
                             bool at_post)
 {
     uint64_t a = (uint64_t)(uintptr_t)va;
-    if (flags & ~OP_FLAGS_KNOWN)
+    if (flags & ~NDK_OP_FLAGS_KNOWN)
         return STATUS_INVALID_PARAMETER;
     if (m->kind != MEM_KIND_MR || w->kind != MEM_KIND_MW)
         return STATUS_INVALID_PARAMETER; /* windows go over normally registered MRs */
@@ -1103,6 +1175,22 @@ VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdk
             lam_fix_max(t, i);
             found = true;
             break;
+        }
+    }
+    if (found) {
+        /* A fast registration whose pages are not all covered any more
+         * must not leave a usable token (mem.h): its memory may be reused
+         * for anything now. Another live LAM over the same pages keeps it. */
+        for (struct mem_entry *e = t->frmrs; e; e = e->fr_next) {
+            if (!e->valid || e->unmapped)
+                continue;
+            uint64_t hint[2] = {0, 0};
+            for (ULONG i = 0; i < e->npages; i++) {
+                if (!lam_covers_page(t, e->pages[i], hint)) {
+                    e->unmapped = true;
+                    break;
+                }
+            }
         }
     }
     pthread_mutex_unlock(&t->lock);

@@ -36,6 +36,17 @@ struct ndk_qp_impl;
  * out. Every other SGE is checked as usual. */
 #define MEM_AT_POST 0x100
 
+/* The most host-contiguous pieces the local SGEs of one request may map to.
+ * An SGE in a fast-registered MR whose pages are not adjacent in memory
+ * takes one piece per run of adjacent pages; a request that needs more is
+ * refused with STATUS_IMPLEMENTATION_LIMIT. The data path sizes its
+ * per-message iovec arrays with it. */
+#define MEM_LOCAL_IOV_MAX 64
+
+/* Every NDK_OP_FLAG_* bit. A posting call refuses any other bit and ignores
+ * the known ones that do not apply to it (docs/behaviour.md, Posting). */
+#define NDK_OP_FLAGS_KNOWN 0x3FFu
+
 /* Why a remote access was refused; the data path turns these into the
  * Terminate of iwarp.md 3.9 with the ddp.h helpers. */
 enum mem_err {
@@ -72,11 +83,14 @@ enum mem_err mem_map_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
  * registration its token names, in this PD, with `access` (MEM_LOCAL_WRITE
  * for receive buffers and read sinks, 0 for gather). The PD's privileged
  * token accepts logical addresses inside a live LAM of the adapter.
- * Returns STATUS_SUCCESS and the host iovecs (one per SGE, zero-length SGEs
- * dropped), or STATUS_ACCESS_VIOLATION / STATUS_INVALID_PARAMETER.
+ * Returns STATUS_SUCCESS and the host iovecs in SGE order (zero-length SGEs
+ * dropped; one per SGE, or one per run of adjacent pages of a fast
+ * registration), or STATUS_ACCESS_VIOLATION / STATUS_INVALID_PARAMETER, or
+ * STATUS_IMPLEMENTATION_LIMIT when more than max_iov iovecs are needed.
+ * iov NULL: the checks and the count only (niov may be NULL).
  */
 NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
-                       ULONG nsge, unsigned access, struct iovec *iov, int *niov);
+                       ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov);
 
 /*
  * Remote invalidation by an inbound Send with Invalidate (iwarp.md 3.6):
@@ -93,7 +107,9 @@ enum mem_err mem_invalidate_remote(struct mem_table *t, const struct ndk_pd_impl
  * returns). The QP keeps the MR/MW objects alive until mem_exec_* ran. */
 
 /* NdkFastRegister's effect, applied when the request reaches the head of the
- * initiator queue. Returns STATUS_SUCCESS or the completion error. */
+ * initiator queue. Returns STATUS_SUCCESS or the completion error. Every
+ * page of the list must lie inside a live LAM of the adapter, when posted
+ * and again when executed (STATUS_INVALID_PARAMETER otherwise). */
 NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                 PVOID base_va, ULONG flags);
@@ -121,6 +137,8 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion
 NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
                        NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext,
                        NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM, ULONG *pLAMSize, ULONG *pFBO);
+/* A fast registration with a page no live LAM covers any more maps nothing
+ * from then on: its tokens fail as invalid STags, remotely and locally. */
 VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdkLAM);
 
 #endif

@@ -49,6 +49,8 @@ struct ndk_qp_impl {
     struct ndk_cq_impl *rcq, *icq;
     void *context;
     ULONG rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
+    ULONG iq_admit;                  /* InitiatorQueueDepth as asked (iq_depth, the
+                                        ring, has at least one slot) */
     uint64_t serial;                 /* unique for the process: a window bound to this QP
                                         names it by pointer and serial, so a later QP at
                                         the same address cannot inherit it */

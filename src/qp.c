@@ -11,6 +11,9 @@
 #include "objects.h"
 #include "wire/term.h"
 
+/* The flags each call documents. A known flag outside that set does not
+ * apply to the call and is dropped; an unknown bit is refused
+ * (docs/behaviour.md, Posting). */
 #define SEND_FLAGS                                                                           \
     (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT | \
      NDK_OP_FLAG_INLINE | NDK_OP_FLAG_DEFER)
@@ -310,17 +313,12 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
 
 /* ---- posting ---- */
 
-static NTSTATUS check_flags(ULONG flags, ULONG allowed)
-{
-    return (flags & ~allowed) ? STATUS_INVALID_PARAMETER : STATUS_SUCCESS;
-}
-
 /* Room and state for one more initiator request; sq_lock held. */
 static NTSTATUS sq_admit(struct ndk_qp_impl *qp)
 {
     if (qp->dp.state != QP_RTS)
         return STATUS_CONNECTION_INVALID;
-    if (qp->dp.sq_count >= qp->iq_depth)
+    if (qp->dp.sq_count >= qp->iq_admit)
         return STATUS_INSUFFICIENT_RESOURCES;
     return STATUS_SUCCESS;
 }
@@ -350,19 +348,22 @@ static void sq_commit(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
 /* D4: an inline failure first hands every deferred request to the engine. */
 static NTSTATUS sq_fail(struct ndk_qp_impl *qp, NTSTATUS st);
 
-/* The start every initiator-queue post shares: the QP, its flags, room and
- * state. On success sq_lock is held and *out is the QP. */
-static NTSTATUS sq_begin(NDK_QP *q, ULONG flags, ULONG allowed, struct ndk_qp_impl **out)
+/* The start every initiator-queue post shares: the QP, the call's own
+ * argument checks (args_ok), its flags (*flags keeps those of `allowed`),
+ * room and state. On success sq_lock is held and *out is the QP. Every
+ * failure once the QP is known goes through sq_fail, so the requests
+ * deferred before it still go out (D4). */
+static NTSTATUS sq_begin(NDK_QP *q, bool args_ok, ULONG *flags, ULONG allowed,
+                         struct ndk_qp_impl **out)
 {
     struct ndk_qp_impl *qp = qp_from(q);
     if (!qp)
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_flags(flags, allowed);
-    if (st != STATUS_SUCCESS)
-        return st;
     pthread_mutex_lock(&qp->dp.sq_lock);
-    if ((st = sq_admit(qp)) != STATUS_SUCCESS)
+    NTSTATUS st = !args_ok || (*flags & ~NDK_OP_FLAGS_KNOWN) ? STATUS_INVALID_PARAMETER : sq_admit(qp);
+    if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
+    *flags &= allowed;
     *out = qp;
     return STATUS_SUCCESS;
 }
@@ -405,9 +406,7 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
     }
     if (n > max_sge)
         return STATUS_INVALID_PARAMETER;
-    struct iovec iov[NDK_MAX_SGE];
-    int niov;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_AT_POST, iov, &niov);
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
     if (n)
@@ -420,7 +419,7 @@ static NTSTATUS post_send(NDK_QP *q, PVOID ctx, const NDK_SGE *sgl, ULONG n, ULO
                           UINT32 token)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, SEND_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, true, &flags, SEND_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_swqe *w = sq_slot(qp);
@@ -451,7 +450,7 @@ static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT
                          ULONG flags)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, WRITE_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, true, &flags, WRITE_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_swqe *w = sq_slot(qp);
@@ -469,10 +468,8 @@ static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT
 static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
                         ULONG flags)
 {
-    if (n && !sgl)
-        return STATUS_INVALID_PARAMETER;
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, READ_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, !n || sgl, &flags, READ_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if (qp->dp.ord == 0)
@@ -488,9 +485,8 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
         return sq_fail(qp, STATUS_INVALID_PARAMETER);
     /* The sink is written locally: it needs local write (reference 9.6;
      * no special read-sink right is required). */
-    struct iovec iov[NDK_MAX_SGE];
-    int niov;
-    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, iov, &niov);
+    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+                       MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp);
@@ -510,7 +506,7 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
 static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, BIND_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, true, &flags, BIND_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if ((st = mem_check_bind(qp, mr, mw, va, len, flags)) != STATUS_SUCCESS)
@@ -531,10 +527,8 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
                                  CONST NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID va,
                                  ULONG flags)
 {
-    if (npages && !pages)
-        return STATUS_INVALID_PARAMETER;
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, FASTREG_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, !npages || pages, &flags, FASTREG_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if ((st = mem_check_fast_register(qp, mr, npages, pages, fbo, len, va, flags)) != STATUS_SUCCESS)
@@ -563,10 +557,8 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
 
 static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
 {
-    if (!obj)
-        return STATUS_INVALID_PARAMETER;
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, flags, INVALIDATE_FLAGS, &qp);
+    NTSTATUS st = sq_begin(q, obj != NULL, &flags, INVALIDATE_FLAGS, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     if ((st = mem_check_invalidate(qp, obj)) != STATUS_SUCCESS)
@@ -594,9 +586,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         total += sgl[i].Length;
     if (total > (1u << 30))
         return STATUS_INVALID_PARAMETER;
-    struct iovec iov[NDK_MAX_SGE];
-    int niov;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, iov, &niov);
+    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+                                MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_qp_dp *dp = &qp->dp;
@@ -975,9 +966,11 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     static uint64_t next_serial;
     qp->serial = __atomic_add_fetch(&next_serial, 1, __ATOMIC_RELAXED);
     /* Depth 0 still gets one slot so the rings are never empty arrays; the
-     * admission checks use the depths asked for. */
+     * admission checks use the depths asked for, so a queue of depth 0
+     * takes no request (STATUS_INSUFFICIENT_RESOURCES, as a full one). */
     qp->rq_depth = ReceiveQueueDepth ? ReceiveQueueDepth : 1;
     qp->iq_depth = InitiatorQueueDepth ? InitiatorQueueDepth : 1;
+    qp->iq_admit = InitiatorQueueDepth;
     qp->rq_sge = MaxReceiveRequestSge;
     qp->iq_sge = MaxInitiatorRequestSge;
     qp->inline_size = InlineDataSize;
@@ -997,8 +990,6 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
         dp->sq[i].inline_data = InlineDataSize ? dp->inline_pool + (size_t)i * InlineDataSize : NULL;
     if (!ReceiveQueueDepth && !srqo)
         qp->rq_depth = 0;
-    if (!InitiatorQueueDepth)
-        qp->iq_depth = 1; /* index arithmetic needs a non-zero modulus */
     qp->dp.state = QP_IDLE;
 
     pthread_mutex_lock(&ad->lock);

@@ -25,6 +25,7 @@
 #include <sys/uio.h>
 
 #include "cqsrq.h"
+#include "mem.h"
 #include "wire/ddp.h"
 
 struct ndk_transport;
@@ -104,12 +105,14 @@ struct ndk_irq_entry {
 
 /* Sized for one writev of up to 32 FPDUs (2 MiB on loopback, where an FPDU
  * holds 64 KiB) and for placing one FPDU: at most 17 pages of a
- * fast-registered region or 16 receive SGEs; every QP carries these, so they
- * are kept small (the idle cost of a connection is budgeted). */
+ * fast-registered region or the MEM_LOCAL_IOV_MAX pieces of a receive;
+ * every QP carries these, so they are kept small (the idle cost of a
+ * connection is budgeted). */
 #define TX_FPDU_MAX 32   /* FPDUs framed per batch */
 #define MULPDU_RECHECK_OCTETS (1u << 20)
 #define TX_IOV_MAX 256   /* iovecs per writev */
 #define RX_IOV_MAX 64    /* placement iovecs for one FPDU */
+_Static_assert(RX_IOV_MAX >= MEM_LOCAL_IOV_MAX, "an FPDU's part of a receive always fits");
 #define TX_HDR_MAX (2 + DDP_HDR_MAX)
 #define RX_HDR_MAX (2 + 70)  /* a whole Terminate is read as header */
 
@@ -178,7 +181,7 @@ struct ndk_qp_dp {
     /* the message being segmented */
     int tx_cur;             /* 0 none, 1 SQ request sq_tx, 2 IRQ head */
     uint64_t tx_cur_off;
-    struct iovec tx_src[NDK_MAX_SGE]; /* its payload, mapped */
+    struct iovec tx_src[MEM_LOCAL_IOV_MAX]; /* its payload, mapped */
     int tx_src_n;
     /* messages whose last octet is in the batch: done when the batch is */
     struct { int end_iov; int kind; uint32_t idx; } tx_ends[TX_FPDU_MAX];
@@ -216,7 +219,7 @@ struct ndk_qp_dp {
     struct ndk_rwqe rx_wqe;
     bool rx_wqe_from_srq;
     uint64_t rx_msg_bytes;
-    struct iovec rx_msg_iov[NDK_MAX_SGE];
+    struct iovec rx_msg_iov[MEM_LOCAL_IOV_MAX];
     int rx_msg_iov_n;
     /* the tagged message being received */
     bool rx_tmsg_active;

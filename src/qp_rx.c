@@ -128,9 +128,10 @@ static bool place(struct ndk_qp_impl *qp)
             return false;
         }
         if (len) {
-            struct iovec sink[NDK_MAX_SGE];
+            struct iovec sink[MEM_LOCAL_IOV_MAX];
             int nsink;
-            if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, &nsink) != STATUS_SUCCESS ||
+            if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &nsink) !=
+                    STATUS_SUCCESS ||
                 (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
                 /* Our own sink went away under the Read: local failure. */
                 dp->rx_iov_n = 0;
@@ -180,9 +181,10 @@ static bool place(struct ndk_qp_impl *qp)
         }
         dp->rx_msg_active = true;
         dp->rx_msg_bytes = 0;
-        if (mem_map_local(mem, qp->pd, dp->rx_wqe.sge, dp->rx_wqe.nsge, MEM_LOCAL_WRITE, dp->rx_msg_iov,
-                          &dp->rx_msg_iov_n) != STATUS_SUCCESS) {
-            dp->rx_fail_status = STATUS_ACCESS_VIOLATION;
+        NTSTATUS st = mem_map_local(mem, qp->pd, dp->rx_wqe.sge, dp->rx_wqe.nsge, MEM_LOCAL_WRITE,
+                                    dp->rx_msg_iov, MEM_LOCAL_IOV_MAX, &dp->rx_msg_iov_n);
+        if (st != STATUS_SUCCESS) {
+            dp->rx_fail_status = st;
             rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_CATASTROPHIC, 0);
             return false;
         }
@@ -476,7 +478,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
         !is_send_op(hb[3] & RDMAP_CTRL_OP_MASK) || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
-    struct iovec msg[NDK_MAX_SGE];
+    struct iovec msg[MEM_LOCAL_IOV_MAX];
     const struct iovec *buf = dp->rx_msg_iov;
     int nbuf = dp->rx_msg_iov_n;
     uint64_t at = dp->rx_msg_bytes, cap = dp->rx_wqe.total;
@@ -491,8 +493,8 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
             memcpy(sge, w->sge, nsge * sizeof *sge);
         }
         pthread_mutex_unlock(&dp->rq_lock);
-        if (!nsge || mem_map_local(qp->obj.ad->mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, msg, &nbuf) !=
-                         STATUS_SUCCESS)
+        if (!nsge || mem_map_local(qp->obj.ad->mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, msg,
+                                   MEM_LOCAL_IOV_MAX, &nbuf) != STATUS_SUCCESS)
             return AHEAD_NO;
         buf = msg;
         at = 0;

@@ -149,7 +149,7 @@ static bool pick_next(struct ndk_qp_impl *qp)
             dp->tx_src_n = 0;
             if (w->total && !(w->flags & NDK_OP_FLAG_INLINE)) {
                 NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, w->sge, w->nsge, 0, dp->tx_src,
-                                            &dp->tx_src_n);
+                                            MEM_LOCAL_IOV_MAX, &dp->tx_src_n);
                 if (st != STATUS_SUCCESS) {
                     fail_wqe(qp, w, st);
                     continue;
@@ -212,7 +212,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     refresh_mulpdu(dp);
     size_t mulpdu = dp->mulpdu;
-    while (batch_has_room(dp, NDK_MAX_SGE)) {
+    while (batch_has_room(dp, MEM_LOCAL_IOV_MAX)) {
         if (dp->tx_cur == TX_NONE && !pick_next(qp))
             return;
         if (dp->tx_cur == TX_IRQ) {
@@ -273,8 +273,8 @@ static void fill_batch(struct ndk_qp_impl *qp)
         size_t room = mulpdu - (tagged ? DDP_TAGGED_HDR_LEN : DDP_UNTAGGED_HDR_LEN);
         uint64_t left = w->total - dp->tx_cur_off;
         size_t seg = left < room ? (size_t)left : room;
-        struct iovec pl[NDK_MAX_SGE];
-        int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, NDK_MAX_SGE);
+        struct iovec pl[MEM_LOCAL_IOV_MAX];
+        int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
         bool last = dp->tx_cur_off + seg == w->total;
         uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
         size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_WRITE, last, w->rtoken,

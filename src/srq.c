@@ -106,9 +106,8 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext, CONST NDK_SG
         total += pSgl[i].Length;
     if (total > UINT32_MAX)
         return STATUS_INVALID_PARAMETER;
-    struct iovec iov[NDK_MAX_SGE];
-    int niov;
-    NTSTATUS st = mem_map_local(srq->obj.ad->mem, srq->pd, pSgl, nSge, MEM_LOCAL_WRITE | MEM_AT_POST, iov, &niov);
+    NTSTATUS st = mem_map_local(srq->obj.ad->mem, srq->pd, pSgl, nSge, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+                                MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
     pthread_mutex_lock(&srq->lock);

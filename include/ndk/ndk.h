@@ -6,12 +6,13 @@
  * interface name or by one of its IP addresses, and closes it with a blocking
  * call. Everything else goes through the NDKPI dispatch tables of ndkpi.h.
  *
- * Memory: NdkRegisterMr and NdkBuildLAM take an MDL. On Linux the MDL is a
- * small stand-in defined in ndkpi.h: { Next, StartVa, ByteOffset, ByteCount }
- * describes a virtually contiguous user buffer (chained with Next) that the
- * caller keeps mapped while it is registered; MmGetMdlVirtualAddress() and
- * MmGetMdlByteCount() read it as on Windows. The provider uses only the
- * virtual range: TOs on the wire are these virtual addresses.
+ * Memory: NdkRegisterMr and NdkBuildLAM take an MDL, laid out as the
+ * Windows x64 MDL (ndkpi.h). libndk reads Next, StartVa, ByteOffset and
+ * ByteCount: each MDL of a chain describes a virtually contiguous buffer
+ * (starting at StartVa + ByteOffset) that the caller keeps mapped while it
+ * is registered; MmGetMdlVirtualAddress() and MmGetMdlByteCount() read it
+ * as on Windows. The provider uses only the virtual range: TOs on the wire
+ * are these virtual addresses.
  *
  * Adapters: libndk's software iWARP provider exposes one adapter per network
  * interface that has at least one IPv4 or IPv6 address (loopback included).
@@ -167,6 +168,17 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
  * down without callbacks. Must not be called from inside a callback.
  */
 NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter);
+
+/*
+ * The number of the adapter's objects of one type that are open: created
+ * (their create call returned, even if its completion is still pending) and
+ * not yet closed (a pending close counts until its completion is on its
+ * way: queued or running).
+ * NdkObjectTypeUndefined counts every type; the adapter itself is never
+ * counted. For hosts that report what a consumer left open before they
+ * close the adapter for it; 0 for a NULL or unknown adapter.
+ */
+NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Type);
 
 /* "STATUS_CONNECTION_REFUSED" for 0xC0000236, or "0x........" for unknown
  * values (in a static buffer per thread). */

@@ -21,6 +21,15 @@ extern "C" {
 /* Windows scalar types. One block, included once through this header by    */
 /* ndkpi.h and ndk.h as well.                                                */
 /* ------------------------------------------------------------------------ */
+/*
+ * Guard: a platform header that defines these names first (the WDK kit's
+ * ntdef.h) defines NDK_WINTYPES_DEFINED, and this block is skipped. It must
+ * then define every name of the block (the scalar types, LARGE_INTEGER,
+ * PHYSICAL_ADDRESS, GUID, KAFFINITY, GROUP_AFFINITY, SOCKADDR, PSOCKADDR,
+ * VOID, CONST, TRUE, FALSE, NDK_ANON_STRUCT and the SAL annotations used
+ * here). The assertions at the end of this header check, whoever defined
+ * them, that each type has the size and signedness it has on Windows x64.
+ */
 #ifndef NDK_WINTYPES_DEFINED
 #define NDK_WINTYPES_DEFINED
 
@@ -204,9 +213,33 @@ typedef struct _NDK_ADAPTER_INFO {
 #define NDK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 
+/* Size and signedness of each Windows scalar type, as on Windows x64. */
+#define NDK_ASSERT_SCALAR_(T, size, is_signed)                                            \
+    NDK_STATIC_ASSERT(sizeof(T) == (size) && (((T)-1 > (T)0) != (is_signed)), #T)
+NDK_ASSERT_SCALAR_(UCHAR, 1, 0);
+/* CHAR is plain char, as on Windows, so string literals fit it; it is
+ * signed wherever the compiler's char is (x86-64, as MSVC). */
+#ifdef __CHAR_UNSIGNED__
+NDK_ASSERT_SCALAR_(CHAR, 1, 0);
+#else
+NDK_ASSERT_SCALAR_(CHAR, 1, 1);
+#endif
+NDK_ASSERT_SCALAR_(BOOLEAN, 1, 0);
+NDK_ASSERT_SCALAR_(USHORT, 2, 0);
+NDK_ASSERT_SCALAR_(ULONG, 4, 0);
+NDK_ASSERT_SCALAR_(LONG, 4, 1);
+NDK_ASSERT_SCALAR_(NTSTATUS, 4, 1);
+NDK_ASSERT_SCALAR_(UINT32, 4, 0);
+NDK_ASSERT_SCALAR_(UINT64, 8, 0);
+NDK_ASSERT_SCALAR_(LONGLONG, 8, 1);
+
 #if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
-NDK_STATIC_ASSERT(sizeof(ULONG) == 4 && sizeof(LONG) == 4 && sizeof(NTSTATUS) == 4,
-                  "LLP64 32-bit integers");
+NDK_ASSERT_SCALAR_(SIZE_T, 8, 0);
+NDK_ASSERT_SCALAR_(ULONG_PTR, 8, 0);
+NDK_ASSERT_SCALAR_(KAFFINITY, 8, 0);
+NDK_STATIC_ASSERT(sizeof(PVOID) == 8, "PVOID");
+NDK_STATIC_ASSERT(sizeof(LARGE_INTEGER) == 8 && offsetof(LARGE_INTEGER, HighPart) == 4,
+                  "LARGE_INTEGER");
 NDK_STATIC_ASSERT(sizeof(PHYSICAL_ADDRESS) == 8, "PHYSICAL_ADDRESS");
 NDK_STATIC_ASSERT(sizeof(GUID) == 16, "GUID");
 NDK_STATIC_ASSERT(sizeof(GROUP_AFFINITY) == 16, "GROUP_AFFINITY");

@@ -149,29 +149,52 @@ extern "C" {
 /* ------------------------------------------------------------------------ */
 
 /*
- * The Linux stand-in for a Windows MDL: it describes a virtually contiguous
- * user buffer that the caller keeps mapped (and, for RDMA, pinned) while it
- * is registered; Next chains further buffers. Only the virtual range is used:
- * unlike Windows, the provider never needs the physical pages behind it.
+ * A memory descriptor list, laid out as the Windows x64 MDL (wdm.h): the
+ * kit's WDK headers and libndk share one layout, because libndk is compiled
+ * once and reads the MDLs that consumers build.
+ *
+ * libndk reads four members, through the accessors below: Next (further
+ * MDLs of a chain), StartVa and ByteOffset (MmGetMdlVirtualAddress: the
+ * buffer's first byte is StartVa + ByteOffset) and ByteCount
+ * (MmGetMdlByteCount). Windows keeps StartVa page-aligned and ByteOffset
+ * below PAGE_SIZE; libndk accepts any StartVa, so a Linux consumer may set
+ * StartVa to the buffer and leave ByteOffset 0. The buffer must stay mapped
+ * (and, for RDMA, in place) while it is registered; only its virtual range
+ * is used, never the pages behind it. Size, MdlFlags, Process,
+ * MappedSystemVa and the page-frame array that follows the MDL on Windows
+ * are the platform's: libndk never reads them.
+ *
+ * Guard: a platform header that defines MDL first (the WDK kit's wdm.h)
+ * defines NDK_MDL_DEFINED, and this header then uses its MDL; the layout
+ * assertions at the end still check the members libndk reads.
  */
+#ifndef NDK_MDL_DEFINED
+#define NDK_MDL_DEFINED
 typedef struct _MDL {
     struct _MDL *Next;
+    int16_t Size;     /* CSHORT: bytes of the MDL and its page-frame array */
+    int16_t MdlFlags; /* CSHORT */
+    USHORT AllocationProcessorNumber;
+    USHORT Reserved;
+    struct _EPROCESS *Process;
+    PVOID MappedSystemVa;
     PVOID StartVa;    /* start of the buffer (Windows: its first page) */
-    ULONG ByteOffset; /* offset of the first byte from StartVa */
     ULONG ByteCount;  /* bytes described, starting at StartVa + ByteOffset */
-} MDL;
-typedef MDL *PMDL;
+    ULONG ByteOffset; /* offset of the first byte from StartVa */
+} MDL, *PMDL;
+#endif
 
-/* The buffer's first byte; the base VA of a registration. */
-static inline PVOID MmGetMdlVirtualAddress(const MDL *Mdl)
-{
-    return (PVOID)((char *)Mdl->StartVa + Mdl->ByteOffset);
-}
-
-static inline ULONG MmGetMdlByteCount(const MDL *Mdl)
-{
-    return Mdl->ByteCount;
-}
+/* Macros, as on Windows. MmGetMdlVirtualAddress is the buffer's first
+ * byte: the base VA of a registration. */
+#ifndef MmGetMdlVirtualAddress
+#define MmGetMdlVirtualAddress(Mdl) ((PVOID)((char *)((Mdl)->StartVa) + (Mdl)->ByteOffset))
+#endif
+#ifndef MmGetMdlByteCount
+#define MmGetMdlByteCount(Mdl) ((Mdl)->ByteCount)
+#endif
+#ifndef MmGetMdlByteOffset
+#define MmGetMdlByteOffset(Mdl) ((Mdl)->ByteOffset)
+#endif
 
 /* ------------------------------------------------------------------------ */
 /* Object header and work-request structures                                */
@@ -1001,6 +1024,14 @@ NDK_STATIC_ASSERT(offsetof(NDK_SGE, MemoryRegionToken) == 0x0C, "NDK_SGE.MemoryR
 NDK_STATIC_ASSERT(sizeof(NDK_SGE) == 0x10, "NDK_SGE");
 
 NDK_STATIC_ASSERT(sizeof(NDK_EXTENSION_INTERFACE) == 8, "NDK_EXTENSION_INTERFACE");
+
+/* The MDL members libndk reads, at their Windows x64 offsets (whichever
+ * header defined MDL). */
+NDK_STATIC_ASSERT(offsetof(MDL, Next) == 0x00, "MDL.Next");
+NDK_STATIC_ASSERT(offsetof(MDL, StartVa) == 0x20, "MDL.StartVa");
+NDK_STATIC_ASSERT(offsetof(MDL, ByteCount) == 0x28, "MDL.ByteCount");
+NDK_STATIC_ASSERT(offsetof(MDL, ByteOffset) == 0x2C, "MDL.ByteOffset");
+NDK_STATIC_ASSERT(sizeof(MDL) == 0x30, "MDL size");
 
 /* Dispatch tables: sizes, first and last members, and 1.2 / 2.1 additions. */
 NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_DISPATCH, NdkQueryExtension) == 0x00, "adapter first");

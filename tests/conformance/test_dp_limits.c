@@ -1,16 +1,19 @@
 /* The data path's limits: every NDK_ADAPTER_INFO limit that bounds a QP or
  * a work request, and every QP creation value. At the limit a request
  * works; one past it fails inline, cleanly (no CQE, 4.5) and leaves the QP
- * usable. Also: unknown flag bits, posting on an unconnected QP, local SGE
- * checks, and ORD enforcement (more Reads than ORD wait their turn).
+ * usable. Also: unknown flag bits and known ones that do not apply to the
+ * call, posting on an unconnected QP, an initiator queue of depth 0, local
+ * SGE checks, and ORD enforcement (more Reads than ORD wait their turn).
  * Contract: reference 4.5, 5.5.4-5.5.5, 5.9, 6.1, 6.7, 6.9, 7.4.
  * libndk decisions relied on (NDKPI leaves the status open): SGE count over
  * the QP's limit, unknown flag bits, inline size over InlineDataSize and a
- * transfer over MaxTransferLength -> STATUS_INVALID_PARAMETER; a full queue
- * -> STATUS_INSUFFICIENT_RESOURCES; an initiator request on an unconnected
+ * transfer over MaxTransferLength -> STATUS_INVALID_PARAMETER; known flag
+ * bits a call does not document are ignored; a full queue, or one of depth
+ * 0 -> STATUS_INSUFFICIENT_RESOURCES; an initiator request on an unconnected
  * QP -> STATUS_CONNECTION_INVALID; an SGE outside its registration or
- * without the right it needs -> STATUS_ACCESS_VIOLATION; NdkRead with ORD 0
- * -> STATUS_INVALID_DEVICE_STATE. */
+ * without the right it needs -> STATUS_ACCESS_VIOLATION; local SGEs that
+ * need more than 64 pieces -> STATUS_IMPLEMENTATION_LIMIT; NdkRead with ORD
+ * 0 -> STATUS_INVALID_DEVICE_STATE. */
 #include "dptest.h"
 
 #define MiB (1024u * 1024u)
@@ -374,6 +377,71 @@ DP_CASE(initiator_queue_depth)
 }
 
 /*
+ * InitiatorQueueDepth 0 (5.5.4 lets a QP have an empty initiator queue;
+ * libndk: a QP that takes no initiator request). Connected, every initiator
+ * post on it is refused with STATUS_INSUFFICIENT_RESOURCES, as on a full
+ * queue, with no CQE; its receive queue works as usual.
+ */
+DP_CASE(initiator_queue_depth_zero)
+{
+    dp_side a, p;
+    REQUIRE(dp_side_open(&a) && dp_side_open(&p));
+    dp_conn *c = dp_conn_new(&a, &p, NULL);
+    REQUIRE(c);
+    /* The passive QP again, with depth 0. */
+    dp_cfg zero = c->cfg;
+    zero.iqd = 0;
+    dp_close(c->qp);
+    c->qp = dp_qp_create(&p, c->rcqp, c->cqp, NULL, dp_qpctx_p(c), &zero, NULL);
+    REQUIRE(c->qp && dp_conn_establish(c));
+    dp_mr ms, rr, pm, wr, src, sink;
+    uint8_t *as = dp_buf_reg(&a, &ms, 64, 0, 31);
+    uint8_t *rb = dp_buf_reg(&p, &rr, 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    uint8_t *pb = dp_buf_reg(&p, &pm, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 32);
+    uint8_t *wb = dp_buf_reg(&a, &wr, 64, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    uint8_t *sb = dp_buf_reg(&a, &src, 64, NDK_MR_FLAG_ALLOW_REMOTE_READ, 33);
+    uint8_t *kb = dp_buf_reg(&p, &sink, 64, DP_SINK_FLAGS, 0);
+    NDK_MW *mw = dp_mw_new(&p);
+    uint8_t *fb = dp_guarded(4096, false, 0);
+    dp_frmr f;
+    REQUIRE(as && rb && pb && wb && sb && kb && mw && dp_frmr_init(&p, &f, fb, 4096, TRUE));
+
+    NDK_SGE g = dp_sge(&pm, 0, 16), ks = dp_sge(&sink, 0, 16);
+    NDK_QP *q = c->qp;
+    const NTSTATUS FULL = STATUS_INSUFFICIENT_RESOURCES;
+    DP_CHECK_ST(dp_send(q, DP_CTX(1), &g, 1, 0), FULL);
+    DP_CHECK_ST(q->Dispatch->NdkSendAndInvalidate(q, DP_CTX(2), &g, 1, 0, 0x1234), FULL);
+    DP_CHECK_ST(dp_write(q, DP_CTX(3), &g, 1, wb, wr.rtok, 0), FULL);
+    DP_CHECK_ST(dp_read(q, DP_CTX(4), &ks, 1, sb, src.rtok, 0), FULL);
+    DP_CHECK_ST(q->Dispatch->NdkBind(q, DP_CTX(5), pm.mr, mw, pb, 4096, NDK_OP_FLAG_ALLOW_REMOTE_READ), FULL);
+    DP_CHECK_ST(dp_frmr_post(q, DP_CTX(6), &f, fb, NDK_OP_FLAG_ALLOW_LOCAL_WRITE), FULL);
+    DP_CHECK_ST(q->Dispatch->NdkInvalidate(q, DP_CTX(7), &f.mr->Header, 0), FULL);
+    DP_CHECK_QUIET(c->cqp);
+
+    /* The receive side works. */
+    NDK_SGE rs = dp_sge(&rr, 0, 64), ss = dp_sge(&ms, 0, 64);
+    DP_CHECK_ST(dp_recv(q, DP_CTX(8), &rs, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_send(c->qa, DP_CTX(9), &ss, 1, 0), STATUS_SUCCESS);
+    NDK_RESULT_EX e;
+    DP_WAIT(c->cqa, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(9), -1);
+    DP_WAIT(c->cqp, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(8), 64);
+    DP_CHECK_DATA(rb, 64, 31, 0);
+    dp_close(mw);
+    dp_frmr_close(&f);
+    dp_mr_close(&ms);
+    dp_mr_close(&rr);
+    dp_mr_close(&pm);
+    dp_mr_close(&wr);
+    dp_mr_close(&src);
+    dp_mr_close(&sink);
+    dp_conn_close(c);
+    dp_side_close(&a);
+    dp_side_close(&p);
+}
+
+/*
  * Unknown flag bits (6.9, libndk: STATUS_INVALID_PARAMETER) on every posting
  * function that takes Flags: refused inline, no CQE, the QP keeps working.
  */
@@ -427,6 +495,114 @@ DP_CASE(unknown_flags)
     dp_mr_close(&src);
     dp_mr_close(&sink);
     dp_mr_close(&mwbase);
+    dp_pair_close(&x);
+}
+
+/*
+ * Known flag bits a call does not document (6.9 leaves them open and
+ * suggests ignoring them; libndk does): each posting call with every
+ * NDK_OP_FLAG_* bit outside its own set is accepted and does just what it
+ * does without them. RDMA_READ_LOCAL_INVALIDATE on a Send leaves the
+ * Send's token valid; SEND_AND_SOLICIT_EVENT on a Write, INLINE on a Read,
+ * remote rights on an Invalidate change nothing.
+ */
+#define OP_FLAGS_ALL 0x3FFu
+#define DOC_SEND                                                                             \
+    (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT | \
+     NDK_OP_FLAG_INLINE | NDK_OP_FLAG_DEFER)
+#define DOC_WRITE (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_INLINE | NDK_OP_FLAG_DEFER)
+#define DOC_READ                                                                             \
+    (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE | \
+     NDK_OP_FLAG_DEFER)
+#define DOC_BIND                                                                             \
+    (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_ALLOW_REMOTE_READ |      \
+     NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_DEFER)
+#define DOC_FASTREG (DOC_BIND | NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_RDMA_READ_SINK)
+#define DOC_INVALIDATE (NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_READ_FENCE | NDK_OP_FLAG_DEFER)
+
+DP_CASE(irrelevant_flags_ignored)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    dp_mr ms, rr, wr, src, sink, mwbase, mk;
+    uint8_t *a = dp_buf_reg(&x.a, &ms, 4096, 0, 41);
+    uint8_t *rb = dp_buf_reg(&x.p, &rr, 2 * 256, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    uint8_t *wb = dp_buf_reg(&x.p, &wr, 256, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    uint8_t *sb = dp_buf_reg(&x.p, &src, 256, NDK_MR_FLAG_ALLOW_REMOTE_READ, 42);
+    uint8_t *kb = dp_buf_reg(&x.a, &sink, 256, DP_SINK_FLAGS, 0);
+    uint8_t *mb = dp_buf_reg(&x.a, &mwbase, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 43);
+    uint8_t *pk = dp_buf_reg(&x.p, &mk, 256, DP_SINK_FLAGS, 0);
+    NDK_MW *mw = dp_mw_new(&x.a);
+    uint8_t *fb = dp_guarded(4096, false, 0);
+    dp_fill(fb, 4096, 44, 0);
+    dp_frmr f;
+    REQUIRE(a && rb && wb && sb && kb && mb && pk && mw && dp_frmr_init(&x.a, &f, fb, 4096, TRUE));
+    NDK_QP *q = c->qa;
+
+    /* FastRegister: local write only, whatever else is set. */
+    DP_CHECK_ST(dp_frmr_post(q, DP_CTX(1), &f, fb,
+                             NDK_OP_FLAG_ALLOW_LOCAL_WRITE | (OP_FLAGS_ALL & ~DOC_FASTREG)),
+                STATUS_SUCCESS);
+    NDK_SGE fs;
+    memset(&fs, 0, sizeof fs);
+    fs.VirtualAddress = fb;
+    fs.Length = 100;
+    fs.MemoryRegionToken = f.mr->Dispatch->NdkGetLocalTokenFromMr(f.mr);
+    /* Send from the fast registration, twice: the first one's
+     * RDMA_READ_LOCAL_INVALIDATE must not have invalidated its token. */
+    NDK_SGE r0 = dp_sge(&rr, 0, 256), r1 = dp_sge(&rr, 256, 256);
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(100), &r0, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(101), &r1, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_send(q, DP_CTX(2), &fs, 1, OP_FLAGS_ALL & ~DOC_SEND), STATUS_SUCCESS);
+    NDK_RESULT_EX e[8];
+    DP_WAIT(c->cqa, e, 2);
+    DP_CHECK_CQE(e[0], STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_a(c), DP_CTX(1), -1);
+    DP_CHECK_CQE(e[1], STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(2), -1);
+    DP_CHECK_ST(dp_send(q, DP_CTX(3), &fs, 1, 0), STATUS_SUCCESS);
+    /* Write, Read, Bind. */
+    NDK_SGE wg = dp_sge(&ms, 0, 200), kg = dp_sge(&sink, 0, 200);
+    DP_CHECK_ST(dp_write(q, DP_CTX(4), &wg, 1, wb, wr.rtok, OP_FLAGS_ALL & ~DOC_WRITE), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_read(q, DP_CTX(5), &kg, 1, sb, src.rtok, OP_FLAGS_ALL & ~DOC_READ), STATUS_SUCCESS);
+    DP_CHECK_ST(q->Dispatch->NdkBind(q, DP_CTX(6), mwbase.mr, mw, mb, 4096,
+                                     NDK_OP_FLAG_ALLOW_REMOTE_READ | (OP_FLAGS_ALL & ~DOC_BIND)),
+                STATUS_SUCCESS);
+    DP_WAIT(c->cqa, e, 4);
+    static const NDK_OPERATION_TYPE types[4] = {NdkOperationTypeSend, NdkOperationTypeWrite,
+                                                NdkOperationTypeRead, NdkOperationTypeBind};
+    for (int i = 0; i < 4; i++)
+        DP_CHECK_CQE(e[i], STATUS_SUCCESS, types[i], dp_qpctx_a(c), DP_CTX(3 + i), -1);
+    DP_WAIT(c->cqp, e, 2);
+    for (int i = 0; i < 2; i++) {
+        DP_CHECK_CQE(e[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(100 + i), 100);
+        DP_CHECK_DATA(rb + 256 * i, 100, 44, 0);
+    }
+    DP_CHECK_DATA(wb, 200, 41, 0);
+    DP_CHECK_DATA(kb, 200, 42, 0);
+    /* The window grants what its documented flags say: a Read through it. */
+    NDK_SGE pks = dp_sge(&mk, 0, 256);
+    DP_CHECK_ST(dp_read(c->qp, DP_CTX(7), &pks, 1, mb + 100, mw->Dispatch->NdkGetRemoteTokenFromMw(mw), 0),
+                STATUS_SUCCESS);
+    DP_WAIT(c->cqp, e, 1);
+    DP_CHECK_CQE(e[0], STATUS_SUCCESS, NdkOperationTypeRead, dp_qpctx_p(c), DP_CTX(7), -1);
+    DP_CHECK_DATA(pk, 256, 43, 100);
+    /* Invalidate: the fast registration is gone for local use too. */
+    DP_CHECK_ST(q->Dispatch->NdkInvalidate(q, DP_CTX(8), &f.mr->Header, OP_FLAGS_ALL & ~DOC_INVALIDATE),
+                STATUS_SUCCESS);
+    DP_WAIT(c->cqa, e, 1);
+    DP_CHECK_CQE(e[0], STATUS_SUCCESS, NdkOperationTypeInvalidate, dp_qpctx_a(c), DP_CTX(8), -1);
+    DP_CHECK_ST(dp_send(q, DP_CTX(9), &fs, 1, 0), STATUS_ACCESS_VIOLATION);
+    DP_CHECK_QUIET(c->cqa);
+    DP_CHECK_QUIET(c->cqp);
+    dp_close(mw);
+    dp_frmr_close(&f);
+    dp_mr_close(&ms);
+    dp_mr_close(&rr);
+    dp_mr_close(&wr);
+    dp_mr_close(&src);
+    dp_mr_close(&sink);
+    dp_mr_close(&mwbase);
+    dp_mr_close(&mk);
     dp_pair_close(&x);
 }
 
@@ -706,6 +882,75 @@ DP_CASE(frmr_page_count)
     dp_pair_close(&x);
 }
 
+/*
+ * How many pieces the local SGEs of one request may need (libndk: 64 runs
+ * of pages adjacent in memory, docs/behaviour.md). A fast registration of
+ * every other page of a buffer makes each page a piece of its own: an SGE
+ * over 64 of them works (a Send, its data checked), one over 65 is refused
+ * inline with STATUS_IMPLEMENTATION_LIMIT by every call that takes local
+ * SGEs, with no CQE, and the QP keeps working.
+ */
+#define LOCAL_PIECES_MAX 64u
+
+DP_CASE(local_sge_piece_limit)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    size_t pg = dp_page();
+    const ULONG np = LOCAL_PIECES_MAX + 1;
+    uint8_t *buf = dp_guarded(2 * np * pg, false, 0);
+    dp_fill(buf, 2 * np * pg, 51, 0);
+    dp_frmr f;
+    REQUIRE(dp_frmr_init(&x.p, &f, buf, 2 * np * pg, FALSE));
+    NDK_LOGICAL_ADDRESS *pages = dp_malloc(np * sizeof *pages);
+    for (ULONG i = 0; i < np; i++)
+        pages[i] = f.lam->AdapterPageArray[2 * i];
+    uint8_t *va = (uint8_t *)(uintptr_t)((uint64_t)0x300000 * pg);
+    DP_REQUIRE_ST(c->qp->Dispatch->NdkFastRegister(c->qp, DP_CTX(1), f.mr, np, pages, 0, np * pg, va,
+                                                   NDK_OP_FLAG_ALLOW_LOCAL_WRITE),
+                  STATUS_SUCCESS);
+    NDK_RESULT_EX e;
+    DP_WAIT(c->cqp, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(1), -1);
+    NDK_SGE all;
+    memset(&all, 0, sizeof all);
+    all.VirtualAddress = va;
+    all.Length = (ULONG)(np * pg);
+    all.MemoryRegionToken = f.mr->Dispatch->NdkGetLocalTokenFromMr(f.mr);
+    dp_mr wr, src;
+    uint8_t *wb = dp_buf_reg(&x.a, &wr, 64, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    uint8_t *sb = dp_buf_reg(&x.a, &src, np * pg, NDK_MR_FLAG_ALLOW_REMOTE_READ, 52);
+    REQUIRE(wb && sb);
+    const NTSTATUS LIMIT = STATUS_IMPLEMENTATION_LIMIT;
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(2), &all, 1, 0), LIMIT);
+    DP_CHECK_ST(dp_write(c->qp, DP_CTX(3), &all, 1, wb, wr.rtok, 0), LIMIT);
+    DP_CHECK_ST(dp_read(c->qp, DP_CTX(4), &all, 1, sb, src.rtok, 0), LIMIT);
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(5), &all, 1), LIMIT);
+    DP_CHECK_QUIET(c->cqp);
+
+    /* One piece fewer: a Send of 64 pages, each from its own place. */
+    dp_mr rr;
+    size_t n = LOCAL_PIECES_MAX * pg;
+    uint8_t *rb = dp_buf_reg(&x.a, &rr, n, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    REQUIRE(rb);
+    NDK_SGE rs = dp_sge(&rr, 0, (ULONG)n);
+    DP_CHECK_ST(dp_recv(c->qa, DP_CTX(6), &rs, 1), STATUS_SUCCESS);
+    all.Length = (ULONG)n;
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(7), &all, 1, 0), STATUS_SUCCESS);
+    DP_WAIT(c->cqp, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(7), -1);
+    DP_WAIT(c->cqa, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_a(c), DP_CTX(6), n);
+    for (size_t i = 0; i < LOCAL_PIECES_MAX; i++)
+        DP_CHECK_DATA(rb + i * pg, pg, 51, 2 * i * pg);
+    dp_frmr_close(&f);
+    dp_mr_close(&wr);
+    dp_mr_close(&src);
+    dp_mr_close(&rr);
+    dp_pair_close(&x);
+}
+
 int main(void)
 {
     RUN(qp_creation_limits);
@@ -714,11 +959,14 @@ int main(void)
     RUN(transfer_length_limit);
     RUN(receive_queue_depth);
     RUN(initiator_queue_depth);
+    RUN(initiator_queue_depth_zero);
     RUN(unknown_flags);
+    RUN(irrelevant_flags_ignored);
     RUN(unconnected_qp);
     RUN(local_sge_checks);
     RUN(ord_enforcement);
     RUN(read_with_ord_zero);
     RUN(frmr_page_count);
+    RUN(local_sge_piece_limit);
     return tl_finish();
 }

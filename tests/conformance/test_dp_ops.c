@@ -3,7 +3,9 @@
  * of many sizes and SGE layouts, solicited sends, SendAndInvalidate of a
  * fast-registered MR, INLINE sends and writes, Write, Read (single and
  * multi-SGE sinks, zero length), READ_FENCE, SILENT_SUCCESS, DEFER chains,
- * RDMA_READ_LOCAL_INVALIDATE, memory windows, fast registration from a LAM,
+ * a post failing after DEFER posts, RDMA_READ_LOCAL_INVALIDATE, memory
+ * windows, fast registration from a LAM (remote access, local SGEs across
+ * pages that are not adjacent, the LAM released before it executes),
  * Invalidate, completion order, and both GetCqResults flavours.
  * Contract: reference 4.5, 5.4.3, 5.4.5, 5.9, 6.4-6.10, 8, 9, 10.3; iwarp.md 3.
  * libndk choices relied on (behaviour the reference leaves open) are marked
@@ -537,6 +539,102 @@ DP_CASE(defer_chain)
 }
 
 /*
+ * A post that fails inline after DEFER posts hands the requests deferred
+ * before it on first (D4, docs/rules.md), whatever made it fail: an unknown
+ * flag bit, a NULL SGE array on Read, Send or Write, a NULL page array on
+ * FastRegister, a NULL object on Invalidate. The Send deferred before it
+ * must go out and complete with no further post.
+ * The passive side speaks first: once the active side has heard its peer,
+ * its post-connect nudges (zero-length Writes 20 and 200 ms after
+ * NdkCompleteConnect, which also push queued requests out) do nothing, so
+ * nothing but the failing post can send the deferred Send, and the 600 ms
+ * wait cannot be rescued by a nudge.
+ */
+#define DEFER_FLUSH_MS 600u
+enum { F_SEND_FLAG, F_SENDINV_FLAG, F_WRITE_FLAG, F_READ_FLAG, F_BIND_FLAG, F_FR_FLAG, F_INV_FLAG,
+       F_SEND_NULL, F_WRITE_NULL, F_READ_NULL, F_FR_NULL, F_INV_NULL, F_COUNT };
+
+DP_CASE(defer_chain_inline_failure)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    dp_mr ms, rr, ps, ar, wr, src, sink, mwbase;
+    uint8_t *a = dp_buf_reg(&x.a, &ms, F_COUNT * 256, 0, 141);
+    uint8_t *rb = dp_buf_reg(&x.p, &rr, F_COUNT * 256, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    uint8_t *pb = dp_buf_reg(&x.p, &ps, 64, 0, 142);
+    uint8_t *ab = dp_buf_reg(&x.a, &ar, 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    uint8_t *wb = dp_buf_reg(&x.p, &wr, 64, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    uint8_t *sb = dp_buf_reg(&x.p, &src, 64, NDK_MR_FLAG_ALLOW_REMOTE_READ, 143);
+    uint8_t *kb = dp_buf_reg(&x.a, &sink, 64, DP_SINK_FLAGS, 0);
+    uint8_t *mb = dp_buf_reg(&x.a, &mwbase, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    NDK_MW *mw = dp_mw_new(&x.a);
+    uint8_t *fb = dp_guarded(4096, false, 0);
+    dp_frmr f;
+    REQUIRE(a && rb && pb && ab && wb && sb && kb && mb && mw && dp_frmr_init(&x.a, &f, fb, 4096, TRUE));
+
+    /* The passive side speaks first. */
+    NDK_SGE r0 = dp_sge(&ar, 0, 64), s0 = dp_sge(&ps, 0, 64);
+    DP_CHECK_ST(dp_recv(c->qa, DP_CTX(900), &r0, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(901), &s0, 1, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_a(c), DP_CTX(900), 64);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(901), -1);
+
+    const ULONG D = NDK_OP_FLAG_DEFER, BAD = 0x400u;
+    NDK_SGE w1 = dp_sge(&ms, 0, 16), k1 = dp_sge(&sink, 0, 16);
+    for (int i = 0; i < F_COUNT; i++) {
+        NDK_SGE r = dp_sge(&rr, (size_t)i * 256, 256), g = dp_sge(&ms, (size_t)i * 256, 100 + i);
+        DP_CHECK_ST(dp_recv(c->qp, DP_CTX(100 + i), &r, 1), STATUS_SUCCESS);
+        DP_CHECK_ST(dp_send(c->qa, DP_CTX(200 + i), &g, 1, D), STATUS_SUCCESS);
+        NDK_QP *q = c->qa;
+        void *ctx = DP_CTX(300 + i);
+        NTSTATUS st = STATUS_SUCCESS;
+        switch (i) {
+        case F_SEND_FLAG: st = dp_send(q, ctx, &w1, 1, D | BAD); break;
+        case F_SENDINV_FLAG: st = q->Dispatch->NdkSendAndInvalidate(q, ctx, &w1, 1, D | BAD, 0x1234); break;
+        case F_WRITE_FLAG: st = dp_write(q, ctx, &w1, 1, wb, wr.rtok, D | BAD); break;
+        case F_READ_FLAG: st = dp_read(q, ctx, &k1, 1, sb, src.rtok, D | BAD); break;
+        case F_BIND_FLAG:
+            st = q->Dispatch->NdkBind(q, ctx, mwbase.mr, mw, mb, 4096, NDK_OP_FLAG_ALLOW_REMOTE_READ | D | BAD);
+            break;
+        case F_FR_FLAG: st = dp_frmr_post(q, ctx, &f, fb, D | BAD); break;
+        case F_INV_FLAG: st = q->Dispatch->NdkInvalidate(q, ctx, &f.mr->Header, D | BAD); break;
+        case F_SEND_NULL: st = dp_send(q, ctx, NULL, 1, D); break;
+        case F_WRITE_NULL: st = dp_write(q, ctx, NULL, 1, wb, wr.rtok, D); break;
+        case F_READ_NULL: st = dp_read(q, ctx, NULL, 1, sb, src.rtok, D); break;
+        case F_FR_NULL:
+            st = q->Dispatch->NdkFastRegister(q, ctx, f.mr, 1, NULL, 0, 4096, fb, D);
+            break;
+        case F_INV_NULL: st = q->Dispatch->NdkInvalidate(q, ctx, NULL, D); break;
+        }
+        DP_CHECK_ST(st, STATUS_INVALID_PARAMETER);
+        NDK_RESULT_EX e;
+        if (dp_wait_ex(c->cqa, &e, 1, DEFER_FLUSH_MS) != 1) {
+            tl_failures++;
+            fprintf(stderr, "[%s] failing post %d: the Send deferred before it never completed\n",
+                    tl_current, i);
+            break; /* stranded: later cases would only repeat it */
+        }
+        DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(200 + i), -1);
+        EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(100 + i),
+                   100 + i);
+        DP_CHECK_DATA(rb + (size_t)i * 256, 100 + i, 141, (size_t)i * 256);
+    }
+    DP_CHECK_QUIET(c->cqa);
+    dp_close(mw);
+    dp_frmr_close(&f);
+    dp_mr_close(&ms);
+    dp_mr_close(&rr);
+    dp_mr_close(&ps);
+    dp_mr_close(&ar);
+    dp_mr_close(&wr);
+    dp_mr_close(&src);
+    dp_mr_close(&sink);
+    dp_mr_close(&mwbase);
+    dp_pair_close(&x);
+}
+
+/*
  * RDMA_READ_LOCAL_INVALIDATE (5.9.7): with the adapter flag, a successful
  * Read invalidates its first SGE's token (a fast-registered sink), so a later
  * SGE with it is refused; without the flag the request flag is ignored and
@@ -716,6 +814,146 @@ DP_CASE(fast_register_write)
 }
 
 /*
+ * libndk: the pages of a fast registration are checked again when it
+ * executes (docs/behaviour.md, Memory). Posted with DEFER, then its LAM
+ * released before the next post rings the doorbell: the FastRegister
+ * completes with STATUS_INVALID_PARAMETER and maps nothing (a Send from
+ * it fails), and the request behind it goes out as usual.
+ */
+DP_CASE(fast_register_lam_released_before_execution)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    uint8_t *buf = dp_guarded(4096, false, 0);
+    dp_frmr f;
+    dp_mr rr;
+    uint8_t *rb = dp_buf_reg(&x.a, &rr, 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    REQUIRE(rb && dp_frmr_init(&x.p, &f, buf, 4096, TRUE));
+    DP_REQUIRE_ST(dp_frmr_post(c->qp, DP_CTX(1), &f, buf, NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_DEFER),
+                  STATUS_SUCCESS);
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, f.lam);
+    f.lam = NULL;
+    NDK_SGE rs = dp_sge(&rr, 0, 64);
+    DP_CHECK_ST(dp_recv(c->qa, DP_CTX(2), &rs, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(3), dp_nosge(), 0, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_INVALID_PARAMETER, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(1), -1);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(3), -1);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_a(c), DP_CTX(2), 0);
+    NDK_SGE fs;
+    memset(&fs, 0, sizeof fs);
+    fs.VirtualAddress = buf;
+    fs.Length = 64;
+    fs.MemoryRegionToken = f.mr->Dispatch->NdkGetLocalTokenFromMr(f.mr);
+    /* Refused inline, or (the MR's newest token was handed out by a post
+     * that never took effect, which the post-time check cannot tell from
+     * one still queued) when the Send executes. */
+    NTSTATUS st = dp_send(c->qp, DP_CTX(4), &fs, 1, 0);
+    if (st == STATUS_SUCCESS)
+        EXPECT_ONE(c->cqp, STATUS_ACCESS_VIOLATION, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(4), -1);
+    else
+        DP_CHECK_ST(st, STATUS_ACCESS_VIOLATION);
+    DP_CHECK_QUIET(c->cqp);
+    dp_frmr_close(&f);
+    dp_mr_close(&rr);
+    dp_pair_close(&x);
+}
+
+/*
+ * Local SGEs in a fast-registered MR whose pages are not adjacent in memory
+ * (5.9.5: consecutive pages need not be contiguous): the region is page 2,
+ * then page 0, of a three-page buffer, and every SGE crosses from one to
+ * the other. A Send and a Write gather across the break, a receive and a
+ * Read sink are filled across it, byte for byte, and page 1 (which follows
+ * page 0 in memory, not in the region) is never touched.
+ */
+#define FR_BYTE(buf, pg, k) ((k) < (pg) ? (buf) + 2 * (pg) + (k) : (buf) + (k) - (pg))
+
+/* The region's bytes [o, o + n) are stream `seed` from `from`. */
+static void check_region(const uint8_t *buf, size_t pg, size_t o, size_t n, uint32_t seed, size_t from)
+{
+    size_t first = pg - o; /* bytes in page 2 */
+    DP_CHECK_DATA(FR_BYTE(buf, pg, o), first, seed, from);
+    DP_CHECK_DATA(FR_BYTE(buf, pg, pg), n - first, seed, from + first);
+}
+
+DP_CASE(fast_register_local_across_pages)
+{
+    dp_pair x;
+    REQUIRE(dp_pair_open(&x, NULL));
+    dp_conn *c = x.c;
+    size_t pg = dp_page();
+    uint8_t *buf = dp_guarded(3 * pg, false, 0xEE);
+    dp_fill(buf, pg, 160, 0);
+    dp_fill(buf + 2 * pg, pg, 160, 2 * pg);
+    dp_frmr f;
+    REQUIRE(dp_frmr_init(&x.p, &f, buf, 3 * pg, TRUE));
+    NDK_LOGICAL_ADDRESS pages[2] = {f.lam->AdapterPageArray[2], f.lam->AdapterPageArray[0]};
+    uint8_t *va = (uint8_t *)(uintptr_t)((uint64_t)0x200000 * pg);
+    DP_REQUIRE_ST(c->qp->Dispatch->NdkFastRegister(
+                      c->qp, DP_CTX(1), f.mr, 2, pages, 0, 2 * pg, va,
+                      NDK_OP_FLAG_ALLOW_LOCAL_WRITE | NDK_OP_FLAG_RDMA_READ_SINK),
+                  STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(1), -1);
+    UINT32 lt = f.mr->Dispatch->NdkGetLocalTokenFromMr(f.mr);
+    NDK_SGE across;
+    memset(&across, 0, sizeof across);
+    across.MemoryRegionToken = lt;
+    dp_mr ar, wr, src, ms;
+    uint8_t *ab = dp_buf_reg(&x.a, &ar, 8192, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    uint8_t *wb = dp_buf_reg(&x.a, &wr, 8192, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    uint8_t *sb = dp_buf_reg(&x.a, &src, 8192, NDK_MR_FLAG_ALLOW_REMOTE_READ, 161);
+    uint8_t *mb = dp_buf_reg(&x.a, &ms, 8192, 0, 162);
+    REQUIRE(ab && wb && sb && mb);
+
+    /* Gather: a Write of region bytes [pg - 1, pg + 2000), then a Send of
+     * [pg - 1500, pg + 1500); its receive completing means the Write before
+     * it was placed. */
+    NDK_SGE rs = dp_sge(&ar, 0, 8192);
+    DP_CHECK_ST(dp_recv(c->qa, DP_CTX(2), &rs, 1), STATUS_SUCCESS);
+    across.VirtualAddress = va + pg - 1;
+    across.Length = 2001;
+    DP_CHECK_ST(dp_write(c->qp, DP_CTX(3), &across, 1, wb + 10, wr.rtok, 0), STATUS_SUCCESS);
+    across.VirtualAddress = va + pg - 1500;
+    across.Length = 3000;
+    DP_CHECK_ST(dp_send(c->qp, DP_CTX(4), &across, 1, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeWrite, dp_qpctx_p(c), DP_CTX(3), -1);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_p(c), DP_CTX(4), -1);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_a(c), DP_CTX(2), 3000);
+    DP_CHECK_DATA(ab, 1500, 160, 3 * pg - 1500);
+    DP_CHECK_DATA(ab + 1500, 1500, 160, 0);
+    DP_CHECK_DATA(wb + 10, 1, 160, 3 * pg - 1);
+    DP_CHECK_DATA(wb + 11, 2000, 160, 0);
+
+    /* Scatter: a Read into [pg - 2500, pg + 500), then a receive of
+     * [pg - 700, pg + 3000). */
+    across.VirtualAddress = va + pg - 2500;
+    across.Length = 3000;
+    DP_CHECK_ST(dp_read(c->qp, DP_CTX(5), &across, 1, sb, src.rtok, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeRead, dp_qpctx_p(c), DP_CTX(5), -1);
+    check_region(buf, pg, pg - 2500, 3000, 161, 0);
+    across.VirtualAddress = va + pg - 700;
+    across.Length = 3700;
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(6), &across, 1), STATUS_SUCCESS);
+    NDK_SGE ss = dp_sge(&ms, 0, 3700);
+    DP_CHECK_ST(dp_send(c->qa, DP_CTX(7), &ss, 1, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(7), -1);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(6), 3700);
+    check_region(buf, pg, pg - 700, 3700, 162, 0);
+    /* Around them: the region's other bytes as they were, page 1 untouched. */
+    DP_CHECK_DATA(buf + 2 * pg, pg - 2500, 160, 2 * pg);
+    DP_CHECK_DATA(buf + 3000, pg - 3000, 160, 3000);
+    DP_CHECK_BYTES(buf + pg, pg, 0xEE);
+
+    dp_frmr_close(&f);
+    dp_mr_close(&ar);
+    dp_mr_close(&wr);
+    dp_mr_close(&src);
+    dp_mr_close(&ms);
+    dp_pair_close(&x);
+}
+
+/*
  * Completion order (5.9, 8.1, iwarp.md 3.8 rules 2, 6, 8): initiator
  * completions come out in posting order even when a 1 MiB Read is still
  * outstanding ahead of Sends and Writes, and receives complete in the order
@@ -885,9 +1123,12 @@ int main(void)
     RUN(read_fence);
     RUN(silent_success);
     RUN(defer_chain);
+    RUN(defer_chain_inline_failure);
     RUN(read_local_invalidate);
     RUN(bind_window);
     RUN(fast_register_write);
+    RUN(fast_register_lam_released_before_execution);
+    RUN(fast_register_local_across_pages);
     RUN(completion_order);
     RUN(results_both_apis_split_cqs);
     RUN(null_sge_list_with_zero_count);

@@ -1,7 +1,9 @@
 /* Memory protection over real TCP. One side (A) attacks memory of the other
  * (T) with remote Writes and Reads through an invalid STag, a deregistered
  * one, an invalidated fast-registered one, one of another PD, one byte
- * before the region, one byte past its end, and without the access right;
+ * before the region, one byte past its end, and without the access right,
+ * and through the token of a fast registration whose pages lie in no LAM
+ * (refused when posted) or whose LAM was released after it executed;
  * with a Send into a receive buffer that is too small and a Send with no
  * receive posted; and with SendAndInvalidate of foreign, unknown and already
  * invalid STags. Every buffer sits between PROT_NONE guard pages, and the
@@ -44,13 +46,16 @@ typedef enum {
     T_BEFORE,           /* the access starts one byte before the region */
     T_PAST_END,         /* the access ends one byte past the region */
     T_NO_RIGHT,         /* registered without the right the access needs */
+    T_FRMR_NO_LAM,      /* NdkFastRegister of pages no LAM covers: refused, the token maps nothing */
+    T_FRMR_LAM_GONE,    /* fast-registered, then its LAM released */
     T_SMALL_RECV,       /* Send: 64 bytes into a 16-byte receive */
     T_NO_RECV,          /* Send: nothing posted */
 } target;
 
 static const char *target_name[] = {"invalid STag",   "deregistered STag", "invalidated FRMR",
                                     "another PD",     "first byte before", "one byte past the end",
-                                    "no access right", "receive too small", "no receive posted"};
+                                    "no access right", "FRMR pages in no LAM", "FRMR whose LAM was released",
+                                    "receive too small", "no receive posted"};
 
 typedef struct world {
     dp_side a, t;
@@ -228,6 +233,26 @@ static void attack(world *w, kind k, target t)
             tok = f.tok;
         }
         break;
+    case T_FRMR_NO_LAM:
+    case T_FRMR_LAM_GONE:
+        ok = dp_frmr_init(&w->t, &f, base, REGION, TRUE);
+        if (ok) {
+            ULONG fl = NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ;
+            if (t == T_FRMR_LAM_GONE) {
+                DP_CHECK_ST(dp_frmr_post(c->qp, DP_CTX(0x300), &f, base, fl), STATUS_SUCCESS);
+                NDK_RESULT_EX e;
+                DP_WAIT(c->cqp, &e, 1);
+                DP_CHECK_ST(e.Status, STATUS_SUCCESS);
+            }
+            /* The consumer keeps its copy of the page array; the adapter
+             * no longer maps those pages. */
+            f.ad->Dispatch->NdkReleaseLAM(f.ad, f.lam);
+            if (t == T_FRMR_NO_LAM)
+                DP_CHECK_ST(dp_frmr_post(c->qp, DP_CTX(0x300), &f, base, fl), STATUS_INVALID_PARAMETER);
+            f.lam = NULL;
+            tok = f.mr->Dispatch->NdkGetRemoteTokenFromMr(f.mr);
+        }
+        break;
     case T_OTHER_PD:
         DP_CHECK_ST(dp_mr_reg_pd(w->pd2, &mr, base, REGION, rw), STATUS_SUCCESS);
         tok = mr.rtok;
@@ -374,9 +399,9 @@ static void run_targets(kind k, const target *ts, unsigned n)
     world_close(&w);
 }
 
-static const target memory_targets[] = {T_INVALID_STAG, T_DEREG,    T_INVALIDATED_FRMR,
-                                        T_OTHER_PD,     T_BEFORE,   T_PAST_END,
-                                        T_NO_RIGHT};
+static const target memory_targets[] = {T_INVALID_STAG, T_DEREG,      T_INVALIDATED_FRMR,
+                                        T_OTHER_PD,     T_BEFORE,     T_PAST_END,
+                                        T_NO_RIGHT,     T_FRMR_NO_LAM, T_FRMR_LAM_GONE};
 
 /* Remote Writes (iwarp.md 3.9 rows 12-16): refused by the target, which
  * ends the connection with a Terminate. */

@@ -37,6 +37,8 @@ struct fx {
     NDK_QP *qa1, *qa2, *qb1;
     struct ndk_qp_impl *a1, *a2, *b1;
     uint64_t ps;
+    NDK_LOGICAL_ADDRESS_MAPPING *lams[4]; /* fx_cover's, freed by fx_close */
+    int nlams;
 };
 
 static struct ndk_pd_impl *pd_impl(NDK_PD *pd)
@@ -93,12 +95,45 @@ static bool fx_open(struct fx *f)
     return true;
 }
 
-/* Objects left open are torn down by the adapter close. */
+/* Objects left open (and LAMs) are torn down by the adapter close. */
 static void fx_close(struct fx *f)
 {
     if (f->ad)
         ndk_close_adapter(f->ad);
     f->ad = NULL;
+    for (int i = 0; i < f->nlams; i++)
+        free(f->lams[i]);
+    f->nlams = 0;
+}
+
+/* NdkBuildLAM of [buf, buf + len), asking for the size first. */
+static NTSTATUS lam_build(struct fx *f, void *buf, size_t len, NDK_LOGICAL_ADDRESS_MAPPING **out,
+                          ULONG *fbo)
+{
+    MDL m = {.Next = NULL, .StartVa = buf, .ByteOffset = 0, .ByteCount = (ULONG)len};
+    ULONG size = 0;
+    NTSTATUS st = f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, NULL, &size, fbo);
+    if (st != STATUS_BUFFER_TOO_SMALL)
+        return st;
+    *out = malloc(size);
+    if (!*out)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    return f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, *out, &size, fbo);
+}
+
+/* A LAM over [buf, buf + len) that lives as long as the fixture: its pages
+ * may then be fast-registered. */
+static bool fx_cover(struct fx *f, void *buf, size_t len)
+{
+    NDK_LOGICAL_ADDRESS_MAPPING *lam = NULL;
+    ULONG fbo;
+    if (f->nlams == 4)
+        return false;
+    NTSTATUS st = lam_build(f, buf, len, &lam, &fbo);
+    if (lam)
+        f->lams[f->nlams++] = lam;
+    CHECK_EQ(st, STATUS_SUCCESS);
+    return st == STATUS_SUCCESS;
 }
 
 static void *pages_alloc(struct fx *f, size_t n)
@@ -165,7 +200,7 @@ static NTSTATUS lmap(struct fx *f, const struct ndk_pd_impl *pd, UINT32 tok, uin
 {
     NDK_SGE s = {.VirtualAddress = (PVOID)(uintptr_t)va, .Length = len, .MemoryRegionToken = tok};
     g_niov = -1;
-    return mem_map_local(f->t, pd, &s, 1, acc, g_iov, &g_niov);
+    return mem_map_local(f->t, pd, &s, 1, acc, g_iov, 8, &g_niov);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -374,7 +409,7 @@ static void frmr_page_split(void)
         REQUIRE(false);
     }
     char *b = pages_alloc(&f, 6);
-    REQUIRE(b);
+    REQUIRE(b && fx_cover(&f, b, 6 * f.ps));
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_MR *mr = mr_new(f.pda, TRUE);
     REQUIRE(mr);
@@ -436,12 +471,25 @@ static void frmr_page_split(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, tok1, va - 1, 1, RW), MEM_BOUNDS);
 
     /* Local SGEs: the local token from initialization still names the MR
-     * (5.6.5); an SGE over non-contiguous pages cannot be one iovec. */
+     * (5.6.5); an SGE over pages that are not adjacent in memory maps to
+     * one iovec per run, in order. */
     CHECK_EQ(lmap(&f, f.pa, tok0, va + 10, 20, MEM_LOCAL_WRITE), STATUS_SUCCESS);
     CHECK(g_niov == 1 && g_iov[0].iov_base == b + 4 * ps + fbo + 10);
     CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge + 5, (ULONG)ps, 0), STATUS_SUCCESS);
     CHECK(g_niov == 1 && g_iov[0].iov_base == b + ps + 5 && g_iov[0].iov_len == ps);
-    CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge - 3, 6, 0), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge - 3, 6, 0), STATUS_SUCCESS);
+    CHECK_EQ(g_niov, 2);
+    CHECK(g_iov[0].iov_base == b + 5 * ps - 3 && g_iov[0].iov_len == 3);
+    CHECK(g_iov[1].iov_base == b + ps && g_iov[1].iov_len == 3);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), va, (ULONG)len, MEM_LOCAL_WRITE), STATUS_SUCCESS);
+    CHECK_EQ(g_niov, 2);
+    CHECK(g_iov[1].iov_base == b + ps && g_iov[1].iov_len == 2 * ps - 50);
+    /* ... as long as the caller has room for them. */
+    NDK_SGE across = {
+        .VirtualAddress = (PVOID)(uintptr_t)(edge - 3), .Length = 6, .MemoryRegionToken = ltok(mr)};
+    CHECK_EQ(mem_map_local(f.t, f.pa, &across, 1, 0, g_iov, 1, &n1), STATUS_IMPLEMENTATION_LIMIT);
+    CHECK_EQ(mem_map_local(f.t, f.pa, &across, 1, 0, NULL, 2, &n1), STATUS_SUCCESS);
+    CHECK_EQ(n1, 2);
     CHECK_EQ(lmap(&f, f.pa, ltok(mr), va + len - 1, 2, 0), STATUS_ACCESS_VIOLATION);
     CHECK_EQ(lmap(&f, f.pb, ltok(mr), va, 2, 0), STATUS_ACCESS_VIOLATION);
 
@@ -488,7 +536,7 @@ static void frmr_check_rules(void)
         REQUIRE(false);
     }
     char *b = pages_alloc(&f, 4);
-    REQUIRE(b);
+    REQUIRE(b && fx_cover(&f, b, 4 * f.ps));
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_LOGICAL_ADDRESS pg[4];
     for (int i = 0; i < 4; i++)
@@ -564,6 +612,146 @@ static void frmr_check_rules(void)
     CHECK_EQ(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 2, TRUE, NULL, NULL), STATUS_SUCCESS);
     CHECK_EQ(fr_exec(f.a1, fr, 3, pg, 0, ps, B, 0), STATUS_INVALID_PARAMETER);
     CHECK_EQ(fr_check(f.a1, fr, 3, pg, 0, ps, B, 0), STATUS_INVALID_PARAMETER);
+
+    fx_close(&f);
+    free(b);
+}
+
+/*
+ * NdkFastRegister takes logical addresses the adapter handed out, i.e.
+ * pages inside a live LAM (NdkBuildLAM): a page list that reaches outside
+ * every LAM is refused when posted and again when executed, and once a LAM
+ * is released a registration with a page no other live LAM covers maps
+ * nothing. It can still be invalidated, or registered again.
+ */
+static void frmr_pages_in_lams(void)
+{
+    struct fx f;
+    if (!fx_open(&f)) {
+        fx_close(&f);
+        REQUIRE(false);
+    }
+    char *b = pages_alloc(&f, 4);
+    REQUIRE(b);
+    uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
+    NDK_MR *mr = mr_new(f.pda, TRUE);
+    REQUIRE(mr);
+    CHECK_EQ(mr->Dispatch->NdkInitializeFastRegisterMr(mr, 4, TRUE, NULL, NULL), STATUS_SUCCESS);
+    const ULONG fl = NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ;
+    NDK_LOGICAL_ADDRESS pg[3];
+    pg[0].QuadPart = (LONGLONG)B;
+    pg[1].QuadPart = (LONGLONG)(B + ps);
+    UINT32 tok0 = rtok(mr);
+
+    /* No LAM at all: refused, the token unchanged, nothing mapped. */
+    CHECK_EQ(fr_check(f.a1, mr, 2, pg, 0, 2 * ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rtok(mr), tok0);
+    CHECK_EQ(fr_exec(f.a1, mr, 2, pg, 0, 2 * ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok0, B, 1, RW), MEM_INVALID_STAG);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), B, 1, 0), STATUS_ACCESS_VIOLATION);
+
+    /* A LAM over page 0 only: a list with page 1 still reaches outside. */
+    NDK_LOGICAL_ADDRESS_MAPPING *lam0 = NULL, *lam1 = NULL, *lam1b = NULL, *lam2 = NULL;
+    ULONG fbo;
+    CHECK_EQ(lam_build(&f, b, ps, &lam0, &fbo), STATUS_SUCCESS);
+    REQUIRE(lam0);
+    CHECK_EQ(fr_check(f.a1, mr, 2, pg, 0, 2 * ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rtok(mr), tok0);
+    CHECK_EQ(fr_check(f.a1, mr, 1, pg, 0, ps, B, fl), STATUS_SUCCESS);
+    /* Released between the post and the execution: the execution fails. */
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam0);
+    CHECK_EQ(fr_exec(f.a1, mr, 1, pg, 0, ps, B, fl), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, rtok(mr), B, 1, RW), MEM_INVALID_STAG);
+
+    /* Pages from two LAMs (0-1 and 1-3) in one list, out of order. */
+    CHECK_EQ(lam_build(&f, b, 2 * ps, &lam1, &fbo), STATUS_SUCCESS);
+    CHECK_EQ(lam_build(&f, b + ps, 3 * ps, &lam2, &fbo), STATUS_SUCCESS);
+    CHECK_EQ(lam_build(&f, b, 2 * ps, &lam1b, &fbo), STATUS_SUCCESS); /* a second LAM of pages 0-1 */
+    REQUIRE(lam1 && lam2 && lam1b);
+    pg[0].QuadPart = (LONGLONG)(B + 3 * ps);
+    pg[1].QuadPart = (LONGLONG)B;
+    pg[2].QuadPart = (LONGLONG)(B + ps);
+    CHECK_EQ(fr_check(f.a1, mr, 3, pg, 0, 3 * ps, 8 * ps, fl), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, 3, pg, 0, 3 * ps, 8 * ps, fl), STATUS_SUCCESS);
+    UINT32 tok = rtok(mr);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps, 3 * ps, RW), MEM_OK);
+    /* One of the two LAMs of pages 0-1 goes: the other still covers them. */
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam1);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps, 3 * ps, RW), MEM_OK);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), 8 * ps, 1, 0), STATUS_SUCCESS);
+    /* The other goes too: page 0 is in no LAM now, and the whole
+     * registration fails, remotely as an invalid STag and locally. */
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam1b);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps, 1, RW), MEM_INVALID_STAG);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 8 * ps + 2 * ps, 1, RR), MEM_INVALID_STAG);
+    CHECK_EQ(lmap(&f, f.pa, ltok(mr), 8 * ps + 2 * ps, 1, 0), STATUS_ACCESS_VIOLATION);
+    /* It is still the registration in force: NdkInvalidate works, once. */
+    CHECK_EQ(mem_check_invalidate(f.a1, &mr->Header), STATUS_SUCCESS);
+    CHECK_EQ(mem_exec_invalidate(f.a1, &mr->Header), STATUS_SUCCESS);
+    CHECK_EQ(mem_exec_invalidate(f.a1, &mr->Header), STATUS_INVALID_DEVICE_STATE);
+    /* Registered again over a live page: mapped again. */
+    CHECK_EQ(fr_check(f.a1, mr, 1, &pg[2], 0, ps, 8 * ps, fl), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, 1, &pg[2], 0, ps, 8 * ps, fl), STATUS_SUCCESS);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, rtok(mr), 8 * ps, ps, RW), MEM_OK);
+    CHECK(g_niov == 1 && g_iov[0].iov_base == b + ps);
+    f.ad->Dispatch->NdkReleaseLAM(f.ad, lam2);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, rtok(mr), 8 * ps, 1, RW), MEM_INVALID_STAG);
+
+    fx_close(&f);
+    free(lam0);
+    free(lam1);
+    free(lam1b);
+    free(lam2);
+    free(b);
+}
+
+/* A local SGE over a fast registration maps to one iovec per run of
+ * adjacent pages; a request whose SGEs need more than MEM_LOCAL_IOV_MAX is
+ * refused with STATUS_IMPLEMENTATION_LIMIT, whether or not the caller
+ * wants the iovecs. */
+static void frmr_local_pieces(void)
+{
+    struct fx f;
+    if (!fx_open(&f)) {
+        fx_close(&f);
+        REQUIRE(false);
+    }
+    enum { NP = MEM_LOCAL_IOV_MAX + 1 };
+    char *b = pages_alloc(&f, 2 * NP);
+    REQUIRE(b && fx_cover(&f, b, 2 * NP * f.ps));
+    uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
+    NDK_MR *mr = mr_new(f.pda, TRUE);
+    REQUIRE(mr);
+    CHECK_EQ(mr->Dispatch->NdkInitializeFastRegisterMr(mr, NP, FALSE, NULL, NULL), STATUS_SUCCESS);
+    /* Every other page: no two are adjacent. */
+    NDK_LOGICAL_ADDRESS pg[NP];
+    for (int i = 0; i < NP; i++)
+        pg[i].QuadPart = (LONGLONG)(B + 2 * (uint64_t)i * ps);
+    const uint64_t va = 16 * ps;
+    CHECK_EQ(fr_check(f.a1, mr, NP, pg, 0, NP * ps, va, NDK_OP_FLAG_ALLOW_LOCAL_WRITE), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, NP, pg, 0, NP * ps, va, NDK_OP_FLAG_ALLOW_LOCAL_WRITE), STATUS_SUCCESS);
+    static struct iovec iov[MEM_LOCAL_IOV_MAX];
+    int n = -1;
+    /* MEM_LOCAL_IOV_MAX pages fit, starting 1 byte into the first. */
+    NDK_SGE sg[2] = {{.VirtualAddress = (PVOID)(uintptr_t)(va + 1),
+                      .Length = (ULONG)((NP - 1) * ps - 1),
+                      .MemoryRegionToken = ltok(mr)}};
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 1, MEM_LOCAL_WRITE, iov, MEM_LOCAL_IOV_MAX, &n), STATUS_SUCCESS);
+    CHECK_EQ(n, MEM_LOCAL_IOV_MAX);
+    bool in_order = iov[0].iov_base == b + 1 && iov[0].iov_len == ps - 1;
+    for (int i = 1; i < n; i++)
+        in_order &= iov[i].iov_base == b + 2 * (uint64_t)i * ps && iov[i].iov_len == ps;
+    CHECK(in_order);
+    /* One page more, in one SGE or in a second one. */
+    sg[0].Length = (ULONG)(NP * ps - 1);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 1, 0, iov, MEM_LOCAL_IOV_MAX, &n), STATUS_IMPLEMENTATION_LIMIT);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 1, 0, NULL, MEM_LOCAL_IOV_MAX, NULL), STATUS_IMPLEMENTATION_LIMIT);
+    sg[0].Length = (ULONG)((NP - 1) * ps - 1);
+    sg[1] = (NDK_SGE){.VirtualAddress = (PVOID)(uintptr_t)(va + (NP - 1) * ps), .Length = 1,
+                      .MemoryRegionToken = ltok(mr)};
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, 0, NULL, MEM_LOCAL_IOV_MAX, NULL), STATUS_IMPLEMENTATION_LIMIT);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, 0, NULL, MEM_LOCAL_IOV_MAX + 1, &n), STATUS_SUCCESS);
+    CHECK_EQ(n, MEM_LOCAL_IOV_MAX + 1);
 
     fx_close(&f);
     free(b);
@@ -678,20 +866,6 @@ static void window_rules(void)
 /* Local SGEs, the privileged token and LAMs                                */
 /* ------------------------------------------------------------------------ */
 
-static NTSTATUS lam_build(struct fx *f, void *buf, size_t len, NDK_LOGICAL_ADDRESS_MAPPING **out,
-                          ULONG *fbo)
-{
-    MDL m = {.Next = NULL, .StartVa = buf, .ByteOffset = 0, .ByteCount = (ULONG)len};
-    ULONG size = 0;
-    NTSTATUS st = f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, NULL, &size, fbo);
-    if (st != STATUS_BUFFER_TOO_SMALL)
-        return st;
-    *out = malloc(size);
-    if (!*out)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    return f->ad->Dispatch->NdkBuildLAM(f->ad, &m, len, NULL, NULL, *out, &size, fbo);
-}
-
 static void local_sges(void)
 {
     struct fx f;
@@ -719,19 +893,19 @@ static void local_sges(void)
     };
     struct iovec iov[4];
     int n = -1;
-    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, 0, iov, &n), STATUS_SUCCESS);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, 0, iov, 4, &n), STATUS_SUCCESS);
     CHECK_EQ(n, 3);
     CHECK(iov[0].iov_base == b + 10 && iov[0].iov_len == 20);
     CHECK(iov[1].iov_base == b + 2 * ps && iov[1].iov_len == ps);
     CHECK(iov[2].iov_base == b + 2 * ps - 1 && iov[2].iov_len == 1);
     /* The read-only MR refuses local write; the others are fine. */
-    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, MEM_LOCAL_WRITE, iov, &n), STATUS_ACCESS_VIOLATION);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 4, MEM_LOCAL_WRITE, iov, 4, &n), STATUS_ACCESS_VIOLATION);
     CHECK_EQ(n, 0);
-    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, MEM_LOCAL_WRITE, iov, &n), STATUS_SUCCESS);
+    CHECK_EQ(mem_map_local(f.t, f.pa, sg, 2, MEM_LOCAL_WRITE, iov, 4, &n), STATUS_SUCCESS);
     CHECK_EQ(n, 1);
-    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 0, 0, iov, &n), STATUS_SUCCESS);
+    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 0, 0, iov, 4, &n), STATUS_SUCCESS);
     CHECK_EQ(n, 0);
-    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 1, 0, iov, &n), STATUS_INVALID_PARAMETER);
+    CHECK_EQ(mem_map_local(f.t, f.pa, NULL, 1, 0, iov, 4, &n), STATUS_INVALID_PARAMETER);
     /* Bounds at both ends of the MR. */
     CHECK_EQ(lmap(&f, f.pa, ltok(rw), B, (ULONG)(2 * ps), 0), STATUS_SUCCESS);
     CHECK_EQ(lmap(&f, f.pa, ltok(rw), B, (ULONG)(2 * ps + 1), 0), STATUS_ACCESS_VIOLATION);
@@ -828,7 +1002,7 @@ static void invalidation(void)
         REQUIRE(false);
     }
     char *b = pages_alloc(&f, 2);
-    REQUIRE(b);
+    REQUIRE(b && fx_cover(&f, b, 2 * f.ps));
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_LOGICAL_ADDRESS pg[1];
     pg[0].QuadPart = (LONGLONG)B;
@@ -1126,6 +1300,8 @@ int main(void)
     RUN(key_bump_and_deregister);
     RUN(frmr_page_split);
     RUN(frmr_check_rules);
+    RUN(frmr_pages_in_lams);
+    RUN(frmr_local_pieces);
     RUN(window_rules);
     RUN(local_sges);
     RUN(invalidation);

@@ -14,6 +14,9 @@ for d in lib lib64 lib/x86_64-linux-gnu; do
 	[ -d "$prefix/$d/pkgconfig" ] && PKG_CONFIG_PATH=$prefix/$d/pkgconfig:$PKG_CONFIG_PATH
 done
 cat >"$prefix/consumer.c" <<'C'
+/* Windows consumers include <ndkpi.h> and <ndkinfo.h> by their bare names. */
+#include <ndkinfo.h>
+#include <ndkpi.h>
 #include <ndk/ndk.h>
 #include <stdio.h>
 int main(void)
@@ -36,4 +39,14 @@ C
 "$cc" -std=c11 -Wall -Werror $extra_cflags "$prefix/consumer.c" -o "$prefix/consumer" \
 	$(pkg-config --cflags --libs libndk) -Wl,-rpath,"$(pkg-config --variable=libdir libndk)"
 "$prefix/consumer"
+# The same consumer linked with the static library.
+# shellcheck disable=SC2086
+"$cc" -std=c11 -Wall -Werror $extra_cflags "$prefix/consumer.c" -o "$prefix/consumer-static" \
+	$(pkg-config --cflags libndk) -L"$(pkg-config --variable=libdir libndk)" \
+	-Wl,-Bstatic -lndk -Wl,-Bdynamic $(pkg-config --static --libs-only-l libndk | sed 's/-lndk//')
+if ldd "$prefix/consumer-static" | grep -q libndk; then
+	echo "FAIL: consumer-static loads libndk.so"
+	exit 1
+fi
+"$prefix/consumer-static"
 "$prefix/bin/ndkinfo" -l

@@ -1003,14 +1003,16 @@ static inline void sim_scatter_expect(const struct sim_span *sp, int n, const ui
     }
 }
 
-static inline int sim_recv(struct sim_net *net, int s, const size_t *lens, int n)
+/* A receive into the given SGEs, whose bytes are the spans, in order (an
+ * SGE of a fast registration may cover several). */
+static inline int sim_recv_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *dst,
+                                int ndst)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_RECV, 0);
     struct sim_req *r = &net->req[idx];
-    NDK_SGE sge[NDK_MAX_SGE];
-    r->ndst = n;
-    sim_sges(net, s, lens, n, sge, r->dst);
+    r->ndst = ndst;
+    memcpy(r->dst, dst, (size_t)ndst * sizeof *dst);
     r->post_status = sd->qp->Dispatch->NdkReceive(sd->qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n);
     r->accepted = r->post_status == STATUS_SUCCESS;
     r->signalled = true;
@@ -1019,24 +1021,30 @@ static inline int sim_recv(struct sim_net *net, int s, const size_t *lens, int n
     return idx;
 }
 
+static inline int sim_recv(struct sim_net *net, int s, const size_t *lens, int n)
+{
+    NDK_SGE sge[NDK_MAX_SGE];
+    struct sim_span dst[NDK_MAX_SGE];
+    sim_sges(net, s, lens, n, sge, dst);
+    return sim_recv_sges(net, s, sge, n, dst, n);
+}
+
 static inline int sim_recv1(struct sim_net *net, int s, size_t len)
 {
     return sim_recv(net, s, &len, 1);
 }
 
-/* Send, Send with SE (flags), or SendAndInvalidate (inv) of fresh bytes.
- * The payload lands in the peer's oldest unmatched receive. */
-static inline int sim_send(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags, bool inv,
-                           uint32_t token)
+/* Send, Send with SE (flags), or SendAndInvalidate (inv) of the bytes of
+ * the given SGEs, which are the spans src, in order. The payload lands in
+ * the peer's oldest unmatched receive. */
+static inline int sim_send_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *src,
+                                int nsrc, ULONG flags, bool inv, uint32_t token)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_SEND, flags);
     struct sim_req *r = &net->req[idx];
-    NDK_SGE sge[NDK_MAX_SGE];
-    struct sim_span src[NDK_MAX_SGE];
-    sim_sges(net, s, lens, n, sge, src);
     size_t len;
-    uint8_t *payload = sim_gather(src, n, &len);
+    uint8_t *payload = sim_gather(src, nsrc, &len);
     r->len = len;
     r->inv = inv;
     r->inv_token = token;
@@ -1047,7 +1055,7 @@ static inline int sim_send(struct sim_net *net, int s, const size_t *lens, int n
     if (r->accepted && (flags & NDK_OP_FLAG_INLINE)) {
         /* Inline data was copied by the call: scribbling over the source
          * now must not change what the peer receives. */
-        for (int i = 0; i < n; i++) {
+        for (int i = 0; i < nsrc; i++) {
             memset(src[i].buf->p + src[i].off, 0xEE, src[i].len);
             memset(src[i].buf->init + src[i].off, 0xEE, src[i].len);
             memset(src[i].buf->want + src[i].off, 0xEE, src[i].len);
@@ -1073,24 +1081,33 @@ static inline int sim_send(struct sim_net *net, int s, const size_t *lens, int n
     return idx;
 }
 
+/* sim_send_sges of fresh arena bytes of the given lengths. */
+static inline int sim_send(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags, bool inv,
+                           uint32_t token)
+{
+    NDK_SGE sge[NDK_MAX_SGE];
+    struct sim_span src[NDK_MAX_SGE];
+    sim_sges(net, s, lens, n, sge, src);
+    return sim_send_sges(net, s, sge, n, src, n, flags, inv, token);
+}
+
 static inline int sim_send1(struct sim_net *net, int s, size_t len, ULONG flags)
 {
     return sim_send(net, s, &len, 1, flags, false, 0);
 }
 
-/* RDMA Write of fresh bytes to (token, raddr), which the test knows maps to
- * tbuf at toff (tbuf NULL: nothing may change, e.g. a violation). */
-static inline int sim_write(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
-                            struct sim_buf *tbuf, size_t toff, uint32_t token, uint64_t raddr)
+/* RDMA Write of the bytes of the given SGEs (the spans src, in order) to
+ * (token, raddr), which the test knows maps to tbuf at toff (tbuf NULL:
+ * nothing may change, e.g. a violation). */
+static inline int sim_write_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *src,
+                                 int nsrc, ULONG flags, struct sim_buf *tbuf, size_t toff, uint32_t token,
+                                 uint64_t raddr)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_WRITE, flags);
     struct sim_req *r = &net->req[idx];
-    NDK_SGE sge[NDK_MAX_SGE];
-    struct sim_span src[NDK_MAX_SGE];
-    sim_sges(net, s, lens, n, sge, src);
     size_t len;
-    uint8_t *payload = sim_gather(src, n, &len);
+    uint8_t *payload = sim_gather(src, nsrc, &len);
     r->len = len;
     r->post_status = sd->qp->Dispatch->NdkWrite(sd->qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n, raddr, token, flags);
     r->accepted = r->post_status == STATUS_SUCCESS;
@@ -1100,32 +1117,53 @@ static inline int sim_write(struct sim_net *net, int s, const size_t *lens, int 
     return idx;
 }
 
+/* sim_write_sges of fresh arena bytes of the given lengths. */
+static inline int sim_write(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
+                            struct sim_buf *tbuf, size_t toff, uint32_t token, uint64_t raddr)
+{
+    NDK_SGE sge[NDK_MAX_SGE];
+    struct sim_span src[NDK_MAX_SGE];
+    sim_sges(net, s, lens, n, sge, src);
+    return sim_write_sges(net, s, sge, n, src, n, flags, tbuf, toff, token, raddr);
+}
+
 static inline int sim_write1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *tbuf,
                              size_t toff, uint32_t token, uint64_t raddr)
 {
     return sim_write(net, s, &len, 1, flags, tbuf, toff, token, raddr);
 }
 
-/* RDMA Read of sum(lens) bytes from (token, raddr), which maps to sbuf at
- * soff (sbuf NULL: the read must fail, its sink must not change). */
-static inline int sim_read(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
-                           struct sim_buf *sbuf, size_t soff, uint32_t token, uint64_t raddr)
+/* RDMA Read from (token, raddr), which maps to sbuf at soff (sbuf NULL:
+ * the read must fail, its sink must not change), into the given SGEs,
+ * whose bytes are the spans dst, in order. */
+static inline int sim_read_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *dst,
+                                int ndst, ULONG flags, struct sim_buf *sbuf, size_t soff, uint32_t token,
+                                uint64_t raddr)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_READ, flags);
     struct sim_req *r = &net->req[idx];
-    NDK_SGE sge[NDK_MAX_SGE];
-    r->ndst = n;
-    sim_sges(net, s, lens, n, sge, r->dst);
+    r->ndst = ndst;
+    memcpy(r->dst, dst, (size_t)ndst * sizeof *dst);
     size_t len = 0;
-    for (int i = 0; i < n; i++)
-        len += lens[i];
+    for (int i = 0; i < ndst; i++)
+        len += dst[i].len;
     r->len = len;
     r->post_status = sd->qp->Dispatch->NdkRead(sd->qp, sim_ctx(idx), sim_sgl(sge, n), (ULONG)n, raddr, token, flags);
     r->accepted = r->post_status == STATUS_SUCCESS;
     if (r->accepted && sbuf)
-        sim_scatter_expect(r->dst, n, sbuf->want + soff, len);
+        sim_scatter_expect(r->dst, ndst, sbuf->want + soff, len);
     return idx;
+}
+
+/* sim_read_sges into fresh arena bytes of the given lengths. */
+static inline int sim_read(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
+                           struct sim_buf *sbuf, size_t soff, uint32_t token, uint64_t raddr)
+{
+    NDK_SGE sge[NDK_MAX_SGE];
+    struct sim_span dst[NDK_MAX_SGE];
+    sim_sges(net, s, lens, n, sge, dst);
+    return sim_read_sges(net, s, sge, n, dst, n, flags, sbuf, soff, token, raddr);
 }
 
 static inline int sim_read1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *sbuf,
@@ -1167,21 +1205,29 @@ static inline NDK_LOGICAL_ADDRESS_MAPPING *sim_lam(struct sim_net *net, int s, s
     return lam;
 }
 
+/* Fast-registers len bytes of the page list from fbo at TO base; *token:
+ * the remote token current once the post returned. */
+static inline int sim_fastreg_pages(struct sim_net *net, int s, NDK_MR *mr, const NDK_LOGICAL_ADDRESS *pages,
+                                    ULONG npages, ULONG fbo, size_t len, uint64_t base, ULONG flags, uint32_t *token)
+{
+    struct sim_side *sd = &net->side[s];
+    int idx = sim_new_req(net, s, SK_FASTREG, flags);
+    struct sim_req *r = &net->req[idx];
+    r->post_status = sd->qp->Dispatch->NdkFastRegister(sd->qp, sim_ctx(idx), mr, npages, pages, fbo, len,
+                                                       (PVOID)(uintptr_t)base, flags);
+    r->accepted = r->post_status == STATUS_SUCCESS;
+    *token = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
+    return idx;
+}
+
 /* Fast-registers all of b (through its LAM) at virtual base va_page + fbo.
  * *token: the new remote token; *base: the TO of b's first byte. */
 static inline int sim_fastreg(struct sim_net *net, int s, NDK_MR *mr, NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG fbo,
                               struct sim_buf *b, uint64_t va_page, ULONG flags, uint32_t *token, uint64_t *base)
 {
-    struct sim_side *sd = &net->side[s];
-    int idx = sim_new_req(net, s, SK_FASTREG, flags);
-    struct sim_req *r = &net->req[idx];
     *base = va_page + fbo;
-    r->post_status = sd->qp->Dispatch->NdkFastRegister(sd->qp, sim_ctx(idx), mr, lam->AdapterPageCount,
-                                                       lam->AdapterPageArray, fbo, b->len,
-                                                       (PVOID)(uintptr_t)*base, flags);
-    r->accepted = r->post_status == STATUS_SUCCESS;
-    *token = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
-    return idx;
+    return sim_fastreg_pages(net, s, mr, lam->AdapterPageArray, lam->AdapterPageCount, fbo, b->len, *base, flags,
+                             token);
 }
 
 static inline NDK_MW *sim_mw(struct sim_net *net, int s, NDK_PD *pd)

@@ -21,15 +21,18 @@
  * Violations: remote Write / Read to an invalid STag, an invalidated STag,
  * a region of another PD, out of bounds (first byte before the region, last
  * byte one past its end), a wrapping TO, missing rights (Write to a
- * read-only region, Read from a write-only one); a Send into a receive
- * buffer that is too small, a Send with no receive posted, a Send whose MO
- * is not where its message stands (forged on the wire: the receiver reads
- * a Send's payload together with the end of its header, so the MO is
- * checked after the read, and the Terminate must still quote the header as
- * sent and nothing land outside the receive it took); SendAndInvalidate
- * of another PD's STag or of an already invalid one; more Read Requests than
- * the IRD. Each runs with whole delivery and CRC, byte-at-a-time delivery
- * without CRC, and random chunks (printed seed) with CRC.
+ * read-only region, Read from a write-only one), the token of a fast
+ * registration of pages that lie in no LAM (its post refused, so it never
+ * mapped them) and of one whose LAM was released after it executed; a Send
+ * into a receive buffer that is too small, a Send with no receive posted, a
+ * Send whose MO is not where its message stands (forged on the wire: the
+ * receiver reads a Send's payload together with the end of its header, so
+ * the MO is checked after the read, and the Terminate must still quote the
+ * header as sent and nothing land outside the receive it took);
+ * SendAndInvalidate of another PD's STag or of an already invalid one; more
+ * Read Requests than the IRD. Each runs with whole delivery and CRC,
+ * byte-at-a-time delivery without CRC, and random chunks (printed seed)
+ * with CRC.
  *
  * Further cases look at who a Terminate is charged to, and at a victim
  * whose socket is full (or takes only part of the Terminate) when it finds
@@ -41,8 +44,8 @@
 #include "simnet.h"
 
 enum scen {
-    W_INVALID, W_INVALIDATED, W_OTHER_PD, W_BEFORE, W_PAST_END, W_WRAP, W_READ_ONLY,
-    R_INVALID, R_INVALIDATED, R_OTHER_PD, R_BEFORE, R_PAST_END, R_WRAP, R_WRITE_ONLY,
+    W_INVALID, W_INVALIDATED, W_OTHER_PD, W_BEFORE, W_PAST_END, W_WRAP, W_READ_ONLY, W_NO_LAM, W_LAM_GONE,
+    R_INVALID, R_INVALIDATED, R_OTHER_PD, R_BEFORE, R_PAST_END, R_WRAP, R_WRITE_ONLY, R_LAM_GONE,
     S_TOO_SMALL, S_NO_RECV, S_BAD_MO, I_OTHER_PD, I_INVALID,
     NSCEN
 };
@@ -68,6 +71,12 @@ static const struct expect expects[NSCEN] = {
                     STATUS_REMOTE_RESOURCES},
     [W_WRAP] = {"write, TO wraps 2^64", 1, 1, 0x03, true, true, false, 38, STATUS_REMOTE_RESOURCES},
     [W_READ_ONLY] = {"write to a read-only region", 0, 1, 0x02, true, true, false, 38, STATUS_ACCESS_VIOLATION},
+    /* A fast registration of pages outside every LAM was refused; one
+     * whose LAM went maps nothing: both tokens are invalid STags. */
+    [W_NO_LAM] = {"write, fast registration of pages in no LAM", 1, 1, 0x00, true, true, false, 38,
+                  STATUS_ACCESS_VIOLATION},
+    [W_LAM_GONE] = {"write, fast registration whose LAM was released", 1, 1, 0x00, true, true, false, 38,
+                    STATUS_ACCESS_VIOLATION},
     /* Row 19 for a Read Request source: RDMAP remote protection with the
      * DDP header and the RDMA header (70 octets: + 2 + 18 + 28). */
     [R_INVALID] = {"read, invalid STag", 0, 1, 0x00, true, true, true, 70, STATUS_ACCESS_VIOLATION},
@@ -77,6 +86,8 @@ static const struct expect expects[NSCEN] = {
     [R_PAST_END] = {"read, last byte one past the end", 0, 1, 0x01, true, true, true, 70, STATUS_REMOTE_RESOURCES},
     [R_WRAP] = {"read, TO wraps 2^64", 0, 1, 0x04, true, true, true, 70, STATUS_REMOTE_RESOURCES},
     [R_WRITE_ONLY] = {"read from a write-only region", 0, 1, 0x02, true, true, true, 70, STATUS_ACCESS_VIOLATION},
+    [R_LAM_GONE] = {"read, fast registration whose LAM was released", 0, 1, 0x00, true, true, true, 70,
+                    STATUS_ACCESS_VIOLATION},
     /* Rows 9 and 11: DDP untagged errors with the DDP header (42 octets). */
     [S_TOO_SMALL] = {"send into a receive that is too small", 1, 2, 0x05, true, true, false, 42,
                      STATUS_REMOTE_RESOURCES},
@@ -95,9 +106,9 @@ static const struct expect expects[NSCEN] = {
 
 /* The victim's regions, each with canary neighbours (lead 64). */
 struct victim {
-    struct sim_buf *bnd, *ro, *wo, *other, *fr;
-    uint32_t t_bnd, t_ro, t_wo, t_other, t_dead;
-    uint64_t fr_base;
+    struct sim_buf *bnd, *ro, *wo, *other, *fr, *loose, *gone;
+    uint32_t t_bnd, t_ro, t_wo, t_other, t_dead, t_loose, t_gone;
+    uint64_t fr_base, loose_base, gone_base;
 };
 
 /* The FPDU A sent that the Terminate must name. */
@@ -123,7 +134,9 @@ static bool setup_victim(struct sim_net *net, struct victim *v)
     v->wo = sim_new_buf(net, 4096, 64);
     v->other = sim_new_buf(net, 4096, 64);
     v->fr = sim_new_buf(net, 4096, 64);
-    if (!v->bnd || !v->ro || !v->wo || !v->other || !v->fr)
+    v->loose = sim_new_buf(net, 4096, 64);
+    v->gone = sim_new_buf(net, 4096, 64);
+    if (!v->bnd || !v->ro || !v->wo || !v->other || !v->fr || !v->loose || !v->gone)
         return false;
     const ULONG all = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE;
     if (!sim_reg_mr(net, SIM_B, B->pd, v->bnd, 0, v->bnd->len, all, &v->t_bnd) ||
@@ -151,6 +164,39 @@ static bool kill_fast_registration(struct sim_net *net, struct victim *v)
     sim_drain(net);
     return net->req[fr].cqes == 1 && net->req[fr].res.Status == STATUS_SUCCESS && net->req[inv].cqes == 1 &&
            net->req[inv].res.Status == STATUS_SUCCESS;
+}
+
+/*
+ * After start: two fast registrations whose tokens must map nothing. One
+ * names the pages of `loose`, which no LAM covers: NdkFastRegister must
+ * refuse it inline (STATUS_INVALID_PARAMETER), leaving the token it had.
+ * The other maps `gone` through its LAM and succeeds; then the LAM is
+ * released, which unmaps it.
+ */
+static bool unmapped_registrations(struct sim_net *net, struct victim *v)
+{
+    struct sim_side *B = &net->side[SIM_B];
+    const ULONG rw = NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE;
+    NDK_MR *m1 = sim_frmr(net, SIM_B, B->pd, 4), *m2 = sim_frmr(net, SIM_B, B->pd, 4);
+    ULONG fbo = 0;
+    NDK_LOGICAL_ADDRESS_MAPPING *lam = m1 && m2 ? sim_lam(net, SIM_B, v->gone, &fbo) : NULL;
+    if (!lam)
+        return false;
+    /* The pages of `loose`, as a LAM would list them. */
+    size_t ps = sim_page();
+    NDK_LOGICAL_ADDRESS pages[2];
+    uint64_t first = sim_addr(v->loose, 0) - v->loose->lead;
+    for (int i = 0; i < 2; i++)
+        pages[i].QuadPart = (LONGLONG)(first + (uint64_t)i * ps);
+    v->loose_base = SIM_FR_VA + 0x100000 + v->loose->lead;
+    int refused = sim_fastreg_pages(net, SIM_B, m1, pages, 2, (ULONG)v->loose->lead, v->loose->len, v->loose_base,
+                                    rw, &v->t_loose);
+    int fr = sim_fastreg(net, SIM_B, m2, lam, fbo, v->gone, SIM_FR_VA + 0x200000, rw, &v->t_gone, &v->gone_base);
+    sim_run(net);
+    sim_drain(net);
+    B->ad->Dispatch->NdkReleaseLAM(B->ad, lam);
+    CHECK_EQ(net->req[refused].post_status, STATUS_INVALID_PARAMETER);
+    return net->req[fr].cqes == 1 && net->req[fr].res.Status == STATUS_SUCCESS;
 }
 
 /* The first FPDU of A's stream that matches o. Only its header needs to be
@@ -333,6 +379,7 @@ static void run_scenario(enum scen sc, enum sim_mode mode, bool crc, uint64_t se
     REQUIRE(setup_victim(net, &v));
     sim_net_start(net);
     REQUIRE(kill_fast_registration(net, &v));
+    REQUIRE(unmapped_registrations(net, &v));
     struct sim_side *A = &net->side[SIM_A], *B = &net->side[SIM_B];
 
     /* B: a receive for A's first Send, then (unless the point is that
@@ -382,6 +429,13 @@ static void run_scenario(enum scen sc, enum sim_mode mode, bool crc, uint64_t se
     case W_READ_ONLY:
         o.stag = v.t_ro, o.to = sim_addr(v.ro, 8);
         break;
+    case W_NO_LAM:
+        o.stag = v.t_loose, o.to = v.loose_base + 8;
+        break;
+    case W_LAM_GONE:
+    case R_LAM_GONE:
+        o.stag = v.t_gone, o.to = v.gone_base + 8;
+        break;
     case R_WRITE_ONLY:
         o.stag = v.t_wo, o.to = sim_addr(v.wo, 8);
         break;
@@ -396,10 +450,10 @@ static void run_scenario(enum scen sc, enum sim_mode mode, bool crc, uint64_t se
         net->end[SIM_B].stall_room = (opts & OPT_SHORT_SOCKET) ? 10 : 0;
         net->end[SIM_B].wbudget = net->end[SIM_B].stall_room;
     }
-    if (sc <= W_READ_ONLY) {
+    if (sc <= W_LAM_GONE) {
         o.opcode = RDMAP_OP_WRITE, o.tagged = true;
         bad = sim_write1(net, SIM_A, len, 0, NULL, 0, o.stag, o.to);
-    } else if (sc <= R_WRITE_ONLY) {
+    } else if (sc <= R_LAM_GONE) {
         o.opcode = RDMAP_OP_READ_REQ, o.msn = 1;
         bad = sim_read1(net, SIM_A, len, 0, NULL, 0, o.stag, o.to);
         trailing_read = sim_read1(net, SIM_A, 64, 0, main_b, moff, B->tok_main, sim_addr(main_b, moff));

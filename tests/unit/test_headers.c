@@ -213,13 +213,23 @@ static void test_layouts(void)
 static void test_mdl(void)
 {
     char buf[256];
-    MDL second = {NULL, buf + 128, 0, 64};
-    MDL first = {&second, buf, 16, 100};
+    MDL second = {.Next = NULL, .StartVa = buf + 128, .ByteOffset = 0, .ByteCount = 64};
+    MDL first = {.Next = &second, .StartVa = buf, .ByteOffset = 16, .ByteCount = 100};
     CHECK(MmGetMdlVirtualAddress(&first) == (PVOID)(buf + 16));
     CHECK_EQ(MmGetMdlByteCount(&first), 100);
     CHECK(first.Next == &second);
     CHECK(MmGetMdlVirtualAddress(first.Next) == (PVOID)(buf + 128));
     CHECK_EQ(MmGetMdlByteCount(first.Next), 64);
+    CHECK_EQ(MmGetMdlByteOffset(&first), 16);
+    /* The Windows x64 layout (wdm.h). */
+    CHECK_EQ(offsetof(MDL, Size), 0x08);
+    CHECK_EQ(offsetof(MDL, MdlFlags), 0x0A);
+    CHECK_EQ(offsetof(MDL, Process), 0x10);
+    CHECK_EQ(offsetof(MDL, MappedSystemVa), 0x18);
+    CHECK_EQ(offsetof(MDL, StartVa), 0x20);
+    CHECK_EQ(offsetof(MDL, ByteCount), 0x28);
+    CHECK_EQ(offsetof(MDL, ByteOffset), 0x2C);
+    CHECK_EQ(sizeof(MDL), 0x30);
 }
 
 static void test_ndk_h(void)
@@ -450,7 +460,7 @@ static void test_typedefs_callable(void)
     memset(&adapter, 0, sizeof(adapter));
     adapter.Dispatch = &ad;
     char buf[64];
-    MDL mdl = {NULL, buf, 8, 32};
+    MDL mdl = {.Next = NULL, .StartVa = buf, .ByteOffset = 8, .ByteCount = 32};
     ULONG lamSize = 0, fbo = 0;
     CHECK_EQ(adapter.Dispatch->NdkBuildLAM(&adapter, &mdl, 32, NULL, NULL, NULL, &lamSize, &fbo),
              STATUS_BUFFER_TOO_SMALL);

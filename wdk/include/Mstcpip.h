@@ -1,0 +1,2 @@
+/* Mstcpip.h: the spelling some sources use for <mstcpip.h> (libndk WDK kit). */
+#include <mstcpip.h>

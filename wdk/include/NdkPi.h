@@ -1,0 +1,2 @@
+/* NdkPi.h: the spelling some sources use for <ndkpi.h> (libndk WDK kit). */
+#include <ndkpi.h>

@@ -1,0 +1,2 @@
+/* Netioapi.h: the spelling some sources use for <netioapi.h> (libndk WDK kit). */
+#include <netioapi.h>

@@ -1,0 +1,2 @@
+/* NtStatus.h: the spelling some sources use for <ntstatus.h> (libndk WDK kit). */
+#include <ntstatus.h>

@@ -1,0 +1,2 @@
+/* Ntddk.h: the spelling some sources use for <ntddk.h> (libndk WDK kit). */
+#include <ntddk.h>

@@ -1,0 +1,2 @@
+/* Ntdef.h: the spelling some sources use for <ntdef.h> (libndk WDK kit). */
+#include <ntdef.h>

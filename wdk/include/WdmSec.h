@@ -1,0 +1,2 @@
+/* WdmSec.h: the spelling some sources use for <wdmsec.h> (libndk WDK kit). */
+#include <wdmsec.h>

@@ -1,0 +1,1049 @@
+/*
+ * ndkwdk/sal.h - the source annotation language (SAL 2.0, and the SAL 1 and
+ * __drv_ spellings older drivers use) as empty macros: on Linux the
+ * annotations document, they do not check. Each is defined only if nothing
+ * defined it first. Annotations with arguments are variadic, so _When_ and
+ * _At_ may hold commas.
+ */
+#ifndef NDKWDK_SAL_H
+#define NDKWDK_SAL_H
+
+/* Annotations without arguments. */
+#ifndef _In_
+#define _In_
+#endif
+#ifndef _In_opt_
+#define _In_opt_
+#endif
+#ifndef _Out_
+#define _Out_
+#endif
+#ifndef _Out_opt_
+#define _Out_opt_
+#endif
+#ifndef _Inout_
+#define _Inout_
+#endif
+#ifndef _Inout_opt_
+#define _Inout_opt_
+#endif
+#ifndef _In_z_
+#define _In_z_
+#endif
+#ifndef _In_opt_z_
+#define _In_opt_z_
+#endif
+#ifndef _Inout_z_
+#define _Inout_z_
+#endif
+#ifndef _Inout_opt_z_
+#define _Inout_opt_z_
+#endif
+#ifndef _Out_z_
+#define _Out_z_
+#endif
+#ifndef _Outptr_
+#define _Outptr_
+#endif
+#ifndef _Outptr_opt_
+#define _Outptr_opt_
+#endif
+#ifndef _Outptr_result_maybenull_
+#define _Outptr_result_maybenull_
+#endif
+#ifndef _Outptr_opt_result_maybenull_
+#define _Outptr_opt_result_maybenull_
+#endif
+#ifndef _Outptr_result_nullonfailure_
+#define _Outptr_result_nullonfailure_
+#endif
+#ifndef _Outptr_opt_result_nullonfailure_
+#define _Outptr_opt_result_nullonfailure_
+#endif
+#ifndef _Outptr_result_z_
+#define _Outptr_result_z_
+#endif
+#ifndef _Outptr_result_maybenull_z_
+#define _Outptr_result_maybenull_z_
+#endif
+#ifndef _COM_Outptr_
+#define _COM_Outptr_
+#endif
+#ifndef _COM_Outptr_opt_
+#define _COM_Outptr_opt_
+#endif
+#ifndef _Deref_out_
+#define _Deref_out_
+#endif
+#ifndef _Deref_out_opt_
+#define _Deref_out_opt_
+#endif
+#ifndef _Deref_inout_
+#define _Deref_inout_
+#endif
+#ifndef _Deref_pre_valid_
+#define _Deref_pre_valid_
+#endif
+#ifndef _Deref_post_valid_
+#define _Deref_post_valid_
+#endif
+#ifndef _Ret_maybenull_
+#define _Ret_maybenull_
+#endif
+#ifndef _Ret_notnull_
+#define _Ret_notnull_
+#endif
+#ifndef _Ret_null_
+#define _Ret_null_
+#endif
+#ifndef _Ret_z_
+#define _Ret_z_
+#endif
+#ifndef _Ret_maybenull_z_
+#define _Ret_maybenull_z_
+#endif
+#ifndef _Ret_valid_
+#define _Ret_valid_
+#endif
+#ifndef _Result_nullonfailure_
+#define _Result_nullonfailure_
+#endif
+#ifndef _Result_zeroonfailure_
+#define _Result_zeroonfailure_
+#endif
+#ifndef _Must_inspect_result_
+#define _Must_inspect_result_
+#endif
+#ifndef _Check_return_
+#define _Check_return_
+#endif
+#ifndef _Printf_format_string_
+#define _Printf_format_string_
+#endif
+#ifndef _Scanf_format_string_
+#define _Scanf_format_string_
+#endif
+#ifndef _Null_terminated_
+#define _Null_terminated_
+#endif
+#ifndef _NullNull_terminated_
+#define _NullNull_terminated_
+#endif
+#ifndef _Field_z_
+#define _Field_z_
+#endif
+#ifndef _Pre_notnull_
+#define _Pre_notnull_
+#endif
+#ifndef _Pre_maybenull_
+#define _Pre_maybenull_
+#endif
+#ifndef _Pre_null_
+#define _Pre_null_
+#endif
+#ifndef _Pre_valid_
+#define _Pre_valid_
+#endif
+#ifndef _Pre_z_
+#define _Pre_z_
+#endif
+#ifndef _Post_null_
+#define _Post_null_
+#endif
+#ifndef _Post_notnull_
+#define _Post_notnull_
+#endif
+#ifndef _Post_maybenull_
+#define _Post_maybenull_
+#endif
+#ifndef _Post_invalid_
+#define _Post_invalid_
+#endif
+#ifndef _Post_valid_
+#define _Post_valid_
+#endif
+#ifndef _Post_z_
+#define _Post_z_
+#endif
+#ifndef _Post_ptr_invalid_
+#define _Post_ptr_invalid_
+#endif
+#ifndef _Notnull_
+#define _Notnull_
+#endif
+#ifndef _Maybenull_
+#define _Maybenull_
+#endif
+#ifndef _Null_
+#define _Null_
+#endif
+#ifndef _Valid_
+#define _Valid_
+#endif
+#ifndef _Notvalid_
+#define _Notvalid_
+#endif
+#ifndef _Pre_
+#define _Pre_
+#endif
+#ifndef _Post_
+#define _Post_
+#endif
+#ifndef _Analysis_noreturn_
+#define _Analysis_noreturn_
+#endif
+#ifndef _Frees_ptr_
+#define _Frees_ptr_
+#endif
+#ifndef _Frees_ptr_opt_
+#define _Frees_ptr_opt_
+#endif
+#ifndef _Interlocked_
+#define _Interlocked_
+#endif
+#ifndef _Interlocked_operand_
+#define _Interlocked_operand_
+#endif
+#ifndef _Requires_no_locks_held_
+#define _Requires_no_locks_held_
+#endif
+#ifndef _No_competing_thread_
+#define _No_competing_thread_
+#endif
+#ifndef _Benign_race_begin_
+#define _Benign_race_begin_
+#endif
+#ifndef _Benign_race_end_
+#define _Benign_race_end_
+#endif
+#ifndef _Use_decl_annotations_
+#define _Use_decl_annotations_
+#endif
+#ifndef _Kernel_float_saved_
+#define _Kernel_float_saved_
+#endif
+#ifndef _Kernel_float_restored_
+#define _Kernel_float_restored_
+#endif
+#ifndef _Kernel_float_used_
+#define _Kernel_float_used_
+#endif
+#ifndef _IRQL_saves_
+#define _IRQL_saves_
+#endif
+#ifndef _IRQL_restores_
+#define _IRQL_restores_
+#endif
+#ifndef _IRQL_requires_same_
+#define _IRQL_requires_same_
+#endif
+#ifndef _IRQL_uses_cancel_
+#define _IRQL_uses_cancel_
+#endif
+#ifndef _IRQL_is_cancel_
+#define _IRQL_is_cancel_
+#endif
+#ifndef _Reserved_
+#define _Reserved_
+#endif
+#ifndef _Const_
+#define _Const_
+#endif
+#ifndef _Points_to_data_
+#define _Points_to_data_
+#endif
+#ifndef _Literal_
+#define _Literal_
+#endif
+#ifndef _Notliteral_
+#define _Notliteral_
+#endif
+#ifndef _Strict_type_match_
+#define _Strict_type_match_
+#endif
+#ifndef _Pre_defensive_
+#define _Pre_defensive_
+#endif
+#ifndef _Post_defensive_
+#define _Post_defensive_
+#endif
+#ifndef _Enum_is_bitflag_
+#define _Enum_is_bitflag_
+#endif
+#ifndef __in
+#define __in
+#endif
+#ifndef __out
+#define __out
+#endif
+#ifndef __inout
+#define __inout
+#endif
+#ifndef __in_opt
+#define __in_opt
+#endif
+#ifndef __out_opt
+#define __out_opt
+#endif
+#ifndef __inout_opt
+#define __inout_opt
+#endif
+#ifndef __in_z
+#define __in_z
+#endif
+#ifndef __in_opt_z
+#define __in_opt_z
+#endif
+#ifndef __deref_out
+#define __deref_out
+#endif
+#ifndef __deref_out_opt
+#define __deref_out_opt
+#endif
+#ifndef __deref_inout
+#define __deref_inout
+#endif
+#ifndef __checkReturn
+#define __checkReturn
+#endif
+#ifndef __drv_aliasesMem
+#define __drv_aliasesMem
+#endif
+#ifndef __drv_sameIRQL
+#define __drv_sameIRQL
+#endif
+#ifndef __drv_useCancelIRQL
+#define __drv_useCancelIRQL
+#endif
+#ifndef __drv_inTry
+#define __drv_inTry
+#endif
+#ifndef __drv_notInTry
+#define __drv_notInTry
+#endif
+#ifndef __drv_isObjectPointer
+#define __drv_isObjectPointer
+#endif
+#ifndef __drv_clearDoInit
+#define __drv_clearDoInit
+#endif
+#ifndef __drv_floatSaved
+#define __drv_floatSaved
+#endif
+#ifndef __drv_floatRestored
+#define __drv_floatRestored
+#endif
+#ifndef __drv_floatUsed
+#define __drv_floatUsed
+#endif
+#ifndef __notnull
+#define __notnull
+#endif
+#ifndef __maybenull
+#define __maybenull
+#endif
+#ifndef __reserved
+#define __reserved
+#endif
+#ifndef __nullterminated
+#define __nullterminated
+#endif
+#ifndef __callback
+#define __callback
+#endif
+/* Annotations with arguments (variadic: _When_ and _At_ take commas). */
+#ifndef _In_reads_
+#define _In_reads_(...)
+#endif
+#ifndef _In_reads_opt_
+#define _In_reads_opt_(...)
+#endif
+#ifndef _In_reads_bytes_
+#define _In_reads_bytes_(...)
+#endif
+#ifndef _In_reads_bytes_opt_
+#define _In_reads_bytes_opt_(...)
+#endif
+#ifndef _In_reads_z_
+#define _In_reads_z_(...)
+#endif
+#ifndef _In_reads_opt_z_
+#define _In_reads_opt_z_(...)
+#endif
+#ifndef _In_reads_or_z_
+#define _In_reads_or_z_(...)
+#endif
+#ifndef _In_reads_or_z_opt_
+#define _In_reads_or_z_opt_(...)
+#endif
+#ifndef _In_reads_to_ptr_
+#define _In_reads_to_ptr_(...)
+#endif
+#ifndef _In_reads_to_ptr_opt_
+#define _In_reads_to_ptr_opt_(...)
+#endif
+#ifndef _Out_writes_
+#define _Out_writes_(...)
+#endif
+#ifndef _Out_writes_opt_
+#define _Out_writes_opt_(...)
+#endif
+#ifndef _Out_writes_bytes_
+#define _Out_writes_bytes_(...)
+#endif
+#ifndef _Out_writes_bytes_opt_
+#define _Out_writes_bytes_opt_(...)
+#endif
+#ifndef _Out_writes_z_
+#define _Out_writes_z_(...)
+#endif
+#ifndef _Out_writes_opt_z_
+#define _Out_writes_opt_z_(...)
+#endif
+#ifndef _Out_writes_to_
+#define _Out_writes_to_(...)
+#endif
+#ifndef _Out_writes_to_opt_
+#define _Out_writes_to_opt_(...)
+#endif
+#ifndef _Out_writes_all_
+#define _Out_writes_all_(...)
+#endif
+#ifndef _Out_writes_all_opt_
+#define _Out_writes_all_opt_(...)
+#endif
+#ifndef _Out_writes_bytes_to_
+#define _Out_writes_bytes_to_(...)
+#endif
+#ifndef _Out_writes_bytes_to_opt_
+#define _Out_writes_bytes_to_opt_(...)
+#endif
+#ifndef _Out_writes_bytes_all_
+#define _Out_writes_bytes_all_(...)
+#endif
+#ifndef _Out_writes_bytes_all_opt_
+#define _Out_writes_bytes_all_opt_(...)
+#endif
+#ifndef _Out_writes_to_ptr_
+#define _Out_writes_to_ptr_(...)
+#endif
+#ifndef _Out_writes_to_ptr_opt_
+#define _Out_writes_to_ptr_opt_(...)
+#endif
+#ifndef _Inout_updates_
+#define _Inout_updates_(...)
+#endif
+#ifndef _Inout_updates_opt_
+#define _Inout_updates_opt_(...)
+#endif
+#ifndef _Inout_updates_bytes_
+#define _Inout_updates_bytes_(...)
+#endif
+#ifndef _Inout_updates_bytes_opt_
+#define _Inout_updates_bytes_opt_(...)
+#endif
+#ifndef _Inout_updates_z_
+#define _Inout_updates_z_(...)
+#endif
+#ifndef _Inout_updates_opt_z_
+#define _Inout_updates_opt_z_(...)
+#endif
+#ifndef _Inout_updates_to_
+#define _Inout_updates_to_(...)
+#endif
+#ifndef _Inout_updates_to_opt_
+#define _Inout_updates_to_opt_(...)
+#endif
+#ifndef _Inout_updates_bytes_to_
+#define _Inout_updates_bytes_to_(...)
+#endif
+#ifndef _Inout_updates_bytes_to_opt_
+#define _Inout_updates_bytes_to_opt_(...)
+#endif
+#ifndef _Inout_updates_all_
+#define _Inout_updates_all_(...)
+#endif
+#ifndef _Inout_updates_all_opt_
+#define _Inout_updates_all_opt_(...)
+#endif
+#ifndef _Inout_updates_bytes_all_
+#define _Inout_updates_bytes_all_(...)
+#endif
+#ifndef _Inout_updates_bytes_all_opt_
+#define _Inout_updates_bytes_all_opt_(...)
+#endif
+#ifndef _Outptr_result_buffer_
+#define _Outptr_result_buffer_(...)
+#endif
+#ifndef _Outptr_result_buffer_maybenull_
+#define _Outptr_result_buffer_maybenull_(...)
+#endif
+#ifndef _Outptr_opt_result_buffer_
+#define _Outptr_opt_result_buffer_(...)
+#endif
+#ifndef _Outptr_result_bytebuffer_
+#define _Outptr_result_bytebuffer_(...)
+#endif
+#ifndef _Outptr_result_bytebuffer_maybenull_
+#define _Outptr_result_bytebuffer_maybenull_(...)
+#endif
+#ifndef _Outptr_opt_result_bytebuffer_
+#define _Outptr_opt_result_bytebuffer_(...)
+#endif
+#ifndef _Outptr_result_buffer_to_
+#define _Outptr_result_buffer_to_(...)
+#endif
+#ifndef _Outptr_result_bytebuffer_to_
+#define _Outptr_result_bytebuffer_to_(...)
+#endif
+#ifndef _Deref_out_range_
+#define _Deref_out_range_(...)
+#endif
+#ifndef _Deref_in_range_
+#define _Deref_in_range_(...)
+#endif
+#ifndef _Deref_inout_range_
+#define _Deref_inout_range_(...)
+#endif
+#ifndef _Ret_writes_
+#define _Ret_writes_(...)
+#endif
+#ifndef _Ret_writes_z_
+#define _Ret_writes_z_(...)
+#endif
+#ifndef _Ret_writes_bytes_
+#define _Ret_writes_bytes_(...)
+#endif
+#ifndef _Ret_writes_maybenull_
+#define _Ret_writes_maybenull_(...)
+#endif
+#ifndef _Ret_writes_bytes_maybenull_
+#define _Ret_writes_bytes_maybenull_(...)
+#endif
+#ifndef _Ret_writes_to_
+#define _Ret_writes_to_(...)
+#endif
+#ifndef _Ret_writes_bytes_to_
+#define _Ret_writes_bytes_to_(...)
+#endif
+#ifndef _Ret_range_
+#define _Ret_range_(...)
+#endif
+#ifndef _Success_
+#define _Success_(...)
+#endif
+#ifndef _Return_type_success_
+#define _Return_type_success_(...)
+#endif
+#ifndef _Field_size_
+#define _Field_size_(...)
+#endif
+#ifndef _Field_size_opt_
+#define _Field_size_opt_(...)
+#endif
+#ifndef _Field_size_bytes_
+#define _Field_size_bytes_(...)
+#endif
+#ifndef _Field_size_bytes_opt_
+#define _Field_size_bytes_opt_(...)
+#endif
+#ifndef _Field_size_part_
+#define _Field_size_part_(...)
+#endif
+#ifndef _Field_size_part_opt_
+#define _Field_size_part_opt_(...)
+#endif
+#ifndef _Field_size_bytes_part_
+#define _Field_size_bytes_part_(...)
+#endif
+#ifndef _Field_size_bytes_part_opt_
+#define _Field_size_bytes_part_opt_(...)
+#endif
+#ifndef _Field_size_full_
+#define _Field_size_full_(...)
+#endif
+#ifndef _Field_size_bytes_full_
+#define _Field_size_bytes_full_(...)
+#endif
+#ifndef _Field_range_
+#define _Field_range_(...)
+#endif
+#ifndef _Struct_size_bytes_
+#define _Struct_size_bytes_(...)
+#endif
+#ifndef _In_range_
+#define _In_range_(...)
+#endif
+#ifndef _Out_range_
+#define _Out_range_(...)
+#endif
+#ifndef _Inout_range_
+#define _Inout_range_(...)
+#endif
+#ifndef _Pre_satisfies_
+#define _Pre_satisfies_(...)
+#endif
+#ifndef _Post_satisfies_
+#define _Post_satisfies_(...)
+#endif
+#ifndef _Pre_equal_to_
+#define _Pre_equal_to_(...)
+#endif
+#ifndef _Post_equal_to_
+#define _Post_equal_to_(...)
+#endif
+#ifndef _Post_writable_byte_size_
+#define _Post_writable_byte_size_(...)
+#endif
+#ifndef _Post_writable_size_
+#define _Post_writable_size_(...)
+#endif
+#ifndef _Pre_readable_size_
+#define _Pre_readable_size_(...)
+#endif
+#ifndef _Pre_writable_size_
+#define _Pre_writable_size_(...)
+#endif
+#ifndef _Pre_readable_byte_size_
+#define _Pre_readable_byte_size_(...)
+#endif
+#ifndef _Pre_writable_byte_size_
+#define _Pre_writable_byte_size_(...)
+#endif
+#ifndef _Post_readable_size_
+#define _Post_readable_size_(...)
+#endif
+#ifndef _Post_readable_byte_size_
+#define _Post_readable_byte_size_(...)
+#endif
+#ifndef _Analysis_assume_
+#define _Analysis_assume_(...)
+#endif
+#ifndef _Analysis_mode_
+#define _Analysis_mode_(...)
+#endif
+#ifndef _Guarded_by_
+#define _Guarded_by_(...)
+#endif
+#ifndef _Write_guarded_by_
+#define _Write_guarded_by_(...)
+#endif
+#ifndef _Requires_lock_held_
+#define _Requires_lock_held_(...)
+#endif
+#ifndef _Requires_lock_not_held_
+#define _Requires_lock_not_held_(...)
+#endif
+#ifndef _Requires_exclusive_lock_held_
+#define _Requires_exclusive_lock_held_(...)
+#endif
+#ifndef _Requires_shared_lock_held_
+#define _Requires_shared_lock_held_(...)
+#endif
+#ifndef _Acquires_lock_
+#define _Acquires_lock_(...)
+#endif
+#ifndef _Releases_lock_
+#define _Releases_lock_(...)
+#endif
+#ifndef _Acquires_exclusive_lock_
+#define _Acquires_exclusive_lock_(...)
+#endif
+#ifndef _Releases_exclusive_lock_
+#define _Releases_exclusive_lock_(...)
+#endif
+#ifndef _Acquires_shared_lock_
+#define _Acquires_shared_lock_(...)
+#endif
+#ifndef _Releases_shared_lock_
+#define _Releases_shared_lock_(...)
+#endif
+#ifndef _Acquires_nonreentrant_lock_
+#define _Acquires_nonreentrant_lock_(...)
+#endif
+#ifndef _Releases_nonreentrant_lock_
+#define _Releases_nonreentrant_lock_(...)
+#endif
+#ifndef _Create_lock_level_
+#define _Create_lock_level_(...)
+#endif
+#ifndef _Has_lock_kind_
+#define _Has_lock_kind_(...)
+#endif
+#ifndef _Has_lock_level_
+#define _Has_lock_level_(...)
+#endif
+#ifndef _Lock_level_order_
+#define _Lock_level_order_(...)
+#endif
+#ifndef _Post_same_lock_
+#define _Post_same_lock_(...)
+#endif
+#ifndef _When_
+#define _When_(...)
+#endif
+#ifndef _At_
+#define _At_(...)
+#endif
+#ifndef _At_buffer_
+#define _At_buffer_(...)
+#endif
+#ifndef _Always_
+#define _Always_(...)
+#endif
+#ifndef _On_failure_
+#define _On_failure_(...)
+#endif
+#ifndef _Function_class_
+#define _Function_class_(...)
+#endif
+#ifndef _Kernel_clear_do_init_
+#define _Kernel_clear_do_init_(...)
+#endif
+#ifndef _Kernel_requires_resource_held_
+#define _Kernel_requires_resource_held_(...)
+#endif
+#ifndef _Kernel_requires_resource_not_held_
+#define _Kernel_requires_resource_not_held_(...)
+#endif
+#ifndef _Kernel_acquires_resource_
+#define _Kernel_acquires_resource_(...)
+#endif
+#ifndef _Kernel_releases_resource_
+#define _Kernel_releases_resource_(...)
+#endif
+#ifndef _IRQL_requires_
+#define _IRQL_requires_(...)
+#endif
+#ifndef _IRQL_requires_max_
+#define _IRQL_requires_max_(...)
+#endif
+#ifndef _IRQL_requires_min_
+#define _IRQL_requires_min_(...)
+#endif
+#ifndef _IRQL_raises_
+#define _IRQL_raises_(...)
+#endif
+#ifndef _IRQL_saves_global_
+#define _IRQL_saves_global_(...)
+#endif
+#ifndef _IRQL_restores_global_
+#define _IRQL_restores_global_(...)
+#endif
+#ifndef _IRQL_always_function_max_
+#define _IRQL_always_function_max_(...)
+#endif
+#ifndef _IRQL_always_function_min_
+#define _IRQL_always_function_min_(...)
+#endif
+#ifndef _Dispatch_type_
+#define _Dispatch_type_(...)
+#endif
+#ifndef _Inexpressible_
+#define _Inexpressible_(...)
+#endif
+#ifndef _Satisfies_
+#define _Satisfies_(...)
+#endif
+#ifndef _Unchanged_
+#define _Unchanged_(...)
+#endif
+#ifndef _Out_writes_bytes_to_ptr_
+#define _Out_writes_bytes_to_ptr_(...)
+#endif
+#ifndef _In_defensive_
+#define _In_defensive_(...)
+#endif
+#ifndef _Out_defensive_
+#define _Out_defensive_(...)
+#endif
+#ifndef _Inout_defensive_
+#define _Inout_defensive_(...)
+#endif
+#ifndef _Deref_pre_readonly_
+#define _Deref_pre_readonly_(...)
+#endif
+#ifndef _Deref_post_z_
+#define _Deref_post_z_(...)
+#endif
+#ifndef _Deref_out_z_
+#define _Deref_out_z_(...)
+#endif
+#ifndef _Pre_bytecap_
+#define _Pre_bytecap_(...)
+#endif
+#ifndef _Pre_cap_
+#define _Pre_cap_(...)
+#endif
+#ifndef _Post_bytecount_
+#define _Post_bytecount_(...)
+#endif
+#ifndef _Post_count_
+#define _Post_count_(...)
+#endif
+#ifndef _Printf_format_string_params_
+#define _Printf_format_string_params_(...)
+#endif
+#ifndef _Param_
+#define _Param_(...)
+#endif
+#ifndef _Old_
+#define _Old_(...)
+#endif
+#ifndef _Curr_
+#define _Curr_(...)
+#endif
+#ifndef _Nullterm_length_
+#define _Nullterm_length_(...)
+#endif
+#ifndef _Inout_cap_
+#define _Inout_cap_(...)
+#endif
+#ifndef _In_count_
+#define _In_count_(...)
+#endif
+#ifndef _In_bytecount_
+#define _In_bytecount_(...)
+#endif
+#ifndef _Out_cap_
+#define _Out_cap_(...)
+#endif
+#ifndef _Out_bytecap_
+#define _Out_bytecap_(...)
+#endif
+#ifndef __in_bcount
+#define __in_bcount(...)
+#endif
+#ifndef __in_ecount
+#define __in_ecount(...)
+#endif
+#ifndef __out_bcount
+#define __out_bcount(...)
+#endif
+#ifndef __out_ecount
+#define __out_ecount(...)
+#endif
+#ifndef __in_bcount_opt
+#define __in_bcount_opt(...)
+#endif
+#ifndef __in_ecount_opt
+#define __in_ecount_opt(...)
+#endif
+#ifndef __out_bcount_opt
+#define __out_bcount_opt(...)
+#endif
+#ifndef __out_ecount_opt
+#define __out_ecount_opt(...)
+#endif
+#ifndef __inout_bcount
+#define __inout_bcount(...)
+#endif
+#ifndef __inout_ecount
+#define __inout_ecount(...)
+#endif
+#ifndef __out_bcount_part
+#define __out_bcount_part(...)
+#endif
+#ifndef __out_ecount_part
+#define __out_ecount_part(...)
+#endif
+#ifndef __deref_out_ecount
+#define __deref_out_ecount(...)
+#endif
+#ifndef __deref_out_bcount
+#define __deref_out_bcount(...)
+#endif
+#ifndef __field_ecount
+#define __field_ecount(...)
+#endif
+#ifndef __field_bcount
+#define __field_bcount(...)
+#endif
+#ifndef __field_ecount_opt
+#define __field_ecount_opt(...)
+#endif
+#ifndef __field_bcount_opt
+#define __field_bcount_opt(...)
+#endif
+#ifndef __success
+#define __success(...)
+#endif
+#ifndef __range
+#define __range(...)
+#endif
+#ifndef __drv_maxIRQL
+#define __drv_maxIRQL(...)
+#endif
+#ifndef __drv_minIRQL
+#define __drv_minIRQL(...)
+#endif
+#ifndef __drv_requiresIRQL
+#define __drv_requiresIRQL(...)
+#endif
+#ifndef __drv_setsIRQL
+#define __drv_setsIRQL(...)
+#endif
+#ifndef __drv_raisesIRQL
+#define __drv_raisesIRQL(...)
+#endif
+#ifndef __drv_savesIRQL
+#define __drv_savesIRQL(...)
+#endif
+#ifndef __drv_restoresIRQL
+#define __drv_restoresIRQL(...)
+#endif
+#ifndef __drv_savesIRQLGlobal
+#define __drv_savesIRQLGlobal(...)
+#endif
+#ifndef __drv_restoresIRQLGlobal
+#define __drv_restoresIRQLGlobal(...)
+#endif
+#ifndef __drv_dispatchType
+#define __drv_dispatchType(...)
+#endif
+#ifndef __drv_dispatchType_other
+#define __drv_dispatchType_other(...)
+#endif
+#ifndef __drv_freesMem
+#define __drv_freesMem(...)
+#endif
+#ifndef __drv_allocatesMem
+#define __drv_allocatesMem(...)
+#endif
+#ifndef __drv_when
+#define __drv_when(...)
+#endif
+#ifndef __drv_functionClass
+#define __drv_functionClass(...)
+#endif
+#ifndef __drv_at
+#define __drv_at(...)
+#endif
+#ifndef __drv_strictTypeMatch
+#define __drv_strictTypeMatch(...)
+#endif
+#ifndef __drv_strictType
+#define __drv_strictType(...)
+#endif
+#ifndef __drv_valueIs
+#define __drv_valueIs(...)
+#endif
+#ifndef __drv_reportError
+#define __drv_reportError(...)
+#endif
+#ifndef __drv_preferredFunction
+#define __drv_preferredFunction(...)
+#endif
+#ifndef __drv_mustHold
+#define __drv_mustHold(...)
+#endif
+#ifndef __drv_neverHold
+#define __drv_neverHold(...)
+#endif
+#ifndef __drv_acquiresResource
+#define __drv_acquiresResource(...)
+#endif
+#ifndef __drv_releasesResource
+#define __drv_releasesResource(...)
+#endif
+#ifndef __drv_arg
+#define __drv_arg(...)
+#endif
+#ifndef __drv_out
+#define __drv_out(...)
+#endif
+#ifndef __drv_in
+#define __drv_in(...)
+#endif
+#ifndef __drv_deref
+#define __drv_deref(...)
+#endif
+#ifndef __drv_innerMustHoldGlobal
+#define __drv_innerMustHoldGlobal(...)
+#endif
+#ifndef __drv_innerNeverHoldGlobal
+#define __drv_innerNeverHoldGlobal(...)
+#endif
+#ifndef __drv_acquiresResourceGlobal
+#define __drv_acquiresResourceGlobal(...)
+#endif
+#ifndef __drv_releasesResourceGlobal
+#define __drv_releasesResourceGlobal(...)
+#endif
+#ifndef __drv_mustHoldGlobal
+#define __drv_mustHoldGlobal(...)
+#endif
+#ifndef __drv_neverHoldGlobal
+#define __drv_neverHoldGlobal(...)
+#endif
+#ifndef __drv_formatString
+#define __drv_formatString(...)
+#endif
+#ifndef __drv_constant
+#define __drv_constant(...)
+#endif
+#ifndef __drv_nonConstant
+#define __drv_nonConstant(...)
+#endif
+#ifndef __drv_interlocked
+#define __drv_interlocked(...)
+#endif
+#ifndef __drv_maxFunctionIRQL
+#define __drv_maxFunctionIRQL(...)
+#endif
+#ifndef __drv_minFunctionIRQL
+#define __drv_minFunctionIRQL(...)
+#endif
+#ifndef __drv_acquiresCancelSpinLock
+#define __drv_acquiresCancelSpinLock(...)
+#endif
+#ifndef __drv_releasesCancelSpinLock
+#define __drv_releasesCancelSpinLock(...)
+#endif
+#ifndef __drv_mustHoldCancelSpinLock
+#define __drv_mustHoldCancelSpinLock(...)
+#endif
+#ifndef __drv_neverHoldCancelSpinLock
+#define __drv_neverHoldCancelSpinLock(...)
+#endif
+#ifndef __drv_acquiresCriticalRegion
+#define __drv_acquiresCriticalRegion(...)
+#endif
+#ifndef __drv_releasesCriticalRegion
+#define __drv_releasesCriticalRegion(...)
+#endif
+#ifndef __drv_mustHoldCriticalRegion
+#define __drv_mustHoldCriticalRegion(...)
+#endif
+#ifndef __drv_neverHoldCriticalRegion
+#define __drv_neverHoldCriticalRegion(...)
+#endif
+#ifndef __drv_acquiresExclusiveResource
+#define __drv_acquiresExclusiveResource(...)
+#endif
+#ifndef __drv_releasesExclusiveResource
+#define __drv_releasesExclusiveResource(...)
+#endif
+#ifndef __drv_acquiresExclusiveResourceGlobal
+#define __drv_acquiresExclusiveResourceGlobal(...)
+#endif
+#ifndef __drv_releasesExclusiveResourceGlobal
+#define __drv_releasesExclusiveResourceGlobal(...)
+#endif
+#ifndef __drv_allocatesMemGlobal
+#define __drv_allocatesMemGlobal(...)
+#endif
+#ifndef __drv_freesMemGlobal
+#define __drv_freesMemGlobal(...)
+#endif
+#ifndef __drv_ret
+#define __drv_ret(...)
+#endif
+#ifndef __drv_completionType
+#define __drv_completionType(...)
+#endif
+#ifndef __drv_IoGetDmaAdapter
+#define __drv_IoGetDmaAdapter(...)
+#endif
+
+#endif /* NDKWDK_SAL_H */
