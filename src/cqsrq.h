@@ -59,9 +59,9 @@ struct ndk_cq_impl {
 };
 
 /* Appends one completion. Returns false if the CQ is (or just became)
- * overflowed because it was full: the entry is dropped and the consumer is told
- * STATUS_BUFFER_OVERFLOW through the notification (any arm type). Queues
- * the notification callback when an arm is satisfied. */
+ * overflowed because it was full: the entry is dropped and the consumer is
+ * told STATUS_BUFFER_OVERFLOW through the notification (any arm type).
+ * Queues the notification callback when an arm is satisfied. */
 bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e);
 /* True once the CQ overflowed. */
 bool ndk_cq_in_error(struct ndk_cq_impl *cq);
@@ -96,11 +96,11 @@ struct ndk_srq_impl {
 };
 
 /* Takes the oldest posted receive for an inbound Send. Returns false when
- * none is posted. An SRQ has no error state of its own: its ring is
+ * none is posted. Fires the limit notification when the count drops below
+ * an armed threshold. An SRQ has no error state of its own: its ring is
  * allocated when it is created or modified, so nothing can make it unusable
  * later, and its notification reports STATUS_SUCCESS only (never
- * STATUS_INTERNAL_ERROR, 5.2.5). Fires the limit notification when the count drops below
- * an armed threshold. */
+ * STATUS_INTERNAL_ERROR, 5.2.5). */
 bool ndk_srq_take(struct ndk_srq_impl *srq, struct ndk_rwqe *out);
 
 NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,

@@ -228,9 +228,11 @@ static void rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit)
 
 bool ndk_qp_failed(struct ndk_qp_impl *qp)
 {
+    pthread_mutex_lock(&qp->dp.rx_lock);
     pthread_mutex_lock(&qp->dp.sq_lock);
     bool failed = (qp->dp.state == QP_ERROR && !qp->dp.flushed) || !qp->dp.rx_eof;
     pthread_mutex_unlock(&qp->dp.sq_lock);
+    pthread_mutex_unlock(&qp->dp.rx_lock);
     return failed;
 }
 
