@@ -313,7 +313,8 @@ fmt0() { awk -v v="$1" 'BEGIN { if (v == "-") print "-"; else printf "%.0f", v }
 	echo "|---|---|---|"
 	echo "| ${side:--} per side (${pair:--} per connection pair, both sides) | $IDLE_N | $hv |"
 	echo
-	echo "heap = mallinfo2() uordblks + hblkhd over all arenas, after - before establishing N connections,"
+	echo "heap = mallinfo2() uordblks + hblkhd over all arenas with glibc's per-thread caches off (the"
+	echo "sanitizer allocator's count in a sanitizer build), after - before establishing N connections,"
 	echo "divided by N (pair) and by 2N (side). Excluded: the QPs and their queues (created before the"
 	echo "baseline; ${qpb:--} bytes per QP at depth 16/16, i.e. $( [ -n "$qpb" ] && [ -n "$side" ] && echo $((side + qpb)) || echo -) per side with its QP), the CQs, PDs, adapters, listener,"
 	echo "and kernel socket memory. After tearing everything down the heap is ${leak:--} bytes off its baseline."

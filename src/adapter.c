@@ -113,12 +113,21 @@ static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *p
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !pBufferSize)
         return STATUS_INVALID_PARAMETER;
-    if (!pInfo || *pBufferSize < sizeof(NDK_ADAPTER_INFO)) {
+    /* Consumers built against an older ndkinfo.h, whose structure ends at
+     * AdapterFlags, pass its size (0x60): they get that leading part, which
+     * is laid out the same, and the size written back says how much it is
+     * (NdkQueryAdapterInfo: *pBufferSize out = bytes written). Anything
+     * shorter is too small. */
+    const ULONG old_size = (ULONG)offsetof(NDK_ADAPTER_INFO, RdmaTechnology);
+    if (!pInfo || *pBufferSize < old_size) {
         *pBufferSize = sizeof(NDK_ADAPTER_INFO);
         return STATUS_BUFFER_TOO_SMALL;
     }
-    ndk_adapter_fill_info(ad, pInfo);
-    *pBufferSize = sizeof(NDK_ADAPTER_INFO);
+    NDK_ADAPTER_INFO info;
+    ndk_adapter_fill_info(ad, &info);
+    ULONG n = *pBufferSize < sizeof info ? old_size : (ULONG)sizeof info;
+    memcpy(pInfo, &info, n);
+    *pBufferSize = n;
     return STATUS_SUCCESS;
 }
 

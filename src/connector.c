@@ -26,6 +26,7 @@
 #include "net/linger.h"
 #include "objects.h"
 #include "wire/ddp.h"
+#include "wire/term.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -125,10 +126,12 @@ static void tr_shutdown_write(struct ndk_transport *t)
 static void tr_failed(struct ndk_transport *t, bool peer_reset)
 {
     (void)peer_reset;
-    /* Any thread may get here, without the adapter lock: shutting the socket
-     * down makes it report a hang-up, and the progress thread tears the
-     * connection down from its event (the fd stays open until then). */
-    shutdown(tr_conn(t)->fd, SHUT_RDWR);
+    /* Any thread may get here, without the adapter lock: shutting the
+     * receive side down makes the socket report the end of its input, and
+     * the progress thread tears the connection down (a reset: the QP failed)
+     * from that event; the fd stays open until then. Not the send side: a
+     * FIN now would tell the peer the connection ended gracefully. */
+    shutdown(tr_conn(t)->fd, SHUT_RD);
 }
 
 /* The largest ULPDU whose FPDU fits one TCP segment now. */
@@ -229,7 +232,20 @@ static void conn_dead(struct ndk_connector_impl *c, bool abortive)
     leave_backlog(c);
 }
 
-static void fire_disconnect_event(struct ndk_connector_impl *c)
+/* Why an established connection ended, for the _EX disconnect callbacks:
+ * what the data path recorded (a Terminate either way, a broken stream, an
+ * overflowed CQ), else how the socket ended. */
+static ULONG disconnect_reason(struct ndk_connector_impl *c, bool reset)
+{
+    ULONG why = c->qp ? ndk_qp_end_reason(c->qp) : 0;
+    if (why)
+        return why;
+    if (c->qp_start_failed)
+        return NDK_DISCONNECT_REASON_LOCAL_ERROR;
+    return reset ? NDK_DISCONNECT_REASON_ABORTED : NDK_DISCONNECT_REASON_PEER_CLOSED;
+}
+
+static void fire_disconnect_event(struct ndk_connector_impl *c, ULONG reason)
 {
     /* At most once (X3); never for a local Disconnect or close (X2). */
     if (c->disc_event_done || c->local_disconnect || c->obj.closing)
@@ -242,7 +258,7 @@ static void fire_disconnect_event(struct ndk_connector_impl *c)
     c->disc_event.u.disc.fn = c->disc_fn;
     c->disc_event.u.disc.fn_ex = c->disc_fn_ex;
     c->disc_event.u.disc.ctx = c->disc_ctx;
-    c->disc_event.u.disc.reason = 0; /* no provider reason codes */
+    c->disc_event.u.disc.reason = reason;
     ndk_cb_queue(c->obj.ad, &c->disc_event);
 }
 
@@ -458,7 +474,8 @@ static void established(struct ndk_connector_impl *c)
         bool gated = c->passive && !c->p2p;
         if (!ndk_qp_start(c->qp, &c->tr, c->crc, c->eff_ird, c->eff_ord, socket_mulpdu(c->fd), gated)) {
             /* No memory for the read queues: the connection cannot work. */
-            shutdown(c->fd, SHUT_RDWR);
+            c->qp_start_failed = true;
+            shutdown(c->fd, SHUT_RD); /* as tr_failed: reset from the event */
             return;
         }
         if (c->read_rtr) {
@@ -481,30 +498,58 @@ static void term_and_fail_accept(struct ndk_connector_impl *c, uint8_t code)
     accept_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
 }
 
+/* Is the FPDU whose first 4 octets are at p a Terminate (untagged, RDMAP
+ * opcode 7)? */
+static bool fpdu_is_terminate(const uint8_t *p)
+{
+    return !(p[2] & DDP_CTRL_T) && (p[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
+}
+
+/* The initiator answered our Reply with a Terminate instead of its RTR (say
+ * no RTR type it can use, or not enough IRD): the accept fails, and the
+ * Terminate is never answered with one of ours (RFC 5040 section 7). */
+static void rtr_terminated(struct ndk_connector_impl *c)
+{
+    if (c->rtr_have >= 2 + TERM_LEN_CTRL_ONLY) {
+        struct term_msg m;
+        size_t ulpdu = ddp_rd16(c->rtr_buf);
+        term_decode(c->rtr_buf + 2, MIN(ulpdu, c->rtr_have - 2), &m);
+        NDK_DEBUG("Terminate instead of the RTR: %s", term_describe(m.layer, m.etype, m.code));
+    }
+    accept_fail(c, STATUS_CONNECTION_ABORTED, false);
+}
+
 static void read_rtr(struct ndk_connector_impl *c)
 {
-    /* An RTR FPDU is at most 52 octets (the Read RTR); read exactly one FPDU
-     * so anything behind it stays in the socket for the data path. */
-    size_t want = 2;
-    if (c->rtr_have >= 2) {
-        size_t ulpdu = ((size_t)c->rtr_buf[0] << 8) | c->rtr_buf[1];
-        if (mpa_fpdu_len(ulpdu) > sizeof c->rtr_buf) {
-            term_and_fail_accept(c, 0x07); /* not an RTR: no matching RTR option */
+    /* An RTR FPDU is at most 52 octets (the Read RTR), a Terminate at most
+     * 76; read exactly one FPDU so anything behind it stays in the socket
+     * for the data path. The first 4 octets (no FPDU is shorter) tell which
+     * it is. */
+    for (;;) {
+        size_t want = c->rtr_have < 4 ? 4 : mpa_fpdu_len(ddp_rd16(c->rtr_buf));
+        if (want > sizeof c->rtr_buf) {
+            if (fpdu_is_terminate(c->rtr_buf))
+                rtr_terminated(c); /* malformed, and still never answered */
+            else
+                term_and_fail_accept(c, 0x07); /* not an RTR: no matching RTR option */
             return;
         }
-        want = mpa_fpdu_len(ulpdu);
+        if (c->rtr_have == want && want > 4)
+            break;
+        ssize_t n = recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have, MSG_DONTWAIT);
+        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+            return;
+        if (n <= 0) {
+            /* The initiator gave up before its CompleteConnect (5.10.4). */
+            accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+            return;
+        }
+        c->rtr_have += (size_t)n;
     }
-    ssize_t n = recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have, MSG_DONTWAIT);
-    if (n < 0 && (errno == EAGAIN || errno == EINTR))
-        return;
-    if (n <= 0) {
-        /* The initiator gave up before its CompleteConnect (5.10.4). */
-        accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+    if (fpdu_is_terminate(c->rtr_buf)) {
+        rtr_terminated(c);
         return;
     }
-    c->rtr_have += (size_t)n;
-    if (c->rtr_have < 2 || c->rtr_have < want || want == 2)
-        return;
     size_t fpdu_len, ulpdu_len;
     const uint8_t *ulpdu;
     enum mpa_fpdu_result fr = mpa_fpdu_peek(c->rtr_buf, c->rtr_have, c->crc, 14, &fpdu_len, &ulpdu, &ulpdu_len);
@@ -562,7 +607,7 @@ static void on_peer_closed(struct ndk_connector_impl *c, bool reset)
              * sends our FIN. Stop reading (end of stream stays readable). */
             conn_watch(c, 0);
         }
-        fire_disconnect_event(c);
+        fire_disconnect_event(c, disconnect_reason(c, reset));
         break;
     case CONN_DISCONNECTING:
         if (reset) {
@@ -622,22 +667,24 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
         bool alive = ndk_qp_on_readable(qp);
         if (!alive) {
             /* The QP failed (a Terminate either way, a protocol error, a
-             * local shutdown) or the stream ended. Only an orderly FIN at an
-             * FPDU boundary on a healthy QP is a graceful disconnect. */
-            bool failed = qp->dp.state == QP_ERROR || !qp->dp.rx_eof;
+             * local failure) or the stream ended. Only the peer's FIN at an
+             * FPDU boundary on a healthy QP, or on a flushed one, is a
+             * graceful disconnect. */
+            bool failed = ndk_qp_failed(qp);
             if (failed && ndk_qp_sent_term(qp)) {
                 /* We sent a Terminate (or it is still queued): the consumer
                  * hears now; the wire ends when the peer, having read it,
                  * closes (RFC 5040 prefers that to a reset, which could make
                  * its kernel drop the Terminate unread), or when the timer
-                 * gives up. */
+                 * gives up. Until the peer's FIN the QP reads and drops what
+                 * it sent behind the offender (RX_DISCARD): unread, that
+                 * would fill our window and hold the FIN back. */
                 if (!c->term_draining) {
                     c->term_draining = true;
-                    fire_disconnect_event(c);
-                    conn_watch(c, EPOLLRDHUP);
+                    fire_disconnect_event(c, disconnect_reason(c, true));
                     loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.DisconnectTimeoutMs);
                 }
-                if (!(events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP)))
+                if (!ndk_qp_rx_over(qp) && !(events & (EPOLLERR | EPOLLHUP)))
                     return;
             }
             on_peer_closed(c, failed || was_reset(c, events));
@@ -714,10 +761,23 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         __attribute__((fallthrough));
     default:
         if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
-            on_peer_closed(c, was_reset(c, events));
+            on_peer_closed(c, c->qp_start_failed || was_reset(c, events));
         return;
     }
 }
+
+/*
+ * siw 6.1 sends its Reply before it installs the callbacks that read the
+ * socket, so what lands in between (our RTR, or our first message) sits
+ * unread until more octets arrive (the interop harness README). While the
+ * peer has sent nothing, ndk_qp_nudge sends such octets, as this schedule
+ * (ms after NdkCompleteConnect) says: densely while the window is likely
+ * open (most last a few ms, some tens under emulation), then more sparsely,
+ * for 300 ms. A peer that answers, or a message of our own going out, ends
+ * or skips them; one that stays silent gets 14 zero-length Writes.
+ */
+static const uint16_t nudge_at_ms[] = {2, 4, 7, 10, 14, 18, 24, 30, 40, 50, 75, 100, 200, 300};
+#define NUDGES (sizeof nudge_at_ms / sizeof nudge_at_ms[0])
 
 static void conn_on_timer(struct loop_timer *t)
 {
@@ -739,11 +799,10 @@ static void conn_on_timer(struct loop_timer *t)
             on_peer_closed(c, true); /* the Terminate never got out */
         } else if (c->passive && c->dp_started) {
             ndk_qp_ungate(c->qp); /* NDK_OPEN_FLAG_RELAXED_TX_GATE */
-        } else if (c->nudges_left > 0 && c->dp_started) {
-            c->nudges_left--;
-            ndk_qp_nudge(c->qp);
-            if (c->nudges_left)
-                loop_timer_arm(conn_loop(c), &c->timer, 180);
+        } else if (c->nudge_next < NUDGES && c->dp_started) {
+            unsigned at = nudge_at_ms[c->nudge_next++];
+            if (ndk_qp_nudge(c->qp) && c->nudge_next < NUDGES)
+                loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[c->nudge_next] - at);
         }
         break;
     default:
@@ -806,6 +865,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     int fd = ndk_tcp_socket(dst.sa.sa_family);
     if (fd < 0)
         return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
+    ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
 
     pthread_mutex_lock(&ad->lock);
     if (c->state != CONN_IDLE || c->obj.closing || c->passive) {
@@ -966,12 +1026,8 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     close_pd_window(c);
     established(c);
     if (c->dp_started) {
-        /* siw 6.1 can miss what lands right after its Reply (our RTR or
-         * first message); a zero-length Write shortly after makes it look
-         * again while it has not answered (pauses of 10 ms to 0.5 s always
-         * worked in the interop harness). */
-        c->nudges_left = 2;
-        loop_timer_arm(conn_loop(c), &c->timer, 20);
+        c->nudge_next = 0;
+        loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[0]);
     }
 out:
     pthread_mutex_unlock(&c->obj.ad->lock);

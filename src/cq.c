@@ -103,8 +103,8 @@ static bool cq_arm_satisfied(struct ndk_cq_impl *cq, NTSTATUS *status)
 {
     if (cq->armed < 0)
         return false;
-    if (cq->error) {
-        *status = cq->error_status;
+    if (cq->overflowed) {
+        *status = STATUS_BUFFER_OVERFLOW;
         return true;
     }
     if (cq->armed == NDK_CQ_NOTIFY_ERRORS)
@@ -159,7 +159,7 @@ static void cq_notify_run(void *ctx, NTSTATUS status)
 bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 {
     pthread_mutex_lock(&cq->lock);
-    if (cq->error) {
+    if (cq->overflowed) {
         /* 8.1: after an overflow no further completions are reported. */
         pthread_mutex_unlock(&cq->lock);
         return false;
@@ -167,8 +167,7 @@ bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
     if (cq->count == cq->depth) {
         /* 8.1 / 5.2.4: the CQ is now unusable; an armed notification of any
          * type reports STATUS_BUFFER_OVERFLOW, and a later arm does too. */
-        cq->error = true;
-        cq->error_status = STATUS_BUFFER_OVERFLOW;
+        cq->overflowed = true;
         if (cq->armed >= 0)
             cq_fire_locked(cq, STATUS_BUFFER_OVERFLOW);
         pthread_mutex_unlock(&cq->lock);
@@ -188,7 +187,7 @@ bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 bool ndk_cq_in_error(struct ndk_cq_impl *cq)
 {
     pthread_mutex_lock(&cq->lock);
-    bool err = cq->error;
+    bool err = cq->overflowed;
     pthread_mutex_unlock(&cq->lock);
     return err;
 }
@@ -234,7 +233,7 @@ static ULONG cq_drain(NDK_CQ *pNdkCq, NDK_RESULT *r, NDK_RESULT_EX *rx, ULONG n)
     if (hook) {
         /* The hook may take QP and adapter locks, which come before ours. */
         pthread_mutex_lock(&cq->lock);
-        bool idle = cq->count == 0 && !cq->error;
+        bool idle = cq->count == 0 && !cq->overflowed;
         pthread_mutex_unlock(&cq->lock);
         if (idle)
             hook(cq);

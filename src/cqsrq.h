@@ -50,15 +50,18 @@ struct ndk_cq_impl {
     int armed;            /* -1 = not armed, else NDK_CQ_NOTIFY_* (merged) */
     uint64_t pushed;      /* completions ever pushed */
     uint64_t seen_at_cb;  /* value of `pushed` when the last callback was queued */
-    bool error;           /* overflowed: unusable, no further completions */
-    NTSTATUS error_status;/* STATUS_BUFFER_OVERFLOW */
+    /* Overflowed: unusable, no further completions. The only CQ error a
+     * software provider has (the ring is allocated when the CQ is created or
+     * resized; nothing can fail later), so notifications report
+     * STATUS_BUFFER_OVERFLOW and never STATUS_INTERNAL_ERROR (5.2.4). */
+    bool overflowed;
     struct ndk_cb notify_cb;
 };
 
-/* Appends one completion. Returns false if the CQ is (or just became) in
- * error because it was full: the entry is dropped and the consumer is told
- * STATUS_BUFFER_OVERFLOW through the notification (any arm type). Queues
- * the notification callback when an arm is satisfied. */
+/* Appends one completion. Returns false if the CQ is (or just became)
+ * overflowed because it was full: the entry is dropped and the consumer is
+ * told STATUS_BUFFER_OVERFLOW through the notification (any arm type).
+ * Queues the notification callback when an arm is satisfied. */
 bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e);
 /* True once the CQ overflowed. */
 bool ndk_cq_in_error(struct ndk_cq_impl *cq);
@@ -90,12 +93,14 @@ struct ndk_srq_impl {
     NDK_FN_SRQ_NOTIFICATION_CALLBACK notify;
     void *notify_ctx;
     struct ndk_cb notify_cb;
-    bool error;
 };
 
 /* Takes the oldest posted receive for an inbound Send. Returns false when
  * none is posted. Fires the limit notification when the count drops below
- * an armed threshold. */
+ * an armed threshold. An SRQ has no error state of its own: its ring is
+ * allocated when it is created or modified, so nothing can make it unusable
+ * later, and its notification reports STATUS_SUCCESS only (never
+ * STATUS_INTERNAL_ERROR, 5.2.5). */
 bool ndk_srq_take(struct ndk_srq_impl *srq, struct ndk_rwqe *out);
 
 NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestSge, ULONG NotifyThreshold,

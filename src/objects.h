@@ -145,7 +145,7 @@ struct ndk_connector_impl {
     uint8_t *peer_pd;            /* private data the peer sent (connect/accept/reject) */
     ULONG peer_pd_len;
     bool pd_window_open;         /* GetConnectionData allowed */
-    uint8_t rtr_buf[64];         /* the RTR FPDU being read (responder, p2p) */
+    uint8_t rtr_buf[80];         /* the RTR FPDU (or a Terminate) being read (responder, p2p) */
     size_t rtr_have;
     uint8_t tx[MPA_FRAME_MAX];   /* startup frame not yet fully written */
     size_t tx_len, tx_off;
@@ -165,9 +165,10 @@ struct ndk_connector_impl {
     /* The data path's view of the socket (qp.h), once established. */
     struct ndk_transport tr;
     bool dp_started;
+    bool qp_start_failed;       /* no memory for the QP's read queues: reset at once */
     bool read_rtr;              /* set-up used a Read RTR (active: sent; passive: received) */
     bool term_draining;         /* the QP failed; its Terminate is still going out */
-    int nudges_left;            /* RTR nudges still to send (ndk_qp_nudge) */
+    unsigned nudge_next;        /* index of the next nudge (ndk_qp_nudge) in connector.c's schedule */
     pthread_mutex_t mask_lock;  /* leaf: the epoll mask, changed by posting threads too */
     uint32_t base_events;
     bool want_out;

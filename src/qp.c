@@ -70,12 +70,25 @@ static const NDK_OPERATION_TYPE swqe_type[] = {
     [SWQE_INVALIDATE] = NdkOperationTypeInvalidate,
 };
 
-static void push_or_fail(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
+void qp_set_end_reason(struct ndk_qp_impl *qp, ULONG reason)
+{
+    ULONG none = 0;
+    __atomic_compare_exchange_n(&qp->dp.end_reason, &none, reason, false, __ATOMIC_RELAXED,
+                                __ATOMIC_RELAXED);
+}
+
+ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp)
+{
+    return __atomic_load_n(&qp->dp.end_reason, __ATOMIC_RELAXED);
+}
+
+void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 {
     /* A full CQ makes it and every QP using it unusable (reference 8.1):
      * the entry is lost and the connection is torn down. */
     if (!ndk_cq_push(cq, e) && qp->dp.state == QP_RTS) {
         qp->dp.state = QP_ERROR;
+        qp_set_end_reason(qp, NDK_DISCONNECT_REASON_LOCAL_ERROR);
         if (qp->dp.tr)
             qp->dp.tr->ops->failed(qp->dp.tr, false);
     }
@@ -98,7 +111,7 @@ void qp_complete_sq_in_order(struct ndk_qp_impl *qp)
                 .type = swqe_type[w->op],
                 .provider_error = w->status == STATUS_SUCCESS ? 0 : w->perr,
             };
-            push_or_fail(qp, qp->icq, &e);
+            qp_push_cqe(qp, qp->icq, &e);
         }
         free(w->pages);
         w->pages = NULL;
@@ -135,6 +148,7 @@ static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr)
     dp->reads_out = 0;
     dp->orq_count = 0;
     dp->irq_count = 0;
+    dp->irq_framed = 0;
     dp->tx_cur = 0;
     qp_complete_sq_in_order(qp);
 }
@@ -153,7 +167,7 @@ static void flush_rq(struct ndk_qp_impl *qp)
         };
         dp->rq_head++;
         dp->rq_count--;
-        push_or_fail(qp, qp->rcq, &e);
+        qp_push_cqe(qp, qp->rcq, &e);
     }
     pthread_mutex_unlock(&dp->rq_lock);
 }
@@ -172,7 +186,7 @@ static void flush_rx_message(struct ndk_qp_impl *qp)
         .type = NdkOperationTypeReceive,
     };
     dp->rx_fail_status = 0;
-    push_or_fail(qp, qp->rcq, &e);
+    qp_push_cqe(qp, qp->rcq, &e);
 }
 
 void ndk_qp_flush_all(struct ndk_qp_impl *qp)
@@ -204,6 +218,32 @@ NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code)
     return STATUS_CONNECTION_ABORTED;
 }
 
+/* The receive engine drops what comes from now on (rx_lock held). */
+static void rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit)
+{
+    dp->rx_st = RX_DISCARD;
+    dp->rx_over = false;
+    dp->rx_discard_left = limit;
+}
+
+bool ndk_qp_failed(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool failed = (qp->dp.state == QP_ERROR && !qp->dp.flushed) || !qp->dp.rx_eof;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return failed;
+}
+
+bool ndk_qp_rx_over(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    bool over = qp->dp.rx_over;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return over;
+}
+
 /*
  * The stream is unusable: our own check failed (send_term: queue the
  * Terminate naming the offender), or the peer's Terminate arrived (term is
@@ -215,9 +255,18 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
 {
     struct ndk_qp_dp *dp = &qp->dp;
     dp->rx_st = RX_DEAD;
+    dp->rx_over = true;
     pthread_mutex_lock(&dp->sq_lock);
     bool was_rts = dp->state == QP_RTS;
     dp->state = QP_ERROR;
+    if (was_rts) {
+        /* A Terminate that names a Terminate as its offender (a malformed
+         * one we received) is not answered: it is the peer's. */
+        ULONG why = !term                          ? NDK_DISCONNECT_REASON_ABORTED
+                    : send_term && !term->no_reply ? NDK_DISCONNECT_REASON_TERMINATE_SENT
+                                                   : NDK_DISCONNECT_REASON_TERMINATE_RECEIVED;
+        qp_set_end_reason(qp, why);
+    }
     NTSTATUS head = STATUS_CANCELLED;
     ULONG perr = 0;
     if (term) {
@@ -244,6 +293,13 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
                                offender_len >= 2 ? offender_len - 2 : 0, rdma);
         if (n)
             qp_tx_terminate(qp, ulpdu, n);
+    }
+    if (dp->term_len && !dp->tx_dead && dp->tr) {
+        /* Our Terminate goes out, then our FIN; the peer closes once it
+         * read it. Until then what it sent behind the offender is read and
+         * dropped: left unread it fills our receive window, and its FIN
+         * never arrives (bounded in octets here, in time by the owner). */
+        rx_discard_start(dp, RX_DISCARD_MAX_OCTETS);
     }
     flush_sq(qp, head, perr);
     pthread_mutex_unlock(&dp->sq_lock);
@@ -561,23 +617,34 @@ static VOID qp_flush(NDK_QP *q)
     struct ndk_qp_impl *qp = qp_from(q);
     if (!qp)
         return;
-    /* 5.9.1: every pending request completes with STATUS_CANCELLED. A
-     * connected QP cannot keep its stream in step after that, so the
-     * connection is ended (as a verbs QP moved to the error state). */
-    pthread_mutex_lock(&qp->dp.rx_lock);
+    /*
+     * 5.9.1: every pending request completes with STATUS_CANCELLED. That is
+     * all NdkFlush does: the connection ends only by NdkDisconnect, a close
+     * or the peer (docs/behaviour.md). The QP is done, though: posts fail
+     * from now on, nothing more is sent but the rest of an FPDU already
+     * partly written (and our FIN, at NdkDisconnect), and what the peer
+     * sends is read and dropped, never placed (an FPDU is accepted only in
+     * RTS), so its FIN is seen and a disconnect can end gracefully.
+     */
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    pthread_mutex_lock(&dp->sq_lock);
+    bool was_rts = dp->state == QP_RTS;
+    if (was_rts) {
+        dp->state = QP_ERROR;
+        dp->flushed = true;
+        qp_tx_cut_batch(qp);
+    }
     /* Nothing is placed any more: flush_rq below hands the receives back,
      * and the engine must not take (or read ahead into) one of them. */
-    qp->dp.rx_st = RX_DEAD;
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    bool was_rts = qp->dp.state == QP_RTS;
-    if (was_rts)
-        qp->dp.state = QP_ERROR;
+    if (was_rts && dp->rx_st != RX_DEAD)
+        rx_discard_start(dp, UINT64_MAX);
+    else if (dp->rx_st != RX_DISCARD)
+        dp->rx_st = RX_DEAD;
     flush_sq(qp, STATUS_CANCELLED, 0);
-    if (was_rts && qp->dp.tr)
-        qp->dp.tr->ops->failed(qp->dp.tr, false);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
+    pthread_mutex_unlock(&dp->sq_lock);
     flush_rx_message(qp);
-    pthread_mutex_unlock(&qp->dp.rx_lock);
+    pthread_mutex_unlock(&dp->rx_lock);
     flush_rq(qp);
 }
 
@@ -596,14 +663,6 @@ static const NDK_QP_DISPATCH qp_dispatch = {
 };
 
 /* ---- connection life ---- */
-
-static uint32_t roundup_pow2(uint32_t v)
-{
-    uint32_t p = 1;
-    while (p < v)
-        p <<= 1;
-    return v ? p : 0;
-}
 
 static void link_in(struct ndk_qp_link *head, struct ndk_qp_link *l, struct ndk_qp_impl *qp)
 {
@@ -747,8 +806,9 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     struct ndk_qp_dp *dp = &qp->dp;
     /* The read queues are sized by what was negotiated, not by the adapter
      * maxima: an idle connection should cost little. One more ORQ slot than
-     * the ORD leaves room for a Read RTR's zero-length answer. */
-    uint32_t irq_cap = roundup_pow2(ird);
+     * the ORD leaves room for a Read RTR's zero-length answer. The IRQ holds
+     * exactly the IRD: one Read Request more is a protocol error. */
+    uint32_t irq_cap = ird;
     struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
     struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
     if (!orq || (irq_cap && !irq)) {
@@ -767,7 +827,6 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->crc = crc;
     dp->ird = ird;
     dp->ord = ord;
-    /* siw keeps up to roundup_pow2(ORD) reads in flight (iwarp.md 5.9). */
     dp->irq_cap = irq_cap;
     dp->mulpdu = mulpdu;
     dp->mulpdu_recheck = MULPDU_RECHECK_OCTETS;

@@ -118,8 +118,14 @@ _Static_assert(RX_IOV_MAX >= MEM_LOCAL_IOV_MAX, "an FPDU's part of a receive alw
 
 enum qp_state { QP_IDLE, QP_RTS, QP_ERROR };
 /* The receive engine: reading a header, reading a body (payload, pad, CRC),
- * or stopped for good (the stream failed, ended, or the QP was flushed). */
-enum rx_state { RX_HDR, RX_BODY, RX_DEAD };
+ * reading and dropping whatever comes until the peer closes (after our
+ * Terminate, or once the QP was flushed: nothing is placed any more, but
+ * the peer's FIN must not stay stuck behind unread octets), or stopped for
+ * good (the stream failed or ended). */
+enum rx_state { RX_HDR, RX_BODY, RX_DISCARD, RX_DEAD };
+/* After our Terminate, the octets dropped before the peer's FIN: beyond
+ * this the peer is not closing, and the connection is reset. */
+#define RX_DISCARD_MAX_OCTETS (64u << 20)
 
 struct ndk_qp_impl;
 
@@ -135,8 +141,8 @@ struct ndk_qp_dp {
     bool input_leased;
     bool lease_polled;
     bool crc;
-    uint32_t ird, ord;     /* effective; the IRQ tolerates roundup_pow2(ird) */
-    uint32_t irq_cap;
+    uint32_t ird, ord;     /* effective (negotiated) */
+    uint32_t irq_cap;      /* = ird: inbound Read Requests held at once */
     size_t mulpdu;
     size_t mulpdu_recheck;  /* octets to send before asking the transport again (sq_lock) */
 
@@ -149,14 +155,19 @@ struct ndk_qp_dp {
     uint32_t reads_out;    /* Read Requests sent and not answered */
     struct ndk_orq_entry *orq;
     uint32_t orq_head, orq_count, orq_cap;
+    /* Inbound Read Requests from irq_head: irq_count held, of which the
+     * first irq_framed have their whole response framed in the batch being
+     * written. A slot is free once its response's last octet went to TCP;
+     * until then we hold it, and the IRD bounds what we hold. */
     struct ndk_irq_entry *irq;
-    uint32_t irq_head, irq_count;
+    uint32_t irq_head, irq_count, irq_framed;
     uint32_t msn_send, msn_read; /* next MSN to send on QN 0 / QN 1 */
     bool tx_gated;          /* responder: nothing goes out before the first FPDU arrives */
     bool tx_blocked;        /* the transport said EAGAIN: wait for writable */
     bool tx_fin_wanted;     /* NdkDisconnect: FIN once everything queued is out */
     bool tx_fin_sent;
     bool tx_dead;
+    bool flushed;           /* NdkFlush on a connected QP: the connection stays, the QP is done */
     uint8_t term_buf[80];   /* a Terminate waiting to go out */
     uint8_t nudge_buf[20];  /* a zero-length RDMA Write (see ndk_qp_nudge) */
     size_t term_len;
@@ -199,7 +210,9 @@ struct ndk_qp_dp {
     size_t rx_pre_have;
     uint32_t rx_crc;
     bool rx_first_seen;
-    bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary */
+    bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary (or while dropping) */
+    bool rx_over;           /* no more input will be read: end of stream, error, or discard limit */
+    uint64_t rx_discard_left; /* RX_DISCARD: octets still allowed */
     uint32_t msn_send_expect, msn_read_expect;
     /* the untagged message being received */
     bool rx_msg_active;
@@ -214,6 +227,10 @@ struct ndk_qp_dp {
     uint64_t rx_tmsg_to;
     NTSTATUS rx_fail_status; /* status for the receive that caused our Terminate */
     uint32_t rx_term_ctrl;   /* control word of the Terminate the peer sent */
+
+    /* Why the data path ended the connection: NDK_DISCONNECT_REASON_*, the
+     * first one set wins; 0 while it has not (any thread, atomically). */
+    ULONG end_reason;
 };
 
 /* ---- qp.c ---- */
@@ -233,6 +250,13 @@ void ndk_qp_read_rtr_received(struct ndk_qp_impl *qp);
 void ndk_qp_stop(struct ndk_qp_impl *qp);
 /* Flushes every outstanding request with STATUS_CANCELLED. */
 void ndk_qp_flush_all(struct ndk_qp_impl *qp);
+/* The stream failed (a Terminate either way, a protocol error, a broken
+ * stream, a local failure): the owner resets the connection. Not after a
+ * graceful end, nor because of NdkFlush, which leaves the connection up. */
+bool ndk_qp_failed(struct ndk_qp_impl *qp);
+/* Nothing more will be read from the stream (its end, an error, or the
+ * discard limit after our Terminate). */
+bool ndk_qp_rx_over(struct ndk_qp_impl *qp);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
 /* Lets a gated responder send before the initiator's first FPDU. */
@@ -241,13 +265,16 @@ void ndk_qp_ungate(struct ndk_qp_impl *qp);
  * Linux siw 6.1 can miss whatever arrives right after its Reply (an RTR, or
  * the first message) until more bytes arrive (the interop harness README):
  * this is those bytes, and a zero-length tagged Write is never validated or
- * placed, so every peer ignores it. */
-void ndk_qp_nudge(struct ndk_qp_impl *qp);
+ * placed, so every peer ignores it. Returns false once nudging is pointless
+ * (the peer was heard from, or the stream is over). */
+bool ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* The QP ended the stream with its own Terminate (sent, or still queued
  * behind other FPDUs): the owner lets the peer close first. */
 bool ndk_qp_sent_term(struct ndk_qp_impl *qp);
 /* Nothing queued or in flight on the initiator side (X1 "DMA finished"). */
 bool ndk_qp_quiescent(struct ndk_qp_impl *qp);
+/* Why the data path ended the connection (NDK_DISCONNECT_REASON_*), or 0. */
+ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp);
 
 /* Busy polling: reads the sockets of the QPs completing into cq, and takes
  * (or renews) their input leases. */
@@ -267,6 +294,9 @@ void qp_tx_progress(struct ndk_qp_impl *qp);
 void ndk_qp_on_writable(struct ndk_qp_impl *qp);
 /* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
 void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);
+/* Drops the rest of the batch after the FPDU being written (the stream
+ * stays framed) and marks the requests it finished. sq_lock held. */
+void qp_tx_cut_batch(struct ndk_qp_impl *qp);
 
 /* ---- qp_rx.c ---- */
 /* Reads and processes what the transport has (bounded per call). Returns
@@ -286,5 +316,10 @@ void qp_complete_sq_in_order(struct ndk_qp_impl *qp);   /* sq_lock held */
 void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
               size_t offender_len, bool send_term);
 uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i);
+/* Appends a completion; when the CQ overflows, the QP fails (its
+ * transport is torn down: LOCAL_ERROR). */
+void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e);
+/* Records why the data path ends the connection, unless a reason is set. */
+void qp_set_end_reason(struct ndk_qp_impl *qp, ULONG reason);
 
 #endif

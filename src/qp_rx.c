@@ -216,8 +216,7 @@ static void complete_receive(struct ndk_qp_impl *qp, NTSTATUS st, bool inv, uint
         .solicited = se,
     };
     dp->rx_msg_active = false;
-    if (!ndk_cq_push(qp->rcq, &e) && dp->tr)
-        dp->tr->ops->failed(dp->tr, false);
+    qp_push_cqe(qp, qp->rcq, &e);
 }
 
 /* The FPDU passed its CRC: make it count. Returns false on failure. */
@@ -412,6 +411,7 @@ static void rx_lost(struct ndk_qp_impl *qp, bool at_boundary)
     if (at_boundary) {
         dp->rx_st = RX_DEAD;
         dp->rx_eof = true;
+        dp->rx_over = true;
         return;
     }
     /* RFC 5040: a stream lost mid-FPDU can carry no Terminate. */
@@ -534,10 +534,39 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
     return on_trailer(qp) ? AHEAD_FPDU : AHEAD_DEAD;
 }
 
+#define RX_DISCARD_CHUNK 16384
+#define RX_DISCARD_READS 64 /* per call: at most 1 MiB, then the other QPs' turn */
+
+/* RX_DISCARD: reads and drops until the end of the stream. Returns false
+ * once nothing more will be read (the end, an error, or the limit). */
+static bool rx_discard(struct ndk_qp_dp *dp)
+{
+    uint8_t sink[RX_DISCARD_CHUNK];
+    for (int i = 0; i < RX_DISCARD_READS; i++) {
+        struct iovec v = {sink, sizeof sink};
+        ssize_t n = dp->tr->ops->readv(dp->tr, &v, 1);
+        if (n == -EAGAIN)
+            return true;
+        if (n > 0 && (uint64_t)n <= dp->rx_discard_left) {
+            dp->rx_discard_left -= (uint64_t)n;
+            continue;
+        }
+        /* The end (n == 0: the peer's FIN, it closed gracefully), a broken
+         * stream, or a peer that keeps sending long after our Terminate. */
+        dp->rx_eof = n == 0;
+        dp->rx_over = true;
+        dp->rx_st = RX_DEAD;
+        return false;
+    }
+    return true;
+}
+
 static bool rx_run(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     struct ndk_transport *tr = dp->tr;
+    if (tr && dp->rx_st == RX_DISCARD)
+        return rx_discard(dp);
     bool alive = tr && dp->rx_st != RX_DEAD;
     for (int fpdus = 0; alive && fpdus < RX_BUDGET_FPDUS;) {
         if (dp->rx_st == RX_HDR) {
@@ -552,6 +581,9 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 if (term) {
                     /* A Terminate is read whole: it has no payload to place. */
                     if (dp->rx_ulpdu > RX_HDR_MAX - 2) {
+                        /* Malformed, but the peer's Terminate all the same:
+                         * the stream ends, unanswered. */
+                        qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
                         qp_fatal(qp, NULL, NULL, 0, false);
                         alive = false;
                         break;

@@ -64,15 +64,16 @@ void ndk_qp_ungate(struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&qp->dp.sq_lock);
 }
 
-void ndk_qp_nudge(struct ndk_qp_impl *qp)
+bool ndk_qp_nudge(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->sq_lock);
-    /* Only between messages (a zero-length Write is a message of its own)
-     * and only while the peer has shown no sign of life. */
+    /* Only between messages (a zero-length Write is a message of its own;
+     * the octets of one going out do the nudge's work anyway) and only while
+     * the peer has shown no sign of life. */
     bool heard = __atomic_load_n(&dp->rx_first_seen, __ATOMIC_ACQUIRE);
-    if (dp->tr && dp->state == QP_RTS && !heard && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 &&
-        !dp->tx_gated) {
+    bool live = dp->tr && dp->state == QP_RTS && !heard;
+    if (live && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 && !dp->tx_gated) {
         size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
         dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
@@ -80,6 +81,7 @@ void ndk_qp_nudge(struct ndk_qp_impl *qp)
         qp_tx_progress(qp);
     }
     pthread_mutex_unlock(&dp->sq_lock);
+    return live;
 }
 
 static void mark_end(struct ndk_qp_dp *dp, int kind, uint32_t idx)
@@ -111,7 +113,7 @@ static bool pick_next(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     for (;;) {
-        if (dp->irq_count) {
+        if (dp->irq_count > dp->irq_framed) {
             dp->tx_cur = TX_IRQ;
             dp->tx_cur_off = 0;
             return true;
@@ -214,7 +216,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
         if (dp->tx_cur == TX_NONE && !pick_next(qp))
             return;
         if (dp->tx_cur == TX_IRQ) {
-            struct ndk_irq_entry *e = &dp->irq[dp->irq_head % dp->irq_cap];
+            struct ndk_irq_entry *e = &dp->irq[(dp->irq_head + dp->irq_framed) % dp->irq_cap];
             size_t room = mulpdu - DDP_TAGGED_HDR_LEN;
             uint64_t left = e->rr.size - e->sent;
             size_t seg = left < room ? (size_t)left : room;
@@ -237,11 +239,12 @@ static void fill_batch(struct ndk_qp_impl *qp)
                                                                       : DDP_STAG_BOUNDS,
                                              &t);
                     t.ddp_hdr = t.rdma_hdr = false;
-                    dp->irq_count = 0;
+                    dp->irq_count = dp->irq_framed = 0;
                     dp->tx_cur = TX_NONE;
                     uint8_t ulpdu[80];
                     size_t n = term_encode(ulpdu, sizeof ulpdu, &t, 0, NULL, 0, NULL);
                     qp_tx_terminate(qp, ulpdu, n);
+                    qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_SENT);
                     dp->state = QP_ERROR;
                     return;
                 }
@@ -253,10 +256,10 @@ static void fill_batch(struct ndk_qp_impl *qp)
             frame_fpdu(dp, hlen, src, nsrc, seg);
             e->sent += (uint32_t)seg;
             if (last) {
-                /* The IRD slot is free once the response is framed: its
-                 * octets are in our batch, independent of the entry. */
-                dp->irq_head++;
-                dp->irq_count--;
+                /* The IRD slot stays taken until the batch is written
+                 * (batch_written): until then we still hold the response. */
+                mark_end(dp, TX_IRQ, 0);
+                dp->irq_framed++;
                 dp->tx_cur = TX_NONE;
             }
             continue;
@@ -295,16 +298,23 @@ static void batch_written(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     for (int i = 0; i < dp->tx_nends; i++) {
-        if (dp->tx_ends[i].kind == TX_SQ)
+        if (dp->tx_ends[i].kind == TX_SQ) {
             dp->sq[qp_sq_idx(qp, dp->tx_ends[i].idx)].done = true;
+        } else {
+            /* A Read Response is all in TCP's hands: its IRD slot is free. */
+            dp->irq_head++;
+            dp->irq_count--;
+            dp->irq_framed--;
+        }
     }
     batch_reset(dp);
     qp_complete_sq_in_order(qp);
 }
 
-/* Drops the rest of the batch after the FPDU being written, so a
- * Terminate can follow at an FPDU boundary (iwarp.md 3.7). */
-static void batch_cut_after_current(struct ndk_qp_impl *qp)
+/* After the FPDU being written nothing of the batch goes out: a Terminate
+ * follows at an FPDU boundary (RFC 5040 section 7), or NdkFlush stopped the
+ * QP. */
+void qp_tx_cut_batch(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     /* Messages whose every octet is out are done, whatever follows. */
@@ -338,7 +348,7 @@ void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len)
     if (dp->term_len || !dp->tr)
         return;
     dp->term_len = mpa_fpdu_build(ulpdu, len, dp->crc, dp->term_buf, sizeof dp->term_buf);
-    batch_cut_after_current(qp);
+    qp_tx_cut_batch(qp);
     dp->tx_gated = false; /* a Terminate may always go out */
     qp_tx_progress(qp);
 }
@@ -361,6 +371,7 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
                 return;
             }
             if (w < 0) {
+                qp_set_end_reason(qp, NDK_DISCONNECT_REASON_ABORTED);
                 dp->tx_dead = true;
                 batch_reset(dp);
                 tr->ops->failed(tr, true);
@@ -395,11 +406,11 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
                 dp->term_sent = true; /* counted as sent once its batch drains */
                 continue;
             }
-            if (dp->term_sent && !dp->tx_fin_sent) {
+            if ((dp->term_sent || dp->tx_fin_wanted) && !dp->tx_fin_sent) {
                 /* Nothing may follow a Terminate: our FIN goes next. The
                  * connection ends when the peer, having read the Terminate,
                  * closes too; a reset now could make its kernel drop the
-                 * Terminate unread. */
+                 * Terminate unread. After NdkFlush, NdkDisconnect's FIN. */
                 dp->tx_fin_sent = true;
                 tr->ops->shutdown_write(tr);
             }

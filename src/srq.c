@@ -72,7 +72,7 @@ static void srq_notify_run(void *ctx, NTSTATUS status)
 bool ndk_srq_take(struct ndk_srq_impl *srq, struct ndk_rwqe *out)
 {
     pthread_mutex_lock(&srq->lock);
-    if (srq->error || srq->count == 0) {
+    if (srq->count == 0) {
         pthread_mutex_unlock(&srq->lock);
         return false;
     }
@@ -111,10 +111,6 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext, CONST NDK_SG
     if (st != STATUS_SUCCESS)
         return st;
     pthread_mutex_lock(&srq->lock);
-    if (srq->error) {
-        pthread_mutex_unlock(&srq->lock);
-        return STATUS_INTERNAL_ERROR;
-    }
     if (srq->count == srq->depth) {
         pthread_mutex_unlock(&srq->lock);
         return STATUS_INSUFFICIENT_RESOURCES;

@@ -104,6 +104,11 @@ typedef struct _NDK_OPEN_OPTIONS {
     ULONG MaxHalfOpen;         /* per listener: TCP connections still waiting for their MPA
                                   Request; a further one resets the one that waited
                                   longest; default 1024 */
+    ULONG SocketSendBufferBytes;    /* SO_SNDBUF of every connection's socket (Linux doubles
+                                       it and enforces its minimum); default: the system's,
+                                       which TCP autotunes */
+    ULONG SocketReceiveBufferBytes; /* SO_RCVBUF likewise (set before the handshake, so the
+                                       window scale fits); default: the system's */
 } NDK_OPEN_OPTIONS;
 
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
@@ -121,6 +126,25 @@ typedef struct _NDK_OPEN_OPTIONS {
                                          consumers that poll their CQs; while they poll, the
                                          progress thread leaves those sockets' input to them
                                          (until an ArmCq, or 1-2 ms without a poll) */
+
+/*
+ * ProviderDisconnectReason of NDK_FN_DISCONNECT_EVENT_CALLBACK_EX (NDKPI
+ * leaves the values to the provider; libndk always gives one of these).
+ */
+#define NDK_DISCONNECT_REASON_PEER_CLOSED 1 /* the peer closed gracefully: its FIN, after a
+                                               whole FPDU */
+#define NDK_DISCONNECT_REASON_ABORTED 2     /* the connection was reset or broken: a RST, a
+                                               socket error, the stream ending inside an
+                                               FPDU */
+#define NDK_DISCONNECT_REASON_TERMINATE_RECEIVED 3 /* the peer ended it with an RDMAP
+                                                      Terminate */
+#define NDK_DISCONNECT_REASON_TERMINATE_SENT 4 /* libndk ended it with a Terminate: what the
+                                                  peer sent broke a protocol or protection
+                                                  rule, or memory an inbound Read named was
+                                                  deregistered before its response left */
+#define NDK_DISCONNECT_REASON_LOCAL_ERROR 5 /* a CQ of the QP overflowed, or its read queues
+                                               could not be allocated: the QP is unusable
+                                               and the connection was reset */
 
 /*
  * Opens an adapter by interface name ("lo") or by one of its addresses

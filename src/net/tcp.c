@@ -148,6 +148,41 @@ int ndk_tcp_socket(int family)
     return fd;
 }
 
+/* A receive buffer below this is not a system default (Linux starts at
+ * 128 KiB, 85 KiB before 4.20, and autotunes upwards): someone made it
+ * small on purpose. */
+#define SMALL_RCVBUF (64 * 1024)
+
+void ndk_tcp_set_buffers(int fd, ULONG sndbuf, ULONG rcvbuf)
+{
+    int v;
+    if (sndbuf) {
+        v = sndbuf > INT32_MAX / 2 ? INT32_MAX / 2 : (int)sndbuf;
+        setsockopt(fd, SOL_SOCKET, SO_SNDBUF, &v, sizeof v);
+    }
+    if (rcvbuf) {
+        v = rcvbuf > INT32_MAX / 2 ? INT32_MAX / 2 : (int)rcvbuf;
+        setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, sizeof v);
+    }
+    /*
+     * With a receive buffer of a few segments, Linux can leave its window
+     * stuck below one MSS: it reopens the window only by at least one MSS
+     * (receiver-side silly-window avoidance, RFC 1122 4.2.3.3), while the
+     * sender waits for a whole MSS of window (4.2.3.4) and
+     * falls back to a zero-window probe per retransmission timeout, one
+     * segment per 200 ms. Small FPDUs (an RTR, a Read Request, a short Send)
+     * shift the window off MSS multiples and trigger it. A segment of at
+     * most an eighth of the buffer (the window is about half of it) always
+     * fits a stuck window. The MSS goes out in our SYN, so it bounds the
+     * peer's segments to us as well as ours; FPDUs follow it (MULPDU).
+     */
+    socklen_t len = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, SO_RCVBUF, &v, &len) == 0 && v > 0 && v < SMALL_RCVBUF) {
+        int mss = v / 8;
+        setsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, sizeof mss);
+    }
+}
+
 void ndk_tcp_abort(int fd)
 {
     struct linger lg = {.l_onoff = 1, .l_linger = 0};

@@ -31,6 +31,12 @@ NTSTATUS ndk_sockaddr_copy_out(const NDK_SOCKADDR *a, struct sockaddr *out, ULON
 /* Non-blocking, close-on-exec TCP socket with TCP_NODELAY (as siw: iWARP
  * messages must not wait for Nagle). Returns fd or -errno. */
 int ndk_tcp_socket(int family);
+/* Fixed socket buffer sizes (NDK_OPEN_OPTIONS SocketSendBufferBytes,
+ * SocketReceiveBufferBytes; 0 leaves the system's autotuned default), and
+ * with a small receive buffer (ours, or a small system default) an MSS to
+ * match. Call before connect or listen: the handshake carries the window
+ * scale and the MSS, and accepted sockets inherit the listener's settings. */
+void ndk_tcp_set_buffers(int fd, ULONG sndbuf, ULONG rcvbuf);
 /* Close with an RST instead of a FIN (abortive teardown). */
 void ndk_tcp_abort(int fd);
 

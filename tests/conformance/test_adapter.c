@@ -571,10 +571,9 @@ NT_CASE(query_info_buffer_size)
     CHECK_STATUS(ad->Dispatch->NdkQueryAdapterInfo(ad, NULL, &size), STATUS_BUFFER_TOO_SMALL);
     CHECK_EQ(size, 0x68);
 
-    /* A buffer smaller than 0x68 (the old 0x60 layout, and 1): too small,
-     * and nothing written. */
+    /* Below the old layout's 0x60 octets: too small, nothing written. */
     unsigned char buf[0x100];
-    static const ULONG small[] = {1, 0x60, 0x67};
+    static const ULONG small[] = {1, 0x5F};
     for (size_t i = 0; i < sizeof small / sizeof small[0]; i++) {
         memset(buf, 0xA5, sizeof buf);
         size = small[i];
@@ -585,6 +584,26 @@ NT_CASE(query_info_buffer_size)
         for (size_t k = 0; k < sizeof buf; k++)
             untouched = untouched && buf[k] == 0xA5;
         CHECK(untouched);
+    }
+
+    /* docs/behaviour.md: a consumer built against a header whose structure
+     * ends at AdapterFlags (0x60 octets, 6.1) is served that leading part:
+     * success, size out 0x60, the octets a full query gives, nothing
+     * written from 0x60 on (RdmaTechnology is not there for it). */
+    NDK_ADAPTER_INFO full;
+    CHECK_STATUS(nt_query_info(ad, &full), STATUS_SUCCESS);
+    static const ULONG old_sizes[] = {0x60, 0x67};
+    for (size_t i = 0; i < sizeof old_sizes / sizeof old_sizes[0]; i++) {
+        memset(buf, 0xA5, sizeof buf);
+        size = old_sizes[i];
+        CHECK_STATUS(ad->Dispatch->NdkQueryAdapterInfo(ad, (NDK_ADAPTER_INFO *)buf, &size),
+                     STATUS_SUCCESS);
+        CHECK_EQ(size, 0x60);
+        CHECK(memcmp(buf, &full, 0x60) == 0);
+        bool rest = true;
+        for (size_t k = 0x60; k < sizeof buf; k++)
+            rest = rest && buf[k] == 0xA5;
+        CHECK(rest);
     }
 
     /* Exact and larger buffers: success, size out = bytes written (0x68),

@@ -7,9 +7,11 @@
  * request that was accepted completes exactly once and each request that
  * was refused inline never does.
  * Contract: reference 4.5, 5.9.1, 5.10.9, 8.1, 10.1 (L3), 10.4 (W2, W4, W5),
- * 10.6 (X1-X6). libndk decisions relied on: NdkFlush on a connected QP
- * cancels everything and ends the connection; work requests on a QP that is
- * not connected (any more) -> STATUS_CONNECTION_INVALID. */
+ * 10.6 (X1-X6). libndk decisions relied on (docs/behaviour.md): NdkFlush on
+ * a connected QP cancels everything and leaves the connection up (the QP
+ * takes no more requests and drops what the peer sends; NdkDisconnect then
+ * ends the connection gracefully); work requests on a QP that is not
+ * connected (any more), or flushed -> STATUS_CONNECTION_INVALID. */
 #include "dptest.h"
 
 #define MiB (1024u * 1024u)
@@ -98,10 +100,10 @@ static unsigned ledger_count(const ledger *l, NTSTATUS st)
 /*
  * NdkFlush on a connected QP whose peer never reads (a raw MPA initiator):
  * 8 receives and 4 large Sends are outstanding; every one completes once,
- * with STATUS_CANCELLED (5.9.1); the connection ends (the raw peer sees its
- * stream close); a second NdkFlush adds nothing; after it an initiator
- * request is refused inline and a receive either is refused or completes
- * once, cancelled.
+ * with STATUS_CANCELLED (5.9.1); the connection stays up (the raw peer's
+ * stream does not end); a second NdkFlush adds nothing; after it an
+ * initiator request is refused inline and a receive either is refused or
+ * completes once, cancelled.
  */
 DP_CASE(flush_cancels_outstanding_once)
 {
@@ -137,8 +139,10 @@ DP_CASE(flush_cancels_outstanding_once)
     ledger_add(&l, r, k);
     ledger_check("flushed", &l, acc);
     CHECK_EQ(ledger_count(&l, STATUS_CANCELLED), 12);
-    CHECK(dp_raw_wait_end(fd, DP_WAIT_MS));
-    /* After the flush the QP is no longer connected. */
+    /* The connection is still there: no FIN, no RST, no disconnect event. */
+    CHECK(!dp_raw_wait_end(fd, DP_QUIET_MS));
+    CHECK_EQ(tl_event_count(&c->disc_p), 0);
+    /* The flushed QP takes no more initiator requests. */
     NDK_SGE one = dp_sge(&big, 0, 1);
     DP_CHECK_ST(dp_send(c->qp, DP_CTX(13), &one, 1, 0), STATUS_CONNECTION_INVALID);
     NDK_SGE r14 = dp_sge(&rr, 0, 64);
@@ -158,21 +162,28 @@ DP_CASE(flush_cancels_outstanding_once)
 
 /*
  * NdkFlush between two NDK sides: the flushing side's receives are all
- * cancelled once, its Reads complete once each (done or cancelled), the peer
- * gets one disconnect event, and the peer's own receives complete once each
- * when it ends its side with NdkDisconnect.
+ * cancelled once and its Reads complete once each (done or cancelled); the
+ * connection stays up: no disconnect event on either side. What the peer
+ * sends then (a Send, which without a receive would otherwise cost a
+ * Terminate, and a Write) completes on the peer and is dropped by the
+ * flushed side: nothing placed, no completion, no Terminate. NdkDisconnect
+ * of the flushed side then ends the connection gracefully: the peer gets
+ * one disconnect event, both NdkDisconnect calls succeed, and the peer's
+ * receives are flushed by its own (X5).
  */
 DP_CASE(flush_connected_pair)
 {
     dp_pair x;
     REQUIRE(dp_pair_open(&x, NULL));
     dp_conn *c = x.c;
-    dp_mr ra, rp, src, sink;
+    dp_mr ra, rp, src, sink, wt, ps;
     uint8_t *ab = dp_buf_reg(&x.a, &ra, 8 * 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
     uint8_t *pb = dp_buf_reg(&x.p, &rp, 8 * 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
     uint8_t *s = dp_buf_reg(&x.p, &src, 4 * MiB, NDK_MR_FLAG_ALLOW_REMOTE_READ, 3);
     uint8_t *k = dp_buf_reg(&x.a, &sink, 4 * MiB, DP_SINK_FLAGS, 0);
-    REQUIRE(ab && pb && s && k);
+    uint8_t *w = dp_buf_reg(&x.a, &wt, 64, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 9);
+    uint8_t *pp = dp_buf_reg(&x.p, &ps, 64, 0, 10);
+    REQUIRE(ab && pb && s && k && w && pp);
     ledger la, lp;
     ledger_init(&la, 16);
     ledger_init(&lp, 16);
@@ -197,17 +208,41 @@ DP_CASE(flush_connected_pair)
         DP_CHECK_ST(la.st[i], STATUS_CANCELLED);
     for (unsigned i = 9; i <= 12; i++)
         CHECK(la.st[i] == STATUS_SUCCESS || la.st[i] == STATUS_CANCELLED);
+    NDK_SGE one = dp_sge(&ps, 0, 64);
+    DP_CHECK_ST(dp_send(c->qa, DP_CTX(13), &one, 1, 0), STATUS_CONNECTION_INVALID);
+
+    /* The peer sends into the flushed QP: completed there, dropped here. */
+    accp[13] = dp_send(c->qp, DP_CTX(13), &one, 1, 0) == STATUS_SUCCESS;
+    accp[14] = dp_write(c->qp, DP_CTX(14), &one, 1, w, wt.rtok, 0) == STATUS_SUCCESS;
+    CHECK(accp[13] && accp[14]);
+    NDK_RESULT_EX pr[2];
+    ULONG pk = dp_wait_ex(c->cqp, pr, 2, DP_WAIT_MS);
+    CHECK_EQ(pk, 2);
+    for (ULONG i = 0; i < pk; i++)
+        DP_CHECK_ST(pr[i].Status, STATUS_SUCCESS);
+    ledger_add(&lp, pr, pk);
+    DP_CHECK_QUIET(c->cqa);
+    DP_CHECK_DATA(w, 64, 9, 0); /* the Write was not placed */
+    CHECK(!tl_event_wait(&c->disc_a, 1, DP_QUIET_MS));
+    CHECK_EQ(tl_event_count(&c->disc_p), 0);
+
+    /* The flushed side ends the connection gracefully. */
+    dp_req *da = dp_req_new("NdkDisconnect (flushed side)");
+    da->started = true;
+    da->returned = c->ca->Dispatch->NdkDisconnect(c->ca, dp_req_cb, da);
     CHECK(tl_event_wait(&c->disc_p, 1, DP_WAIT_MS));
-    /* The peer ends its side; its receives are flushed then (X5). */
-    NTSTATUS st = dp_disconnect(c->cp);
-    fprintf(stderr, "    the peer's NdkDisconnect: %s\n", ndk_status_name(st));
-    ledger_drain(&lp, c->cqp, 8, DP_WAIT_MS);
+    DP_CHECK_ST(dp_disconnect(c->cp), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_finish(da, da->returned, DP_WAIT_MS), STATUS_SUCCESS);
+    ledger_drain(&lp, c->cqp, 10, DP_WAIT_MS);
     ledger_check("peer", &lp, accp);
     CHECK_EQ(ledger_count(&lp, STATUS_CANCELLED), 8);
+    CHECK_EQ(tl_event_count(&c->disc_a), 0);
     dp_mr_close(&ra);
     dp_mr_close(&rp);
     dp_mr_close(&src);
     dp_mr_close(&sink);
+    dp_mr_close(&wt);
+    dp_mr_close(&ps);
     dp_pair_close(&x);
 }
 
@@ -616,7 +651,15 @@ DP_CASE(flush_while_posting)
         /* Receives were never matched (the peer sends nothing), so every
          * accepted one was cancelled. */
         CHECK_EQ(ledger_count(&wr.l, STATUS_SUCCESS), 0);
+        /* The flush left the connection up; the flushed side's
+         * NdkDisconnect ends it. */
+        CHECK_EQ(tl_event_count(&c->disc_p), 0);
+        dp_req *da = dp_req_new("NdkDisconnect (flushed side)");
+        da->started = true;
+        da->returned = c->ca->Dispatch->NdkDisconnect(c->ca, dp_req_cb, da);
         peer_finish(&q, c, &ws);
+        DP_CHECK_ST(dp_disconnect(c->cp), STATUS_SUCCESS);
+        DP_CHECK_ST(dp_finish(da, da->returned, DP_WAIT_MS), STATUS_SUCCESS);
         dp_mr_close(&ms);
         dp_mr_close(&ra);
         dp_pair_close(&x);

@@ -9,7 +9,7 @@
  * the guest with run-guest.sh -f.
  *
  *   cm_peer server PORT [--pd TEXT] [--ird N] [--ord N] [--reject] [--count N]
- *                       [--addr A] [--timeout S]
+ *                       [--addr A] [--timing] [--timeout S]
  *     Listens on A:PORT (default 0.0.0.0; siw limits a wildcard listen to its
  *     own netdev), prints "CM-LISTENING port=<n>", and handles COUNT
  *     connections, one after the other:
@@ -19,7 +19,12 @@
  *     or, with --reject, rdma_reject() with the --pd text:
  *       CM-REJECT-SENT rc=<n>
  *     Without --ird/--ord, rdma_accept() takes the values of the request, as
- *     rping's server does.
+ *     rping's server does. --timing adds, after each CM-ESTABLISHED,
+ *       CM-ACCEPT-TO-ESTABLISHED us=<n>
+ *     the time from rdma_accept() returning to the ESTABLISHED event: with a
+ *     peer-to-peer initiator (siw reports ESTABLISHED once it processed the
+ *     RTR), how long the initiator's first FPDU took to reach siw, plus one
+ *     round trip for our Reply and the initiator's CompleteConnect.
  *
  *   cm_peer client HOST PORT [--pd TEXT] [--ird N] [--ord N] [--expect-reject]
  *                            [--timeout S]
@@ -44,6 +49,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -61,6 +67,7 @@ struct options {
     unsigned ird, ord;
     bool reject;
     bool expect_reject;
+    bool timing;
     unsigned count;
     unsigned timeout_s;
 };
@@ -264,11 +271,17 @@ static enum served serve_one(void)
         diag("rdma_accept: %s", strerror(errno));
         goto out;
     }
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
     e = expect(id, RDMA_CM_EVENT_ESTABLISHED);
     if (!e)
         goto out;
+    clock_gettime(CLOCK_MONOTONIC, &t1);
     out("CM-ESTABLISHED ird=%u ord=%u\n", e->param.conn.responder_resources,
         e->param.conn.initiator_depth);
+    if (opt.timing)
+        out("CM-ACCEPT-TO-ESTABLISHED us=%ld\n",
+            (long)((t1.tv_sec - t0.tv_sec) * 1000000L + (t1.tv_nsec - t0.tv_nsec) / 1000L));
     rdma_ack_cm_event(e);
     /* The initiator (libndk) ends the connection; siw answers the FIN by
      * itself, so there is nothing to call before DISCONNECTED. */
@@ -399,7 +412,7 @@ static void usage(void) __attribute__((noreturn));
 static void usage(void)
 {
     fputs("usage: cm_peer server PORT [--pd TEXT] [--ird N] [--ord N] [--reject] [--count N]\n"
-          "                           [--addr A] [--timeout S]\n"
+          "                           [--addr A] [--timing] [--timeout S]\n"
           "       cm_peer client HOST PORT [--pd TEXT] [--ird N] [--ord N] [--expect-reject]\n"
           "                           [--timeout S]\n",
           stderr);
@@ -459,6 +472,8 @@ static void parse(int argc, char **argv)
             opt.addr = argv[++i];
         } else if (!strcmp(a, "--reject") && opt.server) {
             opt.reject = true;
+        } else if (!strcmp(a, "--timing") && opt.server) {
+            opt.timing = true;
         } else if (!strcmp(a, "--expect-reject") && !opt.server) {
             opt.expect_reject = true;
         } else {

@@ -597,26 +597,29 @@ static void test_short_socket_failed_only(void)
 }
 
 /*
- * More Read Requests than the IRD (iwarp.md 3.5, 3.9 row 18): A may have 8
- * outstanding, B takes 1. B's socket is full, so its answer to the first
- * Read cannot leave and its inbound read queue fills: the third Read
- * Request overflows it. B must send (0,2,0x07) with the DDP header of that
- * Read Request (MSN 3; a Remote Operation error carries no RDMA header),
- * as the first FPDU it sends (nothing else had started), and A must charge
- * that Read only. connector_teardown: the owner tears down as connector.c
- * does, when ndk_qp_on_readable returns false on a QP in error.
+ * More Read Requests than the IRD (RFC 5040: the IRD is how many inbound
+ * Read Requests the responder holds; docs/behaviour.md): A may have 8
+ * outstanding, B takes `ird`, exactly that many, a power of two or not. B's
+ * socket is full, so its answer to the first Read cannot leave: a Read
+ * Request holds its slot until its response is all written, not merely
+ * framed, so Read ird + 1 overflows the queue. B must send (0,2,0x07) with
+ * the DDP header of that Read Request (MSN ird + 1; a Remote Operation error
+ * carries no RDMA header), as the first FPDU it sends (nothing else had
+ * started), and A must charge that Read only. connector_teardown: the owner
+ * tears down as connector.c does, when ndk_qp_on_readable returns false on a
+ * QP in error.
  */
-static void run_ird(bool connector_teardown)
+static void run_ird(bool connector_teardown, uint32_t ird)
 {
     struct sim_cfg cfg;
     sim_cfg_from_seed(&cfg, 0);
     cfg.mode = SIM_WHOLE;
     cfg.crc = true;
     cfg.mulpdu = 256;
-    cfg.ord[0] = 8, cfg.ird[1] = 1;
+    cfg.ord[0] = 8, cfg.ird[1] = ird;
     cfg.ord[1] = cfg.ird[0] = 1;
     int failures_before = tl_failures;
-    struct sim_net *net = sim_net_new(&cfg, sim_mix(g_base, 700), 256u << 10);
+    struct sim_net *net = sim_net_new(&cfg, sim_mix(g_base, 700 + ird), 256u << 10);
     REQUIRE(net);
     net->teardown_on_rx_end = connector_teardown;
     sim_net_start(net);
@@ -625,9 +628,10 @@ static void run_ird(bool connector_teardown)
     int a_recv = sim_recv1(net, SIM_A, 100);
     net->end[SIM_B].stall = 50;
     net->end[SIM_B].wbudget = 0;
-    int rd[3];
-    size_t off[3];
-    for (int i = 0; i < 3; i++) {
+    const uint32_t nrd = ird + 1;
+    int rd[8];
+    size_t off[8];
+    for (uint32_t i = 0; i < nrd; i++) {
         off[i] = sim_alloc(net, SIM_B, 64);
         rd[i] = sim_read1(net, SIM_A, 64, 0, B->arena, off[i], B->tok_main, sim_addr(B->arena, off[i]));
     }
@@ -635,7 +639,8 @@ static void run_ird(bool connector_teardown)
     sim_stop(net, SIM_A);
     sim_stop(net, SIM_B);
     sim_drain(net);
-    struct offender o = {.opcode = RDMAP_OP_READ_REQ, .stag = B->tok_main, .to = sim_addr(B->arena, off[2]), .msn = 3};
+    struct offender o = {.opcode = RDMAP_OP_READ_REQ, .stag = B->tok_main, .to = sim_addr(B->arena, off[ird]),
+                         .msn = nrd};
     static const struct expect e = {"read requests beyond the IRD", 0, 2, 0x07, true, true, false, 42,
                                     STATUS_CONNECTION_ABORTED};
     check_terminate(net, &e, &o);
@@ -646,12 +651,14 @@ static void run_ird(bool connector_teardown)
     size_t pos = 0;
     bool first = sim_next_fpdu(net->dir[SIM_B].log, net->dir[SIM_B].len, &pos, &f);
     CHECK(first && sim_is_terminate(&f));
-    /* Read 3 is charged (any error but a flush), read 2 flushed; read 1 is
-     * flushed, or complete if its response went out after all. */
-    const struct sim_req *r3 = &net->req[rd[2]];
-    CHECK_EQ(r3->cqes, 1);
-    CHECK(r3->res.Status != STATUS_SUCCESS && r3->res.Status != STATUS_CANCELLED);
-    check_status(net, rd[1], STATUS_CANCELLED, "A's second Read");
+    /* The Read beyond the IRD is charged (any error but a flush); the ones
+     * after the first are flushed; the first is flushed, or complete if its
+     * response went out after all. */
+    const struct sim_req *last = &net->req[rd[ird]];
+    CHECK_EQ(last->cqes, 1);
+    CHECK(last->res.Status != STATUS_SUCCESS && last->res.Status != STATUS_CANCELLED);
+    for (uint32_t i = 1; i < ird; i++)
+        check_status(net, rd[i], STATUS_CANCELLED, "A's Read within the IRD");
     check_status2(net, rd[0], STATUS_SUCCESS, STATUS_CANCELLED, "A's first Read");
     check_status(net, a_recv, STATUS_CANCELLED, "A's receive");
     check_status(net, b_recv, STATUS_CANCELLED, "B's receive");
@@ -659,21 +666,23 @@ static void run_ird(bool connector_teardown)
     CHECK_EQ(sim_check_memory(net, false), 0);
     if (tl_failures != failures_before) {
         sim_dump_terminates(net);
-        for (int i = 0; i < 3; i++)
-            fprintf(stderr, "[%s] read %d: %u completion(s), %s\n", tl_current, i + 1, net->req[rd[i]].cqes,
-                    ndk_status_name(net->req[rd[i]].res.Status));
+        for (uint32_t i = 0; i < nrd; i++)
+            fprintf(stderr, "[%s] IRD %u, read %u: %u completion(s), %s\n", tl_current, ird, i + 1,
+                    net->req[rd[i]].cqes, ndk_status_name(net->req[rd[i]].res.Status));
     }
     sim_net_free(net);
 }
 
 static void test_ird_exceeded(void)
 {
-    run_ird(false);
+    run_ird(false, 1);
+    run_ird(false, 3); /* not a power of two: exactly 3, not 4 */
 }
 
 static void test_ird_exceeded_connector_teardown(void)
 {
-    run_ird(true);
+    run_ird(true, 1);
+    run_ird(true, 3);
 }
 
 int main(void)
