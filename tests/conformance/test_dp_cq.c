@@ -553,17 +553,18 @@ DP_CASE(callbacks_drain_and_rearm)
     tl_event_destroy(&k->all);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN(create_cq_limits);
-    RUN(arm_any_once_per_arm);
-    RUN(arm_solicited);
-    RUN(arm_errors_ignores_completions);
+    RUN_FAM(arm_any_once_per_arm);
+    RUN_FAM(arm_solicited);
+    RUN_FAM(arm_errors_ignores_completions);
     RUN(error_completion_notifies);
-    RUN(arm_with_fresh_completions_queued);
-    RUN(rearm_merge_table);
-    RUN(resize_keeps_entries);
-    RUN(overflow);
-    RUN(callbacks_drain_and_rearm);
+    RUN_FAM(arm_with_fresh_completions_queued);
+    RUN_FAM(rearm_merge_table);
+    RUN_FAM(resize_keeps_entries);
+    RUN_FAM(overflow);
+    RUN_FAM(callbacks_drain_and_rearm);
     return tl_finish();
 }

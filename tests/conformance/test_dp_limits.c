@@ -706,19 +706,20 @@ DP_CASE(frmr_page_count)
     dp_pair_close(&x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN(qp_creation_limits);
-    RUN(sge_count_limits);
-    RUN(inline_size_limits);
-    RUN(transfer_length_limit);
+    RUN_FAM(sge_count_limits);
+    RUN_FAM(inline_size_limits);
+    RUN_FAM(transfer_length_limit);
     RUN(receive_queue_depth);
-    RUN(initiator_queue_depth);
-    RUN(unknown_flags);
-    RUN(unconnected_qp);
-    RUN(local_sge_checks);
-    RUN(ord_enforcement);
-    RUN(read_with_ord_zero);
-    RUN(frmr_page_count);
+    RUN_FAM(initiator_queue_depth);
+    RUN_FAM(unknown_flags);
+    RUN_FAM(unconnected_qp);
+    RUN_FAM(local_sge_checks);
+    RUN_FAM(ord_enforcement);
+    RUN_FAM(read_with_ord_zero);
+    RUN_FAM(frmr_page_count);
     return tl_finish();
 }

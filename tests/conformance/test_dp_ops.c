@@ -873,23 +873,24 @@ DP_CASE(null_sge_list_with_zero_count)
     dp_pair_close(&x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(send_receive_sizes);
-    RUN(send_receive_multi_sge);
-    RUN(send_solicited);
-    RUN(send_and_invalidate);
-    RUN(inline_send_and_write);
-    RUN(write_then_send);
-    RUN(read_sinks);
-    RUN(read_fence);
-    RUN(silent_success);
-    RUN(defer_chain);
-    RUN(read_local_invalidate);
-    RUN(bind_window);
-    RUN(fast_register_write);
-    RUN(completion_order);
-    RUN(results_both_apis_split_cqs);
-    RUN(null_sge_list_with_zero_count);
+    tl_init(argc, argv);
+    RUN_FAM(send_receive_sizes);
+    RUN_FAM(send_receive_multi_sge);
+    RUN_FAM(send_solicited);
+    RUN_FAM(send_and_invalidate);
+    RUN_FAM(inline_send_and_write);
+    RUN_FAM(write_then_send);
+    RUN_FAM(read_sinks);
+    RUN_FAM(read_fence);
+    RUN_FAM(silent_success);
+    RUN_FAM(defer_chain);
+    RUN_FAM(read_local_invalidate);
+    RUN_FAM(bind_window);
+    RUN_FAM(fast_register_write);
+    RUN_FAM(completion_order);
+    RUN_FAM(results_both_apis_split_cqs);
+    RUN_FAM(null_sge_list_with_zero_count);
     return tl_finish();
 }

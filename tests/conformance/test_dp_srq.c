@@ -417,12 +417,13 @@ DP_CASE(srq_limit_notification)
     srqn_reset();
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN(create_srq_limits);
     RUN(srq_receive_limits);
-    RUN(receive_on_srq_qp_refused);
-    RUN(two_qps_share_srq);
-    RUN(srq_limit_notification);
+    RUN_FAM(receive_on_srq_qp_refused);
+    RUN_FAM(two_qps_share_srq);
+    RUN_FAM(srq_limit_notification);
     return tl_finish();
 }

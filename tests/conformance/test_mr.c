@@ -609,8 +609,9 @@ NT_CASE_FAM(close_mr_with_bound_window)
     free(buf);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN(register_tokens_deregister);
     RUN(register_flags_and_lengths);
     RUN(register_mdl_chains);
