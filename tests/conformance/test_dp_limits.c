@@ -249,12 +249,9 @@ DP_CASE(transfer_length_limit)
     REQUIRE(dp_pair_open(&x, NULL));
     dp_conn *c = x.c;
     uint64_t max = x.a.info.MaxTransferLength;
-    if (max > (1ull << 31) || max + 4096 > x.a.info.MaxRegistrationSize) {
-        fprintf(stderr, "    MaxTransferLength %llu: not testable with two SGEs here\n",
-                (unsigned long long)max);
-        dp_pair_close(&x);
-        return;
-    }
+    /* Two ULONG-sized SGEs in one registration reach one byte over it:
+     * true of libndk's 1 GiB (src/adapter.c). */
+    REQUIRE(max <= (1ull << 31) && max + 4096 <= x.a.info.MaxRegistrationSize);
     size_t span = dp_round_page((size_t)max + 1);
     int prot = PROT_READ | PROT_WRITE, fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     uint8_t *va = mmap(NULL, span, prot, fl, -1, 0);
