@@ -419,16 +419,22 @@ DP_CASE(read_fence)
             dp_mr_reg(&x.a, &sink, k, MiB, DP_SINK_FLAGS | NDK_MR_FLAG_ALLOW_LOCAL_WRITE));
     NDK_SGE rs = dp_sge(&rr, 0, 4096);
     DP_CHECK_ST(dp_recv(c->qp, DP_CTX(1), &rs, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(5), dp_nosge(), 0), STATUS_SUCCESS);
     NDK_SGE all = dp_sge(&sink, 0, MiB);
     NDK_SGE tail = dp_sge(&sink, MiB - 4096, 4096);
     DP_CHECK_ST(dp_read(c->qa, DP_CTX(2), &all, 1, s, src.rtok, 0), STATUS_SUCCESS);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(3), &tail, 1, NDK_OP_FLAG_READ_FENCE), STATUS_SUCCESS);
     DP_CHECK_ST(dp_write(c->qa, DP_CTX(4), &tail, 1, wb, wr.rtok, NDK_OP_FLAG_READ_FENCE),
                 STATUS_SUCCESS);
+    /* The Write's completion only says TCP took it; the receive of a Send
+     * behind it on the same stream says it was placed. */
+    DP_CHECK_ST(dp_send(c->qa, DP_CTX(6), dp_nosge(), 0, 0), STATUS_SUCCESS);
     EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeRead, dp_qpctx_a(c), DP_CTX(2), -1);
     EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(3), -1);
     EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeWrite, dp_qpctx_a(c), DP_CTX(4), -1);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(6), -1);
     EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(1), 4096);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(5), 0);
     DP_CHECK_DATA(rb, 4096, 61, MiB - 4096);
     DP_CHECK_DATA(wb, 4096, 61, MiB - 4096);
     DP_CHECK_DATA(k, MiB, 61, 0);
