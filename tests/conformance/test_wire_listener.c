@@ -229,6 +229,73 @@ out:
     nk_close_world(w);
 }
 
+/* NDK_OPEN_FLAG_RELAXED_TX_GATE (docs/behaviour.md "The three legs on the
+ * wire"): to a client/server initiator that sends nothing first, our Send
+ * goes out 100 ms after the Reply, not before, and without waiting for the
+ * initiator's first FPDU. */
+static void relaxed_tx_gate(void)
+{
+    NDK_OPEN_OPTIONS o = nk_options();
+    o.Flags = NDK_OPEN_FLAG_RELAXED_TX_GATE;
+    nk_world *w = nk_open(&o);
+    REQUIRE(w);
+    nk_listener *l = nk_listen(w);
+    NDK_CONNECTOR *c = NULL;
+    NDK_QP *qp = NULL;
+    nk_mr m = {0};
+    int fd = -1;
+    if (!l)
+        goto out;
+    fd = rp_connect(l->port, NK_WAIT_MS);
+    CHECK(fd >= 0);
+    uint64_t t_req = tl_now_ns();
+    if (fd < 0 || !rp_send(fd, rp_siw_request, sizeof rp_siw_request))
+        goto out;
+    c = nk_next_event(l, NK_WAIT_MS);
+    qp = nk_qp(w);
+    CHECK(c != NULL && qp != NULL);
+    if (!c || !qp || !nk_mr_register(w, &m)) {
+        tl_failures++;
+        goto out;
+    }
+    nk_op a = nk_accept(c, qp, 1, 1, NULL, 0);
+    CHECK_ST(nk_op_wait(&a, NK_WAIT_MS), STATUS_SUCCESS);
+    uint8_t rep[64];
+    int end;
+    CHECK_EQ(rp_read(fd, rep, 24, NK_WAIT_MS, &end), 24);
+    memcpy(m.buf, "PING", 4);
+    NDK_SGE ss = nk_sge(&m, 0, 4);
+    CHECK_ST(qp->Dispatch->NdkSend(qp, (PVOID)(uintptr_t)2, &ss, 1, 0), STATUS_SUCCESS);
+    /* Our Send, though the initiator never sent anything; not before the
+     * timer, started after our Request arrived, ran its 100 ms (the loop
+     * counts whole milliseconds). */
+    uint8_t want[64], got[64];
+    size_t wl = rp_send_fpdu(want, 1, "PING", 4, false);
+    size_t n = rp_read(fd, got, wl, NK_WAIT_MS, &end);
+    unsigned after_req = rp_ms_since(t_req);
+    if (n != wl || memcmp(got, want, wl) != 0 || after_req < 99) {
+        tl_failures++;
+        fprintf(stderr, "[%s] our Send, %u ms after the Request (%s)\n", tl_current, after_req,
+                rp_end_name(end));
+        rp_hexdump("expected", want, wl);
+        rp_hexdump("got", got, n);
+    }
+    NDK_RESULT res;
+    bool done = nk_cq_next(w, &res, NK_WAIT_MS);
+    CHECK(done);
+    if (done) {
+        CHECK(res.RequestContext == (PVOID)(uintptr_t)2);
+        CHECK_ST(res.Status, STATUS_SUCCESS);
+    }
+out:
+    NK_CLOSE(c);
+    NK_CLOSE(qp);
+    nk_mr_release(&m);
+    if (fd >= 0)
+        close(fd);
+    nk_close_world(w);
+}
+
 /* An MPA revision 1 Request (no S bit, no IRD/ORD word) gets a revision 1
  * Reply with no word either; IRD/ORD count as the adapter maxima (128). */
 static void rev1_request_gets_rev1_reply(void)
@@ -1116,6 +1183,7 @@ int main(void)
     garbage_seed = seed ? strtoull(seed, NULL, 0) : (uint64_t)tl_now_ns();
 
     RUN(siw_request_accepted);
+    RUN(relaxed_tx_gate);
     RUN(rev1_request_gets_rev1_reply);
     RUN(p2p_write_rtr);
     RUN(p2p_crc_rtr_good);
