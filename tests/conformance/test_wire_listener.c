@@ -296,6 +296,57 @@ out:
     nk_close_world(w);
 }
 
+/* ndk_close_adapter right after NdkReject still keeps our FIN off the
+ * reject (docs/interop.md: siw drops a reject's data once it has seen a
+ * FIN): the close waits until the initiator closes, at most 500 ms. */
+static void *close_adapter_thread(void *arg)
+{
+    ndk_close_adapter(arg);
+    return NULL;
+}
+
+static void reject_then_close_adapter(void)
+{
+    nk_world *w = open_world(BAD_INPUT_REQ_TIMEOUT, 0);
+    REQUIRE(w);
+    nk_listener *l = nk_listen(w);
+    int fd = l ? rp_connect(l->port, NK_WAIT_MS) : -1;
+    CHECK(fd >= 0);
+    NDK_CONNECTOR *c = NULL;
+    if (fd < 0 || !rp_send(fd, rp_siw_request, sizeof rp_siw_request) ||
+        !(c = nk_next_event(l, NK_WAIT_MS))) {
+        tl_failures++;
+        goto out;
+    }
+    static const char no[] = "no-thanks";
+    uint64_t t0 = tl_now_ns();
+    CHECK_ST(c->Dispatch->NdkReject(c, (PVOID)no, sizeof no - 1), STATUS_SUCCESS);
+    NK_CLOSE(c);
+    c = NULL;
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, close_adapter_thread, w->ad) == 0);
+    uint8_t rep[600];
+    size_t n = rp_read_frame(fd, rep, NK_WAIT_MS);
+    CHECK(n == RP_HDR_LEN + 4 + sizeof no - 1 && check_reply_header(rep, n, RP_F_R, RP_F_R, 2));
+    uint8_t got[64];
+    size_t nb = 0;
+    int end = rp_wait_end(fd, PROMPT_MS, got, sizeof got, &nb);
+    unsigned ms = rp_ms_since(t0);
+    if ((end != RP_EOF && end != RP_RESET) || nb || ms < 490) {
+        tl_failures++;
+        fprintf(stderr, "[%s] the close came %u ms after NdkReject, expected 500\n", tl_current,
+                ms);
+        report_end("after the reject", end, ms, got, nb);
+    }
+    pthread_join(th, NULL);
+    w->ad = NULL; /* closed by the thread */
+out:
+    NK_CLOSE(c);
+    if (fd >= 0)
+        close(fd);
+    nk_close_world(w);
+}
+
 /* An MPA revision 1 Request (no S bit, no IRD/ORD word) gets a revision 1
  * Reply with no word either; IRD/ORD count as the adapter maxima (128). */
 static void rev1_request_gets_rev1_reply(void)
@@ -1189,6 +1240,7 @@ int main(void)
     RUN(p2p_crc_rtr_good);
     RUN(p2p_crc_rtr_bad);
     RUN(markers_rejected);
+    RUN(reject_then_close_adapter);
     RUN(wrong_key);
     RUN(unknown_revision);
     RUN(pd_length_over_limit);
