@@ -235,7 +235,9 @@ static void *progress_main(void *arg)
         pthread_mutex_lock(&ad->cbq_lock);
         bool idle = !ad->cbq_head;
         pthread_mutex_unlock(&ad->cbq_lock);
-        if (ad->stopping && idle)
+        /* A rejecting socket still lingering (net/linger.h) is waited for:
+         * closing it now would put our FIN right behind the reject. */
+        if (ad->stopping && idle && !ad->lingers)
             break;
         /* While busy pollers hold input leases, look at them every
          * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */

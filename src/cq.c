@@ -125,7 +125,9 @@ static void cq_notify_run(void *ctx, NTSTATUS status);
 /* Lock held, arm satisfied: clear it (C3) and queue the item. */
 static void cq_queue_locked(struct ndk_cq_impl *cq, NTSTATUS status)
 {
-    cq->armed = -1;
+    /* armed is changed under the lock; busy polling reads it without
+     * (sleeper_on in qp.c), hence the atomic stores. */
+    __atomic_store_n(&cq->armed, -1, __ATOMIC_RELAXED);
     cq->seen_at_cb = cq->pushed;
     cq->notify_cb.u.notify.fn = cq_notify_run;
     cq->notify_cb.u.notify.ctx = cq;
@@ -202,7 +204,7 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
     /* closing was set before close_start took this lock, so an arm ordered
      * after NdkCloseCq sees it: nothing is armed, nothing more is queued. */
     if (!cq->obj.closing) {
-        cq->armed = arm_merge(cq->armed, Type);
+        __atomic_store_n(&cq->armed, arm_merge(cq->armed, Type), __ATOMIC_RELAXED);
         NTSTATUS st;
         if (cq_arm_satisfied(cq, &st))
             cq_fire_locked(cq, st);
@@ -349,7 +351,7 @@ static void cq_close_start(struct ndk_obj *obj)
 {
     struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
     pthread_mutex_lock(&cq->lock);
-    cq->armed = -1;
+    __atomic_store_n(&cq->armed, -1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&cq->lock);
 }
 

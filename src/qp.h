@@ -130,7 +130,9 @@ enum rx_state { RX_HDR, RX_BODY, RX_DISCARD, RX_DEAD };
 struct ndk_qp_impl;
 
 struct ndk_qp_dp {
-    enum qp_state state;
+    /* Changed under sq_lock; atomic because NdkReceive reads it under
+     * rq_lock alone (a receive posted to a QP in error is flushed). */
+    _Atomic enum qp_state state;
     struct ndk_transport *tr;
     struct ndk_qp_impl *live_next, *live_prev; /* adapter's live list */
     struct ndk_qp_link on_rcq, on_icq; /* in its CQs' lists (on_icq unused when they are one) */

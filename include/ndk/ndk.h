@@ -154,9 +154,10 @@ typedef struct _NDK_OPEN_OPTIONS {
  *
  * Returns STATUS_SUCCESS with *ppAdapter set; STATUS_INVALID_PARAMETER (NULL
  * name or output, bad options Size); STATUS_NOT_FOUND (no interface has that
- * name or address); NDIS_STATUS_ADAPTER_NOT_READY (the interface exists but is
- * down or has no IPv4/IPv6 address); NDIS_STATUS_BAD_VERSION (version not
- * supported); STATUS_INSUFFICIENT_RESOURCES.
+ * name or address, or the interface has no IPv4/IPv6 address: it is no
+ * adapter); NDIS_STATUS_ADAPTER_NOT_READY (the interface has an address but
+ * is down); NDIS_STATUS_BAD_VERSION (version not supported);
+ * STATUS_INSUFFICIENT_RESOURCES.
  */
 NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
                                 const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter);
@@ -165,7 +166,10 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
  * Closes an adapter; blocks until every callback of every object of the
  * adapter has returned (rule L12). Close pending objects' completions are
  * delivered before it returns; objects the consumer never closed are torn
- * down without callbacks. Must not be called from inside a callback.
+ * down without callbacks. A connection this adapter rejected (NdkReject, or
+ * a Request asking for markers) is closed only after the initiator closed
+ * it, so that our FIN cannot overtake the reject: the call may wait for
+ * that, at most 500 ms. Must not be called from inside a callback.
  */
 NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter);
 

@@ -134,12 +134,14 @@ void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms)
 void loop_set_owner(struct loop *l)
 {
     l->owner = pthread_self();
-    l->owner_set = true;
+    /* Posting threads ask loop_in_owner at any time, also before the
+     * progress thread got here: owner is published by this store. */
+    __atomic_store_n(&l->owner_set, true, __ATOMIC_RELEASE);
 }
 
 bool loop_in_owner(const struct loop *l)
 {
-    return l->owner_set && pthread_equal(pthread_self(), l->owner);
+    return __atomic_load_n(&l->owner_set, __ATOMIC_ACQUIRE) && pthread_equal(pthread_self(), l->owner);
 }
 
 void loop_kick(struct loop *l)

@@ -4,8 +4,9 @@
  * still builds with -Werror.
  *
  * The tests drive libndk only through the public API (ndk.h, ndkpi.h), over
- * IPv4 loopback on adapter "lo", with two adapter instances so each side of a
- * connection has its own progress thread, PD and memory table.
+ * loopback on adapter "lo" (127.0.0.1, or ::1 in the IPv6 run: tl_init),
+ * with two adapter instances so each side of a connection has its own
+ * progress thread, PD and memory table.
  *
  * Why it is built this way:
  *  - Everything a provider callback writes to (request records, CQ records,
@@ -1042,17 +1043,25 @@ static inline NDK_CONNECTOR *dp_connector_new(dp_side *s)
     return o;
 }
 
-static inline ULONG dp_loop4(NDK_SOCKADDR *sa, unsigned port)
+/* The loopback address of the run's family (tl_family(): 127.0.0.1, or ::1
+ * when the program was started with --ipv6) with the given port. */
+static inline ULONG dp_loop(NDK_SOCKADDR *sa, unsigned port)
 {
     memset(sa, 0, sizeof *sa);
+    if (tl_family() == AF_INET6) {
+        sa->in6.sin6_family = AF_INET6;
+        sa->in6.sin6_addr = in6addr_loopback;
+        sa->in6.sin6_port = htons((uint16_t)port);
+        return (ULONG)sizeof(struct sockaddr_in6);
+    }
     sa->in4.sin_family = AF_INET;
     sa->in4.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     sa->in4.sin_port = htons((uint16_t)port);
     return (ULONG)sizeof(struct sockaddr_in);
 }
 
-/* A listener on p's side for this connection, on 127.0.0.1 with a port the
- * provider picks (read back into laddr). */
+/* A listener on p's side for this connection, on the run's loopback address
+ * with a port the provider picks (read back into laddr). */
 static inline bool dp_conn_listen(dp_conn *c)
 {
     dp_req *r = dp_req_new("NdkCreateListener");
@@ -1065,7 +1074,7 @@ static inline bool dp_conn_listen(dp_conn *c)
     if (!c->l)
         return false;
     NDK_SOCKADDR sa;
-    ULONG len = dp_loop4(&sa, 0);
+    ULONG len = dp_loop(&sa, 0);
     r = dp_req_new("NdkListen");
     st = dp_finish(r, c->l->Dispatch->NdkListen(c->l, &sa.sa, len, dp_req_cb, r), DP_WAIT_MS);
     DP_CHECK_ST(st, STATUS_SUCCESS);
@@ -1098,7 +1107,7 @@ static inline bool dp_conn_establish(dp_conn *c)
     if (!c->ca)
         return false;
     NDK_SOCKADDR src;
-    ULONG srclen = dp_loop4(&src, 0);
+    ULONG srclen = dp_loop(&src, 0);
     dp_req *rc = dp_req_new("NdkConnect");
     rc->started = true;
     rc->returned = c->ca->Dispatch->NdkConnect(c->ca, c->qa, &src.sa, srclen, &c->laddr.sa,
@@ -1269,7 +1278,7 @@ static inline void dp_pair_close(dp_pair *x)
 /* TCP connect to dst within ms; -1 on failure. */
 static inline int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = socket(dst->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
         return -1;
     if (connect(fd, &dst->sa, len) != 0 && errno != EINPROGRESS) {

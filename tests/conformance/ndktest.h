@@ -14,7 +14,8 @@
  *    a PD; a listener on a loopback address with port 0; one connection).
  *  - NT_CASE / NT_CASE_FAM: wrap a case so the checks above run, a watchdog
  *    turns a hang (for example a callback that deadlocks on a provider lock)
- *    into a failure, and connection cases run over IPv4 and IPv6.
+ *    into a failure, and connection cases run over the family of the run
+ *    (IPv4, or IPv6 with --ipv6; see tl_init).
  *
  * Nothing here sleeps to synchronise: waits are tl_event waits with bounds.
  */
@@ -597,18 +598,6 @@ static inline const char *nt_sa_str(const NDK_SOCKADDR *sa, char *buf, size_t n)
         }                                                                                    \
     } while (0)
 
-static inline bool nt_have_v6(void)
-{
-    int fd = socket(AF_INET6, SOCK_STREAM, 0);
-    if (fd < 0)
-        return false;
-    NDK_SOCKADDR sa;
-    ULONG len = nt_sa_loop(AF_INET6, 0, &sa);
-    bool ok = bind(fd, &sa.sa, len) == 0;
-    close(fd);
-    return ok;
-}
-
 static inline const char *nt_fam_name(int fam)
 {
     return fam == AF_INET6 ? "IPv6" : "IPv4";
@@ -1176,30 +1165,17 @@ static inline void nt_case_end(void)
     }                                                                                        \
     static void name##_body(void)
 
-/* A connection case, run once over IPv4 (127.0.0.1) and once over IPv6 (::1). */
+/* A connection case, over 127.0.0.1 or ::1: the family of the run
+ * (tl_family(): IPv4, or IPv6 when the program was started with --ipv6).
+ * main runs it with RUN_FAM and calls tl_init first. */
 #define NT_CASE_FAM(name)                                                                    \
     static void name##_body(int fam);                                                        \
-    static void name##_v4(void)                                                              \
+    static void name(void)                                                                   \
     {                                                                                        \
-        nt_case_begin(#name "_v4");                                                          \
-        name##_body(AF_INET);                                                                \
-        nt_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_v6(void)                                                              \
-    {                                                                                        \
-        nt_case_begin(#name "_v6");                                                          \
-        if (nt_have_v6())                                                                    \
-            name##_body(AF_INET6);                                                           \
-        else                                                                                 \
-            fprintf(stderr, "SKIP %s_v6: no ::1 on this host\n", #name);                      \
+        nt_case_begin(#name);                                                                \
+        name##_body(tl_family());                                                            \
         nt_case_end();                                                                       \
     }                                                                                        \
     static void name##_body(int fam)
-
-#define RUN_FAM(name)                                                                        \
-    do {                                                                                     \
-        RUN(name##_v4);                                                                      \
-        RUN(name##_v6);                                                                      \
-    } while (0)
 
 #endif

@@ -570,8 +570,9 @@ NT_CASE_FAM(optional_callbacks_and_contexts)
     tl_event_destroy(&null_ctx_ev);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(accept_after_initiator_gave_up);
     RUN_FAM(accept_times_out_without_complete_connect);
     RUN_FAM(complete_after_acceptor_abandoned);

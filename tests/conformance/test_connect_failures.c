@@ -377,8 +377,9 @@ NT_CASE_FAM(oversize_private_data)
     nt_side_close(&ps);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(no_listener);
     RUN_FAM(paused_listener);
     RUN_FAM(backlog_exhausted);

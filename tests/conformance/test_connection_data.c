@@ -371,8 +371,9 @@ NT_CASE_FAM(outside_window_before_connect)
     nt_side_close(&as);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(rules_and_window);
     RUN_FAM(private_data_sizes);
     RUN_FAM(reject_data_on_active);

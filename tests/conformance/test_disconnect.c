@@ -295,8 +295,9 @@ NT_CASE_FAM(no_reuse_after_disconnect)
     nt_side_close(&ps);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(graceful_active_first);
     RUN_FAM(graceful_passive_first);
     RUN_FAM(graceful_ex_active_first);

@@ -56,7 +56,7 @@ static bool establish_ex(dp_conn *c, reason_rec *ra, reason_rec *rp)
     if (!dp_conn_listen(c) || !(c->ca = dp_connector_new(c->a)))
         return false;
     NDK_SOCKADDR src;
-    ULONG srclen = dp_loop4(&src, 0);
+    ULONG srclen = dp_loop(&src, 0);
     dp_req *rc = dp_req_new("NdkConnect");
     rc->started = true;
     rc->returned = c->ca->Dispatch->NdkConnect(c->ca, c->qa, &src.sa, srclen, &c->laddr.sa, c->laddrlen,
@@ -279,12 +279,13 @@ DP_CASE(failed_qp_leaves_cq_and_srq_working)
     recs_reset();
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(peer_disconnect_is_peer_closed);
-    RUN(peer_close_is_aborted);
-    RUN(terminate_sent_and_received);
-    RUN(cq_overflow_is_local_error);
-    RUN(failed_qp_leaves_cq_and_srq_working);
+    tl_init(argc, argv);
+    RUN_FAM(peer_disconnect_is_peer_closed);
+    RUN_FAM(peer_close_is_aborted);
+    RUN_FAM(terminate_sent_and_received);
+    RUN_FAM(cq_overflow_is_local_error);
+    RUN_FAM(failed_qp_leaves_cq_and_srq_working);
     return tl_finish();
 }

@@ -217,12 +217,13 @@ DP_CASE(disconnect_while_leased)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(polling_alone_moves_data);
-    RUN(quiet_poller_still_serves_reads);
-    RUN(arm_after_polling_notifies);
-    RUN(sleeper_on_other_cq_is_notified);
-    RUN(disconnect_while_leased);
+    tl_init(argc, argv);
+    RUN_FAM(polling_alone_moves_data);
+    RUN_FAM(quiet_poller_still_serves_reads);
+    RUN_FAM(arm_after_polling_notifies);
+    RUN_FAM(sleeper_on_other_cq_is_notified);
+    RUN_FAM(disconnect_while_leased);
     return tl_finish();
 }

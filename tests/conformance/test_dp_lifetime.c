@@ -666,15 +666,16 @@ DP_CASE(flush_while_posting)
     }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(flush_cancels_outstanding_once);
-    RUN(flush_connected_pair);
-    RUN(disconnect_flushes_receives);
-    RUN(both_sides_disconnect_at_once);
-    RUN(peer_reset_then_close);
+    tl_init(argc, argv);
+    RUN_FAM(flush_cancels_outstanding_once);
+    RUN_FAM(flush_connected_pair);
+    RUN_FAM(disconnect_flushes_receives);
+    RUN_FAM(both_sides_disconnect_at_once);
+    RUN_FAM(peer_reset_then_close);
     RUN(close_qp_cancels_receives);
-    RUN(close_connector_while_posting);
-    RUN(flush_while_posting);
+    RUN_FAM(close_connector_while_posting);
+    RUN_FAM(flush_while_posting);
     return tl_finish();
 }

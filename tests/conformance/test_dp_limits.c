@@ -252,12 +252,9 @@ DP_CASE(transfer_length_limit)
     REQUIRE(dp_pair_open(&x, NULL));
     dp_conn *c = x.c;
     uint64_t max = x.a.info.MaxTransferLength;
-    if (max > (1ull << 31) || max + 4096 > x.a.info.MaxRegistrationSize) {
-        fprintf(stderr, "    MaxTransferLength %llu: not testable with two SGEs here\n",
-                (unsigned long long)max);
-        dp_pair_close(&x);
-        return;
-    }
+    /* Two ULONG-sized SGEs in one registration reach one byte over it:
+     * true of libndk's 1 GiB (src/adapter.c). */
+    REQUIRE(max <= (1ull << 31) && max + 4096 <= x.a.info.MaxRegistrationSize);
     size_t span = dp_round_page((size_t)max + 1);
     int prot = PROT_READ | PROT_WRITE, fl = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
     uint8_t *va = mmap(NULL, span, prot, fl, -1, 0);
@@ -951,22 +948,23 @@ DP_CASE(local_sge_piece_limit)
     dp_pair_close(&x);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN(qp_creation_limits);
-    RUN(sge_count_limits);
-    RUN(inline_size_limits);
-    RUN(transfer_length_limit);
+    RUN_FAM(sge_count_limits);
+    RUN_FAM(inline_size_limits);
+    RUN_FAM(transfer_length_limit);
     RUN(receive_queue_depth);
-    RUN(initiator_queue_depth);
-    RUN(initiator_queue_depth_zero);
-    RUN(unknown_flags);
-    RUN(irrelevant_flags_ignored);
-    RUN(unconnected_qp);
-    RUN(local_sge_checks);
-    RUN(ord_enforcement);
-    RUN(read_with_ord_zero);
-    RUN(frmr_page_count);
-    RUN(local_sge_piece_limit);
+    RUN_FAM(initiator_queue_depth);
+    RUN_FAM(initiator_queue_depth_zero);
+    RUN_FAM(unknown_flags);
+    RUN_FAM(irrelevant_flags_ignored);
+    RUN_FAM(unconnected_qp);
+    RUN_FAM(local_sge_checks);
+    RUN_FAM(ord_enforcement);
+    RUN_FAM(read_with_ord_zero);
+    RUN_FAM(frmr_page_count);
+    RUN_FAM(local_sge_piece_limit);
     return tl_finish();
 }

@@ -474,12 +474,13 @@ DP_CASE(bad_read_behind_large_read)
     world_close(&w);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(remote_write_violations);
-    RUN(remote_read_violations);
-    RUN(send_violations);
-    RUN(send_invalidate_violations);
-    RUN(bad_read_behind_large_read);
+    tl_init(argc, argv);
+    RUN_FAM(remote_write_violations);
+    RUN_FAM(remote_read_violations);
+    RUN_FAM(send_violations);
+    RUN_FAM(send_invalidate_violations);
+    RUN_FAM(bad_read_behind_large_read);
     return tl_finish();
 }

@@ -168,8 +168,9 @@ NT_CASE_FAM(mpa_rev1_peer)
     nt_side_close(&ps);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(asymmetric);
     RUN_FAM(above_maxima);
     RUN_FAM(zero);

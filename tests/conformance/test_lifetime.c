@@ -735,8 +735,9 @@ NT_CASE_FAM(close_listener_inside_connect_event)
     nt_side_close(&ps);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(connect_cancelled_by_close);
     RUN_FAM(accept_cancelled_by_close);
     RUN_FAM(disconnect_cancelled_by_close);

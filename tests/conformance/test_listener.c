@@ -418,8 +418,9 @@ NT_CASE_FAM(peer_to_peer_rtr_choice)
     nt_side_close(&ps);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(half_open_limit_and_request_timeout);
     RUN_FAM(malformed_requests);
     RUN_FAM(markers_rejected);

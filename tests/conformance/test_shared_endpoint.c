@@ -452,8 +452,9 @@ NT_CASE_FAM(foreign_and_wildcard_address)
     nt_side_close(&s);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    tl_init(argc, argv);
     RUN_FAM(ephemeral_port);
     RUN_FAM(many_connections);
     RUN_FAM(same_destination_twice);

@@ -167,10 +167,11 @@ DP_CASE(minimum_buffers_passive_side)
     run(false, false, true, true, MiB);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(minimum_buffers_both_ends);
-    RUN(minimum_buffers_active_side);
-    RUN(minimum_buffers_passive_side);
+    tl_init(argc, argv);
+    RUN_FAM(minimum_buffers_both_ends);
+    RUN_FAM(minimum_buffers_active_side);
+    RUN_FAM(minimum_buffers_passive_side);
     return tl_finish();
 }

@@ -219,10 +219,11 @@ DP_CASE(peer_that_keeps_sending_is_reset)
     tl_event_destroy(&disc_ev);
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    RUN(fin_behind_megabytes_completes_at_once);
-    RUN(peer_that_never_closes_times_out);
-    RUN(peer_that_keeps_sending_is_reset);
+    tl_init(argc, argv);
+    RUN_FAM(fin_behind_megabytes_completes_at_once);
+    RUN_FAM(peer_that_never_closes_times_out);
+    RUN_FAM(peer_that_keeps_sending_is_reset);
     return tl_finish();
 }

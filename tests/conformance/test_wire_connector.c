@@ -18,7 +18,8 @@
  *  - octets after a Reply are FPDUs, not an error;
  *  - R=1: STATUS_CONNECTION_REFUSED with the reject's private data readable;
  *  - after a p2p Reply choosing the Write RTR, NdkCompleteConnect sends
- *    exactly the 20-octet zero-length Write (with the CRC when negotiated).
+ *    exactly the 20-octet zero-length Write (with the CRC when negotiated);
+ *    to a peer that stays silent, two more of them (docs/interop.md).
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -130,7 +131,7 @@ static void expect_only_nudges(int fd, const uint8_t *rtr, size_t len, const cha
 {
     uint8_t got[(MAX_NUDGES + 1) * 52];
     size_t n = 0;
-    int end;
+    int end = RP_OPEN;
     uint64_t t0 = tl_now_ns();
     /* The schedule ends 300 ms after CompleteConnect; on a loaded machine
      * its timers run late. So: until every nudge came, or nothing did for
@@ -150,8 +151,8 @@ static void expect_only_nudges(int fd, const uint8_t *rtr, size_t len, const cha
         ok = memcmp(got + i, rtr, len) == 0;
     if (!ok) {
         tl_failures++;
-        fprintf(stderr, "[%s] unexpected octets %s (only zero-length Write nudges may follow)\n",
-                tl_current, when);
+        fprintf(stderr, "[%s] unexpected octets %s (only zero-length Write nudges may follow; %s)\n",
+                tl_current, when, rp_end_name(end));
         rp_hexdump("received", got, n);
     }
     expect_quiet(fd, when);
@@ -343,7 +344,7 @@ static void request_rev1(void)
         uint8_t nudge[20];
         nudge_bytes(false, nudge);
         expect_only_nudges(a.fd, nudge, sizeof nudge,
-                           "after CompleteConnect on a Rev 1 connection (no RTR exists)");
+                          "after CompleteConnect on a Rev 1 connection (no RTR exists)");
     }
 out:
     attempt_end(&a);

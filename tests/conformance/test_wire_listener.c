@@ -229,6 +229,124 @@ out:
     nk_close_world(w);
 }
 
+/* NDK_OPEN_FLAG_RELAXED_TX_GATE (docs/behaviour.md "The three legs on the
+ * wire"): to a client/server initiator that sends nothing first, our Send
+ * goes out 100 ms after the Reply, not before, and without waiting for the
+ * initiator's first FPDU. */
+static void relaxed_tx_gate(void)
+{
+    NDK_OPEN_OPTIONS o = nk_options();
+    o.Flags = NDK_OPEN_FLAG_RELAXED_TX_GATE;
+    nk_world *w = nk_open(&o);
+    REQUIRE(w);
+    nk_listener *l = nk_listen(w);
+    NDK_CONNECTOR *c = NULL;
+    NDK_QP *qp = NULL;
+    nk_mr m = {0};
+    int fd = -1;
+    if (!l)
+        goto out;
+    fd = rp_connect(l->port, NK_WAIT_MS);
+    CHECK(fd >= 0);
+    uint64_t t_req = tl_now_ns();
+    if (fd < 0 || !rp_send(fd, rp_siw_request, sizeof rp_siw_request))
+        goto out;
+    c = nk_next_event(l, NK_WAIT_MS);
+    qp = nk_qp(w);
+    CHECK(c != NULL && qp != NULL);
+    if (!c || !qp || !nk_mr_register(w, &m)) {
+        tl_failures++;
+        goto out;
+    }
+    nk_op a = nk_accept(c, qp, 1, 1, NULL, 0);
+    CHECK_ST(nk_op_wait(&a, NK_WAIT_MS), STATUS_SUCCESS);
+    uint8_t rep[64];
+    int end;
+    CHECK_EQ(rp_read(fd, rep, 24, NK_WAIT_MS, &end), 24);
+    memcpy(m.buf, "PING", 4);
+    NDK_SGE ss = nk_sge(&m, 0, 4);
+    CHECK_ST(qp->Dispatch->NdkSend(qp, (PVOID)(uintptr_t)2, &ss, 1, 0), STATUS_SUCCESS);
+    /* Our Send, though the initiator never sent anything; not before the
+     * timer, started after our Request arrived, ran its 100 ms (the loop
+     * counts whole milliseconds). */
+    uint8_t want[64], got[64];
+    size_t wl = rp_send_fpdu(want, 1, "PING", 4, false);
+    size_t n = rp_read(fd, got, wl, NK_WAIT_MS, &end);
+    unsigned after_req = rp_ms_since(t_req);
+    if (n != wl || memcmp(got, want, wl) != 0 || after_req < 99) {
+        tl_failures++;
+        fprintf(stderr, "[%s] our Send, %u ms after the Request (%s)\n", tl_current, after_req,
+                rp_end_name(end));
+        rp_hexdump("expected", want, wl);
+        rp_hexdump("got", got, n);
+    }
+    NDK_RESULT res;
+    bool done = nk_cq_next(w, &res, NK_WAIT_MS);
+    CHECK(done);
+    if (done) {
+        CHECK(res.RequestContext == (PVOID)(uintptr_t)2);
+        CHECK_ST(res.Status, STATUS_SUCCESS);
+    }
+out:
+    NK_CLOSE(c);
+    NK_CLOSE(qp);
+    nk_mr_release(&m);
+    if (fd >= 0)
+        close(fd);
+    nk_close_world(w);
+}
+
+/* ndk_close_adapter right after NdkReject still keeps our FIN off the
+ * reject (docs/interop.md: siw drops a reject's data once it has seen a
+ * FIN): the close waits until the initiator closes, at most 500 ms. */
+static void *close_adapter_thread(void *arg)
+{
+    ndk_close_adapter(arg);
+    return NULL;
+}
+
+static void reject_then_close_adapter(void)
+{
+    nk_world *w = open_world(BAD_INPUT_REQ_TIMEOUT, 0);
+    REQUIRE(w);
+    nk_listener *l = nk_listen(w);
+    int fd = l ? rp_connect(l->port, NK_WAIT_MS) : -1;
+    CHECK(fd >= 0);
+    NDK_CONNECTOR *c = NULL;
+    if (fd < 0 || !rp_send(fd, rp_siw_request, sizeof rp_siw_request) ||
+        !(c = nk_next_event(l, NK_WAIT_MS))) {
+        tl_failures++;
+        goto out;
+    }
+    static const char no[] = "no-thanks";
+    uint64_t t0 = tl_now_ns();
+    CHECK_ST(c->Dispatch->NdkReject(c, (PVOID)no, sizeof no - 1), STATUS_SUCCESS);
+    NK_CLOSE(c);
+    c = NULL;
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, close_adapter_thread, w->ad) == 0);
+    uint8_t rep[600];
+    size_t n = rp_read_frame(fd, rep, NK_WAIT_MS);
+    CHECK(n == RP_HDR_LEN + 4 + sizeof no - 1 && check_reply_header(rep, n, RP_F_R, RP_F_R, 2));
+    uint8_t got[64];
+    size_t nb = 0;
+    int end = rp_wait_end(fd, PROMPT_MS, got, sizeof got, &nb);
+    unsigned ms = rp_ms_since(t0);
+    if ((end != RP_EOF && end != RP_RESET) || nb || ms < 490) {
+        tl_failures++;
+        fprintf(stderr, "[%s] the close came %u ms after NdkReject, expected 500\n", tl_current,
+                ms);
+        report_end("after the reject", end, ms, got, nb);
+    }
+    pthread_join(th, NULL);
+    w->ad = NULL; /* closed by the thread */
+out:
+    NK_CLOSE(c);
+    if (fd >= 0)
+        close(fd);
+    nk_close_world(w);
+}
+
 /* An MPA revision 1 Request (no S bit, no IRD/ORD word) gets a revision 1
  * Reply with no word either; IRD/ORD count as the adapter maxima (128). */
 static void rev1_request_gets_rev1_reply(void)
@@ -441,6 +559,7 @@ static void markers_rejected(void)
         CHECK(fd >= 0);
         if (fd < 0)
             continue;
+        uint64_t t_req = tl_now_ns();
         CHECK(rp_send(fd, req, rl));
         uint8_t rep[600];
         size_t n = rp_read_frame(fd, rep, NK_WAIT_MS);
@@ -451,14 +570,22 @@ static void markers_rejected(void)
             /* R=1, and the Reply must not ask for markers itself. */
             check_reply_header(rep, n, RP_F_R, RP_F_R | RP_F_M, (uint8_t)(v == 0 ? 2 : 1));
         }
+        /* No FIN right behind the reject (docs/interop.md: siw drops data
+         * once it has seen a FIN): libndk waits for the initiator to close,
+         * at most NDK_REJECT_LINGER_MS (500 ms, a timer started after our
+         * Request arrived, so never sooner than that after t_req; the loop
+         * counts whole milliseconds), then closes by itself. */
         uint8_t got[64];
         size_t nb = 0;
         uint64_t t0 = tl_now_ns();
         int end = rp_wait_end(fd, PROMPT_MS, got, sizeof got, &nb);
-        if ((end != RP_EOF && end != RP_RESET) || nb) {
+        unsigned after_req = rp_ms_since(t_req);
+        if ((end != RP_EOF && end != RP_RESET) || nb || after_req < 490) {
             tl_failures++;
-            fprintf(stderr, "[%s] %s: expected the close right after the Reply\n", tl_current,
-                    what);
+            fprintf(stderr,
+                    "[%s] %s: expected the close, and nothing else, 500 ms after the Request "
+                    "(came %u ms after it)\n",
+                    tl_current, what, after_req);
             report_end(what, end, rp_ms_since(t0), got, nb);
         }
         close(fd);
@@ -1107,11 +1234,13 @@ int main(void)
     garbage_seed = seed ? strtoull(seed, NULL, 0) : (uint64_t)tl_now_ns();
 
     RUN(siw_request_accepted);
+    RUN(relaxed_tx_gate);
     RUN(rev1_request_gets_rev1_reply);
     RUN(p2p_write_rtr);
     RUN(p2p_crc_rtr_good);
     RUN(p2p_crc_rtr_bad);
     RUN(markers_rejected);
+    RUN(reject_then_close_adapter);
     RUN(wrong_key);
     RUN(unknown_revision);
     RUN(pd_length_over_limit);

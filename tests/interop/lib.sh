@@ -191,7 +191,12 @@ free_port() {
 	for f in /proc/net/tcp /proc/net/tcp6; do
 		[ -r "$f" ] || continue
 		while read -r _ local_addr _; do
-			[ "$local_addr" = local_address ] && continue
+			# The header, and any line read while the table changed under
+			# us (seen once: an empty port made $((16#)) fail the test).
+			case $local_addr in
+			*:[0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f][0-9A-Fa-f]) ;;
+			*) continue ;;
+			esac
 			used="$used$((16#${local_addr##*:})) "
 		done <"$f"
 	done

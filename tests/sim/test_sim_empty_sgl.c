@@ -59,10 +59,8 @@ static void test_null_sgl_zero_length(void)
 
 int main(void)
 {
-    if (!sim_open_adapters()) {
-        tl_skip_all("cannot open the loopback adapter");
-        return tl_finish();
-    }
+    if (!sim_open_adapters())
+        return 1; /* lo always exists: failing to open it is a failure, not a skip */
     RUN(test_null_sgl_zero_length);
     sim_close_adapters();
     return tl_finish();

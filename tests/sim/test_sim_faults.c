@@ -213,10 +213,8 @@ static void test_replay(void)
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
-    if (!sim_open_adapters()) {
-        tl_skip_all("cannot open the loopback adapter");
-        return tl_finish();
-    }
+    if (!sim_open_adapters())
+        return 1; /* lo always exists: failing to open it is a failure, not a skip */
     /* Small FPDUs and several reads in flight, so the cut lands in every
      * kind of state; run_cut varies delivery and CRC. */
     sim_cfg_from_seed(&g_cfg, SIM_RANDOM | 1u << 2 | 0u << 3 | 2u << 8 | 2u << 10);

@@ -1,15 +1,21 @@
 #include "testlib.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
 #include <time.h>
+#include <unistd.h>
 
 int tl_failures;
 const char *tl_current;
 static int passed, failed;
-static bool skipped;
+static bool skipped_all;
+static bool initialised;
+static int family = AF_INET;
 
-bool tl_run(const char *name, tl_case_fn fn)
+static bool run_case(const char *name, const char *suffix, tl_case_fn fn)
 {
     int before = tl_failures;
     tl_current = name;
@@ -18,7 +24,8 @@ bool tl_run(const char *name, tl_case_fn fn)
     uint64_t ms = (tl_now_ns() - t0) / 1000000;
     tl_current = NULL;
     bool ok = tl_failures == before;
-    fprintf(stderr, "%s %s (%llu ms)\n", ok ? "PASS" : "FAIL", name, (unsigned long long)ms);
+    fprintf(stderr, "%s %s%s (%llu ms)\n", ok ? "PASS" : "FAIL", name, suffix,
+            (unsigned long long)ms);
     if (ok)
         passed++;
     else
@@ -26,10 +33,66 @@ bool tl_run(const char *name, tl_case_fn fn)
     return ok;
 }
 
+bool tl_run(const char *name, tl_case_fn fn)
+{
+    /* A case without an address belongs to the IPv4 run alone. */
+    if (family != AF_INET)
+        return true;
+    return run_case(name, "", fn);
+}
+
+bool tl_run_fam(const char *name, tl_case_fn fn)
+{
+    if (!initialised) {
+        /* Without tl_init an --ipv6 run would silently test IPv4 again. */
+        fprintf(stderr, "FAIL %s: the program uses RUN_FAM without calling tl_init\n", name);
+        tl_failures++;
+        failed++;
+        return false;
+    }
+    return run_case(name, family == AF_INET6 ? " [IPv6]" : " [IPv4]", fn);
+}
+
+/* Whether a TCP socket can be bound to ::1 (IPv6 may be disabled, or lo may
+ * have no ::1). */
+static bool have_ipv6_loopback(void)
+{
+    int fd = socket(AF_INET6, SOCK_STREAM, 0);
+    if (fd < 0)
+        return false;
+    struct sockaddr_in6 sa = {.sin6_family = AF_INET6, .sin6_addr = IN6ADDR_LOOPBACK_INIT};
+    bool ok = bind(fd, (struct sockaddr *)&sa, sizeof sa) == 0;
+    close(fd);
+    return ok;
+}
+
+void tl_init(int argc, char **argv)
+{
+    initialised = true;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--ipv6") == 0) {
+            family = AF_INET6;
+        } else {
+            fprintf(stderr, "usage: %s [--ipv6]\n", argv[0]);
+            exit(2);
+        }
+    }
+    if (family == AF_INET6 && !have_ipv6_loopback()) {
+        printf("SKIP: ::1 cannot be bound on this host (IPv6 disabled or no ::1 on lo); "
+               "the IPv6 run needs it\n");
+        exit(77);
+    }
+}
+
+int tl_family(void)
+{
+    return family;
+}
+
 void tl_skip_all(const char *reason)
 {
     fprintf(stderr, "SKIP: %s\n", reason);
-    skipped = true;
+    skipped_all = true;
 }
 
 int tl_finish(void)
@@ -37,7 +100,13 @@ int tl_finish(void)
     printf("%d passed, %d failed\n", passed, failed);
     if (failed)
         return 1;
-    return skipped && passed == 0 ? 77 : 0;
+    if (skipped_all)
+        return 77;
+    if (passed == 0) {
+        printf("FAIL: no case ran\n");
+        return 1;
+    }
+    return 0;
 }
 
 void tl_event_init(tl_event *e)

@@ -43,14 +43,34 @@ extern const char *tl_current;
     } while (0)
 
 typedef void (*tl_case_fn)(void);
-/* Runs one case, prints its result; returns true when it passed. */
+/* Runs one case, prints its result; returns true when it passed. RUN is for
+ * a case that uses no network address: it runs in the IPv4 run only. */
 bool tl_run(const char *name, tl_case_fn fn);
-/* Prints "N passed, N failed" and returns the process exit status. */
-int tl_finish(void);
 #define RUN(fn) tl_run(#fn, fn)
 
+/*
+ * Address families. A program whose cases connect runs them over one family
+ * per process: IPv4 by default, IPv6 when started with --ipv6, so that CTest
+ * shows each family as its own test (NAME and NAME.ipv6, registered for
+ * every source that uses RUN_FAM) and an IPv6 run on a host without ::1 as
+ * skipped, never as passed. Such a program calls tl_init first; the IPv6
+ * run exits 77 at once, with the reason, when ::1 cannot be bound. A
+ * RUN_FAM case reads its family from tl_family().
+ */
+void tl_init(int argc, char **argv);
+int tl_family(void);
+bool tl_run_fam(const char *name, tl_case_fn fn);
+#define RUN_FAM(fn) tl_run_fam(#fn, fn)
+
+/* Ends the program's report: prints "N passed, N failed" and returns the
+ * exit status: 1 if a case failed or none ran, else 77 (CTest's
+ * SKIP_RETURN_CODE) after tl_skip_all, else 0. */
+int tl_finish(void);
+
 /* Prints a reason and makes tl_finish() report the whole program as skipped
- * (CTest's SKIP_RETURN_CODE 77). */
+ * (CTest's SKIP_RETURN_CODE 77). Cases that can run where others cannot go
+ * to a run of their own, as the IPv6 run does, so that no skipped case is
+ * ever counted as passed. */
 void tl_skip_all(const char *reason);
 
 /* A counting event: signalled from callbacks, waited on with a bound. */

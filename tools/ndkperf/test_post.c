@@ -177,7 +177,10 @@ static bool rx_data(struct run *x, const NDK_RESULT *r)
 {
     struct endpoint *e = x->e;
     uint32_t len = r->BytesTransferred;
-    uint8_t mark = e->target[0]; /* before the re-post lets anything overwrite it */
+    /* Only a 1-byte message (END, ACK) carries a marker, read before the
+     * re-post lets anything overwrite it. A full-size one is not read: the
+     * other receives posted on the same buffer may be taking the next one. */
+    uint8_t mark = len == 1 ? e->target[0] : 0;
     /* At once, before answering: the peer may send again as soon as it
      * sees our answer. */
     if (!post_data_recv(e))
