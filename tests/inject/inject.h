@@ -1,0 +1,51 @@
+/*
+ * inject.h - allocation-failure injection for libndk's internals.
+ *
+ * The tests here link a copy of ndk_core whose calls to malloc, calloc,
+ * realloc, strdup, strndup, posix_memalign, aligned_alloc and free were
+ * renamed (objcopy --redefine-sym, tests/inject/CMakeLists.txt) to the
+ * ndk_inj_* functions of inject.c. So the test controls every allocation
+ * libndk makes, on any thread, and none of its own (the test's code, libc's
+ * internals and the sanitizer runtime allocate normally).
+ *
+ * inj_arm(n): the n-th libndk allocation from now fails (returns NULL, as
+ * when memory runs out), once; every other one succeeds. inj_live() counts
+ * libndk's blocks not yet freed, whenever allocated: back at its starting
+ * value once everything is closed, or something leaked.
+ *
+ * A test names each libndk call it makes (inj_call) so a failure can be
+ * charged to it: inj_hit_in_call() says whether the injected failure
+ * happened on this thread since its last inj_call, i.e. inside that call.
+ */
+#ifndef NDK_TESTS_INJECT_H
+#define NDK_TESTS_INJECT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fails the n-th libndk allocation from now (1 = the next one); 0 disarms. */
+void inj_arm(uint64_t n);
+void inj_disarm(void);
+/* libndk allocations made since the last inj_arm. */
+uint64_t inj_count(void);
+/* Whether the armed failure happened (on any thread). */
+bool inj_fired(void);
+/* The call the failing thread had named (inj_call), or "a progress thread". */
+const char *inj_fired_in(void);
+/* libndk's live blocks. */
+long inj_live(void);
+
+/* While on, this thread's libndk allocations are neither counted nor made
+ * to fail, and stay out of inj_live (also when another thread frees them):
+ * for objects a test makes only to synchronise with a progress thread. */
+void inj_untracked(bool on);
+/* How many such blocks are still allocated. */
+unsigned inj_untracked_live(void);
+
+/* Names the libndk call this thread makes now. */
+void inj_call(const char *what);
+/* The armed failure happened on this thread inside its last named call. */
+bool inj_hit_in_call(void);
+
+#endif
