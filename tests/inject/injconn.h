@@ -80,32 +80,7 @@ static NTSTATUS op_finish(struct op *o, NTSTATUS returned, const char *what)
     return atomic_load(&o->st);
 }
 
-/* ---- judging calls ---- */
-
-static unsigned inj_checks_failed;
-
-static void report(const char *what, NTSTATUS got, const char *why)
-{
-    inj_checks_failed++;
-    tl_failures++;
-    fprintf(stderr, "    %s: %s (%s; injected failure %s, in %s)\n", what, ndk_status_name(got), why,
-            inj_fired() ? "fired" : "not fired", inj_fired() ? inj_fired_in() : "-");
-}
-
-/* A call that must do its job unless the injected failure hit inside it. */
-static NTSTATUS judged(NTSTATUS st, const char *what, NTSTATUS ok, NTSTATUS ok2)
-{
-    if (inj_hit_in_call()) {
-        if (st != STATUS_INSUFFICIENT_RESOURCES)
-            report(what, st, "its allocation failed: STATUS_INSUFFICIENT_RESOURCES expected");
-    } else if (st != ok && st != ok2) {
-        report(what, st, "nothing failed inside it");
-    }
-    return st;
-}
-
-#define CALL(what, ok, expr) (inj_call(what), judged((expr), what, ok, ok))
-#define CALL2(what, ok, ok2, expr) (inj_call(what), judged((expr), what, ok, ok2))
+/* ---- judging the connection's legs ---- */
 
 /* The final status of an asynchronous leg of the connection: success, or,
  * once the injected failure fired somewhere, a failure that says so. */
@@ -116,9 +91,9 @@ static bool leg_ok(NTSTATUS st, const char *what)
     bool allowed = st == STATUS_INSUFFICIENT_RESOURCES || st == STATUS_CONNECTION_REFUSED ||
                    st == STATUS_CONNECTION_ABORTED || st == STATUS_CANCELLED;
     if (!inj_fired())
-        report(what, st, "nothing failed");
+        inj_report(what, st, "nothing failed");
     else if (!allowed)
-        report(what, st, "not a status for a failed allocation");
+        inj_report(what, st, "not a status for a failed allocation");
     return false;
 }
 
@@ -344,7 +319,7 @@ static void establish(struct conn_run *r)
         goto out;
     /* Either the request reaches B, or the connect fails first. */
     if (!tl_event_wait(&r->incoming, 1, WAIT_MS))
-        report("NdkConnect", STATUS_PENDING, "neither a connect event nor a completion");
+        inj_report("NdkConnect", STATUS_PENDING, "neither a connect event nor a completion");
     B->conn = atomic_load(&r->passive);
     NTSTATUS ast = STATUS_PENDING;
     if (B->conn)
@@ -357,7 +332,7 @@ static void establish(struct conn_run *r)
         goto out;
     }
     if (!B->conn) {
-        report("NdkConnect completion", cst, "success without a connect event");
+        inj_report("NdkConnect completion", cst, "success without a connect event");
         goto out;
     }
     st = CALL("NdkCompleteConnect", STATUS_SUCCESS,
@@ -407,13 +382,13 @@ static void exchange(struct conn_run *r)
     /* B may use the registration once A's queue has executed it: the Send
      * posted behind it arrived. */
     if (nb && !reap(B, res, 1)) {
-        report("B's receive", STATUS_PENDING, "never completed");
+        inj_report("B's receive", STATUS_PENDING, "never completed");
         return;
     }
     bool ok = nb && res[0].Status == STATUS_SUCCESS && res[0].BytesTransferred == MSG_A &&
               filled(B->buf + 16384, MSG_A, 0x11);
     if (!ok)
-        report("A's Send at B", nb ? res[0].Status : STATUS_PENDING, "established, yet the data did not arrive");
+        inj_report("A's Send at B", nb ? res[0].Status : STATUS_PENDING, "established, yet the data did not arrive");
     nb = 0;
     if (CALL("NdkSend", STATUS_SUCCESS, B->qp->Dispatch->NdkSend(B->qp, (PVOID)3, &sb, 1, 0)) == STATUS_SUCCESS)
         nb++;
@@ -438,7 +413,7 @@ static void exchange(struct conn_run *r)
     all = all && filled(A->buf + 16384, MSG_B, 0x22) && filled(B->buf + 24576, RD_LEN, 0x44) &&
           (!fr_ok || filled(r->frbuf + r->fbo + 100, WR_LEN, 0x33));
     if (!ok || !all)
-        report("the data exchange", STATUS_UNSUCCESSFUL, "established, yet requests failed or data differ");
+        inj_report("the data exchange", STATUS_UNSUCCESSFUL, "established, yet requests failed or data differ");
     r->moved = ok && all;
 }
 
@@ -453,7 +428,7 @@ static void hang_up(struct conn_run *r)
                          A->conn->Dispatch->NdkDisconnect(A->conn, op_cb, &d1));
     if (sta == STATUS_PENDING || sta == STATUS_SUCCESS) {
         if (!tl_event_wait(&B->disc.ev, 1, WAIT_MS))
-            report("B's disconnect event", STATUS_PENDING, "never came");
+            inj_report("B's disconnect event", STATUS_PENDING, "never came");
         NTSTATUS stb = CALL2("NdkDisconnect", STATUS_PENDING, STATUS_SUCCESS,
                              B->conn->Dispatch->NdkDisconnect(B->conn, op_cb, &d2));
         leg_ok(op_finish(&d2, stb, "B's NdkDisconnect"), "B's NdkDisconnect");
@@ -504,7 +479,7 @@ static bool conn_life(struct side *sa, struct side *sb)
     struct conn_run r;
     memset(&r, 0, sizeof r);
     tl_event_init(&r.incoming);
-    unsigned before = inj_checks_failed;
+    unsigned before = inj_problems();
     if (end_open(&r.a, sa, true) && end_open(&r.b, sb, false)) {
         fastreg_setup(&r);
         establish(&r);
@@ -532,35 +507,7 @@ static bool conn_life(struct side *sa, struct side *sb)
     if (r.frbuf)
         munmap(r.frbuf, 3 * 4096);
     tl_event_destroy(&r.incoming);
-    return r.moved && inj_checks_failed == before;
-}
-
-/* A PD made and closed at once, out of the books (inject.h). */
-static bool untracked_pd(NDK_ADAPTER *ad)
-{
-    NDK_PD *pd = NULL;
-    inj_untracked(true);
-    bool ok = ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd) == STATUS_SUCCESS &&
-              pd->Dispatch->NdkClosePd(&pd->Header, NULL, NULL) == STATUS_SUCCESS;
-    inj_untracked(false);
-    return ok;
-}
-
-/*
- * Waits until the adapter's progress thread has freed what closed objects
- * left it. It frees them all in one go, holding the adapter lock, between
- * its loop iterations (src/obj.c ndk_free_deferred): so once a PD closed
- * after them is freed, and then the lock has been free once more (a PD
- * made takes it), they are gone too. Disarmed only.
- */
-static bool settle(NDK_ADAPTER *ad)
-{
-    if (!untracked_pd(ad))
-        return false;
-    uint64_t end = tl_now_ns() + WAIT_MS * 1000000ull;
-    while (inj_untracked_live() && tl_now_ns() < end)
-        sched_yield();
-    return inj_untracked_live() == 0 && untracked_pd(ad);
+    return r.moved && inj_problems() == before;
 }
 
 #endif

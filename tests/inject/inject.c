@@ -4,9 +4,13 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdatomic.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "testlib.h"
 
 void *ndk_inj_malloc(size_t n);
 void *ndk_inj_calloc(size_t n, size_t size);
@@ -194,4 +198,84 @@ void ndk_inj_free(void *p)
 {
     dies(p);
     free(p);
+}
+
+/* ---- judging calls ---- */
+
+static _Atomic unsigned problems;
+
+void inj_report(const char *what, NTSTATUS got, const char *why)
+{
+    atomic_fetch_add(&problems, 1);
+    tl_failures++;
+    fprintf(stderr, "    %s: %s (%s; injected failure %s, in %s)\n", what, ndk_status_name(got), why,
+            inj_fired() ? "fired" : "not fired", inj_fired() ? inj_fired_in() : "-");
+}
+
+unsigned inj_problems(void)
+{
+    return atomic_load(&problems);
+}
+
+NTSTATUS inj_judged(NTSTATUS st, const char *what, NTSTATUS ok, NTSTATUS ok2)
+{
+    if (inj_hit_in_call()) {
+        if (st != STATUS_INSUFFICIENT_RESOURCES)
+            inj_report(what, st, "its allocation failed: STATUS_INSUFFICIENT_RESOURCES expected");
+    } else if (st != ok && st != ok2) {
+        inj_report(what, st, "nothing failed inside it");
+    }
+    return st;
+}
+
+/* A PD made and closed at once, out of the books. */
+static bool untracked_pd(NDK_ADAPTER *ad)
+{
+    NDK_PD *pd = NULL;
+    inj_untracked(true);
+    bool ok = ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd) == STATUS_SUCCESS &&
+              pd->Dispatch->NdkClosePd(&pd->Header, NULL, NULL) == STATUS_SUCCESS;
+    inj_untracked(false);
+    return ok;
+}
+
+/*
+ * The progress thread frees closed objects all in one go, holding the
+ * adapter lock, between its loop iterations (src/obj.c ndk_free_deferred):
+ * so once a PD closed after them is freed, and then the lock has been free
+ * once more (making a PD takes it), they are gone too.
+ */
+bool inj_settle(NDK_ADAPTER *ad)
+{
+    if (!untracked_pd(ad))
+        return false;
+    uint64_t end = tl_now_ns() + 4000000000ull;
+    while (inj_untracked_live() && tl_now_ns() < end)
+        sched_yield();
+    return inj_untracked_live() == 0 && untracked_pd(ad);
+}
+
+void inj_where_note(struct inj_where *w, const char *call)
+{
+    for (unsigned i = 0; i < w->count; i++) {
+        if (strcmp(w->call[i], call) == 0) {
+            w->n[i]++;
+            return;
+        }
+    }
+    if (w->count < 64) {
+        w->call[w->count] = call;
+        w->n[w->count++] = 1;
+    }
+}
+
+void inj_where_print(const struct inj_where *w, const char *name, unsigned n)
+{
+    printf("[inject] %s: %u allocations, each made to fail once, in:", name, n);
+    for (unsigned i = 0; i < w->count; i++) {
+        printf("%s %s", i ? "," : "", w->call[i]);
+        if (w->n[i] > 1)
+            printf(" x%u", w->n[i]);
+    }
+    printf("\n");
 }

@@ -20,6 +20,8 @@
 #ifndef NDK_TESTS_INJECT_H
 #define NDK_TESTS_INJECT_H
 
+#include <ndk/ndk.h>
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,5 +49,31 @@ unsigned inj_untracked_live(void);
 void inj_call(const char *what);
 /* The armed failure happened on this thread inside its last named call. */
 bool inj_hit_in_call(void);
+
+/* ---- judging calls ---- */
+
+/* Counts and prints a broken rule (a test failure) about what's status. */
+void inj_report(const char *what, NTSTATUS got, const char *why);
+/* How many inj_report calls so far. */
+unsigned inj_problems(void);
+/* The status st of the call just named (inj_call) must be
+ * STATUS_INSUFFICIENT_RESOURCES if the injected failure hit inside it, else
+ * ok or ok2. Returns st. */
+NTSTATUS inj_judged(NTSTATUS st, const char *what, NTSTATUS ok, NTSTATUS ok2);
+#define CALL(what, ok, expr) (inj_call(what), inj_judged((expr), what, ok, ok))
+#define CALL2(what, ok, ok2, expr) (inj_call(what), inj_judged((expr), what, ok, ok2))
+
+/* Where the failures of a sweep over N happened: call names, counts. */
+struct inj_where {
+    const char *call[64];
+    unsigned n[64], count;
+};
+void inj_where_note(struct inj_where *w, const char *call);
+/* "[inject] NAME: N allocations, each made to fail once, in: ..." */
+void inj_where_print(const struct inj_where *w, const char *name, unsigned n);
+
+/* Waits (bounded) until the adapter's progress thread has freed what
+ * closed objects left it: the live count is then exact. Disarmed only. */
+bool inj_settle(NDK_ADAPTER *ad);
 
 #endif

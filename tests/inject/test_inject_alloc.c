@@ -25,35 +25,15 @@ static struct side A, B;
 /* libndk's live blocks once both adapters are idle. */
 static long settled_live(void)
 {
-    CHECK(settle(A.ad) && settle(B.ad));
+    CHECK(inj_settle(A.ad) && inj_settle(B.ad));
     return inj_live();
-}
-
-/* Where the failures of a sweep happened: call names and their counts. */
-struct where {
-    const char *call[64];
-    unsigned n[64], count;
-};
-
-static void note_where(struct where *w, const char *call)
-{
-    for (unsigned i = 0; i < w->count; i++) {
-        if (strcmp(w->call[i], call) == 0) {
-            w->n[i]++;
-            return;
-        }
-    }
-    if (w->count < 64) {
-        w->call[w->count] = call;
-        w->n[w->count++] = 1;
-    }
 }
 
 /* Fails each allocation of fn in turn; returns how many fn makes. */
 static unsigned sweep(const char *name, void (*fn)(void))
 {
     long base = settled_live();
-    struct where w = {.count = 0};
+    struct inj_where w = {.count = 0};
     unsigned n, bad = 0;
     for (n = 1; n <= MAX_N && bad < MAX_BAD; n++) {
         int before = tl_failures;
@@ -63,7 +43,7 @@ static unsigned sweep(const char *name, void (*fn)(void))
         const char *where = inj_fired_in();
         inj_disarm();
         if (fired)
-            note_where(&w, where);
+            inj_where_note(&w, where);
         if (tl_failures != before)
             fprintf(stderr, "  [%s] allocation %u failed in %s: the rules above were broken\n", name, n, where);
         if (settled_live() != base) {
@@ -80,13 +60,7 @@ static unsigned sweep(const char *name, void (*fn)(void))
         if (!fired)
             break;
     }
-    printf("[inject] %s: %u allocations, each made to fail once, in:", name, n - 1);
-    for (unsigned i = 0; i < w.count; i++) {
-        printf("%s %s", i ? "," : "", w.call[i]);
-        if (w.n[i] > 1)
-            printf(" x%u", w.n[i]);
-    }
-    printf("\n");
+    inj_where_print(&w, name, n - 1);
     return n - 1;
 }
 
