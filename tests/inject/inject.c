@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <sys/socket.h>
+
 #include "testlib.h"
 
 void *ndk_inj_malloc(size_t n);
@@ -20,6 +22,7 @@ char *ndk_inj_strndup(const char *s, size_t n);
 int ndk_inj_posix_memalign(void **out, size_t align, size_t n);
 void *ndk_inj_aligned_alloc(size_t align, size_t n);
 void ndk_inj_free(void *p);
+int ndk_inj_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags);
 
 static _Atomic uint64_t seq;     /* allocations since inj_arm */
 static _Atomic uint64_t fail_at; /* 0: none */
@@ -59,13 +62,27 @@ uint64_t inj_count(void)
     return atomic_load(&seq);
 }
 
+static _Atomic bool scarce;
+
+void inj_scarce(bool on)
+{
+    atomic_store(&scarce, on);
+}
+
+bool inj_is_scarce(void)
+{
+    return atomic_load(&scarce);
+}
+
 bool inj_fired(void)
 {
-    return atomic_load(&fired);
+    return atomic_load(&fired) || atomic_load(&scarce);
 }
 
 const char *inj_fired_in(void)
 {
+    if (atomic_load(&scarce))
+        return "(file descriptors ran out)";
     const char *w = atomic_load(&fired_in);
     return w ? w : "a progress thread";
 }
@@ -200,6 +217,19 @@ void ndk_inj_free(void *p)
     free(p);
 }
 
+static _Atomic uint64_t accepts;
+
+int ndk_inj_accept4(int fd, struct sockaddr *sa, socklen_t *len, int flags)
+{
+    atomic_fetch_add(&accepts, 1);
+    return accept4(fd, sa, len, flags);
+}
+
+uint64_t inj_accepts(void)
+{
+    return atomic_load(&accepts);
+}
+
 /* ---- judging calls ---- */
 
 static _Atomic unsigned problems;
@@ -219,7 +249,7 @@ unsigned inj_problems(void)
 
 NTSTATUS inj_judged(NTSTATUS st, const char *what, NTSTATUS ok, NTSTATUS ok2)
 {
-    if (inj_hit_in_call()) {
+    if (inj_hit_in_call() || (atomic_load(&scarce) && st == STATUS_INSUFFICIENT_RESOURCES)) {
         if (st != STATUS_INSUFFICIENT_RESOURCES)
             inj_report(what, st, "its allocation failed: STATUS_INSUFFICIENT_RESOURCES expected");
     } else if (st != ok && st != ok2) {

@@ -50,6 +50,15 @@ void inj_call(const char *what);
 /* The armed failure happened on this thread inside its last named call. */
 bool inj_hit_in_call(void);
 
+/* While set, something other than an injected allocation is exhausted
+ * (file descriptors): any call may answer STATUS_INSUFFICIENT_RESOURCES,
+ * and inj_fired() is true. */
+void inj_scarce(bool on);
+bool inj_is_scarce(void);
+
+/* accept4 calls libndk made (its listeners' attempts), failed or not. */
+uint64_t inj_accepts(void);
+
 /* ---- judging calls ---- */
 
 /* Counts and prints a broken rule (a test failure) about what's status. */
