@@ -6,15 +6,16 @@
  *
  * Written to survive a failure anywhere: each call either does its job or
  * fails, and the scenario goes on with what still exists, closing
- * everything at the end. It records what went wrong in struct conn_run, and
- * checks what a failure may look like:
+ * everything at the end. What a failure may look like:
  *   - a call in which the injected allocation failure happened (inject.h)
- *     returns STATUS_INSUFFICIENT_RESOURCES (or completes with it);
+ *     returns STATUS_INSUFFICIENT_RESOURCES (as may any call while file
+ *     descriptors run out);
  *   - any other call succeeds, unless the failure hit elsewhere (on a
  *     progress thread, or in an earlier call), and then the connection
  *     fails with a status that says so (refused, aborted, out of resources,
- *     a flush), never with a timeout: each wait is bounded by WAIT_MS and a
- *     wait that runs out is a failure (a hang);
+ *     a flush; a timeout only for a request a listener out of descriptors
+ *     could not accept); each wait is bounded by WAIT_MS, and one that runs
+ *     out is a failure (a hang);
  *   - when all three legs report success, the connection moves data.
  * Header only; every function static.
  */
@@ -61,7 +62,8 @@ static void op_cb(PVOID ctx, NTSTATUS st)
     tl_event_signal(&o->ev); /* last: the waiter may free o as soon as it wakes */
 }
 
-static void op_close_cb(PVOID ctx)
+/* A close completion or a disconnect event: no status of its own. */
+static void op_event_cb(PVOID ctx)
 {
     op_cb(ctx, STATUS_SUCCESS);
 }
@@ -173,11 +175,6 @@ static void connect_event(PVOID ctx, NDK_CONNECTOR *c)
     tl_event_signal(&r->incoming);
 }
 
-static void disc_cb(PVOID ctx)
-{
-    op_cb(ctx, STATUS_SUCCESS);
-}
-
 /* The objects of one end; the active end also makes its connector (the
  * passive one gets its own from the connect event). */
 static bool end_open(struct end *e, struct side *sd, bool active)
@@ -228,13 +225,16 @@ static void close_obj(void *obj)
     case NdkObjectTypePd: fn = ((NDK_PD *)obj)->Dispatch->NdkClosePd; break;
     case NdkObjectTypeConnector: fn = ((NDK_CONNECTOR *)obj)->Dispatch->NdkCloseConnector; break;
     case NdkObjectTypeListener: fn = ((NDK_LISTENER *)obj)->Dispatch->NdkCloseListener; break;
+    case NdkObjectTypeMw: fn = ((NDK_MW *)obj)->Dispatch->NdkCloseMw; break;
+    case NdkObjectTypeSrq: fn = ((NDK_SRQ *)obj)->Dispatch->NdkCloseSrq; break;
+    case NdkObjectTypeSharedEndpoint: fn = ((NDK_SHARED_ENDPOINT *)obj)->Dispatch->NdkCloseSharedEndpoint; break;
     default: break;
     }
     REQUIRE(fn);
     struct op o;
     op_init(&o);
     inj_call("NdkCloseXxx");
-    NTSTATUS st = fn(h, op_close_cb, &o);
+    NTSTATUS st = fn(h, op_event_cb, &o);
     CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
     op_finish(&o, st, "close");
     tl_event_destroy(&o.ev);
@@ -327,7 +327,7 @@ static void establish(struct conn_run *r)
     NTSTATUS ast = STATUS_PENDING;
     if (B->conn)
         ast = CALL("NdkAccept", STATUS_PENDING,
-                   B->conn->Dispatch->NdkAccept(B->conn, B->qp, 4, 4, "B", 1, disc_cb, &B->disc, op_cb, &acc));
+                   B->conn->Dispatch->NdkAccept(B->conn, B->qp, 4, 4, "B", 1, op_event_cb, &B->disc, op_cb, &acc));
     NTSTATUS cst = op_finish(&conn, STATUS_PENDING, "NdkConnect");
     if (!leg_ok(cst, "NdkConnect completion")) {
         if (B->conn && ast == STATUS_PENDING)
@@ -339,7 +339,7 @@ static void establish(struct conn_run *r)
         goto out;
     }
     st = CALL("NdkCompleteConnect", STATUS_SUCCESS,
-              A->conn->Dispatch->NdkCompleteConnect(A->conn, disc_cb, &A->disc, op_cb, &conn));
+              A->conn->Dispatch->NdkCompleteConnect(A->conn, op_event_cb, &A->disc, op_cb, &conn));
     if (ast != STATUS_PENDING)
         goto out;
     ast = op_finish(&acc, ast, "NdkAccept");

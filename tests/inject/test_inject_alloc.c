@@ -46,15 +46,16 @@ static unsigned sweep(const char *name, void (*fn)(void))
             inj_where_note(&w, where);
         if (tl_failures != before)
             fprintf(stderr, "  [%s] allocation %u failed in %s: the rules above were broken\n", name, n, where);
-        if (settled_live() != base) {
+        long left = settled_live() - base;
+        if (left) {
             CHECK(!"libndk freed everything it allocated");
-            fprintf(stderr, "  [%s] allocation %u failed in %s: %ld blocks left\n", name, n, where,
-                    inj_live() - base);
+            fprintf(stderr, "  [%s] allocation %u failed in %s: %ld blocks left\n", name, n, where, left);
         }
-        if (!conn_life(&A, &B) || settled_live() != base) {
-            CHECK(!"the adapters connect and move data afterwards");
+        if (!conn_life(&A, &B)) {
+            CHECK(!"the same adapters connect and move data afterwards");
             fprintf(stderr, "  [%s] after allocation %u failed in %s\n", name, n, where);
         }
+        CHECK_EQ(settled_live(), base);
         if (tl_failures != before)
             bad++;
         if (!fired)
@@ -75,12 +76,8 @@ static void open_close(void)
     }
 }
 
-static void srq_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st;
-}
-
-static void cq_notify(PVOID ctx, NTSTATUS st)
+/* CQ and SRQ notifications: never armed. */
+static void no_notify(PVOID ctx, NTSTATUS st)
 {
     (void)ctx, (void)st;
 }
@@ -109,17 +106,17 @@ static void objects(void)
 
     CALL("NdkCreatePd", STATUS_SUCCESS, ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd));
     if (CALL("NdkCreateCq", STATUS_SUCCESS,
-             ad->Dispatch->NdkCreateCq(ad, 32, cq_notify, NULL, NULL, NULL, NULL, &cq)) == STATUS_SUCCESS) {
+             ad->Dispatch->NdkCreateCq(ad, 32, no_notify, NULL, NULL, NULL, NULL, &cq)) == STATUS_SUCCESS) {
         struct op o;
         op_init(&o);
         NTSTATUS st = CALL2("NdkResizeCq", STATUS_SUCCESS, STATUS_PENDING,
                             cq->Dispatch->NdkResizeCq(cq, 128, op_cb, &o));
-        st = op_finish(&o, st, "NdkResizeCq");
+        op_finish(&o, st, "NdkResizeCq");
         tl_event_destroy(&o.ev);
     }
     if (pd) {
         CALL("NdkCreateSrq", STATUS_SUCCESS,
-             pd->Dispatch->NdkCreateSrq(pd, 32, 2, 0, srq_notify, NULL, NULL, NULL, NULL, &srq));
+             pd->Dispatch->NdkCreateSrq(pd, 32, 2, 0, no_notify, NULL, NULL, NULL, NULL, &srq));
         if (cq)
             CALL("NdkCreateQp", STATUS_SUCCESS,
                  pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 16, 16, 2, 2, 64, NULL, NULL, &qp));
@@ -167,37 +164,13 @@ static void objects(void)
     CALL("NdkCreateSharedEndpoint", STATUS_SUCCESS,
          ad->Dispatch->NdkCreateSharedEndpoint(ad, (PSOCKADDR)&sa, sizeof sa, NULL, NULL, &sep));
 
-    if (sep) {
-        struct op o;
-        op_init(&o);
-        inj_call("NdkCloseSharedEndpoint");
-        NTSTATUS st = sep->Dispatch->NdkCloseSharedEndpoint(&sep->Header, op_close_cb, &o);
-        CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
-        op_finish(&o, st, "NdkCloseSharedEndpoint");
-        tl_event_destroy(&o.ev);
-    }
-    if (mw) {
-        struct op o;
-        op_init(&o);
-        inj_call("NdkCloseMw");
-        NTSTATUS st = mw->Dispatch->NdkCloseMw(&mw->Header, op_close_cb, &o);
-        CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
-        op_finish(&o, st, "NdkCloseMw");
-        tl_event_destroy(&o.ev);
-    }
+    close_obj(sep);
+    close_obj(mw);
     close_obj(l);
     close_obj(c);
     close_obj(qps);
     close_obj(qp);
-    if (srq) {
-        struct op o;
-        op_init(&o);
-        inj_call("NdkCloseSrq");
-        NTSTATUS st = srq->Dispatch->NdkCloseSrq(&srq->Header, op_close_cb, &o);
-        CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
-        op_finish(&o, st, "NdkCloseSrq");
-        tl_event_destroy(&o.ev);
-    }
+    close_obj(srq);
     close_obj(frmr);
     close_obj(mr);
     close_obj(cq);
