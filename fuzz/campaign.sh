@@ -2,7 +2,7 @@
 # Runs libndk's libFuzzer targets and prints, per target, the executions,
 # the coverage, the corpus size and what was found.
 #
-#   fuzz/campaign.sh [-t SECONDS] [-n EXECUTIONS] [-j JOBS] [-b BUILD] [-o OUT] [-m] [TARGET...]
+#   fuzz/campaign.sh [-t SECONDS] [-n EXECUTIONS] [-j JOBS] [-b BUILD] [-o OUT] [-m | -M] [TARGET...]
 #
 #   -t  time per target (default 60 s; 0: no time limit, -n must be given)
 #   -n  stop a target after this many executions (default: none)
@@ -15,6 +15,7 @@
 #   -m  afterwards, minimise each target's committed corpus
 #       (fuzz/corpus/NAME) together with the units this run found: libFuzzer
 #       -merge=1 keeps the smallest set of files that covers every feature
+#   -M  only that, with what earlier runs left in OUT (no fuzzing)
 #   TARGET  names without the fuzz_ prefix (default: every fuzz_* built)
 #
 # The machine is usually shared: run it as `nice -n 19 fuzz/campaign.sh ...`.
@@ -29,7 +30,8 @@ jobs=1
 build=build-fuzz
 out=/tmp/ndk-fuzz-campaign
 minimize=0
-while getopts "t:n:j:b:o:m" opt; do
+fuzz=1
+while getopts "t:n:j:b:o:mM" opt; do
 	case $opt in
 	t) time_s=$OPTARG ;;
 	n) execs=$OPTARG ;;
@@ -37,7 +39,8 @@ while getopts "t:n:j:b:o:m" opt; do
 	b) build=$OPTARG ;;
 	o) out=$OPTARG ;;
 	m) minimize=1 ;;
-	*) sed -n '2,22p' "$0" >&2; exit 2 ;;
+	M) minimize=1; fuzz=0 ;;
+	*) sed -n '2,23p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -71,45 +74,55 @@ run_one() {
 	echo "$rc" >"$dir/rc"
 }
 
-pids=()
-for t in "${targets[@]}"; do
-	[ -x "$build/fuzz/fuzz_$t" ] || { echo "campaign: no target fuzz_$t in $build/fuzz" >&2; exit 2; }
-	while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
-		wait -n || true
+fuzz_all() {
+	local pids=() t p
+	for t in "${targets[@]}"; do
+		[ -x "$build/fuzz/fuzz_$t" ] || { echo "campaign: no target fuzz_$t in $build/fuzz" >&2; exit 2; }
+		while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do
+			wait -n || true
+		done
+		echo "campaign: fuzz_$t started ($(date +%T))"
+		run_one "$t" &
+		pids+=($!)
 	done
-	echo "campaign: fuzz_$t started ($(date +%T))"
-	run_one "$t" &
-	pids+=($!)
-done
-for p in "${pids[@]}"; do
-	wait "$p" || true
-done
+	for p in "${pids[@]}"; do
+		wait "$p" || true
+	done
+}
 
 # Counts: libFuzzer's final statistics, its last status line (cov: edges
 # reached in instrumented code, ft: features, corp: units/bytes in memory),
 # and the files on disk.
+summary() {
+	local t dir log units rate last cov ft secs files found rc result
+	printf '\n%-16s %12s %9s %6s %7s %16s %8s  %s\n' target executions exec/s cov ft "corpus: kept+new" seconds result
+	for t in "${targets[@]}"; do
+		dir=$out/$t
+		log=$dir/log
+		units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n1)
+		last=$(grep -E '^#[0-9]+' "$log" | grep ' cov: ' | tail -n1 || true)
+		cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
+		ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
+		secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n1)
+		files="$(find "fuzz/corpus/$t" -type f | wc -l)+$(find "$dir/corpus" -type f | wc -l)"
+		found=$(find "$dir/artifacts" -type f | wc -l)
+		rc=$(cat "$dir/rc")
+		result=ok
+		if [ "$rc" != 0 ] || [ "$found" != 0 ]; then
+			result="FOUND $found (exit $rc), see $dir/artifacts and $log"
+			status=1
+		fi
+		printf '%-16s %12s %9s %6s %7s %16s %8s  %s\n' "$t" "${units:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" \
+			"$files" "${secs:-?}" "$result"
+	done
+}
+
 status=0
-printf '\n%-16s %12s %9s %6s %7s %16s %8s  %s\n' target executions exec/s cov ft "corpus: kept+new" seconds result
-for t in "${targets[@]}"; do
-	dir=$out/$t
-	log=$dir/log
-	units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
-	rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n1)
-	last=$(grep -E '^#[0-9]+' "$log" | grep ' cov: ' | tail -n1 || true)
-	cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
-	ft=$(sed -n 's/.* ft: \([0-9]*\).*/\1/p' <<<"$last")
-	secs=$(sed -n 's/^Done [0-9]* runs in \([0-9]*\) second.*/\1/p' "$log" | tail -n1)
-	files="$(find "fuzz/corpus/$t" -type f | wc -l)+$(find "$dir/corpus" -type f | wc -l)"
-	found=$(find "$dir/artifacts" -type f | wc -l)
-	rc=$(cat "$dir/rc")
-	result=ok
-	if [ "$rc" != 0 ] || [ "$found" != 0 ]; then
-		result="FOUND $found (exit $rc), see $dir/artifacts and $log"
-		status=1
-	fi
-	printf '%-16s %12s %9s %6s %7s %16s %8s  %s\n' "$t" "${units:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" \
-		"$files" "${secs:-?}" "$result"
-done
+if [ "$fuzz" = 1 ]; then
+	fuzz_all
+	summary
+fi
 
 if [ "$minimize" = 1 ]; then
 	echo
@@ -127,7 +140,7 @@ if [ "$minimize" = 1 ]; then
 		rm -f "fuzz/corpus/$t"/*
 		cp "$dir/merged"/* "fuzz/corpus/$t"/
 		after=$(find "fuzz/corpus/$t" -type f | wc -l)
-		echo "campaign: fuzz/corpus/$t minimised: $before committed + $(find "$dir/corpus" -type f | wc -l) found -> $after files, $(du -sk "fuzz/corpus/$t" | cut -f1) KiB"
+		echo "campaign: fuzz/corpus/$t minimised: $before committed + $(find "$dir/corpus" -type f | wc -l) found -> $after files, $(cat "fuzz/corpus/$t"/* | wc -c) bytes"
 	done
 fi
 exit $status
