@@ -278,6 +278,11 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     if (!list)
         return STATUS_INSUFFICIENT_RESOURCES;
     int n = ndk_if_list(list, 64);
+    if (n < 0) {
+        /* No memory or no descriptor to list them: no "not found". */
+        free(list);
+        return ndk_status_from_errno(-n, NDK_PHASE_BIND);
+    }
     NDK_SOCKADDR want;
     bool by_addr = ndk_sockaddr_parse(NameOrAddress, 0, &want);
     int found = -1;

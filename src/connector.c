@@ -458,7 +458,9 @@ static void accept_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive
     ndk_req_complete(&c->accept_req, st);
 }
 
-static void established(struct ndk_connector_impl *c)
+/* false: no memory for the data path's read queues; the caller fails the
+ * leg with STATUS_INSUFFICIENT_RESOURCES and aborts the connection. */
+static bool established(struct ndk_connector_impl *c)
 {
     loop_timer_cancel(conn_loop(c), &c->timer);
     c->state = CONN_CONNECTED;
@@ -473,10 +475,8 @@ static void established(struct ndk_connector_impl *c)
          * bytes right behind the Reply). */
         bool gated = c->passive && !c->p2p;
         if (!ndk_qp_start(c->qp, &c->tr, c->crc, c->eff_ird, c->eff_ord, socket_mulpdu(c->fd), gated)) {
-            /* No memory for the read queues: the connection cannot work. */
-            c->qp_start_failed = true;
-            shutdown(c->fd, SHUT_RD); /* as tr_failed: reset from the event */
-            return;
+            c->qp_start_failed = true; /* the disconnect reason, if one comes */
+            return false;
         }
         if (c->read_rtr) {
             if (c->passive)
@@ -488,6 +488,7 @@ static void established(struct ndk_connector_impl *c)
         if (gated && (c->obj.ad->opt.Flags & NDK_OPEN_FLAG_RELAXED_TX_GATE))
             loop_timer_arm(conn_loop(c), &c->timer, NDK_RELAXED_GATE_MS);
     }
+    return true;
 }
 
 static void term_and_fail_accept(struct ndk_connector_impl *c, uint8_t code)
@@ -577,7 +578,10 @@ static void read_rtr(struct ndk_connector_impl *c)
         term_and_fail_accept(c, 0x07);
         return;
     }
-    established(c);
+    if (!established(c)) {
+        accept_fail(c, STATUS_INSUFFICIENT_RESOURCES, true);
+        return;
+    }
     ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
 }
 
@@ -1024,7 +1028,11 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
     close_pd_window(c);
-    established(c);
+    if (!established(c)) {
+        conn_dead(c, true);
+        st = STATUS_INSUFFICIENT_RESOURCES;
+        goto out;
+    }
     if (c->dp_started) {
         c->nudge_next = 0;
         loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[0]);
@@ -1131,8 +1139,12 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
             st = STATUS_CONNECTION_ABORTED;
             goto out;
         }
-        established(c);
-        st = STATUS_SUCCESS;
+        if (established(c)) {
+            st = STATUS_SUCCESS;
+        } else {
+            conn_dead(c, true);
+            st = STATUS_INSUFFICIENT_RESOURCES;
+        }
     }
 out:
     pthread_mutex_unlock(&ad->lock);

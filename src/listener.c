@@ -174,6 +174,19 @@ static void halfopen_on_timer(struct loop_timer *t)
     halfopen_free(h, false);
 }
 
+/* Accepting failed for want of a descriptor (or kernel memory): the socket
+ * stays readable, and epoll reports it again at once, so the listener
+ * stops watching it for this long instead of spinning; the request waits
+ * in the kernel's queue (its initiator's MpaReplyTimeoutMs runs). */
+#define ACCEPT_RETRY_MS 100
+
+static void listener_on_retry(struct loop_timer *t)
+{
+    struct ndk_listener_impl *l = container_of(t, struct ndk_listener_impl, accept_retry);
+    if (l->fd >= 0)
+        loop_watch_mod(&l->obj.ad->loop, &l->watch, EPOLLIN);
+}
+
 static void listener_on_accept(struct loop_watch *w, uint32_t events)
 {
     (void)events;
@@ -184,8 +197,13 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
         NDK_SOCKADDR peer;
         socklen_t plen = sizeof peer;
         int fd = accept4(l->fd, &peer.sa, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-        if (fd < 0)
+        if (fd < 0) {
+            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
+                loop_watch_mod(&ad->loop, &l->watch, 0);
+                loop_timer_arm(&ad->loop, &l->accept_retry, ACCEPT_RETRY_MS);
+            }
             return;
+        }
         if (l->obj.closing || l->paused) {
             ndk_tcp_abort(fd);
             continue;
@@ -231,6 +249,7 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
 static void stop_listening(struct ndk_listener_impl *l)
 {
     struct ndk_adapter_impl *ad = l->obj.ad;
+    loop_timer_cancel(&ad->loop, &l->accept_retry);
     if (l->fd >= 0) {
         loop_watch_del(&ad->loop, &l->watch);
         close(l->fd);
@@ -387,6 +406,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALL
     struct ndk_listener_impl *l = calloc(1, sizeof *l);
     if (!l)
         return STATUS_INSUFFICIENT_RESOURCES;
+    loop_timer_init(&l->accept_retry, listener_on_retry);
     l->connect_event = ConnectEvent;
     l->connect_ctx = ConnectEventContext;
     l->fd = -1;

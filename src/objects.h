@@ -91,6 +91,7 @@ struct ndk_listener_impl {
     void *connect_ctx;
     int fd;
     struct loop_watch watch;
+    struct loop_timer accept_retry; /* accepting paused: out of descriptors */
     struct port_res *port;
     NDK_SOCKADDR local;
     bool listening;

@@ -270,10 +270,11 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
     NTSTATUS head = STATUS_CANCELLED;
     ULONG perr = 0;
     if (term) {
-        /* ProviderErrorCode: the Terminate's control word as on the wire. */
-        perr = dp->rx_term_ctrl ? dp->rx_term_ctrl
-                                : term_ctrl_pack(term->layer, term->etype, term->code, term->ddp_hdr,
-                                                 term->ddp_hdr, term->rdma_hdr);
+        /* ProviderErrorCode: the Terminate's control word as on the wire
+         * (the peer's, whatever it holds, even 0; else the one we send). */
+        perr = !send_term ? dp->rx_term_ctrl
+                          : term_ctrl_pack(term->layer, term->etype, term->code, term->ddp_hdr, term->ddp_hdr,
+                                           term->rdma_hdr);
         /* A received Terminate condemns one of our requests only if it
          * names a Read Request (term->rdma_hdr, set by the receive path):
          * Writes and Sends completed when TCP took them (RFC 5040 rule 14). */

@@ -114,7 +114,7 @@ struct ndk_irq_entry {
 #define RX_IOV_MAX 64    /* placement iovecs for one FPDU */
 _Static_assert(RX_IOV_MAX >= MEM_LOCAL_IOV_MAX, "an FPDU's part of a receive always fits");
 #define TX_HDR_MAX (2 + DDP_HDR_MAX)
-#define RX_HDR_MAX (2 + 70)  /* a whole Terminate is read as header */
+#define RX_HDR_MAX (2 + 70 + 4) /* a whole Terminate and its CRC are read as header */
 
 enum qp_state { QP_IDLE, QP_RTS, QP_ERROR };
 /* The receive engine: reading a header, reading a body (payload, pad, CRC),

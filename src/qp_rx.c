@@ -297,7 +297,7 @@ static void on_terminate(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     struct term_msg m;
-    term_decode(dp->rx_hdr + 2, dp->rx_have - 2, &m);
+    term_decode(dp->rx_hdr + 2, dp->rx_ulpdu, &m);
     NDK_DEBUG("terminate received: %s", term_describe(m.layer, m.etype, m.code));
     struct ddp_term t;
     ddp_term_set(&t, m.layer, m.etype, m.code, false);
@@ -359,6 +359,18 @@ static bool on_header(struct ndk_qp_impl *qp)
         pthread_mutex_unlock(&dp->sq_lock);
     }
     if (dp->rx_h.opcode == RDMAP_OP_TERMINATE) {
+        /* RFC 5044 section 7.1: an FPDU that fails its CRC is not passed
+         * on, so a damaged Terminate names no request and sets no status. */
+        if (dp->crc) {
+            size_t body = 2 + ulpdu + mpa_pad_len(ulpdu);
+            uint8_t want[4];
+            mpa_crc_store(crc32c_update(crc32c_init(), dp->rx_hdr, body), want);
+            if (memcmp(want, dp->rx_hdr + body, 4) != 0) {
+                ddp_term_set(&t, TERM_LAYER_LLP, TERM_ETYPE_LLP_MPA, TERM_LLP_CRC, false);
+                qp_fatal(qp, &t, NULL, 0, true);
+                return false;
+            }
+        }
         on_terminate(qp);
         return false;
     }
@@ -578,19 +590,22 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 size_t hl = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
                 bool term = !(dp->rx_hdr[2] & DDP_CTRL_T) &&
                             (dp->rx_hdr[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
+                need = 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
                 if (term) {
-                    /* A Terminate is read whole: it has no payload to place. */
-                    if (dp->rx_ulpdu > RX_HDR_MAX - 2) {
-                        /* Malformed, but the peer's Terminate all the same:
-                         * the stream ends, unanswered. */
+                    /* A Terminate is read whole with its pad and CRC: it
+                     * has no payload to place, and none of it counts before
+                     * the CRC does (on_header). */
+                    need = 2 + dp->rx_ulpdu + mpa_pad_len(dp->rx_ulpdu) + 4;
+                    if (need > RX_HDR_MAX) {
+                        /* Too long to be read whole: malformed, but the
+                         * peer's Terminate all the same; the stream ends,
+                         * unanswered. */
                         qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
                         qp_fatal(qp, NULL, NULL, 0, false);
                         alive = false;
                         break;
                     }
-                    hl = dp->rx_ulpdu;
                 }
-                need = 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
             }
             if (dp->rx_have < need) {
                 int r = read_send_ahead(qp, need);

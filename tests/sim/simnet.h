@@ -763,6 +763,9 @@ static inline uint64_t sim_addr(const struct sim_buf *b, size_t off)
     return (uint64_t)(uintptr_t)(b->p + off);
 }
 
+static inline void sim_net_free(struct sim_net *net);
+
+/* NULL when an object cannot be made (what was made is closed again). */
 static inline struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t arena_len)
 {
     struct sim_net *net = calloc(1, sizeof *net);
@@ -792,19 +795,22 @@ static inline struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t se
                 STATUS_SUCCESS ||
             sd->pd->Dispatch->NdkCreateQp(sd->pd, sd->cq, sd->cq, sd, 256, 256, NDK_MAX_SGE, NDK_MAX_SGE, 256,
                                           NULL, NULL, &sd->qp) != STATUS_SUCCESS)
-            return NULL;
+            goto fail;
         sd->impl = container_of(ndk_obj_from_pub(sd->qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
         sd->arena = sim_new_buf(net, arena_len, SIZE_MAX);
         if (!sd->arena)
-            return NULL;
+            goto fail;
         sd->mr_main = sim_reg_mr(net, i, sd->pd, sd->arena, 0, arena_len,
                                  NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
                                      NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
                                  &sd->tok_main);
         if (!sd->mr_main)
-            return NULL;
+            goto fail;
     }
     return net;
+fail:
+    sim_net_free(net);
+    return NULL;
 }
 
 /* The connection is established: the data path starts on our transport, as

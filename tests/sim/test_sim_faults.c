@@ -26,6 +26,18 @@
  * socket now and then; CRC is on for half): the base seed is printed and
  * each run's seed is (base-derived bits | k << 2 | mode << 1 | direction);
  * NDK_SIM_SEED=<run seed> replays one run.
+ *
+ * The default run (CTest) uses one configuration chosen for small FPDUs and
+ * several Reads in flight, then samples the long mode: one configuration
+ * picked at random, cut at its FPDU boundaries and a stride of offsets.
+ *
+ * Long mode (tests/sim/long.sh runs it): --seeds N [--first S] [--full]
+ * takes the seeds S .. S+N-1 (S random unless given); seed s picks the
+ * configuration (sim_cfg_from_seed: MULPDU, IRD/ORD, gated responder, Read
+ * RTR) and the randomness of its runs, and the exchange is cut at every
+ * byte offset of both directions, both ways (eof, reset). --full runs the
+ * full exchange script (payloads of many FPDUs) instead of the compact one.
+ * NDK_SIM_SEED=<run seed> with the same --first S [--full] replays one run.
  */
 #include "simnet.h"
 
@@ -39,6 +51,13 @@ static const char *const cut_name[2] = {"eof", "reset"};
 
 static uint64_t g_base;
 static struct sim_cfg g_cfg;
+static bool g_full_script; /* the full exchange script, not the compact one */
+/* Which offsets a sweep cuts at: all of them when the stream is short (else
+ * FPDU boundaries, header octets and a stride); all of them whatever the
+ * length (long mode); a sample (each FPDU's first, third and last octet and
+ * every SAMPLE_STRIDE-th). */
+static enum { PICK_AUTO, PICK_EVERY, PICK_SAMPLE } g_pick = PICK_AUTO;
+#define SAMPLE_STRIDE 97
 static size_t g_total[2];
 static unsigned g_runs, g_bad_runs;
 /* Outcomes over the sweep, to show the cuts reach every kind of state. */
@@ -59,7 +78,8 @@ static struct sim_net *run_cut(uint64_t seed, int d, int mode, size_t k, bool ke
     struct sim_cfg cfg = g_cfg;
     cfg.mode = (k & 1) ? SIM_STALL : SIM_RANDOM;
     cfg.crc = (k >> 1) & 1;
-    struct sim_net *net = sim_net_new(&cfg, seed, 64u << 10);
+    /* The script's receives grow with MULPDU (up to 3 MULPDUs + 5). */
+    struct sim_net *net = sim_net_new(&cfg, seed, (g_full_script ? 1u << 20 : 64u << 10) + 8 * cfg.mulpdu);
     if (!net) {
         CHECK(!"set-up");
         return NULL;
@@ -72,7 +92,7 @@ static struct sim_net *run_cut(uint64_t seed, int d, int mode, size_t k, bool ke
     }
     int failures_before = tl_failures;
     sim_net_start(net);
-    sim_exchange_script(net, true, false);
+    sim_exchange_script(net, !g_full_script, false);
     CHECK(sim_run(net));
     for (int i = 0; i < 2; i++)
         if (!net->end[i].stopped)
@@ -130,16 +150,21 @@ static uint8_t *pick_offsets(const struct sim_dir *dir, size_t total)
     uint8_t *pick = calloc(total + 1, 1);
     if (!pick)
         return NULL;
-    if (total <= FULL_SWEEP) {
+    if (g_pick == PICK_EVERY || (g_pick == PICK_AUTO && total <= FULL_SWEEP)) {
         memset(pick, 1, total + 1);
         return pick;
     }
-    for (size_t k = 0; k <= total; k += STRIDE)
+    size_t stride = g_pick == PICK_SAMPLE ? SAMPLE_STRIDE : STRIDE;
+    for (size_t k = 0; k <= total; k += stride)
         pick[k] = 1;
     pick[total] = 1;
     size_t pos = 0;
     struct sim_fpdu f;
     while (sim_next_fpdu(dir->log, dir->len, &pos, &f)) {
+        if (g_pick == PICK_SAMPLE) {
+            pick[f.off] = pick[f.off + 2] = pick[f.off + f.total - 1] = 1;
+            continue;
+        }
         for (size_t k = f.off > 2 ? f.off - 2 : 0; k <= f.off + 22 && k <= total; k++)
             pick[k] = 1;
         for (size_t k = f.off + f.total - 6; k < f.off + f.total; k++)
@@ -200,6 +225,29 @@ static void test_cut_b_to_a_reset(void)
     sweep(1, CUT_RESET);
 }
 
+/* One seed of the long mode: its configuration and base. */
+static void use_seed(uint64_t s)
+{
+    sim_cfg_from_seed(&g_cfg, s << 3); /* bits 0-2 (delivery, CRC) vary per offset */
+    g_base = sim_mix(s, 0xFA17);
+}
+
+static void sweep_all(void)
+{
+    RUN(test_reference);
+    RUN(test_cut_a_to_b_eof);
+    RUN(test_cut_b_to_a_eof);
+    RUN(test_cut_a_to_b_reset);
+    RUN(test_cut_b_to_a_reset);
+}
+
+static void print_totals(void)
+{
+    printf("[faults] %u runs, %u failed; requests: %lu succeeded, %lu flushed (%lu of them with part "
+           "of their data placed), %lu silent, %lu refused inline\n",
+           g_runs, g_bad_runs, g_ok, g_flushed, g_partial, g_silent, g_refused);
+}
+
 static uint64_t g_replay;
 
 static void test_replay(void)
@@ -210,27 +258,69 @@ static void test_replay(void)
     run_cut(g_replay, d, mode, k, false);
 }
 
-int main(void)
+/* Long mode: every offset of seeds first .. first+n-1. */
+static void long_mode(uint64_t first, uint64_t n)
+{
+    g_pick = PICK_EVERY;
+    for (uint64_t i = 0; i < n && g_bad_runs < 20; i++) {
+        use_seed(first + i);
+        unsigned runs = g_runs, bad = g_bad_runs;
+        uint64_t t0 = tl_now_ns();
+        sim_cfg_print("[faults] long mode", first + i, &g_cfg);
+        sweep_all();
+        printf("[faults] seed %" PRIu64 ": %zu + %zu bytes, %u runs, %u failed, %.1f s\n", first + i, g_total[0],
+               g_total[1], g_runs - runs, g_bad_runs - bad, (double)(tl_now_ns() - t0) / 1e9);
+        if (g_bad_runs != bad)
+            printf("[faults] replay a failed run: NDK_SIM_SEED=<its seed> %s --seeds 1 --first %" PRIu64 "%s\n",
+                   "sim_test_sim_faults", first + i, g_full_script ? " --full" : "");
+    }
+}
+
+int main(int argc, char **argv)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
+    uint64_t seeds = 0, first = 0;
+    bool have_first = false;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--seeds") == 0 && i + 1 < argc) {
+            seeds = strtoull(argv[++i], NULL, 0);
+        } else if (strcmp(argv[i], "--first") == 0 && i + 1 < argc) {
+            first = strtoull(argv[++i], NULL, 0);
+            have_first = true;
+        } else if (strcmp(argv[i], "--full") == 0) {
+            g_full_script = true;
+        } else {
+            fprintf(stderr, "usage: %s [--seeds N [--first S] [--full]]\n", argv[0]);
+            return 2;
+        }
+    }
     if (!sim_open_adapters())
         return 1; /* lo always exists: failing to open it is a failure, not a skip */
     /* Small FPDUs and several reads in flight, so the cut lands in every
      * kind of state; run_cut varies delivery and CRC. */
     sim_cfg_from_seed(&g_cfg, SIM_RANDOM | 1u << 2 | 0u << 3 | 2u << 8 | 2u << 10);
+    if (have_first)
+        use_seed(first);
     if (sim_seed_from_env(&g_replay)) {
         RUN(test_replay);
+    } else if (seeds) {
+        if (!have_first)
+            first = sim_fresh_seed() >> 16;
+        long_mode(first, seeds);
+        print_totals();
     } else {
         g_base = sim_fresh_seed();
         printf("[faults] base seed 0x%016" PRIx64 "\n", g_base);
-        RUN(test_reference);
-        RUN(test_cut_a_to_b_eof);
-        RUN(test_cut_b_to_a_eof);
-        RUN(test_cut_a_to_b_reset);
-        RUN(test_cut_b_to_a_reset);
-        printf("[faults] %u runs, %u failed; requests: %lu succeeded, %lu flushed (%lu of them with part "
-               "of their data placed), %lu silent, %lu refused inline\n",
-               g_runs, g_bad_runs, g_ok, g_flushed, g_partial, g_silent, g_refused);
+        sweep_all();
+        /* A sample of the long mode: a configuration of its own, with FPDUs
+         * of at most 1000 octets so that the compact script stays short. */
+        uint64_t s = g_base >> 16;
+        for (use_seed(s); g_cfg.mulpdu > 1000; use_seed(++s))
+            ;
+        g_pick = PICK_SAMPLE;
+        sim_cfg_print("[faults] sample of the long mode (--seeds 1 --first <seed> replays it whole)", s, &g_cfg);
+        sweep_all();
+        print_totals();
     }
     sim_close_adapters();
     return tl_finish();
