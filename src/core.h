@@ -188,6 +188,11 @@ void ndk_req_complete(struct ndk_req *req, NTSTATUS status);
  * Needs no lock (takes only the leaf callback-queue lock), so the data path
  * may queue CQ notifications from any thread. Requests: adapter lock held. */
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb);
+/* Brackets a data-path post (NdkSend, NdkReceive, NdkFlush, ...): what
+ * ndk_cb_queue is asked to queue in between is queued when the outermost
+ * post leaves, so no callback it caused runs before it returns. */
+void ndk_post_enter(void);
+void ndk_post_leave(void);
 /* Wakes the progress thread (no lock needed). */
 void ndk_kick(struct ndk_adapter_impl *ad);
 /* True when the calling thread is the adapter's progress thread. */

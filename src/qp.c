@@ -649,18 +649,74 @@ static VOID qp_flush(NDK_QP *q)
     flush_rq(qp);
 }
 
+/* The entry points: what a post completes at once (a receive on a QP in
+ * error, the flushed requests, a request TCP took whole) is notified only
+ * once the call returns (ndk_post_enter, core.h). */
+#define AS_POST(call)                                                                        \
+    do {                                                                                     \
+        ndk_post_enter();                                                                    \
+        NTSTATUS st_ = (call);                                                               \
+        ndk_post_leave();                                                                    \
+        return st_;                                                                          \
+    } while (0)
+
+static VOID entry_flush(NDK_QP *q)
+{
+    ndk_post_enter();
+    qp_flush(q);
+    ndk_post_leave();
+}
+static NTSTATUS entry_send(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags)
+{
+    AS_POST(qp_send(q, ctx, sgl, n, flags));
+}
+static NTSTATUS entry_send_inv(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags,
+                               UINT32 token)
+{
+    AS_POST(qp_send_inv(q, ctx, sgl, n, flags, token));
+}
+static NTSTATUS entry_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
+{
+    AS_POST(qp_receive(q, ctx, sgl, n));
+}
+static NTSTATUS entry_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                           ULONG flags)
+{
+    AS_POST(qp_bind(q, ctx, mr, mw, va, len, flags));
+}
+static NTSTATUS entry_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
+                                    CONST NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
+                                    PVOID va, ULONG flags)
+{
+    AS_POST(qp_fast_register(q, ctx, mr, npages, pages, fbo, len, va, flags));
+}
+static NTSTATUS entry_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
+{
+    AS_POST(qp_invalidate(q, ctx, obj, flags));
+}
+static NTSTATUS entry_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr,
+                           UINT32 rtoken, ULONG flags)
+{
+    AS_POST(qp_read(q, ctx, sgl, n, raddr, rtoken, flags));
+}
+static NTSTATUS entry_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr,
+                            UINT32 rtoken, ULONG flags)
+{
+    AS_POST(qp_write(q, ctx, sgl, n, raddr, rtoken, flags));
+}
+
 static const NDK_QP_DISPATCH qp_dispatch = {
     .NdkCloseQp = ndk_obj_close,
     .NdkQueryExtension = ndk_query_extension,
-    .NdkFlush = qp_flush,
-    .NdkSend = qp_send,
-    .NdkReceive = qp_receive,
-    .NdkBind = qp_bind,
-    .NdkFastRegister = qp_fast_register,
-    .NdkInvalidate = qp_invalidate,
-    .NdkRead = qp_read,
-    .NdkWrite = qp_write,
-    .NdkSendAndInvalidate = qp_send_inv,
+    .NdkFlush = entry_flush,
+    .NdkSend = entry_send,
+    .NdkReceive = entry_receive,
+    .NdkBind = entry_bind,
+    .NdkFastRegister = entry_fast_register,
+    .NdkInvalidate = entry_invalidate,
+    .NdkRead = entry_read,
+    .NdkWrite = entry_write,
+    .NdkSendAndInvalidate = entry_send_inv,
 };
 
 /* ---- connection life ---- */
