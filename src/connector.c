@@ -1027,7 +1027,9 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
-    close_pd_window(c);
+    /* The window stays open: consumers written for Windows providers call
+     * NdkGetConnectionData after NdkCompleteConnect too, and get the same
+     * answers (docs/behaviour.md, "Private data"). */
     if (!established(c)) {
         conn_dead(c, true);
         st = STATUS_INSUFFICIENT_RESOURCES;
@@ -1117,7 +1119,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
     }
     attach_qp(c, qp);
     leave_backlog(c);
-    close_pd_window(c);
+    /* The window stays open after NdkAccept, as after NdkCompleteConnect. */
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
@@ -1244,7 +1246,8 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
         ULONG ird, ord;
         if (c->passive) {
             /* Before Accept only the requester's values and our maxima are
-             * known (reference 7.4 rule 4). */
+             * known (reference 7.4 rule 4); after it the answer stays the
+             * same. */
             ird = MIN(NDK_MAX_IRD, c->peer_ord);
             ord = MIN(NDK_MAX_ORD, c->peer_ird);
         } else {
