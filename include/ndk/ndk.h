@@ -121,6 +121,16 @@ typedef struct _NDK_OPEN_OPTIONS {
                                               sending until the first FPDU; a siw
                                               initiator fails on data right behind the
                                               Reply, which the delay avoids) */
+#define NDK_OPEN_FLAG_FRMR_NEW_TOKEN 0x20 /* every NdkFastRegister gives the MR a new remote
+                                             token (NdkGetRemoteTokenFromMr answers it once
+                                             the post returned), so a peer holding an older
+                                             one is refused for good. Default: a fast-register
+                                             MR keeps the token NdkInitializeFastRegisterMr
+                                             gave it, as consumers that cache that token
+                                             expect; an access through it is refused only
+                                             while the MR is invalidated (NdkInvalidate,
+                                             NdkSendAndInvalidate), until its next
+                                             NdkFastRegister */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs; while they poll, the
