@@ -147,6 +147,7 @@ struct ndk_adapter_impl {
     struct ndk_qp_impl *live_qps;
     bool busy_poll;
     unsigned input_leases; /* QPs whose input a busy poller reads (changed under live_lock, atomically) */
+    unsigned rx_waits;     /* QPs whose input waits for a receive (atomic; qp.h rx_waiting) */
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];

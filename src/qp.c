@@ -610,6 +610,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     pthread_mutex_unlock(&dp->rq_lock);
     if (dead)
         flush_rq(qp); /* a QP in error completes new receives as flushed */
+    else if (__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
+        ndk_qp_rx_resume(qp); /* a Send waits for it (qp_rx.c) */
     return STATUS_SUCCESS;
 }
 
@@ -629,6 +631,11 @@ static VOID qp_flush(NDK_QP *q)
      */
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rx_lock);
+    if (dp->rx_waiting) {
+        /* The Send that waited for a receive is dropped with the rest. */
+        __atomic_store_n(&dp->rx_wait_until, 0, __ATOMIC_RELAXED);
+        qp_rx_pause(qp, false);
+    }
     pthread_mutex_lock(&dp->sq_lock);
     bool was_rts = dp->state == QP_RTS;
     if (was_rts) {
@@ -787,6 +794,8 @@ static void live_remove(struct ndk_qp_impl *qp)
     /* The connection winds down on the progress thread, which must see
      * the peer's last octets and its FIN. */
     lease_end(ad, qp);
+    if (__atomic_exchange_n(&qp->dp.rx_waiting, false, __ATOMIC_SEQ_CST))
+        __atomic_fetch_sub(&ad->rx_waits, 1, __ATOMIC_RELAXED);
     if (qp->dp.live) {
         qp->dp.live = false;
         if (qp->dp.live_prev)
@@ -853,6 +862,47 @@ void ndk_qp_age_leases(struct ndk_adapter_impl *ad)
             qp->dp.lease_polled = false;
         else
             lease_end(ad, qp);
+    }
+    pthread_mutex_unlock(&ad->live_lock);
+}
+
+void ndk_qp_rx_resume(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    /* Under rx_lock: the engine, between its last look for a receive and
+     * pausing the input, must not undo this. It runs again on the input
+     * and takes the receive (or, past its deadline, terminates). */
+    pthread_mutex_lock(&dp->rx_lock);
+    if (dp->rx_waiting && dp->tr)
+        dp->tr->ops->pause_input(dp->tr, false);
+    pthread_mutex_unlock(&dp->rx_lock);
+}
+
+void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    if (dp->rx_waiting && dp->tr) {
+        __atomic_store_n(&dp->rx_wait_until, 1, __ATOMIC_RELAXED); /* long past */
+        dp->tr->ops->pause_input(dp->tr, false);
+    }
+    pthread_mutex_unlock(&dp->rx_lock);
+}
+
+void ndk_qp_check_rx_waits(struct ndk_adapter_impl *ad)
+{
+    uint64_t now = loop_now_ms();
+    pthread_mutex_lock(&ad->live_lock);
+    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
+        struct ndk_qp_dp *dp = &qp->dp;
+        if (!__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
+            continue;
+        /* An SRQ does not know its QPs: a receive posted there is found
+         * here (a racy look: another QP may take it first, and the engine
+         * then waits again). */
+        bool srq_ready = dp->srq && __atomic_load_n(&dp->srq->count, __ATOMIC_RELAXED) > 0;
+        if (srq_ready || now >= __atomic_load_n(&dp->rx_wait_until, __ATOMIC_RELAXED))
+            ndk_qp_rx_resume(qp);
     }
     pthread_mutex_unlock(&ad->live_lock);
 }
@@ -939,6 +989,9 @@ void ndk_qp_stop(struct ndk_qp_impl *qp)
 
 void ndk_qp_disconnect(struct ndk_qp_impl *qp)
 {
+    /* No receive will be posted for a Send still waiting: the Terminate
+     * goes now, rather than the peer's FIN waiting behind its data. */
+    ndk_qp_rx_give_up(qp);
     pthread_mutex_lock(&qp->dp.sq_lock);
     qp->dp.tx_fin_wanted = true;
     qp_tx_progress(qp);
