@@ -46,6 +46,7 @@ struct world {
     dp_pair x;
     dp_conn *c;
     dp_mr src, dst;
+    dp_mr ok, sink; /* a region the active side may read, and its sink */
     NDK_SRQ *srq;
 };
 
@@ -83,14 +84,20 @@ static void world_close(struct world *w)
     dp_pair_close(&w->x);
 }
 
-/* NMSG Sends from the active side, each MSG octets of src; all complete
- * locally (TCP took them) whether or not a receive waits for them. */
-static void send_all(struct world *w)
+/* NMSG Sends from the active side, each MSG octets of src, in one
+ * doorbell (the last post without NDK_OP_FLAG_DEFER, which with `last` is
+ * that Read): all complete locally (TCP took them) whether or not a
+ * receive waits for them, and none can be refused because a Terminate
+ * came back before it was posted. */
+static void send_all(struct world *w, void (*last)(struct world *))
 {
     for (unsigned i = 0; i < NMSG; i++) {
         NDK_SGE s = dp_sge(&w->src, i * MSG, MSG);
-        DP_CHECK_ST(dp_send(w->c->qa, DP_CTX(0x100 + i), &s, 1, 0), STATUS_SUCCESS);
+        ULONG fl = i + 1 < NMSG || last ? NDK_OP_FLAG_DEFER : 0;
+        DP_CHECK_ST(dp_send(w->c->qa, DP_CTX(0x100 + i), &s, 1, fl), STATUS_SUCCESS);
     }
+    if (last)
+        last(w);
     NDK_RESULT_EX r[NMSG];
     DP_WAIT(w->c->cqa, r, NMSG);
     for (unsigned i = 0; i < NMSG; i++)
@@ -122,7 +129,7 @@ static void late_receive(bool srq)
 {
     struct world w;
     REQUIRE(world_open(&w, 0, 0, srq));
-    send_all(&w);
+    send_all(&w, NULL);
     DP_CHECK_QUIET(w.c->rcqp);
     receive_all(&w);
     CHECK_EQ(tl_event_count(&w.c->disc_a), 0);
@@ -146,20 +153,25 @@ DP_CASE(srq_receive_posted_late_is_in_time)
  * before. The sender's Sends had completed; its Read behind them, which
  * the paused receiver never read, completes with STATUS_CANCELLED and the
  * Terminate's control word; both sides get their disconnect event. */
+/* The Read behind the Sends: a 64-octet Read of ok into sink. */
+static void read_behind(struct world *w)
+{
+    NDK_SGE k = dp_sge(&w->sink, 0, 64);
+    DP_CHECK_ST(dp_read(w->c->qa, DP_CTX(0x300), &k, 1, w->ok.addr, w->ok.rtok, 0),
+                STATUS_SUCCESS);
+}
+
 static void no_receive(ULONG grace_ms, ULONG flags, unsigned min_ms, unsigned max_ms)
 {
     struct world w;
     REQUIRE(world_open(&w, grace_ms, flags, false));
     dp_conn *c = w.c;
-    dp_mr ok, sink;
-    uint8_t *okb = dp_buf_reg(&w.x.p, &ok, 64, NDK_MR_FLAG_ALLOW_REMOTE_READ, 5);
-    uint8_t *snk = dp_buf_reg(&w.x.a, &sink, 64, DP_SINK_FLAGS, 0);
+    uint8_t *okb = dp_buf_reg(&w.x.p, &w.ok, 64, NDK_MR_FLAG_ALLOW_REMOTE_READ, 5);
+    uint8_t *snk = dp_buf_reg(&w.x.a, &w.sink, 64, DP_SINK_FLAGS, 0);
     REQUIRE(okb && snk);
     memset(snk, 0x5C, 64);
     uint64_t t0 = tl_now_ns();
-    send_all(&w);
-    NDK_SGE k = dp_sge(&sink, 0, 64);
-    DP_CHECK_ST(dp_read(c->qa, DP_CTX(0x300), &k, 1, okb, ok.rtok, 0), STATUS_SUCCESS);
+    send_all(&w, read_behind);
     CHECK(tl_event_wait(&c->disc_a, 1, DP_WAIT_MS));
     CHECK(tl_event_wait(&c->disc_p, 1, DP_WAIT_MS));
     uint64_t ms = (tl_now_ns() - t0) / 1000000u;
@@ -178,8 +190,8 @@ static void no_receive(ULONG grace_ms, ULONG flags, unsigned min_ms, unsigned ma
     DP_CHECK_ST(dp_recv(c->qp, DP_CTX(0x400), &s, 1), STATUS_SUCCESS);
     DP_WAIT(c->rcqp, &r, 1);
     DP_CHECK_CQE(r, STATUS_CANCELLED, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(0x400), -1);
-    dp_mr_close(&ok);
-    dp_mr_close(&sink);
+    dp_mr_close(&w.ok);
+    dp_mr_close(&w.sink);
     world_close(&w);
 }
 
