@@ -591,6 +591,7 @@ static void frmr_token_kept(void)
     CHECK_EQ(rtok(mr), tok);
     CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x30000, 1, RW), MEM_OK);
     fx_close(&f);
+    free(b);
 }
 
 static void frmr_check_rules(void)
