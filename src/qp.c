@@ -882,10 +882,9 @@ void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rx_lock);
-    if (dp->rx_waiting && dp->tr) {
-        __atomic_store_n(&dp->rx_wait_until, 1, __ATOMIC_RELAXED); /* long past */
+    dp->rx_wait_off = true;
+    if (dp->rx_waiting && dp->tr)
         dp->tr->ops->pause_input(dp->tr, false);
-    }
     pthread_mutex_unlock(&dp->rx_lock);
 }
 

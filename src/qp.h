@@ -240,6 +240,7 @@ struct ndk_qp_dp {
      * them (atomically) to resume the input. */
     bool rx_waiting;
     uint64_t rx_wait_until;
+    bool rx_wait_off;       /* ndk_qp_rx_give_up: no more waits (rx_lock) */
     uint32_t rx_term_ctrl;   /* control word of the Terminate the peer sent */
 
     /* Why the data path ended the connection: NDK_DISCONNECT_REASON_*, the
@@ -273,8 +274,9 @@ bool ndk_qp_failed(struct ndk_qp_impl *qp);
 bool ndk_qp_rx_over(struct ndk_qp_impl *qp);
 /* Receiver not ready (qp_rx.c): the progress thread's look, every 10 ms
  * while some QP waits, at deadlines and SRQs; a receive posted to the QP
- * resumes its input at once. ndk_qp_rx_give_up ends a wait (NdkDisconnect,
- * a broken socket): the engine sends its Terminate when it next runs. */
+ * resumes its input at once. ndk_qp_rx_give_up ends a wait and allows no
+ * further one (NdkDisconnect, a broken socket): the engine sends its
+ * Terminate when it next runs. */
 void ndk_qp_check_rx_waits(struct ndk_adapter_impl *ad);
 void ndk_qp_rx_resume(struct ndk_qp_impl *qp);
 void ndk_qp_rx_give_up(struct ndk_qp_impl *qp);

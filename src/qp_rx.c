@@ -109,7 +109,7 @@ static bool receive_after_wait(struct ndk_qp_impl *qp)
         until = now + grace;
         __atomic_store_n(&dp->rx_wait_until, until, __ATOMIC_RELAXED);
     }
-    bool can_wait = grace && dp->state == QP_RTS && dp->tr->ops->pause_input;
+    bool can_wait = grace && dp->state == QP_RTS && !dp->rx_wait_off && dp->tr->ops->pause_input;
     if (can_wait && now < until) {
         qp_rx_pause(qp, true);
         /* A receive posted before rx_waiting was set resumed nothing. */

@@ -207,6 +207,24 @@ DP_CASE(no_grace_terminates_at_once)
     no_receive(0, NDK_OPEN_FLAG_NO_RECEIVE_GRACE, 0, 900);
 }
 
+/* NdkDisconnect on the waiting side: no receive will come, so the wait
+ * ends at once with the Terminate, well before the grace (1 s) would, and
+ * the disconnect completes as after any Terminate of ours
+ * (docs/behaviour.md, "Terminates"): STATUS_CONNECTION_ABORTED. */
+DP_CASE(disconnect_ends_the_wait)
+{
+    struct world w;
+    REQUIRE(world_open(&w, 0, 0, false));
+    send_all(&w, NULL);
+    uint64_t t0 = tl_now_ns();
+    NTSTATUS st = dp_disconnect(w.c->cp);
+    uint64_t ms = (tl_now_ns() - t0) / 1000000u;
+    DP_CHECK_ST(st, STATUS_CONNECTION_ABORTED);
+    CHECK(ms < 900);
+    CHECK(tl_event_wait(&w.c->disc_a, 1, DP_WAIT_MS));
+    world_close(&w);
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -214,5 +232,6 @@ int main(int argc, char **argv)
     RUN_FAM(srq_receive_posted_late_is_in_time);
     RUN_FAM(no_receive_within_grace_terminates);
     RUN_FAM(no_grace_terminates_at_once);
+    RUN_FAM(disconnect_ends_the_wait);
     return tl_finish();
 }
