@@ -89,14 +89,14 @@ void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct nd
     if (!ndk_cq_push(cq, e) && qp->dp.state == QP_RTS) {
         qp->dp.state = QP_ERROR;
         qp_set_end_reason(qp, NDK_DISCONNECT_REASON_LOCAL_ERROR);
-        if (qp->dp.tr)
-            qp->dp.tr->ops->failed(qp->dp.tr, false);
+        if (qp->dp.xp && qp->dp.xp->local_error)
+            qp->dp.xp->local_error(qp);
     }
 }
 
 /* Emits the CQEs of finished requests from the head, in posting order
  * (RFC 5040 rule 15: a Send after an unanswered Read completes after it). */
-void qp_complete_sq_in_order(struct ndk_qp_impl *qp)
+void ndk_xp_sq_complete(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     while (dp->sq_count) {
@@ -127,7 +127,7 @@ void qp_complete_sq_in_order(struct ndk_qp_impl *qp)
  * oldest unanswered Read `read_st`. perr (the Terminate control word, when a
  * Terminate ended the stream) goes with every failed entry as its
  * ProviderErrorCode. sq_lock held. */
-static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr)
+void qp_flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     bool blamed = read_st == STATUS_CANCELLED;
@@ -145,15 +145,12 @@ static void flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr)
         w->perr = perr;
         w->done = true;
     }
-    dp->reads_out = 0;
-    dp->orq_count = 0;
-    dp->irq_count = 0;
-    dp->irq_framed = 0;
-    dp->tx_cur = 0;
-    qp_complete_sq_in_order(qp);
+    if (dp->xp)
+        dp->xp->forget(qp);
+    ndk_xp_sq_complete(qp);
 }
 
-static void flush_rq(struct ndk_qp_impl *qp)
+void qp_flush_rq(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rq_lock);
@@ -173,7 +170,7 @@ static void flush_rq(struct ndk_qp_impl *qp)
 }
 
 /* The receive taken for a message still being received (rx_lock held). */
-static void flush_rx_message(struct ndk_qp_impl *qp)
+void qp_flush_rx_message(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     if (!dp->rx_msg_active)
@@ -193,125 +190,150 @@ void ndk_qp_flush_all(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rx_lock);
-    flush_rx_message(qp);
+    qp_flush_rx_message(qp);
     pthread_mutex_lock(&dp->sq_lock);
-    flush_sq(qp, STATUS_CANCELLED, 0);
+    qp_flush_sq(qp, STATUS_CANCELLED, 0);
     pthread_mutex_unlock(&dp->sq_lock);
     pthread_mutex_unlock(&dp->rx_lock);
-    flush_rq(qp);
+    qp_flush_rq(qp);
 }
 
-/* Maps a received Terminate to the status of the request it condemns. */
-NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code)
+/* ---- services for the attached transport (transport.h) ---- */
+
+void qp_attach_locked(struct ndk_qp_impl *qp, const struct ndk_xp_ops *ops, void *ctx, uint32_t ird,
+                      uint32_t ord)
 {
-    if ((layer == TERM_LAYER_RDMAP && etype == TERM_ETYPE_RDMAP_PROTECTION) ||
-        (layer == TERM_LAYER_DDP && etype == TERM_ETYPE_DDP_TAGGED)) {
-        bool bounds = (layer == TERM_LAYER_RDMAP && (code == TERM_RP_BOUNDS || code == TERM_RP_TO_WRAP)) ||
-                      (layer == TERM_LAYER_DDP && (code == TERM_DT_BOUNDS || code == TERM_DT_TO_WRAP));
-        return bounds ? STATUS_REMOTE_RESOURCES : STATUS_ACCESS_VIOLATION;
-    }
-    if (layer == TERM_LAYER_DDP && etype == TERM_ETYPE_DDP_UNTAGGED &&
-        (code == TERM_DU_NO_BUFFER || code == TERM_DU_TOO_LONG))
-        return STATUS_REMOTE_RESOURCES;
-    if (layer == TERM_LAYER_RDMAP && etype == TERM_ETYPE_RDMAP_OPERATION && code == TERM_RO_CANT_INVALIDATE)
-        return STATUS_ACCESS_VIOLATION;
-    return STATUS_CONNECTION_ABORTED;
+    qp->dp.xp = ops;
+    qp->dp.xp_ctx = ctx;
+    qp->dp.ird = ird;
+    qp->dp.ord = ord;
+    qp->dp.state = QP_RTS;
 }
 
-/* The receive engine drops what comes from now on (rx_lock held). */
-static void rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit)
-{
-    dp->rx_st = RX_DISCARD;
-    dp->rx_over = false;
-    dp->rx_discard_left = limit;
-}
-
-bool ndk_qp_failed(struct ndk_qp_impl *qp)
+void ndk_qp_attach(struct ndk_qp_impl *qp, const struct ndk_xp_ops *ops, void *ctx, uint32_t ird,
+                   uint32_t ord)
 {
     pthread_mutex_lock(&qp->dp.rx_lock);
     pthread_mutex_lock(&qp->dp.sq_lock);
-    bool failed = (qp->dp.state == QP_ERROR && !qp->dp.flushed) || !qp->dp.rx_eof;
+    qp_attach_locked(qp, ops, ctx, ird, ord);
     pthread_mutex_unlock(&qp->dp.sq_lock);
     pthread_mutex_unlock(&qp->dp.rx_lock);
-    return failed;
+    qp_live_add(qp);
 }
 
-bool ndk_qp_rx_over(struct ndk_qp_impl *qp)
+void *ndk_xp_ctx(struct ndk_qp_impl *qp)
 {
-    pthread_mutex_lock(&qp->dp.rx_lock);
-    bool over = qp->dp.rx_over;
-    pthread_mutex_unlock(&qp->dp.rx_lock);
-    return over;
+    return qp->dp.xp_ctx;
 }
 
-/*
- * The stream is unusable: our own check failed (send_term: queue the
- * Terminate naming the offender), or the peer's Terminate arrived (term is
- * its content, send_term false). Every outstanding request completes now;
- * the transport is shut down once the Terminate is out. rx_lock held.
- */
-void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
-              size_t offender_len, bool send_term)
+struct ndk_swqe *ndk_xp_sq_next(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (dp->sq_tx - dp->sq_head >= dp->sq_count)
+        return NULL;
+    return &dp->sq[qp_sq_idx(qp, dp->sq_tx)];
+}
+
+void ndk_xp_sq_taken(struct ndk_qp_impl *qp)
+{
+    qp->dp.sq_tx++;
+}
+
+void ndk_xp_sq_finish(struct ndk_qp_impl *qp, NTSTATUS st)
+{
+    struct ndk_swqe *w = ndk_xp_sq_next(qp);
+    w->status = st;
+    w->done = true;
+    ndk_xp_sq_taken(qp);
+    ndk_xp_sq_complete(qp);
+}
+
+NTSTATUS ndk_xp_exec_local(struct ndk_qp_impl *qp, const struct ndk_swqe *w)
+{
+    switch (w->op) {
+    case SWQE_BIND:
+        return mem_exec_bind(qp, w->mr, w->mw, w->va, w->len, w->flags);
+    case SWQE_FASTREG:
+        return mem_exec_fast_register(qp, w->mr, w->npages, w->pages, w->fbo, w->len, w->va, w->flags);
+    case SWQE_INVALIDATE:
+        return mem_exec_invalidate(qp, w->target);
+    default:
+        return STATUS_INVALID_PARAMETER;
+    }
+}
+
+bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (dp->srq)
+        return ndk_srq_take(dp->srq, out);
+    pthread_mutex_lock(&dp->rq_lock);
+    bool ok = dp->rq_count > 0;
+    if (ok) {
+        *out = dp->rq[dp->rq_head % qp->rq_depth];
+        dp->rq_head++;
+        dp->rq_count--;
+    }
+    pthread_mutex_unlock(&dp->rq_lock);
+    return ok;
+}
+
+void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes,
+                             bool inv, uint32_t token, bool se)
+{
+    struct ndk_cqe e = {
+        .status = st,
+        .bytes = bytes,
+        .qp_ctx = qp->context,
+        .req_ctx = req_ctx,
+        .type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
+        .type_specific = inv ? token : 0,
+        .solicited = se,
+    };
+    qp_push_cqe(qp, qp->rcq, &e);
+}
+
+enum ddp_stag_fault ndk_xp_stag_fault(enum mem_err e)
+{
+    switch (e) {
+    case MEM_OK:
+        return DDP_STAG_OK;
+    case MEM_INVALID_STAG:
+        return DDP_STAG_INVALID;
+    case MEM_NOT_ASSOCIATED:
+        return DDP_STAG_PD;
+    case MEM_ACCESS:
+        return DDP_STAG_ACCESS;
+    case MEM_WRAP:
+        return DDP_STAG_WRAP;
+    default:
+        return DDP_STAG_BOUNDS;
+    }
+}
+
+bool qp_enter_error(struct ndk_qp_impl *qp, ULONG reason)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     dp->rx_st = RX_DEAD;
     dp->rx_over = true;
-    pthread_mutex_lock(&dp->sq_lock);
     bool was_rts = dp->state == QP_RTS;
     dp->state = QP_ERROR;
-    if (was_rts) {
-        /* A Terminate that names a Terminate as its offender (a malformed
-         * one we received) is not answered: it is the peer's. */
-        ULONG why = !term                          ? NDK_DISCONNECT_REASON_ABORTED
-                    : send_term && !term->no_reply ? NDK_DISCONNECT_REASON_TERMINATE_SENT
-                                                   : NDK_DISCONNECT_REASON_TERMINATE_RECEIVED;
-        qp_set_end_reason(qp, why);
-    }
-    NTSTATUS head = STATUS_CANCELLED;
-    ULONG perr = 0;
-    if (term) {
-        /* ProviderErrorCode: the Terminate's control word as on the wire
-         * (the peer's, whatever it holds, even 0; else the one we send). */
-        perr = !send_term ? dp->rx_term_ctrl
-                          : term_ctrl_pack(term->layer, term->etype, term->code, term->ddp_hdr, term->ddp_hdr,
-                                           term->rdma_hdr);
-        /* A received Terminate condemns one of our requests only if it
-         * names a Read Request (term->rdma_hdr, set by the receive path):
-         * Writes and Sends completed when TCP took them (RFC 5040 rule 14). */
-        if (!send_term && term->rdma_hdr)
-            head = ndk_status_from_term(term->layer, term->etype, term->code);
-    }
-    if (send_term && term && was_rts && !term->no_reply && !dp->term_len) {
-        uint8_t ulpdu[80];
-        uint16_t seg_len = 0;
-        const uint8_t *rdma = NULL;
-        if (offender && offender_len >= 2) {
-            seg_len = ddp_rd16(offender);
-            if (offender_len >= 2 + RDMAP_READ_REQ_ULPDU_LEN)
-                rdma = offender + 2 + DDP_UNTAGGED_HDR_LEN;
-        }
-        size_t n = term_encode(ulpdu, sizeof ulpdu, term, seg_len, offender ? offender + 2 : NULL,
-                               offender_len >= 2 ? offender_len - 2 : 0, rdma);
-        if (n)
-            qp_tx_terminate(qp, ulpdu, n);
-    }
-    if (dp->term_len && !dp->tx_dead && dp->tr) {
-        /* Our Terminate goes out, then our FIN; the peer closes once it
-         * read it. Until then what it sent behind the offender is read and
-         * dropped: left unread it fills our receive window, and its FIN
-         * never arrives (bounded in octets here, in time by the owner). */
-        rx_discard_start(dp, RX_DISCARD_MAX_OCTETS);
-    }
-    flush_sq(qp, head, perr);
-    pthread_mutex_unlock(&dp->sq_lock);
-    flush_rx_message(qp);
-    flush_rq(qp);
+    if (was_rts)
+        qp_set_end_reason(qp, reason);
+    return was_rts;
+}
+
+void ndk_xp_fail(struct ndk_qp_impl *qp, ULONG reason, NTSTATUS read_status, ULONG perr)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
     pthread_mutex_lock(&dp->sq_lock);
-    /* With a Terminate the transmit engine sends it, then our FIN, and the
-     * owner waits for the peer to close; without one the stream just ends. */
-    if (!dp->term_len && dp->tr && was_rts)
-        dp->tr->ops->failed(dp->tr, false);
+    qp_enter_error(qp, reason);
+    qp_flush_sq(qp, read_status, perr);
     pthread_mutex_unlock(&dp->sq_lock);
+    qp_flush_rx_message(qp);
+    pthread_mutex_unlock(&dp->rx_lock);
+    qp_flush_rq(qp);
 }
 
 /* ---- posting ---- */
@@ -345,7 +367,18 @@ static void sq_commit(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
     /* DEFER is a hint (reference 10.3): hold the request until one without
      * it is posted, which the consumer promises will come (D5). */
     if (!(flags & NDK_OP_FLAG_DEFER))
-        qp_tx_progress(qp);
+        qp->dp.xp->doorbell(qp);
+}
+
+/* The end of every post that got past sq_begin: sq_lock is released, then
+ * the transport may work without it (transport.h, after_post). */
+static NTSTATUS sq_end(struct ndk_qp_impl *qp, NTSTATUS st)
+{
+    const struct ndk_xp_ops *xp = qp->dp.xp;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    if (xp && xp->after_post)
+        xp->after_post(qp);
+    return st;
 }
 
 /* D4: an inline failure first hands every deferred request to the engine. */
@@ -374,9 +407,8 @@ static NTSTATUS sq_begin(NDK_QP *q, bool args_ok, ULONG *flags, ULONG allowed,
 static NTSTATUS sq_fail(struct ndk_qp_impl *qp, NTSTATUS st)
 {
     if (qp->dp.state == QP_RTS)
-        qp_tx_progress(qp);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return st;
+        qp->dp.xp->doorbell(qp);
+    return sq_end(qp, st);
 }
 
 static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, const NDK_SGE *sgl,
@@ -435,8 +467,7 @@ static NTSTATUS post_send(NDK_QP *q, PVOID ctx, const NDK_SGE *sgl, ULONG n, ULO
                       : (se ? RDMAP_OP_SEND_SE : RDMAP_OP_SEND);
     w->inv_stag = inv ? token : 0;
     sq_commit(qp, w, flags);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return STATUS_SUCCESS;
+    return sq_end(qp, STATUS_SUCCESS);
 }
 
 static NTSTATUS qp_send(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags)
@@ -464,8 +495,7 @@ static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT
     w->raddr = raddr;
     w->rtoken = rtoken;
     sq_commit(qp, w, flags);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return STATUS_SUCCESS;
+    return sq_end(qp, STATUS_SUCCESS);
 }
 
 static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
@@ -502,8 +532,7 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
     w->raddr = raddr;
     w->rtoken = rtoken;
     sq_commit(qp, w, flags);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return STATUS_SUCCESS;
+    return sq_end(qp, STATUS_SUCCESS);
 }
 
 static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags)
@@ -522,8 +551,7 @@ static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, 
     w->va = va;
     w->len = len;
     sq_commit(qp, w, flags);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return STATUS_SUCCESS;
+    return sq_end(qp, STATUS_SUCCESS);
 }
 
 static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
@@ -554,8 +582,7 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
     w->len = len;
     w->va = va;
     sq_commit(qp, w, flags);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return STATUS_SUCCESS;
+    return sq_end(qp, STATUS_SUCCESS);
 }
 
 static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
@@ -571,8 +598,7 @@ static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULON
     w->op = SWQE_INVALIDATE;
     w->target = obj;
     sq_commit(qp, w, flags);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return STATUS_SUCCESS;
+    return sq_end(qp, STATUS_SUCCESS);
 }
 
 static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
@@ -609,7 +635,10 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     bool dead = dp->state == QP_ERROR;
     pthread_mutex_unlock(&dp->rq_lock);
     if (dead)
-        flush_rq(qp); /* a QP in error completes new receives as flushed */
+        qp_flush_rq(qp); /* a QP in error completes new receives as flushed */
+    const struct ndk_xp_ops *xp = dp->xp;
+    if (xp && xp->after_post)
+        xp->after_post(qp);
     return STATUS_SUCCESS;
 }
 
@@ -622,31 +651,23 @@ static VOID qp_flush(NDK_QP *q)
      * 5.9.1: every pending request completes with STATUS_CANCELLED. That is
      * all NdkFlush does: the connection ends only by NdkDisconnect, a close
      * or the peer (docs/behaviour.md). The QP is done, though: posts fail
-     * from now on, nothing more is sent but the rest of an FPDU already
-     * partly written (and our FIN, at NdkDisconnect), and what the peer
-     * sends is read and dropped, never placed (an FPDU is accepted only in
-     * RTS), so its FIN is seen and a disconnect can end gracefully.
+     * from now on, and the transport sends and places nothing more
+     * (transport.h, flush).
      */
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rx_lock);
     pthread_mutex_lock(&dp->sq_lock);
-    bool was_rts = dp->state == QP_RTS;
-    if (was_rts) {
+    if (dp->xp)
+        dp->xp->flush(qp);
+    if (dp->state == QP_RTS) {
         dp->state = QP_ERROR;
         dp->flushed = true;
-        qp_tx_cut_batch(qp);
     }
-    /* Nothing is placed any more: flush_rq below hands the receives back,
-     * and the engine must not take (or read ahead into) one of them. */
-    if (was_rts && dp->rx_st != RX_DEAD)
-        rx_discard_start(dp, UINT64_MAX);
-    else if (dp->rx_st != RX_DISCARD)
-        dp->rx_st = RX_DEAD;
-    flush_sq(qp, STATUS_CANCELLED, 0);
+    qp_flush_sq(qp, STATUS_CANCELLED, 0);
     pthread_mutex_unlock(&dp->sq_lock);
-    flush_rx_message(qp);
+    qp_flush_rx_message(qp);
     pthread_mutex_unlock(&dp->rx_lock);
-    flush_rq(qp);
+    qp_flush_rq(qp);
 }
 
 static const NDK_QP_DISPATCH qp_dispatch = {
@@ -681,7 +702,7 @@ static void link_out(struct ndk_qp_link *l)
     l->next = l->prev = l;
 }
 
-static void live_add(struct ndk_qp_impl *qp)
+void qp_live_add(struct ndk_qp_impl *qp)
 {
     struct ndk_adapter_impl *ad = qp->obj.ad;
     pthread_mutex_lock(&ad->live_lock);
@@ -702,12 +723,11 @@ static void live_add(struct ndk_qp_impl *qp)
 /* Lease changes, live_lock held. */
 static void lease_take(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
 {
-    struct ndk_transport *tr = qp->dp.tr;
+    const struct ndk_xp_ops *xp = qp->dp.xp;
     qp->dp.lease_polled = true;
-    if (qp->dp.input_leased || !tr || !tr->ops->lease_input)
+    if (qp->dp.input_leased || !xp || !xp->lease_input || !xp->lease_input(qp, true))
         return;
     qp->dp.input_leased = true;
-    tr->ops->lease_input(tr, true);
     /* The progress thread may be asleep with no timeout: it must start
      * looking at leases now. */
     if (__atomic_fetch_add(&ad->input_leases, 1, __ATOMIC_RELAXED) == 0)
@@ -720,8 +740,7 @@ static void lease_end(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
         return;
     qp->dp.input_leased = false;
     __atomic_fetch_sub(&ad->input_leases, 1, __ATOMIC_RELAXED);
-    if (qp->dp.tr)
-        qp->dp.tr->ops->lease_input(qp->dp.tr, false);
+    qp->dp.xp->lease_input(qp, false);
 }
 
 static void live_remove(struct ndk_qp_impl *qp)
@@ -765,7 +784,8 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
     pthread_mutex_lock(&ad->live_lock);
     for (struct ndk_qp_link *l = cq->live_qps.next; l != &cq->live_qps; l = l->next) {
         struct ndk_qp_impl *qp = l->qp;
-        ndk_qp_try_readable(qp);
+        if (qp->dp.xp->poll)
+            qp->dp.xp->poll(qp);
         /* While we poll, waking the progress thread for the same input
          * only makes it compete with us (on one CPU, a context switch per
          * message). Not while a consumer sleeps on the QP's other CQ for
@@ -801,71 +821,6 @@ void ndk_qp_age_leases(struct ndk_adapter_impl *ad)
     pthread_mutex_unlock(&ad->live_lock);
 }
 
-bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
-                  uint32_t ord, size_t mulpdu, bool tx_gated)
-{
-    struct ndk_qp_dp *dp = &qp->dp;
-    /* The read queues are sized by what was negotiated, not by the adapter
-     * maxima: an idle connection should cost little. One more ORQ slot than
-     * the ORD leaves room for a Read RTR's zero-length answer. The IRQ holds
-     * exactly the IRD: one Read Request more is a protocol error. */
-    uint32_t irq_cap = ird;
-    struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
-    struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
-    if (!orq || (irq_cap && !irq)) {
-        free(orq);
-        free(irq);
-        return false;
-    }
-    pthread_mutex_lock(&dp->rx_lock);
-    free(dp->orq);
-    free(dp->irq);
-    dp->orq = orq;
-    dp->orq_cap = ord + 1;
-    dp->irq = irq;
-    pthread_mutex_lock(&dp->sq_lock);
-    dp->tr = tr;
-    dp->crc = crc;
-    dp->ird = ird;
-    dp->ord = ord;
-    dp->irq_cap = irq_cap;
-    dp->mulpdu = mulpdu;
-    dp->mulpdu_recheck = MULPDU_RECHECK_OCTETS;
-    dp->tx_gated = tx_gated;
-    dp->msn_send = dp->msn_read = 1;
-    dp->msn_send_expect = dp->msn_read_expect = 1;
-    dp->rx_st = RX_HDR;
-    dp->rx_have = 0;
-    dp->state = QP_RTS;
-    if (!tx_gated)
-        qp_tx_progress(qp);
-    pthread_mutex_unlock(&dp->sq_lock);
-    pthread_mutex_unlock(&dp->rx_lock);
-    live_add(qp);
-    return true;
-}
-
-void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp)
-{
-    struct ndk_qp_dp *dp = &qp->dp;
-    pthread_mutex_lock(&dp->sq_lock);
-    struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
-    memset(o, 0, sizeof *o);
-    o->wqe = ORQ_RTR;
-    o->msn = 1;
-    dp->orq_count++;
-    dp->reads_out++;
-    dp->msn_read = 2;
-    pthread_mutex_unlock(&dp->sq_lock);
-}
-
-void ndk_qp_read_rtr_received(struct ndk_qp_impl *qp)
-{
-    pthread_mutex_lock(&qp->dp.rx_lock);
-    qp->dp.msn_read_expect = 2;
-    pthread_mutex_unlock(&qp->dp.rx_lock);
-}
-
 void ndk_qp_stop(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
@@ -874,35 +829,15 @@ void ndk_qp_stop(struct ndk_qp_impl *qp)
     pthread_mutex_lock(&dp->sq_lock);
     if (dp->state == QP_RTS)
         dp->state = QP_ERROR;
+    void *ctx = dp->xp_ctx;
+    dp->xp_ctx = NULL;
     dp->tr = NULL;
     dp->rx_st = RX_DEAD;
     pthread_mutex_unlock(&dp->sq_lock);
     pthread_mutex_unlock(&dp->rx_lock);
     ndk_qp_flush_all(qp);
-}
-
-void ndk_qp_disconnect(struct ndk_qp_impl *qp)
-{
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    qp->dp.tx_fin_wanted = true;
-    qp_tx_progress(qp);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-}
-
-bool ndk_qp_sent_term(struct ndk_qp_impl *qp)
-{
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    bool p = qp->dp.term_len != 0 && !qp->dp.tx_dead;
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return p;
-}
-
-bool ndk_qp_quiescent(struct ndk_qp_impl *qp)
-{
-    pthread_mutex_lock(&qp->dp.sq_lock);
-    bool q = qp->dp.tx_fin_sent && qp->dp.reads_out == 0;
-    pthread_mutex_unlock(&qp->dp.sq_lock);
-    return q;
+    if (ctx && dp->xp->detach)
+        dp->xp->detach(qp, ctx);
 }
 
 /* ---- creation ---- */

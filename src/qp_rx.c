@@ -33,41 +33,6 @@ static void rx_fail_code(struct ndk_qp_impl *qp, uint8_t layer, uint8_t etype, u
     rx_fail(qp, &t);
 }
 
-static enum ddp_stag_fault fault_of(enum mem_err e)
-{
-    switch (e) {
-    case MEM_OK:
-        return DDP_STAG_OK;
-    case MEM_INVALID_STAG:
-        return DDP_STAG_INVALID;
-    case MEM_NOT_ASSOCIATED:
-        return DDP_STAG_PD;
-    case MEM_ACCESS:
-        return DDP_STAG_ACCESS;
-    case MEM_WRAP:
-        return DDP_STAG_WRAP;
-    default:
-        return DDP_STAG_BOUNDS;
-    }
-}
-
-/* Takes the next posted receive, from the QP's queue or its SRQ. */
-static bool take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
-{
-    struct ndk_qp_dp *dp = &qp->dp;
-    if (dp->srq)
-        return ndk_srq_take(dp->srq, out);
-    pthread_mutex_lock(&dp->rq_lock);
-    bool ok = dp->rq_count > 0;
-    if (ok) {
-        *out = dp->rq[dp->rq_head % qp->rq_depth];
-        dp->rq_head++;
-        dp->rq_count--;
-    }
-    pthread_mutex_unlock(&dp->rq_lock);
-    return ok;
-}
-
 /* Decides where the payload of the FPDU just parsed goes. Returns false
  * when the stream failed. */
 static bool place(struct ndk_qp_impl *qp)
@@ -90,7 +55,7 @@ static bool place(struct ndk_qp_impl *qp)
             enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
                                             dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
             if (e != MEM_OK) {
-                ddp_term_for_write(fault_of(e), &t);
+                ddp_term_for_write(ndk_xp_stag_fault(e), &t);
                 rx_fail(qp, &t);
                 return false;
             }
@@ -158,7 +123,7 @@ static bool place(struct ndk_qp_impl *qp)
             enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->rreq.src_stag, h->rreq.src_to, h->rreq.size,
                                             MEM_REMOTE_READ, NULL, 0, NULL);
             if (e != MEM_OK) {
-                ddp_term_for_read_source(fault_of(e), &t);
+                ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
                 rx_fail(qp, &t);
                 return false;
             }
@@ -174,7 +139,7 @@ static bool place(struct ndk_qp_impl *qp)
         return false;
     }
     if (!dp->rx_msg_active) {
-        if (!take_receive(qp, &dp->rx_wqe)) {
+        if (!ndk_xp_take_receive(qp, &dp->rx_wqe)) {
             /* No RNR in iWARP: a Send without a posted receive is fatal. */
             rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
             return false;
@@ -206,17 +171,8 @@ static bool place(struct ndk_qp_impl *qp)
 static void complete_receive(struct ndk_qp_impl *qp, NTSTATUS st, bool inv, uint32_t token, bool se)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    struct ndk_cqe e = {
-        .status = st,
-        .bytes = (ULONG)dp->rx_msg_bytes,
-        .qp_ctx = qp->context,
-        .req_ctx = dp->rx_wqe.ctx,
-        .type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
-        .type_specific = inv ? token : 0,
-        .solicited = se,
-    };
     dp->rx_msg_active = false;
-    qp_push_cqe(qp, qp->rcq, &e);
+    ndk_xp_complete_receive(qp, dp->rx_wqe.ctx, st, (ULONG)dp->rx_msg_bytes, inv, token, se);
 }
 
 /* The FPDU passed its CRC: make it count. Returns false on failure. */
@@ -249,7 +205,7 @@ static bool commit(struct ndk_qp_impl *qp)
             dp->orq_head++;
             dp->orq_count--;
             dp->reads_out--;
-            qp_complete_sq_in_order(qp);
+            ndk_xp_sq_complete(qp);
             qp_tx_progress(qp); /* an ORD slot is free */
         }
         pthread_mutex_unlock(&dp->sq_lock);

@@ -99,13 +99,10 @@ static bool batch_has_room(struct ndk_qp_dp *dp, int iovs)
 
 /* A request that cannot be sent (its memory went away since it was posted)
  * completes in error without touching the wire. */
-static void fail_wqe(struct ndk_qp_impl *qp, struct ndk_swqe *w, NTSTATUS st)
+static void fail_wqe(struct ndk_qp_impl *qp, NTSTATUS st)
 {
-    w->status = st;
-    w->done = true;
-    qp->dp.sq_tx++;
     qp->dp.tx_cur = TX_NONE;
-    qp_complete_sq_in_order(qp);
+    ndk_xp_sq_finish(qp, st);
 }
 
 /* Picks the next message to frame. Returns false when nothing can go now. */
@@ -130,12 +127,7 @@ static bool pick_next(struct ndk_qp_impl *qp)
         case SWQE_INVALIDATE: {
             /* Local operations take effect in queue order (iwarp.md 3.8
              * rule 9) and put nothing on the wire. */
-            NTSTATUS st = w->op == SWQE_BIND ? mem_exec_bind(qp, w->mr, w->mw, w->va, w->len, w->flags)
-                          : w->op == SWQE_FASTREG
-                              ? mem_exec_fast_register(qp, w->mr, w->npages, w->pages, w->fbo, w->len,
-                                                       w->va, w->flags)
-                              : mem_exec_invalidate(qp, w->target);
-            fail_wqe(qp, w, st);
+            fail_wqe(qp, ndk_xp_exec_local(qp, w));
             continue;
         }
         case SWQE_READ:
@@ -151,7 +143,7 @@ static bool pick_next(struct ndk_qp_impl *qp)
                 NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, w->sge, w->nsge, 0, dp->tx_src,
                                             MEM_LOCAL_IOV_MAX, &dp->tx_src_n);
                 if (st != STATUS_SUCCESS) {
-                    fail_wqe(qp, w, st);
+                    fail_wqe(qp, st);
                     continue;
                 }
             } else if (w->total) {
@@ -232,12 +224,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
                     /* Revoked since the request was checked: the source is
                      * gone, so the stream ends with the Read's Terminate. */
                     struct ddp_term t;
-                    ddp_term_for_read_source(me == MEM_INVALID_STAG ? DDP_STAG_INVALID
-                                             : me == MEM_NOT_ASSOCIATED ? DDP_STAG_PD
-                                             : me == MEM_ACCESS       ? DDP_STAG_ACCESS
-                                             : me == MEM_WRAP         ? DDP_STAG_WRAP
-                                                                      : DDP_STAG_BOUNDS,
-                                             &t);
+                    ddp_term_for_read_source(ndk_xp_stag_fault(me), &t);
                     t.ddp_hdr = t.rdma_hdr = false;
                     dp->irq_count = dp->irq_framed = 0;
                     dp->tx_cur = TX_NONE;
@@ -308,7 +295,7 @@ static void batch_written(struct ndk_qp_impl *qp)
         }
     }
     batch_reset(dp);
-    qp_complete_sq_in_order(qp);
+    ndk_xp_sq_complete(qp);
 }
 
 /* After the FPDU being written nothing of the batch goes out: a Terminate
