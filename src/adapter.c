@@ -7,6 +7,7 @@
 
 #include "mem.h"
 #include "net/linger.h"
+#include "net/sys.h"
 #include "objects.h"
 
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
@@ -237,7 +238,7 @@ static void *progress_main(void *arg)
         pthread_mutex_unlock(&ad->cbq_lock);
         /* A rejecting socket still lingering (net/linger.h) is waited for:
          * closing it now would put our FIN right behind the reject. */
-        if (ad->stopping && idle && !ad->lingers)
+        if (ad->stopping && idle && !ad->lingers.head)
             break;
         /* While busy pollers hold input leases, look at them every
          * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */
@@ -340,7 +341,7 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         free(ad);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    if (pthread_create(&ad->thread, NULL, progress_main, ad) != 0) {
+    if (!ndk_thread_start(&ad->thread, progress_main, ad)) {
         mem_table_free(ad->mem);
         loop_fini(&ad->loop);
         pthread_mutex_destroy(&ad->lock);
@@ -384,7 +385,7 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
     ad->stopping = true;
     loop_kick(&ad->loop);
     pthread_mutex_unlock(&ad->lock);
-    pthread_join(ad->thread, NULL);
+    ndk_thread_join(ad->thread);
 
     /* Single-threaded from here. Objects the consumer never closed are torn
      * down without callbacks. */
@@ -404,7 +405,7 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         ad->free_list = o;
     }
     ad->cbq_head = ad->cbq_tail = NULL;
-    ndk_linger_flush(ad);
+    ndk_linger_flush(&ad->lingers);
     ndk_free_deferred(ad);
     pthread_mutex_unlock(&ad->lock);
     loop_fini(&ad->loop);

@@ -16,14 +16,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/uio.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "net/linger.h"
+#include "net/stream.h"
 #include "objects.h"
 #include "wire/ddp.h"
 #include "wire/term.h"
@@ -76,19 +72,12 @@ static struct ndk_connector_impl *tr_conn(struct ndk_transport *t)
 
 static ssize_t tr_readv(struct ndk_transport *t, const struct iovec *iov, int n)
 {
-    /* A lone buffer (a header, or a busy poller's look at an idle socket)
-     * goes through recv: it skips the iovec import and file-position
-     * handling of readv, which cost more than the read itself here. */
-    int fd = tr_conn(t)->fd;
-    ssize_t r = n == 1 ? recv(fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT) : readv(fd, iov, n);
-    return r < 0 ? -(errno == EWOULDBLOCK ? EAGAIN : errno) : r;
+    return ndk_stream_readv(tr_conn(t)->fd, iov, n);
 }
 
 static ssize_t tr_writev(struct ndk_transport *t, const struct iovec *iov, int n)
 {
-    struct msghdr m = {.msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)n};
-    ssize_t r = sendmsg(tr_conn(t)->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-    return r < 0 ? -(errno == EWOULDBLOCK ? EAGAIN : errno) : r;
+    return ndk_stream_writev(tr_conn(t)->fd, iov, n);
 }
 
 /* Sets one of the flags apply_mask reads (EPOLLOUT wanted, input leased)
@@ -119,7 +108,7 @@ static void tr_lease_input(struct ndk_transport *t, bool leased)
 static void tr_shutdown_write(struct ndk_transport *t)
 {
     struct ndk_connector_impl *c = tr_conn(t);
-    shutdown(c->fd, SHUT_WR);
+    ndk_stream_shutdown_write(c->fd);
     c->fin_sent = true;
 }
 
@@ -131,17 +120,13 @@ static void tr_failed(struct ndk_transport *t, bool peer_reset)
      * the progress thread tears the connection down (a reset: the QP failed)
      * from that event; the fd stays open until then. Not the send side: a
      * FIN now would tell the peer the connection ended gracefully. */
-    shutdown(tr_conn(t)->fd, SHUT_RD);
+    ndk_stream_shutdown_read(tr_conn(t)->fd);
 }
 
 /* The largest ULPDU whose FPDU fits one TCP segment now. */
 static size_t socket_mulpdu(int fd)
 {
-    int mss = 0;
-    socklen_t len = sizeof mss;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 128)
-        mss = 1460;
-    return mpa_mulpdu((size_t)mss); /* capped at the 16-bit ULPDU_Length */
+    return mpa_mulpdu(ndk_stream_mss(fd)); /* capped at the 16-bit ULPDU_Length */
 }
 
 static size_t tr_mulpdu(struct ndk_transport *t)
@@ -158,19 +143,6 @@ static const struct ndk_transport_ops socket_transport = {
     .lease_input = tr_lease_input,
     .mulpdu = tr_mulpdu,
 };
-
-
-/* Reads and drops what the peer sent after its FIN so close() sends a FIN,
- * not an RST (Linux resets when unread data is left). Bounded. */
-static void drain_socket(int fd)
-{
-    uint8_t buf[4096];
-    for (int i = 0; i < 16; i++) {
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n <= 0)
-            break;
-    }
-}
 
 /* Ends the TCP connection: abortive (RST) or graceful (FIN). */
 static void stop_data_path(struct ndk_connector_impl *c)
@@ -194,9 +166,9 @@ static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
         ndk_tcp_abort(c->fd);
     } else {
         if (!c->fin_sent)
-            shutdown(c->fd, SHUT_WR);
-        drain_socket(c->fd);
-        close(c->fd);
+            ndk_stream_shutdown_write(c->fd);
+        ndk_stream_drain(c->fd);
+        ndk_stream_close(c->fd);
     }
     c->fd = -1;
 }
@@ -269,14 +241,9 @@ static void fire_disconnect_event(struct ndk_connector_impl *c, ULONG reason)
 static int flush_tx(struct ndk_connector_impl *c)
 {
     while (c->tx_off < c->tx_len) {
-        ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN)
-                return 1;
-            return -errno;
-        }
+        ssize_t n = ndk_stream_send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off);
+        if (n < 0)
+            return n == -EAGAIN ? 1 : (int)n;
         c->tx_off += (size_t)n;
     }
     c->tx_len = c->tx_off = 0;
@@ -296,9 +263,8 @@ static bool peer_went_away(struct ndk_connector_impl *c)
 {
     if (c->peer_gone || c->fd < 0)
         return true;
-    uint8_t b;
-    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    int n = ndk_stream_peek(c->fd);
+    if (n == 0 || (n < 0 && n != -EAGAIN)) {
         c->peer_gone = true;
         return true;
     }
@@ -427,8 +393,8 @@ static void read_reply(struct ndk_connector_impl *c)
     for (;;) {
         uint8_t buf[MPA_FRAME_MAX];
         size_t need = frame_bytes_needed(&c->reader);
-        ssize_t n = recv(c->fd, buf, MIN(need, sizeof buf), MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        ssize_t n = ndk_stream_recv(c->fd, buf, MIN(need, sizeof buf));
+        if (n == -EAGAIN)
             return;
         if (n <= 0) {
             /* Closed or reset before a Reply: nobody accepted (7.2). */
@@ -537,8 +503,8 @@ static void read_rtr(struct ndk_connector_impl *c)
         }
         if (c->rtr_have == want && want > 4)
             break;
-        ssize_t n = recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        ssize_t n = ndk_stream_recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have);
+        if (n == -EAGAIN)
             return;
         if (n <= 0) {
             /* The initiator gave up before its CompleteConnect (5.10.4). */
@@ -642,11 +608,7 @@ static bool was_reset(struct ndk_connector_impl *c, uint32_t events)
 {
     if (!(events & (EPOLLERR | EPOLLHUP)))
         return false;
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-        return true;
-    return err != 0 || !(events & EPOLLRDHUP);
+    return ndk_stream_error(c->fd) != 0 || !(events & EPOLLRDHUP);
 }
 
 /* NdkDisconnect is done when our FIN is out (after everything queued) and
@@ -703,10 +665,7 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
     struct ndk_connector_impl *c = container_of(w, struct ndk_connector_impl, watch);
     switch (c->state) {
     case CONN_TCP: {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-            err = errno;
+        int err = ndk_stream_error(c->fd);
         if (err) {
             connect_fail(c, ndk_status_from_errno(err, NDK_PHASE_CONNECT), true);
             return;
@@ -744,9 +703,7 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         return;
     case CONN_INCOMING:
         if (events & EPOLLIN) {
-            uint8_t b;
-            ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n > 0) {
+            if (ndk_stream_peek(c->fd) > 0) {
                 /* Bytes before our Reply: protocol violation (RFC 5044). */
                 NDK_DEBUG("initiator sent data before the Reply; aborting");
                 on_peer_closed(c, true);
@@ -893,10 +850,9 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
                 goto fail_locked;
             }
         }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, &sep->local.sa, ndk_sockaddr_len(&sep->local)) < 0) {
-            st = ndk_status_from_errno(errno, NDK_PHASE_BIND);
+        int err = ndk_tcp_bind(fd, &sep->local, true);
+        if (err < 0) {
+            st = ndk_status_from_errno(-err, NDK_PHASE_BIND);
             goto fail_locked;
         }
         c->local = sep->local;
@@ -938,15 +894,15 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     c->tx_len = mpa_frame_encode(&req, c->tx, sizeof c->tx);
     c->tx_off = 0;
 
-    if (connect(fd, &dst.sa, ndk_sockaddr_len(&dst)) < 0 && errno != EINPROGRESS) {
-        st = ndk_status_from_errno(errno, NDK_PHASE_CONNECT);
+    int err = ndk_tcp_connect(fd, &dst);
+    if (err < 0) {
+        st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
         ports_unref(c->port);
         c->port = NULL;
         c->fd = -1;
         goto fail_locked;
     }
-    socklen_t llen = sizeof c->local;
-    getsockname(fd, &c->local.sa, &llen);
+    ndk_tcp_local_addr(fd, &c->local);
 
     attach_qp(c, qp);
     if (sep) {
@@ -964,7 +920,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 
 fail_locked:
     pthread_mutex_unlock(&ad->lock);
-    close(fd);
+    ndk_stream_close(fd);
     return st;
 }
 
@@ -1210,7 +1166,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
                 /* No FIN right behind the reject: the initiator closes
                  * once it has read it (siw drops data after a FIN). */
                 loop_watch_del(conn_loop(c), &c->watch);
-                ndk_linger_close(c->obj.ad, c->fd, NDK_REJECT_LINGER_MS);
+                ndk_linger_close(&c->obj.ad->lingers, conn_loop(c), c->fd, NDK_REJECT_LINGER_MS);
                 c->fd = -1;
                 conn_dead(c, false);
             }
@@ -1315,7 +1271,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
             /* Our FIN goes once everything already queued is out. */
             ndk_qp_disconnect(c->qp);
         } else {
-            shutdown(c->fd, SHUT_WR);
+            ndk_stream_shutdown_write(c->fd);
             c->fin_sent = true;
         }
         if (c->peer_fin && (!c->dp_started || ndk_qp_quiescent(c->qp))) {

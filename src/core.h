@@ -20,6 +20,7 @@
 
 #include <ndk/ndk.h>
 
+#include "net/linger.h"
 #include "net/loop.h"
 
 #define NDK_OBJ_MAGIC 0x4E444B4Fu /* "NDKO" */
@@ -29,7 +30,6 @@
 struct ndk_adapter_impl;
 struct ndk_obj;
 struct mem_table;
-struct ndk_linger;
 
 /* Every public NDK_xxx object is { NDK_OBJECT_HEADER; const void *Dispatch }. */
 struct ndk_pub {
@@ -114,12 +114,6 @@ struct ndk_obj {
     struct ndk_obj *free_next;           /* deferred-free list */
 };
 
-/* First member of any allocation that must be freed only between loop
- * iterations (it embeds a loop_watch that a fetched event may still name). */
-struct ndk_dfree {
-    struct ndk_dfree *next;
-};
-
 struct ndk_adapter_impl {
     struct ndk_obj obj;
     char name[IF_NAMESIZE];
@@ -137,8 +131,7 @@ struct ndk_adapter_impl {
     struct ndk_cb *cbq_head, *cbq_tail;
     struct ndk_obj *objects; /* every live object except the adapter itself */
     struct ndk_obj *free_list;
-    struct ndk_dfree *dfree_list;
-    struct ndk_linger *lingers; /* sockets closing after the peer (net/linger.h) */
+    struct linger_set lingers; /* sockets closing after the peer (net/linger.h) */
 
     struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
     /* QPs with a running data path, for busy polling: live_lock comes after
@@ -169,8 +162,6 @@ void ndk_obj_release_successor(struct ndk_obj *ante);
 /* Tears an object down at once, without callbacks (lock held; busy == 0):
  * for objects the consumer never saw. */
 void ndk_obj_destroy(struct ndk_obj *obj);
-/* Frees p (whose first member is node) after the current loop iteration. */
-void ndk_defer_free(struct ndk_adapter_impl *ad, struct ndk_dfree *node);
 /* Re-checks whether a closing object can finish now. Lock held. */
 void ndk_obj_maybe_finish(struct ndk_obj *obj);
 

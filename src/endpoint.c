@@ -3,9 +3,8 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include "net/stream.h"
 #include "objects.h"
 
 static struct ndk_sep_impl *sep_from(NDK_SHARED_ENDPOINT *p)
@@ -32,7 +31,7 @@ static void sep_destroy(struct ndk_obj *obj)
 {
     struct ndk_sep_impl *sep = container_of(obj, struct ndk_sep_impl, obj);
     if (sep->holder_fd >= 0)
-        close(sep->holder_fd);
+        ndk_stream_close(sep->holder_fd);
     sep->holder_fd = -1;
     ports_unref(sep->port);
     sep->port = NULL;
@@ -61,14 +60,15 @@ NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter, CONST PSOCKADDR pA
         return STATUS_INSUFFICIENT_RESOURCES;
     /* A bound, never-listening socket holds the port against the kernel's
      * own ephemeral allocations; connections bind beside it (SO_REUSEADDR). */
-    sep->holder_fd = socket(local.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sep->holder_fd = ndk_tcp_holder_socket(local.sa.sa_family);
     if (sep->holder_fd < 0) {
+        int err = -sep->holder_fd;
         free(sep);
-        return ndk_status_from_errno(errno, NDK_PHASE_BIND);
+        return ndk_status_from_errno(err, NDK_PHASE_BIND);
     }
     NTSTATUS st = ports_reserve(&local, PORT_SHARED, sep->holder_fd, true, &sep->port);
     if (st != STATUS_SUCCESS) {
-        close(sep->holder_fd);
+        ndk_stream_close(sep->holder_fd);
         free(sep);
         return st;
     }

@@ -63,11 +63,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mem.h"
+#include "net/sys.h"
 #include "objects.h"
 
 #include "mem_internal.h"
@@ -207,13 +206,7 @@ struct mem_table *mem_table_new(void)
     t->page_size = ps > 0 && (ps & (ps - 1)) == 0 ? (uint64_t)ps : 4096;
     while (((uint64_t)1 << t->page_shift) < t->page_size)
         t->page_shift++;
-    uint64_t seed = 0;
-    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)t;
-    }
-    t->rng = seed | 1; /* xorshift state must not be 0 */
+    t->rng = ndk_random_seed((uint64_t)(uintptr_t)t) | 1; /* xorshift state must not be 0 */
     /* A random start makes indices hard to guess across adapters and runs
      * (iwarp.md 3.10); 0 is never an index. */
     t->cursor = (uint32_t)(rng_next(t) % (IDX_LIMIT - 1)) + 1;

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "objects.h"
 
@@ -76,11 +75,9 @@ void ndk_kick(struct ndk_adapter_impl *ad)
 {
     if (loop_in_owner(&ad->loop))
         return; /* the progress thread drains the queue before it waits */
-    /* The doorbell needs no lock: eventfd writes are atomic, and a
-     * redundant wake-up only costs an empty loop iteration. */
-    uint64_t one = 1;
-    ssize_t n = write(ad->loop.evfd, &one, sizeof one);
-    (void)n;
+    /* The doorbell needs no lock, and a redundant wake-up only costs an
+     * empty loop iteration. */
+    loop_wake(&ad->loop);
 }
 
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
@@ -267,19 +264,9 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
     }
 }
 
-void ndk_defer_free(struct ndk_adapter_impl *ad, struct ndk_dfree *node)
-{
-    node->next = ad->dfree_list;
-    ad->dfree_list = node;
-}
-
 void ndk_free_deferred(struct ndk_adapter_impl *ad)
 {
-    struct ndk_dfree *d;
-    while ((d = ad->dfree_list)) {
-        ad->dfree_list = d->next;
-        free(d);
-    }
+    loop_free_deferred(&ad->loop);
     struct ndk_obj *obj;
     while ((obj = ad->free_list)) {
         ad->free_list = obj->free_next;
