@@ -34,7 +34,7 @@ static struct ndk_connector_impl *conn_from(NDK_CONNECTOR *p)
 
 static struct loop *conn_loop(struct ndk_connector_impl *c)
 {
-    return &c->obj.ad->loop;
+    return &c->obj.ad->dev->loop;
 }
 
 static void conn_on_io(struct loop_watch *w, uint32_t events);
@@ -785,7 +785,7 @@ static NTSTATUS check_private_data(const void *pd, ULONG len, ULONG max)
 /* Common checks for a QP given to Connect/Accept. Lock held. */
 static NTSTATUS check_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
 {
-    if (!qp || qp->obj.ad != c->obj.ad)
+    if (!qp || qp->obj.ad->dev != c->obj.ad->dev)
         return STATUS_INVALID_PARAMETER;
     if (qp->obj.closing || qp->conn || qp->used)
         return STATUS_INVALID_DEVICE_STATE;
@@ -818,7 +818,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     struct ndk_adapter_impl *ad = c->obj.ad;
     struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
     struct ndk_sep_impl *sep = sepo ? container_of(sepo, struct ndk_sep_impl, obj) : NULL;
-    if (sep && sepo->ad != ad)
+    if (sep && sepo->ad->dev != ad->dev)
         return STATUS_INVALID_PARAMETER;
     if (!sep && !ndk_adapter_owns(ad, &src))
         return STATUS_INVALID_ADDRESS;
@@ -828,7 +828,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
         return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
     ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
 
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (c->state != CONN_IDLE || c->obj.closing || c->passive) {
         st = STATUS_INVALID_DEVICE_STATE;
         goto fail_locked;
@@ -915,11 +915,11 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     c->state = CONN_TCP;
     conn_watch(c, EPOLLOUT);
     loop_timer_arm(conn_loop(c), &c->timer, ad->opt.TcpConnectTimeoutMs);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_PENDING;
 
 fail_locked:
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     ndk_stream_close(fd);
     return st;
 }
@@ -955,7 +955,7 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !cb)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st = STATUS_SUCCESS;
     if (c->passive || c->state != CONN_REPLIED || c->obj.closing) {
         st = STATUS_CONNECTION_INVALID;
@@ -994,7 +994,7 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
         loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[0]);
     }
 out:
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1031,7 +1031,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
         return st;
     struct ndk_adapter_impl *ad = c->obj.ad;
     struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (!c->passive || c->state != CONN_INCOMING || c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
         goto out;
@@ -1103,7 +1103,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
         }
     }
 out:
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return st;
 }
 
@@ -1136,7 +1136,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
     NTSTATUS st = check_private_data(pPrivateData, PrivateDataLength, NDK_MAX_PRIVATE_DATA);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     if (c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
     } else if (c->passive && c->state == CONN_INCOMING) {
@@ -1166,7 +1166,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
                 /* No FIN right behind the reject: the initiator closes
                  * once it has read it (siw drops data after a FIN). */
                 loop_watch_del(conn_loop(c), &c->watch);
-                ndk_linger_close(&c->obj.ad->lingers, conn_loop(c), c->fd, NDK_REJECT_LINGER_MS);
+                ndk_linger_close(&c->obj.ad->dev->lingers, conn_loop(c), c->fd, NDK_REJECT_LINGER_MS);
                 c->fd = -1;
                 conn_dead(c, false);
             }
@@ -1181,7 +1181,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
     } else {
         st = STATUS_INVALID_DEVICE_STATE;
     }
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1192,7 +1192,7 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !pPrivateDataLength || (!pPrivateData && *pPrivateDataLength))
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st;
     if (!c->pd_window_open) {
         st = STATUS_INVALID_DEVICE_STATE;
@@ -1221,7 +1221,7 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
         }
         *pPrivateDataLength = rds;
     }
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1230,10 +1230,10 @@ static NTSTATUS conn_get_local_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR p
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
                                         : ndk_sockaddr_copy_out(&c->local, pAddress, pAddressLength);
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1242,10 +1242,10 @@ static NTSTATUS conn_get_peer_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pA
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
                                         : ndk_sockaddr_copy_out(&c->peer, pAddress, pAddressLength);
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1256,7 +1256,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
     if (!c || !RequestCompletion)
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = c->obj.ad;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     NTSTATUS st;
     if (c->state != CONN_CONNECTED || c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
@@ -1286,7 +1286,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
             st = STATUS_PENDING;
         }
     }
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return st;
 }
 
@@ -1392,9 +1392,9 @@ NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !ppNdkConnector)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     struct ndk_connector_impl *c = conn_alloc(ad);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     if (!c)
         return STATUS_INSUFFICIENT_RESOURCES;
     *ppNdkConnector = (NDK_CONNECTOR *)&c->obj.pub;

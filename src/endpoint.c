@@ -73,9 +73,9 @@ NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter, CONST PSOCKADDR pA
         return st;
     }
     sep->local = local;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&sep->obj, ad, NdkObjectTypeSharedEndpoint, &sep_dispatch, &sep_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkSharedEndpoint = (NDK_SHARED_ENDPOINT *)&sep->obj.pub;
     return STATUS_SUCCESS;
 }

@@ -763,7 +763,7 @@ static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_H
         e = mem_mr_entry((const NDK_MR *)h, &o);
     else if (h->ObjectType == NdkObjectTypeMw)
         e = mem_mw_entry((const NDK_MW *)h, &o);
-    return e && o->ad == qp->obj.ad ? e : NULL;
+    return e && o->ad->dev == qp->obj.ad->dev ? e : NULL;
 }
 
 static unsigned fr_access(ULONG flags)
@@ -846,7 +846,7 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
     struct mem_entry *e = frmr_entry(qp, mr);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
     if (st != STATUS_SUCCESS)
         return st;
@@ -867,7 +867,7 @@ NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages
     struct mem_entry *e = frmr_entry(qp, mr);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     /* Checked again: the MR may have been re-initialized, or a LAM of its
      * pages released, since the post. */
     NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
@@ -941,7 +941,7 @@ static bool bind_entries(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, struct 
     *mro = NULL;
     *m = mem_mr_entry(mr, mro);
     *w = mem_mw_entry(mw, &mwo);
-    return qp && *m && *w && (*mro)->ad == qp->obj.ad && mwo->ad == qp->obj.ad;
+    return qp && *m && *w && (*mro)->ad->dev == qp->obj.ad->dev && mwo->ad->dev == qp->obj.ad->dev;
 }
 
 NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
@@ -951,7 +951,7 @@ NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va
     struct mem_entry *m, *w;
     if (!bind_entries(qp, mr, mw, &m, &w, &mro))
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     NTSTATUS st = bind_checks(m, w, qp, va, len, flags, true);
     if (st == STATUS_SUCCESS && w->ante != mro) {
@@ -986,7 +986,7 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
     struct mem_entry *m, *w;
     if (!bind_entries(qp, mr, mw, &m, &w, &mro))
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     /* Checked again: the MR may have been deregistered since the post. */
     NTSTATUS st = bind_checks(m, w, qp, va, len, flags, false);
@@ -1022,7 +1022,7 @@ NTSTATUS mem_check_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_m
     struct mem_entry *e = target_entry(qp, mr_or_mw);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     /* Validity is judged at execution: a fast register or bind queued
      * before this request may make the token valid by then. */
@@ -1036,7 +1036,7 @@ NTSTATUS mem_exec_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw
     struct mem_entry *e = target_entry(qp, mr_or_mw);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     NTSTATUS st = inv_checks(e, qp);
     if (st == STATUS_SUCCESS && !e->valid)
@@ -1105,7 +1105,7 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
     NTSTATUS st = mem_mdl_span(Mdl, Length, &va);
     if (st != STATUS_SUCCESS)
         return st;
-    struct mem_table *t = ad->mem;
+    struct mem_table *t = ad->dev->mem;
     /* No IOMMU: logical addresses are the host addresses of the pages
      * (reference 12.3), page-aligned, with the offset of the first byte
      * as FBO. */
@@ -1154,7 +1154,7 @@ VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdk
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !pNdkLAM || !pNdkLAM->AdapterContext)
         return;
-    struct mem_table *t = ad->mem;
+    struct mem_table *t = ad->dev->mem;
     struct lam_rec *rec = pNdkLAM->AdapterContext;
     bool found = false;
     pthread_mutex_lock(&t->lock);

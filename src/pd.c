@@ -45,9 +45,9 @@ NTSTATUS ndk_create_pd(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION Create
      * unguessable and distinct from STags, which are never 0. */
     if (!ndk_random(&pd->privileged_token, sizeof pd->privileged_token))
         pd->privileged_token = 0xFFFFFF00u;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&pd->obj, ad, NdkObjectTypePd, &pd_dispatch, &pd_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkPd = (NDK_PD *)&pd->obj.pub;
     return STATUS_SUCCESS;
 }

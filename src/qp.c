@@ -441,7 +441,7 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
     }
     if (n > max_sge)
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
+    NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, sgl, n, MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
     if (n)
@@ -518,7 +518,7 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
         return sq_fail(qp, STATUS_INVALID_PARAMETER);
     /* The sink is written locally: it needs local write (reference 9.6;
      * no special read-sink right is required). */
-    st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+    st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
                        MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
@@ -615,7 +615,7 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         total += sgl[i].Length;
     if (total > (1u << 30))
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+    NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
                                 MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
@@ -702,26 +702,37 @@ static void link_out(struct ndk_qp_link *l)
     l->next = l->prev = l;
 }
 
+/* A CQ of a busy-polling adapter reads its QPs' input when polled. */
+static void cq_enable_busy_poll(struct ndk_cq_impl *cq)
+{
+    if (!cq->obj.ad->busy_poll)
+        return;
+    __atomic_store_n(&cq->arm_hook, ndk_qp_end_leases, __ATOMIC_RELEASE);
+    __atomic_store_n(&cq->poll_hook, ndk_qp_busy_poll, __ATOMIC_RELEASE);
+}
+
 void qp_live_add(struct ndk_qp_impl *qp)
 {
+    cq_enable_busy_poll(qp->rcq);
+    cq_enable_busy_poll(qp->icq);
     struct ndk_adapter_impl *ad = qp->obj.ad;
-    pthread_mutex_lock(&ad->live_lock);
+    pthread_mutex_lock(&ad->dev->live_lock);
     if (!qp->dp.live) {
         qp->dp.live = true;
         qp->dp.live_prev = NULL;
-        qp->dp.live_next = ad->live_qps;
-        if (ad->live_qps)
-            ad->live_qps->dp.live_prev = qp;
-        ad->live_qps = qp;
+        qp->dp.live_next = ad->dev->live_qps;
+        if (ad->dev->live_qps)
+            ad->dev->live_qps->dp.live_prev = qp;
+        ad->dev->live_qps = qp;
         link_in(&qp->rcq->live_qps, &qp->dp.on_rcq, qp);
         if (qp->icq != qp->rcq)
             link_in(&qp->icq->live_qps, &qp->dp.on_icq, qp);
     }
-    pthread_mutex_unlock(&ad->live_lock);
+    pthread_mutex_unlock(&ad->dev->live_lock);
 }
 
 /* Lease changes, live_lock held. */
-static void lease_take(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
+static void lease_take(struct ndk_device *dev, struct ndk_qp_impl *qp)
 {
     const struct ndk_xp_ops *xp = qp->dp.xp;
     qp->dp.lease_polled = true;
@@ -730,39 +741,39 @@ static void lease_take(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
     qp->dp.input_leased = true;
     /* The progress thread may be asleep with no timeout: it must start
      * looking at leases now. */
-    if (__atomic_fetch_add(&ad->input_leases, 1, __ATOMIC_RELAXED) == 0)
-        loop_wake(&ad->loop);
+    if (__atomic_fetch_add(&dev->input_leases, 1, __ATOMIC_RELAXED) == 0)
+        loop_wake(&dev->loop);
 }
 
-static void lease_end(struct ndk_adapter_impl *ad, struct ndk_qp_impl *qp)
+static void lease_end(struct ndk_device *dev, struct ndk_qp_impl *qp)
 {
     if (!qp->dp.input_leased)
         return;
     qp->dp.input_leased = false;
-    __atomic_fetch_sub(&ad->input_leases, 1, __ATOMIC_RELAXED);
+    __atomic_fetch_sub(&dev->input_leases, 1, __ATOMIC_RELAXED);
     qp->dp.xp->lease_input(qp, false);
 }
 
 static void live_remove(struct ndk_qp_impl *qp)
 {
     struct ndk_adapter_impl *ad = qp->obj.ad;
-    pthread_mutex_lock(&ad->live_lock);
+    pthread_mutex_lock(&ad->dev->live_lock);
     /* The connection winds down on the progress thread, which must see
      * the peer's last octets and its FIN. */
-    lease_end(ad, qp);
+    lease_end(ad->dev, qp);
     if (qp->dp.live) {
         qp->dp.live = false;
         if (qp->dp.live_prev)
             qp->dp.live_prev->dp.live_next = qp->dp.live_next;
         else
-            ad->live_qps = qp->dp.live_next;
+            ad->dev->live_qps = qp->dp.live_next;
         if (qp->dp.live_next)
             qp->dp.live_next->dp.live_prev = qp->dp.live_prev;
         link_out(&qp->dp.on_rcq);
         if (qp->icq != qp->rcq)
             link_out(&qp->dp.on_icq);
     }
-    pthread_mutex_unlock(&ad->live_lock);
+    pthread_mutex_unlock(&ad->dev->live_lock);
 }
 
 /* Is a consumer waiting on cq for completions (armed for more than
@@ -781,7 +792,7 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
     /* The live list lock is held across the reads: a QP leaves the list
      * (ndk_qp_stop) before its transport goes, so none vanishes under us.
      * trylock keeps a poller from waiting behind the progress thread. */
-    pthread_mutex_lock(&ad->live_lock);
+    pthread_mutex_lock(&ad->dev->live_lock);
     for (struct ndk_qp_link *l = cq->live_qps.next; l != &cq->live_qps; l = l->next) {
         struct ndk_qp_impl *qp = l->qp;
         if (qp->dp.xp->poll)
@@ -791,9 +802,9 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
          * message). Not while a consumer sleeps on the QP's other CQ for
          * completions: its notification should not wait for our polling. */
         if (!sleeper_on(qp->rcq) && !sleeper_on(qp->icq))
-            lease_take(ad, qp);
+            lease_take(ad->dev, qp);
     }
-    pthread_mutex_unlock(&ad->live_lock);
+    pthread_mutex_unlock(&ad->dev->live_lock);
 }
 
 void ndk_qp_end_leases(struct ndk_cq_impl *cq)
@@ -801,24 +812,24 @@ void ndk_qp_end_leases(struct ndk_cq_impl *cq)
     struct ndk_adapter_impl *ad = cq->obj.ad;
     if (!ad->busy_poll)
         return;
-    pthread_mutex_lock(&ad->live_lock);
+    pthread_mutex_lock(&ad->dev->live_lock);
     for (struct ndk_qp_link *l = cq->live_qps.next; l != &cq->live_qps; l = l->next)
-        lease_end(ad, l->qp);
-    pthread_mutex_unlock(&ad->live_lock);
+        lease_end(ad->dev, l->qp);
+    pthread_mutex_unlock(&ad->dev->live_lock);
 }
 
-void ndk_qp_age_leases(struct ndk_adapter_impl *ad)
+void ndk_qp_age_leases(struct ndk_device *dev)
 {
-    pthread_mutex_lock(&ad->live_lock);
-    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
+    pthread_mutex_lock(&dev->live_lock);
+    for (struct ndk_qp_impl *qp = dev->live_qps; qp; qp = qp->dp.live_next) {
         if (!qp->dp.input_leased)
             continue;
         if (qp->dp.lease_polled)
             qp->dp.lease_polled = false;
         else
-            lease_end(ad, qp);
+            lease_end(dev, qp);
     }
-    pthread_mutex_unlock(&ad->live_lock);
+    pthread_mutex_unlock(&dev->live_lock);
 }
 
 void ndk_qp_stop(struct ndk_qp_impl *qp)
@@ -881,8 +892,8 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     struct ndk_obj *rcqo = ndk_obj_from_pub(pReceiveCq, NdkObjectTypeCq);
     struct ndk_obj *icqo = ndk_obj_from_pub(pInitiatorCq, NdkObjectTypeCq);
     struct ndk_obj *srqo = pSrq ? ndk_obj_from_pub(pSrq, NdkObjectTypeSrq) : NULL;
-    if (!pdo || !rcqo || !icqo || !ppNdkQp || (pSrq && !srqo) || rcqo->ad != pdo->ad ||
-        icqo->ad != pdo->ad || (srqo && srqo->ad != pdo->ad))
+    if (!pdo || !rcqo || !icqo || !ppNdkQp || (pSrq && !srqo) || rcqo->ad->dev != pdo->ad->dev ||
+        icqo->ad->dev != pdo->ad->dev || (srqo && srqo->ad->dev != pdo->ad->dev))
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = pdo->ad;
     NDK_ADAPTER_INFO info;
@@ -930,9 +941,9 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
         qp->rq_depth = 0;
     qp->dp.state = QP_IDLE;
 
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (pdo->closing || rcqo->closing || icqo->closing || (srqo && srqo->closing)) {
-        pthread_mutex_unlock(&ad->lock);
+        pthread_mutex_unlock(&ad->dev->lock);
         qp_free(&qp->obj);
         return STATUS_INVALID_PARAMETER;
     }
@@ -944,7 +955,7 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
         dp->srq = container_of(srqo, struct ndk_srq_impl, obj);
     }
     ndk_obj_init(&qp->obj, ad, NdkObjectTypeQp, &qp_dispatch, &qp_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkQp = (NDK_QP *)&qp->obj.pub;
     return STATUS_SUCCESS;
 }

@@ -325,7 +325,7 @@ void ndk_qp_end_leases(struct ndk_cq_impl *cq);
  * those no poller renewed since the last look, so a consumer that stopped
  * polling (without arming) still has its inbound Reads answered and its
  * data placed. */
-void ndk_qp_age_leases(struct ndk_adapter_impl *ad);
+void ndk_qp_age_leases(struct ndk_device *dev);
 /* The iovecs covering [off, off+len) of src (a sub-range of a payload or a
  * receive buffer); -1 when more than max are needed or src is too short. */
 int ndk_iov_slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst,

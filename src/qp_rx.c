@@ -40,7 +40,7 @@ static bool place(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     struct ddp_hdr *h = &dp->rx_h;
     size_t len = dp->rx_payload;
-    struct mem_table *mem = qp->obj.ad->mem;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
     struct ddp_term t;
     dp->rx_iov_n = 0;
     dp->rx_iov_off = 0;
@@ -201,7 +201,7 @@ static bool commit(struct ndk_qp_impl *qp)
             w->done = true;
             w->status = STATUS_SUCCESS;
             if ((w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge)
-                mem_invalidate_local_token(qp->obj.ad->mem, qp->pd, w->sge[0].MemoryRegionToken);
+                mem_invalidate_local_token(qp->obj.ad->dev->mem, qp->pd, w->sge[0].MemoryRegionToken);
             dp->orq_head++;
             dp->orq_count--;
             dp->reads_out--;
@@ -235,7 +235,7 @@ static bool commit(struct ndk_qp_impl *qp)
     bool se = h->opcode == RDMAP_OP_SEND_SE || h->opcode == RDMAP_OP_SEND_SE_INV;
     if (inv) {
         /* The STag goes before the receive completes (iwarp.md 3.6). */
-        enum mem_err e = mem_invalidate_remote(qp->obj.ad->mem, qp->pd, qp, h->inv_stag);
+        enum mem_err e = mem_invalidate_remote(qp->obj.ad->dev->mem, qp->pd, qp, h->inv_stag);
         if (e != MEM_OK) {
             ddp_term_set(&t, TERM_LAYER_RDMAP,
                          e == MEM_NOT_ASSOCIATED ? TERM_ETYPE_RDMAP_PROTECTION : TERM_ETYPE_RDMAP_OPERATION,
@@ -461,7 +461,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
             memcpy(sge, w->sge, nsge * sizeof *sge);
         }
         pthread_mutex_unlock(&dp->rq_lock);
-        if (!nsge || mem_map_local(qp->obj.ad->mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, msg,
+        if (!nsge || mem_map_local(qp->obj.ad->dev->mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, msg,
                                    MEM_LOCAL_IOV_MAX, &nbuf) != STATUS_SUCCESS)
             return AHEAD_NO;
         buf = msg;

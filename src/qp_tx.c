@@ -140,7 +140,7 @@ static bool pick_next(struct ndk_qp_impl *qp)
         default: {
             dp->tx_src_n = 0;
             if (w->total && !(w->flags & NDK_OP_FLAG_INLINE)) {
-                NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, w->sge, w->nsge, 0, dp->tx_src,
+                NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, w->sge, w->nsge, 0, dp->tx_src,
                                             MEM_LOCAL_IOV_MAX, &dp->tx_src_n);
                 if (st != STATUS_SUCCESS) {
                     fail_wqe(qp, st);
@@ -215,7 +215,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
             struct iovec src[RX_IOV_MAX];
             int nsrc = 0;
             if (seg) {
-                enum mem_err me = mem_map_remote(qp->obj.ad->mem, qp->pd, qp, e->rr.src_stag,
+                enum mem_err me = mem_map_remote(qp->obj.ad->dev->mem, qp->pd, qp, e->rr.src_stag,
                                                  e->rr.src_to + e->sent, seg, MEM_REMOTE_READ, src,
                                                  RX_IOV_MAX, &nsrc);
                 if (me != MEM_OK || !batch_has_room(dp, nsrc)) {

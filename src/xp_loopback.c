@@ -83,7 +83,7 @@ static NTSTATUS lo_source(struct ndk_qp_impl *qp, struct ndk_swqe *w, struct iov
         *ns = 1;
         return STATUS_SUCCESS;
     }
-    return mem_map_local(qp->obj.ad->mem, qp->pd, w->sge, w->nsge, 0, src, MEM_LOCAL_IOV_MAX, ns);
+    return mem_map_local(qp->obj.ad->dev->mem, qp->pd, w->sge, w->nsge, 0, src, MEM_LOCAL_IOV_MAX, ns);
 }
 
 /* Copies len octets between local iovecs and (stag, to) of the peer,
@@ -92,7 +92,7 @@ static NTSTATUS lo_source(struct ndk_qp_impl *qp, struct ndk_swqe *w, struct iov
 static enum mem_err lo_remote(struct ndk_qp_impl *peer, uint32_t stag, uint64_t to, uint64_t len,
                               unsigned access, const struct iovec *local, int nlocal)
 {
-    struct mem_table *mem = peer->obj.ad->mem;
+    struct mem_table *mem = peer->obj.ad->dev->mem;
     enum mem_err e = mem_map_remote(mem, peer->pd, peer, stag, to, len, access, NULL, 0, NULL);
     for (uint64_t off = 0; e == MEM_OK && off < len; off += LO_PIECE) {
         uint64_t n = len - off < LO_PIECE ? len - off : LO_PIECE;
@@ -130,7 +130,7 @@ static NTSTATUS lo_write(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struc
 static NTSTATUS lo_read(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct ndk_swqe *w,
                         struct lo_outcome *o)
 {
-    struct mem_table *mem = qp->obj.ad->mem;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
     struct iovec sink[MEM_LOCAL_IOV_MAX];
     int nsink = 0;
     NTSTATUS st = mem_map_local(mem, qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX,
@@ -173,12 +173,12 @@ static NTSTATUS lo_send(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct
     bool inv = w->rdmap_op == RDMAP_OP_SEND_INV || w->rdmap_op == RDMAP_OP_SEND_SE_INV;
     bool se = w->rdmap_op == RDMAP_OP_SEND_SE || w->rdmap_op == RDMAP_OP_SEND_SE_INV;
     NTSTATUS rst = w->total > r.total ? STATUS_BUFFER_TOO_SMALL
-                                      : mem_map_local(peer->obj.ad->mem, peer->pd, r.sge, r.nsge,
+                                      : mem_map_local(peer->obj.ad->dev->mem, peer->pd, r.sge, r.nsge,
                                                       MEM_LOCAL_WRITE, dst, MEM_LOCAL_IOV_MAX, &nd);
     if (rst == STATUS_SUCCESS) {
         iov_copy(dst, nd, src, ns);
         /* The STag goes before the receive completes (RFC 5040 section 5.3). */
-        if (inv && mem_invalidate_remote(peer->obj.ad->mem, peer->pd, peer, w->inv_stag) != MEM_OK)
+        if (inv && mem_invalidate_remote(peer->obj.ad->dev->mem, peer->pd, peer, w->inv_stag) != MEM_OK)
             rst = STATUS_ACCESS_VIOLATION;
     }
     ndk_xp_complete_receive(peer, r.ctx, rst, rst == STATUS_SUCCESS ? w->total : 0,
@@ -285,11 +285,11 @@ static const struct ndk_xp_ops lo_ops = {
 static bool lo_claim(struct ndk_qp_impl *qp, bool claim)
 {
     struct ndk_adapter_impl *ad = qp->obj.ad;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     bool ok = !claim || (!qp->used && !qp->conn && !qp->obj.closing && qp->dp.state == QP_IDLE);
     if (ok)
         qp->used = claim;
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return ok;
 }
 
