@@ -39,26 +39,10 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
 }
 
 /*
- * The limits, each honest for this software provider:
+ * What NdkQueryAdapterInfo reports. The limits and their reasons are in
+ * ndk_limits.h; the rest:
  * - VendorId 0: a software provider has no IEEE OUI; DeviceId 1 names
  *   "libndk software iWARP" so consumers can tell it from hardware.
- * - MaxRegistrationSize / MaxWindowSize: a registration is a range of the
- *   process's virtual address space, which is 47 bits on x86-64 Linux.
- * - FRMRPageCount 256: page lists are plain arrays; 256 pages (1 MiB) costs
- *   2 KiB per FRMR and does not reduce how many can exist.
- * - SGE limits 16: one gathering sendmsg/readv per message, far below IOV_MAX.
- * - MaxTransferLength 1 GiB: RDMA Read sizes are 32-bit on the wire; 1 GiB
- *   keeps every length comfortably in range.
- * - MaxInlineDataSize 256: inline data is copied into the send slot at post
- *   time; perftest asks for up to 236.
- * - IRD/ORD 128: what Linux siw supports (SIW_MAX_IRD_QP/ORD_QP); larger
- *   values would make a siw initiator fail the connection.
- * - Queue depths: entries are small host structures; 16384 per queue and
- *   65536 per CQ bound the memory one consumer can pin in the provider.
- * - LargeRequestThreshold 8192: above this a software copy into a posted
- *   receive costs more than direct placement with Read/Write.
- * - MaxCallerData / MaxCalleeData 252: MPA allows 512 octets including the
- *   4-octet RFC 6581 word, but siw drops frames with PD_Length > 256.
  * - AdapterFlags:
  *   IN_ORDER_DMA: payload is read from the TCP stream straight into place,
  *     in stream order, so no byte lands before an earlier one.
@@ -81,23 +65,21 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
     info->Version = ad->version;
     info->VendorId = 0;
     info->DeviceId = 1;
-    info->MaxRegistrationSize = (SIZE_T)1 << 47;
-    info->MaxWindowSize = (SIZE_T)1 << 47;
-    info->FRMRPageCount = 256;
-    info->MaxInitiatorRequestSge = 16;
-    info->MaxReceiveRequestSge = 16;
-    info->MaxReadRequestSge = 16;
-    info->MaxTransferLength = 1u << 30;
-    info->MaxInlineDataSize = 256;
+    info->MaxRegistrationSize = (SIZE_T)NDK_MAX_REGION;
+    info->MaxWindowSize = (SIZE_T)NDK_MAX_REGION;
+    info->FRMRPageCount = NDK_FRMR_PAGE_COUNT;
+    info->MaxInitiatorRequestSge = NDK_MAX_SGE;
+    info->MaxReceiveRequestSge = NDK_MAX_SGE;
+    info->MaxReadRequestSge = NDK_MAX_SGE;
+    info->MaxTransferLength = NDK_MAX_TRANSFER;
+    info->MaxInlineDataSize = NDK_MAX_INLINE;
     info->MaxInboundReadLimit = NDK_MAX_IRD;
     info->MaxOutboundReadLimit = NDK_MAX_ORD;
-    info->MaxReceiveQueueDepth = 16384;
-    info->MaxInitiatorQueueDepth = 16384;
-    /* SRQ ring entries are 272-byte host structures (16 SGEs): 16384 bounds one SRQ to 4.25 MiB. */
-    info->MaxSrqDepth = 16384;
-    /* CQ ring entries are 48-byte host structures: 65536 bounds one CQ to 3 MiB. */
-    info->MaxCqDepth = 65536;
-    info->LargeRequestThreshold = 8192;
+    info->MaxReceiveQueueDepth = NDK_MAX_QUEUE_DEPTH;
+    info->MaxInitiatorQueueDepth = NDK_MAX_QUEUE_DEPTH;
+    info->MaxSrqDepth = NDK_MAX_SRQ_DEPTH;
+    info->MaxCqDepth = NDK_MAX_CQ_DEPTH;
+    info->LargeRequestThreshold = NDK_LARGE_REQUEST_THRESHOLD;
     info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
     info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
     info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |

@@ -1200,7 +1200,7 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
         ULONG ird, ord;
         if (c->passive) {
             /* Before Accept only the requester's values and our maxima are
-             * known (reference 7.4 rule 4). */
+             * known (NdkGetConnectionData; docs/behaviour.md, IRD / ORD). */
             ird = MIN(NDK_MAX_IRD, c->peer_ord);
             ord = MIN(NDK_MAX_ORD, c->peer_ird);
         } else {

@@ -1,5 +1,6 @@
 /*
- * Completion queues (reference 5.3.2, 5.4, 6.4-6.6, 8 and rules C1-C7).
+ * Completion queues: NdkCreateCq, NdkArmCq, NdkGetCqResults[Ex],
+ * NdkResizeCq, NdkCloseCq (docs/rules.md C1-C7).
  *
  * The ring and the notification state are guarded by cq->lock: the data path
  * pushes from any thread while the consumer drains and arms. The consumer's

@@ -12,8 +12,7 @@
 #include <stdint.h>
 
 #include "core.h"
-
-#define NDK_MAX_SGE 16
+#include "ndk_limits.h"
 
 /* One completion as the QP produces it. */
 struct ndk_cqe {
@@ -46,7 +45,7 @@ struct ndk_cq_impl {
     struct ndk_cqe *ring;
     ULONG depth;          /* capacity asked for (entries) */
     ULONG head, count;
-    /* Notification state (reference 8.2). */
+    /* Notification state (NdkArmCq; docs/rules.md C3-C6). */
     int armed;            /* -1 = not armed, else NDK_CQ_NOTIFY_* (merged) */
     uint64_t pushed;      /* completions ever pushed */
     uint64_t seen_at_cb;  /* value of `pushed` when the last callback was queued */

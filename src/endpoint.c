@@ -1,5 +1,6 @@
 /* Shared endpoints: one local address:port for many outgoing connections
- * with distinct destinations (reference 2.7, E10-E15). */
+ * with distinct destinations (NdkCreateSharedEndpoint; docs/rules.md
+ * E10-E15). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>

@@ -3,8 +3,8 @@
  * (NdkBuildLAM / NdkReleaseLAM), and the checks the data path makes on local
  * SGEs, inbound tagged segments, and Bind / FastRegister / Invalidate.
  *
- * STags. An STag is (24-bit index << 8) | 8-bit key (iwarp.md 3.10, reference
- * 12.7). Each MR or MW object owns one index from creation to destruction.
+ * STags. An STag is (24-bit index << 8) | 8-bit key (RFC 5040).
+ * Each MR or MW object owns one index from creation to destruction.
  * Indices come from a cursor that starts at a random point of the index
  * space and only moves forward (wrapping from 2^24 - 1 to 1, never 0), so a
  * freed index is not handed out again until the whole space has been cycled
@@ -15,7 +15,8 @@
  * tokens of the last 255 registrations of an index all fail.
  *
  * Posting vs. execution. NdkFastRegister and NdkBind must hand out the NEW
- * remote token as soon as they return (reference 5.6.4, 5.7.1), but the
+ * remote token as soon as they return (NdkGetRemoteTokenFromMr,
+ * NdkGetRemoteTokenFromMw), but the
  * mapping takes effect only when the request reaches the head of the
  * initiator queue. So an entry keeps two things: `key`, the key of the newest
  * token handed out (bumped by mem_check_fast_register / mem_check_bind when
@@ -77,12 +78,6 @@
 #define LEAF_SIZE (1u << LEAF_BITS)
 #define DIR_SIZE (IDX_LIMIT >> LEAF_BITS)
 
-/* NdkRegisterMr / NdkBind limits: MaxRegistrationSize and MaxWindowSize of
- * the adapter (adapter.c: the 47-bit user address space). */
-#define MEM_MAX_REGION ((uint64_t)1 << 47)
-/* NdkInitializeFastRegisterMr: more pages than this is STATUS_IMPLEMENTATION_LIMIT
- * (a page list of 512 KiB per MR is the most we are willing to hold). */
-#define MEM_MAX_FRMR_PAGES 65536u
 /* NDK_OP_FLAG_ALLOW_REMOTE_WRITE is 0x30 = 0x20 | ALLOW_LOCAL_WRITE: the
  * 0x20 bit is what asks for remote write. */
 #define OP_FLAG_REMOTE_WRITE_BIT 0x20u
@@ -202,13 +197,13 @@ struct mem_table *mem_table_new(void)
         return NULL;
     }
     long ps = sysconf(_SC_PAGESIZE);
-    /* PAGE_SIZE is the host's page size (reference 6.8). */
+    /* NdkBuildLAM's pages are the host's pages. */
     t->page_size = ps > 0 && (ps & (ps - 1)) == 0 ? (uint64_t)ps : 4096;
     while (((uint64_t)1 << t->page_shift) < t->page_size)
         t->page_shift++;
     t->rng = ndk_random_seed((uint64_t)(uintptr_t)t) | 1; /* xorshift state must not be 0 */
     /* A random start makes indices hard to guess across adapters and runs
-     * (iwarp.md 3.10); 0 is never an index. */
+     * (RFC 5042 on guessed STags); 0 is never an index. */
     t->cursor = (uint32_t)(rng_next(t) % (IDX_LIMIT - 1)) + 1;
     return t;
 }
@@ -447,7 +442,7 @@ NTSTATUS mem_frmr_init(struct mem_table *t, struct mem_entry *e, ULONG npages, b
 {
     if (e->kind != MEM_KIND_FRMR)
         return STATUS_INVALID_PARAMETER; /* only FastRegister == TRUE MRs (5.6.3) */
-    if (npages == 0 || npages > MEM_MAX_FRMR_PAGES)
+    if (npages == 0 || npages > NDK_MAX_FRMR_PAGES)
         return STATUS_IMPLEMENTATION_LIMIT;
     pthread_mutex_lock(&t->lock);
     ULONG cap = e->page_cap;
@@ -532,7 +527,7 @@ static inline bool inside(uint64_t base, uint64_t size, uint64_t to, uint64_t le
     return to >= base && to - base <= size && len <= size - (to - base);
 }
 
-/* The checks of iwarp.md 3.9 rows 12-16 / 19 in the order the brief fixes:
+/* The checks of docs/rules.md R12-R16 / R19, in this order:
  * invalid, not associated, access, wrap, bounds. Lock held; len > 0. *region
  * is the registration whose memory is mapped (the MR, for a window). */
 static enum mem_err check_remote(const struct mem_table *t, const struct mem_entry *e,
@@ -569,7 +564,7 @@ enum mem_err mem_map_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
     if (niov)
         *niov = 0;
     if (len == 0)
-        return MEM_OK; /* zero-length tagged segments are not validated (iwarp.md 3.3) */
+        return MEM_OK; /* a zero-length tagged segment places nothing: not validated */
     /* The privileged token grants local access only (5.5.6). */
     if (stag == pd->privileged_token)
         return MEM_INVALID_STAG;
@@ -878,7 +873,7 @@ NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages
     if (st == STATUS_SUCCESS)
         st = fr_pages_checks(t, npages, pages);
     if (st == STATUS_SUCCESS) {
-        /* npages <= max_pages <= page_cap. At most MEM_MAX_FRMR_PAGES
+        /* npages <= max_pages <= page_cap. At most NDK_MAX_FRMR_PAGES
          * words are copied under the lock. */
         for (ULONG i = 0; i < npages; i++)
             e->pages[i] = (uint64_t)pages[i].QuadPart;
@@ -923,7 +918,7 @@ static NTSTATUS bind_checks(const struct mem_entry *m, const struct mem_entry *w
         return STATUS_INVALID_PARAMETER;
     if (!m->valid)
         return STATUS_INVALID_DEVICE_STATE; /* the MR is not registered */
-    if (len > MEM_MAX_REGION)
+    if (len > NDK_MAX_REGION)
         return STATUS_INVALID_PARAMETER; /* MaxWindowSize */
     /* MR base <= VA < MR base + MR length, and the window ends inside. */
     if (a < m->base || a - m->base >= m->len || len > m->len - (a - m->base))
@@ -994,7 +989,7 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
         w->base = (uint64_t)(uintptr_t)va;
         w->len = len;
         w->access = bind_access(flags);
-        w->qp = qp; /* windows are associated with the QP that bound them (iwarp.md 3.10) */
+        w->qp = qp; /* windows are associated with the QP that bound them (R13) */
         w->qp_serial = qp->serial;
         w->mr_idx = m->idx;
         w->mr_stag = m->stag;
@@ -1099,7 +1094,7 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
     /* Completes inline: a software adapter has nothing to wait for. */
     (void)RequestCompletion, (void)RequestContext;
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
-    if (!ad || !pLAMSize || !pFBO || Length > MEM_MAX_REGION)
+    if (!ad || !pLAMSize || !pFBO || Length > NDK_MAX_REGION)
         return STATUS_INVALID_PARAMETER;
     uint64_t va;
     NTSTATUS st = mem_mdl_span(Mdl, Length, &va);
@@ -1107,7 +1102,7 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
         return st;
     struct mem_table *t = ad->dev->mem;
     /* No IOMMU: logical addresses are the host addresses of the pages
-     * (reference 12.3), page-aligned, with the offset of the first byte
+     * (NdkBuildLAM), page-aligned, with the offset of the first byte
      * as FBO. */
     uint64_t fbo = va & (t->page_size - 1);
     uint64_t first = va - fbo;

@@ -1,6 +1,7 @@
 /*
- * mr.c - memory regions: NdkCreateMr and NDK_MR_DISPATCH (reference 5.5.1,
- * 5.6, 9.2, 9.3). The registration itself lives in the adapter's STag table
+ * mr.c - memory regions: NdkCreateMr and NDK_MR_DISPATCH
+ * (NdkRegisterMr, NdkDeregisterMr, NdkInitializeFastRegisterMr, the token
+ * getters). The registration itself lives in the adapter's STag table
  * (mem.c); the object owns one entry of it from creation to destruction.
  *
  * Register, deregister and initialize complete inline (STATUS_SUCCESS, no
@@ -17,8 +18,6 @@
 
 #include "mem_internal.h"
 
-/* MaxRegistrationSize (adapter.c): the 47-bit user address space. */
-#define MR_MAX_LENGTH ((SIZE_T)1 << 47)
 /* Every NDK_MR_FLAG_* bit (6.10); anything else is refused. */
 #define MR_FLAGS_KNOWN                                                                       \
     (NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |                         \
@@ -54,7 +53,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length, ULONG Flags
 {
     (void)RequestCompletion, (void)RequestContext; /* completes inline */
     struct ndk_mr_impl *mr = mr_from(pNdkMr);
-    if (!mr || Length == 0 || Length > MR_MAX_LENGTH || (Flags & ~MR_FLAGS_KNOWN))
+    if (!mr || Length == 0 || Length > NDK_MAX_REGION || (Flags & ~MR_FLAGS_KNOWN))
         return STATUS_INVALID_PARAMETER;
     /* Local read is always granted. RDMA_READ_SINK is accepted and
      * ignored (5.6.1): Read Responses are placed into the sink SGEs as

@@ -1,6 +1,6 @@
 /*
- * mw.c - memory windows: NdkCreateMw and NDK_MW_DISPATCH (reference 5.5.2,
- * 5.7, 9.4). Binding and invalidation are work requests of a QP (qp.c calls
+ * mw.c - memory windows: NdkCreateMw and NDK_MW_DISPATCH
+ * (NdkGetRemoteTokenFromMw, NdkBind, NdkInvalidate). Binding and invalidation are work requests of a QP (qp.c calls
  * mem_check_bind / mem_exec_bind in mem.c); the object owns one entry of the
  * adapter's STag table from creation to destruction.
  *

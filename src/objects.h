@@ -23,12 +23,6 @@ void ndk_view_retire(struct ndk_adapter_impl *view);
 void ndk_drain_callbacks(struct ndk_device *dev);
 void ndk_free_deferred(struct ndk_device *dev);
 
-/* The limits every adapter reports; section comments in adapter.c. */
-#define NDK_MAX_IRD 128
-#define NDK_MAX_ORD 128
-#define NDK_MAX_PRIVATE_DATA 252
-/* NDK_OPEN_FLAG_RELAXED_TX_GATE: iwarp.md 2.3 asks for at least 100 ms. */
-#define NDK_RELAXED_GATE_MS 100
 
 /* ---- cq.c (struct ndk_cq_impl and the SRQ: cqsrq.h) ---- */
 NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,

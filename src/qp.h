@@ -305,7 +305,9 @@ bool ndk_qp_on_readable(struct ndk_qp_impl *qp);
 /* The same for busy pollers: skips the QP if its engine is busy elsewhere. */
 void ndk_qp_try_readable(struct ndk_qp_impl *qp);
 
-/* ---- qp.c: the QP object, whatever the transport ---- */
+/* ---- qp.c, qp_post.c, qp_complete.c, qp_poll.c: the QP object, whatever
+ * the transport ---- */
+extern const NDK_QP_DISPATCH ndk_qp_dispatch;
 /* The connection is going away: detach the transport (it is not called
  * for this QP once this returns), then complete every outstanding
  * request with STATUS_CANCELLED. */
@@ -348,5 +350,6 @@ bool qp_enter_error(struct ndk_qp_impl *qp, ULONG reason);
 void qp_attach_locked(struct ndk_qp_impl *qp, const struct ndk_xp_ops *ops, void *ctx, uint32_t ird,
                       uint32_t ord);
 void qp_live_add(struct ndk_qp_impl *qp);
+void qp_live_remove(struct ndk_qp_impl *qp);
 
 #endif

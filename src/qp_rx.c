@@ -2,8 +2,8 @@
  * The receive engine: reads each FPDU's header first, decides where its
  * payload belongs (a registered region for tagged messages, the posted
  * receive for Sends, the read sink for Read Responses) and reads the payload
- * straight there, then the pad and CRC (iwarp.md 3.11). Every check of
- * iwarp.md 3.9 happens before a byte is placed, with one exception: a Send's
+ * straight there, then the pad and CRC (RFC 5044 framing). Every check of
+ * docs/rules.md (R1-R24) happens before a byte is placed, with one exception: a Send's
  * payload may be read together with its MO (read_send_ahead), into the
  * posted receive it must go to; a wrong MO then fails the FPDU just the
  * same. A failed check sends the Terminate it names and ends the stream.
@@ -115,7 +115,7 @@ static bool place(struct ndk_qp_impl *qp)
         bool room = dp->irq_count < dp->irq_cap;
         pthread_mutex_unlock(&dp->sq_lock);
         if (!room) {
-            /* More reads than the IRD we agreed to (iwarp.md 3.9 row 18). */
+            /* More reads than the IRD we agreed to (docs/rules.md R18). */
             rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
             return false;
         }
@@ -231,10 +231,10 @@ static bool commit(struct ndk_qp_impl *qp)
     if (!h->last)
         return true;
     dp->msn_send_expect = ddp_msn_next(dp->msn_send_expect);
-    bool inv = h->opcode == RDMAP_OP_SEND_INV || h->opcode == RDMAP_OP_SEND_SE_INV;
-    bool se = h->opcode == RDMAP_OP_SEND_SE || h->opcode == RDMAP_OP_SEND_SE_INV;
+    bool inv = rdmap_op(h->opcode)->invalidate;
+    bool se = rdmap_op(h->opcode)->solicit;
     if (inv) {
-        /* The STag goes before the receive completes (iwarp.md 3.6). */
+        /* The STag goes before the receive completes (docs/rules.md R21). */
         enum mem_err e = mem_invalidate_remote(qp->obj.ad->dev->mem, qp->pd, qp, h->inv_stag);
         if (e != MEM_OK) {
             ddp_term_set(&t, TERM_LAYER_RDMAP,
@@ -331,8 +331,8 @@ static bool on_header(struct ndk_qp_impl *qp)
         return false;
     }
     /* A new untagged message before the last one ended fails its MSN
-     * check, a new tagged one its continuation check (iwarp.md 3.9 rows
-     * 8, 17, 22); tagged inside untagged is tolerated, as siw does. */
+     * check, a new tagged one its continuation check (docs/rules.md R8,
+     * R17, R22); tagged inside untagged is tolerated, as siw does. */
     size_t hlen = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
     dp->rx_hdr_len = hlen;
     dp->rx_payload = ulpdu - hlen;
@@ -423,19 +423,13 @@ static bool absorb(struct ndk_qp_dp *dp, const struct iovec *v, int nv, size_t g
 
 enum { AHEAD_NO, AHEAD_MOVED, AHEAD_FPDU, AHEAD_WAIT, AHEAD_DEAD };
 
-static bool is_send_op(uint8_t op)
-{
-    return op == RDMAP_OP_SEND || op == RDMAP_OP_SEND_INV || op == RDMAP_OP_SEND_SE ||
-           op == RDMAP_OP_SEND_SE_INV;
-}
-
 /* A Send FPDU whose header lacks only its last 4 octets (the MO; the first
  * 16 came with the previous trailer). Instead of one read for those and
  * another for the payload, one read takes both, the payload going where an
  * in-order MO puts it: the receive this message fills (or the next posted
  * one) at the message's current length. The header is then checked whole,
  * as always, before anything counts; any other MO fails the FPDU anyway
- * (iwarp.md 3.9 row 10) and the Terminate quotes the real header. The
+ * (docs/rules.md R10) and the Terminate quotes the real header. The
  * octets read by then lie inside that posted receive buffer, which the
  * failure flushes. Not for an SRQ, whose next receive another QP may take. */
 static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
@@ -443,7 +437,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
     struct ndk_qp_dp *dp = &qp->dp;
     const uint8_t *hb = dp->rx_hdr;
     if (dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
-        !is_send_op(hb[3] & RDMAP_CTRL_OP_MASK) || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
+        !rdmap_op(hb[3] & RDMAP_CTRL_OP_MASK)->send || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
     struct iovec msg[MEM_LOCAL_IOV_MAX];

@@ -3,7 +3,7 @@
  * Requests into FPDUs. Headers and trailers are built in the QP; payloads
  * are referenced where the consumer registered them, so one gathering
  * writev carries headers, payload and CRC for as many FPDUs as are waiting
- * (iwarp.md 1.4, 1.9, 3.3-3.5). Messages are never interleaved; Read
+ * (RFC 5044 FPDUs, RFC 5041 segments). Messages are never interleaved; Read
  * Responses go out between requests, at message boundaries.
  */
 #include <errno.h>
@@ -125,8 +125,8 @@ static bool pick_next(struct ndk_qp_impl *qp)
         case SWQE_BIND:
         case SWQE_FASTREG:
         case SWQE_INVALIDATE: {
-            /* Local operations take effect in queue order (iwarp.md 3.8
-             * rule 9) and put nothing on the wire. */
+            /* Local operations take effect in queue order (NdkBind,
+             * NdkFastRegister, NdkInvalidate) and put nothing on the wire. */
             fail_wqe(qp, ndk_xp_exec_local(qp, w));
             continue;
         }
@@ -256,18 +256,20 @@ static void fill_batch(struct ndk_qp_impl *qp)
             frame_read_request(qp, w);
             continue;
         }
-        bool tagged = w->op == SWQE_WRITE;
-        size_t room = mulpdu - (tagged ? DDP_TAGGED_HDR_LEN : DDP_UNTAGGED_HDR_LEN);
+        uint8_t op = w->op == SWQE_WRITE ? RDMAP_OP_WRITE : w->rdmap_op;
+        const struct rdmap_opinfo *oi = rdmap_op(op);
+        bool tagged = oi->tagged;
+        size_t room = mulpdu - oi->hdr_len;
         uint64_t left = w->total - dp->tx_cur_off;
         size_t seg = left < room ? (size_t)left : room;
         struct iovec pl[MEM_LOCAL_IOV_MAX];
         int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
         bool last = dp->tx_cur_off + seg == w->total;
         uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
-        size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_WRITE, last, w->rtoken,
+        size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->rtoken,
                                                  w->raddr + dp->tx_cur_off)
-                             : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, w->rdmap_op, last, w->inv_stag,
-                                                   DDP_QN_SEND, dp->msn_send, (uint32_t)dp->tx_cur_off);
+                             : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->inv_stag, oi->qn,
+                                                   dp->msn_send, (uint32_t)dp->tx_cur_off);
         frame_fpdu(dp, hlen, pl, npl < 0 ? 0 : npl, seg);
         dp->tx_cur_off += seg;
         if (last) {

@@ -1,5 +1,6 @@
 /*
- * Shared receive queues (reference 5.2.5, 5.5.3, 5.8, W2).
+ * Shared receive queues: NdkCreateSrq, NdkModifySrq, NdkSrqReceive,
+ * NdkCloseSrq (docs/rules.md W2).
  *
  * The ring of posted receives is guarded by srq->lock: the consumer posts
  * (one poster at a time, W2) while the data path of every QP using the SRQ

@@ -170,14 +170,14 @@ static NTSTATUS lo_send(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct
         lo_fatal(o, &t);
         return STATUS_SUCCESS;
     }
-    bool inv = w->rdmap_op == RDMAP_OP_SEND_INV || w->rdmap_op == RDMAP_OP_SEND_SE_INV;
-    bool se = w->rdmap_op == RDMAP_OP_SEND_SE || w->rdmap_op == RDMAP_OP_SEND_SE_INV;
+    bool inv = rdmap_op(w->rdmap_op)->invalidate;
+    bool se = rdmap_op(w->rdmap_op)->solicit;
     NTSTATUS rst = w->total > r.total ? STATUS_BUFFER_TOO_SMALL
                                       : mem_map_local(peer->obj.ad->dev->mem, peer->pd, r.sge, r.nsge,
                                                       MEM_LOCAL_WRITE, dst, MEM_LOCAL_IOV_MAX, &nd);
     if (rst == STATUS_SUCCESS) {
         iov_copy(dst, nd, src, ns);
-        /* The STag goes before the receive completes (RFC 5040 section 5.3). */
+        /* The STag goes before the receive completes (docs/rules.md R21). */
         if (inv && mem_invalidate_remote(peer->obj.ad->dev->mem, peer->pd, peer, w->inv_stag) != MEM_OK)
             rst = STATUS_ACCESS_VIOLATION;
     }

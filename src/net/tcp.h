@@ -25,7 +25,8 @@ bool ndk_sockaddr_same_ip(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b);
 /* Parses "1.2.3.4", "::1", with an optional port in "1.2.3.4:5" / "[::1]:5". */
 bool ndk_sockaddr_parse(const char *s, uint16_t default_port, NDK_SOCKADDR *out);
 
-/* The buffer-size pattern of the NDK address getters (reference 4.7). */
+/* The buffer-size pattern of NdkGetLocalAddress and NdkGetPeerAddress:
+ * too small a buffer is STATUS_BUFFER_TOO_SMALL with the size needed. */
 NTSTATUS ndk_sockaddr_copy_out(const NDK_SOCKADDR *a, struct sockaddr *out, ULONG *len);
 
 /* Non-blocking, close-on-exec TCP socket with TCP_NODELAY (as siw: iWARP
