@@ -33,106 +33,122 @@ static void rx_fail_code(struct ndk_qp_impl *qp, uint8_t layer, uint8_t etype, u
     rx_fail(qp, &t);
 }
 
-/* Decides where the payload of the FPDU just parsed goes. Returns false
- * when the stream failed. */
-static bool place(struct ndk_qp_impl *qp)
+/* An RDMA Write segment goes where its STag and TO say (R12-R17). */
+static bool place_write(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     struct ddp_hdr *h = &dp->rx_h;
     size_t len = dp->rx_payload;
     struct mem_table *mem = qp->obj.ad->dev->mem;
     struct ddp_term t;
-    dp->rx_iov_n = 0;
-    dp->rx_iov_off = 0;
+    if (dp->rx_tmsg_active && !ddp_check_tagged_cont(dp->rx_tmsg_stag, dp->rx_tmsg_to, h->stag, h->to, &t)) {
+        rx_fail(qp, &t);
+        return false;
+    }
+    if (len) {
+        enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
+                                        dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
+        if (e != MEM_OK) {
+            ddp_term_for_write(ndk_xp_stag_fault(e), &t);
+            rx_fail(qp, &t);
+            return false;
+        }
+    }
+    dp->rx_tmsg_active = !h->last;
+    dp->rx_tmsg_stag = h->stag;
+    dp->rx_tmsg_to = h->to + len;
+    return true;
+}
 
-    switch (h->opcode) {
-    case RDMAP_OP_WRITE: {
-        if (dp->rx_tmsg_active && !ddp_check_tagged_cont(dp->rx_tmsg_stag, dp->rx_tmsg_to, h->stag, h->to, &t)) {
-            rx_fail(qp, &t);
-            return false;
-        }
-        if (len) {
-            enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
-                                            dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
-            if (e != MEM_OK) {
-                ddp_term_for_write(ndk_xp_stag_fault(e), &t);
-                rx_fail(qp, &t);
-                return false;
-            }
-        }
-        dp->rx_tmsg_active = !h->last;
-        dp->rx_tmsg_stag = h->stag;
-        dp->rx_tmsg_to = h->to + len;
-        return true;
-    }
-    case RDMAP_OP_READ_RESP: {
-        pthread_mutex_lock(&dp->sq_lock);
-        if (!dp->orq_count) {
-            pthread_mutex_unlock(&dp->sq_lock);
-            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG);
-            return false;
-        }
-        struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
-        uint32_t received = o->received;
-        uint32_t size = o->size;
-        bool ok = ddp_check_tagged_cont(o->sink_stag, o->sink_to + received, h->stag, h->to, &t);
-        NDK_SGE sge[NDK_MAX_SGE];
-        ULONG nsge = 0;
-        if (o->wqe != ORQ_RTR) {
-            struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
-            nsge = w->nsge;
-            memcpy(sge, w->sge, nsge * sizeof *sge);
-        }
+/* A Read Response segment goes into the sink of our oldest Read (R20). */
+static bool place_read_response(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    size_t len = dp->rx_payload;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
+    struct ddp_term t;
+    pthread_mutex_lock(&dp->sq_lock);
+    if (!dp->orq_count) {
         pthread_mutex_unlock(&dp->sq_lock);
-        if (!ok) {
+        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG);
+        return false;
+    }
+    struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
+    uint32_t received = o->received;
+    uint32_t size = o->size;
+    bool ok = ddp_check_tagged_cont(o->sink_stag, o->sink_to + received, h->stag, h->to, &t);
+    NDK_SGE sge[NDK_MAX_SGE];
+    ULONG nsge = 0;
+    if (o->wqe != ORQ_RTR) {
+        struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
+        nsge = w->nsge;
+        memcpy(sge, w->sge, nsge * sizeof *sge);
+    }
+    pthread_mutex_unlock(&dp->sq_lock);
+    if (!ok) {
+        rx_fail(qp, &t);
+        return false;
+    }
+    if ((uint64_t)received + len > size || (h->last && received + len != size)) {
+        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS);
+        return false;
+    }
+    if (len) {
+        struct iovec sink[MEM_LOCAL_IOV_MAX];
+        int nsink;
+        if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &nsink) !=
+                STATUS_SUCCESS ||
+            (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+            /* Our own sink went away under the Read: local failure. */
+            dp->rx_iov_n = 0;
+            rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A Read Request places nothing; its source is checked whole now (R18,
+ * R19) and answered by the transmit engine. */
+static bool check_read_request(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
+    struct ddp_term t;
+    if (!ddp_check_msn(dp->msn_read_expect, h->msn, &t)) {
+        rx_fail(qp, &t);
+        return false;
+    }
+    pthread_mutex_lock(&dp->sq_lock);
+    bool room = dp->irq_count < dp->irq_cap;
+    pthread_mutex_unlock(&dp->sq_lock);
+    if (!room) {
+        /* More reads than the IRD we agreed to (docs/rules.md R18). */
+        rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
+        return false;
+    }
+    if (h->rreq.size) {
+        enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->rreq.src_stag, h->rreq.src_to, h->rreq.size,
+                                        MEM_REMOTE_READ, NULL, 0, NULL);
+        if (e != MEM_OK) {
+            ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
             rx_fail(qp, &t);
             return false;
         }
-        if ((uint64_t)received + len > size || (h->last && received + len != size)) {
-            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS);
-            return false;
-        }
-        if (len) {
-            struct iovec sink[MEM_LOCAL_IOV_MAX];
-            int nsink;
-            if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &nsink) !=
-                    STATUS_SUCCESS ||
-                (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
-                /* Our own sink went away under the Read: local failure. */
-                dp->rx_iov_n = 0;
-                rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
-                return false;
-            }
-        }
-        return true;
     }
-    case RDMAP_OP_READ_REQ: {
-        if (!ddp_check_msn(dp->msn_read_expect, h->msn, &t)) {
-            rx_fail(qp, &t);
-            return false;
-        }
-        pthread_mutex_lock(&dp->sq_lock);
-        bool room = dp->irq_count < dp->irq_cap;
-        pthread_mutex_unlock(&dp->sq_lock);
-        if (!room) {
-            /* More reads than the IRD we agreed to (docs/rules.md R18). */
-            rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
-            return false;
-        }
-        if (h->rreq.size) {
-            enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->rreq.src_stag, h->rreq.src_to, h->rreq.size,
-                                            MEM_REMOTE_READ, NULL, 0, NULL);
-            if (e != MEM_OK) {
-                ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
-                rx_fail(qp, &t);
-                return false;
-            }
-        }
-        return true;
-    }
-    default:
-        break;
-    }
+    return true;
+}
+
+/* A Send segment goes into the posted receive it fills (R8-R11, R22). */
+static bool place_send(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    size_t len = dp->rx_payload;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
+    struct ddp_term t;
     /* The Send family (QN 0). */
     if (!ddp_check_msn(dp->msn_send_expect, h->msn, &t)) {
         rx_fail(qp, &t);
@@ -166,6 +182,25 @@ static bool place(struct ndk_qp_impl *qp)
         return false;
     }
     return true;
+}
+
+/* Decides where the payload of the FPDU just parsed goes. Returns false
+ * when the stream failed. */
+static bool place(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    dp->rx_iov_n = 0;
+    dp->rx_iov_off = 0;
+    switch (dp->rx_h.opcode) {
+    case RDMAP_OP_WRITE:
+        return place_write(qp);
+    case RDMAP_OP_READ_RESP:
+        return place_read_response(qp);
+    case RDMAP_OP_READ_REQ:
+        return check_read_request(qp);
+    default:
+        return place_send(qp);
+    }
 }
 
 static void complete_receive(struct ndk_qp_impl *qp, NTSTATUS st, bool inv, uint32_t token, bool se)
