@@ -9,12 +9,12 @@
  * socket in production (connector.c), an in-memory pipe in the simulation
  * tests. The protocol decisions are the sans-IO codecs of wire/.
  *
- * Locks, in the order they may be taken: the adapter lock (connection
+ * Locks, in the order they may be taken: the device lock (connection
  * management; the progress thread holds it while dispatching socket events),
  * qp->rx_lock (the receive engine), qp->sq_lock (initiator queue and
  * transmit engine), qp->rq_lock (receive queue), a CQ's or SRQ's lock, the
- * memory table lock, the adapter's callback-queue lock. Posting threads take
- * only sq_lock or rq_lock (and what follows), never the adapter lock.
+ * memory table lock, the device's callback-queue lock. Posting threads take
+ * only sq_lock or rq_lock (and what follows), never the device lock.
  */
 #ifndef NDK_QP_H
 #define NDK_QP_H
@@ -141,10 +141,10 @@ struct ndk_qp_dp {
     void *xp_ctx;
     /* iWARP: the byte stream under the FPDUs (NULL once stopped). */
     struct ndk_transport *tr;
-    struct ndk_qp_impl *live_next, *live_prev; /* adapter's live list */
+    struct ndk_qp_impl *live_next, *live_prev; /* device's live list */
     struct ndk_qp_link on_rcq, on_icq; /* in its CQs' lists (on_icq unused when they are one) */
     bool live;
-    /* Busy polling (adapter live_lock): input_leased while pollers read the
+    /* Busy polling (device live_lock): input_leased while pollers read the
      * stream; lease_polled says one did since the progress thread last
      * looked, which ends the lease when it finds none (ndk_qp_age_leases). */
     bool input_leased;

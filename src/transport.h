@@ -52,7 +52,7 @@
  *
  * Locks (qp.h lists the order): the QP object calls doorbell with sq_lock
  * held, flush and forget with rx_lock and sq_lock held (forget: sq_lock),
- * poll and lease_input with the adapter's live_lock held, after_post with
+ * poll and lease_input with the device's live_lock held, after_post with
  * no lock. ndk_xp_sq_* need sq_lock held; ndk_xp_take_receive takes the
  * receive queue's (or SRQ's) own lock; ndk_xp_complete_receive and
  * ndk_xp_sq_complete only the CQ's; ndk_xp_fail takes rx_lock and sq_lock
@@ -109,7 +109,7 @@ struct ndk_xp_ops {
     /* Optional. The QP left the connection (ndk_qp_stop: it is being
      * closed, or its connection ends) and every request it had completed:
      * forget it; ctx is what ndk_qp_attach was given. The QP object calls
-     * nothing more of this transport for it. The adapter lock may be held
+     * nothing more of this transport for it. The device lock may be held
      * (a QP closing); no QP lock is. */
     void (*detach)(struct ndk_qp_impl *qp, void *ctx);
 };
