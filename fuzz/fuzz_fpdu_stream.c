@@ -284,9 +284,9 @@ static void rewrite(uint8_t *s, size_t len, uint32_t fr_tok, uint32_t local_tok,
 static void free_closed_objects(NDK_ADAPTER *pub)
 {
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pub);
-    pthread_mutex_lock(&ad->lock);
-    ndk_free_deferred(ad);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
+    ndk_free_deferred(ad->dev);
+    pthread_mutex_unlock(&ad->dev->lock);
 }
 
 /* Receive buffers (local write only), the exposed region, our sources. */

@@ -244,9 +244,9 @@ static void cq_notify(PVOID ctx, NTSTATUS st)
 static void free_closed_objects(NDK_ADAPTER *pub)
 {
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pub);
-    pthread_mutex_lock(&ad->lock);
-    ndk_free_deferred(ad);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
+    ndk_free_deferred(ad->dev);
+    pthread_mutex_unlock(&ad->dev->lock);
 }
 
 enum { REQ_READ1, REQ_SEND, REQ_READ2, REQ_RECV, NREQ };

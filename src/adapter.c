@@ -7,6 +7,7 @@
 
 #include "mem.h"
 #include "net/linger.h"
+#include "net/sys.h"
 #include "objects.h"
 
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
@@ -38,26 +39,10 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
 }
 
 /*
- * The limits, each honest for this software provider:
+ * What NdkQueryAdapterInfo reports. The limits and their reasons are in
+ * ndk_limits.h; the rest:
  * - VendorId 0: a software provider has no IEEE OUI; DeviceId 1 names
  *   "libndk software iWARP" so consumers can tell it from hardware.
- * - MaxRegistrationSize / MaxWindowSize: a registration is a range of the
- *   process's virtual address space, which is 47 bits on x86-64 Linux.
- * - FRMRPageCount 256: page lists are plain arrays; 256 pages (1 MiB) costs
- *   2 KiB per FRMR and does not reduce how many can exist.
- * - SGE limits 16: one gathering sendmsg/readv per message, far below IOV_MAX.
- * - MaxTransferLength 1 GiB: RDMA Read sizes are 32-bit on the wire; 1 GiB
- *   keeps every length comfortably in range.
- * - MaxInlineDataSize 256: inline data is copied into the send slot at post
- *   time; perftest asks for up to 236.
- * - IRD/ORD 128: what Linux siw supports (SIW_MAX_IRD_QP/ORD_QP); larger
- *   values would make a siw initiator fail the connection.
- * - Queue depths: entries are small host structures; 16384 per queue and
- *   65536 per CQ bound the memory one consumer can pin in the provider.
- * - LargeRequestThreshold 8192: above this a software copy into a posted
- *   receive costs more than direct placement with Read/Write.
- * - MaxCallerData / MaxCalleeData 252: MPA allows 512 octets including the
- *   4-octet RFC 6581 word, but siw drops frames with PD_Length > 256.
  * - AdapterFlags:
  *   IN_ORDER_DMA: payload is read from the TCP stream straight into place,
  *     in stream order, so no byte lands before an earlier one.
@@ -71,7 +56,7 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
  *     addresses works (covered by the conformance tests).
  *   Not set: CQ_INTERRUPT_MODERATION (a notification is a queued callback,
  *     there is no interrupt to amortise), MULTI_ENGINE (one progress thread
- *     per adapter: spreading connections does not add engines).
+ *     per interface: spreading connections does not add engines).
  * - RdmaTechnology: iWARP.
  */
 void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
@@ -80,23 +65,21 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
     info->Version = ad->version;
     info->VendorId = 0;
     info->DeviceId = 1;
-    info->MaxRegistrationSize = (SIZE_T)1 << 47;
-    info->MaxWindowSize = (SIZE_T)1 << 47;
-    info->FRMRPageCount = 256;
-    info->MaxInitiatorRequestSge = 16;
-    info->MaxReceiveRequestSge = 16;
-    info->MaxReadRequestSge = 16;
-    info->MaxTransferLength = 1u << 30;
-    info->MaxInlineDataSize = 256;
+    info->MaxRegistrationSize = (SIZE_T)NDK_MAX_REGION;
+    info->MaxWindowSize = (SIZE_T)NDK_MAX_REGION;
+    info->FRMRPageCount = NDK_FRMR_PAGE_COUNT;
+    info->MaxInitiatorRequestSge = NDK_MAX_SGE;
+    info->MaxReceiveRequestSge = NDK_MAX_SGE;
+    info->MaxReadRequestSge = NDK_MAX_SGE;
+    info->MaxTransferLength = NDK_MAX_TRANSFER;
+    info->MaxInlineDataSize = NDK_MAX_INLINE;
     info->MaxInboundReadLimit = NDK_MAX_IRD;
     info->MaxOutboundReadLimit = NDK_MAX_ORD;
-    info->MaxReceiveQueueDepth = 16384;
-    info->MaxInitiatorQueueDepth = 16384;
-    /* SRQ ring entries are 272-byte host structures (16 SGEs): 16384 bounds one SRQ to 4.25 MiB. */
-    info->MaxSrqDepth = 16384;
-    /* CQ ring entries are 48-byte host structures: 65536 bounds one CQ to 3 MiB. */
-    info->MaxCqDepth = 65536;
-    info->LargeRequestThreshold = 8192;
+    info->MaxReceiveQueueDepth = NDK_MAX_QUEUE_DEPTH;
+    info->MaxInitiatorQueueDepth = NDK_MAX_QUEUE_DEPTH;
+    info->MaxSrqDepth = NDK_MAX_SRQ_DEPTH;
+    info->MaxCqDepth = NDK_MAX_CQ_DEPTH;
+    info->LargeRequestThreshold = NDK_LARGE_REQUEST_THRESHOLD;
     info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
     info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
     info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
@@ -140,9 +123,9 @@ static void refresh_addrs(struct ndk_adapter_impl *ad)
         return;
     int n = ndk_if_list(list, 64);
     for (int i = 0; i < n && i < 64; i++) {
-        if (strcmp(list[i].Name, ad->name) == 0) {
-            ad->naddrs = list[i].AddressCount;
-            memcpy(ad->addrs, list[i].Addresses, sizeof(NDK_SOCKADDR) * list[i].AddressCount);
+        if (strcmp(list[i].Name, ad->dev->name) == 0) {
+            ad->dev->naddrs = list[i].AddressCount;
+            memcpy(ad->dev->addrs, list[i].Addresses, sizeof(NDK_SOCKADDR) * list[i].AddressCount);
         }
     }
     free(list);
@@ -152,24 +135,24 @@ static bool owns_cached(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
 {
     if (ndk_sockaddr_is_any(addr))
         return true;
-    if (ad->loopback && addr->sa.sa_family == AF_INET &&
+    if (ad->dev->loopback && addr->sa.sa_family == AF_INET &&
         (ntohl(addr->in4.sin_addr.s_addr) >> 24) == 127)
         return true;
-    for (unsigned i = 0; i < ad->naddrs; i++)
-        if (ndk_sockaddr_same_ip(&ad->addrs[i], addr))
+    for (unsigned i = 0; i < ad->dev->naddrs; i++)
+        if (ndk_sockaddr_same_ip(&ad->dev->addrs[i], addr))
             return true;
     return false;
 }
 
 bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
 {
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     bool yes = owns_cached(ad, addr);
     if (!yes) {
         refresh_addrs(ad); /* addresses can be added after the adapter was opened */
         yes = owns_cached(ad, addr);
     }
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return yes;
 }
 
@@ -228,36 +211,36 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
 
 static void *progress_main(void *arg)
 {
-    struct ndk_adapter_impl *ad = arg;
+    struct ndk_device *dev = arg;
     uint64_t leases_aged_ms = 0;
-    pthread_mutex_lock(&ad->lock);
-    loop_set_owner(&ad->loop);
+    pthread_mutex_lock(&dev->lock);
+    loop_set_owner(&dev->loop);
     for (;;) {
-        ndk_drain_callbacks(ad);
-        ndk_free_deferred(ad);
-        pthread_mutex_lock(&ad->cbq_lock);
-        bool idle = !ad->cbq_head;
-        pthread_mutex_unlock(&ad->cbq_lock);
+        ndk_drain_callbacks(dev);
+        ndk_free_deferred(dev);
+        pthread_mutex_lock(&dev->cbq_lock);
+        bool idle = !dev->cbq_head;
+        pthread_mutex_unlock(&dev->cbq_lock);
         /* A rejecting socket still lingering (net/linger.h) is waited for:
          * closing it now would put our FIN right behind the reject. */
-        if (ad->stopping && idle && !ad->lingers)
+        if (dev->stopping && idle && !dev->lingers.head)
             break;
         /* While busy pollers hold input leases, look at them every
          * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */
-        bool leases = __atomic_load_n(&ad->input_leases, __ATOMIC_RELAXED) > 0;
+        bool leases = __atomic_load_n(&dev->input_leases, __ATOMIC_RELAXED) > 0;
         /* While QPs wait for a receive, look at their deadlines (and SRQs)
          * every 10 ms (ndk_qp_check_rx_waits). */
-        bool waits = __atomic_load_n(&ad->rx_waits, __ATOMIC_RELAXED) > 0;
-        loop_poll(&ad->loop, &ad->lock, leases ? 1 : waits ? 10 : -1);
+        bool waits = __atomic_load_n(&dev->rx_waits, __ATOMIC_RELAXED) > 0;
+        loop_poll(&dev->loop, &dev->lock, leases ? 1 : waits ? 10 : -1);
         uint64_t now = loop_now_ms();
         if (leases && now != leases_aged_ms) {
             leases_aged_ms = now;
-            ndk_qp_age_leases(ad);
+            ndk_qp_age_leases(dev);
         }
         if (waits)
-            ndk_qp_check_rx_waits(ad);
+            ndk_qp_check_rx_waits(dev);
     }
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&dev->lock);
     return NULL;
 }
 
@@ -267,6 +250,73 @@ static void adapter_free(struct ndk_obj *obj)
 }
 
 static const struct ndk_obj_ops adapter_ops = {.free = adapter_free};
+
+/* ---- the devices: one per interface, found by its index ---- */
+
+static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct ndk_device *registry;
+
+static struct ndk_device *registry_find(unsigned ifindex)
+{
+    for (struct ndk_device *d = registry; d; d = d->registry_next)
+        if (d->ifindex == ifindex)
+            return d;
+    return NULL;
+}
+
+static void registry_remove(struct ndk_device *dev)
+{
+    for (struct ndk_device **pp = &registry; *pp; pp = &(*pp)->registry_next) {
+        if (*pp == dev) {
+            *pp = dev->registry_next;
+            return;
+        }
+    }
+}
+
+static void device_free(struct ndk_device *dev)
+{
+    if (dev->thread_started)
+        loop_fini(&dev->loop);
+    mem_table_free(dev->mem);
+    pthread_cond_destroy(&dev->cb_done);
+    pthread_mutex_destroy(&dev->cbq_lock);
+    pthread_mutex_destroy(&dev->live_lock);
+    pthread_mutex_destroy(&dev->lock);
+    free(dev);
+}
+
+/* A new device for the interface d, in the registry (registry lock held);
+ * NULL when out of memory or threads. */
+static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d)
+{
+    struct ndk_device *dev = calloc(1, sizeof *dev);
+    if (!dev)
+        return NULL;
+    memcpy(dev->name, d->Name, sizeof dev->name);
+    dev->ifindex = d->IfIndex;
+    dev->loopback = (d->Flags & NDK_ADAPTER_DESC_LOOPBACK) != 0;
+    dev->naddrs = d->AddressCount;
+    memcpy(dev->addrs, d->Addresses, sizeof(NDK_SOCKADDR) * d->AddressCount);
+    pthread_mutex_init(&dev->lock, NULL);
+    pthread_mutex_init(&dev->cbq_lock, NULL);
+    pthread_mutex_init(&dev->live_lock, NULL);
+    pthread_cond_init(&dev->cb_done, NULL);
+    dev->mem = mem_table_new();
+    if (!dev->mem || loop_init(&dev->loop) < 0) {
+        device_free(dev);
+        return NULL;
+    }
+    if (!ndk_thread_start(&dev->thread, progress_main, dev)) {
+        loop_fini(&dev->loop);
+        device_free(dev);
+        return NULL;
+    }
+    dev->thread_started = true;
+    dev->registry_next = registry;
+    registry = dev;
+    return dev;
+}
 
 NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
                                 const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter)
@@ -323,39 +373,27 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         free(list);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    memcpy(ad->name, d->Name, sizeof ad->name);
-    ad->ifindex = d->IfIndex;
-    ad->loopback = (d->Flags & NDK_ADAPTER_DESC_LOOPBACK) != 0;
-    ad->naddrs = d->AddressCount;
-    memcpy(ad->addrs, d->Addresses, sizeof(NDK_SOCKADDR) * d->AddressCount);
-    free(list);
     ad->version = ver;
     resolve_options(&ad->opt, pOptions);
-    ndk_obj_init(&ad->obj, ad, NdkObjectTypeAdapter, &adapter_dispatch, &adapter_ops);
-
-    pthread_mutex_init(&ad->lock, NULL);
-    pthread_mutex_init(&ad->cbq_lock, NULL);
-    pthread_mutex_init(&ad->live_lock, NULL);
     ad->busy_poll = (ad->opt.Flags & NDK_OPEN_FLAG_BUSY_POLL) != 0;
-    if (ad->busy_poll) {
-        ndk_cq_poll_hook = ndk_qp_busy_poll;
-        ndk_cq_arm_hook = ndk_qp_end_leases;
-    }
-    ad->mem = mem_table_new();
-    if (!ad->mem || loop_init(&ad->loop) < 0) {
-        mem_table_free(ad->mem);
-        pthread_mutex_destroy(&ad->lock);
+    pthread_mutex_lock(&registry_lock);
+    struct ndk_device *dev = registry_find(d->IfIndex);
+    if (!dev)
+        dev = device_new(d);
+    free(list);
+    if (!dev) {
+        pthread_mutex_unlock(&registry_lock);
         free(ad);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    if (pthread_create(&ad->thread, NULL, progress_main, ad) != 0) {
-        mem_table_free(ad->mem);
-        loop_fini(&ad->loop);
-        pthread_mutex_destroy(&ad->lock);
-        free(ad);
-        return STATUS_INSUFFICIENT_RESOURCES;
-    }
-    ad->thread_started = true;
+    dev->open_views++;
+    ad->dev = dev;
+    pthread_mutex_lock(&dev->lock);
+    ndk_obj_init(&ad->obj, ad, NdkObjectTypeAdapter, &adapter_dispatch, &adapter_ops);
+    ad->view_next = dev->views;
+    dev->views = ad;
+    pthread_mutex_unlock(&dev->lock);
+    pthread_mutex_unlock(&registry_lock);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
 }
@@ -366,7 +404,7 @@ NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Ty
     if (!ad)
         return 0;
     ULONG n = 0;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
         /* A pending close whose completion is queued or running (nothing
          * holds the object any more) counts as closed. */
@@ -374,8 +412,138 @@ NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Ty
                                        __atomic_load_n(&o->busy, __ATOMIC_ACQUIRE) == 0);
         n += !closed && (Type == NdkObjectTypeUndefined || o->type == Type);
     }
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return n;
+}
+
+/* Tears down, without callbacks, every object of the view (newest first:
+ * successors go before what they depend on). An object another view's
+ * objects still depend on stays until they let go of it, then finishes
+ * silently; the view is freed with its last object. Device lock held. */
+static void view_teardown(struct ndk_adapter_impl *ad)
+{
+    for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
+        o->closing = true;
+        o->close_pending = false; /* no close completion from now on */
+    }
+    bool progress = true;
+    while (progress) {
+        progress = false;
+        for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
+            if (o->successors == 0) {
+                ndk_obj_destroy(o); /* unlinks it; may release others */
+                progress = true;
+                break;
+            }
+        }
+    }
+    /* What is left is held by another view's objects: closed as by its
+     * own close (no more events), finishing silently once let go. */
+    for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
+        if (o->ops->close_start)
+            o->ops->close_start(o);
+        o->close_pending = true;
+        o->close_cb.u.req.fn = NULL;
+    }
+}
+
+/* Drops the callbacks still queued for objects of the view (a teardown
+ * may have queued some). Device lock held. */
+static void view_purge_callbacks(struct ndk_device *dev, struct ndk_adapter_impl *ad)
+{
+    pthread_mutex_lock(&dev->cbq_lock);
+    struct ndk_cb **pp = &dev->cbq_head, *last = NULL;
+    while (*pp) {
+        struct ndk_cb *cb = *pp;
+        if (cb->obj->ad == ad && cb != &cb->obj->close_cb) {
+            *pp = cb->next;
+            cb->next = NULL;
+            cb->queued = false;
+            __atomic_sub_fetch(&ad->callbacks, 1, __ATOMIC_ACQ_REL);
+            if (!cb->obj->destroyed) /* one another view still holds */
+                __atomic_sub_fetch(&cb->obj->busy, 1, __ATOMIC_ACQ_REL);
+        } else {
+            last = cb;
+            pp = &cb->next;
+        }
+    }
+    dev->cbq_tail = last;
+    pthread_mutex_unlock(&dev->cbq_lock);
+}
+
+/* Closes one view of a device that stays open for others. */
+static void view_close(struct ndk_adapter_impl *ad)
+{
+    struct ndk_device *dev = ad->dev;
+    pthread_mutex_lock(&dev->lock);
+    ad->obj.magic = 0; /* no new use through this view */
+    /* Every callback already queued for its objects is delivered first,
+     * as when the last view closes (ndk_close_adapter in ndk.h). */
+    while (__atomic_load_n(&ad->callbacks, __ATOMIC_ACQUIRE))
+        pthread_cond_wait(&dev->cb_done, &dev->lock);
+    view_teardown(ad);
+    view_purge_callbacks(dev, ad);
+    ad->closed = true;
+    if (!ad->objects)
+        ndk_view_retire(ad);
+    loop_kick(&dev->loop);
+    pthread_mutex_unlock(&dev->lock);
+}
+
+void ndk_view_retire(struct ndk_adapter_impl *ad)
+{
+    struct ndk_device *dev = ad->dev;
+    for (struct ndk_adapter_impl **pp = &dev->views; *pp; pp = &(*pp)->view_next) {
+        if (*pp == ad) {
+            *pp = ad->view_next;
+            break;
+        }
+    }
+    ad->view_next = dev->dead_views;
+    dev->dead_views = ad;
+}
+
+/* The last view closed: the progress thread ends, and every object left
+ * (the view's, and those of closed views that others held) goes. */
+static void device_close(struct ndk_device *dev)
+{
+    pthread_mutex_lock(&dev->lock);
+    dev->stopping = true;
+    loop_kick(&dev->loop);
+    pthread_mutex_unlock(&dev->lock);
+    ndk_thread_join(dev->thread);
+
+    /* Single-threaded from here. Objects the consumer never closed are torn
+     * down without callbacks. */
+    pthread_mutex_lock(&dev->lock);
+    for (struct ndk_adapter_impl *ad = dev->views; ad; ad = ad->view_next) {
+        while (ad->objects) {
+            struct ndk_obj *o = ad->objects;
+            ad->objects = o->all_next;
+            if (ad->objects)
+                ad->objects->all_prev = NULL;
+            o->all_next = o->all_prev = NULL;
+            if (!o->destroyed) {
+                o->destroyed = true;
+                if (o->ops->destroy)
+                    o->ops->destroy(o);
+            }
+            o->free_next = dev->free_list;
+            dev->free_list = o;
+        }
+    }
+    while (dev->views) {
+        struct ndk_adapter_impl *ad = dev->views;
+        dev->views = ad->view_next;
+        ad->obj.magic = 0;
+        ad->view_next = dev->dead_views;
+        dev->dead_views = ad;
+    }
+    dev->cbq_head = dev->cbq_tail = NULL;
+    ndk_linger_flush(&dev->lingers);
+    ndk_free_deferred(dev);
+    pthread_mutex_unlock(&dev->lock);
+    device_free(dev);
 }
 
 NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
@@ -383,43 +551,21 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);
     if (!ad)
         return;
+    struct ndk_device *dev = ad->dev;
     if (ndk_on_progress_thread(ad)) {
         /* L12: never from a callback; joining ourselves would deadlock. */
         ndk_log("ndk_close_adapter called from a callback: ignored");
         return;
     }
-    pthread_mutex_lock(&ad->lock);
-    ad->stopping = true;
-    loop_kick(&ad->loop);
-    pthread_mutex_unlock(&ad->lock);
-    pthread_join(ad->thread, NULL);
-
-    /* Single-threaded from here. Objects the consumer never closed are torn
-     * down without callbacks. */
-    pthread_mutex_lock(&ad->lock);
-    while (ad->objects) {
-        struct ndk_obj *o = ad->objects;
-        ad->objects = o->all_next;
-        if (ad->objects)
-            ad->objects->all_prev = NULL;
-        o->all_next = o->all_prev = NULL;
-        if (!o->destroyed) {
-            o->destroyed = true;
-            if (o->ops->destroy)
-                o->ops->destroy(o);
-        }
-        o->free_next = ad->free_list;
-        ad->free_list = o;
-    }
-    ad->cbq_head = ad->cbq_tail = NULL;
-    ndk_linger_flush(ad);
-    ndk_free_deferred(ad);
-    pthread_mutex_unlock(&ad->lock);
-    loop_fini(&ad->loop);
-    mem_table_free(ad->mem);
-    pthread_mutex_destroy(&ad->cbq_lock);
-    pthread_mutex_destroy(&ad->live_lock);
-    pthread_mutex_destroy(&ad->lock);
-    ad->obj.magic = 0;
-    free(ad);
+    /* The last view takes the device out of the registry: a later open
+     * of the interface makes a new one. */
+    pthread_mutex_lock(&registry_lock);
+    bool last = --dev->open_views == 0;
+    if (last)
+        registry_remove(dev);
+    pthread_mutex_unlock(&registry_lock);
+    if (last)
+        device_close(dev);
+    else
+        view_close(ad);
 }

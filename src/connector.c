@@ -16,14 +16,10 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/uio.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "net/linger.h"
+#include "net/stream.h"
 #include "objects.h"
 #include "wire/ddp.h"
 #include "wire/term.h"
@@ -38,7 +34,7 @@ static struct ndk_connector_impl *conn_from(NDK_CONNECTOR *p)
 
 static struct loop *conn_loop(struct ndk_connector_impl *c)
 {
-    return &c->obj.ad->loop;
+    return &c->obj.ad->dev->loop;
 }
 
 static void conn_on_io(struct loop_watch *w, uint32_t events);
@@ -78,19 +74,12 @@ static struct ndk_connector_impl *tr_conn(struct ndk_transport *t)
 
 static ssize_t tr_readv(struct ndk_transport *t, const struct iovec *iov, int n)
 {
-    /* A lone buffer (a header, or a busy poller's look at an idle socket)
-     * goes through recv: it skips the iovec import and file-position
-     * handling of readv, which cost more than the read itself here. */
-    int fd = tr_conn(t)->fd;
-    ssize_t r = n == 1 ? recv(fd, iov[0].iov_base, iov[0].iov_len, MSG_DONTWAIT) : readv(fd, iov, n);
-    return r < 0 ? -(errno == EWOULDBLOCK ? EAGAIN : errno) : r;
+    return ndk_stream_readv(tr_conn(t)->fd, iov, n);
 }
 
 static ssize_t tr_writev(struct ndk_transport *t, const struct iovec *iov, int n)
 {
-    struct msghdr m = {.msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)n};
-    ssize_t r = sendmsg(tr_conn(t)->fd, &m, MSG_NOSIGNAL | MSG_DONTWAIT);
-    return r < 0 ? -(errno == EWOULDBLOCK ? EAGAIN : errno) : r;
+    return ndk_stream_writev(tr_conn(t)->fd, iov, n);
 }
 
 /* Sets one of the flags apply_mask reads (EPOLLOUT wanted, input leased)
@@ -127,7 +116,7 @@ static void tr_pause_input(struct ndk_transport *t, bool paused)
 static void tr_shutdown_write(struct ndk_transport *t)
 {
     struct ndk_connector_impl *c = tr_conn(t);
-    shutdown(c->fd, SHUT_WR);
+    ndk_stream_shutdown_write(c->fd);
     c->fin_sent = true;
 }
 
@@ -141,17 +130,13 @@ static void tr_failed(struct ndk_transport *t, bool peer_reset)
      * FIN now would tell the peer the connection ended gracefully. */
     struct ndk_connector_impl *c = tr_conn(t);
     set_mask_flag(c, &c->input_paused, false); /* that event must be seen */
-    shutdown(c->fd, SHUT_RD);
+    ndk_stream_shutdown_read(c->fd);
 }
 
 /* The largest ULPDU whose FPDU fits one TCP segment now. */
 static size_t socket_mulpdu(int fd)
 {
-    int mss = 0;
-    socklen_t len = sizeof mss;
-    if (getsockopt(fd, IPPROTO_TCP, TCP_MAXSEG, &mss, &len) < 0 || mss < 128)
-        mss = 1460;
-    return mpa_mulpdu((size_t)mss); /* capped at the 16-bit ULPDU_Length */
+    return mpa_mulpdu(ndk_stream_mss(fd)); /* capped at the 16-bit ULPDU_Length */
 }
 
 static size_t tr_mulpdu(struct ndk_transport *t)
@@ -169,19 +154,6 @@ static const struct ndk_transport_ops socket_transport = {
     .pause_input = tr_pause_input,
     .mulpdu = tr_mulpdu,
 };
-
-
-/* Reads and drops what the peer sent after its FIN so close() sends a FIN,
- * not an RST (Linux resets when unread data is left). Bounded. */
-static void drain_socket(int fd)
-{
-    uint8_t buf[4096];
-    for (int i = 0; i < 16; i++) {
-        ssize_t n = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (n <= 0)
-            break;
-    }
-}
 
 /* Ends the TCP connection: abortive (RST) or graceful (FIN). */
 static void stop_data_path(struct ndk_connector_impl *c)
@@ -205,9 +177,9 @@ static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
         ndk_tcp_abort(c->fd);
     } else {
         if (!c->fin_sent)
-            shutdown(c->fd, SHUT_WR);
-        drain_socket(c->fd);
-        close(c->fd);
+            ndk_stream_shutdown_write(c->fd);
+        ndk_stream_drain(c->fd);
+        ndk_stream_close(c->fd);
     }
     c->fd = -1;
 }
@@ -280,14 +252,9 @@ static void fire_disconnect_event(struct ndk_connector_impl *c, ULONG reason)
 static int flush_tx(struct ndk_connector_impl *c)
 {
     while (c->tx_off < c->tx_len) {
-        ssize_t n = send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off, MSG_NOSIGNAL | MSG_DONTWAIT);
-        if (n < 0) {
-            if (errno == EINTR)
-                continue;
-            if (errno == EAGAIN)
-                return 1;
-            return -errno;
-        }
+        ssize_t n = ndk_stream_send(c->fd, c->tx + c->tx_off, c->tx_len - c->tx_off);
+        if (n < 0)
+            return n == -EAGAIN ? 1 : (int)n;
         c->tx_off += (size_t)n;
     }
     c->tx_len = c->tx_off = 0;
@@ -307,9 +274,8 @@ static bool peer_went_away(struct ndk_connector_impl *c)
 {
     if (c->peer_gone || c->fd < 0)
         return true;
-    uint8_t b;
-    ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (n == 0 || (n < 0 && errno != EAGAIN && errno != EINTR)) {
+    int n = ndk_stream_peek(c->fd);
+    if (n == 0 || (n < 0 && n != -EAGAIN)) {
         c->peer_gone = true;
         return true;
     }
@@ -438,8 +404,8 @@ static void read_reply(struct ndk_connector_impl *c)
     for (;;) {
         uint8_t buf[MPA_FRAME_MAX];
         size_t need = frame_bytes_needed(&c->reader);
-        ssize_t n = recv(c->fd, buf, MIN(need, sizeof buf), MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        ssize_t n = ndk_stream_recv(c->fd, buf, MIN(need, sizeof buf));
+        if (n == -EAGAIN)
             return;
         if (n <= 0) {
             /* Closed or reset before a Reply: nobody accepted (7.2). */
@@ -548,8 +514,8 @@ static void read_rtr(struct ndk_connector_impl *c)
         }
         if (c->rtr_have == want && want > 4)
             break;
-        ssize_t n = recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        ssize_t n = ndk_stream_recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have);
+        if (n == -EAGAIN)
             return;
         if (n <= 0) {
             /* The initiator gave up before its CompleteConnect (5.10.4). */
@@ -653,11 +619,7 @@ static bool was_reset(struct ndk_connector_impl *c, uint32_t events)
 {
     if (!(events & (EPOLLERR | EPOLLHUP)))
         return false;
-    int err = 0;
-    socklen_t len = sizeof err;
-    if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-        return true;
-    return err != 0 || !(events & EPOLLRDHUP);
+    return ndk_stream_error(c->fd) != 0 || !(events & EPOLLRDHUP);
 }
 
 /* NdkDisconnect is done when our FIN is out (after everything queued) and
@@ -716,10 +678,7 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
     struct ndk_connector_impl *c = container_of(w, struct ndk_connector_impl, watch);
     switch (c->state) {
     case CONN_TCP: {
-        int err = 0;
-        socklen_t len = sizeof err;
-        if (getsockopt(c->fd, SOL_SOCKET, SO_ERROR, &err, &len) < 0)
-            err = errno;
+        int err = ndk_stream_error(c->fd);
         if (err) {
             connect_fail(c, ndk_status_from_errno(err, NDK_PHASE_CONNECT), true);
             return;
@@ -757,9 +716,7 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         return;
     case CONN_INCOMING:
         if (events & EPOLLIN) {
-            uint8_t b;
-            ssize_t n = recv(c->fd, &b, 1, MSG_PEEK | MSG_DONTWAIT);
-            if (n > 0) {
+            if (ndk_stream_peek(c->fd) > 0) {
                 /* Bytes before our Reply: protocol violation (RFC 5044). */
                 NDK_DEBUG("initiator sent data before the Reply; aborting");
                 on_peer_closed(c, true);
@@ -841,7 +798,7 @@ static NTSTATUS check_private_data(const void *pd, ULONG len, ULONG max)
 /* Common checks for a QP given to Connect/Accept. Lock held. */
 static NTSTATUS check_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
 {
-    if (!qp || qp->obj.ad != c->obj.ad)
+    if (!qp || qp->obj.ad->dev != c->obj.ad->dev)
         return STATUS_INVALID_PARAMETER;
     if (qp->obj.closing || qp->conn || qp->used)
         return STATUS_INVALID_DEVICE_STATE;
@@ -874,7 +831,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     struct ndk_adapter_impl *ad = c->obj.ad;
     struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
     struct ndk_sep_impl *sep = sepo ? container_of(sepo, struct ndk_sep_impl, obj) : NULL;
-    if (sep && sepo->ad != ad)
+    if (sep && sepo->ad->dev != ad->dev)
         return STATUS_INVALID_PARAMETER;
     if (!sep && !ndk_adapter_owns(ad, &src))
         return STATUS_INVALID_ADDRESS;
@@ -884,7 +841,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
         return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
     ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
 
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (c->state != CONN_IDLE || c->obj.closing || c->passive) {
         st = STATUS_INVALID_DEVICE_STATE;
         goto fail_locked;
@@ -906,10 +863,9 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
                 goto fail_locked;
             }
         }
-        int one = 1;
-        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-        if (bind(fd, &sep->local.sa, ndk_sockaddr_len(&sep->local)) < 0) {
-            st = ndk_status_from_errno(errno, NDK_PHASE_BIND);
+        int err = ndk_tcp_bind(fd, &sep->local, true);
+        if (err < 0) {
+            st = ndk_status_from_errno(-err, NDK_PHASE_BIND);
             goto fail_locked;
         }
         c->local = sep->local;
@@ -951,15 +907,15 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     c->tx_len = mpa_frame_encode(&req, c->tx, sizeof c->tx);
     c->tx_off = 0;
 
-    if (connect(fd, &dst.sa, ndk_sockaddr_len(&dst)) < 0 && errno != EINPROGRESS) {
-        st = ndk_status_from_errno(errno, NDK_PHASE_CONNECT);
+    int err = ndk_tcp_connect(fd, &dst);
+    if (err < 0) {
+        st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
         ports_unref(c->port);
         c->port = NULL;
         c->fd = -1;
         goto fail_locked;
     }
-    socklen_t llen = sizeof c->local;
-    getsockname(fd, &c->local.sa, &llen);
+    ndk_tcp_local_addr(fd, &c->local);
 
     attach_qp(c, qp);
     if (sep) {
@@ -972,12 +928,12 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     c->state = CONN_TCP;
     conn_watch(c, EPOLLOUT);
     loop_timer_arm(conn_loop(c), &c->timer, ad->opt.TcpConnectTimeoutMs);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_PENDING;
 
 fail_locked:
-    pthread_mutex_unlock(&ad->lock);
-    close(fd);
+    pthread_mutex_unlock(&ad->dev->lock);
+    ndk_stream_close(fd);
     return st;
 }
 
@@ -1012,7 +968,7 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !cb)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st = STATUS_SUCCESS;
     if (c->passive || c->state != CONN_REPLIED || c->obj.closing) {
         st = STATUS_CONNECTION_INVALID;
@@ -1053,7 +1009,7 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
         loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[0]);
     }
 out:
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1090,7 +1046,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
         return st;
     struct ndk_adapter_impl *ad = c->obj.ad;
     struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (!c->passive || c->state != CONN_INCOMING || c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
         goto out;
@@ -1162,7 +1118,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
         }
     }
 out:
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return st;
 }
 
@@ -1195,7 +1151,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
     NTSTATUS st = check_private_data(pPrivateData, PrivateDataLength, NDK_MAX_PRIVATE_DATA);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     if (c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
     } else if (c->passive && c->state == CONN_INCOMING) {
@@ -1225,7 +1181,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
                 /* No FIN right behind the reject: the initiator closes
                  * once it has read it (siw drops data after a FIN). */
                 loop_watch_del(conn_loop(c), &c->watch);
-                ndk_linger_close(c->obj.ad, c->fd, NDK_REJECT_LINGER_MS);
+                ndk_linger_close(&c->obj.ad->dev->lingers, conn_loop(c), c->fd, NDK_REJECT_LINGER_MS);
                 c->fd = -1;
                 conn_dead(c, false);
             }
@@ -1240,7 +1196,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
     } else {
         st = STATUS_INVALID_DEVICE_STATE;
     }
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1251,7 +1207,7 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !pPrivateDataLength || (!pPrivateData && *pPrivateDataLength))
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st;
     if (!c->pd_window_open) {
         st = STATUS_INVALID_DEVICE_STATE;
@@ -1259,8 +1215,8 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
         ULONG ird, ord;
         if (c->passive) {
             /* Before Accept only the requester's values and our maxima are
-             * known (reference 7.4 rule 4); after it the answer stays the
-             * same. */
+             * known (NdkGetConnectionData; docs/behaviour.md, IRD / ORD);
+             * after it the answer stays the same. */
             ird = MIN(NDK_MAX_IRD, c->peer_ord);
             ord = MIN(NDK_MAX_ORD, c->peer_ird);
         } else {
@@ -1281,7 +1237,7 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
         }
         *pPrivateDataLength = rds;
     }
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1290,10 +1246,10 @@ static NTSTATUS conn_get_local_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR p
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
                                         : ndk_sockaddr_copy_out(&c->local, pAddress, pAddressLength);
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1302,10 +1258,10 @@ static NTSTATUS conn_get_peer_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pA
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->lock);
+    pthread_mutex_lock(&c->obj.ad->dev->lock);
     NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
                                         : ndk_sockaddr_copy_out(&c->peer, pAddress, pAddressLength);
-    pthread_mutex_unlock(&c->obj.ad->lock);
+    pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
@@ -1316,7 +1272,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
     if (!c || !RequestCompletion)
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = c->obj.ad;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     NTSTATUS st;
     if (c->state != CONN_CONNECTED || c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
@@ -1331,7 +1287,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
             /* Our FIN goes once everything already queued is out. */
             ndk_qp_disconnect(c->qp);
         } else {
-            shutdown(c->fd, SHUT_WR);
+            ndk_stream_shutdown_write(c->fd);
             c->fin_sent = true;
         }
         if (c->peer_fin && (!c->dp_started || ndk_qp_quiescent(c->qp))) {
@@ -1346,7 +1302,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
             st = STATUS_PENDING;
         }
     }
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return st;
 }
 
@@ -1452,9 +1408,9 @@ NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !ppNdkConnector)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     struct ndk_connector_impl *c = conn_alloc(ad);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     if (!c)
         return STATUS_INSUFFICIENT_RESOURCES;
     *ppNdkConnector = (NDK_CONNECTOR *)&c->obj.pub;

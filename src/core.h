@@ -4,9 +4,10 @@
  * the count of outstanding requests and callbacks that a close waits for
  * (L13), and the queue through which every consumer callback is delivered.
  *
- * Locking: one mutex per adapter guards all connection-management state of
- * the adapter's objects. Consumer callbacks are never called with it held:
- * they are queued and run by the adapter's progress thread, one at a time, so
+ * Locking: one mutex per device (struct ndk_device: every instance of one
+ * interface's adapter) guards all connection-management state of its
+ * objects. Consumer callbacks are never called with it held: they are
+ * queued and run by the device's progress thread, one at a time, so
  * a callback may call back into any provider function (L5-L7), and callbacks
  * of one object (e.g. CQ notifications, C5) are naturally serialized.
  */
@@ -20,6 +21,7 @@
 
 #include <ndk/ndk.h>
 
+#include "net/linger.h"
 #include "net/loop.h"
 
 #define NDK_OBJ_MAGIC 0x4E444B4Fu /* "NDKO" */
@@ -29,7 +31,8 @@
 struct ndk_adapter_impl;
 struct ndk_obj;
 struct mem_table;
-struct ndk_linger;
+
+struct ndk_device;
 
 /* Every public NDK_xxx object is { NDK_OBJECT_HEADER; const void *Dispatch }. */
 struct ndk_pub {
@@ -114,19 +117,20 @@ struct ndk_obj {
     struct ndk_obj *free_next;           /* deferred-free list */
 };
 
-/* First member of any allocation that must be freed only between loop
- * iterations (it embeds a loop_watch that a fetched event may still name). */
-struct ndk_dfree {
-    struct ndk_dfree *next;
-};
-
-struct ndk_adapter_impl {
-    struct ndk_obj obj;
+/*
+ * The device: one per network interface, shared by every adapter instance
+ * (view) opened on it (docs/architecture.md). It owns what must be one per
+ * interface: the memory table (tokens are valid across views), the
+ * progress thread and its loop, the callback queue, and the list of QPs
+ * with a running data path. It lives while a view of it is open.
+ */
+struct ndk_device {
     char name[IF_NAMESIZE];
     unsigned ifindex;
     bool loopback;
-    NDK_VERSION version;
-    NDK_OPEN_OPTIONS opt; /* every field resolved to its effective value */
+    unsigned open_views;             /* device registry lock (adapter.c) */
+    struct ndk_device *registry_next;
+    struct ndk_adapter_impl *views;  /* open and closed-but-not-empty views (lock) */
 
     pthread_mutex_t lock;
     struct loop loop;
@@ -135,23 +139,38 @@ struct ndk_adapter_impl {
     bool stopping;
     pthread_mutex_t cbq_lock; /* leaf lock: only the callback queue */
     struct ndk_cb *cbq_head, *cbq_tail;
-    struct ndk_obj *objects; /* every live object except the adapter itself */
+    pthread_cond_t cb_done;   /* a callback ran (lock): a closing view waits on it */
     struct ndk_obj *free_list;
-    struct ndk_dfree *dfree_list;
-    struct ndk_linger *lingers; /* sockets closing after the peer (net/linger.h) */
+    struct ndk_adapter_impl *dead_views; /* closed views whose last object went */
+    struct linger_set lingers; /* sockets closing after the peer (net/linger.h) */
 
     struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
     /* QPs with a running data path, for busy polling: live_lock comes after
-     * the adapter lock and before every QP lock. */
+     * the device lock and before every QP lock. */
     pthread_mutex_t live_lock;
     struct ndk_qp_impl *live_qps;
-    bool busy_poll;
     unsigned input_leases; /* QPs whose input a busy poller reads (changed under live_lock, atomically) */
     unsigned rx_waits;     /* QPs whose input waits for a receive (atomic; qp.h rx_waiting) */
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
     unsigned naddrs;
+};
+
+/* An adapter instance (NDK_ADAPTER): a view of its device with its own
+ * version, options and objects. Objects created through a view may be used
+ * with objects of any view of the same device; closing a view tears down
+ * only the objects created through it. */
+struct ndk_adapter_impl {
+    struct ndk_obj obj;
+    struct ndk_device *dev;
+    struct ndk_adapter_impl *view_next; /* device's views (device lock) */
+    NDK_VERSION version;
+    NDK_OPEN_OPTIONS opt; /* every field resolved to its effective value */
+    bool busy_poll;       /* NDK_OPEN_FLAG_BUSY_POLL: its CQs' pollers read input */
+    bool closed;          /* ndk_close_adapter returned; kept while objects remain */
+    struct ndk_obj *objects; /* every live object created through this view */
+    unsigned callbacks;   /* queued or running callbacks of its objects (device lock) */
 };
 
 /* ---- objects ---- */
@@ -170,8 +189,6 @@ void ndk_obj_release_successor(struct ndk_obj *ante);
 /* Tears an object down at once, without callbacks (lock held; busy == 0):
  * for objects the consumer never saw. */
 void ndk_obj_destroy(struct ndk_obj *obj);
-/* Frees p (whose first member is node) after the current loop iteration. */
-void ndk_defer_free(struct ndk_adapter_impl *ad, struct ndk_dfree *node);
 /* Re-checks whether a closing object can finish now. Lock held. */
 void ndk_obj_maybe_finish(struct ndk_obj *obj);
 

@@ -1,5 +1,6 @@
 /*
- * Completion queues (reference 5.3.2, 5.4, 6.4-6.6, 8 and rules C1-C7).
+ * Completion queues: NdkCreateCq, NdkArmCq, NdkGetCqResults[Ex],
+ * NdkResizeCq, NdkCloseCq (docs/rules.md C1-C7).
  *
  * The ring and the notification state are guarded by cq->lock: the data path
  * pushes from any thread while the consumer drains and arms. The consumer's
@@ -42,9 +43,6 @@
 #include <stdlib.h>
 
 #include "objects.h"
-
-void (*ndk_cq_poll_hook)(struct ndk_cq_impl *cq) = NULL;
-void (*ndk_cq_arm_hook)(struct ndk_cq_impl *cq) = NULL;
 
 static struct ndk_cq_impl *cq_from(NDK_CQ *p)
 {
@@ -213,7 +211,7 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
     /* After the arm, for completions: input read from now on can satisfy
      * it. (An arm for errors only is no sleep.) The hook takes QP locks,
      * which come before ours. */
-    void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&ndk_cq_arm_hook, __ATOMIC_ACQUIRE);
+    void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&cq->arm_hook, __ATOMIC_ACQUIRE);
     if (hook && Type != NDK_CQ_NOTIFY_ERRORS)
         hook(cq);
 }
@@ -231,7 +229,7 @@ static ULONG cq_drain(NDK_CQ *pNdkCq, NDK_RESULT *r, NDK_RESULT_EX *rx, ULONG n)
     struct ndk_cq_impl *cq = cq_from(pNdkCq);
     if (!cq || n == 0 || (!r && !rx))
         return 0;
-    void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&ndk_cq_poll_hook, __ATOMIC_ACQUIRE);
+    void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&cq->poll_hook, __ATOMIC_ACQUIRE);
     if (hook) {
         /* The hook may take QP and adapter locks, which come before ours. */
         pthread_mutex_lock(&cq->lock);
@@ -398,9 +396,9 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
     cq->notify_ctx = CqNotificationContext;
     cq->notify_cb.kind = CB_CQ_NOTIFY;
     cq->notify_cb.obj = &cq->obj;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&cq->obj, ad, NdkObjectTypeCq, &cq_dispatch, &cq_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkCq = (NDK_CQ *)&cq->obj.pub;
     return STATUS_SUCCESS;
 }

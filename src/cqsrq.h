@@ -12,8 +12,7 @@
 #include <stdint.h>
 
 #include "core.h"
-
-#define NDK_MAX_SGE 16
+#include "ndk_limits.h"
 
 /* One completion as the QP produces it. */
 struct ndk_cqe {
@@ -46,7 +45,7 @@ struct ndk_cq_impl {
     struct ndk_cqe *ring;
     ULONG depth;          /* capacity asked for (entries) */
     ULONG head, count;
-    /* Notification state (reference 8.2). */
+    /* Notification state (NdkArmCq; docs/rules.md C3-C6). */
     int armed;            /* -1 = not armed, else NDK_CQ_NOTIFY_* (merged) */
     uint64_t pushed;      /* completions ever pushed */
     uint64_t seen_at_cb;  /* value of `pushed` when the last callback was queued */
@@ -56,6 +55,14 @@ struct ndk_cq_impl {
      * STATUS_BUFFER_OVERFLOW and never STATUS_INTERNAL_ERROR (5.2.4). */
     bool overflowed;
     struct ndk_cb notify_cb;
+    /* Busy polling, when the CQ's adapter was opened with
+     * NDK_OPEN_FLAG_BUSY_POLL: set (atomically) by the first QP that starts
+     * its data path on this CQ (qp.c); NULL = none. poll_hook: GetCqResults
+     * [Ex] calls it (without the CQ lock) before reading an empty ring, so
+     * a polling consumer drives receive progress itself. arm_hook: called
+     * after an ArmCq (the consumer is about to sleep). */
+    void (*poll_hook)(struct ndk_cq_impl *cq);
+    void (*arm_hook)(struct ndk_cq_impl *cq);
 };
 
 /* Appends one completion. Returns false if the CQ is (or just became)
@@ -65,12 +72,6 @@ struct ndk_cq_impl {
 bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e);
 /* True once the CQ overflowed. */
 bool ndk_cq_in_error(struct ndk_cq_impl *cq);
-/* Optional busy-poll hook: GetCqResults[Ex] calls it (without the CQ lock)
- * before reading the ring when the CQ is empty, so a polling consumer can
- * drive receive progress itself. Set by the data path; NULL = none. */
-extern void (*ndk_cq_poll_hook)(struct ndk_cq_impl *cq);
-/* Called after an ArmCq (busy polling: the consumer is about to sleep). */
-extern void (*ndk_cq_arm_hook)(struct ndk_cq_impl *cq);
 
 /* A posted receive: the consumer's SGEs are copied at post time and mapped
  * at placement time (a later deregistration must still be honoured). */

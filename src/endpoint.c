@@ -1,11 +1,11 @@
 /* Shared endpoints: one local address:port for many outgoing connections
- * with distinct destinations (reference 2.7, E10-E15). */
+ * with distinct destinations (NdkCreateSharedEndpoint; docs/rules.md
+ * E10-E15). */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
+#include "net/stream.h"
 #include "objects.h"
 
 static struct ndk_sep_impl *sep_from(NDK_SHARED_ENDPOINT *p)
@@ -32,7 +32,7 @@ static void sep_destroy(struct ndk_obj *obj)
 {
     struct ndk_sep_impl *sep = container_of(obj, struct ndk_sep_impl, obj);
     if (sep->holder_fd >= 0)
-        close(sep->holder_fd);
+        ndk_stream_close(sep->holder_fd);
     sep->holder_fd = -1;
     ports_unref(sep->port);
     sep->port = NULL;
@@ -61,21 +61,22 @@ NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter, CONST PSOCKADDR pA
         return STATUS_INSUFFICIENT_RESOURCES;
     /* A bound, never-listening socket holds the port against the kernel's
      * own ephemeral allocations; connections bind beside it (SO_REUSEADDR). */
-    sep->holder_fd = socket(local.sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    sep->holder_fd = ndk_tcp_holder_socket(local.sa.sa_family);
     if (sep->holder_fd < 0) {
+        int err = -sep->holder_fd;
         free(sep);
-        return ndk_status_from_errno(errno, NDK_PHASE_BIND);
+        return ndk_status_from_errno(err, NDK_PHASE_BIND);
     }
     NTSTATUS st = ports_reserve(&local, PORT_SHARED, sep->holder_fd, true, &sep->port);
     if (st != STATUS_SUCCESS) {
-        close(sep->holder_fd);
+        ndk_stream_close(sep->holder_fd);
         free(sep);
         return st;
     }
     sep->local = local;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&sep->obj, ad, NdkObjectTypeSharedEndpoint, &sep_dispatch, &sep_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkSharedEndpoint = (NDK_SHARED_ENDPOINT *)&sep->obj.pub;
     return STATUS_SUCCESS;
 }

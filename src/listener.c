@@ -3,19 +3,16 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
 #include <sys/epoll.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include "net/linger.h"
+#include "net/stream.h"
 #include "objects.h"
 
 /* A TCP connection accepted by a listener whose MPA Request has not fully
  * arrived yet. */
 struct ndk_halfopen {
-    struct ndk_dfree dfree; /* first: freed between loop iterations */
+    struct loop_dfree dfree; /* first: freed between loop iterations */
     struct ndk_listener_impl *l;
     struct ndk_halfopen *prev, *next;
     int fd;
@@ -34,14 +31,14 @@ static struct ndk_listener_impl *listener_from(NDK_LISTENER *p)
 static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
 {
     struct ndk_listener_impl *l = h->l;
-    struct loop *loop = &l->obj.ad->loop;
+    struct loop *loop = &l->obj.ad->dev->loop;
     loop_watch_del(loop, &h->watch);
     loop_timer_cancel(loop, &h->timer);
     if (h->fd >= 0) {
         if (abort_tcp)
             ndk_tcp_abort(h->fd);
         else
-            close(h->fd);
+            ndk_stream_close(h->fd);
     }
     if (h->prev)
         h->prev->next = h->next;
@@ -54,7 +51,7 @@ static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
      * its watch says "removed", and the memory must stay valid until then. */
     h->next = NULL;
     h->fd = -1;
-    ndk_defer_free(l->obj.ad, &h->dfree);
+    loop_defer_free(&l->obj.ad->dev->loop, &h->dfree);
 }
 
 /* Sends the rejecting Reply RFC 5044 asks for when markers are required and
@@ -71,10 +68,8 @@ static void reply_markers_reject(struct ndk_halfopen *h, const struct mpa_frame 
     };
     uint8_t buf[MPA_FRAME_MAX];
     size_t n = mpa_frame_encode(&rep, buf, sizeof buf);
-    if (n) {
-        ssize_t w = send(h->fd, buf, n, MSG_NOSIGNAL | MSG_DONTWAIT);
-        (void)w;
-    }
+    if (n)
+        (void)ndk_stream_send(h->fd, buf, n);
 }
 
 static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req)
@@ -83,9 +78,7 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     struct ndk_adapter_impl *ad = l->obj.ad;
 
     /* The initiator may send nothing until it has our Reply (RFC 5044). */
-    uint8_t peek;
-    ssize_t extra = recv(h->fd, &peek, 1, MSG_PEEK | MSG_DONTWAIT);
-    if (extra > 0) {
+    if (ndk_stream_peek(h->fd) > 0) {
         NDK_DEBUG("listener: bytes after the MPA Request, closing");
         halfopen_free(h, true);
         return;
@@ -94,8 +87,8 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
         NDK_DEBUG("listener: markers requested, rejecting");
         reply_markers_reject(h, req);
         /* The initiator closes once it has read the reject. */
-        loop_watch_del(&ad->loop, &h->watch);
-        ndk_linger_close(ad, h->fd, NDK_REJECT_LINGER_MS);
+        loop_watch_del(&ad->dev->loop, &h->watch);
+        ndk_linger_close(&ad->dev->lingers, &ad->dev->loop, h->fd, NDK_REJECT_LINGER_MS);
         h->fd = -1;
         halfopen_free(h, false);
         return;
@@ -107,7 +100,7 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     }
     /* The socket changes owner: its registration must go first (the
      * connector registers it anew, and epoll refuses a second one). */
-    loop_watch_del(&ad->loop, &h->watch);
+    loop_watch_del(&ad->dev->loop, &h->watch);
     struct ndk_connector_impl *c =
         ndk_connector_new_passive(l, h->fd, &h->local, &h->peer, req);
     if (!c) {
@@ -145,8 +138,8 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
         }
         if (need == 0 || need > sizeof buf)
             need = 1;
-        ssize_t n = recv(h->fd, buf, need, MSG_DONTWAIT);
-        if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        ssize_t n = ndk_stream_recv(h->fd, buf, need);
+        if (n == -EAGAIN)
             return;
         if (n <= 0) {
             halfopen_free(h, true);
@@ -184,7 +177,7 @@ static void listener_on_retry(struct loop_timer *t)
 {
     struct ndk_listener_impl *l = container_of(t, struct ndk_listener_impl, accept_retry);
     if (l->fd >= 0)
-        loop_watch_mod(&l->obj.ad->loop, &l->watch, EPOLLIN);
+        loop_watch_mod(&l->obj.ad->dev->loop, &l->watch, EPOLLIN);
 }
 
 static void listener_on_accept(struct loop_watch *w, uint32_t events)
@@ -195,12 +188,11 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
     /* Bounded per wake-up so one busy listener cannot starve the loop. */
     for (int i = 0; i < 64; i++) {
         NDK_SOCKADDR peer;
-        socklen_t plen = sizeof peer;
-        int fd = accept4(l->fd, &peer.sa, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+        int fd = ndk_tcp_accept(l->fd, &peer);
         if (fd < 0) {
-            if (errno == EMFILE || errno == ENFILE || errno == ENOBUFS || errno == ENOMEM) {
-                loop_watch_mod(&ad->loop, &l->watch, 0);
-                loop_timer_arm(&ad->loop, &l->accept_retry, ACCEPT_RETRY_MS);
+            if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
+                loop_watch_mod(&ad->dev->loop, &l->watch, 0);
+                loop_timer_arm(&ad->dev->loop, &l->accept_retry, ACCEPT_RETRY_MS);
             }
             return;
         }
@@ -223,16 +215,13 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
             ndk_tcp_abort(fd);
             continue;
         }
-        int one = 1;
-        setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
         h->l = l;
         h->fd = fd;
         h->peer = peer;
-        socklen_t llen = sizeof h->local;
-        getsockname(fd, &h->local.sa, &llen);
+        ndk_tcp_local_addr(fd, &h->local);
         mpa_reader_init(&h->reader, false, MPA_PD_MAX);
         loop_timer_init(&h->timer, halfopen_on_timer);
-        if (loop_watch_add(&ad->loop, &h->watch, fd, EPOLLIN | EPOLLRDHUP, halfopen_on_io) < 0) {
+        if (loop_watch_add(&ad->dev->loop, &h->watch, fd, EPOLLIN | EPOLLRDHUP, halfopen_on_io) < 0) {
             ndk_tcp_abort(fd);
             free(h);
             continue;
@@ -242,17 +231,17 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
             l->halfopen->prev = h;
         l->halfopen = h;
         l->halfopen_count++;
-        loop_timer_arm(&ad->loop, &h->timer, ad->opt.MpaRequestTimeoutMs);
+        loop_timer_arm(&ad->dev->loop, &h->timer, ad->opt.MpaRequestTimeoutMs);
     }
 }
 
 static void stop_listening(struct ndk_listener_impl *l)
 {
     struct ndk_adapter_impl *ad = l->obj.ad;
-    loop_timer_cancel(&ad->loop, &l->accept_retry);
+    loop_timer_cancel(&ad->dev->loop, &l->accept_retry);
     if (l->fd >= 0) {
-        loop_watch_del(&ad->loop, &l->watch);
-        close(l->fd);
+        loop_watch_del(&ad->dev->loop, &l->watch);
+        ndk_stream_close(l->fd);
         l->fd = -1;
     }
     while (l->halfopen)
@@ -275,38 +264,37 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAdd
     if (fd < 0)
         return ndk_status_from_errno(-fd, NDK_PHASE_BIND);
     ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
-    if (local.sa.sa_family == AF_INET6) {
-        int one = 1;
-        setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
-    }
-    pthread_mutex_lock(&ad->lock);
+    if (local.sa.sa_family == AF_INET6)
+        ndk_tcp_v6only(fd);
+    pthread_mutex_lock(&ad->dev->lock);
     if (l->listening || l->obj.closing) {
-        pthread_mutex_unlock(&ad->lock);
-        close(fd);
+        pthread_mutex_unlock(&ad->dev->lock);
+        ndk_stream_close(fd);
         return STATUS_INVALID_DEVICE_STATE;
     }
     /* SO_REUSEADDR: a port whose earlier connections sit in TIME_WAIT can
      * be listened on again; our own registry enforces the NDK rules. */
     NTSTATUS st = ports_reserve(&local, PORT_LISTENER, fd, true, &l->port);
-    if (st == STATUS_SUCCESS && listen(fd, 1024) < 0) {
-        st = ndk_status_from_errno(errno, NDK_PHASE_BIND);
+    int err = st == STATUS_SUCCESS ? ndk_tcp_listen(fd, 1024) : 0;
+    if (err < 0) {
+        st = ndk_status_from_errno(-err, NDK_PHASE_BIND);
         ports_unref(l->port);
         l->port = NULL;
     }
-    if (st == STATUS_SUCCESS && loop_watch_add(&ad->loop, &l->watch, fd, EPOLLIN, listener_on_accept) < 0) {
+    if (st == STATUS_SUCCESS && loop_watch_add(&ad->dev->loop, &l->watch, fd, EPOLLIN, listener_on_accept) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;
         ports_unref(l->port);
         l->port = NULL;
     }
     if (st != STATUS_SUCCESS) {
-        pthread_mutex_unlock(&ad->lock);
-        close(fd);
+        pthread_mutex_unlock(&ad->dev->lock);
+        ndk_stream_close(fd);
         return st;
     }
     l->fd = fd;
     l->local = local;
     l->listening = true;
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_SUCCESS;
 }
 
@@ -316,10 +304,10 @@ static NTSTATUS listener_get_local_address(NDK_LISTENER *pNdkListener, PSOCKADDR
     struct ndk_listener_impl *l = listener_from(pNdkListener);
     if (!l)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&l->obj.ad->lock);
+    pthread_mutex_lock(&l->obj.ad->dev->lock);
     NTSTATUS st = l->listening ? ndk_sockaddr_copy_out(&l->local, pAddress, pAddressLength)
                                : STATUS_INVALID_DEVICE_STATE;
-    pthread_mutex_unlock(&l->obj.ad->lock);
+    pthread_mutex_unlock(&l->obj.ad->dev->lock);
     return st;
 }
 
@@ -328,9 +316,9 @@ static VOID listener_control_events(NDK_LISTENER *pNdkListener, BOOLEAN Pause)
     struct ndk_listener_impl *l = listener_from(pNdkListener);
     if (!l)
         return;
-    pthread_mutex_lock(&l->obj.ad->lock);
+    pthread_mutex_lock(&l->obj.ad->dev->lock);
     l->paused = Pause != FALSE;
-    pthread_mutex_unlock(&l->obj.ad->lock);
+    pthread_mutex_unlock(&l->obj.ad->dev->lock);
 }
 
 static const NDK_LISTENER_DISPATCH listener_dispatch = {
@@ -410,9 +398,9 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALL
     l->connect_event = ConnectEvent;
     l->connect_ctx = ConnectEventContext;
     l->fd = -1;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&l->obj, ad, NdkObjectTypeListener, &listener_dispatch, &listener_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkListener = (NDK_LISTENER *)&l->obj.pub;
     return STATUS_SUCCESS;
 }

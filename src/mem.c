@@ -3,8 +3,8 @@
  * (NdkBuildLAM / NdkReleaseLAM), and the checks the data path makes on local
  * SGEs, inbound tagged segments, and Bind / FastRegister / Invalidate.
  *
- * STags. An STag is (24-bit index << 8) | 8-bit key (iwarp.md 3.10, reference
- * 12.7). Each MR or MW object owns one index from creation to destruction.
+ * STags. An STag is (24-bit index << 8) | 8-bit key (RFC 5040).
+ * Each MR or MW object owns one index from creation to destruction.
  * Indices come from a cursor that starts at a random point of the index
  * space and only moves forward (wrapping from 2^24 - 1 to 1, never 0), so a
  * freed index is not handed out again until the whole space has been cycled
@@ -15,15 +15,16 @@
  * 255 registrations of an index all fail.
  *
  * Fast-register MRs keep the token NdkInitializeFastRegisterMr gave them:
- * NdkGetRemoteTokenFromMr may be called once that completed (5.6.4), NDKPI
- * has no call that asks for a new key, and consumers written for Windows
+ * NdkGetRemoteTokenFromMr may be called once that completed, NDKPI has no
+ * call that asks for a new key, and consumers written for Windows
  * providers cache that token and hand it out for every fast registration.
  * A stale access is still refused while the MR is invalidated, up to its
  * next fast registration. With NDK_OPEN_FLAG_FRMR_NEW_TOKEN the key moves
  * on every fast registration too, so an old token fails for good.
  *
  * Posting vs. execution. NdkFastRegister and NdkBind must hand out the new
- * remote token as soon as they return (reference 5.6.4, 5.7.1), but the
+ * remote token as soon as they return (NdkGetRemoteTokenFromMr,
+ * NdkGetRemoteTokenFromMw), but the
  * mapping takes effect only when the request reaches the head of the
  * initiator queue. So an entry keeps two things: `key`, the key of the newest
  * token handed out (bumped by mem_check_fast_register / mem_check_bind when
@@ -73,11 +74,10 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "mem.h"
+#include "net/sys.h"
 #include "objects.h"
 
 #include "mem_internal.h"
@@ -88,12 +88,6 @@
 #define LEAF_SIZE (1u << LEAF_BITS)
 #define DIR_SIZE (IDX_LIMIT >> LEAF_BITS)
 
-/* NdkRegisterMr / NdkBind limits: MaxRegistrationSize and MaxWindowSize of
- * the adapter (adapter.c: the 47-bit user address space). */
-#define MEM_MAX_REGION ((uint64_t)1 << 47)
-/* NdkInitializeFastRegisterMr: more pages than this is STATUS_IMPLEMENTATION_LIMIT
- * (a page list of 512 KiB per MR is the most we are willing to hold). */
-#define MEM_MAX_FRMR_PAGES 65536u
 /* NDK_OP_FLAG_ALLOW_REMOTE_WRITE is 0x30 = 0x20 | ALLOW_LOCAL_WRITE: the
  * 0x20 bit is what asks for remote write. */
 #define OP_FLAG_REMOTE_WRITE_BIT 0x20u
@@ -215,19 +209,13 @@ struct mem_table *mem_table_new(void)
         return NULL;
     }
     long ps = sysconf(_SC_PAGESIZE);
-    /* PAGE_SIZE is the host's page size (reference 6.8). */
+    /* NdkBuildLAM's pages are the host's pages. */
     t->page_size = ps > 0 && (ps & (ps - 1)) == 0 ? (uint64_t)ps : 4096;
     while (((uint64_t)1 << t->page_shift) < t->page_size)
         t->page_shift++;
-    uint64_t seed = 0;
-    if (getrandom(&seed, sizeof seed, 0) != (ssize_t)sizeof seed) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ (uint64_t)(uintptr_t)t;
-    }
-    t->rng = seed | 1; /* xorshift state must not be 0 */
+    t->rng = ndk_random_seed((uint64_t)(uintptr_t)t) | 1; /* xorshift state must not be 0 */
     /* A random start makes indices hard to guess across adapters and runs
-     * (iwarp.md 3.10); 0 is never an index. */
+     * (RFC 5042 on guessed STags); 0 is never an index. */
     t->cursor = (uint32_t)(rng_next(t) % (IDX_LIMIT - 1)) + 1;
     return t;
 }
@@ -466,7 +454,7 @@ NTSTATUS mem_frmr_init(struct mem_table *t, struct mem_entry *e, ULONG npages, b
 {
     if (e->kind != MEM_KIND_FRMR)
         return STATUS_INVALID_PARAMETER; /* only FastRegister == TRUE MRs (5.6.3) */
-    if (npages == 0 || npages > MEM_MAX_FRMR_PAGES)
+    if (npages == 0 || npages > NDK_MAX_FRMR_PAGES)
         return STATUS_IMPLEMENTATION_LIMIT;
     pthread_mutex_lock(&t->lock);
     ULONG cap = e->page_cap;
@@ -551,7 +539,7 @@ static inline bool inside(uint64_t base, uint64_t size, uint64_t to, uint64_t le
     return to >= base && to - base <= size && len <= size - (to - base);
 }
 
-/* The checks of iwarp.md 3.9 rows 12-16 / 19 in the order the brief fixes:
+/* The checks of docs/rules.md R12-R16 / R19, in this order:
  * invalid, not associated, access, wrap, bounds. Lock held; len > 0. *region
  * is the registration whose memory is mapped (the MR, for a window). */
 static enum mem_err check_remote(const struct mem_table *t, const struct mem_entry *e,
@@ -588,7 +576,7 @@ enum mem_err mem_map_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
     if (niov)
         *niov = 0;
     if (len == 0)
-        return MEM_OK; /* zero-length tagged segments are not validated (iwarp.md 3.3) */
+        return MEM_OK; /* a zero-length tagged segment places nothing: not validated */
     /* The privileged token grants local access only (5.5.6). */
     if (stag == pd->privileged_token)
         return MEM_INVALID_STAG;
@@ -782,7 +770,7 @@ static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_H
         e = mem_mr_entry((const NDK_MR *)h, &o);
     else if (h->ObjectType == NdkObjectTypeMw)
         e = mem_mw_entry((const NDK_MW *)h, &o);
-    return e && o->ad == qp->obj.ad ? e : NULL;
+    return e && o->ad->dev == qp->obj.ad->dev ? e : NULL;
 }
 
 static unsigned fr_access(ULONG flags)
@@ -865,7 +853,7 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
     struct mem_entry *e = frmr_entry(qp, mr);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
     if (st != STATUS_SUCCESS)
         return st;
@@ -875,8 +863,12 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
         st = fr_pages_checks(t, npages, pages);
     if (st == STATUS_SUCCESS) {
         e->fr_posted++;
-        /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4). */
-        if (qp->obj.ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN)
+        /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4).
+         * The token is the MR's: the flag of the adapter instance it was
+         * created through decides. */
+        struct ndk_obj *mro = NULL;
+        mem_mr_entry(mr, &mro);
+        if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
             bump_key(e);
     }
     pthread_mutex_unlock(&t->lock);
@@ -890,7 +882,7 @@ NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages
     struct mem_entry *e = frmr_entry(qp, mr);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     /* Checked again: the MR may have been re-initialized, or a LAM of its
      * pages released, since the post. */
     NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
@@ -901,7 +893,7 @@ NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages
     if (st == STATUS_SUCCESS)
         st = fr_pages_checks(t, npages, pages);
     if (st == STATUS_SUCCESS) {
-        /* npages <= max_pages <= page_cap. At most MEM_MAX_FRMR_PAGES
+        /* npages <= max_pages <= page_cap. At most NDK_MAX_FRMR_PAGES
          * words are copied under the lock. */
         for (ULONG i = 0; i < npages; i++)
             e->pages[i] = (uint64_t)pages[i].QuadPart;
@@ -947,7 +939,7 @@ static NTSTATUS bind_checks(const struct mem_entry *m, const struct mem_entry *w
         return STATUS_INVALID_PARAMETER;
     if (!m->valid)
         return STATUS_INVALID_DEVICE_STATE; /* the MR is not registered */
-    if (len > MEM_MAX_REGION)
+    if (len > NDK_MAX_REGION)
         return STATUS_INVALID_PARAMETER; /* MaxWindowSize */
     /* MR base <= VA < MR base + MR length, and the window ends inside. */
     if (a < m->base || a - m->base >= m->len || len > m->len - (a - m->base))
@@ -965,7 +957,7 @@ static bool bind_entries(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, struct 
     *mro = NULL;
     *m = mem_mr_entry(mr, mro);
     *w = mem_mw_entry(mw, &mwo);
-    return qp && *m && *w && (*mro)->ad == qp->obj.ad && mwo->ad == qp->obj.ad;
+    return qp && *m && *w && (*mro)->ad->dev == qp->obj.ad->dev && mwo->ad->dev == qp->obj.ad->dev;
 }
 
 NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
@@ -975,7 +967,7 @@ NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va
     struct mem_entry *m, *w;
     if (!bind_entries(qp, mr, mw, &m, &w, &mro))
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     NTSTATUS st = bind_checks(m, w, qp, va, len, flags, true);
     if (st == STATUS_SUCCESS && w->ante != mro) {
@@ -1010,7 +1002,7 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
     struct mem_entry *m, *w;
     if (!bind_entries(qp, mr, mw, &m, &w, &mro))
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     /* Checked again: the MR may have been deregistered since the post. */
     NTSTATUS st = bind_checks(m, w, qp, va, len, flags, false);
@@ -1018,7 +1010,7 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
         w->base = (uint64_t)(uintptr_t)va;
         w->len = len;
         w->access = bind_access(flags);
-        w->qp = qp; /* windows are associated with the QP that bound them (iwarp.md 3.10) */
+        w->qp = qp; /* windows are associated with the QP that bound them (R13) */
         w->qp_serial = qp->serial;
         w->mr_idx = m->idx;
         w->mr_stag = m->stag;
@@ -1046,7 +1038,7 @@ NTSTATUS mem_check_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_m
     struct mem_entry *e = target_entry(qp, mr_or_mw);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     /* Validity is judged at execution: a fast register or bind queued
      * before this request may make the token valid by then. */
@@ -1060,7 +1052,7 @@ NTSTATUS mem_exec_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw
     struct mem_entry *e = target_entry(qp, mr_or_mw);
     if (!e)
         return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->mem;
+    struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
     NTSTATUS st = inv_checks(e, qp);
     if (st == STATUS_SUCCESS && !e->valid)
@@ -1123,15 +1115,15 @@ NTSTATUS ndk_build_lam(NDK_ADAPTER *pNdkAdapter, MDL *Mdl, SIZE_T Length,
     /* Completes inline: a software adapter has nothing to wait for. */
     (void)RequestCompletion, (void)RequestContext;
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
-    if (!ad || !pLAMSize || !pFBO || Length > MEM_MAX_REGION)
+    if (!ad || !pLAMSize || !pFBO || Length > NDK_MAX_REGION)
         return STATUS_INVALID_PARAMETER;
     uint64_t va;
     NTSTATUS st = mem_mdl_span(Mdl, Length, &va);
     if (st != STATUS_SUCCESS)
         return st;
-    struct mem_table *t = ad->mem;
+    struct mem_table *t = ad->dev->mem;
     /* No IOMMU: logical addresses are the host addresses of the pages
-     * (reference 12.3), page-aligned, with the offset of the first byte
+     * (NdkBuildLAM), page-aligned, with the offset of the first byte
      * as FBO. */
     uint64_t fbo = va & (t->page_size - 1);
     uint64_t first = va - fbo;
@@ -1178,7 +1170,7 @@ VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdk
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !pNdkLAM || !pNdkLAM->AdapterContext)
         return;
-    struct mem_table *t = ad->mem;
+    struct mem_table *t = ad->dev->mem;
     struct lam_rec *rec = pNdkLAM->AdapterContext;
     bool found = false;
     pthread_mutex_lock(&t->lock);

@@ -5,10 +5,10 @@
  *
  * Tokens are iWARP STags: a 24-bit index (random start, never 0) and an
  * 8-bit key that changes on every registration and bind, so a stale token
- * fails; a fast-register MR keeps its token across fast registrations
- * unless NDK_OPEN_FLAG_FRMR_NEW_TOKEN is set (mem.c). Local and remote
- * tokens of an MR are the same value; remote use is refused unless remote
- * rights were granted.
+ * fails (RFC 5040); a fast-register MR keeps its token across fast
+ * registrations unless NDK_OPEN_FLAG_FRMR_NEW_TOKEN is set (mem.c). Local
+ * and remote tokens of an MR are the same value; remote use is refused
+ * unless remote rights were granted.
  * TOs are virtual addresses: the base of a registration is its MDL's virtual
  * address (or the BaseVirtualAddress of a fast registration).
  *
@@ -24,6 +24,8 @@
 
 #include <ndk/ndkpi.h>
 
+#include "ndk_limits.h"
+
 struct ndk_adapter_impl;
 struct ndk_pd_impl;
 struct ndk_qp_impl;
@@ -38,19 +40,13 @@ struct ndk_qp_impl;
  * out. Every other SGE is checked as usual. */
 #define MEM_AT_POST 0x100
 
-/* The most host-contiguous pieces the local SGEs of one request may map to.
- * An SGE in a fast-registered MR whose pages are not adjacent in memory
- * takes one piece per run of adjacent pages; a request that needs more is
- * refused with STATUS_IMPLEMENTATION_LIMIT. The data path sizes its
- * per-message iovec arrays with it. */
-#define MEM_LOCAL_IOV_MAX 64
 
 /* Every NDK_OP_FLAG_* bit. A posting call refuses any other bit and ignores
  * the known ones that do not apply to it (docs/behaviour.md, Posting). */
 #define NDK_OP_FLAGS_KNOWN 0x3FFu
 
 /* Why a remote access was refused; the data path turns these into the
- * Terminate of iwarp.md 3.9 with the ddp.h helpers. */
+ * Terminate of docs/rules.md R12-R21 (ndk_xp_stag_fault, transport.h). */
 enum mem_err {
     MEM_OK = 0,
     MEM_INVALID_STAG, /* unknown, key mismatch, invalidated, deregistered, privileged */
@@ -72,7 +68,7 @@ void mem_table_free(struct mem_table *t);
  * (MEM_REMOTE_WRITE or MEM_REMOTE_READ). On MEM_OK fills up to max_iov host
  * iovecs covering exactly len bytes (more than one only for fast-registered
  * page lists) and sets *niov. len 0 is always MEM_OK with *niov 0 (zero-length
- * tagged segments are not validated, iwarp.md 3.3). A too-small iov array is
+ * tagged segments place nothing and are not validated). A too-small iov array is
  * reported as MEM_BOUNDS (callers size it for the largest FPDU). iov NULL:
  * validation only (a Read Request's whole source range), niov may be NULL.
  */
@@ -95,9 +91,10 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
                        ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov);
 
 /*
- * Remote invalidation by an inbound Send with Invalidate (iwarp.md 3.6):
+ * Remote invalidation by an inbound Send with Invalidate (docs/rules.md
+ * R21):
  * the STag must exist, be valid, belong to pd (a window: be bound to qp),
- * and be a fast-register MR or a window (never a normal MR: reference 5.9.6).
+ * and be a fast-register MR or a window (never a normal MR: NdkSendAndInvalidate).
  * MEM_OK means it is now invalid.
  */
 enum mem_err mem_invalidate_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
@@ -120,7 +117,8 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
 NTSTATUS mem_exec_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw);
 
 /* Inline (posting-time) checks of the same requests, so that argument errors
- * fail the post instead of completing in error (reference 4.5). */
+ * fail the post instead of completing in error (docs/behaviour.md,
+ * Posting). */
 NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                  const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                  PVOID base_va, ULONG flags);

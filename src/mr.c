@@ -1,6 +1,7 @@
 /*
- * mr.c - memory regions: NdkCreateMr and NDK_MR_DISPATCH (reference 5.5.1,
- * 5.6, 9.2, 9.3). The registration itself lives in the adapter's STag table
+ * mr.c - memory regions: NdkCreateMr and NDK_MR_DISPATCH
+ * (NdkRegisterMr, NdkDeregisterMr, NdkInitializeFastRegisterMr, the token
+ * getters). The registration itself lives in the adapter's STag table
  * (mem.c); the object owns one entry of it from creation to destruction.
  *
  * Register, deregister and initialize complete inline (STATUS_SUCCESS, no
@@ -17,8 +18,6 @@
 
 #include "mem_internal.h"
 
-/* MaxRegistrationSize (adapter.c): the 47-bit user address space. */
-#define MR_MAX_LENGTH ((SIZE_T)1 << 47)
 /* Every NDK_MR_FLAG_* bit (6.10); anything else is refused. */
 #define MR_FLAGS_KNOWN                                                                       \
     (NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |                         \
@@ -54,7 +53,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length, ULONG Flags
 {
     (void)RequestCompletion, (void)RequestContext; /* completes inline */
     struct ndk_mr_impl *mr = mr_from(pNdkMr);
-    if (!mr || Length == 0 || Length > MR_MAX_LENGTH || (Flags & ~MR_FLAGS_KNOWN))
+    if (!mr || Length == 0 || Length > NDK_MAX_REGION || (Flags & ~MR_FLAGS_KNOWN))
         return STATUS_INVALID_PARAMETER;
     /* Local read is always granted. RDMA_READ_SINK is accepted and
      * ignored (5.6.1): Read Responses are placed into the sink SGEs as
@@ -70,7 +69,7 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length, ULONG Flags
     NTSTATUS st = mem_mdl_span(Mdl, Length, &va);
     if (st != STATUS_SUCCESS)
         return st;
-    return mem_mr_register(mr->obj.ad->mem, mr->entry, va, Length, access);
+    return mem_mr_register(mr->obj.ad->dev->mem, mr->entry, va, Length, access);
 }
 
 static NTSTATUS mr_deregister(NDK_MR *pNdkMr, NDK_FN_REQUEST_COMPLETION RequestCompletion,
@@ -80,7 +79,7 @@ static NTSTATUS mr_deregister(NDK_MR *pNdkMr, NDK_FN_REQUEST_COMPLETION RequestC
     struct ndk_mr_impl *mr = mr_from(pNdkMr);
     if (!mr)
         return STATUS_INVALID_PARAMETER;
-    return mem_mr_deregister(mr->obj.ad->mem, mr->entry);
+    return mem_mr_deregister(mr->obj.ad->dev->mem, mr->entry);
 }
 
 static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BOOLEAN RemoteAccess,
@@ -91,7 +90,7 @@ static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BO
     struct ndk_mr_impl *mr = mr_from(pNdkMr);
     if (!mr)
         return STATUS_INVALID_PARAMETER;
-    return mem_frmr_init(mr->obj.ad->mem, mr->entry, AdapterPageCount, RemoteAccess != FALSE);
+    return mem_frmr_init(mr->obj.ad->dev->mem, mr->entry, AdapterPageCount, RemoteAccess != FALSE);
 }
 
 /* Local and remote tokens are one STag (mem.h); 0 until the MR is
@@ -99,7 +98,7 @@ static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BO
 static UINT32 mr_token(NDK_MR *pNdkMr)
 {
     struct ndk_mr_impl *mr = mr_from(pNdkMr);
-    return mr ? mem_entry_token(mr->obj.ad->mem, mr->entry) : 0;
+    return mr ? mem_entry_token(mr->obj.ad->dev->mem, mr->entry) : 0;
 }
 
 static const NDK_MR_DISPATCH mr_dispatch = {
@@ -117,7 +116,7 @@ static void mr_close_start(struct ndk_obj *obj)
     struct ndk_mr_impl *mr = container_of(obj, struct ndk_mr_impl, obj);
     /* Windows bound to this MR become its successors now (the adapter lock
      * is held here, never on the posting path that binds them). */
-    unsigned n = mem_entry_close_start(obj->ad->mem, mr->entry);
+    unsigned n = mem_entry_close_start(obj->ad->dev->mem, mr->entry);
     while (n--)
         ndk_obj_add_successor(obj);
 }
@@ -125,7 +124,7 @@ static void mr_close_start(struct ndk_obj *obj)
 static void mr_destroy(struct ndk_obj *obj)
 {
     struct ndk_mr_impl *mr = container_of(obj, struct ndk_mr_impl, obj);
-    mem_entry_free(obj->ad->mem, mr->entry); /* an MR depends on no window */
+    mem_entry_free(obj->ad->dev->mem, mr->entry); /* an MR depends on no window */
     mr->entry = NULL;
     ndk_obj_release_successor(&mr->pd->obj);
 }
@@ -155,22 +154,22 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister, NDK_FN_CREATE_COMPL
     mr->pd = container_of(pdo, struct ndk_pd_impl, obj);
     /* The STag index is the MR's for its whole life: re-registration only
      * moves the key, so a full table fails here, never at registration. */
-    NTSTATUS st = mem_entry_new(ad->mem, FastRegister ? MEM_KIND_FRMR : MEM_KIND_MR, mr->pd,
+    NTSTATUS st = mem_entry_new(ad->dev->mem, FastRegister ? MEM_KIND_FRMR : MEM_KIND_MR, mr->pd,
                                 &mr->obj, &mr->entry);
     if (st != STATUS_SUCCESS) {
         free(mr);
         return st;
     }
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (pdo->closing) {
-        pthread_mutex_unlock(&ad->lock);
-        mem_entry_free(ad->mem, mr->entry);
+        pthread_mutex_unlock(&ad->dev->lock);
+        mem_entry_free(ad->dev->mem, mr->entry);
         free(mr);
         return STATUS_INVALID_PARAMETER;
     }
     ndk_obj_add_successor(pdo);
     ndk_obj_init(&mr->obj, ad, NdkObjectTypeMr, &mr_dispatch, &mr_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkMr = (NDK_MR *)&mr->obj.pub;
     return STATUS_SUCCESS;
 }

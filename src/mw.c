@@ -1,6 +1,6 @@
 /*
- * mw.c - memory windows: NdkCreateMw and NDK_MW_DISPATCH (reference 5.5.2,
- * 5.7, 9.4). Binding and invalidation are work requests of a QP (qp.c calls
+ * mw.c - memory windows: NdkCreateMw and NDK_MW_DISPATCH
+ * (NdkGetRemoteTokenFromMw, NdkBind, NdkInvalidate). Binding and invalidation are work requests of a QP (qp.c calls
  * mem_check_bind / mem_exec_bind in mem.c); the object owns one entry of the
  * adapter's STag table from creation to destruction.
  *
@@ -41,7 +41,7 @@ struct mem_entry *mem_mw_entry(const NDK_MW *p, struct ndk_obj **obj)
 static UINT32 mw_token(NDK_MW *pNdkMw)
 {
     struct ndk_mw_impl *mw = mw_from(pNdkMw);
-    return mw ? mem_entry_token(mw->obj.ad->mem, mw->entry) : 0;
+    return mw ? mem_entry_token(mw->obj.ad->dev->mem, mw->entry) : 0;
 }
 
 static const NDK_MW_DISPATCH mw_dispatch = {
@@ -53,7 +53,7 @@ static const NDK_MW_DISPATCH mw_dispatch = {
 static void mw_close_start(struct ndk_obj *obj)
 {
     struct ndk_mw_impl *mw = container_of(obj, struct ndk_mw_impl, obj);
-    mem_entry_close_start(obj->ad->mem, mw->entry); /* no new bind from now */
+    mem_entry_close_start(obj->ad->dev->mem, mw->entry); /* no new bind from now */
 }
 
 static void mw_destroy(struct ndk_obj *obj)
@@ -61,7 +61,7 @@ static void mw_destroy(struct ndk_obj *obj)
     struct ndk_mw_impl *mw = container_of(obj, struct ndk_mw_impl, obj);
     /* The STag fails from here on; the MR it was bound to may finish a
      * close that waited for this window. */
-    struct ndk_obj *ante = mem_entry_free(obj->ad->mem, mw->entry);
+    struct ndk_obj *ante = mem_entry_free(obj->ad->dev->mem, mw->entry);
     mw->entry = NULL;
     if (ante)
         ndk_obj_release_successor(ante);
@@ -91,21 +91,21 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion
     if (!mw)
         return STATUS_INSUFFICIENT_RESOURCES;
     mw->pd = container_of(pdo, struct ndk_pd_impl, obj);
-    NTSTATUS st = mem_entry_new(ad->mem, MEM_KIND_MW, mw->pd, &mw->obj, &mw->entry);
+    NTSTATUS st = mem_entry_new(ad->dev->mem, MEM_KIND_MW, mw->pd, &mw->obj, &mw->entry);
     if (st != STATUS_SUCCESS) {
         free(mw);
         return st;
     }
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (pdo->closing) {
-        pthread_mutex_unlock(&ad->lock);
-        mem_entry_free(ad->mem, mw->entry);
+        pthread_mutex_unlock(&ad->dev->lock);
+        mem_entry_free(ad->dev->mem, mw->entry);
         free(mw);
         return STATUS_INVALID_PARAMETER;
     }
     ndk_obj_add_successor(pdo);
     ndk_obj_init(&mw->obj, ad, NdkObjectTypeMw, &mw_dispatch, &mw_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkMw = (NDK_MW *)&mw->obj.pub;
     return STATUS_SUCCESS;
 }

@@ -3,7 +3,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 #include "objects.h"
 
@@ -55,32 +54,32 @@ struct ndk_obj *ndk_obj_from_pub(const void *pub, NDK_OBJECT_TYPE type)
 
 bool ndk_on_progress_thread(struct ndk_adapter_impl *ad)
 {
-    return ad->thread_started && pthread_equal(pthread_self(), ad->thread);
+    return ad->dev->thread_started && pthread_equal(pthread_self(), ad->dev->thread);
 }
 
 static void cbq_append(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
 {
-    pthread_mutex_lock(&ad->cbq_lock);
+    /* Counted for the object's view: closing it waits for these. */
+    __atomic_add_fetch(&cb->obj->ad->callbacks, 1, __ATOMIC_ACQ_REL);
+    pthread_mutex_lock(&ad->dev->cbq_lock);
     cb->queued = true;
     cb->next = NULL;
-    if (ad->cbq_tail)
-        ad->cbq_tail->next = cb;
+    if (ad->dev->cbq_tail)
+        ad->dev->cbq_tail->next = cb;
     else
-        ad->cbq_head = cb;
-    ad->cbq_tail = cb;
-    pthread_mutex_unlock(&ad->cbq_lock);
+        ad->dev->cbq_head = cb;
+    ad->dev->cbq_tail = cb;
+    pthread_mutex_unlock(&ad->dev->cbq_lock);
     ndk_kick(ad);
 }
 
 void ndk_kick(struct ndk_adapter_impl *ad)
 {
-    if (loop_in_owner(&ad->loop))
+    if (loop_in_owner(&ad->dev->loop))
         return; /* the progress thread drains the queue before it waits */
-    /* The doorbell needs no lock: eventfd writes are atomic, and a
-     * redundant wake-up only costs an empty loop iteration. */
-    uint64_t one = 1;
-    ssize_t n = write(ad->loop.evfd, &one, sizeof one);
-    (void)n;
+    /* The doorbell needs no lock, and a redundant wake-up only costs an
+     * empty loop iteration. */
+    loop_wake(&ad->dev->loop);
 }
 
 /*
@@ -164,9 +163,11 @@ void ndk_obj_destroy(struct ndk_obj *obj)
     obj->all_prev = obj->all_next = NULL;
     /* Freed by the progress thread between loop iterations, so a socket
      * event already fetched for this object never touches freed memory. */
-    obj->free_next = ad->free_list;
-    ad->free_list = obj;
-    loop_kick(&ad->loop);
+    obj->free_next = ad->dev->free_list;
+    ad->dev->free_list = obj;
+    if (ad->closed && !ad->objects)
+        ndk_view_retire(ad);
+    loop_kick(&ad->dev->loop);
 }
 
 void ndk_obj_maybe_finish(struct ndk_obj *obj)
@@ -200,11 +201,11 @@ NTSTATUS ndk_obj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION cb, void 
     if (!obj || obj->type == NdkObjectTypeAdapter)
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = obj->ad;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (obj->closing) {
         /* A second close of the same object is a consumer bug (L9); it must
          * not produce a second completion. */
-        pthread_mutex_unlock(&ad->lock);
+        pthread_mutex_unlock(&ad->dev->lock);
         return STATUS_INVALID_DEVICE_STATE;
     }
     obj->closing = true;
@@ -214,11 +215,11 @@ NTSTATUS ndk_obj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION cb, void 
         obj->ops->close_start(obj);
     if (obj->successors == 0 && __atomic_load_n(&obj->busy, __ATOMIC_ACQUIRE) == 0) {
         ndk_obj_destroy(obj);
-        pthread_mutex_unlock(&ad->lock);
+        pthread_mutex_unlock(&ad->dev->lock);
         return STATUS_SUCCESS;
     }
     obj->close_pending = true;
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_PENDING;
 }
 
@@ -231,17 +232,25 @@ NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *obj, GUID *id, NDK_VERSION ver,
     return STATUS_NOT_SUPPORTED;
 }
 
+/* A callback of an object of `view` ran (or was dropped): a view being
+ * closed waits until none is queued or running. Device lock held. */
+static void cb_ran(struct ndk_device *dev, struct ndk_adapter_impl *view)
+{
+    if (__atomic_sub_fetch(&view->callbacks, 1, __ATOMIC_ACQ_REL) == 0)
+        pthread_cond_broadcast(&dev->cb_done);
+}
+
 /* Runs queued callbacks with the lock released. Called by the progress
  * thread with the lock held. */
-void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
+void ndk_drain_callbacks(struct ndk_device *dev)
 {
     for (;;) {
-        pthread_mutex_lock(&ad->cbq_lock);
-        struct ndk_cb *cb = ad->cbq_head;
+        pthread_mutex_lock(&dev->cbq_lock);
+        struct ndk_cb *cb = dev->cbq_head;
         if (cb) {
-            ad->cbq_head = cb->next;
-            if (!ad->cbq_head)
-                ad->cbq_tail = NULL;
+            dev->cbq_head = cb->next;
+            if (!dev->cbq_head)
+                dev->cbq_tail = NULL;
             cb->next = NULL;
             /* A CQ/SRQ notification may be queued again by a data-path
              * thread the moment its callback returns: its flag is owned by
@@ -249,10 +258,11 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
             if (cb->kind == CB_CQ_NOTIFY)
                 cb->queued = false;
         }
-        pthread_mutex_unlock(&ad->cbq_lock);
+        pthread_mutex_unlock(&dev->cbq_lock);
         if (!cb)
             break;
         struct ndk_obj *obj = cb->obj;
+        struct ndk_adapter_impl *view = obj->ad;
         enum ndk_cb_kind kind = cb->kind;
 
         if (kind == CB_CONNECT_EVENT) {
@@ -262,11 +272,12 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
                 cb->queued = false;
                 __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
                 ndk_obj_maybe_finish(obj);
+                cb_ran(dev, view);
                 continue;
             }
         }
 
-        pthread_mutex_unlock(&ad->lock);
+        pthread_mutex_unlock(&dev->lock);
         switch (kind) {
         case CB_REQUEST:
             if (cb->u.req.fn)
@@ -293,7 +304,7 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
             cb->u.notify.fn(cb->u.notify.ctx, cb->u.notify.status);
             break;
         }
-        pthread_mutex_lock(&ad->lock);
+        pthread_mutex_lock(&dev->lock);
         if (kind != CB_CQ_NOTIFY)
             cb->queued = false;
         if (kind == CB_CLOSE) {
@@ -302,26 +313,22 @@ void ndk_drain_callbacks(struct ndk_adapter_impl *ad)
             __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
             ndk_obj_maybe_finish(obj);
         }
+        cb_ran(dev, view);
     }
 }
 
-void ndk_defer_free(struct ndk_adapter_impl *ad, struct ndk_dfree *node)
+void ndk_free_deferred(struct ndk_device *dev)
 {
-    node->next = ad->dfree_list;
-    ad->dfree_list = node;
-}
-
-void ndk_free_deferred(struct ndk_adapter_impl *ad)
-{
-    struct ndk_dfree *d;
-    while ((d = ad->dfree_list)) {
-        ad->dfree_list = d->next;
-        free(d);
-    }
+    loop_free_deferred(&dev->loop);
     struct ndk_obj *obj;
-    while ((obj = ad->free_list)) {
-        ad->free_list = obj->free_next;
+    while ((obj = dev->free_list)) {
+        dev->free_list = obj->free_next;
         obj->magic = 0;
         obj->ops->free(obj);
+    }
+    struct ndk_adapter_impl *v;
+    while ((v = dev->dead_views)) {
+        dev->dead_views = v->view_next;
+        free(v);
     }
 }

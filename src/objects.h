@@ -16,16 +16,13 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub);
  * adapter lock: call without it. */
 bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr);
 void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info);
+/* A closed view lost its last object: it is freed between loop
+ * iterations. Device lock held. */
+void ndk_view_retire(struct ndk_adapter_impl *view);
 /* Progress-thread internals (obj.c). */
-void ndk_drain_callbacks(struct ndk_adapter_impl *ad);
-void ndk_free_deferred(struct ndk_adapter_impl *ad);
+void ndk_drain_callbacks(struct ndk_device *dev);
+void ndk_free_deferred(struct ndk_device *dev);
 
-/* The limits every adapter reports; section comments in adapter.c. */
-#define NDK_MAX_IRD 128
-#define NDK_MAX_ORD 128
-#define NDK_MAX_PRIVATE_DATA 252
-/* NDK_OPEN_FLAG_RELAXED_TX_GATE: iwarp.md 2.3 asks for at least 100 ms. */
-#define NDK_RELAXED_GATE_MS 100
 
 /* ---- cq.c (struct ndk_cq_impl and the SRQ: cqsrq.h) ---- */
 NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,

@@ -1,9 +1,9 @@
 /* Protection domains: the parent of QPs (and, with the data path, of MRs,
  * MWs and SRQs). */
 #include <stdlib.h>
-#include <sys/random.h>
 
 #include "mem.h"
+#include "net/sys.h"
 #include "objects.h"
 
 static VOID pd_privileged_token(NDK_PD *pNdkPd, UINT32 *pToken)
@@ -43,11 +43,11 @@ NTSTATUS ndk_create_pd(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION Create
         return STATUS_INSUFFICIENT_RESOURCES;
     /* The privileged token is never valid on the wire; it only needs to be
      * unguessable and distinct from STags, which are never 0. */
-    if (getrandom(&pd->privileged_token, sizeof pd->privileged_token, 0) != 4)
+    if (!ndk_random(&pd->privileged_token, sizeof pd->privileged_token))
         pd->privileged_token = 0xFFFFFF00u;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&pd->obj, ad, NdkObjectTypePd, &pd_dispatch, &pd_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkPd = (NDK_PD *)&pd->obj.pub;
     return STATUS_SUCCESS;
 }

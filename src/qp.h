@@ -1,19 +1,20 @@
 /*
- * qp.h - the queue pair's data path: initiator and receive queues, the
- * transmit engine (DDP/RDMAP segmentation into FPDUs, one gathering writev
- * per batch) and the receive engine (header first, then payload read
- * straight into registered memory).
+ * qp.h - the queue pair's data path: initiator and receive queues (the QP
+ * object's, qp.c), and the state of the iWARP transport that carries them
+ * (transport.h; qp_iwarp.c): the transmit engine (DDP/RDMAP segmentation
+ * into FPDUs, one gathering writev per batch) and the receive engine
+ * (header first, then payload read straight into registered memory).
  *
- * The engine moves bytes only through struct ndk_transport: a TCP socket in
- * production (connector.c), an in-memory pipe in the simulation tests. The
- * protocol decisions are the sans-IO codecs of wire/.
+ * The iWARP engine moves bytes only through struct ndk_transport: a TCP
+ * socket in production (connector.c), an in-memory pipe in the simulation
+ * tests. The protocol decisions are the sans-IO codecs of wire/.
  *
- * Locks, in the order they may be taken: the adapter lock (connection
+ * Locks, in the order they may be taken: the device lock (connection
  * management; the progress thread holds it while dispatching socket events),
  * qp->rx_lock (the receive engine), qp->sq_lock (initiator queue and
  * transmit engine), qp->rq_lock (receive queue), a CQ's or SRQ's lock, the
- * memory table lock, the adapter's callback-queue lock. Posting threads take
- * only sq_lock or rq_lock (and what follows), never the adapter lock.
+ * memory table lock, the device's callback-queue lock. Posting threads take
+ * only sq_lock or rq_lock (and what follows), never the device lock.
  */
 #ifndef NDK_QP_H
 #define NDK_QP_H
@@ -26,6 +27,7 @@
 
 #include "cqsrq.h"
 #include "mem.h"
+#include "transport.h"
 #include "wire/ddp.h"
 
 struct ndk_transport;
@@ -138,11 +140,16 @@ struct ndk_qp_dp {
     /* Changed under sq_lock; atomic because NdkReceive reads it under
      * rq_lock alone (a receive posted to a QP in error is flushed). */
     _Atomic enum qp_state state;
+    /* The transport attached while connected (transport.h); the ops stay
+     * set once attached, xp_ctx is cleared when it detaches. */
+    const struct ndk_xp_ops *xp;
+    void *xp_ctx;
+    /* iWARP: the byte stream under the FPDUs (NULL once stopped). */
     struct ndk_transport *tr;
-    struct ndk_qp_impl *live_next, *live_prev; /* adapter's live list */
+    struct ndk_qp_impl *live_next, *live_prev; /* device's live list */
     struct ndk_qp_link on_rcq, on_icq; /* in its CQs' lists (on_icq unused when they are one) */
     bool live;
-    /* Busy polling (adapter live_lock): input_leased while pollers read the
+    /* Busy polling (device live_lock): input_leased while pollers read the
      * stream; lease_polled says one did since the progress thread last
      * looked, which ends the lease when it finds none (ndk_qp_age_leases). */
     bool input_leased;
@@ -248,10 +255,11 @@ struct ndk_qp_dp {
     ULONG end_reason;
 };
 
-/* ---- qp.c ---- */
+/* ---- qp_iwarp.c: the iWARP transport, as the connector drives it ---- */
 struct ndk_qp_impl;
-/* The connection is established: start the data path on this transport. */
-/* Returns false when the read queues cannot be allocated. */
+/* The connection is established: attach the iWARP transport over this
+ * stream (transport.h). Returns false when the read queues cannot be
+ * allocated. */
 bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
                   uint32_t ord, size_t mulpdu, bool tx_gated);
 /* Connection set-up used a Read RTR: as its sender, the first Read Request
@@ -259,12 +267,6 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
  * next inbound Read Request has MSN 2. Call right after ndk_qp_start. */
 void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp);
 void ndk_qp_read_rtr_received(struct ndk_qp_impl *qp);
-/* The connection is going away: stop using the transport (no more reads or
- * writes once this returns), then complete every outstanding request:
- * CANCELLED, except that the request a received Terminate names gets `st`. */
-void ndk_qp_stop(struct ndk_qp_impl *qp);
-/* Flushes every outstanding request with STATUS_CANCELLED. */
-void ndk_qp_flush_all(struct ndk_qp_impl *qp);
 /* The stream failed (a Terminate either way, a protocol error, a broken
  * stream, a local failure): the owner resets the connection. Not after a
  * graceful end, nor because of NdkFlush, which leaves the connection up. */
@@ -272,46 +274,23 @@ bool ndk_qp_failed(struct ndk_qp_impl *qp);
 /* Nothing more will be read from the stream (its end, an error, or the
  * discard limit after our Terminate). */
 bool ndk_qp_rx_over(struct ndk_qp_impl *qp);
-/* Receiver not ready (qp_rx.c): the progress thread's look, every 10 ms
- * while some QP waits, at deadlines and SRQs; a receive posted to the QP
- * resumes its input at once. ndk_qp_rx_give_up ends a wait and allows no
- * further one (NdkDisconnect, a broken socket): the engine sends its
- * Terminate when it next runs. */
-void ndk_qp_check_rx_waits(struct ndk_adapter_impl *ad);
-void ndk_qp_rx_resume(struct ndk_qp_impl *qp);
-void ndk_qp_rx_give_up(struct ndk_qp_impl *qp);
-/* rx_lock held: starts (true) or ends the pause of the input. */
-void qp_rx_pause(struct ndk_qp_impl *qp, bool on);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
-/* Lets a gated responder send before the initiator's first FPDU. */
-void ndk_qp_ungate(struct ndk_qp_impl *qp);
-/* Sends a zero-length RDMA Write while nothing has arrived from the peer.
- * Linux siw 6.1 can miss whatever arrives right after its Reply (an RTR, or
- * the first message) until more bytes arrive (the interop harness README):
- * this is those bytes, and a zero-length tagged Write is never validated or
- * placed, so every peer ignores it. Returns false once nudging is pointless
- * (the peer was heard from, or the stream is over). */
-bool ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* The QP ended the stream with its own Terminate (sent, or still queued
  * behind other FPDUs): the owner lets the peer close first. */
 bool ndk_qp_sent_term(struct ndk_qp_impl *qp);
 /* Nothing queued or in flight on the initiator side (X1 "DMA finished"). */
 bool ndk_qp_quiescent(struct ndk_qp_impl *qp);
-/* Why the data path ended the connection (NDK_DISCONNECT_REASON_*), or 0. */
-ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp);
-
-/* Busy polling: reads the sockets of the QPs completing into cq, and takes
- * (or renews) their input leases. */
-void ndk_qp_busy_poll(struct ndk_cq_impl *cq);
-/* cq was armed: its consumer is about to sleep, so the progress thread
- * watches its QPs' input again. */
-void ndk_qp_end_leases(struct ndk_cq_impl *cq);
-/* The progress thread, at most every millisecond while leases exist: ends
- * those no poller renewed since the last look, so a consumer that stopped
- * polling (without arming) still has its inbound Reads answered and its
- * data placed. */
-void ndk_qp_age_leases(struct ndk_adapter_impl *ad);
+/*
+ * The stream is unusable: our own check failed (send_term: queue the
+ * Terminate naming the offender), or the peer's Terminate arrived (term is
+ * its content, send_term false). Every outstanding request completes now;
+ * the transport is shut down once the Terminate is out. rx_lock held.
+ */
+void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
+              size_t offender_len, bool send_term);
+/* The status a received Terminate gives the request it names. */
+NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code);
 
 /* ---- qp_tx.c ---- */
 /* Moves queued messages out while the transport accepts them. sq_lock held. */
@@ -322,6 +301,15 @@ void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);
 /* Drops the rest of the batch after the FPDU being written (the stream
  * stays framed) and marks the requests it finished. sq_lock held. */
 void qp_tx_cut_batch(struct ndk_qp_impl *qp);
+/* Lets a gated responder send before the initiator's first FPDU. */
+void ndk_qp_ungate(struct ndk_qp_impl *qp);
+/* Sends a zero-length RDMA Write while nothing has arrived from the peer.
+ * Linux siw 6.1 can miss whatever arrives right after its Reply (an RTR, or
+ * the first message) until more bytes arrive (the interop harness README):
+ * this is those bytes, and a zero-length tagged Write is never validated or
+ * placed, so every peer ignores it. Returns false once nudging is pointless
+ * (the peer was heard from, or the stream is over). */
+bool ndk_qp_nudge(struct ndk_qp_impl *qp);
 
 /* ---- qp_rx.c ---- */
 /* Reads and processes what the transport has (bounded per call). Returns
@@ -329,22 +317,64 @@ void qp_tx_cut_batch(struct ndk_qp_impl *qp);
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp);
 /* The same for busy pollers: skips the QP if its engine is busy elsewhere. */
 void ndk_qp_try_readable(struct ndk_qp_impl *qp);
+/* Receiver not ready (docs/behaviour.md): a Send that found no receive
+ * pauses the stream's input (struct ndk_transport_ops, pause_input). The
+ * device's progress thread looks every 10 ms while some QP waits
+ * (ndk_device.rx_waits) at deadlines and SRQs; a receive posted to the QP
+ * resumes its input at once (the transport's after_post).
+ * ndk_qp_rx_give_up ends a wait and allows no further one (NdkDisconnect,
+ * a broken socket): the engine sends its Terminate when it next runs. */
+void ndk_qp_check_rx_waits(struct ndk_device *dev);
+void ndk_qp_rx_resume(struct ndk_qp_impl *qp);
+void ndk_qp_rx_give_up(struct ndk_qp_impl *qp);
+/* rx_lock held: starts (true) or ends the pause of the input. */
+void qp_rx_pause(struct ndk_qp_impl *qp, bool on);
 
-/* The status a received Terminate gives the request it names. */
-NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code);
+/* ---- qp.c, qp_post.c, qp_complete.c, qp_poll.c: the QP object, whatever
+ * the transport ---- */
+extern const NDK_QP_DISPATCH ndk_qp_dispatch;
+/* The connection is going away: detach the transport (it is not called
+ * for this QP once this returns), then complete every outstanding
+ * request with STATUS_CANCELLED. */
+void ndk_qp_stop(struct ndk_qp_impl *qp);
+/* Flushes every outstanding request with STATUS_CANCELLED. */
+void ndk_qp_flush_all(struct ndk_qp_impl *qp);
+/* Why the data path ended the connection (NDK_DISCONNECT_REASON_*), or 0. */
+ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp);
+/* Busy polling: makes the transports of the QPs completing into cq read
+ * their input (transport.h, poll), and takes (or renews) their input
+ * leases. */
+void ndk_qp_busy_poll(struct ndk_cq_impl *cq);
+/* cq was armed: its consumer is about to sleep, so the progress thread
+ * watches its QPs' input again. */
+void ndk_qp_end_leases(struct ndk_cq_impl *cq);
+/* The progress thread, at most every millisecond while leases exist: ends
+ * those no poller renewed since the last look, so a consumer that stopped
+ * polling (without arming) still has its inbound Reads answered and its
+ * data placed. */
+void ndk_qp_age_leases(struct ndk_device *dev);
 /* The iovecs covering [off, off+len) of src (a sub-range of a payload or a
  * receive buffer); -1 when more than max are needed or src is too short. */
 int ndk_iov_slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst,
                   int max);
-/* Completion helpers shared by qp*.c. */
-void qp_complete_sq_in_order(struct ndk_qp_impl *qp);   /* sq_lock held */
-void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
-              size_t offender_len, bool send_term);
 uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i);
 /* Appends a completion; when the CQ overflows, the QP fails (its
- * transport is torn down: LOCAL_ERROR). */
+ * transport is told: LOCAL_ERROR). */
 void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e);
 /* Records why the data path ends the connection, unless a reason is set. */
 void qp_set_end_reason(struct ndk_qp_impl *qp, ULONG reason);
+/* Completion and error helpers for the transports in this directory. */
+void qp_flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr); /* sq_lock held */
+void qp_flush_rq(struct ndk_qp_impl *qp);
+void qp_flush_rx_message(struct ndk_qp_impl *qp); /* rx_lock held */
+/* The QP leaves RTS (rx_lock, sq_lock held); returns whether it was in RTS,
+ * and then records reason. Nothing more is read. */
+bool qp_enter_error(struct ndk_qp_impl *qp, ULONG reason);
+/* ndk_qp_attach in two halves, for a transport that sets up its own state
+ * under the same locks: rx_lock, sq_lock held; then qp_live_add unlocked. */
+void qp_attach_locked(struct ndk_qp_impl *qp, const struct ndk_xp_ops *ops, void *ctx, uint32_t ird,
+                      uint32_t ord);
+void qp_live_add(struct ndk_qp_impl *qp);
+void qp_live_remove(struct ndk_qp_impl *qp);
 
 #endif

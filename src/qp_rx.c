@@ -2,8 +2,8 @@
  * The receive engine: reads each FPDU's header first, decides where its
  * payload belongs (a registered region for tagged messages, the posted
  * receive for Sends, the read sink for Read Responses) and reads the payload
- * straight there, then the pad and CRC (iwarp.md 3.11). Every check of
- * iwarp.md 3.9 happens before a byte is placed, with one exception: a Send's
+ * straight there, then the pad and CRC (RFC 5044 framing). Every check of
+ * docs/rules.md (R1-R24) happens before a byte is placed, with one exception: a Send's
  * payload may be read together with its MO (read_send_ahead), into the
  * posted receive it must go to; a wrong MO then fails the FPDU just the
  * same. A failed check sends the Terminate it names and ends the stream.
@@ -33,53 +33,20 @@ static void rx_fail_code(struct ndk_qp_impl *qp, uint8_t layer, uint8_t etype, u
     rx_fail(qp, &t);
 }
 
-static enum ddp_stag_fault fault_of(enum mem_err e)
-{
-    switch (e) {
-    case MEM_OK:
-        return DDP_STAG_OK;
-    case MEM_INVALID_STAG:
-        return DDP_STAG_INVALID;
-    case MEM_NOT_ASSOCIATED:
-        return DDP_STAG_PD;
-    case MEM_ACCESS:
-        return DDP_STAG_ACCESS;
-    case MEM_WRAP:
-        return DDP_STAG_WRAP;
-    default:
-        return DDP_STAG_BOUNDS;
-    }
-}
-
-/* Takes the next posted receive, from the QP's queue or its SRQ. */
-static bool take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
-{
-    struct ndk_qp_dp *dp = &qp->dp;
-    if (dp->srq)
-        return ndk_srq_take(dp->srq, out);
-    pthread_mutex_lock(&dp->rq_lock);
-    bool ok = dp->rq_count > 0;
-    if (ok) {
-        *out = dp->rq[dp->rq_head % qp->rq_depth];
-        dp->rq_head++;
-        dp->rq_count--;
-    }
-    pthread_mutex_unlock(&dp->rq_lock);
-    return ok;
-}
+/* ---- receiver not ready ---- */
 
 void qp_rx_pause(struct ndk_qp_impl *qp, bool on)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    struct ndk_adapter_impl *ad = qp->obj.ad;
+    struct ndk_device *dev = qp->obj.ad->dev;
     bool was = __atomic_exchange_n(&dp->rx_waiting, on, __ATOMIC_SEQ_CST);
     /* Paused again even if it was: a poster may have resumed the input. */
     if (dp->tr && dp->tr->ops->pause_input && (on || was))
         dp->tr->ops->pause_input(dp->tr, on);
-    if (on && !was && __atomic_fetch_add(&ad->rx_waits, 1, __ATOMIC_RELAXED) == 0)
-        loop_wake(&ad->loop); /* it may sleep with no timeout: deadlines need looking at */
+    if (on && !was && __atomic_fetch_add(&dev->rx_waits, 1, __ATOMIC_RELAXED) == 0)
+        loop_wake(&dev->loop); /* it may sleep with no timeout: deadlines need looking at */
     else if (!on && was)
-        __atomic_fetch_sub(&ad->rx_waits, 1, __ATOMIC_RELAXED);
+        __atomic_fetch_sub(&dev->rx_waits, 1, __ATOMIC_RELAXED);
 }
 
 static void rx_wait_end(struct ndk_qp_impl *qp)
@@ -113,7 +80,7 @@ static bool receive_after_wait(struct ndk_qp_impl *qp)
     if (can_wait && now < until) {
         qp_rx_pause(qp, true);
         /* A receive posted before rx_waiting was set resumed nothing. */
-        if (!take_receive(qp, &dp->rx_wqe))
+        if (!ndk_xp_take_receive(qp, &dp->rx_wqe))
             return false;
     } else {
         rx_wait_end(qp);
@@ -124,113 +91,169 @@ static bool receive_after_wait(struct ndk_qp_impl *qp)
     return true;
 }
 
-/* Decides where the payload of the FPDU just parsed goes. Returns false
- * when the stream failed, or when it waits for a receive (rx_waiting). */
-static bool place(struct ndk_qp_impl *qp)
+void ndk_qp_rx_resume(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    /* Under rx_lock: the engine, between its last look for a receive and
+     * pausing the input, must not undo this. It runs again on the input
+     * and takes the receive (or, past its deadline, terminates). */
+    pthread_mutex_lock(&dp->rx_lock);
+    if (dp->rx_waiting && dp->tr)
+        dp->tr->ops->pause_input(dp->tr, false);
+    pthread_mutex_unlock(&dp->rx_lock);
+}
+
+void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    dp->rx_wait_off = true;
+    if (dp->rx_waiting && dp->tr)
+        dp->tr->ops->pause_input(dp->tr, false);
+    pthread_mutex_unlock(&dp->rx_lock);
+}
+
+void ndk_qp_check_rx_waits(struct ndk_device *dev)
+{
+    uint64_t now = loop_now_ms();
+    pthread_mutex_lock(&dev->live_lock);
+    for (struct ndk_qp_impl *qp = dev->live_qps; qp; qp = qp->dp.live_next) {
+        struct ndk_qp_dp *dp = &qp->dp;
+        if (!__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
+            continue;
+        /* An SRQ does not know its QPs: a receive posted there is found
+         * here (a racy look: another QP may take it first, and the engine
+         * then waits again). */
+        bool srq_ready = dp->srq && __atomic_load_n(&dp->srq->count, __ATOMIC_RELAXED) > 0;
+        if (srq_ready || now >= __atomic_load_n(&dp->rx_wait_until, __ATOMIC_RELAXED))
+            ndk_qp_rx_resume(qp);
+    }
+    pthread_mutex_unlock(&dev->live_lock);
+}
+
+/* An RDMA Write segment goes where its STag and TO say (R12-R17). */
+static bool place_write(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     struct ddp_hdr *h = &dp->rx_h;
     size_t len = dp->rx_payload;
-    struct mem_table *mem = qp->obj.ad->mem;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
     struct ddp_term t;
-    dp->rx_iov_n = 0;
-    dp->rx_iov_off = 0;
+    if (dp->rx_tmsg_active && !ddp_check_tagged_cont(dp->rx_tmsg_stag, dp->rx_tmsg_to, h->stag, h->to, &t)) {
+        rx_fail(qp, &t);
+        return false;
+    }
+    if (len) {
+        enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
+                                        dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
+        if (e != MEM_OK) {
+            ddp_term_for_write(ndk_xp_stag_fault(e), &t);
+            rx_fail(qp, &t);
+            return false;
+        }
+    }
+    dp->rx_tmsg_active = !h->last;
+    dp->rx_tmsg_stag = h->stag;
+    dp->rx_tmsg_to = h->to + len;
+    return true;
+}
 
-    switch (h->opcode) {
-    case RDMAP_OP_WRITE: {
-        if (dp->rx_tmsg_active && !ddp_check_tagged_cont(dp->rx_tmsg_stag, dp->rx_tmsg_to, h->stag, h->to, &t)) {
-            rx_fail(qp, &t);
-            return false;
-        }
-        if (len) {
-            enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
-                                            dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
-            if (e != MEM_OK) {
-                ddp_term_for_write(fault_of(e), &t);
-                rx_fail(qp, &t);
-                return false;
-            }
-        }
-        dp->rx_tmsg_active = !h->last;
-        dp->rx_tmsg_stag = h->stag;
-        dp->rx_tmsg_to = h->to + len;
-        return true;
-    }
-    case RDMAP_OP_READ_RESP: {
-        pthread_mutex_lock(&dp->sq_lock);
-        if (!dp->orq_count) {
-            pthread_mutex_unlock(&dp->sq_lock);
-            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG);
-            return false;
-        }
-        struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
-        uint32_t received = o->received;
-        uint32_t size = o->size;
-        bool ok = ddp_check_tagged_cont(o->sink_stag, o->sink_to + received, h->stag, h->to, &t);
-        NDK_SGE sge[NDK_MAX_SGE];
-        ULONG nsge = 0;
-        if (o->wqe != ORQ_RTR) {
-            struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
-            nsge = w->nsge;
-            memcpy(sge, w->sge, nsge * sizeof *sge);
-        }
+/* A Read Response segment goes into the sink of our oldest Read (R20). */
+static bool place_read_response(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    size_t len = dp->rx_payload;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
+    struct ddp_term t;
+    pthread_mutex_lock(&dp->sq_lock);
+    if (!dp->orq_count) {
         pthread_mutex_unlock(&dp->sq_lock);
-        if (!ok) {
+        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG);
+        return false;
+    }
+    struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
+    uint32_t received = o->received;
+    uint32_t size = o->size;
+    bool ok = ddp_check_tagged_cont(o->sink_stag, o->sink_to + received, h->stag, h->to, &t);
+    NDK_SGE sge[NDK_MAX_SGE];
+    ULONG nsge = 0;
+    if (o->wqe != ORQ_RTR) {
+        struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
+        nsge = w->nsge;
+        memcpy(sge, w->sge, nsge * sizeof *sge);
+    }
+    pthread_mutex_unlock(&dp->sq_lock);
+    if (!ok) {
+        rx_fail(qp, &t);
+        return false;
+    }
+    if ((uint64_t)received + len > size || (h->last && received + len != size)) {
+        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS);
+        return false;
+    }
+    if (len) {
+        struct iovec sink[MEM_LOCAL_IOV_MAX];
+        int nsink;
+        if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &nsink) !=
+                STATUS_SUCCESS ||
+            (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+            /* Our own sink went away under the Read: local failure. */
+            dp->rx_iov_n = 0;
+            rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
+            return false;
+        }
+    }
+    return true;
+}
+
+/* A Read Request places nothing; its source is checked whole now (R18,
+ * R19) and answered by the transmit engine. */
+static bool check_read_request(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
+    struct ddp_term t;
+    if (!ddp_check_msn(dp->msn_read_expect, h->msn, &t)) {
+        rx_fail(qp, &t);
+        return false;
+    }
+    pthread_mutex_lock(&dp->sq_lock);
+    bool room = dp->irq_count < dp->irq_cap;
+    pthread_mutex_unlock(&dp->sq_lock);
+    if (!room) {
+        /* More reads than the IRD we agreed to (docs/rules.md R18). */
+        rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
+        return false;
+    }
+    if (h->rreq.size) {
+        enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->rreq.src_stag, h->rreq.src_to, h->rreq.size,
+                                        MEM_REMOTE_READ, NULL, 0, NULL);
+        if (e != MEM_OK) {
+            ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
             rx_fail(qp, &t);
             return false;
         }
-        if ((uint64_t)received + len > size || (h->last && received + len != size)) {
-            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS);
-            return false;
-        }
-        if (len) {
-            struct iovec sink[MEM_LOCAL_IOV_MAX];
-            int nsink;
-            if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &nsink) !=
-                    STATUS_SUCCESS ||
-                (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
-                /* Our own sink went away under the Read: local failure. */
-                dp->rx_iov_n = 0;
-                rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
-                return false;
-            }
-        }
-        return true;
     }
-    case RDMAP_OP_READ_REQ: {
-        if (!ddp_check_msn(dp->msn_read_expect, h->msn, &t)) {
-            rx_fail(qp, &t);
-            return false;
-        }
-        pthread_mutex_lock(&dp->sq_lock);
-        bool room = dp->irq_count < dp->irq_cap;
-        pthread_mutex_unlock(&dp->sq_lock);
-        if (!room) {
-            /* More reads than the IRD we agreed to (iwarp.md 3.9 row 18). */
-            rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
-            return false;
-        }
-        if (h->rreq.size) {
-            enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->rreq.src_stag, h->rreq.src_to, h->rreq.size,
-                                            MEM_REMOTE_READ, NULL, 0, NULL);
-            if (e != MEM_OK) {
-                ddp_term_for_read_source(fault_of(e), &t);
-                rx_fail(qp, &t);
-                return false;
-            }
-        }
-        return true;
-    }
-    default:
-        break;
-    }
+    return true;
+}
+
+/* A Send segment goes into the posted receive it fills (R8-R11, R22). */
+static bool place_send(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_hdr *h = &dp->rx_h;
+    size_t len = dp->rx_payload;
+    struct mem_table *mem = qp->obj.ad->dev->mem;
+    struct ddp_term t;
     /* The Send family (QN 0). */
     if (!ddp_check_msn(dp->msn_send_expect, h->msn, &t)) {
         rx_fail(qp, &t);
         return false;
     }
     if (!dp->rx_msg_active) {
-        if (take_receive(qp, &dp->rx_wqe)) {
+        if (ndk_xp_take_receive(qp, &dp->rx_wqe)) {
             if (dp->rx_waiting)
                 rx_wait_end(qp);
         } else if (!receive_after_wait(qp)) {
@@ -260,20 +283,30 @@ static bool place(struct ndk_qp_impl *qp)
     return true;
 }
 
+/* Decides where the payload of the FPDU just parsed goes. Returns false
+ * when the stream failed, or when it waits for a receive (rx_waiting). */
+static bool place(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    dp->rx_iov_n = 0;
+    dp->rx_iov_off = 0;
+    switch (dp->rx_h.opcode) {
+    case RDMAP_OP_WRITE:
+        return place_write(qp);
+    case RDMAP_OP_READ_RESP:
+        return place_read_response(qp);
+    case RDMAP_OP_READ_REQ:
+        return check_read_request(qp);
+    default:
+        return place_send(qp);
+    }
+}
+
 static void complete_receive(struct ndk_qp_impl *qp, NTSTATUS st, bool inv, uint32_t token, bool se)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    struct ndk_cqe e = {
-        .status = st,
-        .bytes = (ULONG)dp->rx_msg_bytes,
-        .qp_ctx = qp->context,
-        .req_ctx = dp->rx_wqe.ctx,
-        .type = inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
-        .type_specific = inv ? token : 0,
-        .solicited = se,
-    };
     dp->rx_msg_active = false;
-    qp_push_cqe(qp, qp->rcq, &e);
+    ndk_xp_complete_receive(qp, dp->rx_wqe.ctx, st, (ULONG)dp->rx_msg_bytes, inv, token, se);
 }
 
 /* The FPDU passed its CRC: make it count. Returns false on failure. */
@@ -302,11 +335,11 @@ static bool commit(struct ndk_qp_impl *qp)
             w->done = true;
             w->status = STATUS_SUCCESS;
             if ((w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge)
-                mem_invalidate_local_token(qp->obj.ad->mem, qp->pd, w->sge[0].MemoryRegionToken);
+                mem_invalidate_local_token(qp->obj.ad->dev->mem, qp->pd, w->sge[0].MemoryRegionToken);
             dp->orq_head++;
             dp->orq_count--;
             dp->reads_out--;
-            qp_complete_sq_in_order(qp);
+            ndk_xp_sq_complete(qp);
             qp_tx_progress(qp); /* an ORD slot is free */
         }
         pthread_mutex_unlock(&dp->sq_lock);
@@ -332,11 +365,11 @@ static bool commit(struct ndk_qp_impl *qp)
     if (!h->last)
         return true;
     dp->msn_send_expect = ddp_msn_next(dp->msn_send_expect);
-    bool inv = h->opcode == RDMAP_OP_SEND_INV || h->opcode == RDMAP_OP_SEND_SE_INV;
-    bool se = h->opcode == RDMAP_OP_SEND_SE || h->opcode == RDMAP_OP_SEND_SE_INV;
+    bool inv = rdmap_op(h->opcode)->invalidate;
+    bool se = rdmap_op(h->opcode)->solicit;
     if (inv) {
-        /* The STag goes before the receive completes (iwarp.md 3.6). */
-        enum mem_err e = mem_invalidate_remote(qp->obj.ad->mem, qp->pd, qp, h->inv_stag);
+        /* The STag goes before the receive completes (docs/rules.md R21). */
+        enum mem_err e = mem_invalidate_remote(qp->obj.ad->dev->mem, qp->pd, qp, h->inv_stag);
         if (e != MEM_OK) {
             ddp_term_set(&t, TERM_LAYER_RDMAP,
                          e == MEM_NOT_ASSOCIATED ? TERM_ETYPE_RDMAP_PROTECTION : TERM_ETYPE_RDMAP_OPERATION,
@@ -432,8 +465,8 @@ static bool on_header(struct ndk_qp_impl *qp)
         return false;
     }
     /* A new untagged message before the last one ended fails its MSN
-     * check, a new tagged one its continuation check (iwarp.md 3.9 rows
-     * 8, 17, 22); tagged inside untagged is tolerated, as siw does. */
+     * check, a new tagged one its continuation check (docs/rules.md R8,
+     * R17, R22); tagged inside untagged is tolerated, as siw does. */
     size_t hlen = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
     dp->rx_hdr_len = hlen;
     dp->rx_payload = ulpdu - hlen;
@@ -524,19 +557,13 @@ static bool absorb(struct ndk_qp_dp *dp, const struct iovec *v, int nv, size_t g
 
 enum { AHEAD_NO, AHEAD_MOVED, AHEAD_FPDU, AHEAD_WAIT, AHEAD_DEAD };
 
-static bool is_send_op(uint8_t op)
-{
-    return op == RDMAP_OP_SEND || op == RDMAP_OP_SEND_INV || op == RDMAP_OP_SEND_SE ||
-           op == RDMAP_OP_SEND_SE_INV;
-}
-
 /* A Send FPDU whose header lacks only its last 4 octets (the MO; the first
  * 16 came with the previous trailer). Instead of one read for those and
  * another for the payload, one read takes both, the payload going where an
  * in-order MO puts it: the receive this message fills (or the next posted
  * one) at the message's current length. The header is then checked whole,
  * as always, before anything counts; any other MO fails the FPDU anyway
- * (iwarp.md 3.9 row 10) and the Terminate quotes the real header. The
+ * (docs/rules.md R10) and the Terminate quotes the real header. The
  * octets read by then lie inside that posted receive buffer, which the
  * failure flushes. Not for an SRQ, whose next receive another QP may take. */
 static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
@@ -544,7 +571,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
     struct ndk_qp_dp *dp = &qp->dp;
     const uint8_t *hb = dp->rx_hdr;
     if (dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
-        !is_send_op(hb[3] & RDMAP_CTRL_OP_MASK) || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
+        !rdmap_op(hb[3] & RDMAP_CTRL_OP_MASK)->send || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
     struct iovec msg[MEM_LOCAL_IOV_MAX];
@@ -562,7 +589,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
             memcpy(sge, w->sge, nsge * sizeof *sge);
         }
         pthread_mutex_unlock(&dp->rq_lock);
-        if (!nsge || mem_map_local(qp->obj.ad->mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, msg,
+        if (!nsge || mem_map_local(qp->obj.ad->dev->mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, msg,
                                    MEM_LOCAL_IOV_MAX, &nbuf) != STATUS_SUCCESS)
             return AHEAD_NO;
         buf = msg;

@@ -3,7 +3,7 @@
  * Requests into FPDUs. Headers and trailers are built in the QP; payloads
  * are referenced where the consumer registered them, so one gathering
  * writev carries headers, payload and CRC for as many FPDUs as are waiting
- * (iwarp.md 1.4, 1.9, 3.3-3.5). Messages are never interleaved; Read
+ * (RFC 5044 FPDUs, RFC 5041 segments). Messages are never interleaved; Read
  * Responses go out between requests, at message boundaries.
  */
 #include <errno.h>
@@ -99,13 +99,10 @@ static bool batch_has_room(struct ndk_qp_dp *dp, int iovs)
 
 /* A request that cannot be sent (its memory went away since it was posted)
  * completes in error without touching the wire. */
-static void fail_wqe(struct ndk_qp_impl *qp, struct ndk_swqe *w, NTSTATUS st)
+static void fail_wqe(struct ndk_qp_impl *qp, NTSTATUS st)
 {
-    w->status = st;
-    w->done = true;
-    qp->dp.sq_tx++;
     qp->dp.tx_cur = TX_NONE;
-    qp_complete_sq_in_order(qp);
+    ndk_xp_sq_finish(qp, st);
 }
 
 /* Picks the next message to frame. Returns false when nothing can go now. */
@@ -128,14 +125,9 @@ static bool pick_next(struct ndk_qp_impl *qp)
         case SWQE_BIND:
         case SWQE_FASTREG:
         case SWQE_INVALIDATE: {
-            /* Local operations take effect in queue order (iwarp.md 3.8
-             * rule 9) and put nothing on the wire. */
-            NTSTATUS st = w->op == SWQE_BIND ? mem_exec_bind(qp, w->mr, w->mw, w->va, w->len, w->flags)
-                          : w->op == SWQE_FASTREG
-                              ? mem_exec_fast_register(qp, w->mr, w->npages, w->pages, w->fbo, w->len,
-                                                       w->va, w->flags)
-                              : mem_exec_invalidate(qp, w->target);
-            fail_wqe(qp, w, st);
+            /* Local operations take effect in queue order (NdkBind,
+             * NdkFastRegister, NdkInvalidate) and put nothing on the wire. */
+            fail_wqe(qp, ndk_xp_exec_local(qp, w));
             continue;
         }
         case SWQE_READ:
@@ -148,10 +140,10 @@ static bool pick_next(struct ndk_qp_impl *qp)
         default: {
             dp->tx_src_n = 0;
             if (w->total && !(w->flags & NDK_OP_FLAG_INLINE)) {
-                NTSTATUS st = mem_map_local(qp->obj.ad->mem, qp->pd, w->sge, w->nsge, 0, dp->tx_src,
+                NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, w->sge, w->nsge, 0, dp->tx_src,
                                             MEM_LOCAL_IOV_MAX, &dp->tx_src_n);
                 if (st != STATUS_SUCCESS) {
-                    fail_wqe(qp, w, st);
+                    fail_wqe(qp, st);
                     continue;
                 }
             } else if (w->total) {
@@ -223,7 +215,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
             struct iovec src[RX_IOV_MAX];
             int nsrc = 0;
             if (seg) {
-                enum mem_err me = mem_map_remote(qp->obj.ad->mem, qp->pd, qp, e->rr.src_stag,
+                enum mem_err me = mem_map_remote(qp->obj.ad->dev->mem, qp->pd, qp, e->rr.src_stag,
                                                  e->rr.src_to + e->sent, seg, MEM_REMOTE_READ, src,
                                                  RX_IOV_MAX, &nsrc);
                 if (me != MEM_OK || !batch_has_room(dp, nsrc)) {
@@ -232,12 +224,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
                     /* Revoked since the request was checked: the source is
                      * gone, so the stream ends with the Read's Terminate. */
                     struct ddp_term t;
-                    ddp_term_for_read_source(me == MEM_INVALID_STAG ? DDP_STAG_INVALID
-                                             : me == MEM_NOT_ASSOCIATED ? DDP_STAG_PD
-                                             : me == MEM_ACCESS       ? DDP_STAG_ACCESS
-                                             : me == MEM_WRAP         ? DDP_STAG_WRAP
-                                                                      : DDP_STAG_BOUNDS,
-                                             &t);
+                    ddp_term_for_read_source(ndk_xp_stag_fault(me), &t);
                     t.ddp_hdr = t.rdma_hdr = false;
                     dp->irq_count = dp->irq_framed = 0;
                     dp->tx_cur = TX_NONE;
@@ -269,18 +256,20 @@ static void fill_batch(struct ndk_qp_impl *qp)
             frame_read_request(qp, w);
             continue;
         }
-        bool tagged = w->op == SWQE_WRITE;
-        size_t room = mulpdu - (tagged ? DDP_TAGGED_HDR_LEN : DDP_UNTAGGED_HDR_LEN);
+        uint8_t op = w->op == SWQE_WRITE ? RDMAP_OP_WRITE : w->rdmap_op;
+        const struct rdmap_opinfo *oi = rdmap_op(op);
+        bool tagged = oi->tagged;
+        size_t room = mulpdu - oi->hdr_len;
         uint64_t left = w->total - dp->tx_cur_off;
         size_t seg = left < room ? (size_t)left : room;
         struct iovec pl[MEM_LOCAL_IOV_MAX];
         int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
         bool last = dp->tx_cur_off + seg == w->total;
         uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
-        size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_WRITE, last, w->rtoken,
+        size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->rtoken,
                                                  w->raddr + dp->tx_cur_off)
-                             : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, w->rdmap_op, last, w->inv_stag,
-                                                   DDP_QN_SEND, dp->msn_send, (uint32_t)dp->tx_cur_off);
+                             : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->inv_stag, oi->qn,
+                                                   dp->msn_send, (uint32_t)dp->tx_cur_off);
         frame_fpdu(dp, hlen, pl, npl < 0 ? 0 : npl, seg);
         dp->tx_cur_off += seg;
         if (last) {
@@ -308,7 +297,7 @@ static void batch_written(struct ndk_qp_impl *qp)
         }
     }
     batch_reset(dp);
-    qp_complete_sq_in_order(qp);
+    ndk_xp_sq_complete(qp);
 }
 
 /* After the FPDU being written nothing of the batch goes out: a Terminate

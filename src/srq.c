@@ -1,5 +1,6 @@
 /*
- * Shared receive queues (reference 5.2.5, 5.5.3, 5.8, W2).
+ * Shared receive queues: NdkCreateSrq, NdkModifySrq, NdkSrqReceive,
+ * NdkCloseSrq (docs/rules.md W2).
  *
  * The ring of posted receives is guarded by srq->lock: the consumer posts
  * (one poster at a time, W2) while the data path of every QP using the SRQ
@@ -106,7 +107,7 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext, CONST NDK_SG
         total += pSgl[i].Length;
     if (total > UINT32_MAX)
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = mem_map_local(srq->obj.ad->mem, srq->pd, pSgl, nSge, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
+    NTSTATUS st = mem_map_local(srq->obj.ad->dev->mem, srq->pd, pSgl, nSge, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
                                 MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return st;
@@ -256,9 +257,9 @@ NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestS
     srq->notify_ctx = SrqNotificationContext;
     srq->notify_cb.kind = CB_CQ_NOTIFY;
     srq->notify_cb.obj = &srq->obj;
-    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&ad->dev->lock);
     if (pdo->closing) {
-        pthread_mutex_unlock(&ad->lock);
+        pthread_mutex_unlock(&ad->dev->lock);
         pthread_mutex_destroy(&srq->lock);
         free(ring);
         free(srq);
@@ -266,7 +267,7 @@ NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestS
     }
     ndk_obj_add_successor(pdo);
     ndk_obj_init(&srq->obj, ad, NdkObjectTypeSrq, &srq_dispatch, &srq_ops);
-    pthread_mutex_unlock(&ad->lock);
+    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkSrq = (NDK_SRQ *)&srq->obj.pub;
     return STATUS_SUCCESS;
 }

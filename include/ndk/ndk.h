@@ -166,10 +166,12 @@ typedef struct _NDK_OPEN_OPTIONS {
                                                and the connection was reset */
 
 /*
- * Opens an adapter by interface name ("lo") or by one of its addresses
- * ("127.0.0.1", "::1"), at the requested version: Version.Major is the major
- * version wanted and Version.Minor the lowest minor version accepted
- * (reference 2.5). pOptions may be NULL.
+ * Opens an instance of an interface's adapter, by interface name ("lo") or
+ * by one of its addresses ("127.0.0.1", "::1"), at the requested version:
+ * Version.Major is the major version wanted and Version.Minor the lowest
+ * minor version accepted (reference 2.5). pOptions may be NULL. Every call
+ * returns a new instance; objects of one instance may be used with those of
+ * another instance of the same interface (docs/behaviour.md).
  *
  * Returns STATUS_SUCCESS with *ppAdapter set; STATUS_INVALID_PARAMETER (NULL
  * name or output, bad options Size); STATUS_NOT_FOUND (no interface has that
@@ -182,13 +184,15 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
                                 const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter);
 
 /*
- * Closes an adapter; blocks until every callback of every object of the
- * adapter has returned (rule L12). Close pending objects' completions are
- * delivered before it returns; objects the consumer never closed are torn
- * down without callbacks. A connection this adapter rejected (NdkReject, or
- * a Request asking for markers) is closed only after the initiator closed
- * it, so that our FIN cannot overtake the reject: the call may wait for
- * that, at most 500 ms. Must not be called from inside a callback.
+ * Closes an adapter instance; blocks until every callback of every object
+ * created through it has returned (rule L12). Close pending objects'
+ * completions are delivered before it returns; objects the consumer never
+ * closed are torn down without callbacks; other instances of the interface
+ * keep working. When it is the interface's last open instance, a
+ * connection it rejected (NdkReject, or a Request asking for markers) is
+ * closed only after the initiator closed it, so that our FIN cannot
+ * overtake the reject: the call may wait for that, at most 500 ms. Must
+ * not be called from inside a callback.
  */
 NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter);
 

@@ -5,21 +5,28 @@
  * arrives: Linux siw ignores data once its socket has seen the FIN, so a
  * reject followed at once by our close loses the reject's private data.
  * The socket is kept (with no FIN) until the peer closes or a timer ends it,
- * independently of the NDK object that used it.
+ * independently of the NDK object that used it. Like the loop it runs on,
+ * a set is protected by the loop owner's lock.
  */
 #ifndef NDK_NET_LINGER_H
 #define NDK_NET_LINGER_H
 
-struct ndk_adapter_impl;
+struct loop;
+struct ndk_linger;
 
 /* How long a rejecting socket waits for the initiator to close first: far
  * longer than a peer needs to read the Reply, short enough that a peer that
  * never closes is not kept waiting. */
 #define NDK_REJECT_LINGER_MS 500
 
-/* Takes ownership of fd. Adapter lock held. */
-void ndk_linger_close(struct ndk_adapter_impl *ad, int fd, unsigned timeout_ms);
+/* The lingering sockets of one owner (zero-initialised: empty). */
+struct linger_set {
+    struct ndk_linger *head;
+};
+
+/* Takes ownership of fd, watched on loop. Loop owner's lock held. */
+void ndk_linger_close(struct linger_set *set, struct loop *loop, int fd, unsigned timeout_ms);
 /* Closes every lingering socket at once (adapter close). */
-void ndk_linger_flush(struct ndk_adapter_impl *ad);
+void ndk_linger_flush(struct linger_set *set);
 
 #endif

@@ -1,5 +1,7 @@
 #include "net/loop.h"
 
+#include <stdlib.h>
+
 #include <errno.h>
 #include <stddef.h>
 #include <sys/epoll.h>
@@ -202,5 +204,20 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
         struct loop_timer *t = l->timers_head;
         timer_unlink(l, t);
         t->fn(t);
+    }
+}
+
+void loop_defer_free(struct loop *l, struct loop_dfree *node)
+{
+    node->next = l->dfree_list;
+    l->dfree_list = node;
+}
+
+void loop_free_deferred(struct loop *l)
+{
+    struct loop_dfree *d;
+    while ((d = l->dfree_list)) {
+        l->dfree_list = d->next;
+        free(d);
     }
 }

@@ -33,6 +33,12 @@ struct loop_timer {
     bool armed;
 };
 
+/* First member of any allocation that must be freed only between loop
+ * iterations (it embeds a loop_watch that a fetched event may still name). */
+struct loop_dfree {
+    struct loop_dfree *next;
+};
+
 struct loop {
     int epfd;
     int evfd;
@@ -40,6 +46,7 @@ struct loop {
     bool owner_set;
     struct loop_timer *timers_head, *timers_tail; /* sorted by deadline */
     bool kicked;
+    struct loop_dfree *dfree_list;
 };
 
 int loop_init(struct loop *l);
@@ -72,5 +79,10 @@ bool loop_in_owner(const struct loop *l);
 void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms);
 
 uint64_t loop_now_ms(void);
+
+/* Frees node (the first member of its allocation) at the next
+ * loop_free_deferred, which the loop's owner calls between iterations. */
+void loop_defer_free(struct loop *l, struct loop_dfree *node);
+void loop_free_deferred(struct loop *l);
 
 #endif

@@ -2,7 +2,7 @@
  * ports.h - reservations of local endpoints (address + port), process-wide.
  *
  * NDKPI keeps an endpoint's address and port reserved until the last object
- * using it is closed (reference 10.5, E1-E15): a listener's port stays taken
+ * using it is closed (docs/rules.md E1-E15): a listener's port stays taken
  * while connectors accepted over it live, even after the listening socket is
  * gone. The kernel does not know about that, so the reservations are kept
  * here, for every adapter of the process.
@@ -18,7 +18,8 @@ struct port_res;
 
 enum port_kind { PORT_LISTENER, PORT_SHARED, PORT_CONNECTOR };
 
-/* The first and last port NDKPI hands out for port 0 (reference 6.11). */
+/* The first and last port handed out for port 0 (NdkListen, NdkConnect,
+ * NdkCreateSharedEndpoint): the IANA dynamic range, as Windows uses. */
 #define NDK_EPHEMERAL_FIRST 49152
 #define NDK_EPHEMERAL_LAST 65535
 

@@ -290,3 +290,52 @@ int ndk_if_list(NDK_ADAPTER_DESCRIPTION *list, unsigned cap)
     free(tmp);
     return n;
 }
+
+int ndk_tcp_holder_socket(int family)
+{
+    int fd = socket(family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    return fd < 0 ? -errno : fd;
+}
+
+int ndk_tcp_bind(int fd, const NDK_SOCKADDR *a, bool reuse)
+{
+    int one = 1;
+    if (reuse)
+        setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    return bind(fd, &a->sa, ndk_sockaddr_len(a)) < 0 ? -errno : 0;
+}
+
+void ndk_tcp_v6only(int fd)
+{
+    int one = 1;
+    setsockopt(fd, IPPROTO_IPV6, IPV6_V6ONLY, &one, sizeof one);
+}
+
+int ndk_tcp_connect(int fd, const NDK_SOCKADDR *dst)
+{
+    if (connect(fd, &dst->sa, ndk_sockaddr_len(dst)) < 0 && errno != EINPROGRESS)
+        return -errno;
+    return 0;
+}
+
+int ndk_tcp_listen(int fd, int backlog)
+{
+    return listen(fd, backlog) < 0 ? -errno : 0;
+}
+
+int ndk_tcp_accept(int lfd, NDK_SOCKADDR *peer)
+{
+    socklen_t plen = sizeof *peer;
+    int fd = accept4(lfd, &peer->sa, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0)
+        return -errno;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    return fd;
+}
+
+void ndk_tcp_local_addr(int fd, NDK_SOCKADDR *out)
+{
+    socklen_t len = sizeof *out;
+    getsockname(fd, &out->sa, &len);
+}

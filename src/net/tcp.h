@@ -25,7 +25,8 @@ bool ndk_sockaddr_same_ip(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b);
 /* Parses "1.2.3.4", "::1", with an optional port in "1.2.3.4:5" / "[::1]:5". */
 bool ndk_sockaddr_parse(const char *s, uint16_t default_port, NDK_SOCKADDR *out);
 
-/* The buffer-size pattern of the NDK address getters (reference 4.7). */
+/* The buffer-size pattern of NdkGetLocalAddress and NdkGetPeerAddress:
+ * too small a buffer is STATUS_BUFFER_TOO_SMALL with the size needed. */
 NTSTATUS ndk_sockaddr_copy_out(const NDK_SOCKADDR *a, struct sockaddr *out, ULONG *len);
 
 /* Non-blocking, close-on-exec TCP socket with TCP_NODELAY (as siw: iWARP
@@ -39,6 +40,21 @@ int ndk_tcp_socket(int family);
 void ndk_tcp_set_buffers(int fd, ULONG sndbuf, ULONG rcvbuf);
 /* Close with an RST instead of a FIN (abortive teardown). */
 void ndk_tcp_abort(int fd);
+/* A blocking socket that is only ever bound: it holds a port against the
+ * kernel's own ephemeral choices. Returns fd or -errno. */
+int ndk_tcp_holder_socket(int family);
+/* Binds fd to a, with SO_REUSEADDR first when reuse. 0 or -errno. */
+int ndk_tcp_bind(int fd, const NDK_SOCKADDR *a, bool reuse);
+/* An IPv6 socket that accepts IPv6 only (before bind). */
+void ndk_tcp_v6only(int fd);
+/* Starts a non-blocking connect: 0 (under way, or done) or -errno. */
+int ndk_tcp_connect(int fd, const NDK_SOCKADDR *dst);
+int ndk_tcp_listen(int fd, int backlog);
+/* The next connection of a listening socket, non-blocking, close-on-exec,
+ * with TCP_NODELAY; fd or -errno (-EAGAIN: none waits). */
+int ndk_tcp_accept(int lfd, NDK_SOCKADDR *peer);
+/* The address the socket is bound to. */
+void ndk_tcp_local_addr(int fd, NDK_SOCKADDR *out);
 
 enum ndk_errno_phase {
     NDK_PHASE_BIND,    /* bind/listen of a local endpoint */

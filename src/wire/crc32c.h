@@ -1,4 +1,4 @@
-/* CRC32c (Castagnoli), as MPA uses it (RFC 5044; iwarp.md section 4). */
+/* CRC32c (Castagnoli), as MPA uses it (RFC 5044). */
 #ifndef NDK_WIRE_CRC32C_H
 #define NDK_WIRE_CRC32C_H
 

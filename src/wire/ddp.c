@@ -1,7 +1,7 @@
 /*
  * ddp.c - DDP/RDMAP header codec and the stateless + state-helper checks of
- * iwarp.md 3.9. Each Terminate mapping names the 3.9 table row it comes from;
- * the codes are the RFC-prescribed ones, not siw's variants (iwarp.md 5.6).
+ * docs/rules.md (R1-R24). Each Terminate mapping names the check it comes
+ * from; the codes are the ones the RFCs prescribe, not Linux siw's variants.
  */
 #include "wire/ddp.h"
 
@@ -38,18 +38,48 @@ void ddp_term_set(struct ddp_term *t, uint8_t layer, uint8_t etype, uint8_t code
     }
 }
 
+/* RFC 5040 section 4: the opcodes, their buffer model, queue and header. */
+const struct rdmap_opinfo rdmap_opinfo[RDMAP_OP_MAX + 1] = {
+    [RDMAP_OP_WRITE] = {.known = true, .tagged = true, .hdr_len = DDP_TAGGED_HDR_LEN},
+    [RDMAP_OP_READ_REQ] = {.known = true, .single = true, .qn = DDP_QN_READ_REQ,
+                           .hdr_len = RDMAP_READ_REQ_ULPDU_LEN},
+    [RDMAP_OP_READ_RESP] = {.known = true, .tagged = true, .hdr_len = DDP_TAGGED_HDR_LEN},
+    [RDMAP_OP_SEND] = {.known = true, .send = true, .qn = DDP_QN_SEND,
+                       .hdr_len = DDP_UNTAGGED_HDR_LEN},
+    [RDMAP_OP_SEND_INV] = {.known = true, .send = true, .invalidate = true, .qn = DDP_QN_SEND,
+                           .hdr_len = DDP_UNTAGGED_HDR_LEN},
+    [RDMAP_OP_SEND_SE] = {.known = true, .send = true, .solicit = true, .qn = DDP_QN_SEND,
+                          .hdr_len = DDP_UNTAGGED_HDR_LEN},
+    [RDMAP_OP_SEND_SE_INV] = {.known = true, .send = true, .invalidate = true, .solicit = true,
+                              .qn = DDP_QN_SEND, .hdr_len = DDP_UNTAGGED_HDR_LEN},
+    [RDMAP_OP_TERMINATE] = {.known = true, .single = true, .qn = DDP_QN_TERMINATE,
+                            .hdr_len = RDMAP_TERM_MIN_ULPDU_LEN},
+};
+
+const struct rdmap_opinfo *rdmap_op(uint8_t opcode)
+{
+    static const struct rdmap_opinfo unknown;
+    return opcode <= RDMAP_OP_MAX ? &rdmap_opinfo[opcode] : &unknown;
+}
+
+uint8_t rdmap_send_opcode(bool invalidate, bool solicit)
+{
+    for (uint8_t op = 0; op <= RDMAP_OP_MAX; op++) {
+        const struct rdmap_opinfo *i = &rdmap_opinfo[op];
+        if (i->send && i->invalidate == invalidate && i->solicit == solicit)
+            return op;
+    }
+    return RDMAP_OP_SEND;
+}
+
 size_t ddp_hdr_len(uint8_t ddp_ctrl, uint8_t rdmap_ctrl)
 {
     if (ddp_ctrl & DDP_CTRL_T)
         return DDP_TAGGED_HDR_LEN;
-    switch (rdmap_ctrl & RDMAP_CTRL_OP_MASK) {
-    case RDMAP_OP_READ_REQ:
-        return RDMAP_READ_REQ_ULPDU_LEN;
-    case RDMAP_OP_TERMINATE:
-        return RDMAP_TERM_MIN_ULPDU_LEN;
-    default:
-        return DDP_UNTAGGED_HDR_LEN;
-    }
+    /* Untagged: the opcode's header, or the plain one for an opcode that
+     * is not untagged (the header check then names what is wrong). */
+    const struct rdmap_opinfo *i = rdmap_op(rdmap_ctrl & RDMAP_CTRL_OP_MASK);
+    return i->known && !i->tagged ? i->hdr_len : DDP_UNTAGGED_HDR_LEN;
 }
 
 static size_t base_len(uint8_t ddp_ctrl)
@@ -79,24 +109,6 @@ bool ddp_parse(const uint8_t *p, size_t len, struct ddp_hdr *h)
     return true;
 }
 
-static bool opcode_tagged(uint8_t op)
-{
-    return op == RDMAP_OP_WRITE || op == RDMAP_OP_READ_RESP;
-}
-
-/* QN each untagged opcode must travel on (iwarp.md 1.8, 3.1). */
-static uint32_t opcode_qn(uint8_t op)
-{
-    switch (op) {
-    case RDMAP_OP_READ_REQ:
-        return DDP_QN_READ_REQ;
-    case RDMAP_OP_TERMINATE:
-        return DDP_QN_TERMINATE;
-    default:
-        return DDP_QN_SEND;
-    }
-}
-
 static enum ddp_result fail(struct ddp_term *t, uint8_t layer, uint8_t etype, uint8_t code,
                             uint8_t opcode)
 {
@@ -118,7 +130,7 @@ enum ddp_result ddp_decode(const uint8_t *p, size_t avail, size_t ulpdu_len, str
     bool tagged = (c0 & DDP_CTRL_T) != 0;
     bool rreq = !tagged && op == RDMAP_OP_READ_REQ;
 
-    /* Row 3 comes first because it decides how much may be read at all: a
+    /* R3 comes first because it decides how much may be read at all: a
      * ULPDU shorter than its header must not make us read into the pad/CRC.
      * The RFCs give no code; the table's (rec) is (0,2,0xFF) Remote
      * Operation / Unspecified. A Read Request carries no payload, so any
@@ -139,31 +151,31 @@ enum ddp_result ddp_decode(const uint8_t *p, size_t avail, size_t ulpdu_len, str
 
     ddp_parse(p, avail, h);
 
-    /* Row 4: the DDP version error is reported in the buffer model the
+    /* R4: the DDP version error is reported in the buffer model the
      * segment claims: tagged (1,1,0x04), untagged (1,2,0x06). */
     if (h->ddp_ver != DDP_VERSION)
         return tagged ? fail(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BAD_VERSION, op)
                       : fail(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_BAD_VERSION, op);
-    /* Row 5: (0,2,0x05) with the DDP header. */
+    /* R5: (0,2,0x05) with the DDP header. */
     if (h->rdmap_ver != RDMAP_VERSION)
         return fail(t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_BAD_VERSION, op);
-    /* Row 6: (0,2,0x06) for an unknown/unsupported opcode (8..15, RFC 7306
+    /* R6: (0,2,0x06) for an unknown/unsupported opcode (8..15, RFC 7306
      * included), a T bit that does not fit the opcode (tagged only for
      * Write and Read Response), and a Read Request or Terminate without L:
      * both are single-segment messages by definition. */
-    if (op > RDMAP_OP_MAX || tagged != opcode_tagged(op) ||
-        ((op == RDMAP_OP_READ_REQ || op == RDMAP_OP_TERMINATE) && !h->last))
+    const struct rdmap_opinfo *info = rdmap_op(op);
+    if (!info->known || tagged != info->tagged || (info->single && !h->last))
         return fail(t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_BAD_OPCODE, op);
     if (tagged)
         return DDP_OK;
-    /* Row 7: (1,2,0x01) Invalid QN. */
-    if (h->qn != opcode_qn(op))
+    /* R7: (1,2,0x01) Invalid QN. */
+    if (h->qn != info->qn)
         return fail(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_BAD_QN, op);
-    /* Rows 8/10 without state: a Terminate is always MSN 1 (one per
+    /* R8/R10 without state: a Terminate is always MSN 1 (one per
      * stream), and single-segment messages start at MO 0. */
     if (op == RDMAP_OP_TERMINATE && h->msn != 1)
         return fail(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_BAD_MSN, op);
-    if ((op == RDMAP_OP_TERMINATE || op == RDMAP_OP_READ_REQ) && h->mo != 0)
+    if (info->single && h->mo != 0)
         return fail(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_BAD_MO, op);
     if (op == RDMAP_OP_READ_REQ)
         rdmap_rreq_decode(p + DDP_UNTAGGED_HDR_LEN, avail - DDP_UNTAGGED_HDR_LEN, &h->rreq);
@@ -254,7 +266,7 @@ bool ddp_check_msn(uint32_t expected, uint32_t got, struct ddp_term *t)
 {
     if (got == expected)
         return true;
-    /* Row 8: (1,2,0x03) Invalid MSN - MSN range is not valid. */
+    /* R8: (1,2,0x03) Invalid MSN - MSN range is not valid. */
     ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_BAD_MSN, false);
     return false;
 }
@@ -262,14 +274,14 @@ bool ddp_check_msn(uint32_t expected, uint32_t got, struct ddp_term *t)
 bool ddp_check_mo(uint32_t mo, uint64_t seg_len, uint64_t so_far, uint64_t buf_len,
                   struct ddp_term *t)
 {
-    /* Row 10: (1,2,0x04) when MO is not where the message stands. A message
+    /* R10: (1,2,0x04) when MO is not where the message stands. A message
      * past 4 GiB cannot be addressed by the 32-bit MO, so so_far above
      * UINT32_MAX never matches. */
     if ((uint64_t)mo != so_far) {
         ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_BAD_MO, false);
         return false;
     }
-    /* Row 11: (1,2,0x05) DDP message too long for the buffer. Written as a
+    /* R11: (1,2,0x05) DDP message too long for the buffer. Written as a
      * subtraction so that no sum can overflow. */
     if (mo > buf_len || seg_len > buf_len - mo) {
         ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG, false);
@@ -297,21 +309,21 @@ enum ddp_stag_fault ddp_check_range(uint64_t base_to, uint64_t region_len, uint6
 bool ddp_term_for_write(enum ddp_stag_fault f, struct ddp_term *t)
 {
     switch (f) {
-    case DDP_STAG_INVALID: /* row 12: (1,1,0x00) */
+    case DDP_STAG_INVALID: /* R12: (1,1,0x00) */
         ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG, false);
         return true;
-    case DDP_STAG_PD: /* row 13: (1,1,0x02) STag not associated with DDP stream */
+    case DDP_STAG_PD: /* R13: (1,1,0x02) STag not associated with DDP stream */
         ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_STAG_STREAM, false);
         return true;
     case DDP_STAG_ACCESS:
-        /* Row 14: DDP has no access-rights code, so RDMAP (0,1,0x02). A Write
+        /* R14: DDP has no access-rights code, so RDMAP (0,1,0x02). A Write
          * has no RDMA header to copy: DDP header only. */
         ddp_term_set(t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_PROTECTION, TERM_RP_ACCESS, false);
         return true;
-    case DDP_STAG_BOUNDS: /* row 15: (1,1,0x01) */
+    case DDP_STAG_BOUNDS: /* R15: (1,1,0x01) */
         ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS, false);
         return true;
-    case DDP_STAG_WRAP: /* row 16: (1,1,0x03) */
+    case DDP_STAG_WRAP: /* R16: (1,1,0x03) */
         ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_TO_WRAP, false);
         return true;
     default:
@@ -321,7 +333,7 @@ bool ddp_term_for_write(enum ddp_stag_fault f, struct ddp_term *t)
 
 bool ddp_term_for_read_source(enum ddp_stag_fault f, struct ddp_term *t)
 {
-    /* Row 19: RDMAP remote protection, with M, D and R. */
+    /* R19: RDMAP remote protection, with M, D and R. */
     uint8_t code;
     switch (f) {
     case DDP_STAG_INVALID:
@@ -349,7 +361,7 @@ bool ddp_term_for_read_source(enum ddp_stag_fault f, struct ddp_term *t)
 bool ddp_check_tagged_cont(uint32_t exp_stag, uint64_t exp_to, uint32_t stag, uint64_t to,
                            struct ddp_term *t)
 {
-    /* Row 17: (1,1,0x00) for a changed STag, (1,1,0x01) for a gap. */
+    /* R17: (1,1,0x00) for a changed STag, (1,1,0x01) for a gap. */
     if (stag != exp_stag) {
         ddp_term_set(t, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG, false);
         return false;

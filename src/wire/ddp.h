@@ -1,11 +1,11 @@
 /*
  * ddp.h - sans-IO DDP (RFC 5041) + RDMAP (RFC 5040) headers: encode, decode
- * and the checks of iwarp.md 3.9, each failure mapped to the exact Terminate
+ * and the checks of docs/rules.md (R1-R24), each failure mapped to the exact Terminate
  * (layer, etype, code) to send. Everything works on ULPDU bytes, i.e. the
  * DDP segment starting at the DDP control octet (after MPA's 2-octet
- * ULPDU_Length). No I/O, no allocation. Layouts: iwarp.md 1.6-1.9.
+ * ULPDU_Length). No I/O, no allocation. Layouts: RFC 5041, RFC 5040 section 4.
  *
- * Receive-path use (iwarp.md 3.11):
+ * Receive-path use (qp_rx.c):
  *   1. read ULPDU_Length (2) + the 2 control octets;
  *   2. n = ddp_hdr_len(ctrl0, ctrl1); read min(n, ULPDU_Length) octets in all
  *      (never past the ULPDU, so a too-short ULPDU is reported, not over-read);
@@ -23,7 +23,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- control octets (iwarp.md 1.6) ---- */
+/* ---- control octets (RFC 5041; RFC 5040 section 4.1) ---- */
 #define DDP_CTRL_T 0x80        /* tagged buffer model */
 #define DDP_CTRL_L 0x40        /* last segment of the DDP message */
 #define DDP_CTRL_RSVD 0x3C     /* sent as 0, ignored on receipt */
@@ -35,7 +35,7 @@
 #define RDMAP_CTRL_OP_MASK 0x0F
 #define RDMAP_VERSION 1
 
-/* ---- RDMAP opcodes (iwarp.md 1.8); 8..15 are unsupported here ---- */
+/* ---- RDMAP opcodes (RFC 5040 section 4); 8..15 are unsupported here ---- */
 #define RDMAP_OP_WRITE 0
 #define RDMAP_OP_READ_REQ 1
 #define RDMAP_OP_READ_RESP 2
@@ -46,12 +46,29 @@
 #define RDMAP_OP_TERMINATE 7
 #define RDMAP_OP_MAX RDMAP_OP_TERMINATE
 
-/* ---- untagged queue numbers (iwarp.md 3.1) ---- */
+/* ---- untagged queue numbers (RFC 5040) ---- */
 #define DDP_QN_SEND 0
 #define DDP_QN_READ_REQ 1
 #define DDP_QN_TERMINATE 2
 
-/* ---- sizes in ULPDU octets (iwarp.md 1.9 cheat sheet, minus the 2-octet length) ---- */
+/* ---- what each opcode is: the one table transmit and receive read ---- */
+struct rdmap_opinfo {
+    bool known;      /* one of the opcodes above */
+    bool tagged;     /* carried in DDP's tagged buffer model */
+    bool single;     /* single-segment message: L must be set, MO is 0 */
+    bool send;       /* a Send variant: it fills a posted receive */
+    bool invalidate; /* carries an STag for the receiver to invalidate */
+    bool solicit;    /* asks for a solicited event */
+    uint8_t qn;      /* untagged: the queue number it travels on */
+    uint8_t hdr_len; /* its ULPDU header octets, DDP and RDMAP (a Terminate: the minimum) */
+};
+extern const struct rdmap_opinfo rdmap_opinfo[RDMAP_OP_MAX + 1];
+/* The table entry of any opcode value (unknown ones: a zeroed entry). */
+const struct rdmap_opinfo *rdmap_op(uint8_t opcode);
+/* The Send opcode with these options. */
+uint8_t rdmap_send_opcode(bool invalidate, bool solicit);
+
+/* ---- sizes in ULPDU octets (the 2-octet MPA length not counted) ---- */
 #define DDP_TAGGED_HDR_LEN 14
 #define DDP_UNTAGGED_HDR_LEN 18
 #define RDMAP_READ_REQ_HDR_LEN 28
@@ -61,7 +78,7 @@
 #define DDP_ULPDU_MAX 65535 /* the MPA length field is 16 bits */
 #define DDP_HDR_MAX RDMAP_READ_REQ_ULPDU_LEN /* largest ddp_hdr_len() */
 
-/* ---- Terminate error triples (iwarp.md 1.10; RFC 5040 7.2, RFC 5041 7.2, RFC 5044) ---- */
+/* ---- Terminate error triples (RFC 5040 7.2, RFC 5041 7.2, RFC 5044) ---- */
 #define TERM_LAYER_RDMAP 0
 #define TERM_LAYER_DDP 1
 #define TERM_LAYER_LLP 2
@@ -113,14 +130,14 @@
 
 /* The Terminate a check asks for. ddp_hdr means "carry the offender's DDP
  * header" (so M and D are set), rdma_hdr "carry its 28-octet RDMA header"
- * (R). They follow the Figure-10 rules of iwarp.md 1.10; term_encode()
+ * (R). They follow RFC 5040's Terminate header rules; term_encode()
  * leaves out what the caller cannot supply. */
 struct ddp_term {
     uint8_t layer, etype, code;
     bool ddp_hdr;
     bool rdma_hdr;
     /* The offender carries the Terminate opcode: a Terminate is never
-     * answered (iwarp.md 3.9 row 24), so report it and close instead. */
+     * answered (docs/rules.md R24), so report it and close instead. */
     bool no_reply;
 };
 
@@ -133,7 +150,7 @@ struct ddp_term {
 void ddp_term_set(struct ddp_term *t, uint8_t layer, uint8_t etype, uint8_t code,
                   bool rreq_offender);
 
-/* The 28-octet RDMA Read Request header (iwarp.md 1.9), also the format of a
+/* The 28-octet RDMA Read Request header (RFC 5040 section 4), also the format of a
  * Terminate's "Terminated RDMA Header". */
 struct rdmap_rreq {
     uint32_t sink_stag;
@@ -181,13 +198,13 @@ enum ddp_result {
 /*
  * Decodes and validates one header. p/avail: the ULPDU octets the caller
  * has (at least min(ddp_hdr_len(), ulpdu_len), more is fine); ulpdu_len: the
- * MPA ULPDU_Length. Checks, in the order of iwarp.md 3.9:
- *   row 3  ulpdu_len >= ddp_hdr_len, <= 65535, and == 46 for a Read Request
- *   row 4  DDP version 1
- *   row 5  RDMAP version 1
- *   row 6  opcode 0..7, T fits the opcode, L=1 for Read Request/Terminate
- *   row 7  QN fits the opcode
- *   rows 8/10 where no state is needed: a Read Request has MO 0, a Terminate
+ * MPA ULPDU_Length. Checks, in the order of docs/rules.md:
+ *   R3  ulpdu_len >= ddp_hdr_len, <= 65535, and == 46 for a Read Request
+ *   R4  DDP version 1
+ *   R5  RDMAP version 1
+ *   R6  opcode 0..7, T fits the opcode, L=1 for Read Request/Terminate
+ *   R7  QN fits the opcode
+ *   R8/R10 where no state is needed: a Read Request has MO 0, a Terminate
  *          MSN 1 and MO 0 (single-segment messages)
  * Reserved bits are ignored, as the RFCs say.
  */
@@ -216,14 +233,14 @@ size_t rdmap_encode_read_request(uint8_t *out, size_t cap, uint32_t msn,
 
 /* ---- checks that need receiver state (pure; the caller owns the state) ---- */
 
-/* MSNs count modulo 2^32 from 1 (iwarp.md 3.2): after 0xFFFFFFFF comes 0. */
+/* MSNs count modulo 2^32 from 1 (RFC 5041): after 0xFFFFFFFF comes 0. */
 static inline uint32_t ddp_msn_next(uint32_t msn) { return msn + 1u; }
 
-/* Row 8: on TCP messages arrive in order, so the MSN must equal the expected
+/* R8: on TCP messages arrive in order, so the MSN must equal the expected
  * one. false -> (1,2,0x03) with the DDP header. */
 bool ddp_check_msn(uint32_t expected, uint32_t got, struct ddp_term *t);
 
-/* Rows 10/11, one untagged segment of seg_len payload octets: mo must equal
+/* R10/R11, one untagged segment of seg_len payload octets: mo must equal
  * the octets already received for this message (so_far), else (1,2,0x04);
  * mo + seg_len must fit the buffer (buf_len), else (1,2,0x05). */
 bool ddp_check_mo(uint32_t mo, uint64_t seg_len, uint64_t so_far, uint64_t buf_len,
@@ -240,23 +257,23 @@ enum ddp_stag_fault {
     DDP_STAG_WRAP,    /* to + len runs past 2^64 */
 };
 
-/* Rows 15/16 for a region {base_to, region_len} and an access [to, to+len).
+/* R15/R16 for a region {base_to, region_len} and an access [to, to+len).
  * len == 0 is always OK: zero-length segments and reads are not validated
- * (iwarp.md 3.3, 3.5). A wrap is reported before bounds because a wrapping
+ * (they place nothing). A wrap is reported before bounds because a wrapping
  * range is never inside a region, and the RFCs give wrap its own code. The
  * last octet may be at 2^64-1: only an access whose last octet would lie at
  * 2^64 or beyond wraps. */
 enum ddp_stag_fault ddp_check_range(uint64_t base_to, uint64_t region_len, uint64_t to,
                                     uint64_t len);
 
-/* Rows 12-16 for a Write (tagged sink): DDP codes (1,1,x) with the DDP
+/* R12-R16 for a Write (tagged sink): DDP codes (1,1,x) with the DDP
  * header; access rights have no DDP code, so (0,1,0x02). Returns false when
  * f is DDP_STAG_OK (nothing to send). */
 bool ddp_term_for_write(enum ddp_stag_fault f, struct ddp_term *t);
-/* Row 19 for a Read Request source: RDMAP (0,1,x) with DDP + RDMA headers. */
+/* R19 for a Read Request source: RDMAP (0,1,x) with DDP + RDMA headers. */
 bool ddp_term_for_read_source(enum ddp_stag_fault f, struct ddp_term *t);
 
-/* Row 17 (and the STag/TO part of row 20): a tagged continuation segment, or
+/* R17 (and the STag/TO part of R20): a tagged continuation segment, or
  * a Read Response checked against its ORQ entry, must carry the expected STag,
  * else (1,1,0x00), and the next contiguous TO, else (1,1,0x01). */
 bool ddp_check_tagged_cont(uint32_t exp_stag, uint64_t exp_to, uint32_t stag, uint64_t to,

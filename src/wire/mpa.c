@@ -1,6 +1,6 @@
 /*
- * Sans-IO MPA: startup frames and FPDU framing. Layouts: iwarp.md 1.1-1.4,
- * 1.6-1.10, 2.1, 4. Every multi-octet field is big-endian except the CRC,
+ * Sans-IO MPA: startup frames and FPDU framing. Layouts: RFC 5044, RFC
+ * 6581. Every multi-octet field is big-endian except the CRC,
  * which goes out least-significant octet first.
  */
 #include "mpa.h"
@@ -8,6 +8,8 @@
 #include <string.h>
 
 #include "crc32c.h"
+#include "wire/ddp.h"
+#include "wire/term.h"
 
 /* Spelled as octets: a 16-character string literal would want a 17th octet
  * for its NUL, and the keys carry none on the wire. */
@@ -16,7 +18,7 @@ static const uint8_t key_req[MPA_KEY_LEN] = {0x4D, 0x50, 0x41, 0x20, 0x49, 0x44,
 static const uint8_t key_rep[MPA_KEY_LEN] = {0x4D, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52,
                                              0x65, 0x70, 0x20, 0x46, 0x72, 0x61, 0x6D, 0x65};
 
-/* RFC 6581 word bits (iwarp.md 1.2): A and B ride in the IRD half, C and D
+/* RFC 6581 word bits: A and B ride in the IRD half, C and D
  * in the ORD half. */
 #define ENH_A 0x8000u
 #define ENH_B 0x4000u
@@ -24,54 +26,11 @@ static const uint8_t key_rep[MPA_KEY_LEN] = {0x4D, 0x50, 0x41, 0x20, 0x49, 0x44,
 #define ENH_D 0x4000u
 #define RTR_ALL (MPA_RTR_SEND | MPA_RTR_WRITE | MPA_RTR_READ)
 
-/* DDP control octet (iwarp.md 1.6): T, L and the DDP version we require. */
-#define DDP_T 0x80u
-#define DDP_L 0x40u
-#define DDP_DV_MASK 0x03u
-#define DDP_DV1 0x01u
-/* RDMAP control octet: RV in the top two bits, opcode in the low four. */
-#define RDMAP_RV_MASK 0xC0u
-#define RDMAP_RV1 0x40u
-#define RDMAP_OP_MASK 0x0Fu
-#define OP_WRITE 0x0u
-#define OP_READ_REQ 0x1u
-#define OP_READ_RESP 0x2u
-#define OP_SEND 0x3u
-#define OP_TERMINATE 0x7u
-
-/* ULPDU lengths of the zero-payload forms (iwarp.md 1.9 cheat sheet). */
-#define ULPDU_TAGGED_HDR 14u
-#define ULPDU_UNTAGGED_HDR 18u
-#define ULPDU_READ_REQ 46u
-#define ULPDU_TERM_SIMPLE 22u
-
-#define QN_SEND 0u
-#define QN_READ 1u
-#define QN_TERM 2u
-
-static inline void put16(uint8_t *p, uint16_t v)
-{
-    p[0] = (uint8_t)(v >> 8);
-    p[1] = (uint8_t)v;
-}
-static inline void put32(uint8_t *p, uint32_t v)
-{
-    p[0] = (uint8_t)(v >> 24);
-    p[1] = (uint8_t)(v >> 16);
-    p[2] = (uint8_t)(v >> 8);
-    p[3] = (uint8_t)v;
-}
-static inline void put64(uint8_t *p, uint64_t v)
-{
-    put32(p, (uint32_t)(v >> 32));
-    put32(p + 4, (uint32_t)v);
-}
-static inline uint16_t get16(const uint8_t *p) { return (uint16_t)(p[0] << 8 | p[1]); }
-static inline uint32_t get32(const uint8_t *p)
-{
-    return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | (uint32_t)p[3];
-}
-static inline uint64_t get64(const uint8_t *p) { return (uint64_t)get32(p) << 32 | get32(p + 4); }
+/* ULPDU lengths of the zero-payload control FPDUs of connection set-up. */
+#define ULPDU_TAGGED_HDR DDP_TAGGED_HDR_LEN
+#define ULPDU_UNTAGGED_HDR DDP_UNTAGGED_HDR_LEN
+#define ULPDU_READ_REQ RDMAP_READ_REQ_ULPDU_LEN
+#define ULPDU_TERM_SIMPLE RDMAP_TERM_MIN_ULPDU_LEN
 
 /* ---- startup frames ---- */
 
@@ -110,14 +69,14 @@ size_t mpa_frame_encode(const struct mpa_frame *f, uint8_t *out, size_t cap)
     out[16] = (uint8_t)((f->markers ? MPA_FLAG_M : 0) | (f->crc ? MPA_FLAG_C : 0) |
                         (f->reject ? MPA_FLAG_R : 0) | (f->enhanced ? MPA_FLAG_S : 0));
     out[17] = f->rev;
-    put16(out + 18, (uint16_t)pd_length);
+    ddp_wr16(out + 18, (uint16_t)pd_length);
     if (f->enhanced) {
         uint16_t w0 = (uint16_t)((f->p2p ? ENH_A : 0) | ((f->rtr & MPA_RTR_SEND) ? ENH_B : 0) |
                                  f->ird);
         uint16_t w1 = (uint16_t)(((f->rtr & MPA_RTR_WRITE) ? ENH_C : 0) |
                                  ((f->rtr & MPA_RTR_READ) ? ENH_D : 0) | f->ord);
-        put16(out + 20, w0);
-        put16(out + 22, w1);
+        ddp_wr16(out + 20, w0);
+        ddp_wr16(out + 22, w1);
     }
     return n;
 }
@@ -165,7 +124,7 @@ static enum mpa_result reader_check(const struct mpa_reader *r, size_t *want)
         *want = MPA_HDR_LEN;
         return MPA_NEED_MORE;
     }
-    size_t pd_length = get16(b + 18);
+    size_t pd_length = ddp_rd16(b + 18);
     /* Re-clamped here because the field is public and may be set directly. */
     size_t limit = r->pd_limit > MPA_PD_MAX ? MPA_PD_MAX : r->pd_limit;
     if (pd_length > limit)
@@ -180,7 +139,7 @@ static void reader_describe(const struct mpa_reader *r, struct mpa_frame *f)
 {
     const uint8_t *b = r->buf;
     uint8_t flags = b[16];
-    uint16_t pd_length = get16(b + 18);
+    uint16_t pd_length = ddp_rd16(b + 18);
 
     memset(f, 0, sizeof(*f));
     f->reply = r->expect_reply;
@@ -190,7 +149,7 @@ static void reader_describe(const struct mpa_reader *r, struct mpa_frame *f)
     f->enhanced = (flags & MPA_FLAG_S) != 0;
     f->rev = b[17];
     if (f->enhanced) {
-        uint16_t w0 = get16(b + 20), w1 = get16(b + 22);
+        uint16_t w0 = ddp_rd16(b + 20), w1 = ddp_rd16(b + 22);
         f->p2p = (w0 & ENH_A) != 0;
         /* RFC 6581: with A=0, B/C/D are to be ignored on receipt. */
         if (f->p2p)
@@ -239,7 +198,7 @@ uint8_t mpa_choose_rtr(const struct mpa_frame *request, bool read_rtr_ok)
     if ((request->rtr & MPA_RTR_READ) && read_rtr_ok)
         return MPA_RTR_READ;
     /* Nothing usable offered: name Write anyway and let the Initiator send
-     * TERM (2,0,7) if it cannot comply (iwarp.md 2.3 step 5). */
+     * TERM (2,0,7) if it cannot comply (RFC 6581). */
     return MPA_RTR_WRITE;
 }
 
@@ -277,7 +236,7 @@ size_t mpa_fpdu_build(const uint8_t *ulpdu, size_t ulpdu_len, bool crc, uint8_t 
      * out), and memmove keeps that working before the length lands. */
     if (ulpdu_len)
         memmove(out + 2, ulpdu, ulpdu_len);
-    put16(out, (uint16_t)ulpdu_len);
+    ddp_wr16(out, (uint16_t)ulpdu_len);
     size_t body = 2 + ulpdu_len;
     size_t pad = mpa_pad_len(ulpdu_len);
     memset(out + body, 0, pad);
@@ -294,7 +253,7 @@ enum mpa_fpdu_result mpa_fpdu_peek(const uint8_t *buf, size_t len, bool crc, siz
 {
     if (!buf || len < 2)
         return MPA_FPDU_NEED_MORE;
-    size_t ul = get16(buf);
+    size_t ul = ddp_rd16(buf);
     /* Judged from the length field alone, so a bogus header is reported
      * without waiting for octets that may never come. */
     if (ul < min_ulpdu)
@@ -321,50 +280,27 @@ enum mpa_fpdu_result mpa_fpdu_peek(const uint8_t *buf, size_t len, bool crc, siz
 
 /* ---- control FPDUs of connection set-up ---- */
 
-/* Untagged DDP header (iwarp.md 1.7) for a single-segment message, in
- * ULPDU offsets: control octets, reserved/Inval STag, QN, MSN, MO. */
-static void untagged_hdr(uint8_t *u, uint8_t opcode, uint32_t qn, uint32_t msn)
-{
-    u[0] = DDP_L | DDP_DV1;
-    u[1] = (uint8_t)(RDMAP_RV1 | opcode);
-    put32(u + 2, 0);
-    put32(u + 6, qn);
-    put32(u + 10, msn);
-    put32(u + 14, 0);
-}
-
-static void tagged_hdr(uint8_t *u, uint8_t opcode, uint32_t stag, uint64_t to)
-{
-    u[0] = DDP_T | DDP_L | DDP_DV1;
-    u[1] = (uint8_t)(RDMAP_RV1 | opcode);
-    put32(u + 2, stag);
-    put64(u + 6, to);
-}
-
 size_t mpa_build_write_rtr(bool crc, uint8_t out[20])
 {
     uint8_t u[ULPDU_TAGGED_HDR];
     /* STag 1 is a placeholder: a zero-length Write is not validated. */
-    tagged_hdr(u, OP_WRITE, 1, 0);
+    ddp_encode_tagged(u, sizeof u, RDMAP_OP_WRITE, true, 1, 0);
     return mpa_fpdu_build(u, sizeof(u), crc, out, 20);
 }
 
 size_t mpa_build_read_rtr(bool crc, uint8_t out[52])
 {
     uint8_t u[ULPDU_READ_REQ];
-    untagged_hdr(u, OP_READ_REQ, QN_READ, 1);
-    put32(u + 18, 0); /* sink STag */
-    put64(u + 22, 0); /* sink TO */
-    put32(u + 30, 0); /* size */
-    put32(u + 34, 1); /* source STag: placeholder, unchecked for size 0 */
-    put64(u + 38, 0); /* source TO */
+    /* Source STag 1: a placeholder, unchecked for size 0. */
+    const struct rdmap_rreq rr = {.src_stag = 1};
+    rdmap_encode_read_request(u, sizeof u, 1, &rr);
     return mpa_fpdu_build(u, sizeof(u), crc, out, 52);
 }
 
 size_t mpa_build_read_response0(uint32_t sink_stag, uint64_t sink_to, bool crc, uint8_t out[20])
 {
     uint8_t u[ULPDU_TAGGED_HDR];
-    tagged_hdr(u, OP_READ_RESP, sink_stag, sink_to);
+    ddp_encode_tagged(u, sizeof u, RDMAP_OP_READ_RESP, true, sink_stag, sink_to);
     return mpa_fpdu_build(u, sizeof(u), crc, out, 20);
 }
 
@@ -372,9 +308,8 @@ size_t mpa_build_term_simple(uint8_t layer, uint8_t etype, uint8_t code, bool cr
 {
     uint8_t u[ULPDU_TERM_SIMPLE];
     /* Only one Terminate is ever sent per stream, hence MSN 1. */
-    untagged_hdr(u, OP_TERMINATE, QN_TERM, 1);
-    put32(u + 18, (uint32_t)(layer & 0xF) << 28 | (uint32_t)(etype & 0xF) << 24 |
-                      (uint32_t)code << 16);
+    ddp_encode_untagged(u, sizeof u, RDMAP_OP_TERMINATE, true, 0, DDP_QN_TERMINATE, 1, 0);
+    ddp_wr32(u + DDP_UNTAGGED_HDR_LEN, term_ctrl_pack(layer, etype, code, false, false, false));
     return mpa_fpdu_build(u, sizeof(u), crc, out, 28);
 }
 
@@ -392,29 +327,30 @@ void mpa_classify_first_fpdu(const uint8_t *ulpdu, size_t ulpdu_len, struct mpa_
     uint8_t ddp = ulpdu[0], rdmap = ulpdu[1];
     /* Single-segment messages of the current versions only; the Rsvd bits
      * are ignored as the RFCs ask. */
-    if (!(ddp & DDP_L) || (ddp & DDP_DV_MASK) != DDP_DV1 || (rdmap & RDMAP_RV_MASK) != RDMAP_RV1)
+    if (!(ddp & DDP_CTRL_L) || (ddp & DDP_CTRL_DV_MASK) != DDP_VERSION ||
+        (rdmap & RDMAP_CTRL_RV_MASK) >> RDMAP_CTRL_RV_SHIFT != RDMAP_VERSION)
         return;
-    bool tagged = (ddp & DDP_T) != 0;
-    uint8_t op = rdmap & RDMAP_OP_MASK;
+    bool tagged = (ddp & DDP_CTRL_T) != 0;
+    uint8_t op = rdmap & RDMAP_CTRL_OP_MASK;
 
     if (tagged) {
-        if (op == OP_WRITE && ulpdu_len == ULPDU_TAGGED_HDR)
+        if (op == RDMAP_OP_WRITE && ulpdu_len == ULPDU_TAGGED_HDR)
             info->kind = MPA_RTR_KIND_WRITE0;
         return;
     }
-    if (op == OP_READ_REQ && ulpdu_len == ULPDU_READ_REQ) {
-        if (get32(ulpdu + 6) != QN_READ || get32(ulpdu + 14) != 0 || get32(ulpdu + 30) != 0)
+    if (op == RDMAP_OP_READ_REQ && ulpdu_len == ULPDU_READ_REQ) {
+        if (ddp_rd32(ulpdu + 6) != DDP_QN_READ_REQ || ddp_rd32(ulpdu + 14) != 0 || ddp_rd32(ulpdu + 30) != 0)
             return;
         info->kind = MPA_RTR_KIND_READ0;
-        info->msn = get32(ulpdu + 10);
-        info->sink_stag = get32(ulpdu + 18);
-        info->sink_to = get64(ulpdu + 22);
+        info->msn = ddp_rd32(ulpdu + 10);
+        info->sink_stag = ddp_rd32(ulpdu + 18);
+        info->sink_to = ddp_rd64(ulpdu + 22);
         return;
     }
-    if (op == OP_SEND && ulpdu_len == ULPDU_UNTAGGED_HDR) {
-        if (get32(ulpdu + 6) != QN_SEND || get32(ulpdu + 14) != 0)
+    if (op == RDMAP_OP_SEND && ulpdu_len == ULPDU_UNTAGGED_HDR) {
+        if (ddp_rd32(ulpdu + 6) != DDP_QN_SEND || ddp_rd32(ulpdu + 14) != 0)
             return;
         info->kind = MPA_RTR_KIND_SEND0;
-        info->msn = get32(ulpdu + 10);
+        info->msn = ddp_rd32(ulpdu + 10);
     }
 }

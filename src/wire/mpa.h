@@ -1,7 +1,7 @@
 /*
  * mpa.h - sans-IO MPA: the startup frames (RFC 5044 section 7 + RFC 6581) and
  * FPDU framing (length, pad, CRC32c). No sockets, clocks or allocation: bytes
- * in, bytes and decisions out. Layouts: iwarp.md sections 1.1-1.4, 2, 4.
+ * in, bytes and decisions out. Layouts: RFC 5044, RFC 6581.
  */
 #ifndef NDK_WIRE_MPA_H
 #define NDK_WIRE_MPA_H
@@ -77,14 +77,14 @@ enum mpa_result mpa_reader_feed(struct mpa_reader *r, const uint8_t *data, size_
                                 size_t *consumed, struct mpa_frame *out);
 
 /*
- * Responder policy (RFC 6581 section 9.1 + iwarp.md 2.3): given the Request,
+ * Responder policy (RFC 6581 section 9.1): given the Request,
  * pick the RTR type for the Reply. p2p Request -> prefer Write if offered,
  * then Read (only if read_rtr_ok), else Write anyway; never Send.
  * Returns 0 for a client/server Request.
  */
 uint8_t mpa_choose_rtr(const struct mpa_frame *request, bool read_rtr_ok);
 
-/* ---- FPDU framing (iwarp.md 1.4, 4) ---- */
+/* ---- FPDU framing (RFC 5044) ---- */
 
 /* Pad octets after a ULPDU of this length: (4 - (2 + len) % 4) % 4. */
 static inline size_t mpa_pad_len(size_t ulpdu_len) { return (4 - ((2 + ulpdu_len) & 3)) & 3; }
@@ -116,7 +116,7 @@ enum mpa_fpdu_result {
 enum mpa_fpdu_result mpa_fpdu_peek(const uint8_t *buf, size_t len, bool crc, size_t min_ulpdu,
                                    size_t *fpdu_len, const uint8_t **ulpdu, size_t *ulpdu_len);
 
-/* ---- control FPDUs of connection set-up (iwarp.md 2.1, 1.10) ---- */
+/* ---- control FPDUs of connection set-up (RFC 6581) ---- */
 
 /* Zero-length RDMA Write RTR: STag 1, TO 0. Returns the FPDU size (20). */
 size_t mpa_build_write_rtr(bool crc, uint8_t out[20]);

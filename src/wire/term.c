@@ -1,6 +1,6 @@
 /*
  * term.c - Terminate encode/decode and the RFC names of the error codes
- * (RFC 5040 7.2, RFC 5041 7.2, RFC 5044 8, RFC 6581; iwarp.md 1.10).
+ * (RFC 5040 7.2, RFC 5041 7.2, RFC 5044 8, RFC 6581).
  */
 #include "wire/term.h"
 
@@ -68,7 +68,7 @@ enum term_dec_result term_decode(const uint8_t *p, size_t len, struct term_msg *
     if (m->ctrl & TERM_CTRL_RSVD)
         m->anomalies |= TERM_ANOM_RSVD;
 
-    /* The length alone says what follows (iwarp.md 5.7): peers disagree on
+    /* The length alone says what follows: peers disagree on
      * the flags (siw sets R with nothing appended), never on the sizes. */
     size_t ddp_len;
     bool rdma;

@@ -1,6 +1,5 @@
 /*
- * term.h - the RDMAP Terminate message (RFC 5040 section 7; iwarp.md 1.9,
- * 1.10, 3.7, 5.7): encode one from a struct ddp_term, decode a received one
+ * term.h - the RDMAP Terminate message (RFC 5040 section 7): encode one from a struct ddp_term, decode a received one
  * without trusting its flags. Works on the ULPDU (from the DDP control octet).
  *
  * Layout (ULPDU offsets): 0..17 untagged DDP header (41 47, QN 2, MSN 1,
@@ -42,8 +41,8 @@ uint32_t term_ctrl_pack(uint8_t layer, uint8_t etype, uint8_t code, bool m, bool
  * MO 0 (only one Terminate is ever sent), control word from t.
  * When t->ddp_hdr, ddp_hdr points at the offender's DDP control octet and
  * ddp_avail octets are readable there: its 14 or 18 octets (from its T bit)
- * are copied, preceded by seg_len (the offender's MPA ULPDU_Length, as in
- * iwarp.md 4.3), and M and D are set. When t->rdma_hdr too and the offender
+ * are copied, preceded by seg_len (the offender's MPA ULPDU_Length, as
+ * RFC 5040 asks), and M and D are set. When t->rdma_hdr too and the offender
  * is untagged, the 28 octets at rdma_hdr follow and R is set. A part asked
  * for but not supplied (NULL, too few octets) is left out with its flags
  * ("if possible"). Returns 22/38/42/70, or 0 when cap is too small.
@@ -52,7 +51,7 @@ size_t term_encode(uint8_t *out, size_t cap, const struct ddp_term *t, uint16_t 
                    const uint8_t *ddp_hdr, size_t ddp_avail, const uint8_t *rdma_hdr);
 
 /* Things in a decoded Terminate that a strict sender would not produce; the
- * parts present are still taken from the length (iwarp.md 5.7 advice). */
+ * parts present are still taken from the length. */
 #define TERM_ANOM_FLAGS 0x1 /* D/R disagree with the parts present, or M without a DDP part
                                (siw sets R for Send-with-Invalidate offenders and appends nothing) */
 #define TERM_ANOM_T 0x2     /* the copied DDP header's T bit does not fit its size */

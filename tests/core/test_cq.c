@@ -729,7 +729,7 @@ static void poll_hook(void)
     REQUIRE(tcq_open(&t, 8) == STATUS_SUCCESS);
     g_hook_cq = &t;
     g_hook_calls = 0;
-    ndk_cq_poll_hook = test_poll_hook;
+    t.impl->poll_hook = test_poll_hook;
     /* Empty: the hook runs first and what it produced is returned. */
     NDK_RESULT r[4];
     REQUIRE(get(&t, r, 4) == 1);
@@ -741,7 +741,7 @@ static void poll_hook(void)
     REQUIRE(get_ex(&t, rx, 4) == 1);
     CHECK_EQ((uintptr_t)rx[0].RequestContext, 1);
     CHECK_EQ(g_hook_calls, 1);
-    ndk_cq_poll_hook = NULL;
+    t.impl->poll_hook = NULL;
     CHECK_EQ(get(&t, r, 4), 0);
     CHECK_EQ(g_hook_calls, 1);
     tcq_close(&t);

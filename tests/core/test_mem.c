@@ -76,7 +76,7 @@ static bool fx_open_flags(struct fx *f, ULONG flags)
     if (st != STATUS_SUCCESS)
         return false;
     struct ndk_adapter_impl *adi = ndk_adapter_from_pub(f->ad);
-    f->t = adi->mem;
+    f->t = adi->dev->mem;
     CHECK_EQ(f->ad->Dispatch->NdkCreateCq(f->ad, 64, cq_notify, NULL, NULL, NULL, NULL, &f->cq),
              STATUS_SUCCESS);
     if (!f->cq)

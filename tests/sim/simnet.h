@@ -1463,7 +1463,7 @@ static inline bool sim_token_dead(struct sim_net *net, int s, uint32_t token)
 {
     struct sim_side *sd = &net->side[s];
     struct ndk_qp_impl *qp = sd->impl;
-    return mem_map_remote(qp->obj.ad->mem, qp->pd, qp, token, 0, 1, MEM_REMOTE_READ, NULL, 0, NULL) ==
+    return mem_map_remote(qp->obj.ad->dev->mem, qp->pd, qp, token, 0, 1, MEM_REMOTE_READ, NULL, 0, NULL) ==
            MEM_INVALID_STAG;
 }
 

@@ -1,0 +1,30 @@
+#include "net/sys.h"
+
+#include <sys/random.h>
+#include <time.h>
+
+bool ndk_random(void *buf, size_t len)
+{
+    return getrandom(buf, len, 0) == (ssize_t)len;
+}
+
+uint64_t ndk_random_seed(uint64_t salt)
+{
+    uint64_t seed = 0;
+    if (!ndk_random(&seed, sizeof seed)) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        seed = ((uint64_t)ts.tv_sec << 32) ^ (uint64_t)ts.tv_nsec ^ salt;
+    }
+    return seed ? seed : 1;
+}
+
+bool ndk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
+{
+    return pthread_create(t, NULL, fn, arg) == 0;
+}
+
+void ndk_thread_join(pthread_t t)
+{
+    pthread_join(t, NULL);
+}

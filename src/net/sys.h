@@ -1,0 +1,23 @@
+/*
+ * sys.h - the operating system's threads and randomness, for the layers
+ * above net/ (clocks: loop_now_ms, net/loop.h).
+ */
+#ifndef NDK_NET_SYS_H
+#define NDK_NET_SYS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Fills buf with len octets from the kernel's random source; false when
+ * it could not (buf is then unchanged or partly filled). */
+bool ndk_random(void *buf, size_t len);
+/* A seed for a generator: random, or when the kernel gives none, the
+ * monotonic clock mixed with salt (never 0). */
+uint64_t ndk_random_seed(uint64_t salt);
+/* Runs fn(arg) on a new thread; false when it cannot be started. */
+bool ndk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
+void ndk_thread_join(pthread_t t);
+
+#endif

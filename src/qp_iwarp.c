@@ -1,0 +1,283 @@
+/*
+ * The iWARP transport's side of the QP (transport.h): how the connector
+ * starts, gates, nudges and ends the data path on an MPA stream, and the
+ * operations the QP object calls (struct ndk_xp_ops). The transmit and
+ * receive engines are qp_tx.c and qp_rx.c.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "objects.h"
+#include "wire/term.h"
+
+/* Maps a received Terminate to the status of the request it condemns. */
+NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code)
+{
+    if ((layer == TERM_LAYER_RDMAP && etype == TERM_ETYPE_RDMAP_PROTECTION) ||
+        (layer == TERM_LAYER_DDP && etype == TERM_ETYPE_DDP_TAGGED)) {
+        bool bounds = (layer == TERM_LAYER_RDMAP && (code == TERM_RP_BOUNDS || code == TERM_RP_TO_WRAP)) ||
+                      (layer == TERM_LAYER_DDP && (code == TERM_DT_BOUNDS || code == TERM_DT_TO_WRAP));
+        return bounds ? STATUS_REMOTE_RESOURCES : STATUS_ACCESS_VIOLATION;
+    }
+    if (layer == TERM_LAYER_DDP && etype == TERM_ETYPE_DDP_UNTAGGED &&
+        (code == TERM_DU_NO_BUFFER || code == TERM_DU_TOO_LONG))
+        return STATUS_REMOTE_RESOURCES;
+    if (layer == TERM_LAYER_RDMAP && etype == TERM_ETYPE_RDMAP_OPERATION && code == TERM_RO_CANT_INVALIDATE)
+        return STATUS_ACCESS_VIOLATION;
+    return STATUS_CONNECTION_ABORTED;
+}
+
+/* The receive engine drops what comes from now on (rx_lock held). */
+static void rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit)
+{
+    dp->rx_st = RX_DISCARD;
+    dp->rx_over = false;
+    dp->rx_discard_left = limit;
+}
+
+bool ndk_qp_failed(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool failed = (qp->dp.state == QP_ERROR && !qp->dp.flushed) || !qp->dp.rx_eof;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return failed;
+}
+
+bool ndk_qp_rx_over(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    bool over = qp->dp.rx_over;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return over;
+}
+
+void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t *offender,
+              size_t offender_len, bool send_term)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->sq_lock);
+    /* A Terminate that names a Terminate as its offender (a malformed one
+     * we received) is not answered: it is the peer's. */
+    bool was_rts = qp_enter_error(qp, !term                          ? NDK_DISCONNECT_REASON_ABORTED
+                                      : send_term && !term->no_reply ? NDK_DISCONNECT_REASON_TERMINATE_SENT
+                                                                     : NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+    NTSTATUS head = STATUS_CANCELLED;
+    ULONG perr = 0;
+    if (term) {
+        /* ProviderErrorCode: the Terminate's control word as on the wire
+         * (the peer's, whatever it holds, even 0; else the one we send). */
+        perr = !send_term ? dp->rx_term_ctrl
+                          : term_ctrl_pack(term->layer, term->etype, term->code, term->ddp_hdr, term->ddp_hdr,
+                                           term->rdma_hdr);
+        /* A received Terminate condemns one of our requests only if it
+         * names a Read Request (term->rdma_hdr, set by the receive path):
+         * Writes and Sends completed when TCP took them (RFC 5040 rule 14). */
+        if (!send_term && term->rdma_hdr)
+            head = ndk_status_from_term(term->layer, term->etype, term->code);
+    }
+    if (send_term && term && was_rts && !term->no_reply && !dp->term_len) {
+        uint8_t ulpdu[80];
+        uint16_t seg_len = 0;
+        const uint8_t *rdma = NULL;
+        if (offender && offender_len >= 2) {
+            seg_len = ddp_rd16(offender);
+            if (offender_len >= 2 + RDMAP_READ_REQ_ULPDU_LEN)
+                rdma = offender + 2 + DDP_UNTAGGED_HDR_LEN;
+        }
+        size_t n = term_encode(ulpdu, sizeof ulpdu, term, seg_len, offender ? offender + 2 : NULL,
+                               offender_len >= 2 ? offender_len - 2 : 0, rdma);
+        if (n)
+            qp_tx_terminate(qp, ulpdu, n);
+    }
+    if (dp->term_len && !dp->tx_dead && dp->tr) {
+        /* Our Terminate goes out, then our FIN; the peer closes once it
+         * read it. Until then what it sent behind the offender is read and
+         * dropped: left unread it fills our receive window, and its FIN
+         * never arrives (bounded in octets here, in time by the owner). */
+        rx_discard_start(dp, RX_DISCARD_MAX_OCTETS);
+    }
+    qp_flush_sq(qp, head, perr);
+    pthread_mutex_unlock(&dp->sq_lock);
+    qp_flush_rx_message(qp);
+    qp_flush_rq(qp);
+    pthread_mutex_lock(&dp->sq_lock);
+    /* With a Terminate the transmit engine sends it, then our FIN, and the
+     * owner waits for the peer to close; without one the stream just ends. */
+    if (!dp->term_len && dp->tr && was_rts)
+        dp->tr->ops->failed(dp->tr, false);
+    pthread_mutex_unlock(&dp->sq_lock);
+}
+
+
+/* ---- the QP object's calls (struct ndk_xp_ops) ---- */
+
+static void iw_doorbell(struct ndk_qp_impl *qp)
+{
+    qp_tx_progress(qp);
+}
+
+/* A Send waits for a receive (qp_rx.c, receiver not ready): the post may
+ * be that receive, so the input resumes and the engine looks again. */
+static void iw_after_post(struct ndk_qp_impl *qp)
+{
+    if (__atomic_load_n(&qp->dp.rx_waiting, __ATOMIC_SEQ_CST))
+        ndk_qp_rx_resume(qp);
+}
+
+/* NdkFlush: the rest of an FPDU already partly written still goes out (the
+ * stream stays framed), nothing after it; what the peer sends is read and
+ * dropped, never placed (an FPDU is accepted only in RTS), so its FIN is
+ * seen and a disconnect can end gracefully. */
+static void iw_flush(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (dp->rx_waiting) {
+        /* The Send that waited for a receive is dropped with the rest. */
+        __atomic_store_n(&dp->rx_wait_until, 0, __ATOMIC_RELAXED);
+        qp_rx_pause(qp, false);
+    }
+    bool was_rts = dp->state == QP_RTS;
+    if (was_rts)
+        qp_tx_cut_batch(qp);
+    /* Nothing is placed any more: the QP hands the receives back, and the
+     * engine must not take (or read ahead into) one of them. */
+    if (was_rts && dp->rx_st != RX_DEAD)
+        rx_discard_start(dp, UINT64_MAX);
+    else if (dp->rx_st != RX_DISCARD)
+        dp->rx_st = RX_DEAD;
+}
+
+static void iw_forget(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    dp->reads_out = 0;
+    dp->orq_count = 0;
+    dp->irq_count = 0;
+    dp->irq_framed = 0;
+    dp->tx_cur = 0;
+}
+
+static void iw_poll(struct ndk_qp_impl *qp)
+{
+    ndk_qp_try_readable(qp);
+}
+
+static bool iw_lease_input(struct ndk_qp_impl *qp, bool on)
+{
+    struct ndk_transport *tr = qp->dp.tr;
+    if (!tr || !tr->ops->lease_input)
+        return false;
+    tr->ops->lease_input(tr, on);
+    return true;
+}
+
+static void iw_local_error(struct ndk_qp_impl *qp)
+{
+    if (qp->dp.tr)
+        qp->dp.tr->ops->failed(qp->dp.tr, false);
+}
+
+static const struct ndk_xp_ops iwarp_ops = {
+    .name = "iwarp",
+    .doorbell = iw_doorbell,
+    .after_post = iw_after_post,
+    .flush = iw_flush,
+    .forget = iw_forget,
+    .poll = iw_poll,
+    .lease_input = iw_lease_input,
+    .local_error = iw_local_error,
+};
+
+
+bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
+                  uint32_t ord, size_t mulpdu, bool tx_gated)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    /* The read queues are sized by what was negotiated, not by the adapter
+     * maxima: an idle connection should cost little. One more ORQ slot than
+     * the ORD leaves room for a Read RTR's zero-length answer. The IRQ holds
+     * exactly the IRD: one Read Request more is a protocol error. */
+    uint32_t irq_cap = ird;
+    struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
+    struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
+    if (!orq || (irq_cap && !irq)) {
+        free(orq);
+        free(irq);
+        return false;
+    }
+    pthread_mutex_lock(&dp->rx_lock);
+    free(dp->orq);
+    free(dp->irq);
+    dp->orq = orq;
+    dp->orq_cap = ord + 1;
+    dp->irq = irq;
+    pthread_mutex_lock(&dp->sq_lock);
+    dp->tr = tr;
+    dp->crc = crc;
+    dp->irq_cap = irq_cap;
+    dp->mulpdu = mulpdu;
+    dp->mulpdu_recheck = MULPDU_RECHECK_OCTETS;
+    dp->tx_gated = tx_gated;
+    dp->msn_send = dp->msn_read = 1;
+    dp->msn_send_expect = dp->msn_read_expect = 1;
+    dp->rx_st = RX_HDR;
+    dp->rx_have = 0;
+    qp_attach_locked(qp, &iwarp_ops, tr, ird, ord);
+    if (!tx_gated)
+        qp_tx_progress(qp);
+    pthread_mutex_unlock(&dp->sq_lock);
+    pthread_mutex_unlock(&dp->rx_lock);
+    qp_live_add(qp);
+    return true;
+}
+
+void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->sq_lock);
+    struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
+    memset(o, 0, sizeof *o);
+    o->wqe = ORQ_RTR;
+    o->msn = 1;
+    dp->orq_count++;
+    dp->reads_out++;
+    dp->msn_read = 2;
+    pthread_mutex_unlock(&dp->sq_lock);
+}
+
+void ndk_qp_read_rtr_received(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    qp->dp.msn_read_expect = 2;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+}
+
+
+void ndk_qp_disconnect(struct ndk_qp_impl *qp)
+{
+    /* No receive will be posted for a Send still waiting: the Terminate
+     * goes now, rather than the peer's FIN waiting behind its data. */
+    ndk_qp_rx_give_up(qp);
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    qp->dp.tx_fin_wanted = true;
+    qp_tx_progress(qp);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+}
+
+bool ndk_qp_sent_term(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool p = qp->dp.term_len != 0 && !qp->dp.tx_dead;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return p;
+}
+
+bool ndk_qp_quiescent(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool q = qp->dp.tx_fin_sent && qp->dp.reads_out == 0;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return q;
+}
