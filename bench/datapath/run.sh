@@ -12,6 +12,8 @@
 #   PLACEMENTS="same cross"      same: both ends on CPU 0; cross: server on
 #                   CPU 0, client on CPU 1
 #   NDKPERF, TCP_PINGPONG, TCP_STREAM: binaries (default: under BUILD_DIR)
+#   MODERATION=100,16  CQ interrupt moderation of the "events mod" message-
+#                   rate row (ndkperf --moderation=US,N)
 #   QUIET_PCT=15    before each run, wait (at most QUIET_WAIT s, QUIET_TOTAL s
 #   QUIET_WAIT=8    over the whole script) until other processes use less
 #   QUIET_TOTAL=120 than this % of all CPUs; the busiest value seen is shown
@@ -42,6 +44,7 @@ PLACEMENTS=${PLACEMENTS:-same cross}
 NDKPERF=${NDKPERF:-$BUILD/tools/ndkperf/ndkperf}
 TCP_PINGPONG=${TCP_PINGPONG:-$BUILD/bench/datapath/tcp_pingpong}
 TCP_STREAM=${TCP_STREAM:-$BUILD/bench/datapath/tcp_stream}
+MODERATION=${MODERATION:-100,16}
 QUIET_PCT=${QUIET_PCT:-15}
 QUIET_WAIT=${QUIET_WAIT:-8}
 QUIET_TOTAL=${QUIET_TOTAL:-120}
@@ -151,6 +154,8 @@ pair() {
 ndk_lat() { awk 'NF == 8 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$1"; }
 ndk_bw() { awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$1"; }
 ndk_rate() { awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $5} END {print v}' "$1"; }
+# --wait=events: the receiving server's notifications per data message.
+ndk_npm() { sed -n 's/^ Notifications   : server .*(\([0-9.]*\) per message)$/\1/p' "$1" | tail -1; }
 kv() { grep -o "$2=[0-9.]*" "$1" | tail -1 | cut -d= -f2; } # FILE KEY
 strip() { sed 's/\x1b\[[0-9;]*m//g' "$1"; }
 
@@ -173,10 +178,11 @@ ndk_modes() {
 
 # The message rate also once with a doorbell per request (-l 1): the
 # default chains each burst with NDK_OP_FLAG_DEFER, as an NDK consumer that
-# posts a batch does.
+# posts a batch does; and in events mode once with CQ interrupt moderation.
 rate_modes() {
 	ndk_modes "$1"
 	echo "poll -l 1|--wait=yield -l 1"
+	echo "events mod|--wait=events --moderation=$MODERATION"
 }
 
 P_FI=$(pick_port 41151); P_UCX=$(pick_port 41161); P_SP=$(pick_port 41111); P_IP=$(pick_port 41121)
@@ -231,7 +237,8 @@ for rep in $(seq "$REPS"); do
 		# Message rate: 64-byte messages, one direction.
 		while IFS='|' read -r mode opts; do
 			run "ndk_send_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" send_bw --loopback -s 64 -D "$SECS" $PIN $opts --no-progress &&
-				add "rate|$pl|ndk|$mode" "$(ndk_rate "$LOG")"
+				add "rate|$pl|ndk|$mode" "$(ndk_rate "$LOG")" &&
+				add "npm|$pl|ndk|$mode" "$(ndk_npm "$LOG")"
 		done < <(rate_modes "$pl")
 		if have ucx_perftest; then
 			pair "ucx_tag_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
@@ -301,7 +308,15 @@ row() {
 			have iperf3 && row "1 MiB stream [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" "iperf3" "bw|$pl|iperf3" info -
 		done < <(ndk_modes "$pl")
 	done
+	for pl in $PLACEMENTS; do
+		while IFS='|' read -r mode _; do
+			case $mode in events*) ;; *) continue ;; esac
+			printf "%-27s %-6s %-10s %10s  (receiver's notifications per 64 B message in send_bw)\n" \
+				"notifications / msg" "$pl" "$mode" "$(v=$(median "npm|$pl|ndk|$mode"); echo "${v:--}")"
+		done < <(rate_modes "$pl")
+	done
 	echo
+	echo "events mod = --wait=events --moderation=$MODERATION (NdkControlCqInterruptModeration US,N)."
 	echo "ratio = ndkperf / anchor. Latency: t_typical (median) of ndkperf send_lat against the median"
 	echo "of the anchor; lower is better. Bandwidth and message rate: higher is better."
 	echo "libfabric-bin ships only fi_pingpong (no message-rate test): it anchors latency, not rate;"
