@@ -59,8 +59,9 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
  * - MaxCallerData / MaxCalleeData 252: MPA allows 512 octets including the
  *   4-octet RFC 6581 word, but siw drops frames with PD_Length > 256.
  * - AdapterFlags:
- *   IN_ORDER_DMA: payload is read from the TCP stream straight into place,
- *     in stream order, so no byte lands before an earlier one.
+ *   IN_ORDER_DMA: payload is read from the TCP stream (or copied from the
+ *     receive staging buffer) into place in stream order, so no byte lands
+ *     before an earlier one.
  *   RDMA_READ_SINK_NOT_REQUIRED: a Read Response is matched against our own
  *     outstanding-read entry, not the STag table, so any locally writable
  *     buffer can be a sink; the sink flags are accepted and ignored.

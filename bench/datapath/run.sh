@@ -19,6 +19,10 @@
 #   QUIET_TOTAL=120 than this % of all CPUs; the busiest value seen is shown
 #   SWEEP_SIZES="64 256 ... 4194304"  message sizes of the latency and
 #                   bandwidth sweep drawn in the plots; SWEEP_SIZES= skips it
+#   STAGE_SIZES="64 256 512 1024 2048 4096 16384"  message sizes of the
+#                   staging sweep: 64 B..16 KiB Send rate and latency around the
+#                   receive staging threshold (src/rx_stage.c); STAGE_SIZES=
+#                   skips it
 #   SWEEP_REPS=1    repetitions of the sweep (medians)
 #   SWEEP_SECS=1    seconds per bandwidth point
 #   SWEEP_LAT_ITERS=2000  ping-pong iterations per latency point (fewer for
@@ -330,6 +334,37 @@ row() {
 	for k in "${ORDER[@]}"; do echo "$k:${R[$k]}"; done
 } > "$OUT/values.txt"
 echo "all values: $OUT/values.txt"
+
+# ------------------------------------------------------ staging sweep ---
+# Send rate (send_bw) and latency (send_lat) against message size, on both
+# sides of the receive engine's staging threshold (payloads up to it are
+# read in bulk and copied, larger ones go straight into place), poll mode.
+STAGE_SIZES=${STAGE_SIZES-64 256 512 1024 2048 4096 16384}
+if [ -n "$STAGE_SIZES" ]; then
+	for rep in $(seq "$REPS"); do
+		for pl in $PLACEMENTS; do
+			read -r SC CC <<< "$(cpus "$pl")"
+			PIN="--cpu-server $SC --cpu-client $CC"
+			log "staging sweep $rep/$REPS, placement $pl: sizes $STAGE_SIZES"
+			for sz in $STAGE_SIZES; do
+				run "stage_send_bw_${pl}_${sz}_$rep" 60 "$NDKPERF" send_bw --loopback -s "$sz" -D "$SECS" $PIN --wait=yield --no-progress &&
+					add "stage_rate|$pl|$sz" "$(ndk_rate "$LOG")"
+				run "stage_send_lat_${pl}_${sz}_$rep" 60 "$NDKPERF" send_lat --loopback -s "$sz" -n "$LAT_ITERS" $PIN --wait=yield --no-progress &&
+					add "stage_lat|$pl|$sz" "$(ndk_lat "$LOG")"
+			done
+		done
+	done
+	{
+		echo "staging sweep (ndkperf --wait=yield, medians of $REPS; load at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
+		printf "%-6s %8s %14s %14s\n" place size "rate [Mmsg/s]" "half RTT [us]"
+		for pl in $PLACEMENTS; do
+			for sz in $STAGE_SIZES; do
+				r=$(median "stage_rate|$pl|$sz"); l=$(median "stage_lat|$pl|$sz")
+				printf "%-6s %8s %14s %14s\n" "$pl" "$sz" "${r:--}" "${l:--}"
+			done
+		done
+	} | tee "$OUT/stage_sweep.txt"
+fi
 
 # ------------------------------------------------- sweep and plots ---
 # Latency (send_lat, half round trip) and bandwidth (write_bw) against
