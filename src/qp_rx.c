@@ -613,6 +613,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
     if (tr && dp->rx_st == RX_DISCARD)
         return rx_discard(dp);
     bool alive = tr && dp->rx_st != RX_DEAD;
+    rx_stage_wake(&dp->rx_stage);
     /* Past the budget, what is already staged is still taken (rx_how). */
     for (int fpdus = 0; alive && (fpdus < RX_BUDGET_FPDUS || rx_stage_held(&dp->rx_stage));) {
         bool spent = fpdus >= RX_BUDGET_FPDUS;

@@ -67,7 +67,7 @@ ssize_t rx_stage_readv(struct rx_stage *s, struct ndk_transport *tr, const struc
 {
     if (s->head < s->tail)
         return (ssize_t)serve(s, v, n);
-    if (how == RX_STAGE_ONLY)
+    if (how == RX_STAGE_ONLY || s->dry)
         return -EAGAIN;
     if (how == RX_STAGE_DIRECT || !s->cap)
         return tr->ops->readv(tr, v, n);
@@ -77,5 +77,6 @@ ssize_t rx_stage_readv(struct rx_stage *s, struct ndk_transport *tr, const struc
         return got;
     s->head = 0;
     s->tail = (size_t)got;
+    s->dry = (size_t)got < s->cap;
     return (ssize_t)serve(s, v, n);
 }

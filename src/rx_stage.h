@@ -34,6 +34,7 @@ struct rx_stage {
     size_t cap;        /* 0: no staging, every read goes to the transport */
     size_t threshold;
     size_t head, tail; /* unread octets are buf[head, tail) */
+    bool dry;          /* the last refill emptied the socket (rx_stage_wake) */
 };
 
 /* How a read may use the transport when the buffer is empty. */
@@ -50,6 +51,16 @@ void rx_stage_fini(struct rx_stage *s);
 static inline size_t rx_stage_held(const struct rx_stage *s)
 {
     return s->tail - s->head;
+}
+/* The engine was called for input: the socket may hold octets again. A
+ * refill that takes fewer octets than the buffer holds has emptied the
+ * socket, and until this call every read that finds the buffer empty says
+ * -EAGAIN without a system call: the socket's readiness calls the engine
+ * again when more arrives, and the read that would only have said EAGAIN
+ * is saved (one per wake-up of a ping-pong). */
+static inline void rx_stage_wake(struct rx_stage *s)
+{
+    s->dry = false;
 }
 /* Drops what the buffer holds (the stream is being discarded); returns
  * how many octets that was. */
