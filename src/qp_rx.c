@@ -512,7 +512,8 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need, bool spent)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     const uint8_t *hb = dp->rx_hdr;
-    if (spent || rx_stage_held(&dp->rx_stage) || (dp->rx_stage.cap && dp->rx_small) || dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
+    bool staging = spent || rx_stage_held(&dp->rx_stage) || (dp->rx_stage.cap && dp->rx_small);
+    if (staging || dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
         !is_send_op(hb[3] & RDMAP_CTRL_OP_MASK) || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;

@@ -44,8 +44,7 @@ enum rx_stage_how {
     RX_STAGE_ONLY,   /* not at all (-EAGAIN): the engine's budget is spent */
 };
 
-/* Allocates the buffer (the defaults above, bounded by what one FPDU can
- * be). False without memory; the stage then stays off. */
+/* Allocates the buffer with the defaults above. False without memory. */
 bool rx_stage_init(struct rx_stage *s);
 void rx_stage_fini(struct rx_stage *s);
 static inline size_t rx_stage_held(const struct rx_stage *s)
