@@ -72,7 +72,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define WAIT_MS 5000    /* bound of every wait for the provider */
 #define MAX_EVENTS 64
 #define MAX_REQS 64
-#define MAX_PASSIVE 4   /* passive connections (peer clients) per input */
+#define MAX_PASSIVE 4   /* peer clients, hence passive connectors, per input */
 #define MAX_QPS 16
 
 enum ev {
@@ -268,10 +268,11 @@ static struct {
     struct adapter *ad;
     NDK_LISTENER *l;
     bool listener_closed;
-    struct sockaddr_in laddr, src; /* the listener's address; 127.0.0.1 port 0 */
+    struct sockaddr_in laddr; /* the listener's address */
+    struct sockaddr_in src;   /* 127.0.0.1, any port: where NdkListen and NdkConnect bind */
     struct conn active;
     int active_peer;                 /* the accepted socket of the active side's peer */
-    struct conn passive[MAX_PASSIVE * 2]; /* delivered by connect events, in order */
+    struct conn passive[MAX_PASSIVE]; /* delivered by connect events, in order */
     unsigned npassive;
     int peer_clients[MAX_PASSIVE];
     unsigned nclients;
@@ -284,7 +285,7 @@ static void connect_event(PVOID ctx, NDK_CONNECTOR *c)
     (void)ctx;
     pthread_mutex_lock(&g_mu);
     ENSURE(!S.listener_closed);
-    ENSURE(S.npassive < MAX_PASSIVE * 2);
+    ENSURE(S.npassive < MAX_PASSIVE); /* one per peer client at most */
     S.passive[S.npassive++].c = c;
     pthread_cond_broadcast(&g_cv);
     pthread_mutex_unlock(&g_mu);
