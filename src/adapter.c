@@ -220,6 +220,10 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
     DEFAULT(DisconnectTimeoutMs, 10000);
     DEFAULT(ListenBacklog, 128);
     DEFAULT(MaxHalfOpen, 1024);
+    DEFAULT(TcpUserTimeoutMs, 30000);
+    DEFAULT(KeepAliveIdleSeconds, 10);
+    DEFAULT(KeepAliveIntervalSeconds, 5);
+    DEFAULT(KeepAliveProbes, 3);
 #undef DEFAULT
 }
 

@@ -183,6 +183,28 @@ void ndk_tcp_set_buffers(int fd, ULONG sndbuf, ULONG rcvbuf)
     }
 }
 
+static void set_int(int fd, int level, int name, ULONG v)
+{
+    int i = v > INT32_MAX ? INT32_MAX : (int)v;
+    setsockopt(fd, level, name, &i, sizeof i);
+}
+
+void ndk_tcp_set_liveness(int fd, const NDK_OPEN_OPTIONS *o)
+{
+    if (o->TcpUserTimeoutMs != NDK_OPEN_OPTION_SYSTEM)
+        set_int(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, o->TcpUserTimeoutMs);
+    if (o->KeepAliveIdleSeconds == NDK_OPEN_OPTION_SYSTEM)
+        return;
+    set_int(fd, SOL_SOCKET, SO_KEEPALIVE, 1);
+    /* Linux caps the keepalive times at 32767 s and the count at 127. */
+    set_int(fd, IPPROTO_TCP, TCP_KEEPIDLE, o->KeepAliveIdleSeconds > 32767 ? 32767 : o->KeepAliveIdleSeconds);
+    if (o->KeepAliveIntervalSeconds != NDK_OPEN_OPTION_SYSTEM)
+        set_int(fd, IPPROTO_TCP, TCP_KEEPINTVL,
+                o->KeepAliveIntervalSeconds > 32767 ? 32767 : o->KeepAliveIntervalSeconds);
+    if (o->KeepAliveProbes != NDK_OPEN_OPTION_SYSTEM)
+        set_int(fd, IPPROTO_TCP, TCP_KEEPCNT, o->KeepAliveProbes > 127 ? 127 : o->KeepAliveProbes);
+}
+
 void ndk_tcp_abort(int fd)
 {
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
