@@ -343,7 +343,7 @@ typedef struct dp_side {
     /* A side on another host (tests/netns): the address its listeners and
      * connects use (family 0: the run's loopback address), and a call that
      * moves the calling thread into its network namespace before it
-     * creates a socket there (NULL: stay). */
+     * creates a socket there (NULL: stay), which netns is for. */
     NDK_SOCKADDR host;
     void (*enter)(const struct dp_side *s);
     int netns;

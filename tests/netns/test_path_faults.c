@@ -20,15 +20,17 @@
  *     that accepted (its socket inherits the listener's options) and a
  *     pending NdkDisconnect ends with a documented status in time.
  *   - Down during connection set-up: before the SYN (STATUS_IO_TIMEOUT
- *     after TcpConnectTimeoutMs; or, for a short outage, the SYN's
- *     retransmission connects), and after the MPA Request arrived (both
- *     legs fail with a documented status in time).
+ *     once the SYN's retransmissions gave up: TcpUserTimeoutMs covers them
+ *     too), and after the MPA Request arrived (both legs fail with a
+ *     documented status in time); down for a moment as the SYN leaves: a
+ *     retransmitted SYN connects.
  *   - The server host vanishes (its link and adapter gone, its namespace
  *     deleted: no FIN, no RST): the idle client notices within
  *     TcpUserTimeoutMs plus the keepalive idle time.
  * docs/behaviour.md "Dead peers". IPv4 only (the faults are the same over
  * IPv6). netem (delay, loss, reordering, duplication) is not used: not
- * every kernel has sch_netem, and none of these cases needs it.
+ * every kernel has sch_netem (CONFIG_NET_SCH_NETEM), and none of these
+ * cases needs it.
  * Needs root for namespaces and the ip tool, else the program reports
  * itself skipped (exit 77).
  */
@@ -146,7 +148,7 @@ static NDK_OPEN_OPTIONS options(ULONG user_timeout_ms)
     return o;
 }
 
-static bool open_hosts(dp_side *cli, dp_side *srv, ULONG user_timeout_ms)
+static bool open_hosts_with(dp_side *cli, dp_side *srv, const NDK_OPEN_OPTIONS *o)
 {
     memset(cli, 0, sizeof *cli);
     memset(srv, 0, sizeof *srv);
@@ -156,8 +158,13 @@ static bool open_hosts(dp_side *cli, dp_side *srv, ULONG user_timeout_ms)
     cli->host.in4.sin_family = srv->host.in4.sin_family = AF_INET;
     inet_pton(AF_INET, "10.201.1.2", &cli->host.in4.sin_addr);
     inet_pton(AF_INET, "10.201.2.2", &srv->host.in4.sin_addr);
+    return dp_side_open_as(cli, "fc", o) && dp_side_open_as(srv, "fs", o);
+}
+
+static bool open_hosts(dp_side *cli, dp_side *srv, ULONG user_timeout_ms)
+{
     NDK_OPEN_OPTIONS o = options(user_timeout_ms);
-    return dp_side_open_as(cli, "fc", &o) && dp_side_open_as(srv, "fs", &o);
+    return open_hosts_with(cli, srv, &o);
 }
 
 static dp_conn *connect_hosts(dp_side *cli, dp_side *srv)
@@ -450,16 +457,6 @@ DP_CASE(outage_during_connection_setup)
     link_set("rs", true);
     dp_conn_close(c);
 
-    /* Down for a moment as the SYN leaves: its retransmission connects. */
-    c = dp_conn_new(&cli, &srv, &cfg);
-    REQUIRE(c);
-    outage o;
-    outage_start(&o, "rs", 300);
-    bool ok = dp_conn_establish(c);
-    pthread_join(o.th, NULL);
-    CHECK(ok && dp_roundtrip(c, 4096, 3));
-    dp_conn_close(c);
-
     /* Down once the MPA Request arrived: the Reply never comes, nor the
      * RTR; both legs end with a documented status in time. */
     c = dp_conn_new(&cli, &srv, &cfg);
@@ -487,6 +484,24 @@ DP_CASE(outage_during_connection_setup)
     /* And the adapters still connect. */
     c = connect_hosts(&cli, &srv);
     CHECK(c && dp_roundtrip(c, 4096, 5));
+    close_hosts(c, &cli, &srv);
+}
+
+/* Down for a moment as the SYN leaves: a retransmission of the SYN (1 s,
+ * then 3 s after it) connects, well inside the connect and user timeouts. */
+DP_CASE(short_outage_as_the_syn_leaves)
+{
+    dp_side cli, srv;
+    NDK_OPEN_OPTIONS o = options(LONG_USER_TIMEOUT_MS);
+    o.TcpConnectTimeoutMs = 10000;
+    REQUIRE(open_hosts_with(&cli, &srv, &o));
+    dp_conn *c = dp_conn_new(&cli, &srv, NULL);
+    REQUIRE(c);
+    outage out;
+    outage_start(&out, "rs", 300);
+    bool ok = dp_conn_establish(c);
+    pthread_join(out.th, NULL);
+    CHECK(ok && dp_roundtrip(c, 4096, 3));
     close_hosts(c, &cli, &srv);
 }
 
@@ -547,6 +562,7 @@ int main(int argc, char **argv)
     RUN(outage_longer_than_user_timeout_with_data_outstanding);
     RUN(outage_with_both_sides_idle);
     RUN(outage_during_connection_setup);
+    RUN(short_outage_as_the_syn_leaves);
     RUN(server_host_vanishes);
     topology_down();
     return tl_finish();
