@@ -131,9 +131,14 @@ static bool topology_up(void)
 }
 
 /* The router's interface towards the client ("rc") or the server ("rs"). */
+static bool router_link(const char *dev, bool up)
+{
+    return sh("ip -n %s link set %s %s", ns_rtr, dev, up ? "up" : "down");
+}
+
 static void link_set(const char *dev, bool up)
 {
-    CHECK(sh("ip -n %s link set %s %s", ns_rtr, dev, up ? "up" : "down"));
+    CHECK(router_link(dev, up));
 }
 
 /* Fast detection for the test: the user timeout in ms, keepalive 1 s idle,
@@ -188,6 +193,7 @@ typedef struct outage {
     pthread_t th;
     const char *dev;
     unsigned ms;
+    bool restored; /* read after the join */
 } outage;
 
 static void *outage_main(void *arg)
@@ -195,7 +201,7 @@ static void *outage_main(void *arg)
     outage *o = arg;
     struct timespec ts = {.tv_sec = o->ms / 1000, .tv_nsec = (long)(o->ms % 1000) * 1000000L};
     nanosleep(&ts, NULL);
-    link_set(o->dev, true);
+    o->restored = router_link(o->dev, true);
     return NULL;
 }
 
@@ -353,6 +359,7 @@ DP_CASE(outage_shorter_than_timeouts_during_streams)
     uint64_t t0 = tl_now_ns();
     stream_check(&st, OUTAGE_MS + 10000u, true);
     pthread_join(o.th, NULL);
+    CHECK(o.restored);
     fprintf(stderr, "    %u MiB in Writes, Reads and Sends across a %u ms outage: %u ms\n",
             NCHUNK * CHUNK / (1024u * 1024u), OUTAGE_MS, ms_since(t0));
     CHECK_EQ(tl_event_count(&c->disc_a), 0);
@@ -501,6 +508,7 @@ DP_CASE(short_outage_as_the_syn_leaves)
     outage_start(&out, "rs", 300);
     bool ok = dp_conn_establish(c);
     pthread_join(out.th, NULL);
+    CHECK(out.restored);
     CHECK(ok && dp_roundtrip(c, 4096, 3));
     close_hosts(c, &cli, &srv);
 }
