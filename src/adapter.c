@@ -224,6 +224,10 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
     DEFAULT(ListenBacklog, 128);
     DEFAULT(MaxHalfOpen, 1024);
     DEFAULT(ReceiveGraceMs, 1000);
+    DEFAULT(TcpUserTimeoutMs, 30000);
+    DEFAULT(KeepAliveIdleSeconds, 10);
+    DEFAULT(KeepAliveIntervalSeconds, 5);
+    DEFAULT(KeepAliveProbes, 3);
 #undef DEFAULT
     if (o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)
         o->ReceiveGraceMs = 0;

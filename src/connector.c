@@ -442,8 +442,11 @@ static void read_reply(struct ndk_connector_impl *c)
         if (n < 0 && (errno == EAGAIN || errno == EINTR))
             return;
         if (n <= 0) {
-            /* Closed or reset before a Reply: nobody accepted (7.2). */
-            connect_fail(c, STATUS_CONNECTION_REFUSED, true);
+            /* Closed or reset before a Reply: nobody accepted (7.2). A
+             * dead path (TcpUserTimeoutMs or keepalive gave up) is no
+             * refusal: it ends as the Reply's timer would. */
+            bool dead = n < 0 && errno == ETIMEDOUT;
+            connect_fail(c, dead ? STATUS_IO_TIMEOUT : STATUS_CONNECTION_REFUSED, true);
             return;
         }
         size_t used;
@@ -883,6 +886,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     if (fd < 0)
         return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
     ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
+    ndk_tcp_set_liveness(fd, &ad->opt);
 
     pthread_mutex_lock(&ad->lock);
     if (c->state != CONN_IDLE || c->obj.closing || c->passive) {

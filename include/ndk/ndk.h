@@ -116,7 +116,33 @@ typedef struct _NDK_OPEN_OPTIONS {
                              Terminate RFC 5040 asks for (DDP untagged, no buffer);
                              default 1000, enough for a receive posted from the accept
                              completion; NDK_OPEN_FLAG_NO_RECEIVE_GRACE: at once */
+    /*
+     * Dead-peer detection (docs/behaviour.md "Dead peers"), set on every
+     * connection's socket. A peer whose host vanished or whose path broke
+     * never sends a FIN or RST: TCP_USER_TIMEOUT ends the connection when
+     * sent data stays unacknowledged that long, and keepalive probes find
+     * an idle connection's dead peer (with a user timeout, the connection
+     * ends once probes went unanswered for that long). The connection then
+     * fails as on any socket error: the disconnect event with
+     * NDK_DISCONNECT_REASON_ABORTED, outstanding requests completed with
+     * STATUS_CANCELLED, a pending NdkDisconnect with STATUS_IO_TIMEOUT or
+     * STATUS_CONNECTION_ABORTED. The defaults suit storage traffic: a dead
+     * peer is noticed within about 30 s, busy or idle, where the system's
+     * settings take 15 min (busy) or never (idle).
+     * NDK_OPEN_OPTION_SYSTEM (all bits set) in any of these four leaves the
+     * system's setting (no TCP_USER_TIMEOUT; for the idle time: keepalive
+     * off).
+     */
+    ULONG TcpUserTimeoutMs;         /* TCP_USER_TIMEOUT; default 30000 */
+    ULONG KeepAliveIdleSeconds;     /* SO_KEEPALIVE with TCP_KEEPIDLE: the first probe after
+                                       this long without traffic; default 10 */
+    ULONG KeepAliveIntervalSeconds; /* TCP_KEEPINTVL between unanswered probes; default 5 */
+    ULONG KeepAliveProbes;          /* TCP_KEEPCNT: unanswered probes that end the connection
+                                       (without a user timeout); default 3 */
 } NDK_OPEN_OPTIONS;
+
+/* In a field of NDK_OPEN_OPTIONS that allows it: leave the system's setting. */
+#define NDK_OPEN_OPTION_SYSTEM ((ULONG)0xFFFFFFFF)
 
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
 #define NDK_OPEN_FLAG_NO_P2P 0x2      /* initiator: client/server model, no RTR (A=0), as siw */

@@ -30,6 +30,7 @@ bool ep_open(struct endpoint *e, const NDK_SOCKADDR *near, const char *near_what
     if (strcmp(e->role, "server") == 0)
         flags |= NDK_OPEN_FLAG_RELAXED_TX_GATE;
     e->a = &e->own;
+    tc_adapter_socket_buffers(o->sockbuf);
     return tc_adapter_open(&e->own, e->role, o->adapter, near, near_what, flags, o->timeout_ms) &&
            tc_conn_init(&e->c, e->a, 0);
 }

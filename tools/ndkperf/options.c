@@ -109,6 +109,8 @@ static void usage(FILE *f)
             "  -d, --adapter=ADAPTER   interface name or address of the adapter (default: the\n"
             "                          adapter of -B or of the route to -c, else lo)\n"
             "      --crc               ask for MPA CRC32c\n"
+            "      --sockbuf=BYTES     SO_SNDBUF and SO_RCVBUF of the connection (K and M\n"
+            "                          suffixes; 1: the system's minimum; default: autotuned)\n"
             "\n"
             "Placement and completions:\n"
             "      --cpu=N             pin this process (--loopback: both processes) to CPU N\n"
@@ -155,6 +157,7 @@ enum {
     OPT_MODERATION,
     OPT_SIGNAL_ALL,
     OPT_CRC,
+    OPT_SOCKBUF,
     OPT_TIMEOUT,
     OPT_ACCEPT_TIMEOUT,
     OPT_PROGRESS,
@@ -179,6 +182,7 @@ static const struct option longopts[] = {
     {"bind", required_argument, NULL, 'B'},
     {"adapter", required_argument, NULL, 'd'},
     {"crc", no_argument, NULL, OPT_CRC},
+    {"sockbuf", required_argument, NULL, OPT_SOCKBUF},
     {"cpu", required_argument, NULL, OPT_CPU},
     {"cpu-server", required_argument, NULL, OPT_CPU_SERVER},
     {"cpu-client", required_argument, NULL, OPT_CPU_CLIENT},
@@ -298,6 +302,8 @@ static int take_option(struct options *o, struct seen *w, int ch)
     case OPT_CRC:
         o->crc = true;
         return -1;
+    case OPT_SOCKBUF:
+        return tc_opt_number(NULL, optarg, 1, INT32_MAX / 2, true, &o->sockbuf, "socket buffer size");
     case OPT_CPU:
     case OPT_CPU_SERVER:
     case OPT_CPU_CLIENT:
