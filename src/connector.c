@@ -159,6 +159,13 @@ static size_t tr_mulpdu(struct ndk_transport *t)
     return socket_mulpdu(tr_conn(t)->fd);
 }
 
+static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events);
+
+static void tr_input_pending(struct ndk_transport *t)
+{
+    conn_dp_io(tr_conn(t), EPOLLIN);
+}
+
 static const struct ndk_transport_ops socket_transport = {
     .readv = tr_readv,
     .writev = tr_writev,
@@ -167,6 +174,7 @@ static const struct ndk_transport_ops socket_transport = {
     .failed = tr_failed,
     .lease_input = tr_lease_input,
     .pause_input = tr_pause_input,
+    .input_pending = tr_input_pending,
     .mulpdu = tr_mulpdu,
 };
 

@@ -873,9 +873,16 @@ void ndk_qp_rx_resume(struct ndk_qp_impl *qp)
      * pausing the input, must not undo this. It runs again on the input
      * and takes the receive (or, past its deadline, terminates). */
     pthread_mutex_lock(&dp->rx_lock);
-    if (dp->rx_waiting && dp->tr)
+    bool staged = false;
+    if (dp->rx_waiting && dp->tr) {
         dp->tr->ops->pause_input(dp->tr, false);
+        staged = rx_stage_held(&dp->rx_stage) > 0;
+    }
     pthread_mutex_unlock(&dp->rx_lock);
+    /* Input the engine already staged raises no socket event: the progress
+     * thread hands it over (ndk_qp_check_rx_waits), at once. */
+    if (staged)
+        loop_wake(&qp->obj.ad->loop);
 }
 
 void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
@@ -888,14 +895,28 @@ void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&dp->rx_lock);
 }
 
+/* Runs on the progress thread, with the adapter lock held, every 10 ms
+ * while some QP waits for a receive (and at once when a poster resumed one
+ * whose engine holds staged input). */
 void ndk_qp_check_rx_waits(struct ndk_adapter_impl *ad)
 {
+    enum { KICKS_MAX = 64 };
+    struct ndk_qp_impl *kick[KICKS_MAX];
+    int nkick = 0;
     uint64_t now = loop_now_ms();
     pthread_mutex_lock(&ad->live_lock);
     for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
         struct ndk_qp_dp *dp = &qp->dp;
         if (!__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
             continue;
+        /* Staged input raises no socket event: the engine looks again
+         * (it takes a receive, waits on, or terminates past the deadline).
+         * Outside live_lock, which a failing QP takes. */
+        if (dp->tr && dp->tr->ops->input_pending && rx_stage_held(&dp->rx_stage)) {
+            if (nkick < KICKS_MAX)
+                kick[nkick++] = qp;
+            continue;
+        }
         /* An SRQ does not know its QPs: a receive posted there is found
          * here (a racy look: another QP may take it first, and the engine
          * then waits again). */
@@ -904,6 +925,12 @@ void ndk_qp_check_rx_waits(struct ndk_adapter_impl *ad)
             ndk_qp_rx_resume(qp);
     }
     pthread_mutex_unlock(&ad->live_lock);
+    /* The QPs stay: they are freed on this thread (ndk_free_deferred). */
+    for (int i = 0; i < nkick; i++) {
+        struct ndk_qp_dp *dp = &kick[i]->dp;
+        dp->tr->ops->pause_input(dp->tr, false);
+        dp->tr->ops->input_pending(dp->tr);
+    }
 }
 
 bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,

@@ -57,6 +57,12 @@ struct ndk_transport_ops {
      * stops waking its progress thread for input (errors and the peer's
      * FIN still wake it); false: it watches for input again. */
     void (*lease_input)(struct ndk_transport *t, bool leased);
+    /* Optional, with pause_input. The engine paused while its staging
+     * buffer (rx_stage.h) still held input the socket will not signal
+     * again: the owner runs its input handler (ndk_qp_on_readable) now, as
+     * if the stream were readable. Called on the progress thread, with the
+     * adapter lock held, as socket events are. */
+    void (*input_pending)(struct ndk_transport *t);
 };
 
 struct ndk_transport {

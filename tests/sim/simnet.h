@@ -690,6 +690,11 @@ static inline bool sim_step(struct sim_net *net)
                       (d->fin && d->consumed == d->len);
         if (d->consumed < limit || at_end)
             call = true;
+        /* A resumed QP whose engine staged input before it paused: no new
+         * byte will make it readable, so the owner hands it over (as the
+         * connector does through input_pending). */
+        if (__atomic_load_n(&qp->dp.rx_waiting, __ATOMIC_SEQ_CST) && rx_stage_held(&qp->dp.rx_stage))
+            call = true;
         if (!call)
             continue;
         size_t before = d->consumed;
