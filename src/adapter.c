@@ -8,6 +8,7 @@
 #include "mem.h"
 #include "net/linger.h"
 #include "objects.h"
+#include "verify/verify.h"
 
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
                                    ULONG *pBufferSize);
@@ -348,6 +349,9 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     ad->thread_started = true;
+    /* Without memory for the verifier the adapter still works, unchecked. */
+    if (ndk_verify_wanted(&ad->opt) && !ndk_verify_attach(ad))
+        ndk_log("no memory for the NDK verifier: adapter %s is not verified", ad->name);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
 }
@@ -380,6 +384,8 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         ndk_log("ndk_close_adapter called from a callback: ignored");
         return;
     }
+    if (ad->verifier)
+        ndk_verify_adapter_closing(ad);
     pthread_mutex_lock(&ad->lock);
     ad->stopping = true;
     loop_kick(&ad->loop);
@@ -412,6 +418,7 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
     pthread_mutex_destroy(&ad->cbq_lock);
     pthread_mutex_destroy(&ad->live_lock);
     pthread_mutex_destroy(&ad->lock);
+    ndk_verify_detach(ad);
     ad->obj.magic = 0;
     free(ad);
 }

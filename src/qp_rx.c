@@ -13,6 +13,7 @@
 
 #include "mem.h"
 #include "objects.h"
+#include "verify/verify.h"
 #include "wire/crc32c.h"
 #include "wire/mpa.h"
 #include "wire/term.h"
@@ -176,6 +177,8 @@ static bool place(struct ndk_qp_impl *qp)
     if (!dp->rx_msg_active) {
         if (!take_receive(qp, &dp->rx_wqe)) {
             /* No RNR in iWARP: a Send without a posted receive is fatal. */
+            if (qp->obj.verify)
+                ndk_verify_send_without_receive(qp, 0);
             rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
             return false;
         }
