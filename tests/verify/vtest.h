@@ -96,6 +96,18 @@ static inline const char *vt_line(char *buf, size_t n, const char *id_words, con
         }                                                                                      \
     } while (0)
 
+/* A line with a time in it: the part before and the part after. */
+#define VT_CHECK_AROUND(got, head, tail)                                                       \
+    do {                                                                                       \
+        const char *g_ = (got), *h_ = (head), *t_ = (tail);                                    \
+        size_t gl_ = strlen(g_), hl_ = strlen(h_), tl_ = strlen(t_);                           \
+        if (gl_ < hl_ + tl_ || strncmp(g_, h_, hl_) != 0 || strcmp(g_ + gl_ - tl_, t_) != 0) {  \
+            tl_failures++;                                                                     \
+            fprintf(stderr, "%s:%d: report\n  got:  %s\n  want: %s...%s\n", __FILE__,         \
+                    __LINE__, g_, h_, t_);                                                     \
+        }                                                                                      \
+    } while (0)
+
 /* Opens "lo" with the verifier on (and the suite's short timeouts). */
 static inline bool vt_side_open(dp_side *s, ULONG connect_event_ms, ULONG defer_ms)
 {
@@ -120,14 +132,22 @@ static inline bool vt_side_open(dp_side *s, ULONG connect_event_ms, ULONG defer_
     return s->pd != NULL;
 }
 
-/* Two verified adapters and an established connection between them. */
-static inline bool vt_pair_open(dp_pair *x, const dp_cfg *cfg)
+/* Two verified adapters (with these verifier timeouts, 0: the defaults)
+ * and an established connection between them. */
+static inline bool vt_pair_open_ms(dp_pair *x, const dp_cfg *cfg, ULONG connect_event_ms,
+                                   ULONG defer_ms)
 {
     memset(x, 0, sizeof *x);
-    if (!vt_side_open(&x->a, 0, 0) || !vt_side_open(&x->p, 0, 0))
+    if (!vt_side_open(&x->a, connect_event_ms, defer_ms) ||
+        !vt_side_open(&x->p, connect_event_ms, defer_ms))
         return false;
     x->c = dp_conn_new(&x->a, &x->p, cfg);
     return x->c && dp_conn_establish(x->c);
+}
+
+static inline bool vt_pair_open(dp_pair *x, const dp_cfg *cfg)
+{
+    return vt_pair_open_ms(x, cfg, 0, 0);
 }
 
 #endif
