@@ -1,0 +1,41 @@
+/* M2: releasing the LAM whose pages a fast registration maps (not
+ * invalidated) is reported on the MR. */
+#include "vtest.h"
+
+DP_CASE(lam_released_under_registration)
+{
+    vt_begin();
+    dp_pair x;
+    REQUIRE(vt_pair_open(&x, NULL));
+    size_t pg = dp_page();
+    uint8_t *buf = dp_malloc(2 * pg);
+    REQUIRE(buf);
+    dp_frmr f;
+    REQUIRE(dp_frmr_init(&x.a, &f, buf, 2 * pg, TRUE));
+    DP_CHECK_ST(dp_frmr_post(x.c->qa, DP_CTX(1), &f, buf, NDK_OP_FLAG_ALLOW_REMOTE_READ),
+                STATUS_SUCCESS);
+    NDK_RESULT_EX r;
+    CHECK(dp_wait_ex(x.c->cqa, &r, 1, DP_WAIT_MS) == 1 && r.Status == STATUS_SUCCESS);
+    NDK_LOGICAL_ADDRESS_MAPPING *lam = f.lam;
+    x.a.ad->Dispatch->NdkReleaseLAM(x.a.ad, lam);
+    f.lam = NULL;
+    char want[1024], detail[256];
+    snprintf(detail, sizeof detail,
+             "LAM %p released while this MR's fast registration maps its pages; the registration "
+             "maps nothing from now on", (void *)lam);
+    VT_CHECK_LINE(vt_wait("M2", 0),
+                  vt_line(want, sizeof want,
+                          "M2 (no release of a LAM that a fast registration maps)",
+                          "NdkReleaseLAM", "MR", f.mr, x.a.ad, detail,
+                          "invalidate the fast registration (NdkInvalidate, or let it complete) "
+                          "before releasing the LAM of its pages"));
+    dp_frmr_close(&f);
+    dp_pair_close(&x);
+}
+
+int main(int argc, char **argv)
+{
+    tl_init(argc, argv);
+    RUN_FAM(lam_released_under_registration);
+    return tl_finish();
+}
