@@ -31,7 +31,7 @@ static const struct {
     [VR_N4] = {"N4", "a QP backs one connector at a time"},
     [VR_X6] = {"X6", "disconnected connectors and QPs are not reused"},
     [VR_M1] = {"M1", "no deregistration of memory that outstanding requests name"},
-    [VR_M2] = {"M2", "no release of a LAM that a fast registration maps"},
+    [VR_M2] = {"M2", "no release of a LAM that a fast registration uses"},
     [VR_M3] = {"M3", "fast-registration pages come from live LAMs"},
     [VR_M4] = {"M4", "registered memory stays mapped while registered"},
     [VR_M5] = {"M5", "no deregistration of an MR under a bound window"},

@@ -134,6 +134,25 @@ static NTSTATUS va_build_lam(NDK_ADAPTER *a, MDL *mdl, SIZE_T len, NDK_FN_REQUES
     return st;
 }
 
+/* An outstanding fast registration of the pages of l (not silent: the
+ * verifier cannot know when a silent one finished). Lock held. */
+static struct vreq *lam_user(struct ndk_verifier *v, const struct vlam *l, struct vobj **qp_out)
+{
+    for (struct vobj *q = v->objs; q; q = q->next) {
+        if (q->type != NdkObjectTypeQp)
+            continue;
+        for (struct vreq *r = q->u.qp.iq.head; r; r = r->next) {
+            if (r->silent)
+                continue;
+            if (r->lam == l) {
+                *qp_out = q;
+                return r;
+            }
+        }
+    }
+    return NULL;
+}
+
 static VOID va_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
 {
     struct vobj *ao = vobj_of(a);
@@ -143,22 +162,25 @@ static VOID va_release_lam(NDK_ADAPTER *a, NDK_LOGICAL_ADDRESS_MAPPING *lam)
     while (*pl && (*pl)->lam != lam)
         pl = &(*pl)->next;
     struct vlam *l = *pl;
-    struct vobj *user = NULL;
+    struct vobj *q = NULL;
+    struct vreq *r = NULL;
     if (l) {
         *pl = l->next;
-        for (struct vobj *o = v->objs; o && !user; o = o->next)
-            if (o->type == NdkObjectTypeMr && o->u.mr.fr_lam == l)
-                user = o;
-        if (user)
-            user->u.mr.fr_lam = NULL;
+        r = lam_user(v, l, &q);
+        if (r)
+            vreport(q, VR_M2, "NdkReleaseLAM",
+                    "retrieve the completions of the requests that use a LAM's pages before "
+                    "releasing it",
+                    "LAM %p released while a %s (RequestContext %p) that uses its pages has not "
+                    "completed; the fast registrations over it map nothing from now on",
+                    (void *)lam, r->call, r->ctx);
+        for (struct vobj *q2 = v->objs; q2; q2 = q2->next)
+            if (q2->type == NdkObjectTypeQp)
+                for (struct vreq *x = q2->u.qp.iq.head; x; x = x->next)
+                    if (x->lam == l)
+                        x->lam = NULL;
     }
     pthread_mutex_unlock(&v->lock);
-    if (user)
-        vreport(user, VR_M2, "NdkReleaseLAM",
-                "invalidate the fast registration (NdkInvalidate, or let it complete) before "
-                "releasing the LAM of its pages",
-                "LAM %p released while this MR's fast registration maps its pages; the "
-                "registration maps nothing from now on", (void *)lam);
     free(l);
     ADREAL(ao)->NdkReleaseLAM(a, lam);
 }

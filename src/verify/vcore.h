@@ -58,7 +58,6 @@ struct vreq {
     void *ctx;
     const char *call;  /* "NdkSend", ... */
     bool silent;       /* SILENT_SUCCESS: no entry when it succeeds */
-    bool local_inv;    /* a Read with RDMA_READ_LOCAL_INVALIDATE */
     bool summed;       /* sum covers its SGEs (W9) */
     uint32_t sum;
     uint64_t posted_ms;
@@ -66,6 +65,7 @@ struct vreq {
     NDK_SGE sge[NDK_MAX_SGE];
     void *mr;          /* Bind, FastRegister, Invalidate: the MR (or MW) named */
     void *mw;
+    struct vlam *lam;  /* FastRegister: the LAM of its pages (M2) */
 };
 
 struct vqueue {
@@ -113,10 +113,8 @@ struct vmr {
     bool registered;
     bool fast;
     uint32_t ltoken;          /* local token while registered */
-    uint32_t rtoken;          /* fast registration: its remote token (M2) */
     uintptr_t base;           /* registered range, as the MDL described it (M4) */
     size_t len;
-    struct vlam *fr_lam;      /* LAM whose pages the current fast registration maps (M2) */
     NDK_FN_REQUEST_COMPLETION reg_fn;
     void *reg_ctx;
 };

@@ -101,7 +101,6 @@ static struct vreq *post_begin(struct vobj *o, const char *call, enum vkind kind
     r->ctx = ctx;
     r->call = call;
     r->silent = (flags & NDK_OP_FLAG_SILENT_SUCCESS) != 0;
-    r->local_inv = kind == VK_READ && (flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE);
     r->posted_ms = vnow_ms();
     if (sgl && nsge <= NDK_MAX_SGE) {
         r->nsge = nsge;
@@ -302,13 +301,17 @@ static NTSTATUS vq_fast_register(NDK_QP *qp, PVOID ctx, NDK_MR *mr, ULONG n,
     if (!vobj_enter(o, "NdkFastRegister"))
         return STATUS_INVALID_DEVICE_STATE;
     struct vfinding f = {0};
-    struct vreq *r = post_begin(o, "NdkFastRegister", VK_OTHER, ctx, NULL, 0, flags, &f);
-    if (r)
-        r->mr = mr;
     ULONG bad = 0;
     pthread_mutex_lock(&o->v->lock);
     struct vlam *l = pages && n ? lam_of_pages(o->v, n, pages, &bad) : NULL;
     pthread_mutex_unlock(&o->v->lock);
+    struct vreq *r = post_begin(o, "NdkFastRegister", VK_OTHER, ctx, NULL, 0, flags, &f);
+    if (r) {
+        pthread_mutex_lock(&o->v->lock); /* the LAM's release reads it */
+        r->mr = mr;
+        r->lam = l;
+        pthread_mutex_unlock(&o->v->lock);
+    }
     if (pages && n && !l)
         vreport(o, VR_M3, "NdkFastRegister",
                 "take the page array from a LAM of NdkBuildLAM that is not released",
@@ -317,12 +320,9 @@ static NTSTATUS vq_fast_register(NDK_QP *qp, PVOID ctx, NDK_MR *mr, ULONG n,
     NTSTATUS st = QREAL(o)->NdkFastRegister(qp, ctx, mr, n, pages, fbo, len, va, flags);
     struct vobj *m = peer(o, mr, NdkObjectTypeMr);
     if (st == STATUS_SUCCESS && m) {
-        /* The new tokens are handed out when the post returns. */
-        uint32_t rt = VREAL(m, NDK_MR_DISPATCH)->NdkGetRemoteTokenFromMr(mr);
+        /* The new local token is handed out when the post returns (M1). */
         uint32_t lt = VREAL(m, NDK_MR_DISPATCH)->NdkGetLocalTokenFromMr(mr);
         pthread_mutex_lock(&o->v->lock);
-        m->u.mr.fr_lam = l;
-        m->u.mr.rtoken = rt;
         m->u.mr.ltoken = lt;
         pthread_mutex_unlock(&o->v->lock);
     }
@@ -340,12 +340,10 @@ static NTSTATUS vq_invalidate(NDK_QP *qp, PVOID ctx, NDK_OBJECT_HEADER *h, ULONG
         r->mr = h;
     NTSTATUS st = QREAL(o)->NdkInvalidate(qp, ctx, h, flags);
     if (st == STATUS_SUCCESS && h) {
-        struct vobj *w = peer(o, h, NdkObjectTypeMw), *m = peer(o, h, NdkObjectTypeMr);
+        struct vobj *w = peer(o, h, NdkObjectTypeMw);
         pthread_mutex_lock(&o->v->lock);
         if (w)
             w->u.mw.bound_mr = NULL;
-        if (m)
-            m->u.mr.fr_lam = NULL;
         pthread_mutex_unlock(&o->v->lock);
     }
     return post_other_end(o, "NdkInvalidate", r, flags, &f, st);
@@ -400,17 +398,6 @@ const NDK_SRQ_DISPATCH vsrq_dispatch = {
 
 /* ---- completions ---- */
 
-/* A fast registration invalidated by a completion (the peer's
- * SendAndInvalidate, or a Read's local invalidation) no longer maps its
- * LAM's pages (M2). Lock held. */
-static void fr_invalidated(struct ndk_verifier *v, uint32_t token, bool remote)
-{
-    for (struct vobj *m = v->objs; m; m = m->next)
-        if (m->type == NdkObjectTypeMr && m->u.mr.fast &&
-            (remote ? m->u.mr.rtoken : m->u.mr.ltoken) == token)
-            m->u.mr.fr_lam = NULL;
-}
-
 static bool is_receive(NDK_OPERATION_TYPE t)
 {
     return t == NdkOperationTypeReceive || t == NdkOperationTypeReceiveAndInvalidate;
@@ -433,8 +420,6 @@ static bool match(struct vobj *o, struct vqueue *q, const NDK_RESULT_EX *res, bo
             free(s);
         }
     queue_remove(q, r);
-    if (r->local_inv && r->nsge && res->Status == STATUS_SUCCESS)
-        fr_invalidated(o->v, r->sge[0].MemoryRegionToken, false);
     uint32_t sum;
     if (r->summed && res->Status == STATUS_SUCCESS && vsum(r->sge, r->nsge, &sum) && sum != r->sum)
         vreport(o, VR_W9, r->call,
@@ -448,8 +433,6 @@ static bool match(struct vobj *o, struct vqueue *q, const NDK_RESULT_EX *res, bo
 
 void vqp_completed(struct vobj *cq, const NDK_RESULT_EX *res)
 {
-    if (res->Type == NdkOperationTypeReceiveAndInvalidate)
-        fr_invalidated(cq->v, (uint32_t)res->TypeSpecificCompletionOutput, true);
     for (struct vobj *o = cq->v->objs; o; o = o->next) {
         struct vqp *p = &o->u.qp;
         if (o->type != NdkObjectTypeQp || p->context != res->QPContext ||
