@@ -109,6 +109,7 @@ static void usage(FILE *f)
             "  -d, --adapter=ADAPTER   interface name or address of the adapter (default: the\n"
             "                          adapter of -B or of the route to -c, else lo)\n"
             "      --crc               ask for MPA CRC32c\n"
+            "      --verify            run libndk's NDK verifier on ndkperf's own calls\n"
             "\n"
             "Placement and completions:\n"
             "      --cpu=N             pin this process (--loopback: both processes) to CPU N\n"
