@@ -203,8 +203,9 @@ NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Ty
  * object and its adapter, what was found and what to do instead. The
  * callback, when installed, gets the same line (without a newline) and
  * the rule's identifier ("N1"); it runs on the thread that made the
- * offending call (or the verifier's watchdog, or the receive path), must
- * not call libndk, and is process-wide: NULL removes it.
+ * offending call (or the verifier's watchdog, or the receive path), maybe
+ * on several threads at once, must not call libndk, and is process-wide:
+ * NULL removes it.
  */
 typedef VOID (*NDK_FN_VERIFIER_REPORT)(PVOID Context, NDK_ADAPTER *pAdapter, const char *Rule,
                                        const char *Line);

@@ -78,9 +78,12 @@ void vreport(struct vobj *o, enum vrule r, const char *call, const char *advice,
     findings++;
     fprintf(stderr, "%s\n", line);
     fflush(stderr);
-    if (report_fn)
-        report_fn(report_ctx, (NDK_ADAPTER *)&v->ad->obj.pub, rules[r].id, line);
+    NDK_FN_VERIFIER_REPORT fn = report_fn;
+    void *ctx = report_ctx;
     pthread_mutex_unlock(&report_lock);
+    /* Outside the lock: reports of other threads are not held up by it. */
+    if (fn)
+        fn(ctx, (NDK_ADAPTER *)&v->ad->obj.pub, rules[r].id, line);
     if (v->abort_on_report)
         abort(); /* a bug check: the core dump shows the consumer's stack */
 }

@@ -18,6 +18,11 @@ static char vt_lines[VT_MAX][1024];
 static char vt_rules[VT_MAX][8];
 static unsigned vt_n;
 
+/* A report of this rule holds the reporting thread (inside its NDK call)
+ * until vt_release: the races of W2, C1 and L5 made deterministic. */
+static const char *vt_hold_rule;
+static tl_event vt_held, vt_released;
+
 static void vt_report(PVOID ctx, NDK_ADAPTER *ad, const char *rule, const char *line)
 {
     (void)ctx;
@@ -28,8 +33,26 @@ static void vt_report(PVOID ctx, NDK_ADAPTER *ad, const char *rule, const char *
         snprintf(vt_rules[vt_n], sizeof vt_rules[0], "%s", rule);
         vt_n++;
     }
+    bool hold = vt_hold_rule && strcmp(rule, vt_hold_rule) == 0;
     pthread_cond_broadcast(&vt_cond);
     pthread_mutex_unlock(&vt_lock);
+    if (hold) {
+        tl_event_signal(&vt_held);
+        tl_event_wait(&vt_released, 1, DP_WAIT_MS);
+    }
+}
+
+/* The next report of rule holds its thread until vt_release(). */
+static inline void vt_hold(const char *rule)
+{
+    tl_event_init(&vt_held);
+    tl_event_init(&vt_released);
+    vt_hold_rule = rule;
+}
+
+static inline void vt_release(void)
+{
+    tl_event_signal(&vt_released);
 }
 
 /* Installs the report callback and forgets earlier reports. */
