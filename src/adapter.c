@@ -221,6 +221,8 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
     DEFAULT(DisconnectTimeoutMs, 10000);
     DEFAULT(ListenBacklog, 128);
     DEFAULT(MaxHalfOpen, 1024);
+    DEFAULT(VerifyConnectEventMs, 5000);
+    DEFAULT(VerifyDeferMs, 1000);
 #undef DEFAULT
 }
 

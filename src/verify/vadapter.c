@@ -41,7 +41,7 @@ static void vcq_notify(void *ctx, NTSTATUS status)
                 "into it, and retrieve its completions before they pile up",
                 "the CQ overflowed: depth %lu, %u request(s) outstanding on its queues "
                 "(signalled or not); its QPs fail with a local error",
-                (unsigned long)o->u.cq.depth, owed);
+                (unsigned long)__atomic_load_n(&o->u.cq.depth, __ATOMIC_RELAXED), owed);
     }
     if (o->u.cq.notify_fn)
         o->u.cq.notify_fn(o->u.cq.notify_ctx, status);

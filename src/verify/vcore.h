@@ -60,7 +60,6 @@ struct vreq {
     bool silent;       /* SILENT_SUCCESS: no entry when it succeeds */
     bool summed;       /* sum covers its SGEs (W9) */
     uint32_t sum;
-    uint64_t posted_ms;
     ULONG nsge;
     NDK_SGE sge[NDK_MAX_SGE];
     void *mr;          /* Bind, FastRegister, Invalidate: the MR (or MW) named */
@@ -77,7 +76,7 @@ struct vqueue {
 };
 
 struct vqp {
-    struct vobj *pd, *rcq, *icq, *srq;
+    struct vobj *rcq, *icq, *srq;
     void *context;
     struct vqueue iq, rq; /* rq unused with an SRQ (the SRQ's queue) */
     struct vobj *conn;    /* the connector using it (N4) */
@@ -90,7 +89,6 @@ struct vconnr {
     enum vconn state;
     bool passive;
     struct vobj *qp;
-    struct vobj *listener;
     uint64_t event_ms;  /* passive: when the connect event was delivered (N3) */
     bool answered;
     /* Pending request completions, wrapped. */
@@ -109,7 +107,6 @@ struct vcq {
 };
 
 struct vmr {
-    struct vobj *pd;
     bool registered;
     bool fast;
     uint32_t ltoken;          /* local token while registered */

@@ -66,7 +66,6 @@ static void qp_rec(struct vobj *pd, void *pub, NDK_CQ *rcq, NDK_CQ *icq, struct 
     struct vobj *q = vobj_new(pd->v, NdkObjectTypeQp);
     if (!q)
         return;
-    q->u.qp.pd = pd;
     q->u.qp.rcq = cq_rec(pd, rcq);
     q->u.qp.icq = cq_rec(pd, icq);
     q->u.qp.srq = srq;

@@ -203,11 +203,12 @@ NTSTATUS vobj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION fn, void *ct
     const char *call = "NdkCloseObject";
     struct ndk_verifier *v = o->v;
     pthread_mutex_lock(&v->lock);
-    if (o->state != VS_OPEN) {
+    enum vstate state = o->state;
+    if (state != VS_OPEN) {
         pthread_mutex_unlock(&v->lock);
         vreport(o, VR_L9, call, "close an object once",
                 "a second close (the first %s); it fails with STATUS_INVALID_DEVICE_STATE",
-                o->state == VS_CLOSING ? "is pending" : "completed");
+                state == VS_CLOSING ? "is pending" : "completed");
         return STATUS_INVALID_DEVICE_STATE;
     }
     /* L5's exception: from inside a completion of a call still running
@@ -217,7 +218,7 @@ NTSTATUS vobj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION fn, void *ct
         vreport(o, VR_L5, call,
                 "wait until the object's other calls returned before closing it",
                 "%d call(s) on it still running in other threads", running);
-    o->state = VS_CLOSING;
+    __atomic_store_n(&o->state, VS_CLOSING, __ATOMIC_RELEASE);
     o->close_fn = fn;
     o->close_ctx = ctx;
     if (o->type == NdkObjectTypeMr)
@@ -279,8 +280,8 @@ bool ndk_verify_attach(struct ndk_adapter_impl *ad)
     pthread_cond_init(&v->cond, &ca);
     pthread_condattr_destroy(&ca);
     ndk_adapter_fill_info(ad, &v->info);
-    v->connect_event_ms = ad->opt.VerifyConnectEventMs ? ad->opt.VerifyConnectEventMs : 5000;
-    v->defer_ms = ad->opt.VerifyDeferMs ? ad->opt.VerifyDeferMs : 1000;
+    v->connect_event_ms = ad->opt.VerifyConnectEventMs;
+    v->defer_ms = ad->opt.VerifyDeferMs;
     v->abort_on_report = vabort_wanted(&ad->opt);
     v->adapter = vobj_attach(v, &ad->obj.pub, NdkObjectTypeAdapter);
     if (!v->adapter || pthread_create(&v->watchdog, NULL, watchdog_main, v) != 0) {
@@ -330,15 +331,18 @@ void ndk_verify_detach(struct ndk_adapter_impl *ad)
         return;
     if (v->watchdog_started)
         ndk_verify_adapter_closing(ad);
-    for (struct vobj *list[2] = {v->objs, v->closed_head}, **l = list; l < list + 2; l++) {
-        while (*l) {
-            struct vobj *o = *l;
-            *l = o->next;
+    /* The QPs' records first, while every record they point at exists. */
+    struct vobj *lists[2] = {v->objs, v->closed_head};
+    for (int i = 0; i < 2; i++)
+        for (struct vobj *o = lists[i]; o; o = o->next)
             if (o->type == NdkObjectTypeQp)
                 vqp_closed(o);
+    for (int i = 0; i < 2; i++)
+        while (lists[i]) {
+            struct vobj *o = lists[i];
+            lists[i] = o->next;
             free(o);
         }
-    }
     while (v->lams) {
         struct vlam *l = v->lams;
         v->lams = l->next;

@@ -101,7 +101,6 @@ static struct vreq *post_begin(struct vobj *o, const char *call, enum vkind kind
     r->ctx = ctx;
     r->call = call;
     r->silent = (flags & NDK_OP_FLAG_SILENT_SUCCESS) != 0;
-    r->posted_ms = vnow_ms();
     if (sgl && nsge <= NDK_MAX_SGE) {
         r->nsge = nsge;
         memcpy(r->sge, sgl, nsge * sizeof *sgl);
@@ -111,13 +110,13 @@ static struct vreq *post_begin(struct vobj *o, const char *call, enum vkind kind
         total <= VREQ_SUM_MAX && !f->o)
         r->summed = vsum(sgl, nsge, &r->sum);
     pthread_mutex_lock(&v->lock);
-    struct vreq *dup = NULL;
+    const char *dup = NULL;
     /* Receives often share one context (any buffer will do): initiator
      * requests only. */
     if (ctx && !r->silent && kind != VK_RECV)
         for (struct vreq *x = q->head; x && !dup; x = x->next)
             if (x->ctx == ctx && !x->silent)
-                dup = x;
+                dup = x->call;
     if (q->tail)
         q->tail->next = r;
     else
@@ -129,7 +128,7 @@ static struct vreq *post_begin(struct vobj *o, const char *call, enum vkind kind
         vreport(o, VR_W8, call,
                 "give every outstanding request its own RequestContext (its completion is "
                 "matched by it)",
-                "RequestContext %p is still outstanding from an earlier %s", ctx, dup->call);
+                "RequestContext %p is still outstanding from an earlier %s", ctx, dup);
     return r;
 }
 
