@@ -497,18 +497,6 @@ static NTSTATUS vc_disconnect(NDK_CONNECTOR *pc, NDK_FN_REQUEST_COMPLETION fn, P
     return st;
 }
 
-NTSTATUS vobj_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION ver,
-                                  NDK_EXTENSION_INTERFACE *out)
-{
-    struct vobj *o = vobj_of(h);
-    if (!vobj_enter(o, "NdkQueryExtension"))
-        return STATUS_INVALID_DEVICE_STATE;
-    /* Every table has NdkQueryExtension second, except the adapter's. */
-    NTSTATUS st = ((const NDK_FN_QUERY_EXTENSION_INTERFACE *)o->real)[1](h, id, ver, out);
-    vobj_leave(o);
-    return st;
-}
-
 const NDK_CONNECTOR_DISPATCH vconnector_dispatch = {
     .NdkCloseConnector = vobj_close,
     .NdkQueryExtension = vobj_query_extension,

@@ -19,7 +19,6 @@
 #include "objects.h"
 #include "verify/verify.h"
 
-#define VOBJ_MAGIC 0x5646594Fu /* "VFYO" */
 #define VOBJ_QUARANTINE 4096
 #define VREQ_SUM_MAX (1u << 20) /* bytes of a Send or Write whose checksum is kept (W9) */
 
@@ -135,7 +134,6 @@ struct vsrq {
 
 struct vobj {
     const void *table;          /* the checking table (v*.c) */
-    uint32_t magic;
     NDK_OBJECT_TYPE type;
     const void *real;           /* the provider's dispatch table */
     struct ndk_verifier *v;

@@ -3,7 +3,7 @@
  * of its request (vqp.c). */
 #include "verify/vcore.h"
 
-#define QREAL(o) VREAL(o, NDK_CQ_DISPATCH)
+#define CQREAL(o) VREAL(o, NDK_CQ_DISPATCH)
 
 static bool cq_enter(struct vobj *o, const char *call)
 {
@@ -29,7 +29,7 @@ static NTSTATUS vcq_resize(NDK_CQ *cq, ULONG depth, NDK_FN_REQUEST_COMPLETION fn
     if (!vobj_enter(o, "NdkResizeCq"))
         return STATUS_INVALID_DEVICE_STATE;
     /* libndk resizes inline (never STATUS_PENDING). */
-    NTSTATUS st = QREAL(o)->NdkResizeCq(cq, depth, fn, ctx);
+    NTSTATUS st = CQREAL(o)->NdkResizeCq(cq, depth, fn, ctx);
     if (st == STATUS_SUCCESS)
         __atomic_store_n(&o->u.cq.depth, depth, __ATOMIC_RELAXED);
     vobj_leave(o);
@@ -41,7 +41,7 @@ static VOID vcq_arm(NDK_CQ *cq, ULONG type)
     struct vobj *o = vobj_of(cq);
     if (!cq_enter(o, "NdkArmCq"))
         return;
-    QREAL(o)->NdkArmCq(cq, type);
+    CQREAL(o)->NdkArmCq(cq, type);
     cq_leave(o);
 }
 
@@ -64,7 +64,7 @@ static ULONG vcq_results(NDK_CQ *cq, NDK_RESULT *res, ULONG n)
     while (got < n) {
         NDK_RESULT_EX ex[64];
         ULONG want = n - got < 64 ? n - got : 64;
-        ULONG k = QREAL(o)->NdkGetCqResultsEx(cq, ex, want);
+        ULONG k = CQREAL(o)->NdkGetCqResultsEx(cq, ex, want);
         for (ULONG i = 0; i < k; i++)
             res[got + i] = (NDK_RESULT){.Status = ex[i].Status,
                                         .BytesTransferred = ex[i].BytesTransferred,
@@ -86,7 +86,7 @@ static ULONG vcq_results_ex(NDK_CQ *cq, NDK_RESULT_EX *res, ULONG n)
     struct vobj *o = vobj_of(cq);
     if (!cq_enter(o, "NdkGetCqResultsEx"))
         return 0;
-    ULONG got = QREAL(o)->NdkGetCqResultsEx(cq, res, n);
+    ULONG got = CQREAL(o)->NdkGetCqResultsEx(cq, res, n);
     if (got) {
         pthread_mutex_lock(&o->v->lock);
         completed(o, res, got);
@@ -101,7 +101,7 @@ static NTSTATUS vcq_moderation(NDK_CQ *cq, ULONG interval, ULONG count)
     struct vobj *o = vobj_of(cq);
     if (!vobj_enter(o, "NdkControlCqInterruptModeration"))
         return STATUS_INVALID_DEVICE_STATE;
-    NTSTATUS st = QREAL(o)->NdkControlCqInterruptModeration(cq, interval, count);
+    NTSTATUS st = CQREAL(o)->NdkControlCqInterruptModeration(cq, interval, count);
     vobj_leave(o);
     return st;
 }

@@ -100,7 +100,6 @@ struct vobj *vobj_new(struct ndk_verifier *v, NDK_OBJECT_TYPE type)
     if (!o)
         return NULL;
     o->table = tbl;
-    o->magic = VOBJ_MAGIC;
     o->type = type;
     o->v = v;
     o->state = VS_OPEN;
@@ -150,6 +149,18 @@ bool vobj_enter(struct vobj *o, const char *call)
 void vobj_leave(struct vobj *o)
 {
     __atomic_sub_fetch(&o->calls, 1, __ATOMIC_ACQ_REL);
+}
+
+NTSTATUS vobj_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION ver,
+                              NDK_EXTENSION_INTERFACE *out)
+{
+    struct vobj *o = vobj_of(h);
+    if (!vobj_enter(o, "NdkQueryExtension"))
+        return STATUS_INVALID_DEVICE_STATE;
+    /* Every table has NdkQueryExtension second, except the adapter's. */
+    NTSTATUS st = ((const NDK_FN_QUERY_EXTENSION_INTERFACE *)o->real)[1](h, id, ver, out);
+    vobj_leave(o);
+    return st;
 }
 
 /* Lock held: the object is gone; its record goes to the quarantine. */
