@@ -9,9 +9,13 @@ DP_CASE(registered_memory_unmapped)
     vt_begin();
     dp_side s;
     REQUIRE(vt_side_open(&s, 0, 0));
-    size_t len = 2 * dp_page();
-    void *p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-    REQUIRE(p != MAP_FAILED);
+    /* Two pages inside a mapping of 16: once unmapped, the hole is too
+     * small for the larger mappings other threads (the sanitizers' too)
+     * make meanwhile, so it stays a hole until the watchdog looks. */
+    size_t pg = dp_page(), len = 2 * pg;
+    uint8_t *area = mmap(NULL, 16 * pg, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    REQUIRE(area != MAP_FAILED);
+    void *p = area + 7 * pg;
     dp_mr m;
     DP_CHECK_ST(dp_mr_reg_pd(s.pd, &m, p, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE), STATUS_SUCCESS);
     CHECK(munmap(p, len) == 0);
@@ -26,6 +30,7 @@ DP_CASE(registered_memory_unmapped)
                           "keep the memory an MDL describes mapped and in place until "
                           "NdkDeregisterMr (or the MR's close) returned"));
     dp_mr_close(&m);
+    munmap(area, 16 * pg);
     dp_side_close(&s);
 }
 
