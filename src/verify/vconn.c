@@ -218,48 +218,6 @@ static void vc_disc_event_ex(void *ctx, ULONG reason)
         fn(fctx, reason);
 }
 
-/* What NdkGetConnectionData answers inside the window, kept for a late
- * call (N1): Windows providers still answer it after Accept or
- * CompleteConnect, and so does the verifier, from this copy. */
-static void keep_connection_data(struct vobj *o)
-{
-    struct vconnr *c = &o->u.conn;
-    ULONG ird = 0, ord = 0, len = sizeof c->kept_pd;
-    uint8_t pd[sizeof c->kept_pd];
-    NTSTATUS st = CREAL(o)->NdkGetConnectionData((NDK_CONNECTOR *)o->pub, &ird, &ord, pd, &len);
-    pthread_mutex_lock(&o->v->lock);
-    c->kept = st == STATUS_SUCCESS && len <= sizeof c->kept_pd;
-    if (c->kept) {
-        c->kept_ird = ird;
-        c->kept_ord = ord;
-        c->kept_len = len;
-        memcpy(c->kept_pd, pd, len);
-    }
-    pthread_mutex_unlock(&o->v->lock);
-}
-
-/* A late NdkGetConnectionData answered from the copy, with the rules of
- * the buffer-size pattern (4.7). */
-static NTSTATUS kept_connection_data(struct vobj *o, ULONG *ird, ULONG *ord, PVOID pd, ULONG *pdlen)
-{
-    struct vconnr *c = &o->u.conn;
-    pthread_mutex_lock(&o->v->lock);
-    NTSTATUS st = STATUS_INVALID_DEVICE_STATE;
-    if (c->kept && pdlen && (pd || !*pdlen)) {
-        if (ird)
-            *ird = c->kept_ird;
-        if (ord)
-            *ord = c->kept_ord;
-        ULONG n = *pdlen < c->kept_len ? *pdlen : c->kept_len;
-        if (pd && n)
-            memcpy(pd, c->kept_pd, n);
-        st = !pd || *pdlen >= c->kept_len ? STATUS_SUCCESS : STATUS_BUFFER_TOO_SMALL;
-        *pdlen = c->kept_len;
-    }
-    pthread_mutex_unlock(&o->v->lock);
-    return st;
-}
-
 /* CompleteConnect[Ex] and Accept[Ex]: true when the call may start (its
  * callbacks are then wrapped); false with a finding. */
 static bool answer_begin(struct vobj *o, bool accept, NDK_QP *qp, const char *call,
@@ -268,11 +226,6 @@ static bool answer_begin(struct vobj *o, bool accept, NDK_QP *qp, const char *ca
 {
     struct vconnr *c = &o->u.conn;
     enum vconn want = accept ? VC_INCOMING : VC_REPLIED;
-    pthread_mutex_lock(&o->v->lock);
-    bool in_window = c->state == want && c->passive == accept;
-    pthread_mutex_unlock(&o->v->lock);
-    if (in_window)
-        keep_connection_data(o);
     pthread_mutex_lock(&o->v->lock);
     if (c->state != want || c->passive != accept) {
         const char *what = c->passive != accept
@@ -426,7 +379,6 @@ static NTSTATUS vc_get_connection_data(NDK_CONNECTOR *pc, ULONG *ird, ULONG *ord
                              ? "call it from the connect event until NdkAccept or NdkReject"
                              : "call it after NdkConnect completed, until NdkCompleteConnect or "
                                "NdkReject";
-    /* After Accept or CompleteConnect: reported, and the call goes on. */
     bool late = s == VC_COMPLETING || s == VC_CONNECTED || s == VC_DISCONNECTED;
     if (late || s == VC_REJECTED)
         vfind(&f, o, VR_N1, "NdkGetConnectionData", advice,
@@ -435,11 +387,9 @@ static NTSTATUS vc_get_connection_data(NDK_CONNECTOR *pc, ULONG *ird, ULONG *ord
     else if (!window)
         vfind(&f, o, VR_N1, "NdkGetConnectionData", advice, "%s",
               s == VC_IDLE ? "the connector never connected" : "NdkConnect has not completed");
+    /* After Accept or CompleteConnect libndk still answers, as Windows
+     * providers do: the call goes on, reported. */
     NTSTATUS st = CREAL(o)->NdkGetConnectionData(pc, ird, ord, pd, pdlen);
-    /* libndk's provider closes the window at Accept and CompleteConnect;
-     * Windows providers still answer, and so does the verifier. */
-    if (late && st == STATUS_INVALID_DEVICE_STATE)
-        st = kept_connection_data(o, ird, ord, pd, pdlen);
     vfind_emit(&f, st);
     vobj_leave(o);
     return st;

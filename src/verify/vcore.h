@@ -96,10 +96,6 @@ struct vconnr {
     NDK_FN_DISCONNECT_EVENT_CALLBACK disc_fn;
     NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_fn_ex;
     void *disc_ctx;
-    /* NdkGetConnectionData's answer in the window, for a late call (N1). */
-    bool kept;
-    ULONG kept_ird, kept_ord, kept_len;
-    uint8_t kept_pd[NDK_MAX_PRIVATE_DATA];
 };
 
 struct vcq {

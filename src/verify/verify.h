@@ -28,9 +28,9 @@ void ndk_verify_adapter_closing(struct ndk_adapter_impl *ad);
 /* The adapter is gone: frees the verifier's records. */
 void ndk_verify_detach(struct ndk_adapter_impl *ad);
 
-/* The receive path found no receive posted for the peer's Send (rule W10),
- * after waiting waited_ms for one; the connection is then terminated. Any
- * thread, any locks held: only reports. */
-void ndk_verify_send_without_receive(struct ndk_qp_impl *qp, uint64_t waited_ms);
+/* A peer's Send found no receive posted (rule W10) and waited waited_ms:
+ * until a receive came, or (terminated) until the grace period ended and
+ * the connection is terminated. Any thread, any locks held: only reports. */
+void ndk_verify_send_without_receive(struct ndk_qp_impl *qp, uint64_t waited_ms, bool terminated);
 
 #endif

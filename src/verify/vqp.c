@@ -448,15 +448,20 @@ void vqp_completed(struct vobj *cq, const NDK_RESULT_EX *res)
 
 /* ---- the receive path's hook ---- */
 
-void ndk_verify_send_without_receive(struct ndk_qp_impl *qp, uint64_t waited_ms)
+void ndk_verify_send_without_receive(struct ndk_qp_impl *qp, uint64_t waited_ms, bool terminated)
 {
     struct vobj *o = qp->obj.verify;
-    if (!o)
-        return;
-    vreport(o, VR_W10, "a Send from the peer",
-            "post receives before the peer may send (before NdkAccept or NdkCompleteConnect, "
-            "and again before each Send the protocol allows)",
-            "the peer's Send waited %llu ms and found no receive posted%s; on iWARP the "
-            "connection is terminated (DDP: no buffer)",
-            (unsigned long long)waited_ms, qp->dp.srq ? " on the QP's SRQ" : "");
+    const char *advice = "post receives before the peer may send (before NdkAccept or "
+                         "NdkCompleteConnect, and again before each Send the protocol allows)";
+    if (terminated)
+        vreport(o, VR_W10, "a Send from the peer", advice,
+                "the peer's Send found no receive posted%s and waited %llu ms for one: the "
+                "grace period ended and the connection is terminated (DDP: no buffer)",
+                qp->dp.srq ? " in the QP's SRQ" : "", (unsigned long long)waited_ms);
+    else
+        vreport(o, VR_W10, "a Send from the peer", advice,
+                "the peer's Send found no receive posted%s and waited %llu ms until one was: "
+                "an iWARP device has no such grace period and terminates the connection at once "
+                "(DDP: no buffer)",
+                qp->dp.srq ? " in the QP's SRQ" : "", (unsigned long long)waited_ms);
 }

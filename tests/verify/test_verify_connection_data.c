@@ -1,7 +1,6 @@
 /* N1: NdkGetConnectionData outside its window. On a connector that never
  * connected the provider refuses it; after NdkCompleteConnect it is
- * reported and keeps working, as Windows providers let it (the verifier
- * answers from what the window gave). */
+ * reported and keeps working, as Windows providers let it. */
 #include "vtest.h"
 
 DP_CASE(connection_data_outside_window)

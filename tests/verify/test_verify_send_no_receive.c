@@ -1,6 +1,6 @@
 /* W10: a Send that arrives while the receiver has no receive posted is
- * reported on the receiving QP (the connection is then terminated, DDP "no
- * buffer"). */
+ * reported on the receiving QP with how long it waited, once the grace
+ * period ended and the connection is terminated (DDP "no buffer"). */
 #include "vtest.h"
 
 DP_CASE(send_without_receive)
@@ -12,15 +12,17 @@ DP_CASE(send_without_receive)
     REQUIRE(dp_buf_reg(&x.a, &m, 64, 0, 1));
     NDK_SGE sge = dp_sge(&m, 0, 64);
     DP_CHECK_ST(dp_send(x.c->qa, DP_CTX(1), &sge, 1, 0), STATUS_SUCCESS);
-    char want[1024];
-    VT_CHECK_LINE(vt_wait("W10", DP_WAIT_MS),
-                  vt_line(want, sizeof want,
-                          "W10 (a receive is posted before the peer's Send arrives)",
-                          "a Send from the peer", "QP", x.c->qp, x.p.ad,
-                          "the peer's Send waited 0 ms and found no receive posted; on iWARP the "
-                          "connection is terminated (DDP: no buffer)",
-                          "post receives before the peer may send (before NdkAccept or "
-                          "NdkCompleteConnect, and again before each Send the protocol allows)"));
+    char head[512];
+    snprintf(head, sizeof head,
+             "ndk verifier: W10 (a receive is posted before the peer's Send arrives): a Send from "
+             "the peer on QP %p (adapter lo %p): the peer's Send found no receive posted and "
+             "waited ", (void *)x.c->qp, (void *)x.p.ad);
+    VT_CHECK_AROUND(vt_wait("W10", DP_WAIT_MS), head,
+                    " ms for one: the grace period ended and the connection is terminated (DDP: no "
+                    "buffer); instead: post receives before the peer may send (before NdkAccept or "
+                    "NdkCompleteConnect, and again before each Send the protocol allows)");
+    NDK_RESULT_EX r; /* the Send's completion, before its MR goes */
+    CHECK(dp_wait_ex(x.c->cqa, &r, 1, DP_WAIT_MS) == 1);
     dp_mr_close(&m);
     dp_pair_close(&x);
 }
