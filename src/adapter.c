@@ -8,6 +8,7 @@
 #include "mem.h"
 #include "net/linger.h"
 #include "objects.h"
+#include "verify/verify.h"
 
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
                                    ULONG *pBufferSize);
@@ -228,6 +229,8 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
     DEFAULT(KeepAliveIdleSeconds, 10);
     DEFAULT(KeepAliveIntervalSeconds, 5);
     DEFAULT(KeepAliveProbes, 3);
+    DEFAULT(VerifyConnectEventMs, 5000);
+    DEFAULT(VerifyDeferMs, 1000);
 #undef DEFAULT
     if (o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)
         o->ReceiveGraceMs = 0;
@@ -363,6 +366,9 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     ad->thread_started = true;
+    /* Without memory for the verifier the adapter still works, unchecked. */
+    if (ndk_verify_wanted(&ad->opt) && !ndk_verify_attach(ad))
+        ndk_log("no memory for the NDK verifier: adapter %s is not verified", ad->name);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
 }
@@ -395,6 +401,8 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         ndk_log("ndk_close_adapter called from a callback: ignored");
         return;
     }
+    if (ad->verifier)
+        ndk_verify_adapter_closing(ad);
     pthread_mutex_lock(&ad->lock);
     ad->stopping = true;
     loop_kick(&ad->loop);
@@ -427,6 +435,7 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
     pthread_mutex_destroy(&ad->cbq_lock);
     pthread_mutex_destroy(&ad->live_lock);
     pthread_mutex_destroy(&ad->lock);
+    ndk_verify_detach(ad);
     ad->obj.magic = 0;
     free(ad);
 }

@@ -112,6 +112,7 @@ struct ndk_obj {
     struct ndk_cb close_cb;
     struct ndk_obj *all_prev, *all_next; /* adapter's list of live objects */
     struct ndk_obj *free_next;           /* deferred-free list */
+    void *verify;                        /* the verifier's record (verify/vcore.h), or NULL */
 };
 
 /* First member of any allocation that must be freed only between loop
@@ -127,6 +128,7 @@ struct ndk_adapter_impl {
     bool loopback;
     NDK_VERSION version;
     NDK_OPEN_OPTIONS opt; /* every field resolved to its effective value */
+    struct ndk_verifier *verifier; /* NDK_OPEN_FLAG_VERIFY (verify/verify.h), or NULL */
 
     pthread_mutex_t lock;
     struct loop loop;

@@ -19,6 +19,7 @@
 
 #include "mem.h"
 #include "objects.h"
+#include "verify/verify.h"
 #include "wire/crc32c.h"
 #include "wire/mpa.h"
 #include "wire/term.h"
@@ -105,8 +106,16 @@ void qp_rx_pause(struct ndk_qp_impl *qp, bool on)
         __atomic_fetch_sub(&ad->rx_waits, 1, __ATOMIC_RELAXED);
 }
 
-static void rx_wait_end(struct ndk_qp_impl *qp)
+/* The wait for a receive ends: one came, or (terminated) the grace
+ * period passed. The NDK verifier reports the Send either way (rule W10:
+ * an iWARP device has no grace). */
+static void rx_wait_end(struct ndk_qp_impl *qp, bool terminated)
 {
+    if (qp->obj.verify) {
+        uint64_t until = __atomic_load_n(&qp->dp.rx_wait_until, __ATOMIC_RELAXED);
+        uint64_t began = until - qp->obj.ad->opt.ReceiveGraceMs, now = loop_now_ms();
+        ndk_verify_send_without_receive(qp, until && now > began ? now - began : 0, terminated);
+    }
     __atomic_store_n(&qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
     qp_rx_pause(qp, false);
 }
@@ -139,11 +148,11 @@ static bool receive_after_wait(struct ndk_qp_impl *qp)
         if (!take_receive(qp, &dp->rx_wqe))
             return false;
     } else {
-        rx_wait_end(qp);
+        rx_wait_end(qp, true);
         rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
         return false;
     }
-    rx_wait_end(qp);
+    rx_wait_end(qp, false);
     return true;
 }
 
@@ -255,7 +264,7 @@ static bool place(struct ndk_qp_impl *qp)
     if (!dp->rx_msg_active) {
         if (take_receive(qp, &dp->rx_wqe)) {
             if (dp->rx_waiting)
-                rx_wait_end(qp);
+                rx_wait_end(qp, false);
         } else if (!receive_after_wait(qp)) {
             return false;
         }

@@ -139,6 +139,12 @@ typedef struct _NDK_OPEN_OPTIONS {
     ULONG KeepAliveIntervalSeconds; /* TCP_KEEPINTVL between unanswered probes; default 5 */
     ULONG KeepAliveProbes;          /* TCP_KEEPCNT: unanswered probes that end the connection
                                        (without a user timeout); default 3 */
+    ULONG VerifyConnectEventMs; /* verifier (NDK_OPEN_FLAG_VERIFY): a connect event not answered
+                                   by NdkAccept, NdkReject or a close within this time is
+                                   reported (rule N3); default 5000 */
+    ULONG VerifyDeferMs;        /* verifier: NDK_OP_FLAG_DEFER requests not followed by a post
+                                   without DEFER on that queue within this time are reported
+                                   (rule D5); default 1000 */
 } NDK_OPEN_OPTIONS;
 
 /* In a field of NDK_OPEN_OPTIONS that allows it: leave the system's setting. */
@@ -166,6 +172,12 @@ typedef struct _NDK_OPEN_OPTIONS {
                                              NdkFastRegister */
 #define NDK_OPEN_FLAG_NO_RECEIVE_GRACE 0x40 /* a Send that finds no posted receive ends the
                                                connection at once (no ReceiveGraceMs) */
+#define NDK_OPEN_FLAG_VERIFY 0x80 /* the NDK verifier checks every call of this adapter's
+                                     consumer against NDKPI's rules and reports each violation
+                                     (docs/verifier.md); also for every adapter of a process
+                                     run with NDK_VERIFY=1 */
+#define NDK_OPEN_FLAG_VERIFY_ABORT 0x100 /* the verifier, and every report ends the process with
+                                           abort(), as a bug check (NDK_VERIFY=abort) */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs; while they poll, the
@@ -228,6 +240,23 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter);
  * close the adapter for it; 0 for a NULL or unknown adapter.
  */
 NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Type);
+
+/*
+ * The NDK verifier (docs/verifier.md). Each violation is reported once per
+ * object and rule, as one line on stderr that starts with "ndk verifier: ",
+ * then the rule's identifier (docs/rules.md) and words, the call, the
+ * object and its adapter, what was found and what to do instead. The
+ * callback, when installed, gets the same line (without a newline) and
+ * the rule's identifier ("N1"); it runs on the thread that made the
+ * offending call (or the verifier's watchdog, or the receive path), maybe
+ * on several threads at once, must not call libndk, and is process-wide:
+ * NULL removes it.
+ */
+typedef VOID (*NDK_FN_VERIFIER_REPORT)(PVOID Context, NDK_ADAPTER *pAdapter, const char *Rule,
+                                       const char *Line);
+NDK_API VOID ndk_verifier_set_report_callback(NDK_FN_VERIFIER_REPORT Report, PVOID Context);
+/* The number of reports made in this process so far, by every adapter. */
+NDK_API ULONG ndk_verifier_findings(VOID);
 
 /* "STATUS_CONNECTION_REFUSED" for 0xC0000236, or "0x........" for unknown
  * values (in a static buffer per thread). */

@@ -111,6 +111,7 @@ static void usage(FILE *f)
             "      --crc               ask for MPA CRC32c\n"
             "      --sockbuf=BYTES     SO_SNDBUF and SO_RCVBUF of the connection (K and M\n"
             "                          suffixes; 1: the system's minimum; default: autotuned)\n"
+            "      --verify            run libndk's NDK verifier on ndkperf's own calls\n"
             "\n"
             "Placement and completions:\n"
             "      --cpu=N             pin this process (--loopback: both processes) to CPU N\n"
