@@ -201,6 +201,7 @@ struct ndk_qp_dp {
     /* messages whose last octet is in the batch: done when the batch is */
     struct { int end_iov; int kind; uint32_t idx; } tx_ends[TX_FPDU_MAX];
     int tx_nends;
+    int tx_ends_done; /* tx_ends before this one are written and accounted */
 
     /* receive queue (rq_lock) */
     pthread_mutex_t rq_lock;
