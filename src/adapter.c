@@ -9,6 +9,7 @@
 #include "net/linger.h"
 #include "net/sys.h"
 #include "objects.h"
+#include "verify/verify.h"
 
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
                                    ULONG *pBufferSize);
@@ -44,8 +45,9 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
  * - VendorId 0: a software provider has no IEEE OUI; DeviceId 1 names
  *   "libndk software iWARP" so consumers can tell it from hardware.
  * - AdapterFlags:
- *   IN_ORDER_DMA: payload is read from the TCP stream straight into place,
- *     in stream order, so no byte lands before an earlier one.
+ *   IN_ORDER_DMA: payload is read from the TCP stream (or copied from the
+ *     receive staging buffer) into place in stream order, so no byte lands
+ *     before an earlier one.
  *   RDMA_READ_SINK_NOT_REQUIRED: a Read Response is matched against our own
  *     outstanding-read entry, not the STag table, so any locally writable
  *     buffer can be a sink; the sink flags are accepted and ignored.
@@ -54,9 +56,10 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
  *   CQ_RESIZE: NdkResizeCq grows or shrinks the ring, keeping entries.
  *   LOOPBACK_CONNECTIONS: a connection to one of the adapter's own
  *     addresses works (covered by the conformance tests).
- *   Not set: CQ_INTERRUPT_MODERATION (a notification is a queued callback,
- *     there is no interrupt to amortise), MULTI_ENGINE (one progress thread
- *     per interface: spreading connections does not add engines).
+ *   CQ_INTERRUPT_MODERATION: NdkControlCqInterruptModeration holds a
+ *     notification back in software (cq.c), saving the consumer wake-ups.
+ *   Not set: MULTI_ENGINE (one progress thread per interface: spreading
+ *     connections does not add engines).
  * - RdmaTechnology: iWARP.
  */
 void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
@@ -83,6 +86,7 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
     info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
     info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
     info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
+                         NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
                          NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
                          NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
                          NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
@@ -204,6 +208,12 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
     DEFAULT(ListenBacklog, 128);
     DEFAULT(MaxHalfOpen, 1024);
     DEFAULT(ReceiveGraceMs, 1000);
+    DEFAULT(TcpUserTimeoutMs, 30000);
+    DEFAULT(KeepAliveIdleSeconds, 10);
+    DEFAULT(KeepAliveIntervalSeconds, 5);
+    DEFAULT(KeepAliveProbes, 3);
+    DEFAULT(VerifyConnectEventMs, 5000);
+    DEFAULT(VerifyDeferMs, 1000);
 #undef DEFAULT
     if (o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)
         o->ReceiveGraceMs = 0;
@@ -256,10 +266,10 @@ static const struct ndk_obj_ops adapter_ops = {.free = adapter_free};
 static pthread_mutex_t registry_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ndk_device *registry;
 
-static struct ndk_device *registry_find(unsigned ifindex)
+static struct ndk_device *registry_find(uint64_t netns, unsigned ifindex)
 {
     for (struct ndk_device *d = registry; d; d = d->registry_next)
-        if (d->ifindex == ifindex)
+        if (d->netns == netns && d->ifindex == ifindex)
             return d;
     return NULL;
 }
@@ -288,13 +298,14 @@ static void device_free(struct ndk_device *dev)
 
 /* A new device for the interface d, in the registry (registry lock held);
  * NULL when out of memory or threads. */
-static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d)
+static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t netns)
 {
     struct ndk_device *dev = calloc(1, sizeof *dev);
     if (!dev)
         return NULL;
     memcpy(dev->name, d->Name, sizeof dev->name);
     dev->ifindex = d->IfIndex;
+    dev->netns = netns;
     dev->loopback = (d->Flags & NDK_ADAPTER_DESC_LOOPBACK) != 0;
     dev->naddrs = d->AddressCount;
     memcpy(dev->addrs, d->Addresses, sizeof(NDK_SOCKADDR) * d->AddressCount);
@@ -377,9 +388,10 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     resolve_options(&ad->opt, pOptions);
     ad->busy_poll = (ad->opt.Flags & NDK_OPEN_FLAG_BUSY_POLL) != 0;
     pthread_mutex_lock(&registry_lock);
-    struct ndk_device *dev = registry_find(d->IfIndex);
+    uint64_t netns = ndk_netns_id();
+    struct ndk_device *dev = registry_find(netns, d->IfIndex);
     if (!dev)
-        dev = device_new(d);
+        dev = device_new(d, netns);
     free(list);
     if (!dev) {
         pthread_mutex_unlock(&registry_lock);
@@ -394,6 +406,9 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     dev->views = ad;
     pthread_mutex_unlock(&dev->lock);
     pthread_mutex_unlock(&registry_lock);
+    /* Without memory for the verifier the view still works, unchecked. */
+    if (ndk_verify_wanted(&ad->opt) && !ndk_verify_attach(ad))
+        ndk_log("no memory for the NDK verifier: adapter %s is not verified", dev->name);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
 }
@@ -557,6 +572,10 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         ndk_log("ndk_close_adapter called from a callback: ignored");
         return;
     }
+    /* The verifier reports what this view left open (rule L17); its
+     * records go when the view is freed (ndk_free_deferred). */
+    if (ad->verifier)
+        ndk_verify_adapter_closing(ad);
     /* The last view takes the device out of the registry: a later open
      * of the interface makes a new one. */
     pthread_mutex_lock(&registry_lock);

@@ -144,6 +144,13 @@ static size_t tr_mulpdu(struct ndk_transport *t)
     return socket_mulpdu(tr_conn(t)->fd);
 }
 
+static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events);
+
+static void tr_input_pending(struct ndk_transport *t)
+{
+    conn_dp_io(tr_conn(t), EPOLLIN);
+}
+
 static const struct ndk_transport_ops socket_transport = {
     .readv = tr_readv,
     .writev = tr_writev,
@@ -152,6 +159,7 @@ static const struct ndk_transport_ops socket_transport = {
     .failed = tr_failed,
     .lease_input = tr_lease_input,
     .pause_input = tr_pause_input,
+    .input_pending = tr_input_pending,
     .mulpdu = tr_mulpdu,
 };
 
@@ -408,8 +416,11 @@ static void read_reply(struct ndk_connector_impl *c)
         if (n == -EAGAIN)
             return;
         if (n <= 0) {
-            /* Closed or reset before a Reply: nobody accepted (7.2). */
-            connect_fail(c, STATUS_CONNECTION_REFUSED, true);
+            /* Closed or reset before a Reply: nobody accepted (7.2). A
+             * dead path (TcpUserTimeoutMs or keepalive gave up) is no
+             * refusal: it ends as the Reply's timer would. */
+            bool dead = n == -ETIMEDOUT;
+            connect_fail(c, dead ? STATUS_IO_TIMEOUT : STATUS_CONNECTION_REFUSED, true);
             return;
         }
         size_t used;
@@ -840,6 +851,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     if (fd < 0)
         return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
     ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
+    ndk_tcp_set_liveness(fd, &ad->opt);
 
     pthread_mutex_lock(&ad->dev->lock);
     if (c->state != CONN_IDLE || c->obj.closing || c->passive) {

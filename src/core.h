@@ -115,6 +115,7 @@ struct ndk_obj {
     struct ndk_cb close_cb;
     struct ndk_obj *all_prev, *all_next; /* adapter's list of live objects */
     struct ndk_obj *free_next;           /* deferred-free list */
+    void *verify;                        /* the verifier's record (verify/vcore.h), or NULL */
 };
 
 /*
@@ -127,6 +128,7 @@ struct ndk_obj {
 struct ndk_device {
     char name[IF_NAMESIZE];
     unsigned ifindex;
+    uint64_t netns;  /* the network namespace ifindex is in (ndk_netns_id) */
     bool loopback;
     unsigned open_views;             /* device registry lock (adapter.c) */
     struct ndk_device *registry_next;
@@ -167,6 +169,7 @@ struct ndk_adapter_impl {
     struct ndk_adapter_impl *view_next; /* device's views (device lock) */
     NDK_VERSION version;
     NDK_OPEN_OPTIONS opt; /* every field resolved to its effective value */
+    struct ndk_verifier *verifier; /* NDK_OPEN_FLAG_VERIFY (verify/verify.h), or NULL */
     bool busy_poll;       /* NDK_OPEN_FLAG_BUSY_POLL: its CQs' pollers read input */
     bool closed;          /* ndk_close_adapter returned; kept while objects remain */
     struct ndk_obj *objects; /* every live object created through this view */

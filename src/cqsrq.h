@@ -63,6 +63,14 @@ struct ndk_cq_impl {
      * after an ArmCq (the consumer is about to sleep). */
     void (*poll_hook)(struct ndk_cq_impl *cq);
     void (*arm_hook)(struct ndk_cq_impl *cq);
+    /* Interrupt moderation (NdkControlCqInterruptModeration; cq.c says
+     * how). mod_interval_us 0 = no moderation, UINT32_MAX = only the count;
+     * mod_count 0 = only the interval. */
+    ULONG mod_interval_us, mod_count;
+    bool mod_due;           /* an arm is satisfied, its callback held back */
+    uint64_t mod_since_ns;  /* when it became satisfied (CLOCK_MONOTONIC) */
+    int mod_timerfd;        /* -1 until an interval is first set */
+    struct loop_watch mod_watch;
 };
 
 /* Appends one completion. Returns false if the CQ is (or just became)

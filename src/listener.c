@@ -264,6 +264,7 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAdd
     if (fd < 0)
         return ndk_status_from_errno(-fd, NDK_PHASE_BIND);
     ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
+    ndk_tcp_set_liveness(fd, &ad->opt);
     if (local.sa.sa_family == AF_INET6)
         ndk_tcp_v6only(fd);
     pthread_mutex_lock(&ad->dev->lock);

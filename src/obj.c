@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "verify/verify.h"
 
 bool ndk_debug_enabled;
 
@@ -329,6 +330,7 @@ void ndk_free_deferred(struct ndk_device *dev)
     struct ndk_adapter_impl *v;
     while ((v = dev->dead_views)) {
         dev->dead_views = v->view_next;
+        ndk_verify_detach(v);
         free(v);
     }
 }

@@ -3,7 +3,9 @@
  * object's, qp.c), and the state of the iWARP transport that carries them
  * (transport.h; qp_iwarp.c): the transmit engine (DDP/RDMAP segmentation
  * into FPDUs, one gathering writev per batch) and the receive engine
- * (header first, then payload read straight into registered memory).
+ * (header first, then payload read straight into registered memory, or
+ * copied there from a staging buffer that takes small FPDUs in bulk:
+ * rx_stage.h).
  *
  * The iWARP engine moves bytes only through struct ndk_transport: a TCP
  * socket in production (connector.c), an in-memory pipe in the simulation
@@ -28,6 +30,7 @@
 #include "cqsrq.h"
 #include "mem.h"
 #include "transport.h"
+#include "rx_stage.h"
 #include "wire/ddp.h"
 
 struct ndk_transport;
@@ -57,6 +60,12 @@ struct ndk_transport_ops {
      * stops waking its progress thread for input (errors and the peer's
      * FIN still wake it); false: it watches for input again. */
     void (*lease_input)(struct ndk_transport *t, bool leased);
+    /* Optional, with pause_input. The engine paused while its staging
+     * buffer (rx_stage.h) still held input the socket will not signal
+     * again: the owner runs its input handler (ndk_qp_on_readable) now, as
+     * if the stream were readable. Called on the progress thread, with the
+     * adapter lock held, as socket events are. */
+    void (*input_pending)(struct ndk_transport *t);
 };
 
 struct ndk_transport {
@@ -200,6 +209,7 @@ struct ndk_qp_dp {
     /* messages whose last octet is in the batch: done when the batch is */
     struct { int end_iov; int kind; uint32_t idx; } tx_ends[TX_FPDU_MAX];
     int tx_nends;
+    int tx_ends_done; /* tx_ends before this one are written and accounted */
 
     /* receive queue (rq_lock) */
     pthread_mutex_t rq_lock;
@@ -222,6 +232,8 @@ struct ndk_qp_dp {
     size_t rx_trl_need, rx_trl_have;
     uint8_t rx_pre[16];     /* the next FPDU's first octets, read with this one's trailer */
     size_t rx_pre_have;
+    struct rx_stage rx_stage; /* small FPDUs come through here (rx_stage.h) */
+    bool rx_small;          /* the last FPDU's payload was staged-size */
     uint32_t rx_crc;
     bool rx_first_seen;
     bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary (or while dropping) */

@@ -7,17 +7,41 @@
  * payload may be read together with its MO (read_send_ahead), into the
  * posted receive it must go to; a wrong MO then fails the FPDU just the
  * same. A failed check sends the Terminate it names and ends the stream.
+ *
+ * While the FPDUs are small, the octets come through the staging buffer
+ * (rx_stage.h): one system call takes what the socket holds, and the steps
+ * above copy from it, in the same order and with the same checks. A
+ * payload above the buffer's threshold is read from the socket straight
+ * into place once the buffer is empty.
  */
 #include <errno.h>
 #include <string.h>
 
 #include "mem.h"
 #include "objects.h"
+#include "verify/verify.h"
 #include "wire/crc32c.h"
 #include "wire/mpa.h"
 #include "wire/term.h"
 
 #define RX_BUDGET_FPDUS 256
+
+/* How a read may use the socket (rx_stage.h). `small`: what is read next
+ * is no larger than the threshold (a body) or follows an FPDU whose
+ * payload was not (a header: the FPDUs of a stream tend to be alike).
+ * Once the budget is spent only staged octets are taken: the socket's
+ * readiness brings the engine back for the rest, the buffer's would not. */
+static enum rx_stage_how rx_how(bool spent, bool small)
+{
+    if (spent)
+        return RX_STAGE_ONLY;
+    return small ? RX_STAGE_FILL : RX_STAGE_DIRECT;
+}
+
+static bool rx_body_small(const struct ndk_qp_dp *dp)
+{
+    return dp->rx_payload - dp->rx_payload_done <= dp->rx_stage.threshold;
+}
 
 /* A check failed on the FPDU whose header is in rx_hdr. */
 static void rx_fail(struct ndk_qp_impl *qp, struct ddp_term *t)
@@ -49,8 +73,16 @@ void qp_rx_pause(struct ndk_qp_impl *qp, bool on)
         __atomic_fetch_sub(&dev->rx_waits, 1, __ATOMIC_RELAXED);
 }
 
-static void rx_wait_end(struct ndk_qp_impl *qp)
+/* The wait for a receive ends: one came, or (terminated) the grace
+ * period passed. The NDK verifier reports the Send either way (rule W10:
+ * an iWARP device has no grace). */
+static void rx_wait_end(struct ndk_qp_impl *qp, bool terminated)
 {
+    if (qp->obj.verify) {
+        uint64_t until = __atomic_load_n(&qp->dp.rx_wait_until, __ATOMIC_RELAXED);
+        uint64_t began = until - qp->obj.ad->opt.ReceiveGraceMs, now = loop_now_ms();
+        ndk_verify_send_without_receive(qp, until && now > began ? now - began : 0, terminated);
+    }
     __atomic_store_n(&qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
     qp_rx_pause(qp, false);
 }
@@ -83,11 +115,11 @@ static bool receive_after_wait(struct ndk_qp_impl *qp)
         if (!ndk_xp_take_receive(qp, &dp->rx_wqe))
             return false;
     } else {
-        rx_wait_end(qp);
+        rx_wait_end(qp, true);
         rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
         return false;
     }
-    rx_wait_end(qp);
+    rx_wait_end(qp, false);
     return true;
 }
 
@@ -98,9 +130,16 @@ void ndk_qp_rx_resume(struct ndk_qp_impl *qp)
      * pausing the input, must not undo this. It runs again on the input
      * and takes the receive (or, past its deadline, terminates). */
     pthread_mutex_lock(&dp->rx_lock);
-    if (dp->rx_waiting && dp->tr)
+    bool staged = false;
+    if (dp->rx_waiting && dp->tr) {
         dp->tr->ops->pause_input(dp->tr, false);
+        staged = rx_stage_held(&dp->rx_stage) > 0;
+    }
     pthread_mutex_unlock(&dp->rx_lock);
+    /* Input the engine already staged raises no socket event: the progress
+     * thread hands it over (ndk_qp_check_rx_waits), at once. */
+    if (staged)
+        loop_wake(&qp->obj.ad->dev->loop);
 }
 
 void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
@@ -113,14 +152,28 @@ void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&dp->rx_lock);
 }
 
+/* Runs on the progress thread, with the device lock held, every 10 ms
+ * while some QP waits for a receive (and at once when a poster resumed one
+ * whose engine holds staged input). */
 void ndk_qp_check_rx_waits(struct ndk_device *dev)
 {
+    enum { KICKS_MAX = 64 };
+    struct ndk_qp_impl *kick[KICKS_MAX];
+    int nkick = 0;
     uint64_t now = loop_now_ms();
     pthread_mutex_lock(&dev->live_lock);
     for (struct ndk_qp_impl *qp = dev->live_qps; qp; qp = qp->dp.live_next) {
         struct ndk_qp_dp *dp = &qp->dp;
         if (!__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
             continue;
+        /* Staged input raises no socket event: the engine looks again
+         * (it takes a receive, waits on, or terminates past the deadline).
+         * Outside live_lock, which a failing QP takes. */
+        if (dp->tr && dp->tr->ops->input_pending && rx_stage_held(&dp->rx_stage)) {
+            if (nkick < KICKS_MAX)
+                kick[nkick++] = qp;
+            continue;
+        }
         /* An SRQ does not know its QPs: a receive posted there is found
          * here (a racy look: another QP may take it first, and the engine
          * then waits again). */
@@ -129,6 +182,12 @@ void ndk_qp_check_rx_waits(struct ndk_device *dev)
             ndk_qp_rx_resume(qp);
     }
     pthread_mutex_unlock(&dev->live_lock);
+    /* The QPs stay: they are freed on this thread (ndk_free_deferred). */
+    for (int i = 0; i < nkick; i++) {
+        struct ndk_qp_dp *dp = &kick[i]->dp;
+        dp->tr->ops->pause_input(dp->tr, false);
+        dp->tr->ops->input_pending(dp->tr);
+    }
 }
 
 /* An RDMA Write segment goes where its STag and TO say (R12-R17). */
@@ -255,7 +314,7 @@ static bool place_send(struct ndk_qp_impl *qp)
     if (!dp->rx_msg_active) {
         if (ndk_xp_take_receive(qp, &dp->rx_wqe)) {
             if (dp->rx_waiting)
-                rx_wait_end(qp);
+                rx_wait_end(qp, false);
         } else if (!receive_after_wait(qp)) {
             return false;
         }
@@ -499,6 +558,7 @@ static bool on_trailer(struct ndk_qp_impl *qp)
     }
     if (!commit(qp))
         return false;
+    dp->rx_small = dp->rx_payload <= dp->rx_stage.threshold;
     dp->rx_st = RX_HDR;
     memcpy(dp->rx_hdr, dp->rx_pre, dp->rx_pre_have);
     dp->rx_have = dp->rx_pre_have;
@@ -565,12 +625,15 @@ enum { AHEAD_NO, AHEAD_MOVED, AHEAD_FPDU, AHEAD_WAIT, AHEAD_DEAD };
  * as always, before anything counts; any other MO fails the FPDU anyway
  * (docs/rules.md R10) and the Terminate quotes the real header. The
  * octets read by then lie inside that posted receive buffer, which the
- * failure flushes. Not for an SRQ, whose next receive another QP may take. */
-static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
+ * failure flushes. Not for an SRQ, whose next receive another QP may take,
+ * nor while staging: the header's last octets then cost no system call,
+ * and the payload is copied only after the header passed its checks. */
+static int read_send_ahead(struct ndk_qp_impl *qp, size_t need, bool spent)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     const uint8_t *hb = dp->rx_hdr;
-    if (dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
+    bool staging = spent || rx_stage_held(&dp->rx_stage) || (dp->rx_stage.cap && dp->rx_small);
+    if (staging || dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
         !rdmap_op(hb[3] & RDMAP_CTRL_OP_MASK)->send || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
@@ -638,6 +701,13 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
 static bool rx_discard(struct ndk_qp_dp *dp)
 {
     uint8_t sink[RX_DISCARD_CHUNK];
+    size_t staged = rx_stage_drop(&dp->rx_stage);
+    if (staged > dp->rx_discard_left) {
+        dp->rx_over = true;
+        dp->rx_st = RX_DEAD;
+        return false;
+    }
+    dp->rx_discard_left -= staged;
     for (int i = 0; i < RX_DISCARD_READS; i++) {
         struct iovec v = {sink, sizeof sink};
         ssize_t n = dp->tr->ops->readv(dp->tr, &v, 1);
@@ -664,7 +734,10 @@ static bool rx_run(struct ndk_qp_impl *qp)
     if (tr && dp->rx_st == RX_DISCARD)
         return rx_discard(dp);
     bool alive = tr && dp->rx_st != RX_DEAD;
-    for (int fpdus = 0; alive && fpdus < RX_BUDGET_FPDUS;) {
+    rx_stage_wake(&dp->rx_stage);
+    /* Past the budget, what is already staged is still taken (rx_how). */
+    for (int fpdus = 0; alive && (fpdus < RX_BUDGET_FPDUS || rx_stage_held(&dp->rx_stage));) {
+        bool spent = fpdus >= RX_BUDGET_FPDUS;
         if (dp->rx_st == RX_HDR) {
             /* Until the length and control octets are in, ask for 16: no
              * header is shorter (2 + 14), so they are never payload. */
@@ -692,7 +765,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 }
             }
             if (dp->rx_have < need) {
-                int r = read_send_ahead(qp, need);
+                int r = read_send_ahead(qp, need, spent);
                 if (r == AHEAD_WAIT)
                     break;
                 if (r == AHEAD_DEAD) {
@@ -704,7 +777,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 if (r != AHEAD_NO)
                     continue;
                 struct iovec v = {dp->rx_hdr + dp->rx_have, need - dp->rx_have};
-                ssize_t n = tr->ops->readv(tr, &v, 1);
+                ssize_t n = rx_stage_readv(&dp->rx_stage, tr, &v, 1, rx_how(spent, dp->rx_small));
                 if (n == -EAGAIN)
                     break;
                 if (n <= 0) {
@@ -739,7 +812,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
             skip = 0;
         }
         nv = body_tail(dp, v, nv);
-        ssize_t n = tr->ops->readv(tr, v, nv);
+        ssize_t n = rx_stage_readv(&dp->rx_stage, tr, v, nv, rx_how(spent, rx_body_small(dp)));
         if (n == -EAGAIN)
             break;
         if (n <= 0) {

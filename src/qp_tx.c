@@ -22,6 +22,7 @@ static void batch_reset(struct ndk_qp_dp *dp)
     dp->tx_iov_off = dp->tx_iov_cnt = 0;
     dp->tx_fpdus = 0;
     dp->tx_nends = 0;
+    dp->tx_ends_done = 0;
 }
 
 /* Frames one FPDU: header (already written at hdr+2 with hlen octets of
@@ -282,11 +283,16 @@ static void fill_batch(struct ndk_qp_impl *qp)
     }
 }
 
-/* Everything in the batch is written: the requests it ended are done. */
-static void batch_written(struct ndk_qp_impl *qp)
+/* The messages of the batch whose last octet went out with the first
+ * `upto_iov` iovecs are done. A Read Response's IRD slot frees here, not
+ * when the whole batch is out: the peer may read that response and send
+ * its next Read Request while the rest of the batch waits for TCP, and a
+ * slot still held then would count it as one Read too many. */
+static void ends_written(struct ndk_qp_impl *qp, int upto_iov)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    for (int i = 0; i < dp->tx_nends; i++) {
+    int i = dp->tx_ends_done;
+    for (; i < dp->tx_nends && dp->tx_ends[i].end_iov <= upto_iov; i++) {
         if (dp->tx_ends[i].kind == TX_SQ) {
             dp->sq[qp_sq_idx(qp, dp->tx_ends[i].idx)].done = true;
         } else {
@@ -296,6 +302,14 @@ static void batch_written(struct ndk_qp_impl *qp)
             dp->irq_framed--;
         }
     }
+    dp->tx_ends_done = i;
+}
+
+/* Everything in the batch is written: the requests it ended are done. */
+static void batch_written(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    ends_written(qp, dp->tx_iov_cnt);
     batch_reset(dp);
     ndk_xp_sq_complete(qp);
 }
@@ -326,6 +340,7 @@ void qp_tx_cut_batch(struct ndk_qp_impl *qp)
                            (void *)dp->tx_hdr[(b - &dp->tx_trl[0][0]) / 8];
             dp->tx_iov_cnt = started ? i + 1 : dp->tx_iov_off;
             dp->tx_nends = 0;
+            dp->tx_ends_done = 0;
             return;
         }
     }
@@ -378,8 +393,10 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
                     left = 0;
                 }
             }
-            if (dp->tx_iov_off < dp->tx_iov_cnt)
+            if (dp->tx_iov_off < dp->tx_iov_cnt) {
+                ends_written(qp, dp->tx_iov_off);
                 continue;
+            }
             batch_written(qp);
             continue;
         }

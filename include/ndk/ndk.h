@@ -116,7 +116,39 @@ typedef struct _NDK_OPEN_OPTIONS {
                              Terminate RFC 5040 asks for (DDP untagged, no buffer);
                              default 1000, enough for a receive posted from the accept
                              completion; NDK_OPEN_FLAG_NO_RECEIVE_GRACE: at once */
+    /*
+     * Dead-peer detection (docs/behaviour.md "Dead peers"), set on every
+     * connection's socket. A peer whose host vanished or whose path broke
+     * never sends a FIN or RST: TCP_USER_TIMEOUT ends the connection when
+     * sent data stays unacknowledged that long, and keepalive probes find
+     * an idle connection's dead peer (with a user timeout, the connection
+     * ends once probes went unanswered for that long). The connection then
+     * fails as on any socket error: the disconnect event with
+     * NDK_DISCONNECT_REASON_ABORTED, outstanding requests completed with
+     * STATUS_CANCELLED, a pending NdkDisconnect with STATUS_IO_TIMEOUT or
+     * STATUS_CONNECTION_ABORTED. The defaults suit storage traffic: a dead
+     * peer is noticed within about 30 s, busy or idle, where the system's
+     * settings take 15 min (busy) or never (idle).
+     * NDK_OPEN_OPTION_SYSTEM (all bits set) in any of these four leaves the
+     * system's setting (no TCP_USER_TIMEOUT; for the idle time: keepalive
+     * off).
+     */
+    ULONG TcpUserTimeoutMs;         /* TCP_USER_TIMEOUT; default 30000 */
+    ULONG KeepAliveIdleSeconds;     /* SO_KEEPALIVE with TCP_KEEPIDLE: the first probe after
+                                       this long without traffic; default 10 */
+    ULONG KeepAliveIntervalSeconds; /* TCP_KEEPINTVL between unanswered probes; default 5 */
+    ULONG KeepAliveProbes;          /* TCP_KEEPCNT: unanswered probes that end the connection
+                                       (without a user timeout); default 3 */
+    ULONG VerifyConnectEventMs; /* verifier (NDK_OPEN_FLAG_VERIFY): a connect event not answered
+                                   by NdkAccept, NdkReject or a close within this time is
+                                   reported (rule N3); default 5000 */
+    ULONG VerifyDeferMs;        /* verifier: NDK_OP_FLAG_DEFER requests not followed by a post
+                                   without DEFER on that queue within this time are reported
+                                   (rule D5); default 1000 */
 } NDK_OPEN_OPTIONS;
+
+/* In a field of NDK_OPEN_OPTIONS that allows it: leave the system's setting. */
+#define NDK_OPEN_OPTION_SYSTEM ((ULONG)0xFFFFFFFF)
 
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
 #define NDK_OPEN_FLAG_NO_P2P 0x2      /* initiator: client/server model, no RTR (A=0), as siw */
@@ -140,6 +172,12 @@ typedef struct _NDK_OPEN_OPTIONS {
                                              NdkFastRegister */
 #define NDK_OPEN_FLAG_NO_RECEIVE_GRACE 0x40 /* a Send that finds no posted receive ends the
                                                connection at once (no ReceiveGraceMs) */
+#define NDK_OPEN_FLAG_VERIFY 0x80 /* the NDK verifier checks every call of this adapter's
+                                     consumer against NDKPI's rules and reports each violation
+                                     (docs/verifier.md); also for every adapter of a process
+                                     run with NDK_VERIFY=1 */
+#define NDK_OPEN_FLAG_VERIFY_ABORT 0x100 /* the verifier, and every report ends the process with
+                                           abort(), as a bug check (NDK_VERIFY=abort) */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs; while they poll, the
@@ -206,6 +244,23 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter);
  * close the adapter for it; 0 for a NULL or unknown adapter.
  */
 NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Type);
+
+/*
+ * The NDK verifier (docs/verifier.md). Each violation is reported once per
+ * object and rule, as one line on stderr that starts with "ndk verifier: ",
+ * then the rule's identifier (docs/rules.md) and words, the call, the
+ * object and its adapter, what was found and what to do instead. The
+ * callback, when installed, gets the same line (without a newline) and
+ * the rule's identifier ("N1"); it runs on the thread that made the
+ * offending call (or the verifier's watchdog, or the receive path), maybe
+ * on several threads at once, must not call libndk, and is process-wide:
+ * NULL removes it.
+ */
+typedef VOID (*NDK_FN_VERIFIER_REPORT)(PVOID Context, NDK_ADAPTER *pAdapter, const char *Rule,
+                                       const char *Line);
+NDK_API VOID ndk_verifier_set_report_callback(NDK_FN_VERIFIER_REPORT Report, PVOID Context);
+/* The number of reports made in this process so far, by every adapter. */
+NDK_API ULONG ndk_verifier_findings(VOID);
 
 /* "STATUS_CONNECTION_REFUSED" for 0xC0000236, or "0x........" for unknown
  * values (in a static buffer per thread). */

@@ -1,6 +1,7 @@
 #include "net/sys.h"
 
 #include <sys/random.h>
+#include <sys/stat.h>
 #include <time.h>
 
 bool ndk_random(void *buf, size_t len)
@@ -27,4 +28,13 @@ bool ndk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 void ndk_thread_join(pthread_t t)
 {
     pthread_join(t, NULL);
+}
+
+uint64_t ndk_netns_id(void)
+{
+    /* Per thread: setns(2) moves one thread, not the process. */
+    struct stat st;
+    if (stat("/proc/thread-self/ns/net", &st) != 0)
+        return 0;
+    return ((uint64_t)st.st_dev << 32) ^ (uint64_t)st.st_ino;
 }

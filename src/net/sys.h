@@ -19,5 +19,9 @@ uint64_t ndk_random_seed(uint64_t salt);
 /* Runs fn(arg) on a new thread; false when it cannot be started. */
 bool ndk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 void ndk_thread_join(pthread_t t);
+/* The network namespace the calling thread is in (the inode of its
+ * /proc namespace file), 0 when it cannot be told: an interface index
+ * names an interface only within one namespace. */
+uint64_t ndk_netns_id(void);
 
 #endif

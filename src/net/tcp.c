@@ -183,6 +183,27 @@ void ndk_tcp_set_buffers(int fd, ULONG sndbuf, ULONG rcvbuf)
     }
 }
 
+/* An int socket option, the value capped at max (Linux refuses more). */
+static void set_capped(int fd, int level, int name, ULONG v, ULONG max)
+{
+    int i = (int)(v > max ? max : v);
+    setsockopt(fd, level, name, &i, sizeof i);
+}
+
+void ndk_tcp_set_liveness(int fd, const NDK_OPEN_OPTIONS *o)
+{
+    if (o->TcpUserTimeoutMs != NDK_OPEN_OPTION_SYSTEM)
+        set_capped(fd, IPPROTO_TCP, TCP_USER_TIMEOUT, o->TcpUserTimeoutMs, INT32_MAX);
+    if (o->KeepAliveIdleSeconds == NDK_OPEN_OPTION_SYSTEM)
+        return;
+    set_capped(fd, SOL_SOCKET, SO_KEEPALIVE, 1, 1);
+    set_capped(fd, IPPROTO_TCP, TCP_KEEPIDLE, o->KeepAliveIdleSeconds, 32767);
+    if (o->KeepAliveIntervalSeconds != NDK_OPEN_OPTION_SYSTEM)
+        set_capped(fd, IPPROTO_TCP, TCP_KEEPINTVL, o->KeepAliveIntervalSeconds, 32767);
+    if (o->KeepAliveProbes != NDK_OPEN_OPTION_SYSTEM)
+        set_capped(fd, IPPROTO_TCP, TCP_KEEPCNT, o->KeepAliveProbes, 127);
+}
+
 void ndk_tcp_abort(int fd)
 {
     struct linger lg = {.l_onoff = 1, .l_linger = 0};

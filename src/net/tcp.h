@@ -38,6 +38,10 @@ int ndk_tcp_socket(int family);
  * match. Call before connect or listen: the handshake carries the window
  * scale and the MSS, and accepted sockets inherit the listener's settings. */
 void ndk_tcp_set_buffers(int fd, ULONG sndbuf, ULONG rcvbuf);
+/* Dead-peer detection (NDK_OPEN_OPTIONS TcpUserTimeoutMs and KeepAlive*,
+ * resolved: never 0; NDK_OPEN_OPTION_SYSTEM leaves the system's). Accepted
+ * sockets inherit the listener's. */
+void ndk_tcp_set_liveness(int fd, const NDK_OPEN_OPTIONS *o);
 /* Close with an RST instead of a FIN (abortive teardown). */
 void ndk_tcp_abort(int fd);
 /* A blocking socket that is only ever bound: it holds a port against the

@@ -340,6 +340,13 @@ typedef struct dp_side {
     NDK_ADAPTER *ad;
     NDK_ADAPTER_INFO info;
     NDK_PD *pd;
+    /* A side on another host (tests/netns): the address its listeners and
+     * connects use (family 0: the run's loopback address), and a call that
+     * moves the calling thread into its network namespace before it
+     * creates a socket there (NULL: stay), which netns is for. */
+    NDK_SOCKADDR host;
+    void (*enter)(const struct dp_side *s);
+    int netns;
 } dp_side;
 
 /* Short provider timeouts keep every failure path well inside a case. */
@@ -367,14 +374,15 @@ static inline NDK_PD *dp_pd_new(dp_side *s)
     return o;
 }
 
-/* Opens "lo" (NDKPI 2.1) with the suite's options and these open flags,
- * reads its limits and creates a PD. */
-static inline bool dp_side_open_flags(dp_side *s, ULONG flags)
+/* Opens an adapter (NDKPI 2.1) with these options, reads its limits and
+ * creates a PD; host, enter and netns of *s are kept. */
+static inline bool dp_side_open_as(dp_side *s, const char *adapter, const NDK_OPEN_OPTIONS *o)
 {
-    memset(s, 0, sizeof *s);
-    NDK_OPEN_OPTIONS o = dp_options();
-    o.Flags = flags;
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
+    s->ad = NULL;
+    s->pd = NULL;
+    if (s->enter)
+        s->enter(s);
+    NTSTATUS st = ndk_open_adapter(adapter, (NDK_VERSION){2, 1}, o, &s->ad);
     DP_CHECK_ST(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
         return false;
@@ -389,6 +397,15 @@ static inline bool dp_side_open_flags(dp_side *s, ULONG flags)
     DP_CHECK_ST(st, STATUS_SUCCESS);
     s->pd = dp_pd_new(s);
     return st == STATUS_SUCCESS && s->pd != NULL;
+}
+
+/* Opens "lo" with the suite's options and these open flags. */
+static inline bool dp_side_open_flags(dp_side *s, ULONG flags)
+{
+    memset(s, 0, sizeof *s);
+    NDK_OPEN_OPTIONS o = dp_options();
+    o.Flags = flags;
+    return dp_side_open_as(s, "lo", &o);
 }
 
 static inline bool dp_side_open(dp_side *s)
@@ -910,6 +927,8 @@ typedef struct dp_cfg {
     ULONG p_ird, p_ord; /* ...unless these are set for the passive side */
     ULONG cqd;          /* depth of each CQ (0: rqd + iqd + 16) */
     bool split_cq;      /* separate receive and initiator CQs */
+    bool disc_ex;       /* NdkAcceptEx / NdkCompleteConnectEx: the disconnect
+                           reasons land in reason_a / reason_p of dp_conn */
     NDK_SRQ *srq_a, *srq_p; /* CreateQpWithSrq on that side */
 } dp_cfg;
 
@@ -940,6 +959,7 @@ typedef struct dp_conn {
     tl_event lev;               /* connect events */
     _Atomic(NDK_CONNECTOR *) incoming;
     tl_event disc_a, disc_p;    /* disconnect events of each side */
+    _Atomic ULONG reason_a, reason_p; /* their ProviderDisconnectReason (cfg.disc_ex) */
     ULONG ird_a, ord_a, ird_p, ord_p; /* effective limits (NdkGetConnectionData) */
     uint8_t ctx_a, ctx_p;       /* their addresses are the QPContexts */
 } dp_conn;
@@ -961,6 +981,20 @@ static inline void *dp_qpctx_p(dp_conn *c)
 static inline void dp_disc_cb(PVOID ctx)
 {
     tl_event_signal(ctx);
+}
+
+static inline void dp_disc_ex_a(PVOID ctx, ULONG reason)
+{
+    dp_conn *c = ctx;
+    atomic_store(&c->reason_a, reason);
+    tl_event_signal(&c->disc_a);
+}
+
+static inline void dp_disc_ex_p(PVOID ctx, ULONG reason)
+{
+    dp_conn *c = ctx;
+    atomic_store(&c->reason_p, reason);
+    tl_event_signal(&c->disc_p);
 }
 
 static inline void dp_connect_event(PVOID ctx, NDK_CONNECTOR *c)
@@ -1060,8 +1094,25 @@ static inline ULONG dp_loop(NDK_SOCKADDR *sa, unsigned port)
     return (ULONG)sizeof(struct sockaddr_in);
 }
 
-/* A listener on p's side for this connection, on the run's loopback address
- * with a port the provider picks (read back into laddr). */
+/* A side's own address (dp_side host) with the given port; the calling
+ * thread enters its namespace, so a socket made next is made there. */
+static inline ULONG dp_side_addr(const dp_side *s, NDK_SOCKADDR *sa, unsigned port)
+{
+    if (s->enter)
+        s->enter(s);
+    if (!s->host.sa.sa_family)
+        return dp_loop(sa, port);
+    *sa = s->host;
+    if (sa->sa.sa_family == AF_INET) {
+        sa->in4.sin_port = htons((uint16_t)port);
+        return (ULONG)sizeof(struct sockaddr_in);
+    }
+    sa->in6.sin6_port = htons((uint16_t)port);
+    return (ULONG)sizeof(struct sockaddr_in6);
+}
+
+/* A listener on p's side for this connection, on its address (the run's
+ * loopback address) with a port the provider picks (read back into laddr). */
 static inline bool dp_conn_listen(dp_conn *c)
 {
     dp_req *r = dp_req_new("NdkCreateListener");
@@ -1074,7 +1125,7 @@ static inline bool dp_conn_listen(dp_conn *c)
     if (!c->l)
         return false;
     NDK_SOCKADDR sa;
-    ULONG len = dp_loop(&sa, 0);
+    ULONG len = dp_side_addr(c->p, &sa, 0);
     r = dp_req_new("NdkListen");
     st = dp_finish(r, c->l->Dispatch->NdkListen(c->l, &sa.sa, len, dp_req_cb, r), DP_WAIT_MS);
     DP_CHECK_ST(st, STATUS_SUCCESS);
@@ -1107,7 +1158,7 @@ static inline bool dp_conn_establish(dp_conn *c)
     if (!c->ca)
         return false;
     NDK_SOCKADDR src;
-    ULONG srclen = dp_loop(&src, 0);
+    ULONG srclen = dp_side_addr(c->a, &src, 0);
     dp_req *rc = dp_req_new("NdkConnect");
     rc->started = true;
     rc->returned = c->ca->Dispatch->NdkConnect(c->ca, c->qa, &src.sa, srclen, &c->laddr.sa,
@@ -1130,8 +1181,12 @@ static inline bool dp_conn_establish(dp_conn *c)
     c->ord_p = ord < c->cfg.p_ord ? ord : c->cfg.p_ord;
     dp_req *ra = dp_req_new("NdkAccept");
     ra->started = true;
-    ra->returned = c->cp->Dispatch->NdkAccept(c->cp, c->qp, c->cfg.p_ird, c->cfg.p_ord, NULL, 0,
-                                              dp_disc_cb, &c->disc_p, dp_req_cb, ra);
+    if (c->cfg.disc_ex)
+        ra->returned = c->cp->Dispatch->NdkAcceptEx(c->cp, c->qp, c->cfg.p_ird, c->cfg.p_ord, NULL,
+                                                    0, dp_disc_ex_p, c, dp_req_cb, ra);
+    else
+        ra->returned = c->cp->Dispatch->NdkAccept(c->cp, c->qp, c->cfg.p_ird, c->cfg.p_ord, NULL,
+                                                  0, dp_disc_cb, &c->disc_p, dp_req_cb, ra);
     NTSTATUS st = dp_finish(rc, STATUS_PENDING, DP_WAIT_MS);
     DP_CHECK_ST(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
@@ -1141,10 +1196,11 @@ static inline bool dp_conn_establish(dp_conn *c)
     DP_CHECK_ST(c->ca->Dispatch->NdkGetConnectionData(c->ca, &c->ird_a, &c->ord_a, NULL, &len),
                 STATUS_SUCCESS);
     dp_req *rcc = dp_req_new("NdkCompleteConnect");
-    st = dp_finish(rcc,
-                   c->ca->Dispatch->NdkCompleteConnect(c->ca, dp_disc_cb, &c->disc_a, dp_req_cb,
-                                                       rcc),
-                   DP_WAIT_MS);
+    NTSTATUS ret = c->cfg.disc_ex ? c->ca->Dispatch->NdkCompleteConnectEx(c->ca, dp_disc_ex_a, c,
+                                                                          dp_req_cb, rcc)
+                                  : c->ca->Dispatch->NdkCompleteConnect(c->ca, dp_disc_cb,
+                                                                        &c->disc_a, dp_req_cb, rcc);
+    st = dp_finish(rcc, ret, DP_WAIT_MS);
     DP_CHECK_ST(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
         return false;

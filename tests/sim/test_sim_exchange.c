@@ -189,6 +189,21 @@ static void test_replay(void)
     run_exchange(g_replay, &cfg);
 }
 
+/* Seeds that once failed, run every time. 0x1eedcaf5f7296da7: a stalled
+ * responder with IRD 2 freed a Read Response's slot only once the rest of
+ * its transmit batch was out, and took the peer's next Read Request for
+ * one too many (Terminate (0,2,0x07)). */
+static const uint64_t regression_seeds[] = {0x1eedcaf5f7296da7ull};
+
+static void test_regression_seeds(void)
+{
+    for (size_t i = 0; i < sizeof regression_seeds / sizeof regression_seeds[0]; i++) {
+        struct sim_cfg cfg;
+        sim_cfg_from_seed(&cfg, regression_seeds[i]);
+        run_exchange(regression_seeds[i], &cfg);
+    }
+}
+
 int main(void)
 {
     setvbuf(stdout, NULL, _IOLBF, 0);
@@ -204,6 +219,7 @@ int main(void)
         RUN(test_modes);
         RUN(test_fpdus_follow_mss);
         RUN(test_random_configs);
+        RUN(test_regression_seeds);
     }
     sim_close_adapters();
     return tl_finish();

@@ -38,6 +38,13 @@ static bool choose(struct tc_adapter *a, const char *given, const NDK_SOCKADDR *
     return true;
 }
 
+static ULONG socket_buffer_bytes;
+
+void tc_adapter_socket_buffers(ULONG bytes)
+{
+    socket_buffer_bytes = bytes;
+}
+
 bool tc_adapter_open(struct tc_adapter *a, const char *role, const char *given, const NDK_SOCKADDR *near,
                      const char *near_what, ULONG flags, unsigned timeout_ms)
 {
@@ -55,6 +62,8 @@ bool tc_adapter_open(struct tc_adapter *a, const char *role, const char *given, 
         .MpaReplyTimeoutMs = timeout_ms,
         .RtrTimeoutMs = timeout_ms,
         .DisconnectTimeoutMs = timeout_ms,
+        .SocketSendBufferBytes = socket_buffer_bytes,
+        .SocketReceiveBufferBytes = socket_buffer_bytes,
     };
     NTSTATUS st = ndk_open_adapter(spec, (NDK_VERSION){NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION},
                                    &o, &a->ad);

@@ -42,6 +42,10 @@ struct tc_adapter {
  */
 bool tc_adapter_open(struct tc_adapter *a, const char *role, const char *given, const NDK_SOCKADDR *near,
                      const char *near_what, ULONG flags, unsigned timeout_ms);
+/* SO_SNDBUF and SO_RCVBUF of the connections of adapters opened from now on
+ * (NDK_OPEN_OPTIONS SocketSendBufferBytes / SocketReceiveBufferBytes; 0:
+ * the system's). */
+void tc_adapter_socket_buffers(ULONG bytes);
 /* How long a tool waits for any completion: the provider's timeout plus
  * the grace. */
 unsigned tc_adapter_wait_ms(const struct tc_adapter *a);

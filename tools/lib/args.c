@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdarg.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <ndk/ndk.h>
 
@@ -85,4 +86,25 @@ void tc_print_exit_statuses(FILE *f, bool unsupported)
     fprintf(f, "Exit status: 0 success; 1 the run failed (the message says what to check);\n"
                "2 usage error;%s 130 interrupted twice.\n",
             unsupported ? " 3 the adapter cannot run this;" : "");
+}
+
+void tc_take_verifier_option(int *argc, char **argv, const char *name)
+{
+    bool found = false;
+    int out = 1;
+    for (int i = 1; i < *argc; i++) {
+        if (!found && strcmp(argv[i], "--") == 0) {
+            for (; i < *argc; i++)
+                argv[out++] = argv[i];
+            break;
+        }
+        if (strcmp(argv[i], name) == 0)
+            found = true;
+        else
+            argv[out++] = argv[i];
+    }
+    argv[out] = NULL;
+    *argc = out;
+    if (found)
+        setenv("NDK_VERIFY", "1", 0);
 }

@@ -37,6 +37,12 @@ int tc_usage_error(const char *help_cmd, const char *fmt, ...) __attribute__((fo
 /* "Try 'HELP_CMD --help'." after getopt's own complaint; TC_EXIT_USAGE. */
 int tc_usage_hint(const char *help_cmd);
 
+/* Takes the option `name` ("--verify") out of argv, wherever it is before
+ * a "--", and turns libndk's NDK verifier on for every adapter the tool
+ * opens (NDK_VERIFY=1; an NDK_VERIFY already set, such as "abort", is
+ * kept; docs/verifier.md). Every mode of a tool has it this way. */
+void tc_take_verifier_option(int *argc, char **argv, const char *name);
+
 /* "PROG VERSION (libndk, NDK MAJOR.MINOR)" on stdout; returns TC_EXIT_OK. */
 int tc_print_version(void);
 

@@ -335,6 +335,7 @@ static int run_loopback(const struct options *o)
 int main(int argc, char **argv)
 {
     tc_log_init("ndkperf");
+    tc_take_verifier_option(&argc, argv, "--verify");
     /* The perftest-compatible mode has perftest's command line, not ours. */
     if (argc > 1 && strcmp(argv[1], "--perftest") == 0)
         return perftest_main(argc - 1, argv + 1);

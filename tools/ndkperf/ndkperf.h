@@ -68,8 +68,11 @@ struct options {
     int cpu_server, cpu_client; /* -1: not pinned */
     enum tc_wait_mode wait;
     bool busy_poll;         /* the provider's busy-poll mode */
+    bool moderation;        /* --moderation given */
+    uint32_t mod_interval_us, mod_count; /* NdkControlCqInterruptModeration */
     bool signal_all;        /* no NDK_OP_FLAG_SILENT_SUCCESS */
     bool crc;               /* NDK_OPEN_FLAG_REQUEST_CRC */
+    uint32_t sockbuf;       /* --sockbuf: SO_SNDBUF and SO_RCVBUF (0: the system's) */
     int progress;           /* -1 auto (stderr is a terminal), 0 off, 1 on */
     unsigned timeout_ms;    /* longest wait for any completion or event */
     unsigned accept_timeout_ms; /* how long a server waits for its client */

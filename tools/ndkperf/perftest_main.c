@@ -44,6 +44,7 @@ static void usage(FILE *f)
             "      --timeout=MS        longest wait for a completion or message (default 10000)\n"
             "      --accept-timeout=S  how long the server waits for its client (default 60)\n"
             "      --crc               ask for MPA CRC32c\n"
+            "      --verify            run libndk's NDK verifier on ndkperf's own calls\n"
             "  -h, --help              this text\n"
             "  -V, --version           ndkperf's version\n"
             "\n",

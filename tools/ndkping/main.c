@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <string.h>
 
+#include "lib/args.h"
 #include "lib/log.h"
 #include "ndkping/native.h"
 #include "ndkping/rping.h"
@@ -47,6 +48,8 @@ static int ucmatose_main(int argc, char **argv)
 int main(int argc, char **argv)
 {
     tc_log_init("ndkping");
+    /* --verify is taken: it checks the data. */
+    tc_take_verifier_option(&argc, argv, "--verifier");
     if (asks_for(argc, argv, "--rping"))
         return rping_main(argc, argv);
     if (asks_for(argc, argv, "--ucmatose"))

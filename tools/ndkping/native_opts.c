@@ -78,6 +78,7 @@ static void usage(FILE *f)
         "                         --loopback then succeeds if every connect is refused\n"
         "                         and carries that data\n"
         "      --crc              ask for MPA CRC32c (NDK_OPEN_FLAG_REQUEST_CRC)\n"
+        "      --verifier         run libndk's NDK verifier on ndkping's own calls\n"
         "      --no-p2p           client: client/server MPA, no RTR leg, as siw\n"
         "                         (NDK_OPEN_FLAG_NO_P2P)\n"
         "      --ipv6             IPv6: ::1 with --loopback, -a resolved as IPv6, the\n"

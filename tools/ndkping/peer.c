@@ -55,6 +55,7 @@ void peer_usage(FILE *f, const char *note)
             "      --no-p2p           client: client/server MPA (A=0), no RTR, as siw's\n"
             "                         initiator (NDK_OPEN_FLAG_NO_P2P); default peer-to-peer\n"
             "      --crc              ask for MPA CRC32c (NDK_OPEN_FLAG_REQUEST_CRC)\n"
+            "      --verifier         run libndk's NDK verifier on ndkping's own calls\n"
             "      --delay-first=MS   client: pause MS between the MPA Reply and the first\n"
             "                         FPDU (peer-to-peer: the RTR, else the first Send), for\n"
             "                         Linux siw 6.1 servers, which may leave an FPDU that\n"

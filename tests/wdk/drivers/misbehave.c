@@ -15,8 +15,14 @@
  *   left-timer     unloads with a periodic timer still set
  *   free-timer     frees the pool that holds a set timer
  *   assert         fails an NT_ASSERT in DriverEntry
+ *   ndk-misuse     calls NdkGetConnectionData on a connector that never
+ *                  connected (rule N1, docs/rules.md), then cleans up: one
+ *                  finding of libndk's NDK verifier
  */
 #include <ntddk.h>
+#include <wsk.h>
+#include <wskndk.h>
+#include <ndkpi.h>
 
 DRIVER_INITIALIZE DriverEntry;
 static DRIVER_UNLOAD Unload;
@@ -41,7 +47,8 @@ typedef struct _STATE {
 } STATE;
 
 enum { C_OK, C_FAIL_ENTRY, C_CRASH_WORKITEM, C_NEVER_UNLOADS, C_NO_UNLOAD, C_LEAK_POOL,
-       C_WAIT_DISPATCH, C_WAIT_DPC, C_PAGED_DISPATCH, C_PAGED_POOL_DPC, C_LEFT_TIMER, C_NTASSERT, C_FREE_TIMER };
+       C_WAIT_DISPATCH, C_WAIT_DPC, C_PAGED_DISPATCH, C_PAGED_POOL_DPC, C_LEFT_TIMER, C_NTASSERT, C_FREE_TIMER,
+       C_NDK_MISUSE };
 
 static STATE *g;
 static KTIMER LeftTimer; /* a driver global, so it outlives the state */
@@ -51,7 +58,7 @@ static ULONG CaseOf(PUNICODE_STRING Path)
     static const PCWSTR names[] = {L"ok", L"fail-entry", L"crash-workitem", L"never-unloads",
                                    L"no-unload", L"leak-pool", L"wait-dispatch", L"wait-dpc",
                                    L"paged-dispatch", L"paged-pool-dpc", L"left-timer", L"assert",
-                                   L"free-timer"};
+                                   L"free-timer", L"ndk-misuse"};
     for (ULONG i = 0; i < RTL_NUMBER_OF(names); i++) {
         UNICODE_STRING n;
         RtlInitUnicodeString(&n, names[i]);
@@ -162,6 +169,43 @@ static VOID UnloadForever(PDRIVER_OBJECT Driver)
     Cleanup(Driver);
 }
 
+/* Opens the loopback interface's NDK adapter (interface index 1) through
+ * WSK, breaks rule N1 once, and closes everything again. */
+static NTSTATUS NdkMisuse(VOID)
+{
+    static const WSK_CLIENT_DISPATCH dispatch = {MAKE_WSK_VERSION(1, 0), 0, NULL};
+    WSK_CLIENT_NPI npi = {NULL, &dispatch};
+    WSK_REGISTRATION reg;
+    WSK_PROVIDER_NPI provider;
+    WSK_PROVIDER_NDK_DISPATCH ndk;
+    SIZE_T got = 0;
+    NDK_ADAPTER *adapter = NULL;
+    NDK_CONNECTOR *connector = NULL;
+    NTSTATUS status = WskRegister(&npi, &reg);
+    if (!NT_SUCCESS(status))
+        return status;
+    status = WskCaptureProviderNPI(&reg, WSK_INFINITE_WAIT, &provider);
+    if (NT_SUCCESS(status)) {
+        status = provider.Dispatch->WskControlClient(provider.Client,
+                                                     WSKNDK_GET_WSK_PROVIDER_NDK_DISPATCH, 0, NULL,
+                                                     sizeof ndk, &ndk, &got, NULL);
+        if (NT_SUCCESS(status))
+            status = ndk.WskOpenNdkAdapter(provider.Client, (NDK_VERSION){2, 1}, 1, &adapter);
+        if (NT_SUCCESS(status)) {
+            status = adapter->Dispatch->NdkCreateConnector(adapter, NULL, NULL, &connector);
+            if (NT_SUCCESS(status)) {
+                ULONG len = 0;
+                connector->Dispatch->NdkGetConnectionData(connector, NULL, NULL, NULL, &len);
+                connector->Dispatch->NdkCloseConnector(&connector->Header, NULL, NULL);
+            }
+            ndk.WskCloseNdkAdapter(provider.Client, adapter);
+        }
+        WskReleaseProviderNPI(&reg);
+    }
+    WskDeregister(&reg);
+    return status;
+}
+
 NTSTATUS DriverEntry(PDRIVER_OBJECT DriverObject, PUNICODE_STRING RegistryPath)
 {
     NTSTATUS status;
@@ -169,6 +213,11 @@ NTSTATUS DriverEntry(PDRIVER_OBJECT DriverObject, PUNICODE_STRING RegistryPath)
     if (which == C_FAIL_ENTRY)
         return STATUS_INSUFFICIENT_RESOURCES;
     NT_ASSERT(which != C_NTASSERT);
+    if (which == C_NDK_MISUSE) {
+        status = NdkMisuse();
+        if (!NT_SUCCESS(status))
+            return status;
+    }
     g = ExAllocatePool2(POOL_FLAG_NON_PAGED, sizeof *g, TAG);
     if (!g)
         return STATUS_INSUFFICIENT_RESOURCES;

@@ -1,0 +1,371 @@
+/*
+ * A listener under a mutation fuzzer while well-behaved clients connect in a
+ * loop. A raw-socket thread attacks the listener as fast as it can, cycling
+ * through:
+ *   - mutated MPA Requests: a valid Request with random octets changed,
+ *     cut short or followed by garbage, then a FIN or a RST;
+ *   - a valid handshake (client/server, no RTR), then mutated FPDUs: valid
+ *     Sends with random octets changed, a few in a row, then a FIN or RST;
+ *   - half-open connections: TCP connected, nothing sent, thousands held
+ *     at once (beyond MaxHalfOpen, so the listener resets the oldest).
+ * Meanwhile the test thread accepts every connect event (the fuzzer's
+ * valid-looking Requests too, so its FPDUs reach a QP) and runs complete
+ * NDK connections, three legs, on the same listener: every one of them must
+ * succeed. The process's RSS after a warm-up and at the end of the attack
+ * must stay within a small slack (not under the sanitizers, whose
+ * allocators hold freed memory), its descriptors bounded during the attack
+ * and back to their count before it once it ended. Bad input gets a clear
+ * end, never a crash, hang or leak (docs/behaviour.md "Listeners").
+ *   FUZZ_SECONDS (environment; default 12) sets the attack's length: the
+ * CTest run is the short version, tests/soak/listener_fuzz.sh the long one.
+ */
+#include <pthread.h>
+#include <signal.h>
+#include <stdatomic.h>
+#include <time.h>
+
+/* Request records are never reused (rawpeer.h): enough for a long run. */
+#define NK_POOL (1u << 18)
+#include "../conformance/rawpeer.h"
+
+/* The sanitizers' allocators keep freed memory (quarantine, history): no
+ * RSS check there; LeakSanitizer's check at exit covers leaks instead. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define RSS_CHECKED 0
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define RSS_CHECKED 0
+#endif
+#endif
+#ifndef RSS_CHECKED
+#define RSS_CHECKED 1
+#endif
+
+#define HALF_OPEN_HELD 2000 /* twice the default MaxHalfOpen */
+#define GOOD_TAG "good-client"
+#define FUZZ_TAG "fz"
+
+static uint16_t port;
+static _Atomic bool stop;
+static _Atomic unsigned n_requests, n_handshakes, n_fpdus, n_half_open;
+
+static void mutate(uint8_t *p, size_t len, uint64_t *rng)
+{
+    unsigned flips = 1 + (unsigned)(rp_rand(rng) % 4);
+    for (unsigned i = 0; i < flips && len; i++) {
+        size_t at = (size_t)(rp_rand(rng) % len);
+        if (rp_rand(rng) & 1)
+            p[at] ^= (uint8_t)(1u << (rp_rand(rng) % 8));
+        else
+            p[at] = (uint8_t)rp_rand(rng);
+    }
+}
+
+static void end_socket(int fd, uint64_t *rng)
+{
+    if (rp_rand(rng) & 1)
+        rp_reset(fd);
+    else
+        close(fd);
+}
+
+/* A valid client/server Request carrying FUZZ_TAG. */
+static size_t fuzz_request(uint8_t *out)
+{
+    return rp_frame_v2(out, RP_KEY_REQ, 0, 4, 4, FUZZ_TAG, sizeof FUZZ_TAG - 1);
+}
+
+static void attack_request(uint64_t *rng)
+{
+    int fd = rp_connect(port, 2000);
+    if (fd < 0)
+        return;
+    uint8_t f[600];
+    size_t n = fuzz_request(f);
+    mutate(f, n, rng);
+    switch (rp_rand(rng) % 3) {
+    case 0: /* cut short */
+        n = (size_t)(rp_rand(rng) % n);
+        break;
+    case 1: /* garbage behind it */
+        for (size_t k = rp_rand(rng) % 64; k; k--)
+            f[n++] = (uint8_t)rp_rand(rng);
+        break;
+    default:
+        break;
+    }
+    rp_send(fd, f, n);
+    end_socket(fd, rng);
+    atomic_fetch_add(&n_requests, 1);
+}
+
+static void attack_fpdus(uint64_t *rng)
+{
+    int fd = rp_connect(port, 2000);
+    if (fd < 0)
+        return;
+    uint8_t f[600];
+    size_t n = fuzz_request(f);
+    if (!rp_send(fd, f, n) || rp_read_frame(fd, f, 3000) == 0 || memcmp(f, RP_KEY_REP, RP_KEY_LEN) != 0 ||
+        (f[16] & RP_F_R)) {
+        end_socket(fd, rng);
+        return;
+    }
+    atomic_fetch_add(&n_handshakes, 1);
+    unsigned count = 1 + (unsigned)(rp_rand(rng) % 6);
+    for (unsigned i = 0; i < count; i++) {
+        uint8_t payload[64];
+        size_t plen = (size_t)(rp_rand(rng) % sizeof payload);
+        for (size_t k = 0; k < plen; k++)
+            payload[k] = (uint8_t)rp_rand(rng);
+        n = rp_send_fpdu(f, i, payload, plen, false);
+        mutate(f, n, rng);
+        if (!rp_send(fd, f, n))
+            break;
+        atomic_fetch_add(&n_fpdus, 1);
+    }
+    end_socket(fd, rng);
+}
+
+static void *fuzzer_main(void *arg)
+{
+    (void)arg;
+    uint64_t rng = 0x5eedf00du ^ (uint64_t)time(NULL);
+    static int held[HALF_OPEN_HELD];
+    unsigned nheld = 0, next = 0;
+    for (unsigned i = 0; i < HALF_OPEN_HELD; i++)
+        held[i] = -1;
+    while (!atomic_load(&stop)) {
+        unsigned r = (unsigned)(rp_rand(&rng) % 16);
+        if (r < 8) {
+            attack_request(&rng);
+        } else if (r < 10) {
+            attack_fpdus(&rng);
+        } else {
+            /* Half-open: the kernel completes the handshake; the oldest
+             * held socket makes room. */
+            int fd = rp_connect_start(port);
+            if (fd < 0)
+                continue;
+            if (held[next] >= 0)
+                close(held[next]);
+            else
+                nheld++;
+            held[next] = fd;
+            next = (next + 1) % HALF_OPEN_HELD;
+            atomic_fetch_add(&n_half_open, 1);
+        }
+    }
+    for (unsigned i = 0; i < HALF_OPEN_HELD; i++)
+        if (held[i] >= 0)
+            close(held[i]);
+    (void)nheld;
+    return NULL;
+}
+
+/* Connections the fuzzer's valid-looking Requests produced, accepted so
+ * that its FPDUs reach a QP, closed once their Accept ended. */
+#define FUZZ_ACCEPTED_MAX 256
+static struct accepted {
+    NDK_CONNECTOR *c;
+    NDK_QP *qp;
+    nk_op op;
+} acc[FUZZ_ACCEPTED_MAX];
+static unsigned nacc;
+
+static void reap_accepted(bool all)
+{
+    for (unsigned i = 0; i < nacc;) {
+        if (!all && !nk_op_done(&acc[i].op)) {
+            i++;
+            continue;
+        }
+        (void)nk_op_wait(&acc[i].op, NK_WAIT_MS);
+        NK_CLOSE(acc[i].c);
+        NK_CLOSE(acc[i].qp);
+        acc[i] = acc[--nacc];
+    }
+}
+
+/* A connect event that is not the good client's: accept it with a QP of
+ * its own (if there is room), or close it. */
+static void take_stray(nk_world *w, NDK_CONNECTOR *c)
+{
+    NDK_QP *qp = nacc < FUZZ_ACCEPTED_MAX ? nk_qp(w) : NULL;
+    if (!qp) {
+        NK_CLOSE(c);
+        return;
+    }
+    acc[nacc].c = c;
+    acc[nacc].qp = qp;
+    acc[nacc].op = nk_accept(c, qp, 4, 4, NULL, 0);
+    nacc++;
+}
+
+/* One complete good connection on the fuzzed listener; other connect
+ * events met meanwhile are the fuzzer's. */
+static bool good_client(nk_world *w, nk_listener *l)
+{
+    bool ok = false;
+    NDK_CONNECTOR *act = nk_connector(w), *pas = NULL;
+    NDK_QP *qa = nk_qp(w), *qb = nk_qp(w);
+    if (!act || !qa || !qb)
+        goto out;
+    nk_op c = nk_connect(act, qa, port, 4, 4, GOOD_TAG, sizeof GOOD_TAG - 1);
+    uint64_t dl = rp_deadline(2 * NK_WAIT_MS);
+    while (!pas && rp_ms_left(dl) > 0) {
+        NDK_CONNECTOR *e = nk_next_event(l, 20);
+        if (!e) {
+            if (nk_op_done(&c) && nk_op_wait(&c, 0) != STATUS_SUCCESS)
+                break;
+            continue;
+        }
+        uint8_t got[64];
+        ULONG glen = sizeof got;
+        if (nk_conn_data(e, NULL, NULL, got, &glen) == STATUS_SUCCESS && glen == sizeof GOOD_TAG - 1 &&
+            memcmp(got, GOOD_TAG, glen) == 0)
+            pas = e;
+        else
+            take_stray(w, e);
+    }
+    if (!pas) {
+        fprintf(stderr, "    good client: no connect event (Connect: %s)\n", nk_st(nk_op_wait(&c, NK_WAIT_MS)));
+        goto out;
+    }
+    nk_op a = nk_accept(pas, qb, 4, 4, NULL, 0);
+    NTSTATUS st = nk_op_wait(&c, NK_WAIT_MS), sa = STATUS_SUCCESS;
+    if (st == STATUS_SUCCESS) {
+        nk_op cc = nk_complete(act);
+        st = nk_op_wait(&cc, NK_WAIT_MS);
+    }
+    sa = nk_op_wait(&a, NK_WAIT_MS);
+    ok = st == STATUS_SUCCESS && sa == STATUS_SUCCESS;
+    if (!ok)
+        fprintf(stderr, "    good client: Connect/CompleteConnect %s, Accept %s\n", nk_st(st), nk_st(sa));
+out:
+    NK_CLOSE(act);
+    NK_CLOSE(pas);
+    NK_CLOSE(qa);
+    NK_CLOSE(qb);
+    return ok;
+}
+
+static long rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+static int open_fds(void)
+{
+    char cmd[64];
+    snprintf(cmd, sizeof cmd, "ls /proc/%d/fd | wc -l", (int)getpid());
+    FILE *p = popen(cmd, "r");
+    int n = -1;
+    if (p) {
+        if (fscanf(p, "%d", &n) != 1)
+            n = -1;
+        pclose(p);
+    }
+    return n - 1; /* the pipe of popen itself */
+}
+
+/* Good clients for `seconds` (while the request pool lasts); false at the
+ * first failure. */
+static bool good_clients_for(nk_world *w, nk_listener *l, unsigned seconds, unsigned *done)
+{
+    uint64_t dl = rp_deadline(seconds * 1000u);
+    while (rp_ms_left(dl) > 0) {
+        if (nk_pool_used >= NK_POOL - 64 - 4 * FUZZ_ACCEPTED_MAX) {
+            fprintf(stderr, "    request pool used up: the attack ends early\n");
+            break;
+        }
+        if (!good_client(w, l))
+            return false;
+        (*done)++;
+        reap_accepted(false);
+    }
+    return true;
+}
+
+static void listener_under_fuzz(void)
+{
+    /* Touch the request pool now, so that its pages are in the baseline. */
+    memset(nk_pool, 0, sizeof nk_pool);
+    const char *env = getenv("FUZZ_SECONDS");
+    unsigned secs = env && atoi(env) > 0 ? (unsigned)atoi(env) : 12;
+    NDK_OPEN_OPTIONS o = nk_options();
+    o.MpaRequestTimeoutMs = 2000; /* thousands stay half-open at once */
+    o.MpaReplyTimeoutMs = 2000;
+    nk_world *w = nk_open(&o);
+    REQUIRE(w);
+    nk_listener *l = nk_listen(w);
+    REQUIRE(l);
+    port = l->port;
+    unsigned good = 0;
+    CHECK(good_client(w, l));
+    int fds_start = open_fds();
+    pthread_t th;
+    REQUIRE(pthread_create(&th, NULL, fuzzer_main, NULL) == 0);
+    uint64_t t_attack = tl_now_ns();
+    /* Warm-up: the allocator's arenas fill; then the RSS baseline. */
+    bool ok = good_clients_for(w, l, 2, &good);
+    long rss0 = rss_kib();
+    int fds0 = open_fds();
+    ok = ok && good_clients_for(w, l, secs, &good);
+    long rss1 = rss_kib();
+    int fds1 = open_fds();
+    atomic_store(&stop, true);
+    pthread_join(th, NULL);
+    double attack_s = (double)(tl_now_ns() - t_attack) / 1e9;
+    reap_accepted(true);
+    CHECK(ok);
+    fprintf(stderr,
+            "    %.1f s: %u good connections; fuzzer: %u mutated Requests, %u handshakes with %u mutated FPDUs, "
+            "%u half-open\n    RSS %ld -> %ld KiB, descriptors %d -> %d\n",
+            attack_s, good, atomic_load(&n_requests), atomic_load(&n_handshakes), atomic_load(&n_fpdus),
+            atomic_load(&n_half_open), rss0, rss1, fds0, fds1);
+    CHECK(good >= 10);
+    CHECK(atomic_load(&n_requests) >= 100);
+    CHECK(atomic_load(&n_handshakes) >= 5);
+    CHECK(atomic_load(&n_half_open) >= HALF_OPEN_HELD);
+    /* Under attack the descriptors stay within what is bounded: the
+     * fuzzer's held sockets, the listener's half-open ones (MaxHalfOpen),
+     * the accepted fuzz connections. */
+    CHECK(fds1 <= fds_start + HALF_OPEN_HELD + 1024 + FUZZ_ACCEPTED_MAX + 64);
+    if (RSS_CHECKED)
+        CHECK(rss1 <= rss0 + 16 * 1024);
+    /* Once the fuzzer is gone its leftovers end (the half-open ones by
+     * MpaRequestTimeoutMs): the descriptors come back to where they were
+     * before the attack. Stray connect events still queued are closed. */
+    uint64_t dl = rp_deadline(3 * o.MpaRequestTimeoutMs + NK_WAIT_MS);
+    int fds2 = open_fds();
+    while (fds2 > fds_start && rp_ms_left(dl) > 0) {
+        NDK_CONNECTOR *e = nk_next_event(l, 100); /* a bounded pause */
+        if (e)
+            NK_CLOSE(e);
+        fds2 = open_fds();
+    }
+    fprintf(stderr, "    descriptors before the attack %d, after it ended %d\n", fds_start, fds2);
+    CHECK(fds2 <= fds_start);
+    /* And the listener still serves. */
+    for (NDK_CONNECTOR *e; (e = nk_next_event(l, 0)) != NULL;)
+        NK_CLOSE(e);
+    CHECK(nk_roundtrip(w, l, "after-fuzz"));
+    NK_CLOSE(l->l);
+    nk_close_world(w);
+}
+
+int main(void)
+{
+    signal(SIGPIPE, SIG_IGN);
+    RUN(listener_under_fuzz);
+    return tl_finish();
+}
