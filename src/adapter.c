@@ -267,8 +267,7 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         return STATUS_INVALID_PARAMETER;
     if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
         return STATUS_INVALID_PARAMETER;
-    if (getenv("NDK_DEBUG"))
-        ndk_debug_enabled = true;
+    ndk_log_init();
 
     NDK_VERSION ver;
     if (!version_supported(Version, &ver))
@@ -377,7 +376,7 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         return;
     if (ndk_on_progress_thread(ad)) {
         /* L12: never from a callback; joining ourselves would deadlock. */
-        ndk_log("ndk_close_adapter called from a callback: ignored");
+        NDK_LOG(NDK_LL_ERROR, NDK_LC_API, &ad->obj, "ndk_close_adapter called from a callback: ignored");
         return;
     }
     pthread_mutex_lock(&ad->lock);

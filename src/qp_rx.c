@@ -298,7 +298,8 @@ static void on_terminate(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     struct term_msg m;
     term_decode(dp->rx_hdr + 2, dp->rx_ulpdu, &m);
-    NDK_DEBUG("terminate received: %s", term_describe(m.layer, m.etype, m.code));
+    NDK_LOG(NDK_LL_WARN, NDK_LC_DP, &qp->obj, "Terminate received: %s",
+            term_describe(m.layer, m.etype, m.code));
     struct ddp_term t;
     ddp_term_set(&t, m.layer, m.etype, m.code, false);
     dp->rx_term_ctrl = m.ctrl;

@@ -348,6 +348,12 @@ void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len)
     if (dp->term_len || !dp->tr)
         return;
     dp->term_len = mpa_fpdu_build(ulpdu, len, dp->crc, dp->term_buf, sizeof dp->term_buf);
+    if (NDK_LOG_ON(NDK_LL_WARN, NDK_LC_DP)) {
+        struct term_msg m;
+        term_decode(ulpdu, len, &m);
+        NDK_LOG(NDK_LL_WARN, NDK_LC_DP, &qp->obj, "Terminate sent: %s",
+                term_describe(m.layer, m.etype, m.code));
+    }
     qp_tx_cut_batch(qp);
     dp->tx_gated = false; /* a Terminate may always go out */
     qp_tx_progress(qp);
