@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mem.h"
 #include "net/linger.h"
@@ -229,6 +230,7 @@ static void *progress_main(void *arg)
     uint64_t leases_aged_ms = 0;
     pthread_mutex_lock(&ad->lock);
     loop_set_owner(&ad->loop);
+    __atomic_store_n(&ad->progress_tid, (int)gettid(), __ATOMIC_RELAXED);
     for (;;) {
         ndk_drain_callbacks(ad);
         ndk_free_deferred(ad);
@@ -347,6 +349,7 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     ad->thread_started = true;
+    ndk_stat_adapter_opened(ad);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
 }
@@ -379,6 +382,7 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         NDK_LOG(NDK_LL_ERROR, NDK_LC_API, &ad->obj, "ndk_close_adapter called from a callback: ignored");
         return;
     }
+    ndk_stat_adapter_closing(ad);
     pthread_mutex_lock(&ad->lock);
     ad->stopping = true;
     loop_kick(&ad->loop);

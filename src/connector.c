@@ -249,6 +249,7 @@ static const char *reason_name(ULONG why)
 /* A Terminate that connection set-up sends (the data path logs its own). */
 static void log_setup_term(struct ndk_connector_impl *c, uint8_t layer, uint8_t etype, uint8_t code)
 {
+    c->obj.ad->st.setup_term_tx++;
     CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate sent: %s", term_describe(layer, etype, code));
 }
 
@@ -339,6 +340,10 @@ static bool peer_went_away(struct ndk_connector_impl *c)
 
 static void connect_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
+    if (st == STATUS_CONNECTION_REFUSED)
+        c->obj.ad->st.connect_refused++;
+    else
+        c->obj.ad->st.connect_failed++;
     CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "connect failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->connect_req, st);
@@ -415,6 +420,7 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
 
     if (rep->reject) {
         /* 7.2: the reject private data stays readable after the refusal. */
+        ad->st.connect_refused++;
         CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "connect rejected by the peer (%u octets of private data)",
                  (unsigned)rep->pd_len);
         conn_close_wire(c, false);
@@ -490,6 +496,7 @@ static void read_reply(struct ndk_connector_impl *c)
 
 static void accept_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
+    c->obj.ad->st.accept_failed++;
     CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "accept failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->accept_req, st);
@@ -502,6 +509,10 @@ static bool established(struct ndk_connector_impl *c)
     loop_timer_cancel(conn_loop(c), &c->timer);
     c->state = CONN_CONNECTED;
     conn_watch(c, EPOLLIN | EPOLLRDHUP);
+    if (c->passive)
+        c->obj.ad->st.accept_ok++;
+    else
+        c->obj.ad->st.connect_ok++;
     CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s, qp#%u", c->passive ? "accepted" : "connected",
              c->qp ? c->qp->obj.id : 0);
     CONN_LOG(NDK_LL_INFO, NDK_LC_MPA, c, "MPA rev %u%s, CRC %s, RTR %s, IRD %lu ORD %lu", c->rev,
@@ -559,6 +570,7 @@ static void rtr_terminated(struct ndk_connector_impl *c)
         struct term_msg m;
         size_t ulpdu = ddp_rd16(c->rtr_buf);
         term_decode(c->rtr_buf + 2, MIN(ulpdu, c->rtr_have - 2), &m);
+        c->obj.ad->st.setup_term_rx++;
         CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate received instead of the RTR: %s",
                  term_describe(m.layer, m.etype, m.code));
     }
@@ -1235,6 +1247,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
         } else {
             /* The rejecting Reply carries our would-be IRD/ORD (RFC 6581
              * 9.1) and the private data; then a graceful close. */
+            c->obj.ad->st.rejected++;
             CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "rejected");
             struct mpa_frame rep = {
                 .reply = true,

@@ -21,6 +21,7 @@
 #include <ndk/ndk.h>
 
 #include "log.h"
+#include "stat.h"
 #include "net/loop.h"
 
 #define NDK_OBJ_MAGIC 0x4E444B4Fu /* "NDKO" */
@@ -153,6 +154,10 @@ struct ndk_adapter_impl {
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
     unsigned naddrs;
+
+    struct ndk_adapter_stats st; /* what ndkstat shows (stat.h) */
+    int progress_tid;            /* the progress thread's id, for ndkstat */
+    struct ndk_adapter_impl *stat_next; /* the process's adapter list (stat.c) */
 };
 
 /* ---- objects ---- */

@@ -106,6 +106,7 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     }
     if (l->obj.closing || l->paused || l->backlog_used >= ad->opt.ListenBacklog) {
         /* Paused or over the backlog: as if nobody listened (5.11.3). */
+        ad->st.requests_refused++;
         char a[NDK_LOG_ADDR_LEN];
         NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &l->obj, "request from %s refused: %s",
                 ndk_log_addr(&h->peer, a),
@@ -131,6 +132,7 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     cb->kind = CB_CONNECT_EVENT;
     cb->obj = &l->obj;
     cb->u.connect.connector = &c->obj;
+    ad->st.requests++;
     char a[NDK_LOG_ADDR_LEN];
     NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &l->obj, "request from %s (MPA rev %u%s): conn#%u",
             ndk_log_addr(&h->peer, a), req->rev, req->crc ? ", CRC" : "", c->obj.id);

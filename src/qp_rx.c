@@ -298,6 +298,8 @@ static void on_terminate(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     struct term_msg m;
     term_decode(dp->rx_hdr + 2, dp->rx_ulpdu, &m);
+    NDK_STAT_ADD(dp->st.rx_fpdus[RDMAP_OP_TERMINATE], 1);
+    __atomic_store_n(&dp->st.term_rx, NDK_STAT_TERM(m.layer, m.etype, m.code), __ATOMIC_RELAXED);
     NDK_LOG(NDK_LL_WARN, NDK_LC_DP, &qp->obj, "Terminate received: %s",
             term_describe(m.layer, m.etype, m.code));
     struct ddp_term t;
@@ -381,6 +383,8 @@ static bool on_header(struct ndk_qp_impl *qp)
     size_t hlen = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
     dp->rx_hdr_len = hlen;
     dp->rx_payload = ulpdu - hlen;
+    NDK_STAT_ADD(dp->st.rx_fpdus[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], 1);
+    NDK_STAT_ADD(dp->st.rx_bytes[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], dp->rx_payload);
     dp->rx_payload_done = 0;
     if (!place(qp))
         return false;
