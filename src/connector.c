@@ -241,8 +241,8 @@ static const char *reason_name(ULONG why)
     do {                                                                                       \
         if (NDK_LOG_ON(lvl, cat)) {                                                            \
             char la_[NDK_LOG_ADDR_LEN], pa_[NDK_LOG_ADDR_LEN];                                 \
-            NDK_LOG(lvl, cat, &(c)->obj, "local %s peer %s: " fmt, ndk_log_addr(&(c)->local, la_),         \
-                    ndk_log_addr(&(c)->peer, pa_), __VA_ARGS__);                                \
+            NDK_LOG(lvl, cat, &(c)->obj, "local %s peer %s: " fmt,                             \
+                    ndk_log_addr(&(c)->local, la_), ndk_log_addr(&(c)->peer, pa_), __VA_ARGS__);\
         }                                                                                      \
     } while (0)
 
@@ -509,16 +509,6 @@ static bool established(struct ndk_connector_impl *c)
     loop_timer_cancel(conn_loop(c), &c->timer);
     c->state = CONN_CONNECTED;
     conn_watch(c, EPOLLIN | EPOLLRDHUP);
-    if (c->passive)
-        c->obj.ad->st.accept_ok++;
-    else
-        c->obj.ad->st.connect_ok++;
-    CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s, qp#%u", c->passive ? "accepted" : "connected",
-             c->qp ? c->qp->obj.id : 0);
-    CONN_LOG(NDK_LL_INFO, NDK_LC_MPA, c, "MPA rev %u%s, CRC %s, RTR %s, IRD %lu ORD %lu", c->rev,
-             c->enhanced ? " enhanced" : "", c->crc ? "on" : "off",
-             !c->p2p ? "none" : c->rtr == MPA_RTR_WRITE ? "write" : "read", (unsigned long)c->eff_ird,
-             (unsigned long)c->eff_ord);
     if (c->qp) {
         c->qp->connected = true;
         c->qp->used = true;
@@ -542,6 +532,16 @@ static bool established(struct ndk_connector_impl *c)
         if (gated && (c->obj.ad->opt.Flags & NDK_OPEN_FLAG_RELAXED_TX_GATE))
             loop_timer_arm(conn_loop(c), &c->timer, NDK_RELAXED_GATE_MS);
     }
+    if (c->passive)
+        c->obj.ad->st.accept_ok++;
+    else
+        c->obj.ad->st.connect_ok++;
+    CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s, qp#%u", c->passive ? "accepted" : "connected",
+             c->qp ? c->qp->obj.id : 0);
+    CONN_LOG(NDK_LL_INFO, NDK_LC_MPA, c, "MPA rev %u%s, CRC %s, RTR %s, IRD %lu ORD %lu", c->rev,
+             c->enhanced ? " enhanced" : "", c->crc ? "on" : "off",
+             !c->p2p ? "none" : c->rtr == MPA_RTR_WRITE ? "write" : "read", (unsigned long)c->eff_ird,
+             (unsigned long)c->eff_ord);
     return true;
 }
 

@@ -52,12 +52,14 @@ static void write_line(enum ndk_log_level lvl, const char *line)
 static void complain(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void complain(const char *fmt, ...)
 {
-    char msg[256], line[320];
+    char msg[256], line[360];
     va_list ap;
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    snprintf(line, sizeof line, "libndk[%ld] warn: %s", (long)getpid(), msg);
+    char ts[40];
+    ndk_log_sink_time(ts, sizeof ts);
+    snprintf(line, sizeof line, "%s libndk[%ld] warn - - -: %s", ts, (long)getpid(), msg);
     write_line(NDK_LL_WARN, line);
 }
 

@@ -142,18 +142,23 @@ static bool is_number(const char *s)
     return *s == '\0';
 }
 
-static void json_string(const char *s)
+static void json_string_to(FILE *f, const char *s)
 {
-    putchar('"');
+    fputc('"', f);
     for (; *s; s++) {
         if (*s == '"' || *s == '\\')
-            printf("\\%c", *s);
+            fprintf(f, "\\%c", *s);
         else if ((unsigned char)*s < 0x20)
-            printf("\\u%04x", *s);
+            fprintf(f, "\\u%04x", *s);
         else
-            putchar(*s);
+            fputc(*s, f);
     }
-    putchar('"');
+    fputc('"', f);
+}
+
+static void json_string(const char *s)
+{
+    json_string_to(stdout, s);
 }
 
 static void json_fields(const struct record *r, const char *skip)
@@ -272,18 +277,12 @@ static int show(const struct opts *o)
         char *text = ns_fetch(pids[i], o->timeout_ms, why, sizeof why);
         if (!text) {
             skipped++;
-            if (o->json) {
-                fprintf(nf, "%s{\"pid\": %ld, \"reason\": ", skipped > 1 ? ", " : "", (long)pids[i]);
-                fflush(nf);
-            } else {
+            if (!o->json) {
                 tc_complain(NULL, "pid %ld skipped: %s", (long)pids[i], why);
-            }
-            if (o->json && nf) {
-                /* the reason, escaped like every other string */
-                fprintf(nf, "\"");
-                for (const char *s = why; *s; s++)
-                    fprintf(nf, *s == '"' || *s == '\\' ? "\\%c" : "%c", *s);
-                fprintf(nf, "\"}");
+            } else if (nf) {
+                fprintf(nf, "%s{\"pid\": %ld, \"reason\": ", skipped > 1 ? ", " : "", (long)pids[i]);
+                json_string_to(nf, why);
+                fputc('}', nf);
             }
             continue;
         }
