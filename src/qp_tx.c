@@ -78,6 +78,7 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
     bool live = dp->tr && dp->state == QP_RTS && !heard;
     if (live && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 && !dp->tx_gated) {
         size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
+        NDK_STAT_ADD(dp->st.nudges, 1);
         dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
         dp->tx_iov_cnt = 1;

@@ -58,6 +58,7 @@ static void dp_stats_add(struct ndk_dp_stats *to, const struct ndk_dp_stats *fro
     to->cqe_success += NDK_STAT_GET(from->cqe_success);
     to->cqe_cancelled += NDK_STAT_GET(from->cqe_cancelled);
     to->cqe_error += NDK_STAT_GET(from->cqe_error);
+    to->nudges += NDK_STAT_GET(from->nudges);
 }
 
 void ndk_stat_qp_retire(struct ndk_qp_impl *qp)
@@ -111,6 +112,7 @@ static void put_conn(FILE *f, struct ndk_connector_impl *c)
                 (unsigned long)(negotiated ? c->eff_ord : c->want_ord));
     if (c->qp && c->dp_started) {
         put_dp(f, &c->qp->dp.st);
+        fprintf(f, " nudges_out=%llu", (unsigned long long)NDK_STAT_GET(c->qp->dp.st.nudges));
         put_term(f, "terminate_sent", NDK_STAT_GET(c->qp->dp.st.term_tx));
         put_term(f, "terminate_received", NDK_STAT_GET(c->qp->dp.st.term_rx));
     }

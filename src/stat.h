@@ -29,6 +29,9 @@ struct ndk_dp_stats {
     uint64_t tx_fpdus[NDK_STAT_OPS], tx_bytes[NDK_STAT_OPS]; /* payload octets */
     uint64_t rx_fpdus[NDK_STAT_OPS], rx_bytes[NDK_STAT_OPS];
     uint64_t cqe_success, cqe_cancelled, cqe_error;
+    /* Zero-length Writes libndk sends on its own (ndk_qp_nudge): not in
+     * tx_fpdus, but a libndk peer counts them in its rx_fpdus of Writes. */
+    uint64_t nudges;
     /* The Terminate sent / received: 1 << 24 | layer << 16 | etype << 8 | code, 0 if none. */
     uint32_t term_tx, term_rx;
 };
