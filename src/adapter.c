@@ -221,7 +221,10 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
     DEFAULT(DisconnectTimeoutMs, 10000);
     DEFAULT(ListenBacklog, 128);
     DEFAULT(MaxHalfOpen, 1024);
+    DEFAULT(ReceiveGraceMs, 1000);
 #undef DEFAULT
+    if (o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)
+        o->ReceiveGraceMs = 0;
 }
 
 static void *progress_main(void *arg)
@@ -244,12 +247,17 @@ static void *progress_main(void *arg)
         /* While busy pollers hold input leases, look at them every
          * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */
         bool leases = __atomic_load_n(&ad->input_leases, __ATOMIC_RELAXED) > 0;
-        loop_poll(&ad->loop, &ad->lock, leases ? 1 : -1);
+        /* While QPs wait for a receive, look at their deadlines (and SRQs)
+         * every 10 ms (ndk_qp_check_rx_waits). */
+        bool waits = __atomic_load_n(&ad->rx_waits, __ATOMIC_RELAXED) > 0;
+        loop_poll(&ad->loop, &ad->lock, leases ? 1 : waits ? 10 : -1);
         uint64_t now = loop_now_ms();
         if (leases && now != leases_aged_ms) {
             leases_aged_ms = now;
             ndk_qp_age_leases(ad);
         }
+        if (waits)
+            ndk_qp_check_rx_waits(ad);
     }
     pthread_mutex_unlock(&ad->lock);
     return NULL;

@@ -51,6 +51,8 @@ static void apply_mask(struct ndk_connector_impl *c)
     uint32_t events = c->base_events | (c->want_out ? EPOLLOUT : 0);
     if (c->input_leased)
         events &= ~(uint32_t)EPOLLIN;
+    if (c->input_paused)
+        events &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
     if (c->watch.added)
         loop_watch_mod(conn_loop(c), &c->watch, events);
     else
@@ -116,6 +118,12 @@ static void tr_lease_input(struct ndk_transport *t, bool leased)
     set_mask_flag(c, &c->input_leased, leased);
 }
 
+static void tr_pause_input(struct ndk_transport *t, bool paused)
+{
+    struct ndk_connector_impl *c = tr_conn(t);
+    set_mask_flag(c, &c->input_paused, paused);
+}
+
 static void tr_shutdown_write(struct ndk_transport *t)
 {
     struct ndk_connector_impl *c = tr_conn(t);
@@ -131,7 +139,9 @@ static void tr_failed(struct ndk_transport *t, bool peer_reset)
      * the progress thread tears the connection down (a reset: the QP failed)
      * from that event; the fd stays open until then. Not the send side: a
      * FIN now would tell the peer the connection ended gracefully. */
-    shutdown(tr_conn(t)->fd, SHUT_RD);
+    struct ndk_connector_impl *c = tr_conn(t);
+    set_mask_flag(c, &c->input_paused, false); /* that event must be seen */
+    shutdown(c->fd, SHUT_RD);
 }
 
 /* The largest ULPDU whose FPDU fits one TCP segment now. */
@@ -156,6 +166,7 @@ static const struct ndk_transport_ops socket_transport = {
     .shutdown_write = tr_shutdown_write,
     .failed = tr_failed,
     .lease_input = tr_lease_input,
+    .pause_input = tr_pause_input,
     .mulpdu = tr_mulpdu,
 };
 
@@ -724,6 +735,8 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
         ndk_qp_on_writable(qp);
     if (!c->dp_started)
         return;
+    if (events & (EPOLLERR | EPOLLHUP))
+        ndk_qp_rx_give_up(qp); /* a Send waiting for a receive: the stream is gone */
     if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
         bool alive = ndk_qp_on_readable(qp);
         if (!alive) {
@@ -1084,7 +1097,9 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
-    close_pd_window(c);
+    /* The window stays open: consumers written for Windows providers call
+     * NdkGetConnectionData after NdkCompleteConnect too, and get the same
+     * answers (docs/behaviour.md, "Private data"). */
     if (!established(c)) {
         conn_dead(c, true);
         st = STATUS_INSUFFICIENT_RESOURCES;
@@ -1174,7 +1189,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
     }
     attach_qp(c, qp);
     leave_backlog(c);
-    close_pd_window(c);
+    /* The window stays open after NdkAccept, as after NdkCompleteConnect. */
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
@@ -1303,7 +1318,8 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
         ULONG ird, ord;
         if (c->passive) {
             /* Before Accept only the requester's values and our maxima are
-             * known (reference 7.4 rule 4). */
+             * known (reference 7.4 rule 4); after it the answer stays the
+             * same. */
             ird = MIN(NDK_MAX_IRD, c->peer_ord);
             ord = MIN(NDK_MAX_ORD, c->peer_ird);
         } else {

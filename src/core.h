@@ -150,6 +150,7 @@ struct ndk_adapter_impl {
     struct ndk_qp_impl *live_qps;
     bool busy_poll;
     unsigned input_leases; /* QPs whose input a busy poller reads (changed under live_lock, atomically) */
+    unsigned rx_waits;     /* QPs whose input waits for a receive (atomic; qp.h rx_waiting) */
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
@@ -195,6 +196,11 @@ void ndk_req_complete(struct ndk_req *req, NTSTATUS status);
  * Needs no lock (takes only the leaf callback-queue lock), so the data path
  * may queue CQ notifications from any thread. Requests: adapter lock held. */
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb);
+/* Brackets a data-path post (NdkSend, NdkReceive, NdkFlush, ...): what
+ * ndk_cb_queue is asked to queue in between is queued when the outermost
+ * post leaves, so no callback it caused runs before it returns. */
+void ndk_post_enter(void);
+void ndk_post_leave(void);
 /* Wakes the progress thread (no lock needed). */
 void ndk_kick(struct ndk_adapter_impl *ad);
 /* True when the calling thread is the adapter's progress thread. */

@@ -11,10 +11,18 @@
  * through. Lookup is O(1) and allocation-free: a fixed directory of 4096
  * leaves, each holding 4096 entry pointers, allocated when first needed and
  * dropped when empty. Keys start random and move forward by one (like verbs'
- * ib_inc_rkey) on every registration, fast registration and bind, so the
- * tokens of the last 255 registrations of an index all fail.
+ * ib_inc_rkey) on every registration and bind, so the tokens of the last
+ * 255 registrations of an index all fail.
  *
- * Posting vs. execution. NdkFastRegister and NdkBind must hand out the NEW
+ * Fast-register MRs keep the token NdkInitializeFastRegisterMr gave them:
+ * NdkGetRemoteTokenFromMr may be called once that completed (5.6.4), NDKPI
+ * has no call that asks for a new key, and consumers written for Windows
+ * providers cache that token and hand it out for every fast registration.
+ * A stale access is still refused while the MR is invalidated, up to its
+ * next fast registration. With NDK_OPEN_FLAG_FRMR_NEW_TOKEN the key moves
+ * on every fast registration too, so an old token fails for good.
+ *
+ * Posting vs. execution. NdkFastRegister and NdkBind must hand out the new
  * remote token as soon as they return (reference 5.6.4, 5.7.1), but the
  * mapping takes effect only when the request reaches the head of the
  * initiator queue. So an entry keeps two things: `key`, the key of the newest
@@ -25,7 +33,9 @@
  * registration stays usable under its old token, exactly as queue order
  * says. The QP must call mem_check_* before queuing each request and
  * mem_exec_* when it executes it; a request flushed before execution leaves
- * the new token simply never valid.
+ * the new token simply never valid. fr_posted / fr_applied count a fast
+ * registration's posts and executions the same way, whether the key moved
+ * or not.
  *
  * Local tokens. Local and remote tokens of an MR are one value (mem.h).
  * Reference 5.6.5 makes a fast-register MR's local token valid from
@@ -110,6 +120,8 @@ struct mem_entry {
     ULONG npages;         /* ... how many the registration has */
     ULONG fbo;
     bool unmapped;        /* a LAM its pages lay in was released: nothing is mapped */
+    uint32_t fr_posted;   /* fast registrations posted (mem_check_fast_register) */
+    uint32_t fr_applied;  /* fr_posted as of the latest one executed */
     struct mem_entry *fr_prev, *fr_next; /* the table's list of fast-register MRs */
 
     /* window */
@@ -693,10 +705,10 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
             continue;
         }
         const struct mem_entry *e = lookup(t, s->MemoryRegionToken >> 8);
-        /* A fast registration posted but not yet run (its new key handed
-         * out, the old one still in force) decides later, in queue order. */
+        /* A fast registration posted but not yet run (the old mapping
+         * still in force) decides later, in queue order. */
         if ((access & MEM_AT_POST) && e && e->kind == MEM_KIND_FRMR && e->pd == pd &&
-            e->key != (uint8_t)e->stag)
+            e->fr_posted != e->fr_applied)
             continue;
         if (!e || e->kind == MEM_KIND_MW || e->pd != pd || !e->valid || e->unmapped ||
             (e->kind == MEM_KIND_MR && e->stag != s->MemoryRegionToken) ||
@@ -869,8 +881,12 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
     st = fr_entry_checks(e, qp, npages, flags);
     if (st == STATUS_SUCCESS)
         st = fr_pages_checks(t, npages, pages);
-    if (st == STATUS_SUCCESS)
-        bump_key(e); /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4) */
+    if (st == STATUS_SUCCESS) {
+        e->fr_posted++;
+        /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4). */
+        if (qp->obj.ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN)
+            bump_key(e);
+    }
     pthread_mutex_unlock(&t->lock);
     return st;
 }
@@ -904,6 +920,7 @@ NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages
         e->len = len;
         e->access = fr_access(flags);
         e->stag = make_stag(e->idx, e->key);
+        e->fr_applied = e->fr_posted;
         e->valid = true;
     }
     pthread_mutex_unlock(&t->lock);

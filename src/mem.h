@@ -4,9 +4,11 @@
  * checks the data path makes on every local SGE and every remote access.
  *
  * Tokens are iWARP STags: a 24-bit index (random start, never 0) and an
- * 8-bit key that changes on every (re-)registration, so a stale token fails
- * (iwarp.md 3.10, reference 9.3). Local and remote tokens of an MR are the
- * same value; remote use is refused unless remote rights were granted.
+ * 8-bit key that changes on every registration and bind, so a stale token
+ * fails; a fast-register MR keeps its token across fast registrations
+ * unless NDK_OPEN_FLAG_FRMR_NEW_TOKEN is set (mem.c). Local and remote
+ * tokens of an MR are the same value; remote use is refused unless remote
+ * rights were granted.
  * TOs are virtual addresses: the base of a registration is its MDL's virtual
  * address (or the BaseVirtualAddress of a fast registration).
  *

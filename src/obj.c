@@ -73,10 +73,48 @@ void ndk_kick(struct ndk_adapter_impl *ad)
     (void)n;
 }
 
+/*
+ * Callbacks a post produced, held on the posting thread until the post
+ * returns: a completion's notification (or a disconnect event its failure
+ * caused) then cannot run on the progress thread while the post is still
+ * inside the provider, as on hardware, where the DPC comes after the
+ * doorbell (docs/behaviour.md, "Completions"). Their busy count is taken at
+ * once, so a close still waits for them.
+ */
+static __thread unsigned post_depth;
+static __thread struct ndk_cb *post_held_head, *post_held_tail;
+
+void ndk_post_enter(void)
+{
+    post_depth++;
+}
+
+void ndk_post_leave(void)
+{
+    if (--post_depth)
+        return;
+    struct ndk_cb *cb;
+    while ((cb = post_held_head)) {
+        post_held_head = cb->next;
+        cbq_append(cb->obj->ad, cb);
+    }
+    post_held_tail = NULL;
+}
+
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
 {
     __atomic_add_fetch(&cb->obj->busy, 1, __ATOMIC_ACQ_REL);
-    cbq_append(ad, cb);
+    if (!post_depth) {
+        cbq_append(ad, cb);
+        return;
+    }
+    cb->queued = true;
+    cb->next = NULL;
+    if (post_held_tail)
+        post_held_tail->next = cb;
+    else
+        post_held_head = cb;
+    post_held_tail = cb;
 }
 
 void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMPLETION fn, void *ctx)

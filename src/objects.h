@@ -174,6 +174,7 @@ struct ndk_connector_impl {
     uint32_t base_events;
     bool want_out;
     bool input_leased; /* a busy poller reads the socket: no EPOLLIN */
+    bool input_paused; /* the QP waits for a receive: no EPOLLIN, no EPOLLRDHUP */
 };
 
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,

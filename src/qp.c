@@ -616,6 +616,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     pthread_mutex_unlock(&dp->rq_lock);
     if (dead)
         flush_rq(qp); /* a QP in error completes new receives as flushed */
+    else if (__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
+        ndk_qp_rx_resume(qp); /* a Send waits for it (qp_rx.c) */
     return STATUS_SUCCESS;
 }
 
@@ -635,6 +637,11 @@ static VOID qp_flush(NDK_QP *q)
      */
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rx_lock);
+    if (dp->rx_waiting) {
+        /* The Send that waited for a receive is dropped with the rest. */
+        __atomic_store_n(&dp->rx_wait_until, 0, __ATOMIC_RELAXED);
+        qp_rx_pause(qp, false);
+    }
     pthread_mutex_lock(&dp->sq_lock);
     bool was_rts = dp->state == QP_RTS;
     if (was_rts) {
@@ -655,18 +662,74 @@ static VOID qp_flush(NDK_QP *q)
     flush_rq(qp);
 }
 
+/* The entry points: what a post completes at once (a receive on a QP in
+ * error, the flushed requests, a request TCP took whole) is notified only
+ * once the call returns (ndk_post_enter, core.h). */
+#define AS_POST(call)                                                                        \
+    do {                                                                                     \
+        ndk_post_enter();                                                                    \
+        NTSTATUS st_ = (call);                                                               \
+        ndk_post_leave();                                                                    \
+        return st_;                                                                          \
+    } while (0)
+
+static VOID entry_flush(NDK_QP *q)
+{
+    ndk_post_enter();
+    qp_flush(q);
+    ndk_post_leave();
+}
+static NTSTATUS entry_send(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags)
+{
+    AS_POST(qp_send(q, ctx, sgl, n, flags));
+}
+static NTSTATUS entry_send_inv(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags,
+                               UINT32 token)
+{
+    AS_POST(qp_send_inv(q, ctx, sgl, n, flags, token));
+}
+static NTSTATUS entry_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
+{
+    AS_POST(qp_receive(q, ctx, sgl, n));
+}
+static NTSTATUS entry_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                           ULONG flags)
+{
+    AS_POST(qp_bind(q, ctx, mr, mw, va, len, flags));
+}
+static NTSTATUS entry_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
+                                    CONST NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
+                                    PVOID va, ULONG flags)
+{
+    AS_POST(qp_fast_register(q, ctx, mr, npages, pages, fbo, len, va, flags));
+}
+static NTSTATUS entry_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
+{
+    AS_POST(qp_invalidate(q, ctx, obj, flags));
+}
+static NTSTATUS entry_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr,
+                           UINT32 rtoken, ULONG flags)
+{
+    AS_POST(qp_read(q, ctx, sgl, n, raddr, rtoken, flags));
+}
+static NTSTATUS entry_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr,
+                            UINT32 rtoken, ULONG flags)
+{
+    AS_POST(qp_write(q, ctx, sgl, n, raddr, rtoken, flags));
+}
+
 static const NDK_QP_DISPATCH qp_dispatch = {
     .NdkCloseQp = ndk_obj_close,
     .NdkQueryExtension = ndk_query_extension,
-    .NdkFlush = qp_flush,
-    .NdkSend = qp_send,
-    .NdkReceive = qp_receive,
-    .NdkBind = qp_bind,
-    .NdkFastRegister = qp_fast_register,
-    .NdkInvalidate = qp_invalidate,
-    .NdkRead = qp_read,
-    .NdkWrite = qp_write,
-    .NdkSendAndInvalidate = qp_send_inv,
+    .NdkFlush = entry_flush,
+    .NdkSend = entry_send,
+    .NdkReceive = entry_receive,
+    .NdkBind = entry_bind,
+    .NdkFastRegister = entry_fast_register,
+    .NdkInvalidate = entry_invalidate,
+    .NdkRead = entry_read,
+    .NdkWrite = entry_write,
+    .NdkSendAndInvalidate = entry_send_inv,
 };
 
 /* ---- connection life ---- */
@@ -737,6 +800,8 @@ static void live_remove(struct ndk_qp_impl *qp)
     /* The connection winds down on the progress thread, which must see
      * the peer's last octets and its FIN. */
     lease_end(ad, qp);
+    if (__atomic_exchange_n(&qp->dp.rx_waiting, false, __ATOMIC_SEQ_CST))
+        __atomic_fetch_sub(&ad->rx_waits, 1, __ATOMIC_RELAXED);
     if (qp->dp.live) {
         qp->dp.live = false;
         if (qp->dp.live_prev)
@@ -803,6 +868,46 @@ void ndk_qp_age_leases(struct ndk_adapter_impl *ad)
             qp->dp.lease_polled = false;
         else
             lease_end(ad, qp);
+    }
+    pthread_mutex_unlock(&ad->live_lock);
+}
+
+void ndk_qp_rx_resume(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    /* Under rx_lock: the engine, between its last look for a receive and
+     * pausing the input, must not undo this. It runs again on the input
+     * and takes the receive (or, past its deadline, terminates). */
+    pthread_mutex_lock(&dp->rx_lock);
+    if (dp->rx_waiting && dp->tr)
+        dp->tr->ops->pause_input(dp->tr, false);
+    pthread_mutex_unlock(&dp->rx_lock);
+}
+
+void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    dp->rx_wait_off = true;
+    if (dp->rx_waiting && dp->tr)
+        dp->tr->ops->pause_input(dp->tr, false);
+    pthread_mutex_unlock(&dp->rx_lock);
+}
+
+void ndk_qp_check_rx_waits(struct ndk_adapter_impl *ad)
+{
+    uint64_t now = loop_now_ms();
+    pthread_mutex_lock(&ad->live_lock);
+    for (struct ndk_qp_impl *qp = ad->live_qps; qp; qp = qp->dp.live_next) {
+        struct ndk_qp_dp *dp = &qp->dp;
+        if (!__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
+            continue;
+        /* An SRQ does not know its QPs: a receive posted there is found
+         * here (a racy look: another QP may take it first, and the engine
+         * then waits again). */
+        bool srq_ready = dp->srq && __atomic_load_n(&dp->srq->count, __ATOMIC_RELAXED) > 0;
+        if (srq_ready || now >= __atomic_load_n(&dp->rx_wait_until, __ATOMIC_RELAXED))
+            ndk_qp_rx_resume(qp);
     }
     pthread_mutex_unlock(&ad->live_lock);
 }
@@ -889,6 +994,9 @@ void ndk_qp_stop(struct ndk_qp_impl *qp)
 
 void ndk_qp_disconnect(struct ndk_qp_impl *qp)
 {
+    /* No receive will be posted for a Send still waiting: the Terminate
+     * goes now, rather than the peer's FIN waiting behind its data. */
+    ndk_qp_rx_give_up(qp);
     pthread_mutex_lock(&qp->dp.sq_lock);
     qp->dp.tx_fin_wanted = true;
     qp_tx_progress(qp);

@@ -47,6 +47,11 @@ struct ndk_transport_ops {
      * (32 KB on loopback) and grows with it, so the engine asks again every
      * MULPDU_RECHECK_OCTETS it sends and cuts its FPDUs to fit. */
     size_t (*mulpdu)(struct ndk_transport *t);
+    /* Optional. paused: the receive engine waits for a posted receive, so
+     * the owner stops watching for input and for the peer's FIN (errors
+     * still wake it) until it is called with false. Any thread. Without
+     * it, a Send that finds no receive ends the stream at once. */
+    void (*pause_input)(struct ndk_transport *t, bool paused);
     /* Optional. leased: a busy poller reads this stream now, so the owner
      * stops waking its progress thread for input (errors and the peer's
      * FIN still wake it); false: it watches for input again. */
@@ -229,6 +234,14 @@ struct ndk_qp_dp {
     uint32_t rx_tmsg_stag;
     uint64_t rx_tmsg_to;
     NTSTATUS rx_fail_status; /* status for the receive that caused our Terminate */
+    /* A Send found no receive (docs/behaviour.md, "Receiver not ready"):
+     * the header stays in rx_hdr and input is paused until a receive comes
+     * or rx_wait_until (loop_now_ms) passes; 0: no wait running. Changed
+     * under rx_lock; posting threads and the progress thread's check read
+     * them (atomically) to resume the input. */
+    bool rx_waiting;
+    uint64_t rx_wait_until;
+    bool rx_wait_off;       /* ndk_qp_rx_give_up: no more waits (rx_lock) */
     uint32_t rx_term_ctrl;   /* control word of the Terminate the peer sent */
 
     /* Why the data path ended the connection: NDK_DISCONNECT_REASON_*, the
@@ -262,6 +275,16 @@ bool ndk_qp_failed(struct ndk_qp_impl *qp);
 /* Nothing more will be read from the stream (its end, an error, or the
  * discard limit after our Terminate). */
 bool ndk_qp_rx_over(struct ndk_qp_impl *qp);
+/* Receiver not ready (qp_rx.c): the progress thread's look, every 10 ms
+ * while some QP waits, at deadlines and SRQs; a receive posted to the QP
+ * resumes its input at once. ndk_qp_rx_give_up ends a wait and allows no
+ * further one (NdkDisconnect, a broken socket): the engine sends its
+ * Terminate when it next runs. */
+void ndk_qp_check_rx_waits(struct ndk_adapter_impl *ad);
+void ndk_qp_rx_resume(struct ndk_qp_impl *qp);
+void ndk_qp_rx_give_up(struct ndk_qp_impl *qp);
+/* rx_lock held: starts (true) or ends the pause of the input. */
+void qp_rx_pause(struct ndk_qp_impl *qp, bool on);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
 /* Lets a gated responder send before the initiator's first FPDU. */

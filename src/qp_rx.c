@@ -68,8 +68,64 @@ static bool take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
     return ok;
 }
 
+void qp_rx_pause(struct ndk_qp_impl *qp, bool on)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ndk_adapter_impl *ad = qp->obj.ad;
+    bool was = __atomic_exchange_n(&dp->rx_waiting, on, __ATOMIC_SEQ_CST);
+    /* Paused again even if it was: a poster may have resumed the input. */
+    if (dp->tr && dp->tr->ops->pause_input && (on || was))
+        dp->tr->ops->pause_input(dp->tr, on);
+    if (on && !was && __atomic_fetch_add(&ad->rx_waits, 1, __ATOMIC_RELAXED) == 0)
+        loop_wake(&ad->loop); /* it may sleep with no timeout: deadlines need looking at */
+    else if (!on && was)
+        __atomic_fetch_sub(&ad->rx_waits, 1, __ATOMIC_RELAXED);
+}
+
+static void rx_wait_end(struct ndk_qp_impl *qp)
+{
+    __atomic_store_n(&qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
+    qp_rx_pause(qp, false);
+}
+
+/*
+ * A Send found no posted receive. RFC 5040 section 7.3 makes that an
+ * untagged buffer error, fatal to the stream; but a consumer may be about
+ * to post one (from its accept completion, say). So the engine first stops
+ * reading the connection (TCP holds the rest back and flow-controls the
+ * peer) until a receive is posted or ReceiveGraceMs passed, and only then
+ * sends the Terminate (docs/behaviour.md, "Receiver not ready"). The
+ * header stays in rx_hdr and is decoded again when the input resumes.
+ * Returns true with the receive taken; false while waiting (rx_waiting) or
+ * once the Terminate is on its way.
+ */
+static bool receive_after_wait(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    uint64_t now = loop_now_ms();
+    uint64_t until = __atomic_load_n(&dp->rx_wait_until, __ATOMIC_RELAXED);
+    ULONG grace = qp->obj.ad->opt.ReceiveGraceMs;
+    if (!until) {
+        until = now + grace;
+        __atomic_store_n(&dp->rx_wait_until, until, __ATOMIC_RELAXED);
+    }
+    bool can_wait = grace && dp->state == QP_RTS && !dp->rx_wait_off && dp->tr->ops->pause_input;
+    if (can_wait && now < until) {
+        qp_rx_pause(qp, true);
+        /* A receive posted before rx_waiting was set resumed nothing. */
+        if (!take_receive(qp, &dp->rx_wqe))
+            return false;
+    } else {
+        rx_wait_end(qp);
+        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
+        return false;
+    }
+    rx_wait_end(qp);
+    return true;
+}
+
 /* Decides where the payload of the FPDU just parsed goes. Returns false
- * when the stream failed. */
+ * when the stream failed, or when it waits for a receive (rx_waiting). */
 static bool place(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
@@ -174,9 +230,10 @@ static bool place(struct ndk_qp_impl *qp)
         return false;
     }
     if (!dp->rx_msg_active) {
-        if (!take_receive(qp, &dp->rx_wqe)) {
-            /* No RNR in iWARP: a Send without a posted receive is fatal. */
-            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
+        if (take_receive(qp, &dp->rx_wqe)) {
+            if (dp->rx_waiting)
+                rx_wait_end(qp);
+        } else if (!receive_after_wait(qp)) {
             return false;
         }
         dp->rx_msg_active = true;
@@ -640,7 +697,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
              * belong to what follows; the decode refuses it anyway. */
             dp->rx_have = need;
             if (!on_header(qp)) {
-                alive = false;
+                alive = dp->rx_waiting; /* a Send waits for its receive */
                 break;
             }
             continue;

@@ -109,6 +109,13 @@ typedef struct _NDK_OPEN_OPTIONS {
                                        which TCP autotunes */
     ULONG SocketReceiveBufferBytes; /* SO_RCVBUF likewise (set before the handshake, so the
                                        window scale fits); default: the system's */
+    ULONG ReceiveGraceMs; /* a Send that finds no posted receive (nor one in the SRQ):
+                             stop reading that connection, so TCP holds the rest back
+                             and the peer is flow-controlled, until a receive is posted
+                             or this long has passed, and only then end it with the
+                             Terminate RFC 5040 asks for (DDP untagged, no buffer);
+                             default 1000, enough for a receive posted from the accept
+                             completion; NDK_OPEN_FLAG_NO_RECEIVE_GRACE: at once */
 } NDK_OPEN_OPTIONS;
 
 #define NDK_OPEN_FLAG_REQUEST_CRC 0x1 /* ask for MPA CRC32c in Requests and Replies (C=1) */
@@ -121,6 +128,18 @@ typedef struct _NDK_OPEN_OPTIONS {
                                               sending until the first FPDU; a siw
                                               initiator fails on data right behind the
                                               Reply, which the delay avoids) */
+#define NDK_OPEN_FLAG_FRMR_NEW_TOKEN 0x20 /* every NdkFastRegister gives the MR a new remote
+                                             token (NdkGetRemoteTokenFromMr answers it once
+                                             the post returned), so a peer holding an older
+                                             one is refused for good. Default: a fast-register
+                                             MR keeps the token NdkInitializeFastRegisterMr
+                                             gave it, as consumers that cache that token
+                                             expect; an access through it is refused only
+                                             while the MR is invalidated (NdkInvalidate,
+                                             NdkSendAndInvalidate), until its next
+                                             NdkFastRegister */
+#define NDK_OPEN_FLAG_NO_RECEIVE_GRACE 0x40 /* a Send that finds no posted receive ends the
+                                               connection at once (no ReceiveGraceMs) */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs; while they poll, the

@@ -64,11 +64,14 @@ static void cq_notify(PVOID ctx, NTSTATUS st)
     (void)ctx, (void)st;
 }
 
-static bool fx_open(struct fx *f)
+/* flags: NDK_OPEN_FLAG_* of the adapter (NDK_OPEN_FLAG_FRMR_NEW_TOKEN for
+ * the cases that follow the key of a fast-register MR). */
+static bool fx_open_flags(struct fx *f, ULONG flags)
 {
     memset(f, 0, sizeof *f);
     f->ps = (uint64_t)sysconf(_SC_PAGESIZE);
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &f->ad);
+    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .Flags = flags};
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &f->ad);
     CHECK_EQ(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
         return false;
@@ -93,6 +96,11 @@ static bool fx_open(struct fx *f)
     f->a2 = qp_impl(f->qa2);
     f->b1 = qp_impl(f->qb1);
     return true;
+}
+
+static bool fx_open(struct fx *f)
+{
+    return fx_open_flags(f, 0);
 }
 
 /* Objects left open (and LAMs) are torn down by the adapter close. */
@@ -404,7 +412,7 @@ static NTSTATUS fr_exec(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG n, const NDK_L
 static void frmr_page_split(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
+    if (!fx_open_flags(&f, NDK_OPEN_FLAG_FRMR_NEW_TOKEN)) {
         fx_close(&f);
         REQUIRE(false);
     }
@@ -528,10 +536,68 @@ static void frmr_page_split(void)
     free(b);
 }
 
-static void frmr_check_rules(void)
+/* By default a fast-register MR keeps its token (mem.c): the one read
+ * after NdkInitializeFastRegisterMr names every later registration, each
+ * taking effect in queue order; while the MR is invalidated the token maps
+ * nothing, remotely or locally, until the next fast registration. */
+static void frmr_token_kept(void)
 {
     struct fx f;
     if (!fx_open(&f)) {
+        fx_close(&f);
+        REQUIRE(false);
+    }
+    char *b = pages_alloc(&f, 4);
+    REQUIRE(b && fx_cover(&f, b, 4 * f.ps));
+    uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
+    NDK_LOGICAL_ADDRESS p0[1], p2[1];
+    p0[0].QuadPart = (LONGLONG)B;
+    p2[0].QuadPart = (LONGLONG)(B + 2 * ps);
+    ULONG fl = NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ;
+    NDK_MR *mr = mr_new(f.pda, TRUE);
+    REQUIRE(mr);
+    CHECK_EQ(mr->Dispatch->NdkInitializeFastRegisterMr(mr, 2, TRUE, NULL, NULL), STATUS_SUCCESS);
+    UINT32 tok = rtok(mr);
+    CHECK(tok != 0);
+
+    CHECK_EQ(fr_check(f.a1, mr, 1, p0, 0, ps, 0x10000, fl), STATUS_SUCCESS);
+    CHECK_EQ(rtok(mr), tok);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x10000, 1, RW), MEM_INVALID_STAG); /* not run yet */
+    CHECK_EQ(fr_exec(f.a1, mr, 1, p0, 0, ps, 0x10000, fl), STATUS_SUCCESS);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x10000, ps, RW), MEM_OK);
+    CHECK(g_iov[0].iov_base == b);
+
+    /* A second registration: the first holds until it runs. A local SGE
+     * posted meanwhile is judged when its request runs (MEM_AT_POST). */
+    CHECK_EQ(fr_check(f.a1, mr, 1, p2, 0, ps, 0x20000, fl), STATUS_SUCCESS);
+    CHECK_EQ(rtok(mr), tok);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x10000, 1, RW), MEM_OK);
+    CHECK(g_iov[0].iov_base == b);
+    CHECK_EQ(lmap(&f, f.pa, tok, 0x20000, 8, MEM_LOCAL_WRITE | MEM_AT_POST), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, 1, p2, 0, ps, 0x20000, fl), STATUS_SUCCESS);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x10000, 1, RW), MEM_BOUNDS);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x20000, 1, RW), MEM_OK);
+    CHECK(g_iov[0].iov_base == b + 2 * ps);
+
+    /* Invalidated: the same token maps nothing, remotely or locally, and
+     * a local SGE is refused at post time too (nothing is pending). */
+    CHECK_EQ(mem_exec_invalidate(f.a1, &mr->Header), STATUS_SUCCESS);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x20000, 1, RW), MEM_INVALID_STAG);
+    CHECK_EQ(lmap(&f, f.pa, tok, 0x20000, 1, 0), STATUS_ACCESS_VIOLATION);
+    CHECK_EQ(lmap(&f, f.pa, tok, 0x20000, 1, MEM_AT_POST), STATUS_ACCESS_VIOLATION);
+    /* ... until the next fast registration. */
+    CHECK_EQ(fr_check(f.a1, mr, 1, p0, 0, ps, 0x30000, fl), STATUS_SUCCESS);
+    CHECK_EQ(fr_exec(f.a1, mr, 1, p0, 0, ps, 0x30000, fl), STATUS_SUCCESS);
+    CHECK_EQ(rtok(mr), tok);
+    CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x30000, 1, RW), MEM_OK);
+    fx_close(&f);
+    free(b);
+}
+
+static void frmr_check_rules(void)
+{
+    struct fx f;
+    if (!fx_open_flags(&f, NDK_OPEN_FLAG_FRMR_NEW_TOKEN)) {
         fx_close(&f);
         REQUIRE(false);
     }
@@ -1299,6 +1365,7 @@ int main(void)
     RUN(remote_check_order);
     RUN(key_bump_and_deregister);
     RUN(frmr_page_split);
+    RUN(frmr_token_kept);
     RUN(frmr_check_rules);
     RUN(frmr_pages_in_lams);
     RUN(frmr_local_pieces);

@@ -238,6 +238,8 @@ struct sim_end {
     bool shut_wr;
     bool stopped;      /* ndk_qp_stop was called (the connector's teardown) */
     bool rx_done;      /* ndk_qp_on_readable returned false */
+    bool paused;       /* pause_input (sim_transport_ops_pausable): not read; atomic, as
+                          the adapter's progress thread may resume it (a deadline) */
     unsigned failed_calls;
     bool failed_reset;
     unsigned writev_calls;
@@ -523,6 +525,26 @@ static const struct ndk_transport_ops sim_transport_ops = {
     .mulpdu = sim_tr_mulpdu,
 };
 
+/* Like the connector: a QP waiting for a receive is not read until it is
+ * resumed (no EPOLLIN). */
+static inline void sim_tr_pause_input(struct ndk_transport *t, bool paused)
+{
+    __atomic_store_n(&sim_end_of(t)->paused, paused, __ATOMIC_SEQ_CST);
+}
+
+/* With pause_input: a Send that finds no receive waits for one (qp_rx.c,
+ * "receiver not ready"). Without it, the engine terminates at once, which
+ * the protection tests expect. A test sets it before sim_net_start. */
+static const struct ndk_transport_ops sim_transport_ops_pausable = {
+    .readv = sim_tr_readv,
+    .writev = sim_tr_writev,
+    .want_write = sim_tr_want_write,
+    .shutdown_write = sim_tr_shutdown_write,
+    .failed = sim_tr_failed,
+    .mulpdu = sim_tr_mulpdu,
+    .pause_input = sim_tr_pause_input,
+};
+
 /* ---- the scheduler ---- */
 
 /* Has the peer closed its side (its FIN or a reset is on the way to us)?
@@ -637,7 +659,7 @@ static inline bool sim_step(struct sim_net *net)
             if (e->stopped)
                 continue;
         }
-        if (e->rx_done)
+        if (e->rx_done || __atomic_load_n(&e->paused, __ATOMIC_SEQ_CST))
             continue;
         struct sim_dir *d = &net->dir[1 - i];
         bool call = false;
