@@ -440,10 +440,15 @@ static bool on_header(struct ndk_qp_impl *qp)
     size_t hlen = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
     dp->rx_hdr_len = hlen;
     dp->rx_payload = ulpdu - hlen;
-    NDK_STAT_ADD(dp->st.rx_fpdus[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], 1);
-    NDK_STAT_ADD(dp->st.rx_bytes[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], dp->rx_payload);
     dp->rx_payload_done = 0;
-    if (!place(qp))
+    bool placed = place(qp);
+    /* A Send waiting for its receive has its header decoded again once the
+     * input resumes: it is counted then, once. */
+    if (placed || !dp->rx_waiting) {
+        NDK_STAT_ADD(dp->st.rx_fpdus[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], 1);
+        NDK_STAT_ADD(dp->st.rx_bytes[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], dp->rx_payload);
+    }
+    if (!placed)
         return false;
     dp->rx_trl_need = mpa_pad_len(ulpdu) + 4;
     dp->rx_trl_have = 0;
