@@ -13,7 +13,9 @@
  *   [1] seed of the chunk sizes and of the socket's room for our writes
  *   [2] bits 0-3 IRD, bits 4-7 ORD, from {0, 1, 2, 4, 8, 16, 128, ...}
  *   [3] our own requests: bit 0 a Send, bit 1 a Read into the exposed
- *       region, bit 2 a zero-length Read, bit 3 a Write, bit 4 a fenced Send
+ *       region, bit 2 a zero-length Read, bit 3 a Write, bit 4 a fenced Send;
+ *       bits 5-7 the receive engine's staging (src/rx_stage.h): the
+ *       provider's default, none, or a (threshold, buffer size) pair
  *
  * STags are random per adapter, so the stream names ours with
  * placeholders, rewritten before feeding: FF FF FF 01 is the exposed
@@ -314,6 +316,24 @@ static void check_untouched(void)
         ENSURE(sbuf.p[i] == 0x77);
 }
 
+/* The staging of header octet [3] bits 5-7: index 0 keeps the provider's
+ * default; {0, 0} is none. */
+static const size_t stage_thresholds[8] = {0, 0, 1, 16, 64, 200, 4096, 65535};
+static const size_t stage_sizes[8] = {0, 0, 17, 1, 100, 1000, 4002, 65552};
+
+static void set_stage(unsigned i)
+{
+    static size_t def_threshold, def_size;
+    static bool saved;
+    if (!saved) {
+        def_threshold = ndk_rx_stage_threshold;
+        def_size = ndk_rx_stage_size;
+        saved = true;
+    }
+    ndk_rx_stage_threshold = i ? stage_thresholds[i] : def_threshold;
+    ndk_rx_stage_size = i ? stage_sizes[i] : def_size;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 4 || !open_adapter())
@@ -364,6 +384,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     f.room = SIZE_MAX;
     if (!f.rng)
         f.rng = 1;
+    set_stage(h3 >> 5);
     ndk_qp_start(impl, &f.tr, crc, ird, ord, mulpdu, gated);
     if (h0 & 8)
         ndk_qp_read_rtr_sent(impl);

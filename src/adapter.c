@@ -60,8 +60,9 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
  * - MaxCallerData / MaxCalleeData 252: MPA allows 512 octets including the
  *   4-octet RFC 6581 word, but siw drops frames with PD_Length > 256.
  * - AdapterFlags:
- *   IN_ORDER_DMA: payload is read from the TCP stream straight into place,
- *     in stream order, so no byte lands before an earlier one.
+ *   IN_ORDER_DMA: payload is read from the TCP stream (or copied from the
+ *     receive staging buffer) into place in stream order, so no byte lands
+ *     before an earlier one.
  *   RDMA_READ_SINK_NOT_REQUIRED: a Read Response is matched against our own
  *     outstanding-read entry, not the STag table, so any locally writable
  *     buffer can be a sink; the sink flags are accepted and ignored.
@@ -70,9 +71,10 @@ struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
  *   CQ_RESIZE: NdkResizeCq grows or shrinks the ring, keeping entries.
  *   LOOPBACK_CONNECTIONS: a connection to one of the adapter's own
  *     addresses works (covered by the conformance tests).
- *   Not set: CQ_INTERRUPT_MODERATION (a notification is a queued callback,
- *     there is no interrupt to amortise), MULTI_ENGINE (one progress thread
- *     per adapter: spreading connections does not add engines).
+ *   CQ_INTERRUPT_MODERATION: NdkControlCqInterruptModeration holds a
+ *     notification back in software (cq.c), saving the consumer wake-ups.
+ *   Not set: MULTI_ENGINE (one progress thread per adapter: spreading
+ *     connections does not add engines).
  * - RdmaTechnology: iWARP.
  */
 void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
@@ -101,6 +103,7 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
     info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
     info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
     info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
+                         NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
                          NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
                          NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
                          NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |

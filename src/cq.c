@@ -38,8 +38,28 @@
  * leaves nothing armed to fire. Queueing after unlocking would let a close
  * finish in between and a callback run after its close completion (8.2 rule
  * 7). The callback-queue lock is a leaf, so this nests safely (cqsrq.h).
+ *
+ * Interrupt moderation (NdkControlCqInterruptModeration). In user space the
+ * "interrupt" is the callback and the wake-up of whatever thread it signals,
+ * which costs tens of microseconds across CPUs; moderation lets a consumer
+ * take one for many completions. When an arm becomes satisfied by
+ * completions (not by a CQ error, which is never held back), the callback
+ * is held (mod_due) until ModerationCount unreported completions are in the
+ * ring or ModerationInterval microseconds have passed since the arm became
+ * satisfied, whichever comes first. The interval is a timerfd on the
+ * adapter's loop, one per CQ, made the first time an interval is set (the
+ * only moment it can fail: STATUS_INSUFFICIENT_RESOURCES): arming it is a
+ * system call on the CQ's own descriptor, so the push path, which must not
+ * take the adapter lock, can start it; it fires on the progress thread,
+ * which holds the adapter lock and takes ours after it. A close removes the
+ * watch before the CQ is freed between loop iterations, so an expiry that was
+ * already fetched is skipped.
  */
 #include <stdlib.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "objects.h"
 
@@ -128,6 +148,7 @@ static void cq_queue_locked(struct ndk_cq_impl *cq, NTSTATUS status)
     /* armed is changed under the lock; busy polling reads it without
      * (sleeper_on in qp.c), hence the atomic stores. */
     __atomic_store_n(&cq->armed, -1, __ATOMIC_RELAXED);
+    cq->mod_due = false;
     cq->seen_at_cb = cq->pushed;
     cq->notify_cb.u.notify.fn = cq_notify_run;
     cq->notify_cb.u.notify.ctx = cq;
@@ -144,17 +165,101 @@ static void cq_fire_locked(struct ndk_cq_impl *cq, NTSTATUS status)
         cq_queue_locked(cq, status);
 }
 
+static uint64_t mono_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static bool mod_on(const struct ndk_cq_impl *cq)
+{
+    return cq->mod_interval_us != 0;
+}
+
+static bool mod_has_interval(const struct ndk_cq_impl *cq)
+{
+    return cq->mod_interval_us != 0 && cq->mod_interval_us != UINT32_MAX;
+}
+
+static uint64_t mod_deadline_ns(const struct ndk_cq_impl *cq)
+{
+    return cq->mod_since_ns + (uint64_t)cq->mod_interval_us * 1000u;
+}
+
+/* Lock held, mod_due: may the held-back callback go now? The count is of
+ * unreported completions still in the ring (those the consumer will find),
+ * capped at the depth so that a count beyond a ring shrunk by NdkResizeCq
+ * cannot hold the callback back for ever. */
+static bool mod_release(const struct ndk_cq_impl *cq)
+{
+    uint64_t fresh = cq->pushed - cq->seen_at_cb;
+    ULONG n = fresh < cq->count ? (ULONG)fresh : cq->count;
+    ULONG limit = cq->mod_count != 0 && cq->mod_count < cq->depth ? cq->mod_count : cq->depth;
+    if (n >= limit)
+        return true;
+    return mod_has_interval(cq) && mono_ns() >= mod_deadline_ns(cq);
+}
+
+/* Lock held: the timer goes off at the deadline of the held-back callback. */
+static void mod_timer_start(struct ndk_cq_impl *cq)
+{
+    if (!mod_has_interval(cq) || cq->mod_timerfd < 0)
+        return;
+    uint64_t d = mod_deadline_ns(cq);
+    struct itimerspec its = {.it_value = {.tv_sec = (time_t)(d / 1000000000u),
+                                          .tv_nsec = (long)(d % 1000000000u)}};
+    /* Cannot fail with a valid descriptor and a normalised absolute time. */
+    timerfd_settime(cq->mod_timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+/* Lock held, arm satisfied with `status`: notify now, or hold the callback
+ * back under moderation. */
+static void cq_due_locked(struct ndk_cq_impl *cq, NTSTATUS status)
+{
+    if (status == STATUS_SUCCESS && mod_on(cq)) {
+        if (!cq->mod_due) {
+            cq->mod_due = true;
+            cq->mod_since_ns = mono_ns();
+            if (!mod_release(cq)) {
+                mod_timer_start(cq);
+                return;
+            }
+        } else if (!mod_release(cq)) {
+            return;
+        }
+    }
+    cq_fire_locked(cq, status);
+}
+
 /* Runs on the progress thread, no provider lock held. */
 static void cq_notify_run(void *ctx, NTSTATUS status)
 {
     struct ndk_cq_impl *cq = ctx;
     cq->notify(cq->notify_ctx, status);
     pthread_mutex_lock(&cq->lock);
+    cq->notify_cb.u.notify.fn = NULL;
     NTSTATUS next;
     if (cq_arm_satisfied(cq, &next))
-        cq_queue_locked(cq, next);
-    else
-        cq->notify_cb.u.notify.fn = NULL;
+        cq_due_locked(cq, next);
+    pthread_mutex_unlock(&cq->lock);
+}
+
+/* The moderation timer expired (progress thread, adapter lock held). */
+static void cq_mod_expired(struct loop_watch *w, uint32_t events)
+{
+    (void)events;
+    struct ndk_cq_impl *cq = container_of(w, struct ndk_cq_impl, mod_watch);
+    uint64_t ticks;
+    ssize_t r = read(cq->mod_timerfd, &ticks, sizeof ticks);
+    (void)r; /* EAGAIN: a restart already consumed this expiry */
+    pthread_mutex_lock(&cq->lock);
+    if (cq->mod_due) {
+        if (mod_release(cq))
+            cq_fire_locked(cq, STATUS_SUCCESS);
+        else
+            mod_timer_start(cq); /* settings changed: a later deadline */
+    }
     pthread_mutex_unlock(&cq->lock);
 }
 
@@ -182,9 +287,12 @@ bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
     cq->count++;
     cq->pushed++;
     /* Older entries were already weighed against this arm when it was made
-     * or when they arrived, so only the new one needs a look (O(1)). */
-    if (cq->armed >= 0 && cqe_satisfies(cq->armed, e))
-        cq_fire_locked(cq, STATUS_SUCCESS);
+     * or when they arrived, so only the new one needs a look (O(1)); a
+     * held-back callback only needs its count looked at again. */
+    if (cq->mod_due)
+        cq_due_locked(cq, STATUS_SUCCESS);
+    else if (cq->armed >= 0 && cqe_satisfies(cq->armed, e))
+        cq_due_locked(cq, STATUS_SUCCESS);
     pthread_mutex_unlock(&cq->lock);
     return true;
 }
@@ -210,7 +318,7 @@ static VOID cq_arm(NDK_CQ *pNdkCq, ULONG Type)
         __atomic_store_n(&cq->armed, arm_merge(cq->armed, Type), __ATOMIC_RELAXED);
         NTSTATUS st;
         if (cq_arm_satisfied(cq, &st))
-            cq_fire_locked(cq, st);
+            cq_due_locked(cq, st);
     }
     pthread_mutex_unlock(&cq->lock);
     /* After the arm, for completions: input read from now on can satisfy
@@ -321,20 +429,58 @@ static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth, NDK_FN_REQUEST_COMPLETI
     return STATUS_SUCCESS;
 }
 
+/* Lock held: the timerfd of the interval, made and watched on first use. */
+static NTSTATUS mod_timer_open(struct ndk_cq_impl *cq)
+{
+    if (cq->mod_timerfd >= 0)
+        return STATUS_SUCCESS;
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    if (fd < 0)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    struct ndk_adapter_impl *ad = cq->obj.ad;
+    if (loop_watch_add(&ad->loop, &cq->mod_watch, fd, EPOLLIN, cq_mod_expired) != 0) {
+        close(fd);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    cq->mod_timerfd = fd;
+    return STATUS_SUCCESS;
+}
+
 /*
- * Interrupt moderation is not offered (the adapter flag is clear), which 5.4.4
- * allows. In user space the "interrupt" is a queued callback, so there is no
- * hardware cost to amortize, and an honest interval would need a provider
- * timer: the loop's timers are guarded by the adapter lock, which the push
- * path (any thread, under QP locks) must not take, and a close racing a timer
- * would need a second callback item per CQ.
+ * NdkControlCqInterruptModeration (5.4.4). An interval of 0 or a count of 0
+ * or 1 turns moderation off; MAXULONG as the interval leaves only the count,
+ * MAXULONG (or more than the depth) as the count leaves only the interval;
+ * both at once could hold a callback back for ever and are refused. New
+ * settings apply at once, also to a callback already held back.
  */
 static NTSTATUS cq_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval, ULONG ModerationCount)
 {
-    (void)ModerationInterval, (void)ModerationCount;
-    if (!cq_from(pNdkCq))
+    struct ndk_cq_impl *cq = cq_from(pNdkCq);
+    if (!cq)
         return STATUS_INVALID_PARAMETER;
-    return STATUS_NOT_SUPPORTED;
+    bool off = ModerationInterval == 0 || ModerationCount <= 1;
+    struct ndk_adapter_impl *ad = cq->obj.ad;
+    pthread_mutex_lock(&ad->lock);
+    pthread_mutex_lock(&cq->lock);
+    NTSTATUS st = STATUS_SUCCESS;
+    if (!off && ModerationInterval == UINT32_MAX &&
+        (ModerationCount == UINT32_MAX || ModerationCount > cq->depth))
+        st = STATUS_INVALID_PARAMETER_MIX;
+    else if (!off && ModerationInterval != UINT32_MAX)
+        st = mod_timer_open(cq);
+    if (st == STATUS_SUCCESS) {
+        cq->mod_interval_us = off ? 0 : ModerationInterval;
+        cq->mod_count = off ? 0 : ModerationCount;
+        if (cq->mod_due) {
+            if (!mod_on(cq) || mod_release(cq))
+                cq_fire_locked(cq, STATUS_SUCCESS);
+            else
+                mod_timer_start(cq);
+        }
+    }
+    pthread_mutex_unlock(&cq->lock);
+    pthread_mutex_unlock(&ad->lock);
+    return st;
 }
 
 static const NDK_CQ_DISPATCH cq_dispatch = {
@@ -355,7 +501,19 @@ static void cq_close_start(struct ndk_obj *obj)
     struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
     pthread_mutex_lock(&cq->lock);
     __atomic_store_n(&cq->armed, -1, __ATOMIC_RELAXED);
+    cq->mod_due = false;
     pthread_mutex_unlock(&cq->lock);
+}
+
+/* Adapter lock held: the timer's watch goes before its descriptor. */
+static void cq_destroy(struct ndk_obj *obj)
+{
+    struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
+    if (cq->mod_timerfd >= 0) {
+        loop_watch_del(&obj->ad->loop, &cq->mod_watch);
+        close(cq->mod_timerfd);
+        cq->mod_timerfd = -1;
+    }
 }
 
 static void cq_free(struct ndk_obj *obj)
@@ -366,7 +524,8 @@ static void cq_free(struct ndk_obj *obj)
     free(cq);
 }
 
-static const struct ndk_obj_ops cq_ops = {.close_start = cq_close_start, .free = cq_free};
+static const struct ndk_obj_ops cq_ops = {
+    .close_start = cq_close_start, .destroy = cq_destroy, .free = cq_free};
 
 NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
                        NDK_FN_CQ_NOTIFICATION_CALLBACK CqNotification, PVOID CqNotificationContext,
@@ -397,6 +556,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
     cq->ring = ring;
     cq->depth = CqDepth;
     cq->armed = -1;
+    cq->mod_timerfd = -1;
     cq->notify = CqNotification;
     cq->notify_ctx = CqNotificationContext;
     cq->notify_cb.kind = CB_CQ_NOTIFY;

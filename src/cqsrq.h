@@ -56,6 +56,14 @@ struct ndk_cq_impl {
      * STATUS_BUFFER_OVERFLOW and never STATUS_INTERNAL_ERROR (5.2.4). */
     bool overflowed;
     struct ndk_cb notify_cb;
+    /* Interrupt moderation (NdkControlCqInterruptModeration; cq.c says
+     * how). mod_interval_us 0 = no moderation, UINT32_MAX = only the count;
+     * mod_count 0 = only the interval. */
+    ULONG mod_interval_us, mod_count;
+    bool mod_due;           /* an arm is satisfied, its callback held back */
+    uint64_t mod_since_ns;  /* when it became satisfied (CLOCK_MONOTONIC) */
+    int mod_timerfd;        /* -1 until an interval is first set */
+    struct loop_watch mod_watch;
 };
 
 /* Appends one completion. Returns false if the CQ is (or just became)

@@ -923,7 +923,8 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     uint32_t irq_cap = ird;
     struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
     struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
-    if (!orq || (irq_cap && !irq)) {
+    struct rx_stage stage;
+    if (!orq || (irq_cap && !irq) || !rx_stage_init(&stage)) {
         free(orq);
         free(irq);
         return false;
@@ -931,6 +932,9 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     pthread_mutex_lock(&dp->rx_lock);
     free(dp->orq);
     free(dp->irq);
+    rx_stage_fini(&dp->rx_stage);
+    dp->rx_stage = stage;
+    dp->rx_small = true;
     dp->orq = orq;
     dp->orq_cap = ord + 1;
     dp->irq = irq;
@@ -1044,6 +1048,7 @@ static void qp_free(struct ndk_obj *obj)
     free(dp->inline_pool);
     free(dp->orq);
     free(dp->irq);
+    rx_stage_fini(&dp->rx_stage);
     pthread_mutex_destroy(&dp->sq_lock);
     pthread_mutex_destroy(&dp->rq_lock);
     pthread_mutex_destroy(&dp->rx_lock);

@@ -2,7 +2,8 @@
  * qp.h - the queue pair's data path: initiator and receive queues, the
  * transmit engine (DDP/RDMAP segmentation into FPDUs, one gathering writev
  * per batch) and the receive engine (header first, then payload read
- * straight into registered memory).
+ * straight into registered memory, or copied there from a staging buffer
+ * that takes small FPDUs in bulk: rx_stage.h).
  *
  * The engine moves bytes only through struct ndk_transport: a TCP socket in
  * production (connector.c), an in-memory pipe in the simulation tests. The
@@ -26,6 +27,7 @@
 
 #include "cqsrq.h"
 #include "mem.h"
+#include "rx_stage.h"
 #include "stat.h"
 #include "wire/ddp.h"
 
@@ -216,6 +218,8 @@ struct ndk_qp_dp {
     size_t rx_trl_need, rx_trl_have;
     uint8_t rx_pre[16];     /* the next FPDU's first octets, read with this one's trailer */
     size_t rx_pre_have;
+    struct rx_stage rx_stage; /* small FPDUs come through here (rx_stage.h) */
+    bool rx_small;          /* the last FPDU's payload was staged-size */
     uint32_t rx_crc;
     bool rx_first_seen;
     bool rx_eof;            /* the peer's FIN arrived at an FPDU boundary (or while dropping) */

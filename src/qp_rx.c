@@ -7,6 +7,12 @@
  * payload may be read together with its MO (read_send_ahead), into the
  * posted receive it must go to; a wrong MO then fails the FPDU just the
  * same. A failed check sends the Terminate it names and ends the stream.
+ *
+ * While the FPDUs are small, the octets come through the staging buffer
+ * (rx_stage.h): one system call takes what the socket holds, and the steps
+ * above copy from it, in the same order and with the same checks. A
+ * payload above the buffer's threshold is read from the socket straight
+ * into place once the buffer is empty.
  */
 #include <errno.h>
 #include <string.h>
@@ -18,6 +24,23 @@
 #include "wire/term.h"
 
 #define RX_BUDGET_FPDUS 256
+
+/* How a read may use the socket (rx_stage.h). `small`: what is read next
+ * is no larger than the threshold (a body) or follows an FPDU whose
+ * payload was not (a header: the FPDUs of a stream tend to be alike).
+ * Once the budget is spent only staged octets are taken: the socket's
+ * readiness brings the engine back for the rest, the buffer's would not. */
+static enum rx_stage_how rx_how(bool spent, bool small)
+{
+    if (spent)
+        return RX_STAGE_ONLY;
+    return small ? RX_STAGE_FILL : RX_STAGE_DIRECT;
+}
+
+static bool rx_body_small(const struct ndk_qp_dp *dp)
+{
+    return dp->rx_payload - dp->rx_payload_done <= dp->rx_stage.threshold;
+}
 
 /* A check failed on the FPDU whose header is in rx_hdr. */
 static void rx_fail(struct ndk_qp_impl *qp, struct ddp_term *t)
@@ -476,6 +499,7 @@ static bool on_trailer(struct ndk_qp_impl *qp)
     }
     if (!commit(qp))
         return false;
+    dp->rx_small = dp->rx_payload <= dp->rx_stage.threshold;
     dp->rx_st = RX_HDR;
     memcpy(dp->rx_hdr, dp->rx_pre, dp->rx_pre_have);
     dp->rx_have = dp->rx_pre_have;
@@ -548,12 +572,15 @@ static bool is_send_op(uint8_t op)
  * as always, before anything counts; any other MO fails the FPDU anyway
  * (iwarp.md 3.9 row 10) and the Terminate quotes the real header. The
  * octets read by then lie inside that posted receive buffer, which the
- * failure flushes. Not for an SRQ, whose next receive another QP may take. */
-static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
+ * failure flushes. Not for an SRQ, whose next receive another QP may take,
+ * nor while staging: the header's last octets then cost no system call,
+ * and the payload is copied only after the header passed its checks. */
+static int read_send_ahead(struct ndk_qp_impl *qp, size_t need, bool spent)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     const uint8_t *hb = dp->rx_hdr;
-    if (dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
+    bool staging = spent || rx_stage_held(&dp->rx_stage) || (dp->rx_stage.cap && dp->rx_small);
+    if (staging || dp->srq || dp->rx_have < 16 || need != 2 + DDP_UNTAGGED_HDR_LEN || (hb[2] & DDP_CTRL_T) ||
         !is_send_op(hb[3] & RDMAP_CTRL_OP_MASK) || dp->rx_ulpdu <= DDP_UNTAGGED_HDR_LEN)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
@@ -621,6 +648,13 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need)
 static bool rx_discard(struct ndk_qp_dp *dp)
 {
     uint8_t sink[RX_DISCARD_CHUNK];
+    size_t staged = rx_stage_drop(&dp->rx_stage);
+    if (staged > dp->rx_discard_left) {
+        dp->rx_over = true;
+        dp->rx_st = RX_DEAD;
+        return false;
+    }
+    dp->rx_discard_left -= staged;
     for (int i = 0; i < RX_DISCARD_READS; i++) {
         struct iovec v = {sink, sizeof sink};
         ssize_t n = dp->tr->ops->readv(dp->tr, &v, 1);
@@ -647,7 +681,10 @@ static bool rx_run(struct ndk_qp_impl *qp)
     if (tr && dp->rx_st == RX_DISCARD)
         return rx_discard(dp);
     bool alive = tr && dp->rx_st != RX_DEAD;
-    for (int fpdus = 0; alive && fpdus < RX_BUDGET_FPDUS;) {
+    rx_stage_wake(&dp->rx_stage);
+    /* Past the budget, what is already staged is still taken (rx_how). */
+    for (int fpdus = 0; alive && (fpdus < RX_BUDGET_FPDUS || rx_stage_held(&dp->rx_stage));) {
+        bool spent = fpdus >= RX_BUDGET_FPDUS;
         if (dp->rx_st == RX_HDR) {
             /* Until the length and control octets are in, ask for 16: no
              * header is shorter (2 + 14), so they are never payload. */
@@ -675,7 +712,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 }
             }
             if (dp->rx_have < need) {
-                int r = read_send_ahead(qp, need);
+                int r = read_send_ahead(qp, need, spent);
                 if (r == AHEAD_WAIT)
                     break;
                 if (r == AHEAD_DEAD) {
@@ -687,7 +724,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
                 if (r != AHEAD_NO)
                     continue;
                 struct iovec v = {dp->rx_hdr + dp->rx_have, need - dp->rx_have};
-                ssize_t n = tr->ops->readv(tr, &v, 1);
+                ssize_t n = rx_stage_readv(&dp->rx_stage, tr, &v, 1, rx_how(spent, dp->rx_small));
                 if (n == -EAGAIN)
                     break;
                 if (n <= 0) {
@@ -722,7 +759,7 @@ static bool rx_run(struct ndk_qp_impl *qp)
             skip = 0;
         }
         nv = body_tail(dp, v, nv);
-        ssize_t n = tr->ops->readv(tr, v, nv);
+        ssize_t n = rx_stage_readv(&dp->rx_stage, tr, v, nv, rx_how(spent, rx_body_small(dp)));
         if (n == -EAGAIN)
             break;
         if (n <= 0) {

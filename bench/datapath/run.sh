@@ -12,11 +12,17 @@
 #   PLACEMENTS="same cross"      same: both ends on CPU 0; cross: server on
 #                   CPU 0, client on CPU 1
 #   NDKPERF, TCP_PINGPONG, TCP_STREAM: binaries (default: under BUILD_DIR)
+#   MODERATION=100,16  CQ interrupt moderation of the "events mod" message-
+#                   rate row (ndkperf --moderation=US,N)
 #   QUIET_PCT=15    before each run, wait (at most QUIET_WAIT s, QUIET_TOTAL s
 #   QUIET_WAIT=8    over the whole script) until other processes use less
 #   QUIET_TOTAL=120 than this % of all CPUs; the busiest value seen is shown
 #   SWEEP_SIZES="64 256 ... 4194304"  message sizes of the latency and
 #                   bandwidth sweep drawn in the plots; SWEEP_SIZES= skips it
+#   STAGE_SIZES="64 256 512 1024 2048 4096 16384"  message sizes of the
+#                   staging sweep: 64 B..16 KiB Send rate and latency around the
+#                   receive staging threshold (src/rx_stage.c); STAGE_SIZES=
+#                   skips it
 #   SWEEP_REPS=1    repetitions of the sweep (medians)
 #   SWEEP_SECS=1    seconds per bandwidth point
 #   SWEEP_LAT_ITERS=2000  ping-pong iterations per latency point (fewer for
@@ -42,6 +48,7 @@ PLACEMENTS=${PLACEMENTS:-same cross}
 NDKPERF=${NDKPERF:-$BUILD/tools/ndkperf/ndkperf}
 TCP_PINGPONG=${TCP_PINGPONG:-$BUILD/bench/datapath/tcp_pingpong}
 TCP_STREAM=${TCP_STREAM:-$BUILD/bench/datapath/tcp_stream}
+MODERATION=${MODERATION:-100,16}
 QUIET_PCT=${QUIET_PCT:-15}
 QUIET_WAIT=${QUIET_WAIT:-8}
 QUIET_TOTAL=${QUIET_TOTAL:-120}
@@ -151,6 +158,8 @@ pair() {
 ndk_lat() { awk 'NF == 8 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$1"; }
 ndk_bw() { awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$1"; }
 ndk_rate() { awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $5} END {print v}' "$1"; }
+# --wait=events: the receiving server's notifications per data message.
+ndk_npm() { sed -n 's/^ Notifications   : server .*(\([0-9.]*\) per message)$/\1/p' "$1" | tail -1; }
 kv() { grep -o "$2=[0-9.]*" "$1" | tail -1 | cut -d= -f2; } # FILE KEY
 strip() { sed 's/\x1b\[[0-9;]*m//g' "$1"; }
 
@@ -173,10 +182,11 @@ ndk_modes() {
 
 # The message rate also once with a doorbell per request (-l 1): the
 # default chains each burst with NDK_OP_FLAG_DEFER, as an NDK consumer that
-# posts a batch does.
+# posts a batch does; and in events mode once with CQ interrupt moderation.
 rate_modes() {
 	ndk_modes "$1"
 	echo "poll -l 1|--wait=yield -l 1"
+	echo "events mod|--wait=events --moderation=$MODERATION"
 }
 
 P_FI=$(pick_port 41151); P_UCX=$(pick_port 41161); P_SP=$(pick_port 41111); P_IP=$(pick_port 41121)
@@ -231,7 +241,8 @@ for rep in $(seq "$REPS"); do
 		# Message rate: 64-byte messages, one direction.
 		while IFS='|' read -r mode opts; do
 			run "ndk_send_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" send_bw --loopback -s 64 -D "$SECS" $PIN $opts --no-progress &&
-				add "rate|$pl|ndk|$mode" "$(ndk_rate "$LOG")"
+				add "rate|$pl|ndk|$mode" "$(ndk_rate "$LOG")" &&
+				add "npm|$pl|ndk|$mode" "$(ndk_npm "$LOG")"
 		done < <(rate_modes "$pl")
 		if have ucx_perftest; then
 			pair "ucx_tag_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
@@ -301,7 +312,15 @@ row() {
 			have iperf3 && row "1 MiB stream [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" "iperf3" "bw|$pl|iperf3" info -
 		done < <(ndk_modes "$pl")
 	done
+	for pl in $PLACEMENTS; do
+		while IFS='|' read -r mode _; do
+			case $mode in events*) ;; *) continue ;; esac
+			printf "%-27s %-6s %-10s %10s  (receiver's notifications per 64 B message in send_bw)\n" \
+				"notifications / msg" "$pl" "$mode" "$(v=$(median "npm|$pl|ndk|$mode"); echo "${v:--}")"
+		done < <(rate_modes "$pl")
+	done
 	echo
+	echo "events mod = --wait=events --moderation=$MODERATION (NdkControlCqInterruptModeration US,N)."
 	echo "ratio = ndkperf / anchor. Latency: t_typical (median) of ndkperf send_lat against the median"
 	echo "of the anchor; lower is better. Bandwidth and message rate: higher is better."
 	echo "libfabric-bin ships only fi_pingpong (no message-rate test): it anchors latency, not rate;"
@@ -315,6 +334,37 @@ row() {
 	for k in "${ORDER[@]}"; do echo "$k:${R[$k]}"; done
 } > "$OUT/values.txt"
 echo "all values: $OUT/values.txt"
+
+# ------------------------------------------------------ staging sweep ---
+# Send rate (send_bw) and latency (send_lat) against message size, on both
+# sides of the receive engine's staging threshold (payloads up to it are
+# read in bulk and copied, larger ones go straight into place), poll mode.
+STAGE_SIZES=${STAGE_SIZES-64 256 512 1024 2048 4096 16384}
+if [ -n "$STAGE_SIZES" ]; then
+	for rep in $(seq "$REPS"); do
+		for pl in $PLACEMENTS; do
+			read -r SC CC <<< "$(cpus "$pl")"
+			PIN="--cpu-server $SC --cpu-client $CC"
+			log "staging sweep $rep/$REPS, placement $pl: sizes $STAGE_SIZES"
+			for sz in $STAGE_SIZES; do
+				run "stage_send_bw_${pl}_${sz}_$rep" 60 "$NDKPERF" send_bw --loopback -s "$sz" -D "$SECS" $PIN --wait=yield --no-progress &&
+					add "stage_rate|$pl|$sz" "$(ndk_rate "$LOG")"
+				run "stage_send_lat_${pl}_${sz}_$rep" 60 "$NDKPERF" send_lat --loopback -s "$sz" -n "$LAT_ITERS" $PIN --wait=yield --no-progress &&
+					add "stage_lat|$pl|$sz" "$(ndk_lat "$LOG")"
+			done
+		done
+	done
+	{
+		echo "staging sweep (ndkperf --wait=yield, medians of $REPS; load at the end: $(cut -d' ' -f1-3 /proc/loadavg))"
+		printf "%-6s %8s %14s %14s\n" place size "rate [Mmsg/s]" "half RTT [us]"
+		for pl in $PLACEMENTS; do
+			for sz in $STAGE_SIZES; do
+				r=$(median "stage_rate|$pl|$sz"); l=$(median "stage_lat|$pl|$sz")
+				printf "%-6s %8s %14s %14s\n" "$pl" "$sz" "${r:--}" "${l:--}"
+			done
+		done
+	} | tee "$OUT/stage_sweep.txt"
+fi
 
 # ------------------------------------------------- sweep and plots ---
 # Latency (send_lat, half round trip) and bandwidth (write_bw) against

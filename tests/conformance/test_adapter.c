@@ -671,6 +671,7 @@ NT_CASE(query_info_values)
      * conformance cases that depend on them assert them instead of
      * branching. */
     CHECK_EQ(info.AdapterFlags, NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
+                                    NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
                                     NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
                                     NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
                                     NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |

@@ -263,11 +263,25 @@ struct sim_cfg {
     uint32_t ord[2], ird[2];
     bool gate_b;   /* B is a client/server responder: sends nothing before A's first FPDU */
     bool read_rtr; /* set-up used a Read RTR: B's zero-length response leads B's stream */
+    /* The receive engine's staging buffer (src/rx_stage.h): payloads up to
+     * the threshold are staged, in a buffer of this size (0: none).
+     * SIZE_MAX: the provider's default. */
+    size_t stage_threshold, stage_size;
 };
 
-/* Derives a whole configuration from a run seed: its low 16 bits pick the
+/* Staging configurations a run may pick; index 0 is the provider's own. */
+static const size_t sim_stage_thresholds[8] = {SIZE_MAX, 0, 1, 16, 64, 200, 4096, 65535};
+static const size_t sim_stage_sizes[8] = {SIZE_MAX, 0, 1, 17, 100, 1000, 4002, 65552};
+
+static inline void sim_cfg_stage(struct sim_cfg *c, unsigned thr, unsigned size)
+{
+    c->stage_threshold = sim_stage_thresholds[thr & 7];
+    c->stage_size = sim_stage_sizes[size & 7];
+}
+
+/* Derives a whole configuration from a run seed: its low 20 bits pick the
  * mode and the options, so a printed seed replays the same run. */
-#define SIM_CFG_BITS 0xFFFFull
+#define SIM_CFG_BITS 0xFFFFFull
 static inline void sim_cfg_from_seed(struct sim_cfg *c, uint64_t seed)
 {
     /* 128 is the smallest MULPDU RFC 5044 allows, 65535 the largest ULPDU;
@@ -285,13 +299,15 @@ static inline void sim_cfg_from_seed(struct sim_cfg *c, uint64_t seed)
     /* Never more reads than the peer takes; sometimes more room. */
     c->ird[1] = c->ord[0] << ((seed >> 12) & 1);
     c->ird[0] = c->ord[1] << ((seed >> 13) & 1);
+    sim_cfg_stage(c, (unsigned)(seed >> 14), (unsigned)(seed >> 17));
 }
 
 static inline void sim_cfg_print(const char *tag, uint64_t seed, const struct sim_cfg *c)
 {
-    printf("%s seed=0x%016" PRIx64 " mode=%s crc=%d mulpdu=%zu ord=%u/%u ird=%u/%u gate_b=%d read_rtr=%d\n", tag,
-           seed, sim_mode_name[c->mode], c->crc, c->mulpdu, c->ord[0], c->ord[1], c->ird[0], c->ird[1], c->gate_b,
-           c->read_rtr);
+    printf("%s seed=0x%016" PRIx64 " mode=%s crc=%d mulpdu=%zu ord=%u/%u ird=%u/%u gate_b=%d read_rtr=%d "
+           "stage=%zd/%zd\n",
+           tag, seed, sim_mode_name[c->mode], c->crc, c->mulpdu, c->ord[0], c->ord[1], c->ird[0], c->ird[1],
+           c->gate_b, c->read_rtr, (ssize_t)c->stage_threshold, (ssize_t)c->stage_size);
     fflush(stdout);
 }
 
@@ -835,11 +851,26 @@ fail:
     return NULL;
 }
 
+/* The staging configuration of c, for the data paths started next. */
+static inline void sim_stage_apply(const struct sim_cfg *c)
+{
+    static size_t def_threshold, def_size;
+    static bool saved;
+    if (!saved) {
+        def_threshold = ndk_rx_stage_threshold;
+        def_size = ndk_rx_stage_size;
+        saved = true;
+    }
+    ndk_rx_stage_threshold = c->stage_threshold == SIZE_MAX ? def_threshold : c->stage_threshold;
+    ndk_rx_stage_size = c->stage_size == SIZE_MAX ? def_size : c->stage_size;
+}
+
 /* The connection is established: the data path starts on our transport, as
  * the connector would start it (A active, B passive). */
 static inline void sim_net_start(struct sim_net *net)
 {
     const struct sim_cfg *c = &net->cfg;
+    sim_stage_apply(c);
     if (c->read_rtr) {
         /* B's connector answered A's Read RTR before B's data path started:
          * its zero-length Read Response leads B's stream. */

@@ -78,6 +78,8 @@ static struct sim_net *run_cut(uint64_t seed, int d, int mode, size_t k, bool ke
     struct sim_cfg cfg = g_cfg;
     cfg.mode = (k & 1) ? SIM_STALL : SIM_RANDOM;
     cfg.crc = (k >> 1) & 1;
+    /* And so does the receive engine's staging (threshold, buffer size). */
+    sim_cfg_stage(&cfg, (unsigned)(k >> 2), (unsigned)(k >> 5));
     /* The script's receives grow with MULPDU (up to 3 MULPDUs + 5). */
     struct sim_net *net = sim_net_new(&cfg, seed, (g_full_script ? 1u << 20 : 64u << 10) + 8 * cfg.mulpdu);
     if (!net) {

@@ -366,8 +366,12 @@ static void run_scenario(enum scen sc, enum sim_mode mode, bool crc, uint64_t se
     cfg.crc = crc;
     cfg.mulpdu = 256;
     cfg.ord[0] = cfg.ord[1] = cfg.ird[0] = cfg.ird[1] = 4;
-    if (mode == SIM_RANDOM)
-        printf("[protection] %s, random chunks, seed=0x%016" PRIx64 "\n", e->name, seed);
+    if (mode == SIM_RANDOM) {
+        /* Random chunks also meet every staging of the receive engine. */
+        sim_cfg_stage(&cfg, (unsigned)seed, (unsigned)(seed >> 3));
+        printf("[protection] %s, random chunks, seed=0x%016" PRIx64 " stage=%zd/%zd\n", e->name, seed,
+               (ssize_t)cfg.stage_threshold, (ssize_t)cfg.stage_size);
+    }
     int failures_before = tl_failures;
     struct sim_net *net = sim_net_new(&cfg, seed, 256u << 10);
     REQUIRE(net);

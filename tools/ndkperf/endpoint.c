@@ -90,13 +90,30 @@ static bool create_memory(struct endpoint *e, const struct layout *l)
     return true;
 }
 
+/* --moderation on the connection's CQ (one for both queues). */
+static bool moderate(struct endpoint *e)
+{
+    const struct options *o = e->opt;
+    if (!o->moderation)
+        return true;
+    NDK_CQ *cq = e->c.cq;
+    NTSTATUS st = cq->Dispatch->NdkControlCqInterruptModeration(cq, o->mod_interval_us, o->mod_count);
+    if (st != STATUS_SUCCESS)
+        tc_complain(e->role, "NdkControlCqInterruptModeration(%" PRIu32 ", %" PRIu32 ") failed: %s%s",
+                    o->mod_interval_us, o->mod_count, tc_status_name(st),
+                    e->a->info.AdapterFlags & NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED
+                        ? ""
+                        : " (the adapter does not offer it)");
+    return st == STATUS_SUCCESS;
+}
+
 bool ep_create(struct endpoint *e, const struct layout *l)
 {
     const struct tc_qp_shape shape = {.cq_depth = l->cq_depth,
                                       .rq_depth = l->rq_depth,
                                       .sq_depth = l->sq_depth,
                                       .inline_size = l->inline_size};
-    if (!fits(e, l) || !tc_conn_create(&e->c, &shape, e) || !create_memory(e, l))
+    if (!fits(e, l) || !tc_conn_create(&e->c, &shape, e) || !moderate(e) || !create_memory(e, l))
         return false;
     e->qp_inline = l->inline_size;
     e->rq_depth = l->rq_depth;

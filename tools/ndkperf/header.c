@@ -57,6 +57,9 @@ void report_header(const struct endpoint *e, const struct test_params *tp, const
            in->RdmaTechnology == NdkiWarp ? "iWARP" : "not iWARP");
     printf(" Placement       : %s\n", placement);
     printf(" Completions     : %s%s\n", wait_text(o), o->busy_poll ? ", provider busy-poll mode" : "");
+    if (o->moderation)
+        printf(" CQ moderation   : %" PRIu32 " us, %" PRIu32 " completions (--moderation)\n", o->mod_interval_us,
+               o->mod_count);
     if (tp->all_sizes)
         printf(" Message sizes   : %u .. %u bytes (-a)\n", NDKPERF_MIN_ALL_SIZE, NDKPERF_MAX_SIZE);
     else

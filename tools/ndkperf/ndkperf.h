@@ -68,6 +68,8 @@ struct options {
     int cpu_server, cpu_client; /* -1: not pinned */
     enum tc_wait_mode wait;
     bool busy_poll;         /* the provider's busy-poll mode */
+    bool moderation;        /* --moderation given */
+    uint32_t mod_interval_us, mod_count; /* NdkControlCqInterruptModeration */
     bool signal_all;        /* no NDK_OP_FLAG_SILENT_SUCCESS */
     bool crc;               /* NDK_OPEN_FLAG_REQUEST_CRC */
     int progress;           /* -1 auto (stderr is a terminal), 0 off, 1 on */

@@ -121,6 +121,10 @@ static void usage(FILE *f)
             "      --events            the same as --wait=events\n"
             "      --busy-poll         open the adapter in the provider's busy-poll mode (polling\n"
             "                          the CQ drives the connection)\n"
+            "      --moderation=US,N   NdkControlCqInterruptModeration(US, N) on every CQ: a\n"
+            "                          notification waits for N completions or US microseconds\n"
+            "                          (0,0: none); with --wait=events each side reports its\n"
+            "                          notifications per message received\n"
             "      --signal-all        signal every work request (no NDK_OP_FLAG_SILENT_SUCCESS)\n"
             "      --timeout=MS        longest wait for any completion or event (default %u)\n"
             "      --accept-timeout=S  how long a server waits for its client (default %u)\n",
@@ -148,6 +152,7 @@ enum {
     OPT_WAIT,
     OPT_EVENTS,
     OPT_BUSY_POLL,
+    OPT_MODERATION,
     OPT_SIGNAL_ALL,
     OPT_CRC,
     OPT_TIMEOUT,
@@ -180,6 +185,7 @@ static const struct option longopts[] = {
     {"wait", required_argument, NULL, OPT_WAIT},
     {"events", no_argument, NULL, OPT_EVENTS},
     {"busy-poll", no_argument, NULL, OPT_BUSY_POLL},
+    {"moderation", required_argument, NULL, OPT_MODERATION},
     {"signal-all", no_argument, NULL, OPT_SIGNAL_ALL},
     {"timeout", required_argument, NULL, OPT_TIMEOUT},
     {"accept-timeout", required_argument, NULL, OPT_ACCEPT_TIMEOUT},
@@ -207,6 +213,22 @@ static int take_wait(struct options *o, const char *arg)
     else
         return tc_usage_error(NULL, "invalid --wait '%s' (yield, spin or events)", arg);
     return -1;
+}
+
+/* --moderation=US,N: -1 when it parses, else the usage error. */
+static int take_moderation(struct options *o, const char *arg)
+{
+    char us[16];
+    const char *comma = strchr(arg, ',');
+    if (!comma || (size_t)(comma - arg) >= sizeof us)
+        return tc_usage_error(NULL, "invalid --moderation '%s' (MICROSECONDS,COUNT, e.g. 100,16)", arg);
+    memcpy(us, arg, (size_t)(comma - arg));
+    us[comma - arg] = '\0';
+    int rc = tc_opt_number(NULL, us, 0, UINT32_MAX, false, &o->mod_interval_us, "moderation interval");
+    if (rc >= 0)
+        return rc;
+    o->moderation = true;
+    return tc_opt_number(NULL, comma + 1, 0, UINT32_MAX, false, &o->mod_count, "moderation count");
 }
 
 static int take_cpu(struct options *o, int ch, const char *arg)
@@ -288,6 +310,8 @@ static int take_option(struct options *o, struct seen *w, int ch)
     case OPT_BUSY_POLL:
         o->busy_poll = true;
         return -1;
+    case OPT_MODERATION:
+        return take_moderation(o, optarg);
     case OPT_SIGNAL_ALL:
         o->signal_all = true;
         return -1;

@@ -252,5 +252,6 @@ bool run_client_tests(struct endpoint *e, const struct test_params *tp)
             return false;
     }
     tc_table_rule();
+    report_notifications(&x);
     return true;
 }

@@ -192,6 +192,7 @@ static bool rx_data(struct run *x, const NDK_RESULT *r)
     }
     if (len == x->size) {
         x->data_in++;
+        x->data_in_total++;
         return true;
     }
     if (len == 1 && mark == MARK_END && x->server) {
@@ -396,6 +397,25 @@ void size_begin(struct run *x, uint32_t size)
     x->data_done = 0;
     x->t_data_done = 0;
     x->sq_samples = x->credit_samples = NULL;
+}
+
+void report_notifications(const struct run *x)
+{
+    const struct endpoint *e = x->e;
+    if (e->opt->wait != TC_WAIT_EVENTS)
+        return;
+    struct tc_waker *w = &e->c.ev->waker;
+    pthread_mutex_lock(&w->lock);
+    unsigned wakes = w->wakes;
+    pthread_mutex_unlock(&w->lock);
+    tc_out_lock();
+    printf(" Notifications   : %s %u for %" PRIu64 " data messages received", e->role, wakes,
+           x->data_in_total);
+    if (x->data_in_total)
+        printf(" (%.3f per message)", (double)wakes / (double)x->data_in_total);
+    printf("\n");
+    fflush(stdout);
+    tc_out_unlock();
 }
 
 void run_progress(struct run *x, uint64_t now, uint64_t done, double rate, const char *unit)

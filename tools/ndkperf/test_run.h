@@ -84,6 +84,7 @@ struct run {
     /* send_bw, counted over the whole run, end markers included. */
     uint64_t sent_total, acked, credit_base, data_sent;
     uint64_t recv_total;
+    uint64_t data_in_total; /* data messages received, all sizes */
     uint32_t credit_every;
     bool credit_owed;
 };
@@ -126,6 +127,8 @@ bool more_to_do(const struct run *x, uint64_t done, uint64_t now, uint64_t start
 bool end_size_ctrl(struct run *x);
 /* Spins on the last byte of the target buffer until it holds val. */
 bool wait_byte(struct run *x, uint8_t val, uint64_t start, const char *what);
+/* --wait=events: this side's notifications per data message received. */
+void report_notifications(const struct run *x);
 /* The live line, when due: what has been done of this size. */
 void run_progress(struct run *x, uint64_t now, uint64_t done, double rate, const char *unit);
 

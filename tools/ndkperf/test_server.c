@@ -108,6 +108,9 @@ bool run_server_tests(struct endpoint *e, const struct test_params *tp)
             return false;
     }
     /* The last answer must be on its way before the client's disconnect. */
-    return drain_sq(&x, "the completion of the last answer");
+    if (!drain_sq(&x, "the completion of the last answer"))
+        return false;
+    report_notifications(&x);
+    return true;
 }
 

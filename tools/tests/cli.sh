@@ -86,6 +86,7 @@ usage rping-size "$NDKPING" --rping -c -a 127.0.0.1 -S 5
 usage ucmatose-count "$NDKPING" --ucmatose -c 0
 usage ndkperf-test "$NDKPERF" bogus_lat --loopback
 usage ndkperf-depth "$NDKPERF" write_bw --loopback -q 0
+usage ndkperf-moderation "$NDKPERF" send_bw --loopback --moderation=100
 usage perftest-all "$NDKPERF" --perftest write_bw -a
 
 # An adapter that does not exist: named, and the candidates listed.
@@ -117,6 +118,13 @@ run ucmatose-refused "$NDKPING" --ucmatose -s 127.0.0.1 -p 1
 expect ucmatose-refused 1 err "$REFUSED" "ndkping --ucmatose: a refused connect names 127.0.0.1:1"
 run ndkperf-refused "$NDKPERF" send_lat -c 127.0.0.1 -p 1
 expect ndkperf-refused 1 err "$REFUSED" "ndkperf: a refused connect names 127.0.0.1:1"
+
+# CQ moderation in events mode: applied, and each side counts its
+# notifications per message received.
+run ndkperf-mod "$NDKPERF" send_bw --loopback -s 64 -n 2000 --events --moderation=100,16
+expect ndkperf-mod 0 out '^ CQ moderation   : 100 us, 16 completions' "ndkperf --moderation: shown in the header"
+expect ndkperf-mod 0 out '^ Notifications   : server [0-9]+ for 2000 data messages received \(' \
+	"ndkperf --moderation --events: the server's notifications per message"
 
 # The live line: on a terminal it is drawn in place (a carriage return
 # and the size's place in the run); piped, stderr has nothing but errors.

@@ -1,0 +1,82 @@
+/* The receive engine's staging buffer (rx_stage.h). */
+#include "rx_stage.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "qp.h"
+
+/* Chosen by measurement with bench/datapath (README there, "Staging");
+ * a build may set others (-DNDK_RX_STAGE_THRESHOLD=..., e.g. to measure). */
+#ifndef NDK_RX_STAGE_THRESHOLD
+#define NDK_RX_STAGE_THRESHOLD 8192
+#endif
+/* One read then takes hundreds of small FPDUs, and one whole FPDU of the
+ * largest size MPA allows (a 16-bit ULPDU length, 2 + 65535 + pad + CRC)
+ * fits. 0 turns staging off. */
+#ifndef NDK_RX_STAGE_SIZE
+#define NDK_RX_STAGE_SIZE (65536 + 16)
+#endif
+size_t ndk_rx_stage_threshold = NDK_RX_STAGE_THRESHOLD;
+size_t ndk_rx_stage_size = NDK_RX_STAGE_SIZE;
+
+bool rx_stage_init(struct rx_stage *s)
+{
+    memset(s, 0, sizeof *s);
+    size_t cap = ndk_rx_stage_size;
+    if (!cap)
+        return true;
+    if (!(s->buf = malloc(cap)))
+        return false;
+    s->cap = cap;
+    s->threshold = ndk_rx_stage_threshold;
+    return true;
+}
+
+void rx_stage_fini(struct rx_stage *s)
+{
+    free(s->buf);
+    memset(s, 0, sizeof *s);
+}
+
+size_t rx_stage_drop(struct rx_stage *s)
+{
+    size_t n = rx_stage_held(s);
+    s->head = s->tail = 0;
+    return n;
+}
+
+/* Copies what the buffer holds into v, as far as it goes. */
+static size_t serve(struct rx_stage *s, const struct iovec *v, int n)
+{
+    size_t moved = 0;
+    for (int i = 0; i < n && s->head < s->tail; i++) {
+        size_t k = v[i].iov_len < s->tail - s->head ? v[i].iov_len : s->tail - s->head;
+        memcpy(v[i].iov_base, s->buf + s->head, k);
+        s->head += k;
+        moved += k;
+    }
+    if (s->head == s->tail)
+        s->head = s->tail = 0;
+    return moved;
+}
+
+ssize_t rx_stage_readv(struct rx_stage *s, struct ndk_transport *tr, const struct iovec *v, int n,
+                       enum rx_stage_how how)
+{
+    if (s->head < s->tail)
+        return (ssize_t)serve(s, v, n);
+    if (how == RX_STAGE_ONLY || s->dry)
+        return -EAGAIN;
+    if (how == RX_STAGE_DIRECT || !s->cap)
+        return tr->ops->readv(tr, v, n);
+    struct iovec all = {s->buf, s->cap};
+    ssize_t got = tr->ops->readv(tr, &all, 1);
+    if (got <= 0)
+        return got;
+    s->head = 0;
+    s->tail = (size_t)got;
+    s->dry = (size_t)got < s->cap;
+    return (ssize_t)serve(s, v, n);
+}

@@ -1,0 +1,73 @@
+/*
+ * rx_stage.h - the receive engine's staging buffer: one system call takes
+ * as many octets as the socket holds (up to the buffer's size) when the
+ * FPDUs coming are small, and the engine then takes its reads (header,
+ * payload, trailer) from the buffer by copying. Large payloads still go
+ * from the socket straight into registered memory: a read is served from
+ * the buffer only while it holds octets, and refills it only when the
+ * engine says the read is small (qp_rx.c decides).
+ *
+ * The buffer is provider memory, never the consumer's: staging changes how
+ * octets leave the socket, not when or where the engine places them, so
+ * every check still comes before a byte is placed.
+ */
+#ifndef NDK_RX_STAGE_H
+#define NDK_RX_STAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+#include <sys/uio.h>
+
+struct ndk_transport;
+
+/* Defaults for new connections: payloads of at most `threshold` octets are
+ * staged; `size` octets of buffer per connection (0: no staging). Globals
+ * so that the simulation tests can vary them; read when a data path
+ * starts. */
+extern size_t ndk_rx_stage_threshold;
+extern size_t ndk_rx_stage_size;
+
+struct rx_stage {
+    uint8_t *buf;
+    size_t cap;        /* 0: no staging, every read goes to the transport */
+    size_t threshold;
+    size_t head, tail; /* unread octets are buf[head, tail) */
+    bool dry;          /* the last refill emptied the socket (rx_stage_wake) */
+};
+
+/* How a read may use the transport when the buffer is empty. */
+enum rx_stage_how {
+    RX_STAGE_FILL,   /* the read is small: refill the buffer, serve from it */
+    RX_STAGE_DIRECT, /* read straight into the caller's iovecs */
+    RX_STAGE_ONLY,   /* not at all (-EAGAIN): the engine's budget is spent */
+};
+
+/* Allocates the buffer with the defaults above. False without memory. */
+bool rx_stage_init(struct rx_stage *s);
+void rx_stage_fini(struct rx_stage *s);
+static inline size_t rx_stage_held(const struct rx_stage *s)
+{
+    return s->tail - s->head;
+}
+/* The engine was called for input: the socket may hold octets again. A
+ * refill that takes fewer octets than the buffer holds has emptied the
+ * socket, and until this call every read that finds the buffer empty says
+ * -EAGAIN without a system call: the socket's readiness calls the engine
+ * again when more arrives, and the read that would only have said EAGAIN
+ * is saved (one per wake-up of a ping-pong). */
+static inline void rx_stage_wake(struct rx_stage *s)
+{
+    s->dry = false;
+}
+/* Drops what the buffer holds (the stream is being discarded); returns
+ * how many octets that was. */
+size_t rx_stage_drop(struct rx_stage *s);
+/* Reads into v as the transport's readv would (octets moved, 0 at the end
+ * of the stream, -errno): from the buffer while it holds octets (possibly
+ * fewer than asked), else as `how` says. */
+ssize_t rx_stage_readv(struct rx_stage *s, struct ndk_transport *tr, const struct iovec *v, int n,
+                       enum rx_stage_how how);
+
+#endif
