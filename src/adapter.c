@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mem.h"
 #include "net/linger.h"
@@ -242,6 +243,7 @@ static void *progress_main(void *arg)
     uint64_t leases_aged_ms = 0;
     pthread_mutex_lock(&ad->lock);
     loop_set_owner(&ad->loop);
+    __atomic_store_n(&ad->progress_tid, (int)gettid(), __ATOMIC_RELAXED);
     for (;;) {
         ndk_drain_callbacks(ad);
         ndk_free_deferred(ad);
@@ -285,8 +287,7 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         return STATUS_INVALID_PARAMETER;
     if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
         return STATUS_INVALID_PARAMETER;
-    if (getenv("NDK_DEBUG"))
-        ndk_debug_enabled = true;
+    ndk_log_init();
 
     NDK_VERSION ver;
     if (!version_supported(Version, &ver))
@@ -368,7 +369,9 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     ad->thread_started = true;
     /* Without memory for the verifier the adapter still works, unchecked. */
     if (ndk_verify_wanted(&ad->opt) && !ndk_verify_attach(ad))
-        ndk_log("no memory for the NDK verifier: adapter %s is not verified", ad->name);
+        NDK_LOG(NDK_LL_ERROR, NDK_LC_VERIFIER, &ad->obj,
+                "no memory for the NDK verifier: adapter %s is not verified", ad->name);
+    ndk_stat_adapter_opened(ad);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
 }
@@ -398,11 +401,12 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         return;
     if (ndk_on_progress_thread(ad)) {
         /* L12: never from a callback; joining ourselves would deadlock. */
-        ndk_log("ndk_close_adapter called from a callback: ignored");
+        NDK_LOG(NDK_LL_ERROR, NDK_LC_API, &ad->obj, "ndk_close_adapter called from a callback: ignored");
         return;
     }
     if (ad->verifier)
         ndk_verify_adapter_closing(ad);
+    ndk_stat_adapter_closing(ad);
     pthread_mutex_lock(&ad->lock);
     ad->stopping = true;
     loop_kick(&ad->loop);

@@ -20,6 +20,8 @@
 
 #include <ndk/ndk.h>
 
+#include "log.h"
+#include "stat.h"
 #include "net/loop.h"
 
 #define NDK_OBJ_MAGIC 0x4E444B4Fu /* "NDKO" */
@@ -100,6 +102,7 @@ struct ndk_obj {
     struct ndk_pub pub; /* must be first: &obj->pub is the consumer's pointer */
     uint32_t magic;
     NDK_OBJECT_TYPE type;
+    uint32_t id;         /* unique in the process: names it in logs and ndkstat */
     struct ndk_adapter_impl *ad;
     const struct ndk_obj_ops *ops;
     unsigned successors; /* live objects that depend on this one (L8) */
@@ -154,6 +157,10 @@ struct ndk_adapter_impl {
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
     unsigned naddrs;
+
+    struct ndk_adapter_stats st; /* what ndkstat shows (stat.h) */
+    int progress_tid;            /* the progress thread's id, for ndkstat */
+    struct ndk_adapter_impl *stat_next; /* the process's adapter list (stat.c) */
 };
 
 /* ---- objects ---- */
@@ -200,14 +207,5 @@ void ndk_post_leave(void);
 void ndk_kick(struct ndk_adapter_impl *ad);
 /* True when the calling thread is the adapter's progress thread. */
 bool ndk_on_progress_thread(struct ndk_adapter_impl *ad);
-
-/* ---- misc ---- */
-void ndk_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define NDK_DEBUG(...)                                                                     \
-    do {                                                                                   \
-        if (ndk_debug_enabled)                                                             \
-            ndk_log(__VA_ARGS__);                                                          \
-    } while (0)
-extern bool ndk_debug_enabled;
 
 #endif

@@ -84,6 +84,12 @@ ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp)
 
 void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 {
+    if (e->status == STATUS_SUCCESS)
+        NDK_STAT_ADD(qp->dp.st.cqe_success, 1);
+    else if (e->status == STATUS_CANCELLED)
+        NDK_STAT_ADD(qp->dp.st.cqe_cancelled, 1);
+    else
+        NDK_STAT_ADD(qp->dp.st.cqe_error, 1);
     /* A full CQ makes it and every QP using it unusable (reference 8.1):
      * the entry is lost and the connection is torn down. */
     if (!ndk_cq_push(cq, e) && qp->dp.state == QP_RTS) {
@@ -1050,6 +1056,7 @@ static void qp_destroy(struct ndk_obj *obj)
 {
     struct ndk_qp_impl *qp = container_of(obj, struct ndk_qp_impl, obj);
     ndk_qp_stop(qp);
+    ndk_stat_qp_retire(qp);
     ndk_obj_release_successor(&qp->pd->obj);
     ndk_obj_release_successor(&qp->rcq->obj);
     ndk_obj_release_successor(&qp->icq->obj);

@@ -28,6 +28,7 @@
 #include "cqsrq.h"
 #include "mem.h"
 #include "rx_stage.h"
+#include "stat.h"
 #include "wire/ddp.h"
 
 struct ndk_transport;
@@ -257,6 +258,8 @@ struct ndk_qp_dp {
     /* Why the data path ended the connection: NDK_DISCONNECT_REASON_*, the
      * first one set wins; 0 while it has not (any thread, atomically). */
     ULONG end_reason;
+
+    struct ndk_dp_stats st; /* what ndkstat shows (stat.h) */
 };
 
 /* ---- qp.c ---- */
