@@ -62,14 +62,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define CONNRATE_ASAN 1
+/* AddressSanitizer and ThreadSanitizer replace malloc with an allocator
+ * that does not feed mallinfo2(), and both count its bytes in use. */
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define CONNRATE_SANITIZER_HEAP 1
 #elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CONNRATE_ASAN 1
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define CONNRATE_SANITIZER_HEAP 1
 #endif
 #endif
-#ifdef CONNRATE_ASAN
+#ifdef CONNRATE_SANITIZER_HEAP
 /* The sanitizer runtime's allocator statistics (sanitizer/allocator_interface.h,
  * which GCC does not install). */
 size_t __sanitizer_get_current_allocated_bytes(void);
@@ -1122,7 +1124,7 @@ static void report_server(void)
  * not had back. */
 static size_t heap_used(size_t *small, size_t *mapped)
 {
-#ifdef CONNRATE_ASAN
+#ifdef CONNRATE_SANITIZER_HEAP
     size_t n = __sanitizer_get_current_allocated_bytes();
     if (small)
         *small = n;
@@ -1138,7 +1140,7 @@ static size_t heap_used(size_t *small, size_t *mapped)
     return m.uordblks + m.hblkhd;
 }
 
-#ifdef CONNRATE_ASAN
+#ifdef CONNRATE_SANITIZER_HEAP
 #define HEAP_SOURCE "the sanitizer allocator's bytes in use (__sanitizer_get_current_allocated_bytes)"
 #else
 #define HEAP_SOURCE "mallinfo2() uordblks + hblkhd over all arenas, glibc's per-thread caches off"
@@ -1154,7 +1156,7 @@ static size_t heap_used(size_t *small, size_t *mapped)
  */
 static void exec_for_heap_figures(char **argv)
 {
-#ifndef CONNRATE_ASAN
+#ifndef CONNRATE_SANITIZER_HEAP
     static const char tunable[] = "glibc.malloc.tcache_count=0";
     const char *t = getenv("GLIBC_TUNABLES");
     if (t && strstr(t, tunable))

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "mem.h"
 #include "net/linger.h"
@@ -225,6 +226,7 @@ static void *progress_main(void *arg)
     uint64_t leases_aged_ms = 0;
     pthread_mutex_lock(&dev->lock);
     loop_set_owner(&dev->loop);
+    __atomic_store_n(&dev->progress_tid, (int)gettid(), __ATOMIC_RELAXED);
     for (;;) {
         ndk_drain_callbacks(dev);
         ndk_free_deferred(dev);
@@ -336,8 +338,7 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         return STATUS_INVALID_PARAMETER;
     if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
         return STATUS_INVALID_PARAMETER;
-    if (getenv("NDK_DEBUG"))
-        ndk_debug_enabled = true;
+    ndk_log_init();
 
     NDK_VERSION ver;
     if (!version_supported(Version, &ver))
@@ -408,7 +409,9 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     pthread_mutex_unlock(&registry_lock);
     /* Without memory for the verifier the view still works, unchecked. */
     if (ndk_verify_wanted(&ad->opt) && !ndk_verify_attach(ad))
-        ndk_log("no memory for the NDK verifier: adapter %s is not verified", dev->name);
+        NDK_LOG(NDK_LL_ERROR, NDK_LC_VERIFIER, &ad->obj,
+                "no memory for the NDK verifier: adapter %s is not verified", dev->name);
+    ndk_stat_adapter_opened(ad);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
 }
@@ -569,13 +572,14 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
     struct ndk_device *dev = ad->dev;
     if (ndk_on_progress_thread(ad)) {
         /* L12: never from a callback; joining ourselves would deadlock. */
-        ndk_log("ndk_close_adapter called from a callback: ignored");
+        NDK_LOG(NDK_LL_ERROR, NDK_LC_API, &ad->obj, "ndk_close_adapter called from a callback: ignored");
         return;
     }
     /* The verifier reports what this view left open (rule L17); its
      * records go when the view is freed (ndk_free_deferred). */
     if (ad->verifier)
         ndk_verify_adapter_closing(ad);
+    ndk_stat_adapter_closing(ad);
     /* The last view takes the device out of the registry: a later open
      * of the interface makes a new one. */
     pthread_mutex_lock(&registry_lock);

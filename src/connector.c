@@ -214,6 +214,36 @@ static void leave_backlog(struct ndk_connector_impl *c)
     }
 }
 
+/* ---- log lines (log.h) ---- */
+
+static const char *reason_name(ULONG why)
+{
+    switch (why) {
+    case NDK_DISCONNECT_REASON_PEER_CLOSED: return "peer closed";
+    case NDK_DISCONNECT_REASON_ABORTED: return "aborted";
+    case NDK_DISCONNECT_REASON_TERMINATE_RECEIVED: return "Terminate received";
+    case NDK_DISCONNECT_REASON_TERMINATE_SENT: return "Terminate sent";
+    case NDK_DISCONNECT_REASON_LOCAL_ERROR: return "local error";
+    default: return "unknown";
+    }
+}
+
+#define CONN_LOG(lvl, cat, c, fmt, ...)                                                          \
+    do {                                                                                       \
+        if (NDK_LOG_ON(lvl, cat)) {                                                            \
+            char la_[NDK_LOG_ADDR_LEN], pa_[NDK_LOG_ADDR_LEN];                                 \
+            NDK_LOG(lvl, cat, &(c)->obj, "local %s peer %s: " fmt,                             \
+                    ndk_log_addr(&(c)->local, la_), ndk_log_addr(&(c)->peer, pa_), __VA_ARGS__);\
+        }                                                                                      \
+    } while (0)
+
+/* A Terminate that connection set-up sends (the data path logs its own). */
+static void log_setup_term(struct ndk_connector_impl *c, uint8_t layer, uint8_t etype, uint8_t code)
+{
+    c->obj.ad->st.setup_term_tx++;
+    CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate sent: %s", term_describe(layer, etype, code));
+}
+
 /* The connection is over (refused, aborted, timed out, disconnected). */
 static void conn_dead(struct ndk_connector_impl *c, bool abortive)
 {
@@ -242,6 +272,7 @@ static void fire_disconnect_event(struct ndk_connector_impl *c, ULONG reason)
     if (c->disc_event_done || c->local_disconnect || c->obj.closing)
         return;
     c->disc_event_done = true;
+    CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "disconnected: %s", reason_name(reason));
     if (!c->disc_fn && !c->disc_fn_ex)
         return;
     c->disc_event.kind = CB_DISCONNECT;
@@ -294,7 +325,11 @@ static bool peer_went_away(struct ndk_connector_impl *c)
 
 static void connect_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
-    NDK_DEBUG("connect failed: %s", ndk_status_name(st));
+    if (st == STATUS_CONNECTION_REFUSED)
+        c->obj.ad->st.connect_refused++;
+    else
+        c->obj.ad->st.connect_failed++;
+    CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "connect failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->connect_req, st);
 }
@@ -336,6 +371,8 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
         (!sent_enhanced && rep->enhanced)) {
         /* We cannot insert markers, and an enhanced Request needs an
          * enhanced Reply (RFC 6581; siw fails the same way). */
+        CONN_LOG(NDK_LL_WARN, NDK_LC_MPA, c, "unusable MPA Reply (rev %u%s%s)", rep->rev,
+                 rep->markers ? ", markers" : "", rep->enhanced ? ", enhanced" : "");
         connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
         return;
     }
@@ -368,6 +405,9 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
 
     if (rep->reject) {
         /* 7.2: the reject private data stays readable after the refusal. */
+        ad->st.connect_refused++;
+        CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "connect rejected by the peer (%u octets of private data)",
+                 (unsigned)rep->pd_len);
         conn_close_wire(c, false);
         c->state = CONN_DEAD;
         qp_detach_connected(c);
@@ -378,6 +418,7 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
         /* The responder would send more reads than we can ever hold. */
         uint8_t term[28];
         size_t n = mpa_build_term_simple(2, 0, 0x06, c->crc, term);
+        log_setup_term(c, 2, 0, 0x06);
         send_bytes(c, term, n);
         connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
         return;
@@ -390,6 +431,7 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
         if (!common) {
             uint8_t term[28];
             size_t n = mpa_build_term_simple(2, 0, 0x07, c->crc, term);
+            log_setup_term(c, 2, 0, 0x07);
             send_bytes(c, term, n);
             connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
             return;
@@ -427,6 +469,7 @@ static void read_reply(struct ndk_connector_impl *c)
         struct mpa_frame rep;
         enum mpa_result r = mpa_reader_feed(&c->reader, buf, (size_t)n, &used, &rep);
         if (r < 0) {
+            CONN_LOG(NDK_LL_WARN, NDK_LC_MPA, c, "malformed MPA Reply: %s", mpa_result_describe(r));
             connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
             return;
         }
@@ -441,7 +484,8 @@ static void read_reply(struct ndk_connector_impl *c)
 
 static void accept_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
-    NDK_DEBUG("accept failed: %s", ndk_status_name(st));
+    c->obj.ad->st.accept_failed++;
+    CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "accept failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->accept_req, st);
 }
@@ -476,6 +520,16 @@ static bool established(struct ndk_connector_impl *c)
         if (gated && (c->obj.ad->opt.Flags & NDK_OPEN_FLAG_RELAXED_TX_GATE))
             loop_timer_arm(conn_loop(c), &c->timer, NDK_RELAXED_GATE_MS);
     }
+    if (c->passive)
+        c->obj.ad->st.accept_ok++;
+    else
+        c->obj.ad->st.connect_ok++;
+    CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s, qp#%u", c->passive ? "accepted" : "connected",
+             c->qp ? c->qp->obj.id : 0);
+    CONN_LOG(NDK_LL_INFO, NDK_LC_MPA, c, "MPA rev %u%s, CRC %s, RTR %s, IRD %lu ORD %lu", c->rev,
+             c->enhanced ? " enhanced" : "", c->crc ? "on" : "off",
+             !c->p2p ? "none" : c->rtr == MPA_RTR_WRITE ? "write" : "read", (unsigned long)c->eff_ird,
+             (unsigned long)c->eff_ord);
     return true;
 }
 
@@ -483,6 +537,7 @@ static void term_and_fail_accept(struct ndk_connector_impl *c, uint8_t code)
 {
     uint8_t term[28];
     size_t n = mpa_build_term_simple(2, 0, code, c->crc, term);
+    log_setup_term(c, 2, 0, code);
     send_bytes(c, term, n);
     accept_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
 }
@@ -503,7 +558,9 @@ static void rtr_terminated(struct ndk_connector_impl *c)
         struct term_msg m;
         size_t ulpdu = ddp_rd16(c->rtr_buf);
         term_decode(c->rtr_buf + 2, MIN(ulpdu, c->rtr_have - 2), &m);
-        NDK_DEBUG("Terminate instead of the RTR: %s", term_describe(m.layer, m.etype, m.code));
+        c->obj.ad->st.setup_term_rx++;
+        CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate received instead of the RTR: %s",
+                 term_describe(m.layer, m.etype, m.code));
     }
     accept_fail(c, STATUS_CONNECTION_ABORTED, false);
 }
@@ -729,7 +786,7 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         if (events & EPOLLIN) {
             if (ndk_stream_peek(c->fd) > 0) {
                 /* Bytes before our Reply: protocol violation (RFC 5044). */
-                NDK_DEBUG("initiator sent data before the Reply; aborting");
+                CONN_LOG(NDK_LL_WARN, NDK_LC_MPA, c, "%s", "initiator sent data before the Reply: aborted");
                 on_peer_closed(c, true);
                 return;
             }
@@ -1173,6 +1230,8 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
         } else {
             /* The rejecting Reply carries our would-be IRD/ORD (RFC 6581
              * 9.1) and the private data; then a graceful close. */
+            c->obj.ad->st.rejected++;
+            CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "rejected");
             struct mpa_frame rep = {
                 .reply = true,
                 .reject = true,
@@ -1295,6 +1354,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
         st = STATUS_CONNECTION_ABORTED;
     } else {
         c->local_disconnect = true;
+        CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "disconnecting (NdkDisconnect)");
         if (c->dp_started) {
             /* Our FIN goes once everything already queued is out. */
             ndk_qp_disconnect(c->qp);

@@ -22,6 +22,8 @@
 #include <ndk/ndk.h>
 
 #include "net/linger.h"
+#include "log.h"
+#include "stat.h"
 #include "net/loop.h"
 
 #define NDK_OBJ_MAGIC 0x4E444B4Fu /* "NDKO" */
@@ -103,6 +105,7 @@ struct ndk_obj {
     struct ndk_pub pub; /* must be first: &obj->pub is the consumer's pointer */
     uint32_t magic;
     NDK_OBJECT_TYPE type;
+    uint32_t id;         /* unique in the process: names it in logs and ndkstat */
     struct ndk_adapter_impl *ad;
     const struct ndk_obj_ops *ops;
     unsigned successors; /* live objects that depend on this one (L8) */
@@ -157,6 +160,8 @@ struct ndk_device {
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
     unsigned naddrs;
+
+    int progress_tid; /* the progress thread's id, for ndkstat */
 };
 
 /* An adapter instance (NDK_ADAPTER): a view of its device with its own
@@ -174,6 +179,10 @@ struct ndk_adapter_impl {
     bool closed;          /* ndk_close_adapter returned; kept while objects remain */
     struct ndk_obj *objects; /* every live object created through this view */
     unsigned callbacks;   /* queued or running callbacks of its objects (device lock) */
+    /* What ndkstat shows of this view (stat.h; device lock): its own
+     * objects' counters, apart from other views of the device. */
+    struct ndk_adapter_stats st;
+    struct ndk_adapter_impl *stat_next; /* the process's adapter list (stat.c) */
 };
 
 /* ---- objects ---- */
@@ -218,14 +227,5 @@ void ndk_post_leave(void);
 void ndk_kick(struct ndk_adapter_impl *ad);
 /* True when the calling thread is the adapter's progress thread. */
 bool ndk_on_progress_thread(struct ndk_adapter_impl *ad);
-
-/* ---- misc ---- */
-void ndk_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-#define NDK_DEBUG(...)                                                                     \
-    do {                                                                                   \
-        if (ndk_debug_enabled)                                                             \
-            ndk_log(__VA_ARGS__);                                                          \
-    } while (0)
-extern bool ndk_debug_enabled;
 
 #endif

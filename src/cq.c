@@ -273,6 +273,9 @@ bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
         /* 8.1 / 5.2.4: the CQ is now unusable; an armed notification of any
          * type reports STATUS_BUFFER_OVERFLOW, and a later arm does too. */
         cq->overflowed = true;
+        NDK_LOG(NDK_LL_ERROR, NDK_LC_CQ, &cq->obj,
+                "overflowed (depth %lu): completions are lost, the QPs completing here fail",
+                (unsigned long)cq->depth);
         if (cq->armed >= 0)
             cq_fire_locked(cq, STATUS_BUFFER_OVERFLOW);
         pthread_mutex_unlock(&cq->lock);

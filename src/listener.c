@@ -79,12 +79,16 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
 
     /* The initiator may send nothing until it has our Reply (RFC 5044). */
     if (ndk_stream_peek(h->fd) > 0) {
-        NDK_DEBUG("listener: bytes after the MPA Request, closing");
+        char a[NDK_LOG_ADDR_LEN];
+        NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &l->obj, "%s sent bytes after its MPA Request: closed",
+                ndk_log_addr(&h->peer, a));
         halfopen_free(h, true);
         return;
     }
     if (req->markers) {
-        NDK_DEBUG("listener: markers requested, rejecting");
+        char a[NDK_LOG_ADDR_LEN];
+        NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &l->obj, "%s asked for MPA markers: rejected",
+                ndk_log_addr(&h->peer, a));
         reply_markers_reject(h, req);
         /* The initiator closes once it has read the reject. */
         loop_watch_del(&ad->dev->loop, &h->watch);
@@ -95,6 +99,11 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     }
     if (l->obj.closing || l->paused || l->backlog_used >= ad->opt.ListenBacklog) {
         /* Paused or over the backlog: as if nobody listened (5.11.3). */
+        ad->st.requests_refused++;
+        char a[NDK_LOG_ADDR_LEN];
+        NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &l->obj, "request from %s refused: %s",
+                ndk_log_addr(&h->peer, a),
+                l->obj.closing ? "closing" : l->paused ? "paused" : "backlog full");
         halfopen_free(h, true);
         return;
     }
@@ -116,6 +125,10 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     cb->kind = CB_CONNECT_EVENT;
     cb->obj = &l->obj;
     cb->u.connect.connector = &c->obj;
+    ad->st.requests++;
+    char a[NDK_LOG_ADDR_LEN];
+    NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &l->obj, "request from %s (MPA rev %u%s): conn#%u",
+            ndk_log_addr(&h->peer, a), req->rev, req->crc ? ", CRC" : "", c->obj.id);
     ndk_cb_queue(ad, cb);
 }
 
@@ -149,7 +162,9 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
         struct mpa_frame req;
         enum mpa_result r = mpa_reader_feed(&h->reader, buf, (size_t)n, &used, &req);
         if (r < 0) {
-            NDK_DEBUG("listener: malformed MPA Request (%d), closing", (int)r);
+            char a[NDK_LOG_ADDR_LEN];
+            NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &h->l->obj, "malformed MPA Request from %s (%s): closed",
+                    ndk_log_addr(&h->peer, a), mpa_result_describe(r));
             halfopen_free(h, true);
             return;
         }
@@ -163,7 +178,9 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
 static void halfopen_on_timer(struct loop_timer *t)
 {
     struct ndk_halfopen *h = container_of(t, struct ndk_halfopen, timer);
-    NDK_DEBUG("listener: no MPA Request in time, closing");
+    char a[NDK_LOG_ADDR_LEN];
+    NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &h->l->obj, "no MPA Request from %s in time: closed",
+            ndk_log_addr(&h->peer, a));
     halfopen_free(h, false);
 }
 

@@ -373,6 +373,14 @@ struct ndk_obj *mem_entry_free(struct mem_table *t, struct mem_entry *e)
     return release;
 }
 
+uint64_t mem_entry_registered_len(struct mem_table *t, struct mem_entry *e)
+{
+    pthread_mutex_lock(&t->lock);
+    uint64_t len = e && e->valid && e->kind != MEM_KIND_MW ? e->len : 0;
+    pthread_mutex_unlock(&t->lock);
+    return len;
+}
+
 UINT32 mem_entry_token(struct mem_table *t, struct mem_entry *e)
 {
     UINT32 tok = 0;

@@ -31,6 +31,8 @@ NTSTATUS mem_mr_deregister(struct mem_table *t, struct mem_entry *e);
 NTSTATUS mem_frmr_init(struct mem_table *t, struct mem_entry *e, ULONG npages, bool remote);
 /* The token the getters return; 0 when none is valid yet. */
 UINT32 mem_entry_token(struct mem_table *t, struct mem_entry *e);
+/* The octets a valid MR or fast-registered MR covers; 0 otherwise (ndkstat). */
+uint64_t mem_entry_registered_len(struct mem_table *t, struct mem_entry *e);
 /* mr.c / mw.c: the entry behind a consumer's pointer (and its object), or
  * NULL when it is not a live MR / MW. */
 struct mem_entry *mem_mr_entry(const NDK_MR *mr, struct ndk_obj **obj);

@@ -65,11 +65,14 @@ static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length, ULONG Flags
         access |= MEM_REMOTE_READ;
     if (Flags & MR_FLAG_REMOTE_WRITE_BIT)
         access |= MEM_REMOTE_WRITE | MEM_LOCAL_WRITE;
-    uint64_t va;
+    uint64_t va = 0;
     NTSTATUS st = mem_mdl_span(Mdl, Length, &va);
+    if (st == STATUS_SUCCESS)
+        st = mem_mr_register(mr->obj.ad->dev->mem, mr->entry, va, Length, access);
     if (st != STATUS_SUCCESS)
-        return st;
-    return mem_mr_register(mr->obj.ad->dev->mem, mr->entry, va, Length, access);
+        NDK_LOG(NDK_LL_WARN, NDK_LC_MEM, &mr->obj, "NdkRegisterMr of %zu octets at 0x%llx failed: %s",
+                (size_t)Length, (unsigned long long)va, ndk_status_name(st));
+    return st;
 }
 
 static NTSTATUS mr_deregister(NDK_MR *pNdkMr, NDK_FN_REQUEST_COMPLETION RequestCompletion,
@@ -90,7 +93,11 @@ static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BO
     struct ndk_mr_impl *mr = mr_from(pNdkMr);
     if (!mr)
         return STATUS_INVALID_PARAMETER;
-    return mem_frmr_init(mr->obj.ad->dev->mem, mr->entry, AdapterPageCount, RemoteAccess != FALSE);
+    NTSTATUS st = mem_frmr_init(mr->obj.ad->dev->mem, mr->entry, AdapterPageCount, RemoteAccess != FALSE);
+    if (st != STATUS_SUCCESS)
+        NDK_LOG(NDK_LL_WARN, NDK_LC_MEM, &mr->obj, "NdkInitializeFastRegisterMr of %lu pages failed: %s",
+                (unsigned long)AdapterPageCount, ndk_status_name(st));
+    return st;
 }
 
 /* Local and remote tokens are one STag (mem.h); 0 until the MR is

@@ -7,18 +7,6 @@
 #include "objects.h"
 #include "verify/verify.h"
 
-bool ndk_debug_enabled;
-
-void ndk_log(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("libndk: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
 void ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter_impl *ad, NDK_OBJECT_TYPE type,
                   const void *dispatch, const struct ndk_obj_ops *ops)
 {
@@ -30,6 +18,8 @@ void ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter_impl *ad, NDK_OBJECT_T
     obj->pub.Dispatch = dispatch;
     obj->magic = NDK_OBJ_MAGIC;
     obj->type = type;
+    static uint32_t last_id;
+    obj->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
     obj->ad = ad;
     obj->ops = ops;
     obj->close_cb.kind = CB_CLOSE;

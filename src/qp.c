@@ -33,6 +33,7 @@ static void qp_destroy(struct ndk_obj *obj)
 {
     struct ndk_qp_impl *qp = container_of(obj, struct ndk_qp_impl, obj);
     ndk_qp_stop(qp);
+    ndk_stat_qp_retire(qp);
     ndk_obj_release_successor(&qp->pd->obj);
     ndk_obj_release_successor(&qp->rcq->obj);
     ndk_obj_release_successor(&qp->icq->obj);

@@ -31,6 +31,7 @@
 #include "mem.h"
 #include "transport.h"
 #include "rx_stage.h"
+#include "stat.h"
 #include "wire/ddp.h"
 
 struct ndk_transport;
@@ -265,6 +266,8 @@ struct ndk_qp_dp {
     /* Why the data path ended the connection: NDK_DISCONNECT_REASON_*, the
      * first one set wins; 0 while it has not (any thread, atomically). */
     ULONG end_reason;
+
+    struct ndk_dp_stats st; /* what ndkstat shows (stat.h) */
 };
 
 /* ---- qp_iwarp.c: the iWARP transport, as the connector drives it ---- */

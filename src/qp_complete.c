@@ -59,6 +59,12 @@ ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp)
 
 void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 {
+    if (e->status == STATUS_SUCCESS)
+        NDK_STAT_ADD(qp->dp.st.cqe_success, 1);
+    else if (e->status == STATUS_CANCELLED)
+        NDK_STAT_ADD(qp->dp.st.cqe_cancelled, 1);
+    else
+        NDK_STAT_ADD(qp->dp.st.cqe_error, 1);
     /* A full CQ makes it and every QP using it unusable (docs/behaviour.md, Completions):
      * the entry is lost and the connection is torn down. */
     if (!ndk_cq_push(cq, e) && qp->dp.state == QP_RTS) {

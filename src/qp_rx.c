@@ -447,7 +447,10 @@ static void on_terminate(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     struct term_msg m;
     term_decode(dp->rx_hdr + 2, dp->rx_ulpdu, &m);
-    NDK_DEBUG("terminate received: %s", term_describe(m.layer, m.etype, m.code));
+    NDK_STAT_ADD(dp->st.rx_fpdus[RDMAP_OP_TERMINATE], 1);
+    __atomic_store_n(&dp->st.term_rx, NDK_STAT_TERM(m.layer, m.etype, m.code), __ATOMIC_RELAXED);
+    NDK_LOG(NDK_LL_WARN, NDK_LC_DP, &qp->obj, "Terminate received: %s",
+            term_describe(m.layer, m.etype, m.code));
     struct ddp_term t;
     ddp_term_set(&t, m.layer, m.etype, m.code, false);
     dp->rx_term_ctrl = m.ctrl;
@@ -530,7 +533,14 @@ static bool on_header(struct ndk_qp_impl *qp)
     dp->rx_hdr_len = hlen;
     dp->rx_payload = ulpdu - hlen;
     dp->rx_payload_done = 0;
-    if (!place(qp))
+    bool placed = place(qp);
+    /* A Send waiting for its receive has its header decoded again once the
+     * input resumes: it is counted then, once. */
+    if (placed || !dp->rx_waiting) {
+        NDK_STAT_ADD(dp->st.rx_fpdus[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], 1);
+        NDK_STAT_ADD(dp->st.rx_bytes[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], dp->rx_payload);
+    }
+    if (!placed)
         return false;
     dp->rx_trl_need = mpa_pad_len(ulpdu) + 4;
     dp->rx_trl_have = 0;

@@ -47,6 +47,9 @@ static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl
         memset(trl + pad, 0, 4);
     }
     size_t wire = 2 + ulpdu + pad + 4;
+    unsigned op = hdr[3] & RDMAP_CTRL_OP_MASK;
+    NDK_STAT_ADD(dp->st.tx_fpdus[op & (NDK_STAT_OPS - 1)], 1);
+    NDK_STAT_ADD(dp->st.tx_bytes[op & (NDK_STAT_OPS - 1)], plen);
     dp->mulpdu_recheck = dp->mulpdu_recheck > wire ? dp->mulpdu_recheck - wire : 0;
     struct iovec *iov = dp->tx_iov;
     iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
@@ -76,6 +79,7 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
     bool live = dp->tr && dp->state == QP_RTS && !heard;
     if (live && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 && !dp->tx_gated) {
         size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
+        NDK_STAT_ADD(dp->st.nudges, 1);
         dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
         dp->tx_iov_cnt = 1;
@@ -352,6 +356,12 @@ void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len)
     if (dp->term_len || !dp->tr)
         return;
     dp->term_len = mpa_fpdu_build(ulpdu, len, dp->crc, dp->term_buf, sizeof dp->term_buf);
+    struct term_msg m;
+    term_decode(ulpdu, len, &m);
+    NDK_STAT_ADD(dp->st.tx_fpdus[RDMAP_OP_TERMINATE], 1);
+    __atomic_store_n(&dp->st.term_tx, NDK_STAT_TERM(m.layer, m.etype, m.code), __ATOMIC_RELAXED);
+    NDK_LOG(NDK_LL_WARN, NDK_LC_DP, &qp->obj, "Terminate sent: %s",
+            term_describe(m.layer, m.etype, m.code));
     qp_tx_cut_batch(qp);
     dp->tx_gated = false; /* a Terminate may always go out */
     qp_tx_progress(qp);

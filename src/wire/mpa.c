@@ -166,6 +166,17 @@ static void reader_describe(const struct mpa_reader *r, struct mpa_frame *f)
     }
 }
 
+const char *mpa_result_describe(enum mpa_result r)
+{
+    switch (r) {
+    case MPA_ERR_KEY: return "wrong key";
+    case MPA_ERR_REV: return "unknown revision";
+    case MPA_ERR_PD_LEN: return "private data too long";
+    case MPA_ERR_ENH: return "bad enhanced (RFC 6581) header";
+    default: return "no error";
+    }
+}
+
 enum mpa_result mpa_reader_feed(struct mpa_reader *r, const uint8_t *data, size_t len,
                                 size_t *consumed, struct mpa_frame *out)
 {

@@ -75,6 +75,8 @@ void mpa_reader_init(struct mpa_reader *r, bool expect_reply, uint16_t pd_limit)
  * re-initialised). Errors are final: later calls return the same error. */
 enum mpa_result mpa_reader_feed(struct mpa_reader *r, const uint8_t *data, size_t len,
                                 size_t *consumed, struct mpa_frame *out);
+/* What an error result means, in a few words (for logs). */
+const char *mpa_result_describe(enum mpa_result r);
 
 /*
  * Responder policy (RFC 6581 section 9.1): given the Request,

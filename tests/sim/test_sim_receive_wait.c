@@ -7,6 +7,8 @@
  * once the receives are posted, resume with that header and deliver every
  * message whole and in order, with nothing else in memory changed.
  *
+ * ndkstat's counters see each FPDU once, the waiting one included.
+ *
  * The receives are posted right after the first run settles, well within
  * the adapters' default ReceiveGraceMs (1 s); the grace running out is
  * conformance.test_receive_grace's business.
@@ -61,6 +63,12 @@ static void run_one(uint64_t seed)
     sim_drain(net);
     CHECK(!B->impl->dp.rx_waiting);
     CHECK_EQ(B->impl->dp.term_len, 0);
+    /* ndkstat's counters (stat.h): a Send that waited is counted once,
+     * when its header is decoded again. */
+    const struct ndk_dp_stats *ta = &net->side[SIM_A].impl->dp.st, *rb = &B->impl->dp.st;
+    CHECK_EQ(rb->rx_fpdus[RDMAP_OP_SEND], ta->tx_fpdus[RDMAP_OP_SEND]);
+    CHECK_EQ(rb->rx_bytes[RDMAP_OP_SEND], lens[0] + lens[1] + lens[2]);
+    CHECK_EQ(ta->tx_bytes[RDMAP_OP_SEND], lens[0] + lens[1] + lens[2]);
     CHECK_EQ(sim_check_requests(net, true, false), 0);
     CHECK_EQ(sim_check_memory(net, true), 0);
     if (tl_failures)

@@ -58,11 +58,12 @@ help_and_version() {
 	run "$name-help" "$@" --help
 	expect "$name-help" 0 out 'Exit status: 0 success' "$name: --help shows the exit statuses"
 	run "$name-version" "$@" --version
-	expect "$name-version" 0 out '^nd(kinfo|kping|kperf) [0-9]+\.[0-9]+\.[0-9]+ \(libndk, NDK [0-9]+\.[0-9]+\)$' \
+	expect "$name-version" 0 out '^nd(kinfo|kping|kperf|kstat) [0-9]+\.[0-9]+\.[0-9]+ \(libndk, NDK [0-9]+\.[0-9]+\)$' \
 		"$name: --version"
 }
 
 help_and_version ndkinfo "$NDKINFO"
+help_and_version ndkstat "$BIN/ndkstat"
 help_and_version ndkping "$NDKPING"
 help_and_version rping "$NDKPING" --rping
 help_and_version ucmatose "$NDKPING" --ucmatose
@@ -78,6 +79,7 @@ usage() {
 }
 usage ndkinfo-arg "$NDKINFO" extra
 usage ndkinfo-opt "$NDKINFO" --bogus
+usage ndkstat-pid "$BIN/ndkstat" -p 0
 usage ndkping-role "$NDKPING" -a 127.0.0.1
 usage ndkping-port "$NDKPING" -c -a 127.0.0.1 -p 70000
 usage rping-size "$NDKPING" --rping -c -a 127.0.0.1 -S 5

@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# ab.sh NAME=BUILD_DIR NAME=BUILD_DIR ... - the same few data-path and
+# connection measurements for several builds of libndk (say, before and
+# after a change), alternating the builds inside every repetition so that a
+# slow spell of a shared machine hits each alike, with raw TCP measured in
+# the same run as the anchor. Prints one table: medians, and each build's
+# ratio to the first one. For a question like "does the verifier, switched
+# off, cost anything?" (docs/verifier.md), where bench/datapath/run.sh's
+# full matrix takes too long to repeat per build.
+#
+# Environment: REPS=5 repetitions; LAT_ITERS=10000; SECS=2 seconds per
+# bandwidth or rate run; PLACEMENT=cross (server CPU 0, client CPU 1) or
+# same (both on CPU 0); OUT=/tmp/ndk-ab-DATE (raw logs and summary.md).
+# Each build needs tools/ndkperf/ndkperf and bench/connrate; the anchors
+# come from the first build (bench/datapath/tcp_pingpong, tcp_stream,
+# bench/tcp_connrate).
+set -u -o pipefail
+
+[ $# -ge 2 ] || { echo "usage: ab.sh NAME=BUILD_DIR NAME=BUILD_DIR [...]" >&2; exit 2; }
+REPS=${REPS:-5}
+LAT_ITERS=${LAT_ITERS:-10000}
+SECS=${SECS:-2}
+PLACEMENT=${PLACEMENT:-cross}
+OUT=${OUT:-/tmp/ndk-ab-$(date +%Y%m%d-%H%M%S)}
+mkdir -p "$OUT"
+case $PLACEMENT in
+same) PIN="--cpu-server 0 --cpu-client 0"; SPIN="--busy-poll --wait=yield" ;;
+cross) PIN="--cpu-server 0 --cpu-client 1"; SPIN="--busy-poll --wait=spin" ;;
+*) echo "ab.sh: PLACEMENT is same or cross" >&2; exit 2 ;;
+esac
+
+names=() dirs=()
+for a in "$@"; do
+	names+=("${a%%=*}")
+	dirs+=("${a#*=}")
+	for b in tools/ndkperf/ndkperf bench/connrate; do
+		[ -x "${a#*=}/$b" ] || { echo "ab.sh: ${a#*=}/$b not found (build it first)" >&2; exit 2; }
+	done
+done
+ANCHOR=${dirs[0]}/bench/datapath
+
+# The metrics: name|unit|which number of the log|command after the binary.
+# ndkperf's latency rows have 8 numbers (t_typical is the 4th), bandwidth
+# rows 5 (MB/s 4th, Mmsg/s 5th); connrate prints rate=N.
+METRICS=(
+	"64 B half round trip, busy-poll|us|lat|send_lat --loopback -s 64 -n $LAT_ITERS $PIN $SPIN --no-progress"
+	"64 B half round trip, events|us|lat|send_lat --loopback -s 64 -n $LAT_ITERS $PIN --wait=events --no-progress"
+	"64 B Send rate, DEFER chains, poll|Mmsg/s|rate|send_bw --loopback -s 64 -D $SECS $PIN --wait=yield --no-progress"
+	"1 MiB Write bandwidth, busy-poll|MB/s|bw|write_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
+	"connections per second, 64 in flight|conn/s|conn|-m inflight -q 64"
+)
+pick() { # KIND LOG
+	case $1 in
+	lat) awk 'NF == 8 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$2" ;;
+	bw) awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$2" ;;
+	rate) awk 'NF == 5 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $5} END {print v}' "$2" ;;
+	conn | anchor) grep -o '\(rate\|typical\|MB_per_sec\)=[0-9.]*' "$2" | tail -1 | cut -d= -f2 ;;
+	esac
+}
+median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
+
+declare -A VALS
+for rep in $(seq "$REPS"); do
+	for m in "${!METRICS[@]}"; do
+		IFS='|' read -r label unit kind args <<< "${METRICS[$m]}"
+		for i in "${!names[@]}"; do
+			log=$OUT/m$m-${names[$i]}-$rep.log
+			if [ "$kind" = conn ]; then
+				# shellcheck disable=SC2086 # an argument list
+				timeout 60 "${dirs[$i]}/bench/connrate" -D "$SECS" $args > "$log" 2>&1
+			else
+				# shellcheck disable=SC2086
+				timeout 60 "${dirs[$i]}/tools/ndkperf/ndkperf" $args > "$log" 2>&1
+			fi
+			v=$(pick "$kind" "$log")
+			[ -n "$v" ] && VALS[$m,$i]+=" $v" || echo "ab.sh: no result in $log" >&2
+		done
+	done
+	# The anchors, in the same repetition.
+	timeout 60 "$ANCHOR/tcp_pingpong" -s 64 -n "$LAT_ITERS" $PIN > "$OUT/a-lat-$rep.log" 2>&1 &&
+		VALS[alat]+=" $(pick anchor "$OUT/a-lat-$rep.log")"
+	timeout 60 "$ANCHOR/tcp_stream" -s 1048576 -D "$SECS" $PIN > "$OUT/a-bw-$rep.log" 2>&1 &&
+		VALS[abw]+=" $(pick anchor "$OUT/a-bw-$rep.log")"
+	timeout 60 "${dirs[0]}/bench/tcp_connrate" -D "$SECS" -m inflight -q 64 > "$OUT/a-conn-$rep.log" 2>&1 &&
+		VALS[aconn]+=" $(pick anchor "$OUT/a-conn-$rep.log")"
+	echo "ab.sh: repetition $rep of $REPS done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
+done
+
+{
+	echo "A/B, $PLACEMENT placement, $REPS repetitions alternating the builds, medians;"
+	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
+	echo
+	printf '| metric |'
+	for n in "${names[@]}"; do printf ' %s |' "$n"; done
+	for n in "${names[@]:1}"; do printf ' %s / %s |' "$n" "${names[0]}"; done
+	echo
+	printf '| --- |'
+	for _ in "${names[@]}" "${names[@]:1}"; do printf ' --- |'; done
+	echo
+	for m in "${!METRICS[@]}"; do
+		IFS='|' read -r label unit _ _ <<< "${METRICS[$m]}"
+		printf '| %s (%s) |' "$label" "$unit"
+		meds=()
+		for i in "${!names[@]}"; do
+			meds[i]=$(echo "${VALS[$m,$i]:-}" | median)
+			printf ' %s |' "${meds[i]:--}"
+		done
+		for i in "${!names[@]}"; do
+			[ "$i" = 0 ] && continue
+			awk -v a="${meds[0]:-0}" -v b="${meds[i]:-0}" 'BEGIN {printf(a > 0 && b > 0 ? " %.2f |" : " - |", b / a)}'
+		done
+		echo
+	done
+	echo
+	echo "Anchors (same run): tcp_pingpong 64 B $(echo "${VALS[alat]:-}" | median) us;" \
+		"tcp_stream 1 MiB $(echo "${VALS[abw]:-}" | median) MB/s;" \
+		"tcp_connrate, 64 in flight, $(echo "${VALS[aconn]:-}" | median) conn/s."
+} | tee "$OUT/summary.md"
