@@ -319,7 +319,10 @@ static void side_open(struct side *s, const char *name, bool crc)
     NDK_OPEN_OPTIONS o;
     memset(&o, 0, sizeof o);
     o.Size = sizeof o;
-    o.Flags = crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0;
+    /* A new remote token for every fast registration, so that the capture
+     * shows two different invalidated keys (by default a fast-register MR
+     * keeps its token, docs/behaviour.md). */
+    o.Flags = NDK_OPEN_FLAG_FRMR_NEW_TOKEN | (crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0);
     NDK_VERSION v = {NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION};
     NTSTATUS st = ndk_open_adapter("lo", v, &o, &s->ad);
     if (st != STATUS_SUCCESS)
@@ -887,8 +890,8 @@ static bool data_ops(struct side *a, struct side *b, struct bufs *m, const struc
            good;
 
     /* Send with Invalidate, then with SE and Invalidate: each time B
-     * fast-registers the region anew (the previous token died with the
-     * invalidation) and A names the fresh token. One process: the token is
+     * fast-registers the region anew (with NDK_OPEN_FLAG_FRMR_NEW_TOKEN
+     * under a new token) and A names the fresh token. One process: the token is
      * handed over in memory, as an application would in a message. */
     struct frmr f;
     frmr_init(b, &f, 2);
