@@ -22,7 +22,7 @@ case "${1:-}" in
 	shift
 	dir=build-tsan
 	cmake_args=(-DCMAKE_BUILD_TYPE=RelWithDebInfo -DNDK_TSAN=ON)
-	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:suppressions=$PWD/tests/tsan.supp}
+	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$PWD/tests/tsan.supp}
 	;;
 esac
 cmake -S . -B "$dir" "${cmake_args[@]}" >/dev/null
