@@ -27,8 +27,8 @@ bool rx_stage_init(struct rx_stage *s)
     size_t cap = ndk_rx_stage_size;
     if (!cap)
         return true;
-    if (!(s->buf = malloc(cap)))
-        return false;
+    /* The buffer itself comes with the first staged read (fill): an idle
+     * connection, and one that only moves large payloads, costs no 64 KiB. */
     s->cap = cap;
     s->threshold = ndk_rx_stage_threshold;
     return true;
@@ -57,8 +57,15 @@ static size_t serve(struct rx_stage *s, const struct iovec *v, int n)
         s->head += k;
         moved += k;
     }
-    if (s->head == s->tail)
+    if (s->head == s->tail) {
         s->head = s->tail = 0;
+        /* Drained, and the socket had no more: give the buffer back, so
+         * that an idle connection holds none (the next burst takes one). */
+        if (s->dry) {
+            free(s->buf);
+            s->buf = NULL;
+        }
+    }
     return moved;
 }
 
@@ -71,6 +78,8 @@ ssize_t rx_stage_readv(struct rx_stage *s, struct ndk_transport *tr, const struc
         return -EAGAIN;
     if (how == RX_STAGE_DIRECT || !s->cap)
         return tr->ops->readv(tr, v, n);
+    if (!s->buf && !(s->buf = malloc(s->cap)))
+        return tr->ops->readv(tr, v, n); /* no memory: read straight, unstaged */
     struct iovec all = {s->buf, s->cap};
     ssize_t got = tr->ops->readv(tr, &all, 1);
     if (got <= 0)

@@ -23,7 +23,9 @@
 struct ndk_transport;
 
 /* Defaults for new connections: payloads of at most `threshold` octets are
- * staged; `size` octets of buffer per connection (0: no staging). Globals
+ * staged; `size` octets of buffer per connection, held only while a burst
+ * is being read: taken at a staged read, given back when drained and the
+ * socket had no more (0: no staging). Globals
  * so that the simulation tests can vary them; read when a data path
  * starts. */
 extern size_t ndk_rx_stage_threshold;
