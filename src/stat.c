@@ -137,7 +137,7 @@ static void put_qp(FILE *f, struct ndk_qp_impl *qp)
     uint32_t rq = dp->rq_count;
     pthread_mutex_unlock(&dp->rq_lock);
     static const char *const states[] = {"idle", "rts", "error"};
-    enum qp_state st = __atomic_load_n(&dp->state, __ATOMIC_RELAXED);
+    enum qp_state st = dp->state; /* an _Atomic field: an atomic load */
     fprintf(f, "qp id=%u adapter=%u state=%s conn=%u pd=%u rcq=%u icq=%u srq=%u rq_depth=%lu iq_depth=%lu"
                " rq_posted=%u",
             qp->obj.id, qp->obj.ad->obj.id, (unsigned)st < 3 ? states[st] : "?",
