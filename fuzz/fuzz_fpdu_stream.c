@@ -45,6 +45,7 @@
 
 #include "mem.h"
 #include "objects.h"
+#include "quiet_adapter.h"
 #include "wire/crc32c.h"
 #include "wire/ddp.h"
 #include "wire/mpa.h"
@@ -278,21 +279,35 @@ static void rewrite(uint8_t *s, size_t len, uint32_t fr_tok, uint32_t local_tok,
     }
 }
 
-/* Closed objects are freed by the progress thread between its loop
- * iterations. Freed here instead, before the input ends: libFuzzer looks for
- * a leak (a whole LSan scan, most of the run time) after every input that
- * made more allocations than it freed. No socket exists, so no event the
- * progress thread fetched can point at them. */
-static void free_closed_objects(NDK_ADAPTER *pub)
-{
-    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pub);
-    pthread_mutex_lock(&ad->dev->lock);
-    ndk_free_deferred(ad->dev);
-    pthread_mutex_unlock(&ad->dev->lock);
-}
-
 /* Receive buffers (local write only), the exposed region, our sources. */
 static struct gbuf lbuf, fbuf, sbuf;
+
+/* Made once per process and kept: the PD, the CQ (drained after every
+ * input), the MRs of the receive buffers and of our sources, the exposed
+ * region's LAM. Only the QP and the fast-registered MR, whose state an input
+ * changes for good, are new per input: creating and closing the rest each
+ * time cost more than the receive engine's work. */
+static struct {
+    NDK_PD *pd;
+    NDK_CQ *cq;
+    NDK_MR *lmr, *smr;
+    uint32_t ltok, stok;
+    union {
+        NDK_LOGICAL_ADDRESS_MAPPING lam;
+        uint8_t raw[sizeof(NDK_LOGICAL_ADDRESS_MAPPING) + 2 * sizeof(NDK_LOGICAL_ADDRESS)];
+    } lamu;
+    ULONG fbo;
+} g;
+
+static NDK_MR *mr_over(struct gbuf *b, ULONG flags, uint32_t *tok)
+{
+    NDK_MR *mr = NULL;
+    ENSURE(g.pd->Dispatch->NdkCreateMr(g.pd, FALSE, NULL, NULL, &mr) == STATUS_SUCCESS);
+    MDL mdl = {.StartVa = b->p, .ByteCount = (ULONG)b->len};
+    ENSURE(mr->Dispatch->NdkRegisterMr(mr, &mdl, b->len, flags, NULL, NULL) == STATUS_SUCCESS);
+    *tok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
+    return mr;
+}
 
 static bool open_adapter(void)
 {
@@ -300,20 +315,29 @@ static bool open_adapter(void)
         return true;
     g_trace = getenv("FUZZ_FPDU_TRACE") != NULL;
     ENSURE(gbuf_new(&lbuf, 1, 0xA5) && gbuf_new(&fbuf, 2, 0x3C) && gbuf_new(&sbuf, 1, 0x77));
-    return ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad) == STATUS_SUCCESS;
+    if (!quiet_adapter_open(&g_ad))
+        return false;
+    NDK_ADAPTER *ad = g_ad;
+    ENSURE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &g.pd) == STATUS_SUCCESS);
+    ENSURE(ad->Dispatch->NdkCreateCq(ad, 1024, cq_notify, NULL, NULL, NULL, NULL, &g.cq) == STATUS_SUCCESS);
+    g.lmr = mr_over(&lbuf, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, &g.ltok);
+    g.smr = mr_over(&sbuf, 0, &g.stok);
+    ULONG lam_size = sizeof g.lamu;
+    MDL fmdl = {.StartVa = fbuf.p, .ByteCount = (ULONG)fbuf.len};
+    ENSURE(ad->Dispatch->NdkBuildLAM(ad, &fmdl, fbuf.len, NULL, NULL, &g.lamu.lam, &lam_size, &g.fbo) ==
+           STATUS_SUCCESS);
+    return true;
 }
 
-/* Only receive buffers and the exposed region may change. */
-__attribute__((no_sanitize("coverage"), noinline)) /* a compare per octet would dominate the run */
+/* Only receive buffers and the exposed region may change: the gaps between
+ * the receives' SGEs (see the NdkReceive calls) and our sources stay. */
 static void check_untouched(void)
 {
-    for (size_t i = 0; i < lbuf.len; i++) {
-        bool in_rx = i < 16 || (i >= 64 && i < 364) || (i >= 1000 && i < 1100) || (i >= 1200 && i < 1300);
-        if (!in_rx)
-            ENSURE(lbuf.p[i] == 0xA5);
-    }
-    for (size_t i = 0; i < sbuf.len; i++)
-        ENSURE(sbuf.p[i] == 0x77);
+    ENSURE(all_octets(lbuf.p + 16, 64 - 16, 0xA5));
+    ENSURE(all_octets(lbuf.p + 364, 1000 - 364, 0xA5));
+    ENSURE(all_octets(lbuf.p + 1100, 1200 - 1100, 0xA5));
+    ENSURE(all_octets(lbuf.p + 1300, lbuf.len - 1300, 0xA5));
+    ENSURE(all_octets(sbuf.p, sbuf.len, 0x77));
 }
 
 /* The staging of header octet [3] bits 5-7: index 0 keeps the provider's
@@ -347,38 +371,18 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ENSURE(stream);
     memcpy(stream, data + 4, slen);
 
-    NDK_PD *pd = NULL;
-    NDK_CQ *cq = NULL;
+    NDK_CQ *cq = g.cq;
     NDK_QP *qp = NULL;
-    NDK_MR *lmr = NULL, *frmr = NULL;
-    NDK_ADAPTER *ad = g_ad;
-    ENSURE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd) == STATUS_SUCCESS);
-    ENSURE(ad->Dispatch->NdkCreateCq(ad, 1024, cq_notify, NULL, NULL, NULL, NULL, &cq) == STATUS_SUCCESS);
-    ENSURE(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, 16, 16, 4, 4, 64, NULL, NULL, &qp) == STATUS_SUCCESS);
+    NDK_MR *frmr = NULL;
+    ENSURE(g.pd->Dispatch->NdkCreateQp(g.pd, cq, cq, NULL, 16, 16, 4, 4, 64, NULL, NULL, &qp) == STATUS_SUCCESS);
     struct ndk_qp_impl *impl = container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
 
     gbuf_refill(&lbuf);
     gbuf_refill(&fbuf);
     gbuf_refill(&sbuf);
-    ENSURE(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &lmr) == STATUS_SUCCESS);
-    MDL mdl = {.StartVa = lbuf.p, .ByteCount = (ULONG)lbuf.len};
-    ENSURE(lmr->Dispatch->NdkRegisterMr(lmr, &mdl, lbuf.len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NULL, NULL) ==
-           STATUS_SUCCESS);
-    uint32_t ltok = lmr->Dispatch->NdkGetLocalTokenFromMr(lmr);
-    NDK_MR *smr = NULL;
-    ENSURE(pd->Dispatch->NdkCreateMr(pd, FALSE, NULL, NULL, &smr) == STATUS_SUCCESS);
-    MDL smdl = {.StartVa = sbuf.p, .ByteCount = (ULONG)sbuf.len};
-    ENSURE(smr->Dispatch->NdkRegisterMr(smr, &smdl, sbuf.len, 0, NULL, NULL) == STATUS_SUCCESS);
-    uint32_t stok = smr->Dispatch->NdkGetLocalTokenFromMr(smr);
-    ENSURE(pd->Dispatch->NdkCreateMr(pd, TRUE, NULL, NULL, &frmr) == STATUS_SUCCESS);
+    const uint32_t ltok = g.ltok, stok = g.stok;
+    ENSURE(g.pd->Dispatch->NdkCreateMr(g.pd, TRUE, NULL, NULL, &frmr) == STATUS_SUCCESS);
     ENSURE(frmr->Dispatch->NdkInitializeFastRegisterMr(frmr, 2, TRUE, NULL, NULL) == STATUS_SUCCESS);
-    union {
-        NDK_LOGICAL_ADDRESS_MAPPING lam;
-        uint8_t raw[sizeof(NDK_LOGICAL_ADDRESS_MAPPING) + 2 * sizeof(NDK_LOGICAL_ADDRESS)];
-    } lamu;
-    ULONG lam_size = sizeof lamu, fbo = 0;
-    MDL fmdl = {.StartVa = fbuf.p, .ByteCount = (ULONG)fbuf.len};
-    ENSURE(ad->Dispatch->NdkBuildLAM(ad, &fmdl, fbuf.len, NULL, NULL, &lamu.lam, &lam_size, &fbo) == STATUS_SUCCESS);
 
     struct feed f = {.tr = {.ops = &feed_ops}, .in = stream, .len = slen, .rng = 0x9E3779B9u ^ (h1 * 0x01010101u)};
     f.room = SIZE_MAX;
@@ -394,8 +398,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct reqs r;
     memset(&r, 0, sizeof r);
     const ULONG rw = NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_LOCAL_WRITE;
-    NTSTATUS st = qp->Dispatch->NdkFastRegister(qp, (PVOID)1, frmr, lamu.lam.AdapterPageCount,
-                                                lamu.lam.AdapterPageArray, fbo, fbuf.len, (PVOID)FR_VA, rw);
+    NTSTATUS st = qp->Dispatch->NdkFastRegister(qp, (PVOID)1, frmr, g.lamu.lam.AdapterPageCount,
+                                                g.lamu.lam.AdapterPageArray, g.fbo, fbuf.len, (PVOID)FR_VA, rw);
     note(&r, 0, st, true);
     uint32_t frtok = frmr->Dispatch->NdkGetRemoteTokenFromMr(frmr);
     /* Receives: small, larger, empty, two SGEs; gaps between them stay. */
@@ -464,12 +468,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     ENSURE(qp->Dispatch->NdkCloseQp(&qp->Header, NULL, NULL) == STATUS_SUCCESS);
     ENSURE(frmr->Dispatch->NdkCloseMr(&frmr->Header, NULL, NULL) == STATUS_SUCCESS);
-    ENSURE(lmr->Dispatch->NdkCloseMr(&lmr->Header, NULL, NULL) == STATUS_SUCCESS);
-    ENSURE(smr->Dispatch->NdkCloseMr(&smr->Header, NULL, NULL) == STATUS_SUCCESS);
-    ad->Dispatch->NdkReleaseLAM(ad, &lamu.lam);
-    ENSURE(cq->Dispatch->NdkCloseCq(&cq->Header, NULL, NULL) == STATUS_SUCCESS);
-    ENSURE(pd->Dispatch->NdkClosePd(&pd->Header, NULL, NULL) == STATUS_SUCCESS);
-    free_closed_objects(ad);
+    quiet_free_closed(g_ad);
     free(stream);
     return 0;
 }

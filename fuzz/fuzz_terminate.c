@@ -46,6 +46,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "quiet_adapter.h"
 #include "wire/crc32c.h"
 #include "wire/ddp.h"
 #include "wire/mpa.h"
@@ -238,19 +239,8 @@ static void cq_notify(PVOID ctx, NTSTATUS st)
     (void)ctx, (void)st; /* never armed */
 }
 
-/* Closed objects are freed by the progress thread between loop iterations;
- * freed here before the input ends, or libFuzzer runs a leak scan after
- * every input. No socket exists, so no fetched event can point at them. */
-static void free_closed_objects(NDK_ADAPTER *pub)
-{
-    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pub);
-    pthread_mutex_lock(&ad->dev->lock);
-    ndk_free_deferred(ad->dev);
-    pthread_mutex_unlock(&ad->dev->lock);
-}
-
 enum { REQ_READ1, REQ_SEND, REQ_READ2, REQ_RECV, NREQ };
-#define RECV_OFF 1000 /* the posted receive's buffer in ctx.buf */
+#define RECV_OFF 1000 /* the posted receive's buffer in g.buf */
 #define RECV_LEN 64
 
 /* The ULPDUs a Terminate may copy from: what we sent for each request. */
@@ -259,14 +249,21 @@ struct offenders {
     size_t len[NREQ];
 };
 
-struct ctx {
+/* Made once per process: the adapter, its PD, CQ and MR outlive every
+ * input (the CQ is drained and the buffer refilled each time). Only the QP
+ * is new per input, as a Terminate leaves it in error for good. */
+static struct {
     NDK_PD *pd;
     NDK_CQ *cq;
-    NDK_QP *qp;
     NDK_MR *mr;
+    uint32_t tok;
+    uint8_t buf[2048];
+} g;
+
+struct ctx {
+    NDK_QP *qp;
     struct ndk_qp_impl *impl;
     struct pipe_tr pipe;
-    uint8_t buf[2048];
     struct offenders sent; /* our FPDUs' ULPDUs, in pipe.out */
     NDK_RESULT_EX res[NREQ];
     unsigned cqes[NREQ];
@@ -276,7 +273,7 @@ static void drain(struct ctx *c)
 {
     NDK_RESULT_EX res[8];
     ULONG n;
-    while ((n = c->cq->Dispatch->NdkGetCqResultsEx(c->cq, res, 8)) > 0) {
+    while ((n = g.cq->Dispatch->NdkGetCqResultsEx(g.cq, res, 8)) > 0) {
         for (ULONG i = 0; i < n; i++) {
             uintptr_t id = (uintptr_t)res[i].RequestContext;
             ENSURE(id >= 1 && id <= NREQ); /* no completion from nowhere */
@@ -286,29 +283,34 @@ static void drain(struct ctx *c)
     }
 }
 
+static void setup_once(void)
+{
+    NDK_ADAPTER *ad = g_ad;
+    ENSURE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &g.pd) == STATUS_SUCCESS);
+    ENSURE(ad->Dispatch->NdkCreateCq(ad, 16, cq_notify, NULL, NULL, NULL, NULL, &g.cq) == STATUS_SUCCESS);
+    ENSURE(g.pd->Dispatch->NdkCreateMr(g.pd, FALSE, NULL, NULL, &g.mr) == STATUS_SUCCESS);
+    MDL mdl = {.StartVa = g.buf, .ByteCount = sizeof g.buf};
+    ENSURE(g.mr->Dispatch->NdkRegisterMr(g.mr, &mdl, sizeof g.buf, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NULL, NULL) ==
+           STATUS_SUCCESS);
+    g.tok = g.mr->Dispatch->NdkGetLocalTokenFromMr(g.mr);
+}
+
 /* Posts the four requests; all go out at once (the socket has room). */
 static void setup(struct ctx *c, bool crc)
 {
-    NDK_ADAPTER *ad = g_ad;
-    ENSURE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &c->pd) == STATUS_SUCCESS);
-    ENSURE(ad->Dispatch->NdkCreateCq(ad, 16, cq_notify, NULL, NULL, NULL, NULL, &c->cq) == STATUS_SUCCESS);
-    ENSURE(c->pd->Dispatch->NdkCreateQp(c->pd, c->cq, c->cq, NULL, 4, 8, 1, 1, 0, NULL, NULL, &c->qp) ==
+    ENSURE(g.pd->Dispatch->NdkCreateQp(g.pd, g.cq, g.cq, NULL, 4, 8, 1, 1, 0, NULL, NULL, &c->qp) ==
            STATUS_SUCCESS);
     c->impl = container_of(ndk_obj_from_pub(c->qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
-    ENSURE(c->pd->Dispatch->NdkCreateMr(c->pd, FALSE, NULL, NULL, &c->mr) == STATUS_SUCCESS);
-    memset(c->buf, 0x5C, sizeof c->buf);
-    MDL mdl = {.StartVa = c->buf, .ByteCount = sizeof c->buf};
-    ENSURE(c->mr->Dispatch->NdkRegisterMr(c->mr, &mdl, sizeof c->buf, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, NULL, NULL) ==
-           STATUS_SUCCESS);
-    uint32_t tok = c->mr->Dispatch->NdkGetLocalTokenFromMr(c->mr);
+    memset(g.buf, 0x5C, sizeof g.buf);
+    uint32_t tok = g.tok;
     c->pipe.tr.ops = &pipe_ops;
     ENSURE(ndk_qp_start(c->impl, &c->pipe.tr, crc, 4, 4, 1024, false));
 
     NDK_QP *qp = c->qp;
-    NDK_SGE sink1 = {.VirtualAddress = c->buf, .Length = 100, .MemoryRegionToken = tok};
-    NDK_SGE src = {.VirtualAddress = c->buf + 400, .Length = 20, .MemoryRegionToken = tok};
-    NDK_SGE sink2 = {.VirtualAddress = c->buf + 200, .Length = 50, .MemoryRegionToken = tok};
-    NDK_SGE rcv = {.VirtualAddress = c->buf + RECV_OFF, .Length = RECV_LEN, .MemoryRegionToken = tok};
+    NDK_SGE sink1 = {.VirtualAddress = g.buf, .Length = 100, .MemoryRegionToken = tok};
+    NDK_SGE src = {.VirtualAddress = g.buf + 400, .Length = 20, .MemoryRegionToken = tok};
+    NDK_SGE sink2 = {.VirtualAddress = g.buf + 200, .Length = 50, .MemoryRegionToken = tok};
+    NDK_SGE rcv = {.VirtualAddress = g.buf + RECV_OFF, .Length = RECV_LEN, .MemoryRegionToken = tok};
     ENSURE(qp->Dispatch->NdkRead(qp, (PVOID)(REQ_READ1 + 1), &sink1, 1, 0x10000, 0x1234, 0) == STATUS_SUCCESS);
     ENSURE(qp->Dispatch->NdkSend(qp, (PVOID)(REQ_SEND + 1), &src, 1, 0) == STATUS_SUCCESS);
     ENSURE(qp->Dispatch->NdkRead(qp, (PVOID)(REQ_READ2 + 1), &sink2, 1, 0x20000, 0x5678, 0) == STATUS_SUCCESS);
@@ -331,10 +333,7 @@ static void setup(struct ctx *c, bool crc)
 static void teardown(struct ctx *c)
 {
     ENSURE(c->qp->Dispatch->NdkCloseQp(&c->qp->Header, NULL, NULL) == STATUS_SUCCESS);
-    ENSURE(c->mr->Dispatch->NdkCloseMr(&c->mr->Header, NULL, NULL) == STATUS_SUCCESS);
-    ENSURE(c->cq->Dispatch->NdkCloseCq(&c->cq->Header, NULL, NULL) == STATUS_SUCCESS);
-    ENSURE(c->pd->Dispatch->NdkClosePd(&c->pd->Header, NULL, NULL) == STATUS_SUCCESS);
-    free_closed_objects(g_ad);
+    quiet_free_closed(g_ad);
 }
 
 /* The Terminate the input describes, into u (room for 80 octets); returns
@@ -438,11 +437,11 @@ static void check_outcome(const struct ctx *c, const uint8_t *u, size_t len, boo
     /* Nothing lands in a Read's sink or anywhere else. A Send with a bad
      * header may have been read ahead into the posted receive, which then
      * fails (qp_rx.c read_send_ahead); a Terminate places nothing. */
-    for (size_t i = 0; i < sizeof c->buf; i++)
-        if (is_term || i < RECV_OFF || i >= RECV_OFF + RECV_LEN)
-            ENSURE(c->buf[i] == 0x5C);
+    ENSURE(all_octets(g.buf, RECV_OFF, 0x5C));
+    ENSURE(all_octets(g.buf + RECV_OFF + RECV_LEN, sizeof g.buf - RECV_OFF - RECV_LEN, 0x5C));
     if (!is_term)
         return;
+    ENSURE(all_octets(g.buf + RECV_OFF, RECV_LEN, 0x5C));
     ENSURE(c->res[REQ_RECV].Status == STATUS_CANCELLED);
     NTSTATUS r1 = c->res[REQ_READ1].Status, r2 = c->res[REQ_READ2].Status;
     if (bad_crc || len > TERM_LEN_MAX) {
@@ -516,8 +515,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         check_decoder_exact(u, make_ulpdu(model_offenders(), data, size, u));
         return 0;
     }
-    if (!g_ad && ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad) != STATUS_SUCCESS)
-        return 0;
+    if (!g_ad) {
+        if (!quiet_adapter_open(&g_ad))
+            return 0;
+        setup_once();
+    }
     run_qp(data, size);
     return 0;
 }
