@@ -28,38 +28,18 @@
  *     deleted: no FIN, no RST): the idle client notices within
  *     TcpUserTimeoutMs plus the keepalive idle time.
  * docs/behaviour.md "Dead peers". IPv4 only (the faults are the same over
- * IPv6). netem (delay, loss, reordering, duplication) is not used: not
- * every kernel has sch_netem (CONFIG_NET_SCH_NETEM), and none of these
- * cases needs it.
+ * IPv6). Delay, loss, reordering and duplication are test_impaired_paths.c's
+ * (through tests/netns/impair.c, as not every kernel has netem).
  * Needs root for namespaces and the ip tool, else the program reports
  * itself skipped (exit 77).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* setns() */
-#endif
 #include <fcntl.h>
-#include <sched.h>
-#include <stdarg.h>
 #include <sys/wait.h>
 
-#include "../conformance/dptest.h"
+#include "netns_stream.h"
 
 static char ns_cli[32], ns_rtr[32], ns_srv[32];
 static int fd_cli = -1, fd_srv = -1;
-
-/* Runs a shell command; true when it exited 0 (else it is printed). */
-static bool sh(const char *fmt, ...)
-{
-    char cmd[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(cmd, sizeof cmd, fmt, ap);
-    va_end(ap);
-    int rc = system(cmd);
-    if (rc != 0)
-        fprintf(stderr, "    command failed (%d): %s\n", rc, cmd);
-    return rc == 0;
-}
 
 /* Whether the router still has interface dev. */
 static bool router_has(const char *dev)
@@ -67,14 +47,6 @@ static bool router_has(const char *dev)
     char cmd[128];
     snprintf(cmd, sizeof cmd, "ip -n %s link show %s >/dev/null 2>&1", ns_rtr, dev);
     return system(cmd) == 0;
-}
-
-static void enter(const dp_side *s)
-{
-    if (setns(s->netns, CLONE_NEWNET) != 0) {
-        fprintf(stderr, "setns: %s\n", strerror(errno));
-        abort();
-    }
 }
 
 static void topology_down(void)
@@ -180,12 +152,6 @@ static dp_conn *connect_hosts(dp_side *cli, dp_side *srv)
     return c && dp_conn_establish(c) ? c : NULL;
 }
 
-/* How long after t0 something happened, in ms. */
-static unsigned ms_since(uint64_t t0)
-{
-    return (unsigned)((tl_now_ns() - t0) / 1000000u);
-}
-
 /* Holds a link down for a while, on its own thread, so the test thread can
  * go on posting and waiting: the outage's length is the fault injected,
  * nothing waits on it to synchronise. */
@@ -214,112 +180,9 @@ static void outage_start(outage *o, const char *dev, unsigned ms)
         abort();
 }
 
-/* ------------------------------------------------------------------------ */
-/* A stream of Writes, Reads and Sends (chunk i: operation i % 3) from the  */
-/* client into the server's memory, with a receive for every Send.          */
-/* ------------------------------------------------------------------------ */
-
+/* The stream of the cases: 6 MiB in Writes, Reads and Sends. */
 #define CHUNK (256u * 1024u)
 #define NCHUNK 24u
-#define RECV_CTX(i) DP_CTX(0x1000u + (i))
-#define OP_CTX(i) DP_CTX(1u + (i))
-
-typedef struct stream {
-    dp_conn *c;
-    dp_mr csrc, csink; /* client: Write/Send source, Read sink */
-    dp_mr sdst, ssrc;  /* server: Write/receive target, Read source */
-} stream;
-
-static bool stream_init(stream *st, dp_conn *c)
-{
-    memset(st, 0, sizeof *st);
-    st->c = c;
-    size_t len = (size_t)CHUNK * NCHUNK;
-    if (!dp_buf_reg(c->a, &st->csrc, len, 0, 0) || !dp_buf_reg(c->a, &st->csink, len, DP_SINK_FLAGS, 0) ||
-        !dp_buf_reg(c->p, &st->sdst, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0) ||
-        !dp_buf_reg(c->p, &st->ssrc, len, NDK_MR_FLAG_ALLOW_REMOTE_READ, 0))
-        return false;
-    for (unsigned i = 0; i < NCHUNK; i++) {
-        dp_fill(st->csrc.addr + (size_t)i * CHUNK, CHUNK, 100 + i, 0);
-        dp_fill(st->ssrc.addr + (size_t)i * CHUNK, CHUNK, 200 + i, 0);
-        if (i % 3 == 2) {
-            NDK_SGE sge = dp_sge(&st->sdst, (size_t)i * CHUNK, CHUNK);
-            DP_CHECK_ST(dp_recv(c->qp, RECV_CTX(i), &sge, 1), STATUS_SUCCESS);
-        }
-    }
-    return true;
-}
-
-static void stream_post(stream *st, unsigned from, unsigned to)
-{
-    for (unsigned i = from; i < to; i++) {
-        size_t off = (size_t)i * CHUNK;
-        NDK_SGE src = dp_sge(&st->csrc, off, CHUNK), sink = dp_sge(&st->csink, off, CHUNK);
-        NTSTATUS s;
-        if (i % 3 == 0)
-            s = dp_write(st->c->qa, OP_CTX(i), &src, 1, st->sdst.addr + off, st->sdst.rtok, 0);
-        else if (i % 3 == 1)
-            s = dp_read(st->c->qa, OP_CTX(i), &sink, 1, st->ssrc.addr + off, st->ssrc.rtok, 0);
-        else
-            s = dp_send(st->c->qa, OP_CTX(i), &src, 1, 0);
-        DP_CHECK_ST(s, STATUS_SUCCESS);
-    }
-}
-
-/* Every request of the stream (and every receive) completed exactly once,
- * within ms, with a status of the allowed set; and nothing more came. With
- * `exact`, all succeeded and every byte is where it belongs. */
-static void stream_check(stream *st, unsigned ms, bool exact)
-{
-    NDK_RESULT_EX ops[NCHUNK], recvs[NCHUNK / 3];
-    ULONG nops = dp_wait_ex(st->c->cqa, ops, NCHUNK, ms);
-    ULONG nrecv = dp_wait_ex(st->c->rcqp, recvs, NCHUNK / 3, ms);
-    CHECK_EQ(nops, NCHUNK);
-    CHECK_EQ(nrecv, NCHUNK / 3);
-    for (unsigned i = 0; i < NCHUNK; i++) {
-        bool is_recv = i % 3 == 2;
-        CHECK_EQ(dp_count_ctx(ops, nops, OP_CTX(i)), 1);
-        if (is_recv)
-            CHECK_EQ(dp_count_ctx(recvs, nrecv, RECV_CTX(i)), 1);
-    }
-    for (ULONG k = 0; k < nops; k++) {
-        unsigned i = (unsigned)((uintptr_t)ops[k].RequestContext - 1u);
-        NTSTATUS s = ops[k].Status;
-        /* A Write or Send completes when TCP took it, so it may have
-         * succeeded before the path broke; a Read needs the peer. */
-        if (exact || i % 3 == 1)
-            DP_CHECK_ST(s, exact ? STATUS_SUCCESS : STATUS_CANCELLED);
-        else if (s != STATUS_SUCCESS)
-            DP_CHECK_ST(s, STATUS_CANCELLED);
-    }
-    for (ULONG k = 0; k < nrecv; k++) {
-        if (exact || recvs[k].Status != STATUS_CANCELLED) {
-            DP_CHECK_ST(recvs[k].Status, STATUS_SUCCESS);
-            CHECK_EQ(recvs[k].BytesTransferred, CHUNK);
-        }
-    }
-    DP_CHECK_QUIET(st->c->cqa);
-    DP_CHECK_QUIET(st->c->rcqp);
-    if (!exact)
-        return;
-    /* The last Send's receive completed after every Write before it was
-     * placed (one ordered stream), so all the data is there now. */
-    for (unsigned i = 0; i < NCHUNK; i++) {
-        size_t off = (size_t)i * CHUNK;
-        if (i % 3 == 1)
-            DP_CHECK_DATA(st->csink.addr + off, CHUNK, 200 + i, 0);
-        else
-            DP_CHECK_DATA(st->sdst.addr + off, CHUNK, 100 + i, 0);
-    }
-}
-
-static void stream_close(stream *st)
-{
-    dp_mr_close(&st->csrc);
-    dp_mr_close(&st->csink);
-    dp_mr_close(&st->sdst);
-    dp_mr_close(&st->ssrc);
-}
 
 static void close_hosts(dp_conn *c, dp_side *cli, dp_side *srv)
 {
@@ -349,7 +212,7 @@ DP_CASE(outage_shorter_than_timeouts_during_streams)
     dp_conn *c = connect_hosts(&cli, &srv);
     REQUIRE(c);
     stream st;
-    REQUIRE(stream_init(&st, c));
+    REQUIRE(stream_init(&st, c, CHUNK, NCHUNK, 0));
     /* Half the stream goes out, the link drops, the rest is posted into
      * the outage; TCP retransmits once the link is back. */
     stream_post(&st, 0, NCHUNK / 2);
@@ -376,7 +239,7 @@ DP_CASE(outage_longer_than_user_timeout_with_data_outstanding)
     dp_conn *c = connect_hosts(&cli, &srv);
     REQUIRE(c);
     stream st;
-    REQUIRE(stream_init(&st, c));
+    REQUIRE(stream_init(&st, c, CHUNK, NCHUNK, 0));
     link_set("rs", false);
     uint64_t t0 = tl_now_ns();
     stream_post(&st, 0, NCHUNK);
