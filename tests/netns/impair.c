@@ -22,8 +22,10 @@
  * SIGUSR1 toggles a blackhole (every frame dropped: a dead path); SIGTERM
  * or SIGINT ends the run, and so does the end of standard input with
  * --until-eof (a test gives it a pipe, so it never outlives the test). On exit one line per direction on stdout gives
- * the counts: frames in, forwarded, lost, duplicated, reordered, dropped
- * in the blackhole, dropped for lack of room or by the socket.
+ * the counts: frames in, forwarded, lost, duplicated, held back (--reorder),
+ * sent out of order (after a frame that arrived later: held back or
+ * overtaken through jitter), dropped in the blackhole, dropped for lack of
+ * room or by the socket.
  *
  * The frames must be real Ethernet frames of at most the MTU with
  * complete checksums: --offloads-off turns transmit checksumming,
@@ -59,7 +61,8 @@
 
 struct frame {
     uint64_t due_ns;
-    uint64_t seq; /* ties keep arrival order */
+    uint64_t seq;     /* ties keep arrival order */
+    uint64_t dir_seq; /* arrival order within its direction */
     int out;      /* socket it leaves by */
     int dir;
     uint16_t len;
@@ -67,7 +70,8 @@ struct frame {
 };
 
 struct dir_stats {
-    unsigned long in, fwd, lost, dup, reordered, blackholed, overflow, send_err;
+    unsigned long in, fwd, lost, dup, reordered, out_of_order, blackholed, overflow, send_err;
+    uint64_t arrived, newest_sent; /* dir_seq of the next arrival, of the newest frame sent + 1 */
 };
 
 struct config {
@@ -225,6 +229,7 @@ static void enqueue(const struct config *c, int dir, int out, const uint8_t *dat
 {
     struct dir_stats *st = &g_stats[dir];
     uint64_t *rng = &g_rng[dir];
+    uint64_t dir_seq = st->arrived++;
     st->in++;
     /* Every decision draws its numbers whatever the outcome, so the n-th
      * frame's fate depends on the seed and n alone. */
@@ -256,6 +261,7 @@ static void enqueue(const struct config *c, int dir, int out, const uint8_t *dat
             delay = 0;
         f->due_ns = t + (uint64_t)delay + (held ? c->reorder_by_ns : 0);
         f->seq = g_seq++;
+        f->dir_seq = dir_seq;
         f->out = out;
         f->dir = dir;
         f->len = (uint16_t)len;
@@ -268,10 +274,16 @@ static void release_due(uint64_t t)
 {
     while (g_nheap && g_heap[0]->due_ns <= t) {
         struct frame *f = heap_pop();
-        if (send(f->out, f->data, f->len, 0) == (ssize_t)f->len)
-            g_stats[f->dir].fwd++;
-        else
-            g_stats[f->dir].send_err++;
+        struct dir_stats *st = &g_stats[f->dir];
+        if (send(f->out, f->data, f->len, 0) != (ssize_t)f->len) {
+            st->send_err++;
+        } else {
+            st->fwd++;
+            if (f->dir_seq + 1 < st->newest_sent)
+                st->out_of_order++;
+            else if (f->dir_seq + 1 > st->newest_sent)
+                st->newest_sent = f->dir_seq + 1;
+        }
         g_free[g_nfree++] = f;
     }
 }
@@ -412,9 +424,10 @@ int main(int argc, char **argv)
     }
     for (int d = 0; d < 2; d++) {
         const struct dir_stats *s = &g_stats[d];
-        printf("%s->%s in %lu fwd %lu lost %lu dup %lu reordered %lu blackholed %lu overflow %lu send_err %lu\n",
-               d ? ifb : ifa, d ? ifa : ifb, s->in, s->fwd, s->lost, s->dup, s->reordered, s->blackholed,
-               s->overflow, s->send_err);
+        printf("%s->%s in %lu fwd %lu lost %lu dup %lu reordered %lu out_of_order %lu blackholed %lu overflow %lu "
+               "send_err %lu\n",
+               d ? ifb : ifa, d ? ifa : ifb, s->in, s->fwd, s->lost, s->dup, s->reordered, s->out_of_order,
+               s->blackholed, s->overflow, s->send_err);
     }
     return 0;
 }
