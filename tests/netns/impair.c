@@ -9,7 +9,7 @@
  * delay or reorder.
  *
  *   impair --a IF --b IF [--seed N] [--delay MS] [--jitter MS] [--loss PCT]
- *          [--dup PCT] [--reorder PCT] [--reorder-by MS] [--until-eof]
+ *          [--dup PCT] [--reorder PCT] [--reorder-by MS] [--outage MS] [--until-eof]
  *   impair --offloads-off IF...
  *
  * Every frame arriving on one interface leaves on the other after
@@ -19,7 +19,8 @@
  * that frames behind it overtake it. Percentages may have decimals. Each
  * direction draws from its own PRNG stream seeded from --seed, so the
  * decisions for the n-th frame of a direction are a function of the seed.
- * SIGUSR1 toggles a blackhole (every frame dropped: a dead path); SIGTERM
+ * SIGUSR1 toggles a blackhole (every frame dropped: a dead path), SIGUSR2
+ * starts one that ends by itself after --outage ms (default 700); SIGTERM
  * or SIGINT ends the run, and so does the end of standard input with
  * --until-eof (a test gives it a pipe, so it never outlives the test). On exit one line per direction on stdout gives
  * the counts: frames in, forwarded, lost, duplicated, held back (--reorder),
@@ -76,10 +77,12 @@ struct dir_stats {
 
 struct config {
     double loss, dup, reorder; /* probabilities, 0..1 */
-    uint64_t delay_ns, jitter_ns, reorder_by_ns;
+    uint64_t delay_ns, jitter_ns, reorder_by_ns, outage_ns;
 };
 
-static volatile sig_atomic_t g_stop, g_blackhole;
+static uint64_t g_outage_end_ns; /* a SIGUSR2 outage lasts until then */
+
+static volatile sig_atomic_t g_stop, g_blackhole, g_outage_asked;
 
 static void on_stop(int sig)
 {
@@ -91,6 +94,12 @@ static void on_toggle(int sig)
 {
     (void)sig;
     g_blackhole = !g_blackhole;
+}
+
+static void on_outage(int sig)
+{
+    (void)sig;
+    g_outage_asked = 1;
 }
 
 static uint64_t now_ns(void)
@@ -235,7 +244,7 @@ static void enqueue(const struct config *c, int dir, int out, const uint8_t *dat
      * frame's fate depends on the seed and n alone. */
     double u_loss = rng_unit(rng), u_dup = rng_unit(rng), u_reorder = rng_unit(rng);
     double u_jit[2] = {rng_unit(rng), rng_unit(rng)};
-    if (g_blackhole) {
+    if (g_blackhole || t < g_outage_end_ns) {
         st->blackholed++;
         return;
     }
@@ -311,7 +320,7 @@ static bool parse_ms(const char *s, uint64_t *ns)
 static int usage(void)
 {
     fprintf(stderr, "usage: impair --a IF --b IF [--seed N] [--delay MS] [--jitter MS] [--loss PCT] [--dup PCT]\n"
-                    "              [--reorder PCT] [--reorder-by MS] [--until-eof]\n"
+                    "              [--reorder PCT] [--reorder-by MS] [--outage MS] [--until-eof]\n"
                     "       impair --offloads-off IF...\n");
     return 2;
 }
@@ -326,7 +335,7 @@ int main(int argc, char **argv)
     }
     const char *ifa = NULL, *ifb = NULL;
     uint64_t seed = 1;
-    struct config c = {.reorder_by_ns = 5000000};
+    struct config c = {.reorder_by_ns = 5000000, .outage_ns = 700000000};
     bool until_eof = false;
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
@@ -350,6 +359,8 @@ int main(int argc, char **argv)
             ok = parse_ms(val, &c.jitter_ns);
         else if (!strcmp(opt, "--reorder-by"))
             ok = parse_ms(val, &c.reorder_by_ns);
+        else if (!strcmp(opt, "--outage"))
+            ok = parse_ms(val, &c.outage_ns);
         else if (!strcmp(opt, "--loss"))
             ok = parse_pct(val, &c.loss);
         else if (!strcmp(opt, "--dup"))
@@ -377,6 +388,8 @@ int main(int argc, char **argv)
     sigaction(SIGINT, &sa, NULL);
     sa.sa_handler = on_toggle;
     sigaction(SIGUSR1, &sa, NULL);
+    sa.sa_handler = on_outage;
+    sigaction(SIGUSR2, &sa, NULL);
     /* Ready: the parent may send traffic now. */
     printf("ready\n");
     fflush(stdout);
@@ -404,6 +417,10 @@ int main(int argc, char **argv)
                 break;
         }
         t = now_ns();
+        if (g_outage_asked) {
+            g_outage_asked = 0;
+            g_outage_end_ns = t + c.outage_ns;
+        }
         for (int d = 0; d < 2 && n > 0; d++) {
             if (!(p[d].revents & POLLIN))
                 continue;

@@ -18,7 +18,9 @@
  *     data is exact, within a bound, and no disconnect event comes;
  *   - the impairer's counters show that it did impair (frames lost,
  *     duplicated, reordered), and that it dropped nothing for lack of room.
- * Then the impaired path dies (the impairer drops everything, SIGUSR1):
+ * Then the impaired path stops for less than the timeouts in the middle of
+ * a stream (SIGUSR2): the stream completes as above, exactly. And it dies
+ * (the impairer drops everything, SIGUSR1):
  * during a stream both sides get NDK_DISCONNECT_REASON_ABORTED within
  * TcpUserTimeoutMs plus keepalive and every request completes exactly
  * once; during set-up NdkConnect ends with STATUS_IO_TIMEOUT in time.
@@ -177,6 +179,12 @@ static bool impair_start(impairer *im, const char *args)
 static void impair_blackhole(impairer *im)
 {
     CHECK(kill(im->pid, SIGUSR1) == 0);
+}
+
+/* Every frame dropped for the impairer's --outage ms from now on. */
+static void impair_outage(impairer *im)
+{
+    CHECK(kill(im->pid, SIGUSR2) == 0);
 }
 
 /* Ends the impairer and reads its counters; false if it did not report. */
@@ -365,8 +373,47 @@ DP_CASE(all_together)
 }
 
 /* ------------------------------------------------------------------------ */
-/* The impaired path dies                                                   */
+/* The impaired path stops for a while, or dies                             */
 /* ------------------------------------------------------------------------ */
+
+#define OUTAGE_MS 700u
+
+/* Down for less than the timeouts in the middle of a stream: TCP's
+ * retransmissions carry it through, as test_path_faults.c's short outage,
+ * but over a path that is also impaired before and after. */
+DP_CASE(impaired_path_pauses)
+{
+    impairer im;
+    char args[160];
+    snprintf(args, sizeof args, "%s --outage %u", ALL_TOGETHER, OUTAGE_MS);
+    REQUIRE(impair_start(&im, args));
+    dp_side cli, srv;
+    if (!open_hosts(&cli, &srv, USER_TIMEOUT_MS)) {
+        CHECK(!"the hosts' adapters open");
+        impair_stop(&im);
+        return;
+    }
+    dp_conn *c = connect_hosts(&cli, &srv);
+    stream st;
+    if (c && stream_init(&st, c, CHUNK, NCHUNK, 0)) {
+        stream_post(&st, 0, st.n / 2);
+        impair_outage(&im);
+        uint64_t t0 = tl_now_ns();
+        stream_post(&st, st.n / 2, st.n);
+        stream_check(&st, OUTAGE_MS + STREAM_BOUND_MS, true);
+        fprintf(stderr, "    stream across a %u ms outage: %u ms\n", OUTAGE_MS, ms_since(t0));
+        stream_close(&st);
+        CHECK_EQ(tl_event_count(&c->disc_a), 0);
+        CHECK_EQ(tl_event_count(&c->disc_p), 0);
+        CHECK(dp_roundtrip(c, 4096, 3));
+    } else {
+        CHECK(!"a connection with a stream's memory");
+    }
+    dp_conn_close(c);
+    close_hosts(&cli, &srv);
+    if (impair_stop(&im))
+        CHECK(BOTH(&im, blackholed) > 0);
+}
 
 #define DEAD_USER_TIMEOUT_MS 1500u
 /* The user timeout plus a keepalive's idle time and interval (1 s each),
@@ -461,6 +508,7 @@ int main(int argc, char **argv)
     RUN(reordering);
     RUN(duplication);
     RUN(all_together);
+    RUN(impaired_path_pauses);
     RUN(impaired_path_dies);
     topology_down();
     return tl_finish();
