@@ -4,9 +4,9 @@
  * reordering and duplicating them. The netns tests run it in a router
  * namespace between the veth pairs of two hosts (test_impaired_paths.c,
  * tests/soak/impaired_paths.sh), because the kernel's netem qdisc is not
- * available everywhere (CONFIG_NET_SCH_NETEM is unset on some kernels, CI's
- * among them), and because nftables/iptables can drop at random but cannot
- * delay or reorder.
+ * available everywhere (CONFIG_NET_SCH_NETEM is unset on some kernels, the
+ * one this was written on among them), and because nftables/iptables can
+ * drop at random but cannot delay or reorder.
  *
  *   impair --a IF --b IF [--seed N] [--delay MS] [--jitter MS] [--loss PCT]
  *          [--dup PCT] [--reorder PCT] [--reorder-by MS] [--outage MS] [--until-eof]
@@ -22,8 +22,9 @@
  * SIGUSR1 toggles a blackhole (every frame dropped: a dead path), SIGUSR2
  * starts one that ends by itself after --outage ms (default 700); SIGTERM
  * or SIGINT ends the run, and so does the end of standard input with
- * --until-eof (a test gives it a pipe, so it never outlives the test). On exit one line per direction on stdout gives
- * the counts: frames in, forwarded, lost, duplicated, held back (--reorder),
+ * --until-eof (a test gives it a pipe, so it never outlives the test). "ready"
+ * on stdout says it forwards. On exit one line per direction on stdout
+ * gives the counts: frames in, forwarded, lost, duplicated, held back (--reorder),
  * sent out of order (after a frame that arrived later: held back or
  * overtaken through jitter), dropped in the blackhole, dropped for lack of
  * room or by the socket.
@@ -64,7 +65,7 @@ struct frame {
     uint64_t due_ns;
     uint64_t seq;     /* ties keep arrival order */
     uint64_t dir_seq; /* arrival order within its direction */
-    int out;      /* socket it leaves by */
+    int out;          /* socket it leaves by */
     int dir;
     uint16_t len;
     uint8_t data[FRAME_MAX];
