@@ -1,7 +1,8 @@
 /*
  * netns_stream.h - what the two-host netns tests (test_path_faults.c,
- * test_impaired_paths.c) share: shell commands, entering a host's
- * namespace, and a verified stream of RDMA Writes, Reads and Sends.
+ * test_impaired_paths.c) share: shell commands, the three namespaces
+ * (client, router, server) and entering them, and a verified stream of
+ * RDMA Writes, Reads and Sends.
  *
  * The stream: chunk i of n is operation i % 3 (a Write into the server's
  * memory, a Read from it, a Send into a receive posted beforehand), each
@@ -17,6 +18,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* setns() */
 #endif
+#include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
 
@@ -34,6 +36,42 @@ __attribute__((format(printf, 1, 2))) static bool sh(const char *fmt, ...)
     if (rc != 0)
         fprintf(stderr, "    command failed (%d): %s\n", rc, cmd);
     return rc == 0;
+}
+
+/* The hosts' namespaces, named PREFIX<pid>-cli, -rtr and -srv; the client's
+ * and the server's open (for setns). */
+static char ns_cli[32], ns_rtr[32], ns_srv[32];
+static int fd_cli = -1, fd_srv = -1;
+
+static bool namespaces_add(const char *prefix)
+{
+    int pid = (int)getpid();
+    snprintf(ns_cli, sizeof ns_cli, "%s%d-cli", prefix, pid);
+    snprintf(ns_rtr, sizeof ns_rtr, "%s%d-rtr", prefix, pid);
+    snprintf(ns_srv, sizeof ns_srv, "%s%d-srv", prefix, pid);
+    return sh("ip netns add %s && ip netns add %s && ip netns add %s", ns_cli, ns_rtr, ns_srv);
+}
+
+/* Once the hosts are set up: their namespaces' descriptors. */
+static bool namespaces_open(void)
+{
+    char path[64];
+    snprintf(path, sizeof path, "/run/netns/%s", ns_cli);
+    fd_cli = open(path, O_RDONLY | O_CLOEXEC);
+    snprintf(path, sizeof path, "/run/netns/%s", ns_srv);
+    fd_srv = open(path, O_RDONLY | O_CLOEXEC);
+    return fd_cli >= 0 && fd_srv >= 0;
+}
+
+static void namespaces_del(void)
+{
+    const char *names[] = {ns_cli, ns_rtr, ns_srv};
+    for (int i = 0; i < 3; i++) {
+        char cmd[96];
+        snprintf(cmd, sizeof cmd, "ip netns del %s 2>/dev/null", names[i]);
+        if (system(cmd) < 0)
+            fprintf(stderr, "cannot remove namespace %s\n", names[i]);
+    }
 }
 
 /* dp_side.enter: the calling thread moves into the side's namespace. */

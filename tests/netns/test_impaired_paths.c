@@ -31,7 +31,6 @@
  * runs many seeds and rounds). IPv4 only. Needs root, the ip tool and the
  * impairer (built beside this test), else it reports itself skipped (77).
  */
-#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
@@ -45,36 +44,19 @@
 
 extern char **environ;
 
-static char ns_cli[32], ns_rtr[32], ns_srv[32];
-static int fd_cli = -1, fd_srv = -1;
 static unsigned long g_seed = 1;
 static unsigned g_rounds = 1;
 
 #define CLI_MAC "02:00:0a:ca:00:01"
 #define SRV_MAC "02:00:0a:ca:00:02"
 
-static void topology_down(void)
-{
-    const char *names[] = {ns_cli, ns_rtr, ns_srv};
-    for (int i = 0; i < 3; i++) {
-        char cmd[96];
-        snprintf(cmd, sizeof cmd, "ip netns del %s 2>/dev/null", names[i]);
-        if (system(cmd) < 0)
-            fprintf(stderr, "cannot remove namespace %s\n", names[i]);
-    }
-}
-
 /* The three hosts, one subnet: the router forwards frames, not packets.
  * Offloads off on every end, so the impairer sees MTU-sized frames with
  * their checksums. */
 static bool topology_up(void)
 {
-    int pid = (int)getpid();
-    snprintf(ns_cli, sizeof ns_cli, "ndki%d-cli", pid);
-    snprintf(ns_rtr, sizeof ns_rtr, "ndki%d-rtr", pid);
-    snprintf(ns_srv, sizeof ns_srv, "ndki%d-srv", pid);
     const char *c = ns_cli, *r = ns_rtr, *s = ns_srv;
-    bool ok = sh("ip netns add %s && ip netns add %s && ip netns add %s", c, r, s) &&
+    bool ok = namespaces_add("ndki") &&
               sh("ip -n %s link add rc type veth peer name fc address " CLI_MAC " netns %s", r, c) &&
               sh("ip -n %s link add rs type veth peer name fs address " SRV_MAC " netns %s", r, s) &&
               sh("ip -n %s addr add 10.202.0.1/24 dev fc && ip -n %s addr add 10.202.0.2/24 dev fs", c, s) &&
@@ -89,14 +71,7 @@ static bool topology_up(void)
                * and a lost ARP frame would only add a second's wait. */
               sh("ip -n %s neigh add 10.202.0.2 lladdr " SRV_MAC " dev fc nud permanent", c) &&
               sh("ip -n %s neigh add 10.202.0.1 lladdr " CLI_MAC " dev fs nud permanent", s);
-    if (!ok)
-        return false;
-    char path[64];
-    snprintf(path, sizeof path, "/run/netns/%s", c);
-    fd_cli = open(path, O_RDONLY | O_CLOEXEC);
-    snprintf(path, sizeof path, "/run/netns/%s", s);
-    fd_srv = open(path, O_RDONLY | O_CLOEXEC);
-    return fd_cli >= 0 && fd_srv >= 0;
+    return ok && namespaces_open();
 }
 
 /* ------------------------------------------------------------------------ */
@@ -498,7 +473,7 @@ int main(int argc, char **argv)
         return tl_finish();
     }
     if (!topology_up()) {
-        topology_down();
+        namespaces_del();
         tl_skip_all("cannot make the namespaces, veth pairs and offload settings (command above)");
         return tl_finish();
     }
@@ -510,6 +485,6 @@ int main(int argc, char **argv)
     RUN(all_together);
     RUN(impaired_path_pauses);
     RUN(impaired_path_dies);
-    topology_down();
+    namespaces_del();
     return tl_finish();
 }

@@ -33,13 +33,10 @@
  * Needs root for namespaces and the ip tool, else the program reports
  * itself skipped (exit 77).
  */
-#include <fcntl.h>
 #include <sys/wait.h>
 
 #include "netns_stream.h"
 
-static char ns_cli[32], ns_rtr[32], ns_srv[32];
-static int fd_cli = -1, fd_srv = -1;
 
 /* Whether the router still has interface dev. */
 static bool router_has(const char *dev)
@@ -49,27 +46,12 @@ static bool router_has(const char *dev)
     return system(cmd) == 0;
 }
 
-static void topology_down(void)
-{
-    const char *names[] = {ns_cli, ns_rtr, ns_srv};
-    for (int i = 0; i < 3; i++) {
-        char cmd[96];
-        snprintf(cmd, sizeof cmd, "ip netns del %s 2>/dev/null", names[i]);
-        if (system(cmd) < 0)
-            fprintf(stderr, "cannot remove namespace %s\n", names[i]);
-    }
-}
-
 /* The three hosts; false (with the command that failed printed) if they
  * cannot be made here. */
 static bool topology_up(void)
 {
-    int pid = (int)getpid();
-    snprintf(ns_cli, sizeof ns_cli, "ndkf%d-cli", pid);
-    snprintf(ns_rtr, sizeof ns_rtr, "ndkf%d-rtr", pid);
-    snprintf(ns_srv, sizeof ns_srv, "ndkf%d-srv", pid);
     const char *c = ns_cli, *r = ns_rtr, *s = ns_srv;
-    bool ok = sh("ip netns add %s && ip netns add %s && ip netns add %s", c, r, s) &&
+    bool ok = namespaces_add("ndkf") &&
               sh("ip -n %s link add rc address 02:00:0a:c9:01:01 type veth peer name fc "
                  "address 02:00:0a:c9:01:02 netns %s", r, c) &&
               sh("ip -n %s link add rs address 02:00:0a:c9:02:01 type veth peer name fs "
@@ -92,14 +74,7 @@ static bool topology_up(void)
                * dropped without an ICMP error, as on a broken path. */
               sh("ip -n %s route add blackhole 10.201.0.0/16", r) &&
               sh("ip netns exec %s sh -c 'echo 1 > /proc/sys/net/ipv4/ip_forward'", r);
-    if (!ok)
-        return false;
-    char path[64];
-    snprintf(path, sizeof path, "/run/netns/%s", c);
-    fd_cli = open(path, O_RDONLY | O_CLOEXEC);
-    snprintf(path, sizeof path, "/run/netns/%s", s);
-    fd_srv = open(path, O_RDONLY | O_CLOEXEC);
-    return fd_cli >= 0 && fd_srv >= 0;
+    return ok && namespaces_open();
 }
 
 /* The router's interface towards the client ("rc") or the server ("rs"). */
@@ -425,7 +400,7 @@ int main(int argc, char **argv)
         return tl_finish();
     }
     if (!topology_up()) {
-        topology_down();
+        namespaces_del();
         tl_skip_all("cannot make the namespaces, veth pairs and routes (command above)");
         return tl_finish();
     }
@@ -435,6 +410,6 @@ int main(int argc, char **argv)
     RUN(outage_during_connection_setup);
     RUN(short_outage_as_the_syn_leaves);
     RUN(server_host_vanishes);
-    topology_down();
+    namespaces_del();
     return tl_finish();
 }
