@@ -20,6 +20,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -33,10 +34,14 @@ static bool quiet_parked;
 
 /* Runs on the progress thread (a close callback, with no provider lock
  * held, rules L5-L7 of docs/rules.md) and stays there for the life of the
- * process. */
+ * process, with every signal blocked: libFuzzer's (its -timeout alarm, an
+ * interrupt) go to the fuzzing thread, whose stack a report should show. */
 static inline void quiet_park(PVOID ctx)
 {
     (void)ctx;
+    sigset_t all;
+    sigfillset(&all);
+    pthread_sigmask(SIG_BLOCK, &all, NULL);
     pthread_mutex_lock(&quiet_mu);
     quiet_parked = true;
     pthread_cond_signal(&quiet_cv);
