@@ -11,16 +11,18 @@
  * close callback of an object made for the purpose, it never takes the lock
  * again; the fuzzing thread frees closed objects itself (quiet_free_closed)
  * before the input ends, or libFuzzer runs a leak scan after every input.
+ * Its one other duty here, looking at QPs that wait for a receive every
+ * 10 ms, depended on the clock, which what an input does must not.
  *
  * Everything is static inline: each target is one translation unit.
  */
 #ifndef NDK_FUZZ_QUIET_ADAPTER_H
 #define NDK_FUZZ_QUIET_ADAPTER_H
 
-#include <stdbool.h>
-#include <stdint.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
