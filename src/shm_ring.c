@@ -12,10 +12,10 @@ void shm_ring_attach(struct shm_ring *r, void *mem, bool init)
     r->mine = r->theirs = 0;
 }
 
-uint32_t shm_ring_room(struct shm_ring *r)
+uint32_t shm_ring_room(struct shm_ring *r, uint32_t need)
 {
     uint32_t used = r->mine - r->theirs;
-    if (used >= SHM_SLOTS) {
+    if (used > SHM_SLOTS - need) {
         r->theirs = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
         used = r->mine - r->theirs;
         /* A tail past our head is the peer's corruption: report no room,

@@ -89,8 +89,9 @@ struct shm_ring {
 void shm_ring_attach(struct shm_ring *r, void *mem, bool init);
 
 /* ---- producer ---- */
-/* Free slots, reading the consumer's tail when the private copy says none. */
-uint32_t shm_ring_room(struct shm_ring *r);
+/* Free slots, reading the consumer's tail when the private copy says
+ * fewer than need (1..SHM_SLOTS). */
+uint32_t shm_ring_room(struct shm_ring *r, uint32_t need);
 /* The slot at head + i (i < shm_ring_room), to fill. */
 struct shm_msg *shm_ring_slot(struct shm_ring *r, uint32_t i);
 /* Makes the next n filled slots visible to the consumer. */

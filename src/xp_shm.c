@@ -123,14 +123,16 @@ static void space_freed(struct shm_conn *c, struct shm_ring *r)
         shm_os_doorbell_ring(c->peer_bell);
 }
 
-/* Free slots of an outgoing ring, asking to be woken when there are none. */
-static uint32_t room_or_wait(struct shm_ring *r)
+/* Free slots of an outgoing ring; with fewer than need, the consumer is
+ * asked to wake us when it frees one (then we look once more, so a slot
+ * freed in between is not missed). */
+static uint32_t room_or_wait(struct shm_ring *r, uint32_t need)
 {
-    uint32_t room = shm_ring_room(r);
-    if (room)
+    uint32_t room = shm_ring_room(r, need);
+    if (room >= need)
         return room;
     __atomic_store_n(&r->ctl->space_wanted, 1, __ATOMIC_SEQ_CST);
-    return shm_ring_room(r);
+    return shm_ring_room(r, need);
 }
 
 /* ---- helpers ---- */
@@ -174,7 +176,7 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 static void send_term(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t)
 {
     /* One response slot is always kept for this (take_request). */
-    if (!shm_ring_room(&c->resp_out))
+    if (!shm_ring_room(&c->resp_out, 1))
         return;
     struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
     memset(m, 0, sizeof *m);
@@ -405,7 +407,7 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
     /* Copied through the ring: one response slot per piece, one kept for
      * a Terminate. */
     do {
-        if (room_or_wait(&c->resp_out) < 2)
+        if (room_or_wait(&c->resp_out, 2) < 2)
             return false;
         uint64_t n = h->total - c->rd_off < SHM_PAYLOAD ? h->total - c->rd_off : SHM_PAYLOAD;
         struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
@@ -449,7 +451,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         bool done = true;
         if (c->flushed) {
             /* NdkFlush: what the peer sends is dropped, never placed. */
-        } else if (room_or_wait(&c->resp_out) < 2) {
+        } else if (room_or_wait(&c->resp_out, 2) < 2) {
             break; /* a response and the Terminate's slot */
         } else if (h.type == SHM_REQ_SEND) {
             done = take_send(c, &h, payload, f);
@@ -656,7 +658,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
 static void put_requests(struct shm_conn *c)
 {
     struct ndk_qp_impl *qp = c->qp;
-    uint32_t room = room_or_wait(&c->req_out), used = 0;
+    uint32_t room = room_or_wait(&c->req_out, 1), used = 0;
     struct ndk_swqe *w;
     while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
         if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
@@ -671,7 +673,7 @@ static void put_requests(struct shm_conn *c)
         shm_ring_publish(&c->req_out, used);
         wake_peer(c);
         used = 0;
-        if (!(room = room_or_wait(&c->req_out)))
+        if (!(room = room_or_wait(&c->req_out, 1)))
             break;
     }
     if (used) {

@@ -64,15 +64,15 @@ static void t_full(void)
 {
     rings_up();
     for (uint32_t i = 0; i < SHM_SLOTS; i++) {
-        REQUIRE(shm_ring_room(&P) == SHM_SLOTS - i);
+        REQUIRE(shm_ring_room(&P, 1) == SHM_SLOTS - i);
         put(i);
     }
-    CHECK_EQ(shm_ring_room(&P), 0);
+    CHECK_EQ(shm_ring_room(&P, 1), 0);
     uint32_t id;
     CHECK(take(&id) && id == 0);
-    CHECK_EQ(shm_ring_room(&P), 1);
+    CHECK_EQ(shm_ring_room(&P, 1), 1);
     put(SHM_SLOTS);
-    CHECK_EQ(shm_ring_room(&P), 0);
+    CHECK_EQ(shm_ring_room(&P, 1), 0);
     for (uint32_t i = 1; i <= SHM_SLOTS; i++)
         CHECK(take(&id) && id == i);
     CHECK(!take(&id));
@@ -89,7 +89,7 @@ static void t_wrap(void)
     P.ctl->head = P.ctl->tail = start;
     uint32_t next_put = 0, next_take = 0;
     for (int round = 0; round < 40; round++) {
-        uint32_t n = shm_ring_room(&P) < 7 ? shm_ring_room(&P) : 7;
+        uint32_t n = shm_ring_room(&P, 1) < 7 ? shm_ring_room(&P, 1) : 7;
         for (uint32_t i = 0; i < n; i++) {
             struct shm_msg *m = shm_ring_slot(&P, i);
             m->id = next_put;
@@ -124,7 +124,7 @@ static void t_corrupt_head(void)
     for (uint32_t i = 0; i < SHM_SLOTS; i++)
         put(i);
     __atomic_store_n(&P.ctl->tail, UINT32_MAX - 10, __ATOMIC_RELEASE);
-    CHECK_EQ(shm_ring_room(&P), 0);
+    CHECK_EQ(shm_ring_room(&P, 1), 0);
     free(g_mem);
 }
 
