@@ -119,6 +119,7 @@ static void t_corrupt_head(void)
     bool corrupt = false;
     CHECK(shm_ring_peek(&C, &corrupt) == NULL);
     CHECK(corrupt);
+    free(g_mem);
     /* A tail past the producer's head leaves no room. */
     rings_up();
     for (uint32_t i = 0; i < SHM_SLOTS; i++)

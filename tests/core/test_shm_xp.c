@@ -292,7 +292,8 @@ static bool pair_up(bool copy, ULONG child_grace_ms, uint64_t *peer_buf, UINT32 
         int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
         if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a))
             _exit(2);
-        _exit(child_main(ctl[1], s, copy, child_grace_ms));
+        /* exit, not _exit: LeakSanitizer checks the child too. */
+        exit(child_main(ctl[1], s, copy, child_grace_ms));
     }
     close(ctl[1]);
     g_ctl = ctl[0];
