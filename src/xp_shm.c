@@ -77,6 +77,7 @@ struct shm_conn {
     /* initiator side (sq_lock) */
     uint64_t tx_off;            /* octets of the request at sq_tx already in the ring */
     uint32_t reads_out;
+    bool tx_stalled;            /* requests wait for ring room or an ORD slot (atomic) */
     /* target side (rx_lock) */
     bool rs_active;             /* a Send being placed into rs_wqe */
     struct ndk_rwqe rs_wqe;
@@ -680,6 +681,7 @@ static void put_requests(struct shm_conn *c)
         shm_ring_publish(&c->req_out, used);
         wake_peer(c);
     }
+    __atomic_store_n(&c->tx_stalled, qp->dp.state == QP_RTS && ndk_xp_sq_next(qp) != NULL, __ATOMIC_RELAXED);
     ndk_xp_sq_complete(qp);
 }
 
@@ -723,7 +725,11 @@ static void progress(struct shm_conn *c, bool poller)
         end_connection(c, &f);
         return;
     }
-    if (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0) {
+    /* The initiator side has work only when a response came or requests
+     * wait for room: a busy poller looks at both without a lock. */
+    bool initiator = shm_ring_pending(&c->resp_in) || __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED);
+    if (initiator &&
+        (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0)) {
         if (c->flushed) {
             bool corrupt = false;
             while (shm_ring_peek(&c->resp_in, &corrupt))
@@ -735,7 +741,7 @@ static void progress(struct shm_conn *c, bool poller)
         }
         pthread_mutex_unlock(&dp->sq_lock);
     }
-    if (!f.fail &&
+    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED)) &&
         (poller ? pthread_mutex_trylock(&dp->rx_lock) == 0 : pthread_mutex_lock(&dp->rx_lock) == 0)) {
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
