@@ -44,7 +44,7 @@ struct side {
     uint8_t *buf;
 };
 
-enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_EXIT };
+enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_EXIT };
 
 struct msg {
     uint32_t cmd;
@@ -55,6 +55,7 @@ struct msg {
 };
 
 static struct side S;
+static NDK_MW *g_mw; /* the child's window (C_BIND) */
 static int g_ctl = -1;
 static pid_t g_child;
 static bool g_copy;
@@ -134,6 +135,9 @@ static void side_down(struct side *s)
 {
     if (s->qp)
         close_obj(&s->qp->Header);
+    if (g_mw)
+        close_obj(&g_mw->Header);
+    g_mw = NULL;
     if (s->mr)
         close_obj(&s->mr->Header);
     if (s->cq)
@@ -202,6 +206,7 @@ static void child_serve(int ctl)
                 if (r.Status != STATUS_SUCCESS && !m.status)
                     m.status = r.Status;
                 m.a = r.BytesTransferred;
+                m.b = (uint64_t)r.Type | (uint64_t)r.TypeSpecificCompletionOutput << 32;
                 uint32_t got;
                 memcpy(&got, S.buf + RECV_AT + (uint64_t)i * m.len, 4);
                 if (m.seed && (r.RequestContext != (void *)(uintptr_t)(i + 1) || got != i))
@@ -213,6 +218,19 @@ static void child_serve(int ctl)
             break;
         case C_REASON:
             m.status = (int32_t)ndk_qp_end_reason(impl(S.qp));
+            break;
+        case C_BIND:
+            /* A window over [a, a + len) of the buffer, remote write. */
+            m.ok = S.pd->Dispatch->NdkCreateMw(S.pd, NULL, NULL, &g_mw) == STATUS_SUCCESS &&
+                   S.qp->Dispatch->NdkBind(S.qp, NULL, S.mr, g_mw, S.buf + m.a, m.len,
+                                           NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == STATUS_SUCCESS &&
+                   next(&S, &r) && r.Status == STATUS_SUCCESS;
+            m.n = m.ok ? g_mw->Dispatch->NdkGetRemoteTokenFromMw(g_mw) : 0;
+            break;
+        case C_ZERO:
+            for (uint32_t i = 0; i < m.len; i++)
+                if (S.buf[m.a + i])
+                    m.ok = 0;
             break;
         case C_CLOSE_QP:
             close_obj(&S.qp->Header);
@@ -476,6 +494,54 @@ static void t_protection(void)
     }
 }
 
+/* A window bound by the peer: a Write through it lands (single copy and
+ * copy mode), one past its end is refused although the MR covers it, and
+ * after a Send with Invalidate names it, a Write through it ends the
+ * connection (docs/rules.md R21). */
+static void t_window(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        const ULONG win = 128 * 1024;
+        struct msg m = ask(C_BIND, 0, win, 0, WRITE_AT, 0);
+        REQUIRE(m.ok);
+        UINT32 wtok = m.n;
+        fill(S.buf, win, 21, 0);
+        NDK_SGE g = sge(&S, 0, win);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)1, &g, 1, pb + WRITE_AT, wtok, 0), STATUS_SUCCESS);
+        CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+        CHECK_EQ(S.qp->Dispatch->NdkSendAndInvalidate(S.qp, (void *)2, NULL, 0, 0, wtok), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)1);
+        expect_ok(NdkOperationTypeSend, (void *)2);
+        m = ask(C_REAP, 1, 64, 0, 0, 0);
+        CHECK(m.ok && m.status == 0);
+        CHECK_EQ(m.b & 0xffffffff, NdkOperationTypeReceiveAndInvalidate);
+        CHECK_EQ(m.b >> 32, wtok);
+        CHECK(ask(C_CHECK, 0, win, 21, WRITE_AT, 0).ok);
+        /* Invalid now: the next Write through it is refused. */
+        g = sge(&S, 0, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &g, 1, pb + WRITE_AT, wtok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)3);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        CHECK_EQ(ask(C_REASON, 0, 0, 0, 0, 0).status, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+        pair_down();
+
+        /* Past the window's end, inside the MR: bounds. */
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        m = ask(C_BIND, 0, 4096, 0, WRITE_AT, 0);
+        REQUIRE(m.ok);
+        fill(S.buf, 8192, 3, 0);
+        g = sge(&S, 0, 8192);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)4, &g, 1, pb + WRITE_AT, m.n, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)4);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        CHECK(ask(C_ZERO, 0, 8192, 0, WRITE_AT, 0).ok); /* not one octet placed */
+        pair_down();
+    }
+}
+
 /* A peer that stops (SIGSTOP) fills the ring: posts succeed until the
  * initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
  * once it runs again every message arrives, in order, intact. */
@@ -564,6 +630,7 @@ int main(void)
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
     RUN(t_protection);
+    RUN(t_window);
     RUN(t_back_pressure);
     RUN(t_peer_killed);
     RUN(t_peer_closed);
