@@ -176,7 +176,7 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 
 static void send_term(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t)
 {
-    /* One response slot is always kept for this (take_request). */
+    /* One response slot is always kept for this (take_requests). */
     if (!shm_ring_room(&c->resp_out, 1))
         return;
     struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
@@ -208,10 +208,10 @@ static void refuse(struct shm_conn *c, const struct shm_msg *req, const struct d
     fail_set(f, NDK_DISCONNECT_REASON_TERMINATE_SENT, STATUS_CANCELLED);
 }
 
-/* Moves len octets between (stag, to) of our memory, checked for access,
- * and either the peer's iovecs (single copy: pulled or pushed) or a local
- * buffer (a slot's payload). Returns MEM_OK, the refused check, or
- * MEM_INVALID_STAG-like failure of the transfer in *xfer_err. */
+/* Moves len octets between (stag, to) of our memory, checked piece by
+ * piece for access, and either the peer's iovecs (single copy: pulled or
+ * pushed) or a buffer here (a slot's payload). Returns MEM_OK or the
+ * refused check; a transfer that failed sets *xfer_err (-errno). */
 static enum mem_err tagged_move(struct shm_conn *c, uint32_t stag, uint64_t to, uint64_t len, unsigned access,
                                 const struct iovec *peer, int npeer, uint8_t *buf, int *xfer_err)
 {
