@@ -624,6 +624,72 @@ static void t_peer_closed(void)
     pair_down();
 }
 
+/* A peer process that connects the UNIX socket and then, mute, either
+ * closes it at once or holds it until the parent closes the control
+ * socket: ndk_shm_connect fails with the exchange's status, releases what
+ * it made, and leaves the QP idle and unused. A connected QP is refused. */
+static pid_t spawn_mute(bool hold, int *sock, int *ctl_out)
+{
+    struct sockaddr_un a;
+    int lfd = listen_unix(&a), ctl[2];
+    if (lfd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl))
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ctl[0]);
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a))
+            _exit(2);
+        char c;
+        if (hold) {
+            struct pollfd p = {.fd = ctl[1], .events = POLLIN};
+            if (poll(&p, 1, WAIT_MS) == 1 && read(ctl[1], &c, 1) < 0)
+                _exit(3);
+        }
+        _exit(0);
+    }
+    close(ctl[1]);
+    *ctl_out = ctl[0];
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    *sock = pid > 0 && poll(&p, 1, WAIT_MS) == 1 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+    close(lfd);
+    return pid;
+}
+
+static void t_connect_fails(void)
+{
+    int fds = count_fds();
+    REQUIRE(side_up(&S, 0));
+    for (int hold = 0; hold < 2; hold++) {
+        int sock, ctl;
+        pid_t pid = spawn_mute(hold, &sock, &ctl);
+        REQUIRE(pid > 0 && sock >= 0);
+        bool cm;
+        uint64_t t0 = tl_now_ns();
+        /* Creator: the peer hangs up; not the creator: the peer never
+         * sends its region (200 ms). */
+        NTSTATUS st = ndk_shm_connect(impl(S.qp), sock, !hold, NDK_MAX_IRD, NDK_MAX_ORD, 200, &cm);
+        CHECK_EQ(st, hold ? STATUS_IO_TIMEOUT : STATUS_CONNECTION_REFUSED);
+        CHECK(tl_now_ns() - t0 < 5000000000ull);
+        close(sock);
+        close(ctl);
+        int ws;
+        CHECK(waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+        CHECK_EQ(impl(S.qp)->dp.state, QP_IDLE);
+        CHECK(!impl(S.qp)->used);
+    }
+    side_down(&S);
+    CHECK_EQ(count_fds(), fds);
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    bool cm;
+    CHECK_EQ(ndk_shm_connect(impl(S.qp), -1, true, 1, 1, 10, &cm), STATUS_INVALID_DEVICE_STATE);
+    pair_down();
+}
+
 int main(void)
 {
     tl_event_init(&g_closed);
@@ -634,5 +700,6 @@ int main(void)
     RUN(t_back_pressure);
     RUN(t_peer_killed);
     RUN(t_peer_closed);
+    RUN(t_connect_fails);
     return tl_finish();
 }
