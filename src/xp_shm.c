@@ -268,18 +268,20 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         if (!ndk_xp_take_receive(qp, &c->rs_wqe)) {
             const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
             uint64_t now = loop_now_ms();
-            if (!c->rx_wait_until && !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)) {
-                c->rx_wait_until = now + (o->ReceiveGraceMs ? o->ReceiveGraceMs : 1);
+            uint64_t until = c->rx_wait_until;
+            if (!until && !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)) {
+                /* Atomic: posting threads and the service thread read it. */
+                __atomic_store_n(&c->rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
                 return false;
             }
-            if (c->rx_wait_until && now < c->rx_wait_until)
+            if (until && now < until)
                 return false;
-            c->rx_wait_until = 0;
+            __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
             ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER, false);
             refuse(c, h, &t, f);
             return true;
         }
-        c->rx_wait_until = 0;
+        __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
         c->rs_active = true;
         c->rs_got = 0;
         c->rs_status = h->total > c->rs_wqe.total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
@@ -704,7 +706,7 @@ static void end_connection(struct shm_conn *c, const struct shm_fail *f)
         return;
     pthread_mutex_lock(&c->qp->dp.rx_lock);
     drop_partial_send(c);
-    c->rx_wait_until = 0;
+    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&c->qp->dp.rx_lock);
     ndk_xp_fail(c->qp, f->reason, f->read_status, 0);
     shm_os_doorbell_ring(c->peer_bell);
@@ -813,7 +815,7 @@ static void shm_flush(struct ndk_qp_impl *qp)
     if (!c)
         return;
     c->flushed = true;
-    c->rx_wait_until = 0;
+    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
     drop_partial_send(c);
 }
 

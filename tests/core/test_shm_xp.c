@@ -542,6 +542,36 @@ static void t_window(void)
     }
 }
 
+/* Receiver not ready (docs/behaviour.md): Sends that find no receive wait
+ * for one posted within ReceiveGraceMs, then land in order; past the
+ * grace the target ends the connection with its Terminate. */
+static void t_receive_wait(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 60000, &pb, &pt));
+    fill(S.buf, 65536, 31, 0);
+    NDK_SGE big = sge(&S, 0, 65536), small = sge(&S, 0, 100);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &big, 1, 0), STATUS_SUCCESS);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &small, 1, 0), STATUS_SUCCESS);
+    CHECK(ask(C_RECV, 2, 65536, 0, 0, 0).ok);
+    expect_ok(NdkOperationTypeSend, (void *)1);
+    expect_ok(NdkOperationTypeSend, (void *)2);
+    struct msg m = ask(C_REAP, 2, 65536, 0, 0, 0);
+    CHECK(m.ok && m.status == 0 && m.a == 100);
+    CHECK(ask(C_CHECK, 0, 65536, 31, RECV_AT, 0).ok);
+    CHECK(ask(C_CHECK, 0, 100, 31, RECV_AT + 65536, 0).ok);
+    pair_down();
+
+    REQUIRE(pair_up(false, 50, &pb, &pt));
+    small = sge(&S, 0, 100);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)3, &small, 1, 0), STATUS_SUCCESS);
+    expect_ok(NdkOperationTypeSend, (void *)3);
+    CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+    CHECK_EQ(ask(C_REASON, 0, 0, 0, 0, 0).status, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+    pair_down();
+}
+
 /* A peer that stops (SIGSTOP) fills the ring: posts succeed until the
  * initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
  * once it runs again every message arrives, in order, intact. */
@@ -697,6 +727,7 @@ int main(void)
     RUN(t_ops_copy_mode);
     RUN(t_protection);
     RUN(t_window);
+    RUN(t_receive_wait);
     RUN(t_back_pressure);
     RUN(t_peer_killed);
     RUN(t_peer_closed);
