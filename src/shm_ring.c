@@ -16,7 +16,7 @@ uint32_t shm_ring_room(struct shm_ring *r, uint32_t need)
 {
     uint32_t used = r->mine - r->theirs;
     if (used > SHM_SLOTS - need) {
-        r->theirs = __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
+        r->theirs = __atomic_load_n(&r->ctl->tail, __ATOMIC_SEQ_CST);
         used = r->mine - r->theirs;
         /* A tail past our head is the peer's corruption: report no room,
          * and the owner's consumer-side checks end the connection. */
@@ -34,13 +34,13 @@ struct shm_msg *shm_ring_slot(struct shm_ring *r, uint32_t i)
 void shm_ring_publish(struct shm_ring *r, uint32_t n)
 {
     r->mine += n;
-    __atomic_store_n(&r->ctl->head, r->mine, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->ctl->head, r->mine, __ATOMIC_SEQ_CST);
 }
 
 const struct shm_msg *shm_ring_peek(struct shm_ring *r, bool *corrupt)
 {
     if (r->theirs == r->mine) {
-        r->theirs = __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE);
+        r->theirs = __atomic_load_n(&r->ctl->head, __ATOMIC_SEQ_CST);
         if (r->theirs - r->mine > SHM_SLOTS) {
             *corrupt = true;
             r->theirs = r->mine;
@@ -55,11 +55,11 @@ const struct shm_msg *shm_ring_peek(struct shm_ring *r, bool *corrupt)
 void shm_ring_release(struct shm_ring *r)
 {
     r->mine++;
-    __atomic_store_n(&r->ctl->tail, r->mine, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->ctl->tail, r->mine, __ATOMIC_SEQ_CST);
 }
 
 bool shm_ring_pending(const struct shm_ring *r)
 {
     /* The shared indexes only: any thread may ask, whoever consumes. */
-    return __atomic_load_n(&r->ctl->head, __ATOMIC_ACQUIRE) != __atomic_load_n(&r->ctl->tail, __ATOMIC_ACQUIRE);
+    return __atomic_load_n(&r->ctl->head, __ATOMIC_SEQ_CST) != __atomic_load_n(&r->ctl->tail, __ATOMIC_SEQ_CST);
 }

@@ -8,8 +8,12 @@
  * The producer alone writes `head`, the consumer alone writes `tail`, each
  * on its own cache line; each side keeps its own copy of the other's index
  * and reads the shared one only when that copy says full (producer) or
- * empty (consumer). Publishing is a release store of head after the slot
- * is written; releasing a slot is a release store of tail after it was read.
+ * empty (consumer). Publishing is a store of head after the slot is
+ * written; releasing a slot is a store of tail after it was read. Both,
+ * and the loads of the other side's index, are sequentially consistent:
+ * the owner's wake-up flags (a consumer that arms, then looks at head; a
+ * producer that publishes, then looks at the flag) need one total order
+ * so that no wake-up is lost.
  */
 #ifndef NDK_SHM_RING_H
 #define NDK_SHM_RING_H

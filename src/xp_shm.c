@@ -107,19 +107,21 @@ static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
 
 /* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
 
+/* After a publish (a sequentially consistent store of head, shm_ring.h):
+ * a peer that armed before it is seen armed here, one that arms after it
+ * sees the message when it looks once more. */
 static void wake_peer(struct shm_conn *c)
 {
     uint32_t *armed = &c->hdr->side[1 - c->me].armed;
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(armed, __ATOMIC_RELAXED) && __atomic_exchange_n(armed, 0, __ATOMIC_SEQ_CST))
+    if (__atomic_load_n(armed, __ATOMIC_SEQ_CST) && __atomic_exchange_n(armed, 0, __ATOMIC_SEQ_CST))
         shm_os_doorbell_ring(c->peer_bell);
 }
 
-/* A consumer freed slots: a producer that found the ring full is woken. */
+/* A consumer freed slots (a sequentially consistent store of tail): a
+ * producer that found the ring full is woken. */
 static void space_freed(struct shm_conn *c, struct shm_ring *r)
 {
-    __atomic_thread_fence(__ATOMIC_SEQ_CST);
-    if (__atomic_load_n(&r->ctl->space_wanted, __ATOMIC_RELAXED) &&
+    if (__atomic_load_n(&r->ctl->space_wanted, __ATOMIC_SEQ_CST) &&
         __atomic_exchange_n(&r->ctl->space_wanted, 0, __ATOMIC_SEQ_CST))
         shm_os_doorbell_ring(c->peer_bell);
 }

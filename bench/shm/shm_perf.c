@@ -167,13 +167,16 @@ static void post_send(size_t len, ULONG flags)
 {
     NDK_SGE g = sge(MAX_SIZE, len);
     NTSTATUS st;
-    double end = now_s() + WAIT_S;
+    double end = 0;
     /* The initiator queue is full (send_rate): polling drives the transport. */
-    while ((st = E.qp->Dispatch->NdkSend(E.qp, NULL, &g, len ? 1 : 0, flags)) == STATUS_INSUFFICIENT_RESOURCES &&
-           now_s() < end) {
+    while ((st = E.qp->Dispatch->NdkSend(E.qp, NULL, &g, len ? 1 : 0, flags)) == STATUS_INSUFFICIENT_RESOURCES) {
         NDK_RESULT_EX r;
         if (E.cq->Dispatch->NdkGetCqResultsEx(E.cq, &r, 1) == 1 && r.Status != STATUS_SUCCESS)
             die("a Send failed");
+        if (!end)
+            end = now_s() + WAIT_S;
+        else if (now_s() > end)
+            break;
     }
     if (st != STATUS_SUCCESS)
         die("NdkSend failed");
