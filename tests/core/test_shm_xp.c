@@ -44,7 +44,7 @@ struct side {
     uint8_t *buf;
 };
 
-enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_EXIT };
+enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_EXIT };
 
 struct msg {
     uint32_t cmd;
@@ -56,6 +56,17 @@ struct msg {
 
 static struct side S;
 static NDK_MW *g_mw; /* the child's window (C_BIND) */
+/* The child's fast-register MR (C_FRMR) and the LAM of its pages. */
+#define FR_PAGES 32
+#define FR_AT (3u << 20)
+static NDK_MR *g_fr;
+static union {
+    NDK_LOGICAL_ADDRESS_MAPPING lam;
+    uint8_t room[sizeof(NDK_LOGICAL_ADDRESS_MAPPING) + FR_PAGES * sizeof(NDK_LOGICAL_ADDRESS)];
+} g_lam;
+static bool g_lam_built;
+static tl_event g_req;
+static NTSTATUS g_req_st;
 static int g_ctl = -1;
 static pid_t g_child;
 static bool g_copy;
@@ -115,6 +126,54 @@ static bool side_up(struct side *s, ULONG grace_ms)
            (s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr), true);
 }
 
+static bool next(struct side *s, NDK_RESULT_EX *r);
+
+static void on_req(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx;
+    g_req_st = st;
+    tl_event_signal(&g_req);
+}
+
+/* A request that may pend: its status, once completed. */
+static NTSTATUS finish(NTSTATUS st)
+{
+    unsigned n = tl_event_count(&g_req);
+    if (st != STATUS_PENDING)
+        return st;
+    return tl_event_wait(&g_req, n + 1, WAIT_MS) ? g_req_st : STATUS_IO_TIMEOUT;
+}
+
+/* The child fast-registers FR_PAGES pages of its buffer at FR_AT in
+ * reverse order, at a base address of its choosing: a remote access
+ * through it is placed page by page, one iovec each (mem.h). */
+static bool frmr_up(uint64_t base, UINT32 *tok)
+{
+    MDL mdl = {.StartVa = S.buf + FR_AT, .ByteCount = FR_PAGES * 4096};
+    ULONG size = sizeof g_lam, fbo = 0;
+    if (S.pd->Dispatch->NdkCreateMr(S.pd, TRUE, NULL, NULL, &g_fr) != STATUS_SUCCESS ||
+        finish(g_fr->Dispatch->NdkInitializeFastRegisterMr(g_fr, FR_PAGES, TRUE, on_req, NULL)) != STATUS_SUCCESS ||
+        finish(S.ad->Dispatch->NdkBuildLAM(S.ad, &mdl, FR_PAGES * 4096, on_req, NULL, &g_lam.lam, &size, &fbo)) !=
+            STATUS_SUCCESS)
+        return false;
+    g_lam_built = true;
+    /* The page array runs past the struct's one declared element. */
+    const NDK_LOGICAL_ADDRESS *pages =
+        (const NDK_LOGICAL_ADDRESS *)(const void *)(g_lam.room + offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray));
+    NDK_LOGICAL_ADDRESS rev[FR_PAGES];
+    for (int i = 0; i < FR_PAGES; i++)
+        rev[i] = pages[FR_PAGES - 1 - i];
+    NDK_RESULT_EX r;
+    if (S.qp->Dispatch->NdkFastRegister(S.qp, NULL, g_fr, FR_PAGES, rev, 0, FR_PAGES * 4096,
+                                        (PVOID)(uintptr_t)base,
+                                        NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE) !=
+            STATUS_SUCCESS ||
+        !next(&S, &r) || r.Status != STATUS_SUCCESS)
+        return false;
+    *tok = g_fr->Dispatch->NdkGetRemoteTokenFromMr(g_fr);
+    return true;
+}
+
 static void on_closed(PVOID ctx)
 {
     (void)ctx;
@@ -138,6 +197,12 @@ static void side_down(struct side *s)
     if (g_mw)
         close_obj(&g_mw->Header);
     g_mw = NULL;
+    if (g_lam_built)
+        s->ad->Dispatch->NdkReleaseLAM(s->ad, &g_lam.lam);
+    g_lam_built = false;
+    if (g_fr)
+        close_obj(&g_fr->Header);
+    g_fr = NULL;
     if (s->mr)
         close_obj(&s->mr->Header);
     if (s->cq)
@@ -226,6 +291,9 @@ static void child_serve(int ctl)
                                            NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == STATUS_SUCCESS &&
                    next(&S, &r) && r.Status == STATUS_SUCCESS;
             m.n = m.ok ? g_mw->Dispatch->NdkGetRemoteTokenFromMw(g_mw) : 0;
+            break;
+        case C_FRMR:
+            m.ok = frmr_up(m.a, &m.n);
             break;
         case C_ZERO:
             for (uint32_t i = 0; i < m.len; i++)
@@ -572,6 +640,46 @@ static void t_receive_wait(void)
     pair_down();
 }
 
+/* A fast-registered region whose pages are not in address order: a Write
+ * and a Read through it are placed and gathered page by page, in single
+ * copy and copy mode; a Write past its end is refused. */
+static void t_fast_register(void)
+{
+    const uint64_t base = 0x7e5000000000ull;
+    const ULONG len = FR_PAGES * 4096;
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt, tok;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        struct msg m = ask(C_FRMR, 0, 0, 0, base, 0);
+        REQUIRE(m.ok);
+        tok = m.n;
+        fill(S.buf, len, 41, 0);
+        NDK_SGE g = sge(&S, 0, len);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)1, &g, 1, base, tok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)1);
+        memset(S.buf + len, 0, len);
+        g = sge(&S, len, len);
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)2, &g, 1, base, tok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeRead, (void *)2);
+        CHECK(same(S.buf + len, len, 41, 0));
+        /* A Send behind them: once the child reaped its receive, what was
+         * placed before it is the child's to read (in its own order). */
+        CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+        CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)4, NULL, 0, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeSend, (void *)4);
+        CHECK(ask(C_REAP, 1, 64, 0, 0, 0).ok);
+        /* In the child's buffer, virtual page k is page FR_PAGES-1-k. */
+        for (uint32_t k = 0; k < FR_PAGES; k += 7)
+            CHECK(ask(C_CHECK, 0, 4096, 41, FR_AT + (uint64_t)(FR_PAGES - 1 - k) * 4096, (uint64_t)k * 4096).ok);
+        g = sge(&S, 0, 8192);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &g, 1, base + len - 4096, tok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)3);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        pair_down();
+    }
+}
+
 /* A peer that stops (SIGSTOP) fills the ring: posts succeed until the
  * initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
  * once it runs again every message arrives, in order, intact. */
@@ -723,11 +831,13 @@ static void t_connect_fails(void)
 int main(void)
 {
     tl_event_init(&g_closed);
+    tl_event_init(&g_req);
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
     RUN(t_protection);
     RUN(t_window);
     RUN(t_receive_wait);
+    RUN(t_fast_register);
     RUN(t_back_pressure);
     RUN(t_peer_killed);
     RUN(t_peer_closed);
