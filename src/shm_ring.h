@@ -80,6 +80,16 @@ struct shm_ring_ctl {
 };
 #define SHM_RING_BYTES (sizeof(struct shm_ring_ctl) + (size_t)SHM_SLOTS * SHM_SLOT)
 
+/* The shared region (docs/shm.md): a page of header, then four rings;
+ * side s (0: the side that made the region) produces its requests into
+ * ring 2s and its responses into ring 2s + 1. */
+#define SHM_HDR_BYTES 4096u
+#define SHM_REGION_BYTES (SHM_HDR_BYTES + 4 * SHM_RING_BYTES)
+static inline size_t shm_ring_offset(int side, bool responses)
+{
+    return SHM_HDR_BYTES + (size_t)(2 * side + responses) * SHM_RING_BYTES;
+}
+
 /* One side's view of a ring: the shared part and its private copies. */
 struct shm_ring {
     struct shm_ring_ctl *ctl;

@@ -46,9 +46,7 @@ struct shm_hdr {
     uint32_t magic, version, slot, slots;
     struct shm_side_hdr side[2];
 };
-#define SHM_HDR_BYTES 4096u
 _Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_BYTES, "the header fits its page");
-#define SHM_REGION_BYTES (SHM_HDR_BYTES + 4 * SHM_RING_BYTES)
 
 /* The set-up messages over the UNIX socket. */
 struct shm_hello {
@@ -1027,11 +1025,11 @@ NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_
         claim(qp, false);
         return status_of(e);
     }
-    uint8_t *rings = (uint8_t *)c->map + SHM_HDR_BYTES;
+    uint8_t *base = c->map;
     struct shm_ring *mine[2] = {&c->req_out, &c->resp_out}, *theirs[2] = {&c->req_in, &c->resp_in};
     for (int k = 0; k < 2; k++) {
-        shm_ring_attach(mine[k], rings + (size_t)(2 * c->me + k) * SHM_RING_BYTES, false);
-        shm_ring_attach(theirs[k], rings + (size_t)(2 * (1 - c->me) + k) * SHM_RING_BYTES, false);
+        shm_ring_attach(mine[k], base + shm_ring_offset(c->me, k), false);
+        shm_ring_attach(theirs[k], base + shm_ring_offset(1 - c->me, k), false);
     }
     *copy_mode = c->copy;
     ndk_qp_attach(qp, &shm_ops, c, ird, ord);
@@ -1041,4 +1039,15 @@ NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     return STATUS_SUCCESS;
+}
+
+void *ndk_shm_region(struct ndk_qp_impl *qp, int *side)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    struct shm_conn *c = qp->dp.xp && !strcmp(qp->dp.xp->name, "shm") ? ndk_xp_ctx(qp) : NULL;
+    void *map = c ? c->map : NULL;
+    if (c)
+        *side = c->me;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return map;
 }

@@ -30,4 +30,9 @@ struct ndk_qp_impl;
 NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_t ird, uint32_t ord,
                          int timeout_ms, bool *copy_mode);
 
+/* For tests that play a broken peer: the shared region of a QP joined
+ * with ndk_shm_connect (SHM_REGION_BYTES, shm_ring.h) and which side this
+ * process is; NULL when the QP has no such connection. */
+void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
+
 #endif

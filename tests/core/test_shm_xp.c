@@ -44,7 +44,7 @@ struct side {
     uint8_t *buf;
 };
 
-enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_EXIT };
+enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_GARBAGE, C_EXIT };
 
 struct msg {
     uint32_t cmd;
@@ -101,9 +101,11 @@ static void cq_notify(PVOID ctx, NTSTATUS st)
     (void)ctx, (void)st;
 }
 
+static bool g_busy; /* the parent's adapter busy-polls (t_garbage) */
+
 static bool side_up(struct side *s, ULONG grace_ms)
 {
-    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .ReceiveGraceMs = grace_ms};
+    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .ReceiveGraceMs = grace_ms, .Flags = g_busy ? NDK_OPEN_FLAG_BUSY_POLL : 0};
     MDL mdl = {0};
     s->buf = aligned_alloc(4096, BUF);
     if (!s->buf)
@@ -171,6 +173,57 @@ static bool frmr_up(uint64_t base, UINT32 *tok)
         !next(&S, &r) || r.Status != STATUS_SUCCESS)
         return false;
     *tok = g_fr->Dispatch->NdkGetRemoteTokenFromMr(g_fr);
+    return true;
+}
+
+/* The child, as a broken peer, writes one bad request straight into its
+ * request ring (kind: see t_garbage); tok and at name the parent's MR. */
+static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
+{
+    int side;
+    uint8_t *region = ndk_shm_region(impl(S.qp), &side);
+    if (!region)
+        return false;
+    struct shm_ring_ctl *ctl = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(side, false));
+    uint32_t head = __atomic_load_n(&ctl->head, __ATOMIC_SEQ_CST);
+    struct shm_msg *m =
+        (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(head & (SHM_SLOTS - 1)) * SHM_SLOT);
+    memset(m, 0, sizeof *m);
+    m->flags = SHM_F_LAST;
+    switch (kind) {
+    case 0: /* an unknown type */
+        m->type = 99;
+        break;
+    case 1: /* a payload longer than a slot */
+        m->type = SHM_REQ_WRITE;
+        m->len = SHM_SLOT;
+        m->total = SHM_SLOT;
+        m->stag = tok;
+        m->to = at;
+        break;
+    case 2: /* a head more than a ring ahead */
+        head += SHM_SLOTS + 4;
+        break;
+    case 3: { /* a single-copy Write from memory this process does not map */
+        struct shm_iov v = {4096, 8192};
+        m->type = SHM_REQ_WRITE;
+        m->flags |= SHM_F_IOV;
+        m->niov = 1;
+        m->len = sizeof v;
+        m->total = v.len;
+        m->stag = tok;
+        m->to = at;
+        memcpy(m + 1, &v, sizeof v);
+        break;
+    }
+    default: /* a Send whose first piece does not start at 0 */
+        m->type = SHM_REQ_SEND;
+        m->off = 100;
+        m->len = 10;
+        m->total = 200;
+        break;
+    }
+    __atomic_store_n(&ctl->head, head + 1, __ATOMIC_SEQ_CST);
     return true;
 }
 
@@ -291,6 +344,9 @@ static void child_serve(int ctl)
                                            NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == STATUS_SUCCESS &&
                    next(&S, &r) && r.Status == STATUS_SUCCESS;
             m.n = m.ok ? g_mw->Dispatch->NdkGetRemoteTokenFromMw(g_mw) : 0;
+            break;
+        case C_GARBAGE:
+            m.ok = garbage(m.n, m.len, m.a);
             break;
         case C_FRMR:
             m.ok = frmr_up(m.a, &m.n);
@@ -680,6 +736,34 @@ static void t_fast_register(void)
     }
 }
 
+/* Bad input from the peer (it shares the rings, so it is the wire here):
+ * an unknown message, a payload longer than a slot, an impossible ring
+ * index, a single-copy source the peer does not map, a Send starting in
+ * its middle. Each ends the connection (ABORTED, the parent's
+ * receive flushed, nothing placed), and the process goes on. */
+static void t_garbage(void)
+{
+    g_busy = true; /* nobody rings our doorbell: our polls find the input */
+    for (uint32_t kind = 0; kind < 5; kind++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(false, 0, &pb, &pt));
+        NDK_SGE g = sge(&S, 0, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)9, &g, 1), STATUS_SUCCESS);
+        CHECK(ask(C_GARBAGE, kind, S.rtok, 0, (uint64_t)(uintptr_t)(S.buf + 65536), 0).ok);
+        NDK_RESULT_EX r;
+        REQUIRE(next(&S, &r));
+        CHECK_EQ(r.Status, STATUS_CANCELLED);
+        CHECK(r.RequestContext == (void *)9);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_ABORTED);
+        for (int i = 0; i < 8192; i++)
+            if (S.buf[65536 + i])
+                CHECK(!"placed");
+        pair_down();
+    }
+    g_busy = false;
+}
+
 /* A peer that stops (SIGSTOP) fills the ring: posts succeed until the
  * initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
  * once it runs again every message arrives, in order, intact. */
@@ -838,6 +922,7 @@ int main(void)
     RUN(t_window);
     RUN(t_receive_wait);
     RUN(t_fast_register);
+    RUN(t_garbage);
     RUN(t_back_pressure);
     RUN(t_peer_killed);
     RUN(t_peer_closed);
