@@ -145,6 +145,11 @@ typedef struct _NDK_OPEN_OPTIONS {
     ULONG VerifyDeferMs;        /* verifier: NDK_OP_FLAG_DEFER requests not followed by a post
                                    without DEFER on that queue within this time are reported
                                    (rule D5); default 1000 */
+    ULONG MaxEngines; /* progress engines of the interface (each a thread pinned to one CPU,
+                         with its own event loop): at most this many; default one per CPU
+                         of the opening thread's affinity mask (at most 64). Read by the
+                         open that starts the interface's engines (the first of its
+                         instances); later instances share them */
 } NDK_OPEN_OPTIONS;
 
 /* In a field of NDK_OPEN_OPTIONS that allows it: leave the system's setting. */

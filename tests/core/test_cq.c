@@ -888,7 +888,10 @@ static void producers_notified(void)
 
 int main(void)
 {
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad);
+    /* flush() takes the barrier CQ's notification as proof that every
+     * callback queued before it ran: true when all CQs share one engine. */
+    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .MaxEngines = 1};
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &g_ad);
     if (st != STATUS_SUCCESS) {
         /* lo always exists: failing to open it is a failure, not a skip. */
         fprintf(stderr, "FAIL: ndk_open_adapter(lo): %s\n", ndk_status_name(st));
