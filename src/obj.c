@@ -376,7 +376,9 @@ void ndk_free_deferred(struct ndk_engine *e)
     }
 }
 
-/* The device is closing and its engines have stopped: frees everything. */
+/* Frees every object and view waiting, at once (device lock held): only
+ * where no engine can hold an event naming one, as when the device closes
+ * after its engines stopped, or in the fuzzers, which open no socket. */
 void ndk_free_all(struct ndk_device *dev)
 {
     for (unsigned i = 0; i < dev->nengines; i++)

@@ -22,6 +22,7 @@ void ndk_view_retire(struct ndk_adapter_impl *view);
 /* Engine internals (obj.c, engine.c). */
 void ndk_drain_callbacks(struct ndk_engine *e);
 void ndk_free_deferred(struct ndk_engine *e);
+/* Frees what waits at once: when no engine can hold an event (obj.c). */
 void ndk_free_all(struct ndk_device *dev);
 /* Starts the device's engines: one per CPU of the calling thread's
  * affinity mask, at most max (0: no cap) and NDK_MAX_ENGINES. */
