@@ -222,9 +222,11 @@ DP_CASE(split_cqs_on_two_engines)
     dp_cq *pi = cq_on(&p, &zero, &wpi), *pr = cq_on(&p, &one, &wpr);
     dp_conn *c = conn_on(&a, &p, ai, ar, pi, pr);
     REQUIRE(c);
+    /* Per side: receive buffers, then send sources; on the passive side
+     * the Write targets after those. No two of them overlap. */
     dp_mr ma, mp;
-    uint8_t *ba = dp_buf_reg(&a, &ma, SPLIT_N * 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 1);
-    uint8_t *bp = dp_buf_reg(&p, &mp, SPLIT_N * 64,
+    uint8_t *ba = dp_buf_reg(&a, &ma, 2 * SPLIT_N * 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 1);
+    uint8_t *bp = dp_buf_reg(&p, &mp, 3 * SPLIT_N * 64,
                              NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 2);
     REQUIRE(ba && bp);
     UINT32 ptok = mp.rtok;
@@ -237,10 +239,11 @@ DP_CASE(split_cqs_on_two_engines)
     unsigned before[4];
     arm_all(cqs, 4, before);
     for (unsigned i = 0; i < SPLIT_N; i++) {
-        NDK_SGE sa = dp_sge(&ma, i * 64, 32), sp = dp_sge(&mp, i * 64, 32);
+        size_t src = (SPLIT_N + i) * 64;
+        NDK_SGE sa = dp_sge(&ma, src, 32), sp = dp_sge(&mp, src, 32);
         DP_CHECK_ST(dp_send(c->qa, DP_CTX(0x3000 + i), &sa, 1, 0), STATUS_SUCCESS);
         DP_CHECK_ST(dp_send(c->qp, DP_CTX(0x4000 + i), &sp, 1, 0), STATUS_SUCCESS);
-        DP_CHECK_ST(dp_write(c->qa, DP_CTX(0x5000 + i), &sa, 1, bp + i * 64 + 32, ptok, 0),
+        DP_CHECK_ST(dp_write(c->qa, DP_CTX(0x5000 + i), &sa, 1, bp + (2 * SPLIT_N + i) * 64, ptok, 0),
                     STATUS_SUCCESS);
     }
     static NDK_RESULT_EX rai[2 * SPLIT_N], rar[SPLIT_N], rpi[SPLIT_N], rpr[SPLIT_N];
