@@ -1,5 +1,5 @@
 /* The adapter: opening by interface or address, NDK_ADAPTER_INFO, the
- * progress thread, and blocking close. */
+ * device and its views, and blocking close (the engines: engine.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>

@@ -115,7 +115,7 @@ void ndk_post_leave(void)
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
 {
     __atomic_add_fetch(&cb->obj->busy, 1, __ATOMIC_ACQ_REL);
-    (void)ad;
+    (void)ad; /* the item goes to its object's engine (cbq_append) */
     if (!post_depth) {
         cbq_append(cb);
         return;
