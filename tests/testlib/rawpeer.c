@@ -1,52 +1,19 @@
-/*
- * rawpeer.h - a raw TCP peer for the "bad input from the wire" tests, and the
- * small NDK harness those tests drive on the other end of the connection.
- *
- * The raw peer is a plain socket that speaks (or mis-speaks) MPA octet by
- * octet, so a test can put any byte sequence on the wire and watch exactly
- * what libndk answers: a Reply, nothing, a FIN or a RST. Frames are built
- * from the layouts of iwarp.md 1.1-1.4 and the siw captures in
- * shared/interop/captures, not from libndk's own encoder, so an encoder bug
- * cannot hide behind a matching decoder bug.
- *
- * Every wait is bounded: sockets are read through poll() with a deadline and
- * NDK completions through tl_event_wait. Nothing here sleeps to synchronise.
- *
- * Header-only: every helper is static inline, so a test that leaves one
- * unused still builds with -Werror -Wunused-function.
- */
-#ifndef NDK_TESTS_RAWPEER_H
-#define NDK_TESTS_RAWPEER_H
+#include "rawpeer.h"
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
+const uint8_t rp_siw_request[24] = {
+    0x4d, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x71, 0x20, 0x46,
+    0x72, 0x61, 0x6d, 0x65, 0x10, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x01,
+};
+static nk_req nk_pool[NK_POOL];
+static unsigned nk_pool_used, nk_pool_audited;
 
-#include <ndk/ndk.h>
-
-#include "testlib.h"
-
-/* ======================================================================== */
-/* Byte helpers, CRC32c and a seeded PRNG                                    */
-/* ======================================================================== */
-
-static inline void rp_put16(uint8_t *p, uint16_t v)
+void rp_put16(uint8_t *p, uint16_t v)
 {
     p[0] = (uint8_t)(v >> 8);
     p[1] = (uint8_t)v;
 }
 
-static inline void rp_put32(uint8_t *p, uint32_t v)
+void rp_put32(uint8_t *p, uint32_t v)
 {
     p[0] = (uint8_t)(v >> 24);
     p[1] = (uint8_t)(v >> 16);
@@ -54,19 +21,17 @@ static inline void rp_put32(uint8_t *p, uint32_t v)
     p[3] = (uint8_t)v;
 }
 
-static inline uint16_t rp_get16(const uint8_t *p)
+uint16_t rp_get16(const uint8_t *p)
 {
     return (uint16_t)(p[0] << 8 | p[1]);
 }
 
-static inline uint32_t rp_get32(const uint8_t *p)
+uint32_t rp_get32(const uint8_t *p)
 {
     return (uint32_t)p[0] << 24 | (uint32_t)p[1] << 16 | (uint32_t)p[2] << 8 | p[3];
 }
 
-/* Bit-wise CRC32c (iwarp.md 4.4). Deliberately the slow textbook form: the
- * tests must not share a table or SSE path with the code under test. */
-static inline uint32_t rp_crc32c(const uint8_t *p, size_t n)
+uint32_t rp_crc32c(const uint8_t *p, size_t n)
 {
     uint32_t crc = 0xFFFFFFFFu;
     for (size_t i = 0; i < n; i++) {
@@ -77,9 +42,7 @@ static inline uint32_t rp_crc32c(const uint8_t *p, size_t n)
     return crc ^ 0xFFFFFFFFu;
 }
 
-/* splitmix64: small, seedable, and the same sequence on every platform, so
- * a printed seed reproduces a failing garbage case exactly. */
-static inline uint64_t rp_rand(uint64_t *state)
+uint64_t rp_rand(uint64_t *state)
 {
     uint64_t z = (*state += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -87,7 +50,7 @@ static inline uint64_t rp_rand(uint64_t *state)
     return z ^ (z >> 31);
 }
 
-static inline void rp_hexdump(const char *what, const uint8_t *p, size_t n)
+void rp_hexdump(const char *what, const uint8_t *p, size_t n)
 {
     fprintf(stderr, "    %s (%zu octets):", what, n);
     for (size_t i = 0; i < n; i++)
@@ -95,41 +58,8 @@ static inline void rp_hexdump(const char *what, const uint8_t *p, size_t n)
     fprintf(stderr, "\n");
 }
 
-/* ======================================================================== */
-/* MPA startup frames (iwarp.md 1.1-1.3)                                     */
-/* ======================================================================== */
-
-#define RP_KEY_REQ "MPA ID Req Frame"
-#define RP_KEY_REP "MPA ID Rep Frame"
-#define RP_KEY_LEN 16
-#define RP_HDR_LEN 20
-
-#define RP_F_M 0x80 /* markers wanted */
-#define RP_F_C 0x40 /* CRC */
-#define RP_F_R 0x20 /* reject */
-#define RP_F_S 0x10 /* RFC 6581 word present */
-
-/* RFC 6581 word bits (iwarp.md 1.2). */
-#define RP_W0_A 0x8000u /* peer-to-peer */
-#define RP_W0_B 0x4000u /* Send RTR */
-#define RP_W1_C 0x8000u /* Write RTR */
-#define RP_W1_D 0x4000u /* Read RTR */
-#define RP_IRD_ORD_MASK 0x3FFFu
-
-/* The Request Linux siw sends as an rping client (IRD 1, ORD 1, no ULP
- * data): captures/guest-to-host-mpa-request.txt, byte for byte. */
-static const uint8_t rp_siw_request[24] = {
-    0x4d, 0x50, 0x41, 0x20, 0x49, 0x44, 0x20, 0x52, 0x65, 0x71, 0x20, 0x46,
-    0x72, 0x61, 0x6d, 0x65, 0x10, 0x02, 0x00, 0x04, 0x00, 0x01, 0x00, 0x01,
-};
-
-/*
- * Writes a startup frame: key, flags octet, Rev, PD_Length = pd_length (which
- * the caller may set to lie about the data), then the private data octets
- * (pd_len of them, copied from pd). Returns the octets written.
- */
-static inline size_t rp_frame_raw(uint8_t *out, const char *key, uint8_t flags, uint8_t rev,
-                                  uint16_t pd_length, const void *pd, size_t pd_len)
+size_t rp_frame_raw(uint8_t *out, const char *key, uint8_t flags, uint8_t rev,
+                    uint16_t pd_length, const void *pd, size_t pd_len)
 {
     memcpy(out, key, RP_KEY_LEN);
     out[16] = flags;
@@ -140,9 +70,8 @@ static inline size_t rp_frame_raw(uint8_t *out, const char *key, uint8_t flags, 
     return RP_HDR_LEN + pd_len;
 }
 
-/* A well-formed enhanced (S=1, Rev 2) frame: the word, then ULP data. */
-static inline size_t rp_frame_v2(uint8_t *out, const char *key, uint8_t flags, uint16_t w0,
-                                 uint16_t w1, const void *ulp, size_t ulp_len)
+size_t rp_frame_v2(uint8_t *out, const char *key, uint8_t flags, uint16_t w0,
+                   uint16_t w1, const void *ulp, size_t ulp_len)
 {
     uint8_t pd[4 + 512];
     rp_put16(pd, w0);
@@ -153,12 +82,7 @@ static inline size_t rp_frame_v2(uint8_t *out, const char *key, uint8_t flags, u
                         4 + ulp_len);
 }
 
-/* ======================================================================== */
-/* FPDUs the raw peer sends or expects (iwarp.md 1.4, 1.9, 2.1, 4.3)         */
-/* ======================================================================== */
-
-/* Frames a ULPDU: length, ULPDU, zero pad, CRC (0 when crc is off). */
-static inline size_t rp_fpdu(uint8_t *out, const uint8_t *ulpdu, size_t ulpdu_len, bool crc)
+size_t rp_fpdu(uint8_t *out, const uint8_t *ulpdu, size_t ulpdu_len, bool crc)
 {
     size_t pad = (4 - ((2 + ulpdu_len) & 3)) & 3;
     rp_put16(out, (uint16_t)ulpdu_len);
@@ -174,18 +98,15 @@ static inline size_t rp_fpdu(uint8_t *out, const uint8_t *ulpdu, size_t ulpdu_le
     return n + 4;
 }
 
-/* Zero-length RDMA Write, STag 1, TO 0: the Write RTR siw sends
- * (00 0E C1 40 00000001 0000000000000000 + CRC). 20 octets. */
-static inline size_t rp_write_rtr(uint8_t out[20], bool crc)
+size_t rp_write_rtr(uint8_t out[20], bool crc)
 {
     uint8_t u[14] = {0xC1, 0x40};
     rp_put32(u + 2, 1);
     return rp_fpdu(out, u, sizeof u, crc);
 }
 
-/* Untagged Send (opcode 3), QN 0, the given MSN, MO 0, with payload. */
-static inline size_t rp_send_fpdu(uint8_t *out, uint32_t msn, const void *payload, size_t len,
-                                  bool crc)
+size_t rp_send_fpdu(uint8_t *out, uint32_t msn, const void *payload, size_t len,
+                    bool crc)
 {
     uint8_t u[18 + 256];
     memset(u, 0, 18);
@@ -198,19 +119,7 @@ static inline size_t rp_send_fpdu(uint8_t *out, uint32_t msn, const void *payloa
     return rp_fpdu(out, u, 18 + len, crc);
 }
 
-/* ======================================================================== */
-/* Sockets                                                                   */
-/* ======================================================================== */
-
-/* How a read ended. */
-enum rp_end {
-    RP_OPEN = 0,  /* still open: the wait ran out (or the wanted octets came) */
-    RP_EOF = 1,   /* the other side closed gracefully (FIN) */
-    RP_RESET = 2, /* the other side reset the connection (RST) */
-    RP_ERROR = 3, /* any other socket error */
-};
-
-static inline const char *rp_end_name(int e)
+const char *rp_end_name(int e)
 {
     switch (e) {
     case RP_OPEN:
@@ -224,8 +133,7 @@ static inline const char *rp_end_name(int e)
     }
 }
 
-/* Milliseconds left until an absolute tl_now_ns() deadline, rounded up. */
-static inline int rp_ms_left(uint64_t deadline_ns)
+int rp_ms_left(uint64_t deadline_ns)
 {
     uint64_t now = tl_now_ns();
     if (now >= deadline_ns)
@@ -233,23 +141,23 @@ static inline int rp_ms_left(uint64_t deadline_ns)
     return (int)((deadline_ns - now + 999999u) / 1000000u);
 }
 
-static inline uint64_t rp_deadline(unsigned ms)
+uint64_t rp_deadline(unsigned ms)
 {
     return tl_now_ns() + (uint64_t)ms * 1000000u;
 }
 
-static inline unsigned rp_ms_since(uint64_t t0_ns)
+unsigned rp_ms_since(uint64_t t0_ns)
 {
     return (unsigned)((tl_now_ns() - t0_ns) / 1000000u);
 }
 
-static inline void rp_nodelay(int fd)
+void rp_nodelay(int fd)
 {
     int one = 1;
     (void)setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
 }
 
-static inline struct sockaddr_in rp_loopback(uint16_t port)
+struct sockaddr_in rp_loopback(uint16_t port)
 {
     struct sockaddr_in a;
     memset(&a, 0, sizeof a);
@@ -259,9 +167,7 @@ static inline struct sockaddr_in rp_loopback(uint16_t port)
     return a;
 }
 
-/* Starts a non-blocking connect to 127.0.0.1:port; returns the fd (the
- * handshake may still be in progress) or -1. */
-static inline int rp_connect_start(uint16_t port)
+int rp_connect_start(uint16_t port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -275,10 +181,7 @@ static inline int rp_connect_start(uint16_t port)
     return fd;
 }
 
-/* Connects to 127.0.0.1:port within timeout_ms; returns a blocking fd or -1.
- * The handshake is finished by the kernel's listen queue, so this succeeds
- * whether or not libndk has accepted yet. */
-static inline int rp_connect(uint16_t port, unsigned timeout_ms)
+int rp_connect(uint16_t port, unsigned timeout_ms)
 {
     int fd = rp_connect_start(port);
     if (fd < 0)
@@ -295,9 +198,7 @@ static inline int rp_connect(uint16_t port, unsigned timeout_ms)
     return fd;
 }
 
-/* Sends everything; a peer that already closed is not an error worth a
- * signal (MSG_NOSIGNAL), the caller sees it in the result instead. */
-static inline bool rp_send(int fd, const void *buf, size_t len)
+bool rp_send(int fd, const void *buf, size_t len)
 {
     const uint8_t *p = buf;
     while (len) {
@@ -313,26 +214,19 @@ static inline bool rp_send(int fd, const void *buf, size_t len)
     return true;
 }
 
-/* Half-close: our FIN goes out but we can still see how the other side
- * reacts (its FIN or RST), which a plain close() would hide. */
-static inline void rp_fin(int fd)
+void rp_fin(int fd)
 {
     (void)shutdown(fd, SHUT_WR);
 }
 
-/* Closes with a RST instead of a FIN. */
-static inline void rp_reset(int fd)
+void rp_reset(int fd)
 {
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
     (void)setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     close(fd);
 }
 
-/*
- * Reads until `want` octets arrived, the connection ended, or timeout_ms ran
- * out. Returns the octets read; *end says whether and how it ended.
- */
-static inline size_t rp_read(int fd, uint8_t *buf, size_t want, unsigned timeout_ms, int *end)
+size_t rp_read(int fd, uint8_t *buf, size_t want, unsigned timeout_ms, int *end)
 {
     uint64_t dl = rp_deadline(timeout_ms);
     size_t got = 0;
@@ -362,13 +256,8 @@ static inline size_t rp_read(int fd, uint8_t *buf, size_t want, unsigned timeout
     return got;
 }
 
-/*
- * Waits up to timeout_ms for the other side to close, counting (and keeping
- * the first `cap` of) any octets that come first. Returns how it ended:
- * RP_OPEN means it was still open when the time ran out.
- */
-static inline int rp_wait_end(int fd, unsigned timeout_ms, uint8_t *keep, size_t cap,
-                              size_t *nbytes)
+int rp_wait_end(int fd, unsigned timeout_ms, uint8_t *keep, size_t cap,
+                size_t *nbytes)
 {
     uint64_t dl = rp_deadline(timeout_ms);
     size_t total = 0;
@@ -393,8 +282,7 @@ static inline int rp_wait_end(int fd, unsigned timeout_ms, uint8_t *keep, size_t
     return end;
 }
 
-/* True if nothing at all (no octet, no FIN, no RST) arrives for ms. */
-static inline bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst)
+bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst)
 {
     struct pollfd p = {.fd = fd, .events = POLLIN};
     int r;
@@ -413,8 +301,7 @@ static inline bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst)
     return false;
 }
 
-/* A plain listening socket on 127.0.0.1 with a kernel-chosen port. */
-static inline int rp_listen(uint16_t *port)
+int rp_listen(uint16_t *port)
 {
     int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -432,8 +319,7 @@ static inline int rp_listen(uint16_t *port)
     return fd;
 }
 
-/* Accepts one connection within timeout_ms; -1 if none came. */
-static inline int rp_accept(int lfd, unsigned timeout_ms)
+int rp_accept(int lfd, unsigned timeout_ms)
 {
     struct pollfd p = {.fd = lfd, .events = POLLIN};
     if (poll(&p, 1, (int)timeout_ms) != 1)
@@ -444,13 +330,7 @@ static inline int rp_accept(int lfd, unsigned timeout_ms)
     return fd;
 }
 
-/*
- * Reads one startup frame the way a responder must (iwarp.md 2.3 step 2):
- * exactly 20 octets, then exactly PD_Length octets, never more. Returns the
- * frame length, or 0 when it did not arrive whole within timeout_ms or its
- * PD_Length is over 512 (then the header is still in out).
- */
-static inline size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned timeout_ms)
+size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned timeout_ms)
 {
     int end;
     uint64_t dl = rp_deadline(timeout_ms);
@@ -464,51 +344,12 @@ static inline size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned t
     return RP_HDR_LEN + pd;
 }
 
-/* ======================================================================== */
-/* The NDK side                                                              */
-/* ======================================================================== */
-
-/* Bound for anything that should happen "at once" on loopback. Generous,
- * because CI runs these under ASan on busy machines; a passing run never
- * waits this long. */
-#define NK_WAIT_MS 3000u
-/* A status no provider returns: "the completion never came". */
-#define NK_NO_COMPLETION ((NTSTATUS)0xE0DE0001L)
-
-static inline const char *nk_st(NTSTATUS s)
+const char *nk_st(NTSTATUS s)
 {
     return s == NK_NO_COMPLETION ? "(no completion within the bound)" : ndk_status_name(s);
 }
 
-/* Checks a status and, on mismatch, prints both by name. */
-#define CHECK_ST(got, want)                                                                  \
-    do {                                                                                     \
-        NTSTATUS nk_g_ = (got), nk_w_ = (want);                                              \
-        if (nk_g_ != nk_w_) {                                                                \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %s: got %s, expected %s\n", __FILE__, __LINE__,     \
-                    tl_current ? tl_current : "-", #got, nk_st(nk_g_), nk_st(nk_w_));          \
-        }                                                                                    \
-    } while (0)
-
-/*
- * One asynchronous request. Slots come from a static pool and are never
- * reused: if libndk calls back late (after a wait gave up) the callback
- * still lands in valid memory, and the audit below can see it.
- */
-typedef struct nk_req {
-    tl_event ev;
-    NTSTATUS status;
-    NDK_OBJECT_HEADER *obj; /* for create completions */
-    bool used;
-    bool pended; /* the call returned STATUS_PENDING */
-} nk_req;
-
-#define NK_POOL 6144
-static nk_req nk_pool[NK_POOL];
-static unsigned nk_pool_used, nk_pool_audited;
-
-static inline nk_req *nk_req_new(void)
+nk_req *nk_req_new(void)
 {
     if (nk_pool_used == NK_POOL) {
         fprintf(stderr, "rawpeer.h: request pool exhausted\n");
@@ -520,14 +361,14 @@ static inline nk_req *nk_req_new(void)
     return r;
 }
 
-static inline void nk_req_done(void *ctx, NTSTATUS status)
+void nk_req_done(void *ctx, NTSTATUS status)
 {
     nk_req *r = ctx;
     r->status = status;
     tl_event_signal(&r->ev);
 }
 
-static inline void nk_create_done(void *ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
+void nk_create_done(void *ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
 {
     nk_req *r = ctx;
     r->status = status;
@@ -535,34 +376,26 @@ static inline void nk_create_done(void *ctx, NTSTATUS status, NDK_OBJECT_HEADER 
     tl_event_signal(&r->ev);
 }
 
-static inline void nk_close_done(void *ctx)
+void nk_close_done(void *ctx)
 {
     nk_req *r = ctx;
     r->status = STATUS_SUCCESS;
     tl_event_signal(&r->ev);
 }
 
-/* An operation in flight: the inline return plus its request slot. */
-typedef struct nk_op {
-    NTSTATUS st; /* what the call returned */
-    nk_req *r;
-} nk_op;
-
-static inline nk_op nk_op_begin(nk_req *r, NTSTATUS st)
+nk_op nk_op_begin(nk_req *r, NTSTATUS st)
 {
     r->pended = st == STATUS_PENDING;
     nk_op op = {st, r};
     return op;
 }
 
-/* True once the final status is known. */
-static inline bool nk_op_done(nk_op *op)
+bool nk_op_done(nk_op *op)
 {
     return op->st != STATUS_PENDING || tl_event_count(&op->r->ev) > 0;
 }
 
-/* The final status: inline, or from the completion within ms. */
-static inline NTSTATUS nk_op_wait(nk_op *op, unsigned ms)
+NTSTATUS nk_op_wait(nk_op *op, unsigned ms)
 {
     if (op->st != STATUS_PENDING)
         return op->st;
@@ -571,12 +404,7 @@ static inline NTSTATUS nk_op_wait(nk_op *op, unsigned ms)
     return op->r->status;
 }
 
-/*
- * Rule C7 (reference 4.1): exactly one completion for a request that
- * returned STATUS_PENDING, none for any other return. Called after
- * ndk_close_adapter, which guarantees no callback is still to come.
- */
-static inline void nk_pool_audit(void)
+void nk_pool_audit(void)
 {
     for (; nk_pool_audited < nk_pool_used; nk_pool_audited++) {
         nk_req *r = &nk_pool[nk_pool_audited];
@@ -594,8 +422,7 @@ static inline void nk_pool_audit(void)
     }
 }
 
-/* Finishes a create call: the object, inline or from its completion. */
-static inline void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj)
+void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj)
 {
     nk_op op = nk_op_begin(r, st);
     NTSTATUS fin = nk_op_wait(&op, NK_WAIT_MS);
@@ -606,8 +433,7 @@ static inline void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj)
     return st == STATUS_PENDING ? (void *)r->obj : inline_obj;
 }
 
-/* Closes any object and waits for its close completion. */
-static inline bool nk_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
+bool nk_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
 {
     if (!h)
         return true;
@@ -624,59 +450,34 @@ static inline bool nk_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
     return true;
 }
 
-/* Per-type closes (the close member's name differs per table), and one
- * macro over them; a NULL object is already closed. */
-static inline bool nk_close_connector(NDK_CONNECTOR *o)
+bool nk_close_connector(NDK_CONNECTOR *o)
 {
     return !o || nk_close(&o->Header, o->Dispatch->NdkCloseConnector);
 }
-static inline bool nk_close_qp(NDK_QP *o)
+
+bool nk_close_qp(NDK_QP *o)
 {
     return !o || nk_close(&o->Header, o->Dispatch->NdkCloseQp);
 }
-static inline bool nk_close_listener(NDK_LISTENER *o)
+
+bool nk_close_listener(NDK_LISTENER *o)
 {
     return !o || nk_close(&o->Header, o->Dispatch->NdkCloseListener);
 }
-static inline bool nk_close_mr(NDK_MR *o)
+
+bool nk_close_mr(NDK_MR *o)
 {
     return !o || nk_close(&o->Header, o->Dispatch->NdkCloseMr);
 }
-#define NK_CLOSE(o)                                                                          \
-    _Generic((o), NDK_CONNECTOR *: nk_close_connector, NDK_QP *: nk_close_qp,                \
-             NDK_LISTENER *: nk_close_listener, NDK_MR *: nk_close_mr)(o)
 
-/* A listener with a queue of the connectors its connect events delivered. */
-#define NK_MAXQ 512
-typedef struct nk_listener {
-    NDK_LISTENER *l;
-    uint16_t port;
-    pthread_mutex_t mu;
-    NDK_CONNECTOR *q[NK_MAXQ];
-    unsigned pushed, popped;
-    tl_event ev; /* one count per connect event */
-} nk_listener;
-
-/* An adapter with a CQ and a PD: what every test needs for its QPs. */
-#define NK_MAX_LISTENERS 4
-typedef struct nk_world {
-    NDK_ADAPTER *ad;
-    NDK_CQ *cq;
-    NDK_PD *pd;
-    tl_event cq_ev; /* CQ notifications */
-    nk_listener *listeners[NK_MAX_LISTENERS];
-    unsigned nlisteners;
-} nk_world;
-
-static inline void nk_cq_notify(void *ctx, NTSTATUS status)
+void nk_cq_notify(void *ctx, NTSTATUS status)
 {
     (void)status;
     nk_world *w = ctx;
     tl_event_signal(&w->cq_ev);
 }
 
-/* Options with short timeouts; a test overrides what it is about. */
-static inline NDK_OPEN_OPTIONS nk_options(void)
+NDK_OPEN_OPTIONS nk_options(void)
 {
     NDK_OPEN_OPTIONS o;
     memset(&o, 0, sizeof o);
@@ -689,7 +490,7 @@ static inline NDK_OPEN_OPTIONS nk_options(void)
     return o;
 }
 
-static inline nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
+nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
 {
     nk_world *w = calloc(1, sizeof *w);
     if (!w)
@@ -720,10 +521,7 @@ static inline nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
     return w;
 }
 
-/* ndk_close_adapter tears down whatever a failed test left open and returns
- * only when no callback can come any more; after it the pool can be audited
- * and the listener queues freed. */
-static inline void nk_close_world(nk_world *w)
+void nk_close_world(nk_world *w)
 {
     if (!w)
         return;
@@ -739,7 +537,7 @@ static inline void nk_close_world(nk_world *w)
     free(w);
 }
 
-static inline NDK_QP *nk_qp(nk_world *w)
+NDK_QP *nk_qp(nk_world *w)
 {
     nk_req *r = nk_req_new();
     NDK_QP *qp = NULL;
@@ -748,7 +546,7 @@ static inline NDK_QP *nk_qp(nk_world *w)
     return nk_created(r, st, qp);
 }
 
-static inline NDK_CONNECTOR *nk_connector(nk_world *w)
+NDK_CONNECTOR *nk_connector(nk_world *w)
 {
     nk_req *r = nk_req_new();
     NDK_CONNECTOR *c = NULL;
@@ -756,7 +554,7 @@ static inline NDK_CONNECTOR *nk_connector(nk_world *w)
     return nk_created(r, st, c);
 }
 
-static inline void nk_on_connect(void *ctx, NDK_CONNECTOR *c)
+void nk_on_connect(void *ctx, NDK_CONNECTOR *c)
 {
     nk_listener *l = ctx;
     pthread_mutex_lock(&l->mu);
@@ -766,8 +564,7 @@ static inline void nk_on_connect(void *ctx, NDK_CONNECTOR *c)
     tl_event_signal(&l->ev);
 }
 
-/* Creates a listener listening on 127.0.0.1 with a provider-chosen port. */
-static inline nk_listener *nk_listen(nk_world *w)
+nk_listener *nk_listen(nk_world *w)
 {
     if (w->nlisteners == NK_MAX_LISTENERS)
         return NULL;
@@ -804,9 +601,7 @@ static inline nk_listener *nk_listen(nk_world *w)
     return l;
 }
 
-/* The next connector a connect event delivered, waiting up to ms; NULL if
- * none came. */
-static inline NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms)
+NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms)
 {
     pthread_mutex_lock(&l->mu);
     unsigned want = l->popped + 1;
@@ -821,11 +616,7 @@ static inline NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms)
     return c;
 }
 
-/*
- * Asserts that no connect event comes within ms. A stray connector is
- * reported with what it carries, then closed.
- */
-static inline bool nk_no_event(nk_listener *l, unsigned ms, const char *why)
+bool nk_no_event(nk_listener *l, unsigned ms, const char *why)
 {
     NDK_CONNECTOR *c = nk_next_event(l, ms);
     if (!c)
@@ -836,8 +627,8 @@ static inline bool nk_no_event(nk_listener *l, unsigned ms, const char *why)
     return false;
 }
 
-static inline nk_op nk_connect(NDK_CONNECTOR *c, NDK_QP *qp, uint16_t port, ULONG ird, ULONG ord,
-                               const void *pd, ULONG pd_len)
+nk_op nk_connect(NDK_CONNECTOR *c, NDK_QP *qp, uint16_t port, ULONG ird, ULONG ord,
+                 const void *pd, ULONG pd_len)
 {
     struct sockaddr_in src = rp_loopback(0), dst = rp_loopback(port);
     nk_req *r = nk_req_new();
@@ -846,8 +637,8 @@ static inline nk_op nk_connect(NDK_CONNECTOR *c, NDK_QP *qp, uint16_t port, ULON
     return nk_op_begin(r, st);
 }
 
-static inline nk_op nk_accept(NDK_CONNECTOR *c, NDK_QP *qp, ULONG ird, ULONG ord, const void *pd,
-                              ULONG pd_len)
+nk_op nk_accept(NDK_CONNECTOR *c, NDK_QP *qp, ULONG ird, ULONG ord, const void *pd,
+                ULONG pd_len)
 {
     nk_req *r = nk_req_new();
     NTSTATUS st = c->Dispatch->NdkAccept(c, qp, ird, ord, (PVOID)pd, pd_len, NULL, NULL,
@@ -855,28 +646,20 @@ static inline nk_op nk_accept(NDK_CONNECTOR *c, NDK_QP *qp, ULONG ird, ULONG ord
     return nk_op_begin(r, st);
 }
 
-static inline nk_op nk_complete(NDK_CONNECTOR *c)
+nk_op nk_complete(NDK_CONNECTOR *c)
 {
     nk_req *r = nk_req_new();
     NTSTATUS st = c->Dispatch->NdkCompleteConnect(c, NULL, NULL, nk_req_done, r);
     return nk_op_begin(r, st);
 }
 
-/* Private data of a connector (passive before Accept, active after its
- * Connect ended): RDS in *len, the octets in buf. */
-static inline NTSTATUS nk_conn_data(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf,
-                                    ULONG *len)
+NTSTATUS nk_conn_data(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf,
+                      ULONG *len)
 {
     return c->Dispatch->NdkGetConnectionData(c, ird, ord, buf, len);
 }
 
-/*
- * The listener still serves: a complete NDK connection from a fresh
- * connector on the same adapter, three legs, then both sides closed. The
- * connect event must be this connection's (its private data carries `tag`),
- * so a stray event left by an earlier bad input is caught here too.
- */
-static inline bool nk_roundtrip(nk_world *w, nk_listener *l, const char *tag)
+bool nk_roundtrip(nk_world *w, nk_listener *l, const char *tag)
 {
     bool ok = false;
     NDK_CONNECTOR *act = nk_connector(w), *pas = NULL;
@@ -931,15 +714,7 @@ out:
     return ok;
 }
 
-/* A registered buffer for Send/Receive payloads. */
-typedef struct nk_mr {
-    NDK_MR *mr;
-    MDL mdl;
-    UINT32 token;
-    uint8_t buf[256];
-} nk_mr;
-
-static inline bool nk_mr_register(nk_world *w, nk_mr *m)
+bool nk_mr_register(nk_world *w, nk_mr *m)
 {
     nk_req *r = nk_req_new();
     NDK_MR *mr = NULL;
@@ -963,7 +738,7 @@ static inline bool nk_mr_register(nk_world *w, nk_mr *m)
     return true;
 }
 
-static inline void nk_mr_release(nk_mr *m)
+void nk_mr_release(nk_mr *m)
 {
     if (!m->mr)
         return;
@@ -975,8 +750,7 @@ static inline void nk_mr_release(nk_mr *m)
     m->mr = NULL;
 }
 
-/* One SGE over [off, off+len) of the registered buffer. */
-static inline NDK_SGE nk_sge(nk_mr *m, size_t off, ULONG len)
+NDK_SGE nk_sge(nk_mr *m, size_t off, ULONG len)
 {
     NDK_SGE s;
     memset(&s, 0, sizeof s);
@@ -986,10 +760,7 @@ static inline NDK_SGE nk_sge(nk_mr *m, size_t off, ULONG len)
     return s;
 }
 
-/* The next CQ entry within ms: polls, arms, polls again, then waits for the
- * notification, so a completion that lands between poll and arm is not
- * missed. */
-static inline bool nk_cq_next(nk_world *w, NDK_RESULT *res, unsigned ms)
+bool nk_cq_next(nk_world *w, NDK_RESULT *res, unsigned ms)
 {
     uint64_t dl = rp_deadline(ms);
     for (;;) {
@@ -1004,5 +775,3 @@ static inline bool nk_cq_next(nk_world *w, NDK_RESULT *res, unsigned ms)
             return w->cq->Dispatch->NdkGetCqResults(w->cq, res, 1) == 1;
     }
 }
-
-#endif

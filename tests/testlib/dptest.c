@@ -1,128 +1,33 @@
-/*
- * dptest.h - helpers for the data-path conformance tests (test_dp_*.c).
- * Header only: every helper is static inline so a file that does not use one
- * still builds with -Werror.
- *
- * The tests drive libndk only through the public API (ndk.h, ndkpi.h), over
- * loopback on adapter "lo" (127.0.0.1, or ::1 in the IPv6 run: tl_init),
- * with two adapter instances so each side of a connection has its own
- * progress thread, PD and memory table.
- *
- * Why it is built this way:
- *  - Everything a provider callback writes to (request records, CQ records,
- *    connection records) lives in per-case static pools, never on a stack
- *    frame: a callback that arrives late (after a failed wait) must not
- *    scribble on a dead frame. The pools are reset after the case closed its
- *    adapters, when no callback can run any more (L12).
- *  - Every asynchronous call is checked for the 4.1 contract at the end of
- *    the case: exactly one completion when it returned STATUS_PENDING, none
- *    otherwise.
- *  - Waits are bounded: tl_event waits with a deadline, or polling the CQ
- *    with a deadline. Nothing sleeps to synchronise.
- *  - Buffers are mmap'ed between PROT_NONE guard pages, so a provider that
- *    places or gathers outside a buffer crashes the test instead of silently
- *    corrupting memory.
- *  - A case that stops early (REQUIRE) leaves objects open; the case wrapper
- *    closes its adapters (which tears down what is left), then unmaps the
- *    buffers and frees the helper allocations, so LSan stays quiet.
- */
-#ifndef NDK_CONFORMANCE_DPTEST_H
-#define NDK_CONFORMANCE_DPTEST_H
+#include "dptest.h"
 
-#include <ndk/ndk.h>
-
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <pthread.h>
-#include <sched.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stddef.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include "testlib.h"
-
-/* ------------------------------------------------------------------------ */
-/* Bounds                                                                   */
-/* ------------------------------------------------------------------------ */
-
-#define DP_WAIT_MS 5000u       /* anything that must happen (generous for ASan) */
-#define DP_QUIET_MS 200u       /* "nothing more happens": short, never zero */
-#define DP_CASE_TIMEOUT_S 40u  /* watchdog per case: a hang becomes a failure */
-
-/* ------------------------------------------------------------------------ */
-/* Checks                                                                   */
-/* ------------------------------------------------------------------------ */
-
-/* CHECK_EQ with status names: 0xC0000120 says less than STATUS_CANCELLED. */
-#define DP_CHECK_ST(got, want)                                                               \
-    do {                                                                                     \
-        NTSTATUS dp_g_ = (got), dp_w_ = (want);                                              \
-        if (dp_g_ != dp_w_) {                                                                \
-            char dp_gb_[64], dp_wb_[64];                                                     \
-            snprintf(dp_gb_, sizeof dp_gb_, "%s", ndk_status_name(dp_g_));                     \
-            snprintf(dp_wb_, sizeof dp_wb_, "%s", ndk_status_name(dp_w_));                     \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %s: got %s, expected %s\n", __FILE__, __LINE__,      \
-                    tl_current ? tl_current : "-", #got, dp_gb_, dp_wb_);                    \
-        }                                                                                    \
-    } while (0)
-
-#define DP_REQUIRE_ST(got, want)                                                             \
-    do {                                                                                     \
-        NTSTATUS dp_rg_ = (got);                                                             \
-        DP_CHECK_ST(dp_rg_, (want));                                                         \
-        if (dp_rg_ != (want))                                                                \
-            return;                                                                          \
-    } while (0)
-
-/* Callbacks run on provider threads; tl_failures is not atomic, so they
- * count here and the case wrapper adds the count up. */
-static _Atomic int dp_cb_failures;
-#define DP_CB_CHECK(cond)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            atomic_fetch_add(&dp_cb_failures, 1);                                            \
-            fprintf(stderr, "%s:%d: [callback] check failed: %s\n", __FILE__, __LINE__,      \
-                    #cond);                                                                  \
-        }                                                                                    \
-    } while (0)
-
-/* ------------------------------------------------------------------------ */
-/* Per-case allocations (freed by the case wrapper)                          */
-/* ------------------------------------------------------------------------ */
-
-#define DP_MAX_MAPS 256
+_Atomic int dp_cb_failures;
 static struct {
     void *p;
     size_t len;
     bool mapped; /* mmap'ed (munmap) or malloc'ed (free) */
 } dp_allocs[DP_MAX_MAPS];
 static unsigned dp_nallocs;
+static dp_req dp_reqs[DP_MAX_REQS];
+static _Atomic unsigned dp_nreqs;
+NDK_ADAPTER *dp_adapters[DP_MAX_ADAPTERS];
+static dp_cq dp_cqs[DP_MAX_CQS];
+static unsigned dp_ncqs;
+static dp_conn dp_conns[DP_MAX_CONNS];
+static unsigned dp_nconns;
+static const char *dp_case_name;
 
-static inline size_t dp_page(void)
+size_t dp_page(void)
 {
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-static inline size_t dp_round_page(size_t n)
+size_t dp_round_page(size_t n)
 {
     size_t pg = dp_page();
     return (n + pg - 1) / pg * pg;
 }
 
-static inline void dp_track(void *p, size_t len, bool mapped)
+void dp_track(void *p, size_t len, bool mapped)
 {
     if (dp_nallocs >= DP_MAX_MAPS) {
         fprintf(stderr, "dptest: out of allocation slots\n");
@@ -134,8 +39,7 @@ static inline void dp_track(void *p, size_t len, bool mapped)
     dp_nallocs++;
 }
 
-/* Zeroed heap memory that lives until the end of the case. */
-static inline void *dp_malloc(size_t n)
+void *dp_malloc(size_t n)
 {
     void *p = calloc(1, n ? n : 1);
     if (!p) {
@@ -146,13 +50,7 @@ static inline void *dp_malloc(size_t n)
     return p;
 }
 
-/*
- * `len` usable bytes between two PROT_NONE guard pages. With at_end the
- * buffer ends exactly at the upper guard page (a byte placed one past the end
- * faults); otherwise it starts right after the lower guard page. The whole
- * accessible span is filled with `fill`.
- */
-static inline uint8_t *dp_guarded(size_t len, bool at_end, uint8_t fill)
+uint8_t *dp_guarded(size_t len, bool at_end, uint8_t fill)
 {
     size_t pg = dp_page();
     size_t span = dp_round_page(len ? len : 1);
@@ -171,7 +69,7 @@ static inline uint8_t *dp_guarded(size_t len, bool at_end, uint8_t fill)
     return at_end ? m + pg + span - len : m + pg;
 }
 
-static inline void dp_free_all(void)
+void dp_free_all(void)
 {
     for (unsigned i = 0; i < dp_nallocs; i++) {
         if (dp_allocs[i].mapped)
@@ -182,13 +80,7 @@ static inline void dp_free_all(void)
     dp_nallocs = 0;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Data patterns                                                            */
-/* ------------------------------------------------------------------------ */
-
-/* Byte i of stream `seed`: neighbouring bytes and neighbouring streams all
- * differ, so a misplaced, duplicated or shifted byte shows. */
-static inline uint8_t dp_pat(uint32_t seed, size_t i)
+uint8_t dp_pat(uint32_t seed, size_t i)
 {
     uint32_t x = (uint32_t)i * 2654435761u ^ (seed + 1u) * 0x9E3779B9u ^ (uint32_t)(i >> 32);
     x ^= x >> 15;
@@ -197,16 +89,14 @@ static inline uint8_t dp_pat(uint32_t seed, size_t i)
     return (uint8_t)x;
 }
 
-/* Writes stream bytes [from, from+len) to p. */
-static inline void dp_fill(void *p, size_t len, uint32_t seed, size_t from)
+void dp_fill(void *p, size_t len, uint32_t seed, size_t from)
 {
     uint8_t *b = p;
     for (size_t i = 0; i < len; i++)
         b[i] = dp_pat(seed, from + i);
 }
 
-/* Index of the first byte of p that is not stream byte from+i, or -1. */
-static inline long dp_diff(const void *p, size_t len, uint32_t seed, size_t from)
+long dp_diff(const void *p, size_t len, uint32_t seed, size_t from)
 {
     const uint8_t *b = p;
     for (size_t i = 0; i < len; i++)
@@ -215,8 +105,7 @@ static inline long dp_diff(const void *p, size_t len, uint32_t seed, size_t from
     return -1;
 }
 
-/* Index of the first byte that is not `v`, or -1. */
-static inline long dp_diff_byte(const void *p, size_t len, uint8_t v)
+long dp_diff_byte(const void *p, size_t len, uint8_t v)
 {
     const uint8_t *b = p;
     for (size_t i = 0; i < len; i++)
@@ -225,47 +114,7 @@ static inline long dp_diff_byte(const void *p, size_t len, uint8_t v)
     return -1;
 }
 
-#define DP_CHECK_DATA(p, len, seed, from)                                                    \
-    do {                                                                                     \
-        long dp_d_ = dp_diff((p), (len), (seed), (from));                                    \
-        if (dp_d_ >= 0) {                                                                    \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] data of %s differs at byte %ld of %zu\n", __FILE__,  \
-                    __LINE__, tl_current ? tl_current : "-", #p, dp_d_, (size_t)(len));      \
-        }                                                                                    \
-    } while (0)
-
-#define DP_CHECK_BYTES(p, len, v)                                                            \
-    do {                                                                                     \
-        long dp_b_ = dp_diff_byte((p), (len), (v));                                          \
-        if (dp_b_ >= 0) {                                                                    \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %s changed at byte %ld of %zu (0x%02x, expected "   \
-                            "0x%02x)\n",                                                     \
-                    __FILE__, __LINE__, tl_current ? tl_current : "-", #p, dp_b_,            \
-                    (size_t)(len), ((const uint8_t *)(p))[dp_b_], (unsigned)(v));            \
-        }                                                                                    \
-    } while (0)
-
-/* ------------------------------------------------------------------------ */
-/* Asynchronous calls                                                       */
-/* ------------------------------------------------------------------------ */
-
-/* One asynchronous provider call (request, create or close). */
-typedef struct dp_req {
-    tl_event ev;
-    const char *what;
-    bool started;      /* the provider function returned */
-    NTSTATUS returned; /* what it returned */
-    _Atomic NTSTATUS status;
-    _Atomic(NDK_OBJECT_HEADER *) obj;
-} dp_req;
-
-#define DP_MAX_REQS 2048
-static dp_req dp_reqs[DP_MAX_REQS];
-static _Atomic unsigned dp_nreqs;
-
-static inline dp_req *dp_req_new(const char *what)
+dp_req *dp_req_new(const char *what)
 {
     unsigned i = atomic_fetch_add(&dp_nreqs, 1);
     if (i >= DP_MAX_REQS) {
@@ -279,14 +128,14 @@ static inline dp_req *dp_req_new(const char *what)
     return r;
 }
 
-static inline void dp_req_cb(PVOID ctx, NTSTATUS st)
+void dp_req_cb(PVOID ctx, NTSTATUS st)
 {
     dp_req *r = ctx;
     atomic_store(&r->status, st);
     tl_event_signal(&r->ev);
 }
 
-static inline void dp_create_cb(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER *obj)
+void dp_create_cb(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER *obj)
 {
     dp_req *r = ctx;
     atomic_store(&r->obj, obj);
@@ -294,16 +143,14 @@ static inline void dp_create_cb(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER *obj)
     tl_event_signal(&r->ev);
 }
 
-static inline void dp_close_cb(PVOID ctx)
+void dp_close_cb(PVOID ctx)
 {
     dp_req *r = ctx;
     atomic_store(&r->status, STATUS_SUCCESS);
     tl_event_signal(&r->ev);
 }
 
-/* The final status: the return value if the call finished inline (its
- * callback must then not run), else its one completion's status. */
-static inline NTSTATUS dp_finish(dp_req *r, NTSTATUS returned, unsigned ms)
+NTSTATUS dp_finish(dp_req *r, NTSTATUS returned, unsigned ms)
 {
     r->started = true;
     r->returned = returned;
@@ -318,8 +165,7 @@ static inline NTSTATUS dp_finish(dp_req *r, NTSTATUS returned, unsigned ms)
     return atomic_load(&r->status);
 }
 
-/* Created object: the inline one, or the one the completion delivered. */
-static inline void *dp_created(dp_req *r, NTSTATUS returned, void *inline_obj, NTSTATUS *st)
+void *dp_created(dp_req *r, NTSTATUS returned, void *inline_obj, NTSTATUS *st)
 {
     NTSTATUS fin = dp_finish(r, returned, DP_WAIT_MS);
     if (st)
@@ -329,21 +175,7 @@ static inline void *dp_created(dp_req *r, NTSTATUS returned, void *inline_obj, N
     return returned == STATUS_PENDING ? (void *)atomic_load(&r->obj) : inline_obj;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Adapters                                                                 */
-/* ------------------------------------------------------------------------ */
-
-#define DP_MAX_ADAPTERS 8
-static NDK_ADAPTER *dp_adapters[DP_MAX_ADAPTERS];
-
-typedef struct dp_side {
-    NDK_ADAPTER *ad;
-    NDK_ADAPTER_INFO info;
-    NDK_PD *pd;
-} dp_side;
-
-/* Short provider timeouts keep every failure path well inside a case. */
-static inline NDK_OPEN_OPTIONS dp_options(void)
+NDK_OPEN_OPTIONS dp_options(void)
 {
     NDK_OPEN_OPTIONS o;
     memset(&o, 0, sizeof o);
@@ -356,7 +188,7 @@ static inline NDK_OPEN_OPTIONS dp_options(void)
     return o;
 }
 
-static inline NDK_PD *dp_pd_new(dp_side *s)
+NDK_PD *dp_pd_new(dp_side *s)
 {
     dp_req *r = dp_req_new("NdkCreatePd");
     NDK_PD *pd = NULL;
@@ -367,9 +199,7 @@ static inline NDK_PD *dp_pd_new(dp_side *s)
     return o;
 }
 
-/* Opens "lo" (NDKPI 2.1) with the suite's options and these open flags,
- * reads its limits and creates a PD. */
-static inline bool dp_side_open_flags(dp_side *s, ULONG flags)
+bool dp_side_open_flags(dp_side *s, ULONG flags)
 {
     memset(s, 0, sizeof *s);
     NDK_OPEN_OPTIONS o = dp_options();
@@ -391,13 +221,12 @@ static inline bool dp_side_open_flags(dp_side *s, ULONG flags)
     return st == STATUS_SUCCESS && s->pd != NULL;
 }
 
-static inline bool dp_side_open(dp_side *s)
+bool dp_side_open(dp_side *s)
 {
     return dp_side_open_flags(s, 0);
 }
 
-/* Each table's close member (the adapter has none). */
-static inline NDK_FN_CLOSE_OBJECT dp_close_fn(void *obj)
+NDK_FN_CLOSE_OBJECT dp_close_fn(void *obj)
 {
     switch (((NDK_OBJECT_HEADER *)obj)->ObjectType) {
     case NdkObjectTypeQp: return ((NDK_QP *)obj)->Dispatch->NdkCloseQp;
@@ -412,8 +241,7 @@ static inline NDK_FN_CLOSE_OBJECT dp_close_fn(void *obj)
     }
 }
 
-/* Starts closing obj (NULL: nothing); the record tells when it is done. */
-static inline dp_req *dp_close_start(void *obj)
+dp_req *dp_close_start(void *obj)
 {
     if (!obj)
         return NULL;
@@ -436,7 +264,7 @@ static inline dp_req *dp_close_start(void *obj)
     return r;
 }
 
-static inline bool dp_close_wait(dp_req *r)
+bool dp_close_wait(dp_req *r)
 {
     if (!r)
         return true;
@@ -451,12 +279,12 @@ static inline bool dp_close_wait(dp_req *r)
     return true;
 }
 
-static inline void dp_close(void *obj)
+void dp_close(void *obj)
 {
     dp_close_wait(dp_close_start(obj));
 }
 
-static inline void dp_close_adapter(NDK_ADAPTER *ad)
+void dp_close_adapter(NDK_ADAPTER *ad)
 {
     if (!ad)
         return;
@@ -466,7 +294,7 @@ static inline void dp_close_adapter(NDK_ADAPTER *ad)
     ndk_close_adapter(ad);
 }
 
-static inline void dp_side_close(dp_side *s)
+void dp_side_close(dp_side *s)
 {
     dp_close(s->pd);
     s->pd = NULL;
@@ -474,29 +302,7 @@ static inline void dp_side_close(dp_side *s)
     s->ad = NULL;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Completion queues                                                        */
-/* ------------------------------------------------------------------------ */
-
-typedef struct dp_cq dp_cq;
-typedef void (*dp_cq_hook)(dp_cq *c, NTSTATUS status);
-
-struct dp_cq {
-    NDK_CQ *cq;
-    tl_event notify;          /* one signal per notification callback */
-    _Atomic NTSTATUS last;    /* CqStatus of the latest callback */
-    _Atomic int in_cb;        /* callbacks running now */
-    _Atomic int overlapped;   /* a callback started while another ran (C5) */
-    bool poll_only;           /* waits never arm: the case counts notifications itself */
-    dp_cq_hook hook;          /* runs inside the callback, before the signal */
-    void *user;
-};
-
-#define DP_MAX_CQS 64
-static dp_cq dp_cqs[DP_MAX_CQS];
-static unsigned dp_ncqs;
-
-static inline void dp_cq_cb(PVOID ctx, NTSTATUS status)
+void dp_cq_cb(PVOID ctx, NTSTATUS status)
 {
     dp_cq *c = ctx;
     if (atomic_fetch_add(&c->in_cb, 1) != 0)
@@ -508,13 +314,12 @@ static inline void dp_cq_cb(PVOID ctx, NTSTATUS status)
     tl_event_signal(&c->notify);
 }
 
-static inline unsigned dp_cq_notified(dp_cq *c)
+unsigned dp_cq_notified(dp_cq *c)
 {
     return tl_event_count(&c->notify);
 }
 
-/* A CQ of `depth` entries whose notifications are counted. */
-static inline dp_cq *dp_cq_new(dp_side *s, ULONG depth)
+dp_cq *dp_cq_new(dp_side *s, ULONG depth)
 {
     if (dp_ncqs >= DP_MAX_CQS) {
         fprintf(stderr, "dptest: out of CQ records\n");
@@ -533,7 +338,7 @@ static inline dp_cq *dp_cq_new(dp_side *s, ULONG depth)
     return c->cq ? c : NULL;
 }
 
-static inline void dp_cq_close(dp_cq *c)
+void dp_cq_close(dp_cq *c)
 {
     if (c && c->cq) {
         dp_close(c->cq);
@@ -541,25 +346,17 @@ static inline void dp_cq_close(dp_cq *c)
     }
 }
 
-static inline void dp_arm(dp_cq *c, ULONG type)
+void dp_arm(dp_cq *c, ULONG type)
 {
     c->cq->Dispatch->NdkArmCq(c->cq, type);
 }
 
-static inline ULONG dp_get(dp_cq *c, NDK_RESULT_EX *out, ULONG n)
+ULONG dp_get(dp_cq *c, NDK_RESULT_EX *out, ULONG n)
 {
     return c->cq->Dispatch->NdkGetCqResultsEx(c->cq, out, n);
 }
 
-/*
- * Collects exactly `want` completions (fewer if they do not come within ms;
- * never more, so later ones stay queued). Between polls it arms the CQ for
- * any completion and waits for the notification, draining once more after
- * arming so a completion that slipped in before the arm is not missed (8.2
- * rule 9). poll_only CQs are polled with sched_yield between attempts, so
- * the case's own count of notifications stays exact.
- */
-static inline ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms)
+ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms)
 {
     ULONG got = 0;
     uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
@@ -585,8 +382,7 @@ static inline ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigne
     return got;
 }
 
-/* As dp_wait_ex, through NdkGetCqResults (NDK_RESULT). */
-static inline ULONG dp_wait_plain(dp_cq *c, NDK_RESULT *out, ULONG want, unsigned ms)
+ULONG dp_wait_plain(dp_cq *c, NDK_RESULT *out, ULONG want, unsigned ms)
 {
     ULONG got = 0;
     uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
@@ -612,20 +408,7 @@ static inline ULONG dp_wait_plain(dp_cq *c, NDK_RESULT *out, ULONG want, unsigne
     return got;
 }
 
-/* Exactly `want` completions or a failure naming how many came. */
-#define DP_WAIT(c, out, want)                                                                \
-    do {                                                                                     \
-        ULONG dp_w_got_ = dp_wait_ex((c), (out), (want), DP_WAIT_MS);                        \
-        if (dp_w_got_ != (ULONG)(want)) {                                                    \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %lu of %lu completions arrived on %s\n", __FILE__,   \
-                    __LINE__, tl_current ? tl_current : "-", (unsigned long)dp_w_got_,       \
-                    (unsigned long)(want), #c);                                              \
-        }                                                                                    \
-    } while (0)
-
-/* Completions that arrive within ms (they are consumed; up to max kept). */
-static inline ULONG dp_quiet(dp_cq *c, NDK_RESULT_EX *out, ULONG max, unsigned ms)
+ULONG dp_quiet(dp_cq *c, NDK_RESULT_EX *out, ULONG max, unsigned ms)
 {
     NDK_RESULT_EX tmp[16];
     ULONG total = 0;
@@ -661,41 +444,7 @@ static inline ULONG dp_quiet(dp_cq *c, NDK_RESULT_EX *out, ULONG max, unsigned m
     return total;
 }
 
-/* No completion within DP_QUIET_MS. */
-#define DP_CHECK_QUIET(c)                                                                    \
-    do {                                                                                     \
-        NDK_RESULT_EX dp_q_[4];                                                              \
-        ULONG dp_qn_ = dp_quiet((c), dp_q_, 4, DP_QUIET_MS);                                 \
-        if (dp_qn_) {                                                                        \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %lu unexpected completion(s) on %s, first: ctx %p "  \
-                            "%s type %d\n",                                                  \
-                    __FILE__, __LINE__, tl_current ? tl_current : "-",                       \
-                    (unsigned long)dp_qn_, #c, dp_q_[0].RequestContext,                      \
-                    ndk_status_name(dp_q_[0].Status), (int)dp_q_[0].Type);                     \
-        }                                                                                    \
-    } while (0)
-
-/* Checks one completion's fields. bytes < 0: BytesTransferred not checked
- * (it is defined for receives only, 6.4). */
-#define DP_CHECK_CQE(r, st, type, qpctx, reqctx, bytes)                                      \
-    do {                                                                                     \
-        const NDK_RESULT_EX *dp_r_ = &(r);                                                   \
-        DP_CHECK_ST(dp_r_->Status, (st));                                                    \
-        CHECK_EQ(dp_r_->Type, (type));                                                       \
-        CHECK(dp_r_->QPContext == (void *)(qpctx));                                          \
-        CHECK(dp_r_->RequestContext == (void *)(reqctx));                                    \
-        if ((long long)(bytes) >= 0)                                                         \
-            CHECK_EQ(dp_r_->BytesTransferred, (bytes));                                      \
-        if (dp_r_->Status == STATUS_SUCCESS)                                                 \
-            CHECK_EQ(dp_r_->ProviderErrorCode, 0);                                           \
-    } while (0)
-
-/* A request context that is just a number. */
-#define DP_CTX(n) ((void *)(uintptr_t)(n))
-
-/* How many of the n results carry request context ctx. */
-static inline unsigned dp_count_ctx(const NDK_RESULT_EX *r, ULONG n, void *ctx)
+unsigned dp_count_ctx(const NDK_RESULT_EX *r, ULONG n, void *ctx)
 {
     unsigned k = 0;
     for (ULONG i = 0; i < n; i++)
@@ -704,20 +453,7 @@ static inline unsigned dp_count_ctx(const NDK_RESULT_EX *r, ULONG n, void *ctx)
     return k;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Memory                                                                   */
-/* ------------------------------------------------------------------------ */
-
-typedef struct dp_mr {
-    NDK_MR *mr;
-    MDL mdl;
-    uint8_t *addr;
-    size_t len;
-    UINT32 ltok, rtok;
-    bool registered;
-} dp_mr;
-
-static inline NDK_MR *dp_mr_create(NDK_PD *pd, BOOLEAN fast)
+NDK_MR *dp_mr_create(NDK_PD *pd, BOOLEAN fast)
 {
     dp_req *r = dp_req_new("NdkCreateMr");
     NDK_MR *mr = NULL;
@@ -728,9 +464,7 @@ static inline NDK_MR *dp_mr_create(NDK_PD *pd, BOOLEAN fast)
     return o;
 }
 
-/* Registers [addr, addr+len) with NdkRegisterMr; the final status (inline,
- * or its completion). The tokens are read on success. */
-static inline NTSTATUS dp_mr_reg_pd(NDK_PD *pd, dp_mr *m, void *addr, size_t len, ULONG flags)
+NTSTATUS dp_mr_reg_pd(NDK_PD *pd, dp_mr *m, void *addr, size_t len, ULONG flags)
 {
     memset(m, 0, sizeof *m);
     m->mr = dp_mr_create(pd, FALSE);
@@ -753,15 +487,14 @@ static inline NTSTATUS dp_mr_reg_pd(NDK_PD *pd, dp_mr *m, void *addr, size_t len
     return st;
 }
 
-/* As dp_mr_reg_pd in the side's PD; a failure is a test failure. */
-static inline bool dp_mr_reg(dp_side *s, dp_mr *m, void *addr, size_t len, ULONG flags)
+bool dp_mr_reg(dp_side *s, dp_mr *m, void *addr, size_t len, ULONG flags)
 {
     NTSTATUS st = dp_mr_reg_pd(s->pd, m, addr, len, flags);
     DP_CHECK_ST(st, STATUS_SUCCESS);
     return st == STATUS_SUCCESS;
 }
 
-static inline NTSTATUS dp_mr_dereg(dp_mr *m)
+NTSTATUS dp_mr_dereg(dp_mr *m)
 {
     dp_req *r = dp_req_new("NdkDeregisterMr");
     NTSTATUS st =
@@ -771,8 +504,7 @@ static inline NTSTATUS dp_mr_dereg(dp_mr *m)
     return st;
 }
 
-/* Deregisters (if registered) and closes. */
-static inline void dp_mr_close(dp_mr *m)
+void dp_mr_close(dp_mr *m)
 {
     if (!m->mr)
         return;
@@ -782,8 +514,7 @@ static inline void dp_mr_close(dp_mr *m)
     m->mr = NULL;
 }
 
-/* A guarded buffer of len bytes filled with stream `seed`, registered. */
-static inline uint8_t *dp_buf_reg(dp_side *s, dp_mr *m, size_t len, ULONG flags, uint32_t seed)
+uint8_t *dp_buf_reg(dp_side *s, dp_mr *m, size_t len, ULONG flags, uint32_t seed)
 {
     uint8_t *b = dp_guarded(len, false, 0);
     dp_fill(b, len, seed, 0);
@@ -792,7 +523,7 @@ static inline uint8_t *dp_buf_reg(dp_side *s, dp_mr *m, size_t len, ULONG flags,
     return b;
 }
 
-static inline NDK_SGE dp_sge(const dp_mr *m, size_t off, ULONG len)
+NDK_SGE dp_sge(const dp_mr *m, size_t off, ULONG len)
 {
     NDK_SGE s;
     memset(&s, 0, sizeof s);
@@ -802,21 +533,7 @@ static inline NDK_SGE dp_sge(const dp_mr *m, size_t off, ULONG len)
     return s;
 }
 
-/* A fast-register MR over a buffer, with the LAM NdkBuildLAM gave for it. */
-typedef struct dp_frmr {
-    NDK_MR *mr;
-    NDK_ADAPTER *ad;
-    MDL mdl;
-    uint8_t *addr;
-    size_t len;
-    NDK_LOGICAL_ADDRESS_MAPPING *lam;
-    ULONG fbo;
-    UINT32 tok; /* remote token current after the last NdkFastRegister */
-} dp_frmr;
-
-/* Creates the MR, initializes it for the pages of [addr, addr+len) and
- * builds their LAM (asking its size first, 4.7). */
-static inline bool dp_frmr_init(dp_side *s, dp_frmr *f, void *addr, size_t len, BOOLEAN remote)
+bool dp_frmr_init(dp_side *s, dp_frmr *f, void *addr, size_t len, BOOLEAN remote)
 {
     memset(f, 0, sizeof *f);
     f->ad = s->ad;
@@ -863,9 +580,7 @@ static inline bool dp_frmr_init(dp_side *s, dp_frmr *f, void *addr, size_t len, 
     return true;
 }
 
-/* Posts NdkFastRegister of the whole buffer at base_va; reads the new token
- * once the call returned (5.6.4). */
-static inline NTSTATUS dp_frmr_post(NDK_QP *qp, void *ctx, dp_frmr *f, void *base_va, ULONG flags)
+NTSTATUS dp_frmr_post(NDK_QP *qp, void *ctx, dp_frmr *f, void *base_va, ULONG flags)
 {
     NTSTATUS st = qp->Dispatch->NdkFastRegister(qp, ctx, f->mr, f->lam->AdapterPageCount,
                                                 f->lam->AdapterPageArray, f->fbo, f->len, base_va,
@@ -875,7 +590,7 @@ static inline NTSTATUS dp_frmr_post(NDK_QP *qp, void *ctx, dp_frmr *f, void *bas
     return st;
 }
 
-static inline void dp_frmr_close(dp_frmr *f)
+void dp_frmr_close(dp_frmr *f)
 {
     if (f->lam) {
         f->ad->Dispatch->NdkReleaseLAM(f->ad, f->lam);
@@ -887,7 +602,7 @@ static inline void dp_frmr_close(dp_frmr *f)
     }
 }
 
-static inline NDK_MW *dp_mw_new(dp_side *s)
+NDK_MW *dp_mw_new(dp_side *s)
 {
     dp_req *r = dp_req_new("NdkCreateMw");
     NDK_MW *mw = NULL;
@@ -898,22 +613,7 @@ static inline NDK_MW *dp_mw_new(dp_side *s)
     return o;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Queue pairs and connections                                              */
-/* ------------------------------------------------------------------------ */
-
-typedef struct dp_cfg {
-    ULONG rqd, iqd;     /* receive / initiator queue depth */
-    ULONG rsge, isge;   /* SGE limits */
-    ULONG inl;          /* InlineDataSize */
-    ULONG ird, ord;     /* asked for by both sides... */
-    ULONG p_ird, p_ord; /* ...unless these are set for the passive side */
-    ULONG cqd;          /* depth of each CQ (0: rqd + iqd + 16) */
-    bool split_cq;      /* separate receive and initiator CQs */
-    NDK_SRQ *srq_a, *srq_p; /* CreateQpWithSrq on that side */
-} dp_cfg;
-
-static inline dp_cfg dp_cfg_default(void)
+dp_cfg dp_cfg_default(void)
 {
     dp_cfg c;
     memset(&c, 0, sizeof c);
@@ -927,43 +627,22 @@ static inline dp_cfg dp_cfg_default(void)
     return c;
 }
 
-typedef struct dp_conn {
-    dp_side *a, *p;             /* active (connecting) and passive sides */
-    dp_cfg cfg;
-    dp_cq *cqa, *cqp;           /* initiator CQ (and receive CQ unless split) */
-    dp_cq *rcqa, *rcqp;         /* receive CQs (== cqa / cqp unless split) */
-    NDK_QP *qa, *qp;
-    NDK_LISTENER *l;
-    NDK_SOCKADDR laddr;
-    ULONG laddrlen;
-    NDK_CONNECTOR *ca, *cp;
-    tl_event lev;               /* connect events */
-    _Atomic(NDK_CONNECTOR *) incoming;
-    tl_event disc_a, disc_p;    /* disconnect events of each side */
-    ULONG ird_a, ord_a, ird_p, ord_p; /* effective limits (NdkGetConnectionData) */
-    uint8_t ctx_a, ctx_p;       /* their addresses are the QPContexts */
-} dp_conn;
-
-#define DP_MAX_CONNS 64
-static dp_conn dp_conns[DP_MAX_CONNS];
-static unsigned dp_nconns;
-
-static inline void *dp_qpctx_a(dp_conn *c)
+void *dp_qpctx_a(dp_conn *c)
 {
     return &c->ctx_a;
 }
 
-static inline void *dp_qpctx_p(dp_conn *c)
+void *dp_qpctx_p(dp_conn *c)
 {
     return &c->ctx_p;
 }
 
-static inline void dp_disc_cb(PVOID ctx)
+void dp_disc_cb(PVOID ctx)
 {
     tl_event_signal(ctx);
 }
 
-static inline void dp_connect_event(PVOID ctx, NDK_CONNECTOR *c)
+void dp_connect_event(PVOID ctx, NDK_CONNECTOR *c)
 {
     dp_conn *k = ctx;
     NDK_CONNECTOR *none = NULL;
@@ -972,8 +651,8 @@ static inline void dp_connect_event(PVOID ctx, NDK_CONNECTOR *c)
     tl_event_signal(&k->lev);
 }
 
-static inline NDK_QP *dp_qp_create(dp_side *s, dp_cq *rcq, dp_cq *icq, NDK_SRQ *srq, void *qpctx,
-                                   const dp_cfg *cfg, NTSTATUS *pst)
+NDK_QP *dp_qp_create(dp_side *s, dp_cq *rcq, dp_cq *icq, NDK_SRQ *srq, void *qpctx,
+                     const dp_cfg *cfg, NTSTATUS *pst)
 {
     dp_req *r = dp_req_new("NdkCreateQp");
     NDK_QP *qp = NULL;
@@ -993,9 +672,7 @@ static inline NDK_QP *dp_qp_create(dp_side *s, dp_cq *rcq, dp_cq *icq, NDK_SRQ *
     return o;
 }
 
-/* CQs and QPs for a connection from a to p; nothing is connected yet, so
- * receives may be pre-posted before dp_conn_establish. */
-static inline dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg)
+dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg)
 {
     if (dp_nconns >= DP_MAX_CONNS) {
         fprintf(stderr, "dptest: out of connection records\n");
@@ -1032,7 +709,7 @@ static inline dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg)
     return c->qp ? c : NULL;
 }
 
-static inline NDK_CONNECTOR *dp_connector_new(dp_side *s)
+NDK_CONNECTOR *dp_connector_new(dp_side *s)
 {
     dp_req *r = dp_req_new("NdkCreateConnector");
     NDK_CONNECTOR *k = NULL;
@@ -1043,9 +720,7 @@ static inline NDK_CONNECTOR *dp_connector_new(dp_side *s)
     return o;
 }
 
-/* The loopback address of the run's family (tl_family(): 127.0.0.1, or ::1
- * when the program was started with --ipv6) with the given port. */
-static inline ULONG dp_loop(NDK_SOCKADDR *sa, unsigned port)
+ULONG dp_loop(NDK_SOCKADDR *sa, unsigned port)
 {
     memset(sa, 0, sizeof *sa);
     if (tl_family() == AF_INET6) {
@@ -1060,9 +735,7 @@ static inline ULONG dp_loop(NDK_SOCKADDR *sa, unsigned port)
     return (ULONG)sizeof(struct sockaddr_in);
 }
 
-/* A listener on p's side for this connection, on the run's loopback address
- * with a port the provider picks (read back into laddr). */
-static inline bool dp_conn_listen(dp_conn *c)
+bool dp_conn_listen(dp_conn *c)
 {
     dp_req *r = dp_req_new("NdkCreateListener");
     NDK_LISTENER *l = NULL;
@@ -1086,8 +759,7 @@ static inline bool dp_conn_listen(dp_conn *c)
     return st == STATUS_SUCCESS;
 }
 
-/* The passive connector the listener delivered, within ms. */
-static inline NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms)
+NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms)
 {
     if (!tl_event_wait(&c->lev, 1, ms)) {
         tl_failures++;
@@ -1097,9 +769,7 @@ static inline NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms)
     return atomic_load(&c->incoming);
 }
 
-/* Connect, Accept, CompleteConnect (the three legs), then the effective
- * IRD/ORD of both sides. */
-static inline bool dp_conn_establish(dp_conn *c)
+bool dp_conn_establish(dp_conn *c)
 {
     if (!dp_conn_listen(c))
         return false;
@@ -1153,16 +823,13 @@ static inline bool dp_conn_establish(dp_conn *c)
     return st == STATUS_SUCCESS;
 }
 
-/* NdkDisconnect on one connector; the final status. */
-static inline NTSTATUS dp_disconnect(NDK_CONNECTOR *k)
+NTSTATUS dp_disconnect(NDK_CONNECTOR *k)
 {
     dp_req *r = dp_req_new("NdkDisconnect");
     return dp_finish(r, k->Dispatch->NdkDisconnect(k, dp_req_cb, r), DP_WAIT_MS);
 }
 
-/* Closes the connectors, QPs, listener and CQs of a connection, and checks
- * that neither side saw more than one disconnect event (X3). */
-static inline void dp_conn_close(dp_conn *c)
+void dp_conn_close(dp_conn *c)
 {
     if (!c)
         return;
@@ -1184,44 +851,35 @@ static inline void dp_conn_close(dp_conn *c)
     dp_cq_close(c->cqp);
 }
 
-/* A valid SGE list pointer for calls with nSge 0 (a NULL list with nSge 0
- * is checked on its own in test_dp_ops). */
-static inline const NDK_SGE *dp_nosge(void)
+const NDK_SGE *dp_nosge(void)
 {
     static const NDK_SGE none;
     return &none;
 }
 
-/* Posting shorthands. */
-static inline NTSTATUS dp_recv(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n)
+NTSTATUS dp_recv(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n)
 {
     return qp->Dispatch->NdkReceive(qp, ctx, sgl, n);
 }
 
-static inline NTSTATUS dp_send(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n, ULONG flags)
+NTSTATUS dp_send(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n, ULONG flags)
 {
     return qp->Dispatch->NdkSend(qp, ctx, sgl, n, flags);
 }
 
-static inline NTSTATUS dp_write(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n,
-                                const void *raddr, UINT32 rtok, ULONG flags)
+NTSTATUS dp_write(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n,
+                  const void *raddr, UINT32 rtok, ULONG flags)
 {
     return qp->Dispatch->NdkWrite(qp, ctx, sgl, n, (UINT64)(uintptr_t)raddr, rtok, flags);
 }
 
-static inline NTSTATUS dp_read(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n,
-                               const void *raddr, UINT32 rtok, ULONG flags)
+NTSTATUS dp_read(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n,
+                 const void *raddr, UINT32 rtok, ULONG flags)
 {
     return qp->Dispatch->NdkRead(qp, ctx, sgl, n, (UINT64)(uintptr_t)raddr, rtok, flags);
 }
 
-/* Sink flags for NdkRead targets: the read-sink right is needed unless the
- * adapter says otherwise (5.6.1, 9.6). */
-#define DP_SINK_FLAGS (NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK)
-
-/* One Send/Receive round trip of `len` bytes a -> p with data check: a
- * connection still carries traffic. */
-static inline bool dp_roundtrip(dp_conn *c, size_t len, uint32_t seed)
+bool dp_roundtrip(dp_conn *c, size_t len, uint32_t seed)
 {
     dp_mr ms, mr;
     uint8_t *src = dp_buf_reg(c->a, &ms, len, 0, seed);
@@ -1246,13 +904,7 @@ static inline bool dp_roundtrip(dp_conn *c, size_t len, uint32_t seed)
     return ok && dp_diff(dst, len, seed, 0) < 0;
 }
 
-/* Two adapters and one established connection between them. */
-typedef struct dp_pair {
-    dp_side a, p;
-    dp_conn *c;
-} dp_pair;
-
-static inline bool dp_pair_open(dp_pair *x, const dp_cfg *cfg)
+bool dp_pair_open(dp_pair *x, const dp_cfg *cfg)
 {
     memset(x, 0, sizeof *x);
     if (!dp_side_open(&x->a) || !dp_side_open(&x->p))
@@ -1261,8 +913,7 @@ static inline bool dp_pair_open(dp_pair *x, const dp_cfg *cfg)
     return x->c && dp_conn_establish(x->c);
 }
 
-/* The caller closed its MRs, MWs and SRQs first (they hold the PD). */
-static inline void dp_pair_close(dp_pair *x)
+void dp_pair_close(dp_pair *x)
 {
     dp_conn_close(x->c);
     x->c = NULL;
@@ -1270,13 +921,7 @@ static inline void dp_pair_close(dp_pair *x)
     dp_side_close(&x->p);
 }
 
-/* ------------------------------------------------------------------------ */
-/* A raw MPA initiator that never sends an FPDU and never reads: a peer that */
-/* is "slow" for ever, so requests stay outstanding on the NDK side.        */
-/* ------------------------------------------------------------------------ */
-
-/* TCP connect to dst within ms; -1 on failure. */
-static inline int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms)
+int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms)
 {
     int fd = socket(dst->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     if (fd < 0)
@@ -1301,13 +946,7 @@ static inline int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms
     return fd;
 }
 
-/*
- * An MPA revision 2 Request (RFC 5044 + RFC 6581, iwarp.md 1.1-1.2): key,
- * flags S only (no markers, no CRC), Rev 2, PD_Length 4, then the IRD/ORD
- * words with the peer-to-peer bit clear, i.e. the client/server model that
- * Linux siw uses: no RTR follows.
- */
-static inline bool dp_raw_mpa_request(int fd, uint16_t ird, uint16_t ord)
+bool dp_raw_mpa_request(int fd, uint16_t ird, uint16_t ord)
 {
     uint8_t f[24];
     memcpy(f, "MPA ID Req Frame", 16);
@@ -1322,17 +961,14 @@ static inline bool dp_raw_mpa_request(int fd, uint16_t ird, uint16_t ord)
     return send(fd, f, sizeof f, MSG_NOSIGNAL) == (ssize_t)sizeof f;
 }
 
-/* Closes with a RST (SO_LINGER 0): the NDK side sees the connection abort. */
-static inline void dp_raw_reset(int fd)
+void dp_raw_reset(int fd)
 {
     struct linger lg = {.l_onoff = 1, .l_linger = 0};
     setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
     close(fd);
 }
 
-/* Waits for the end of the raw peer's stream (FIN or RST), discarding what
- * arrives first; true if it ended within ms. */
-static inline bool dp_raw_wait_end(int fd, unsigned ms)
+bool dp_raw_wait_end(int fd, unsigned ms)
 {
     uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
     uint8_t buf[65536];
@@ -1350,13 +986,7 @@ static inline bool dp_raw_wait_end(int fd, unsigned ms)
     }
 }
 
-/*
- * A connection whose active side is a raw socket: the passive side (p) gets
- * a QP per cfg, listens, and accepts the raw peer's client/server MPA
- * Request. *fd is the raw socket; the NDK side's connector is c->cp. Nothing
- * is ever read from the socket, so the NDK side's outbound data backs up.
- */
-static inline dp_conn *dp_raw_accept(dp_side *p, const dp_cfg *cfg, int *fd)
+dp_conn *dp_raw_accept(dp_side *p, const dp_cfg *cfg, int *fd)
 {
     *fd = -1;
     dp_conn *c = dp_conn_new(NULL, p, cfg);
@@ -1380,13 +1010,7 @@ static inline dp_conn *dp_raw_accept(dp_side *p, const dp_cfg *cfg, int *fd)
     return st == STATUS_SUCCESS ? c : NULL;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Case wrapper                                                             */
-/* ------------------------------------------------------------------------ */
-
-static const char *dp_case_name;
-
-static inline void dp_watchdog(int sig)
+void dp_watchdog(int sig)
 {
     (void)sig;
     static const char msg[] = "\ndptest: case timed out (hang or deadlock): ";
@@ -1398,7 +1022,7 @@ static inline void dp_watchdog(int sig)
     _exit(1);
 }
 
-static inline void dp_case_begin(const char *name)
+void dp_case_begin(const char *name)
 {
     dp_case_name = name;
     atomic_store(&dp_nreqs, 0);
@@ -1410,7 +1034,7 @@ static inline void dp_case_begin(const char *name)
     alarm(DP_CASE_TIMEOUT_S);
 }
 
-static inline void dp_case_end(void)
+void dp_case_end(void)
 {
     /* A case that stopped early left adapters open: closing them tears down
      * what is left and, once ndk_close_adapter returned, no callback runs any
@@ -1461,15 +1085,3 @@ static inline void dp_case_end(void)
     alarm(0);
     dp_case_name = NULL;
 }
-
-#define DP_CASE(name)                                                                        \
-    static void name##_body(void);                                                           \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        dp_case_begin(#name);                                                                \
-        name##_body();                                                                       \
-        dp_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(void)
-
-#endif

@@ -1,151 +1,25 @@
-/*
- * ndktest.h - helpers shared by the conformance tests (header only).
- *
- * What lives here and why:
- *  - nt_op: one record per asynchronous call or callback registration. Every
- *    provider callback (request, create and close completions, disconnect
- *    events) goes through an nt_op, which counts the calls, keeps the last
- *    status and a global sequence number. At the end of each case every op
- *    that a provider function returned for is checked: exactly one completion
- *    if the call returned STATUS_PENDING, none otherwise (reference 4.1, L2,
- *    C7). The check runs after the adapters are closed, so no late callback
- *    can slip past it.
- *  - nt_side / nt_lsn / nt_conn: the usual fixtures (an adapter with a CQ and
- *    a PD; a listener on a loopback address with port 0; one connection).
- *  - NT_CASE / NT_CASE_FAM: wrap a case so the checks above run, a watchdog
- *    turns a hang (for example a callback that deadlocks on a provider lock)
- *    into a failure, and connection cases run over the family of the run
- *    (IPv4, or IPv6 with --ipv6; see tl_init).
- *
- * Nothing here sleeps to synchronise: waits are tl_event waits with bounds.
- */
-#ifndef NDK_CONFORMANCE_NDKTEST_H
-#define NDK_CONFORMANCE_NDKTEST_H
+#include "ndktest.h"
 
-#include <ndk/ndk.h>
+_Atomic int nt_cb_failures;
+static nt_op nt_ops[NT_MAX_OPS];
+static _Atomic unsigned nt_nops;
+static _Atomic unsigned nt_seq_ctr = 1;
+static NDK_ADAPTER *nt_adapters[NT_MAX_ADAPTERS];
+static nt_lsn nt_lsns[NT_MAX_LSN];
+static unsigned nt_nlsns;
+static const char *nt_case_name;
 
-#include <arpa/inet.h>
-#include <errno.h>
-#include <fcntl.h>
-#include <netinet/in.h>
-#include <poll.h>
-#include <pthread.h>
-#include <signal.h>
-#include <stdatomic.h>
-#include <stdbool.h>
-#include <stdint.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include "testlib.h"
-
-/* ------------------------------------------------------------------------ */
-/* Bounds                                                                   */
-/* ------------------------------------------------------------------------ */
-
-#define NT_WAIT_MS 5000u  /* anything that must happen: generous for ASan/CI */
-#define NT_QUIET_MS 250u  /* "nothing happens" checks: short but not zero */
-#define NT_PROMPT_MS 1000u /* a provider call made from a callback must return within this */
-#define NT_CASE_TIMEOUT_S 40u /* watchdog per case; executables must stay under 60 s */
-
-/* ------------------------------------------------------------------------ */
-/* Status checks                                                            */
-/* ------------------------------------------------------------------------ */
-
-/* CHECK_EQ plus the status names, since 0xC0000236 says little. */
-#define CHECK_STATUS(got, want)                                                              \
-    do {                                                                                     \
-        NTSTATUS nt_got_ = (got), nt_want_ = (want);                                         \
-        CHECK_EQ(nt_got_, nt_want_);                                                         \
-        if (nt_got_ != nt_want_) {                                                           \
-            char nt_gb_[64], nt_wb_[64];                                                     \
-            snprintf(nt_gb_, sizeof nt_gb_, "%s", ndk_status_name(nt_got_));                   \
-            snprintf(nt_wb_, sizeof nt_wb_, "%s", ndk_status_name(nt_want_));                  \
-            fprintf(stderr, "    got %s, expected %s\n", nt_gb_, nt_wb_);                    \
-        }                                                                                    \
-    } while (0)
-
-#define REQUIRE_STATUS(got, want)                                                            \
-    do {                                                                                     \
-        NTSTATUS nt_rgot_ = (got);                                                           \
-        CHECK_STATUS(nt_rgot_, (want));                                                      \
-        if (nt_rgot_ != (want))                                                              \
-            return;                                                                          \
-    } while (0)
-
-/* Checks made on provider threads (inside callbacks): tl_failures is not
- * atomic, so they count here and the case wrapper adds them up. */
-static _Atomic int nt_cb_failures;
-#define NT_CB_CHECK(cond)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            atomic_fetch_add(&nt_cb_failures, 1);                                            \
-            fprintf(stderr, "%s:%d: [callback] check failed: %s\n", __FILE__, __LINE__,      \
-                    #cond);                                                                  \
-        }                                                                                    \
-    } while (0)
-#define NT_CB_CHECK_STATUS(got, want)                                                        \
-    do {                                                                                     \
-        NTSTATUS nt_cg_ = (got), nt_cw_ = (want);                                            \
-        if (nt_cg_ != nt_cw_) {                                                              \
-            char nt_gb_[64], nt_wb_[64];                                                     \
-            snprintf(nt_gb_, sizeof nt_gb_, "%s", ndk_status_name(nt_cg_));                    \
-            snprintf(nt_wb_, sizeof nt_wb_, "%s", ndk_status_name(nt_cw_));                    \
-            atomic_fetch_add(&nt_cb_failures, 1);                                            \
-            fprintf(stderr, "%s:%d: [callback] %s: got %s, expected %s\n", __FILE__,         \
-                    __LINE__, #got, nt_gb_, nt_wb_);                                         \
-        }                                                                                    \
-    } while (0)
-
-static inline uint64_t nt_ms_since(uint64_t t0_ns)
+uint64_t nt_ms_since(uint64_t t0_ns)
 {
     return (tl_now_ns() - t0_ns) / 1000000u;
 }
 
-/* ------------------------------------------------------------------------ */
-/* nt_op: one asynchronous call or one callback registration                */
-/* ------------------------------------------------------------------------ */
-
-typedef enum nt_kind { NT_REQ = 1, NT_CREATE, NT_CLOSE, NT_DISC } nt_kind;
-
-typedef struct nt_op nt_op;
-/* Runs inside the provider's callback, before the op is signalled, so the
- * main thread sees what it recorded once its wait returns. */
-typedef void (*nt_hook)(nt_op *op, NTSTATUS status);
-
-struct nt_op {
-    tl_event ev; /* one signal per callback */
-    nt_kind kind;
-    const char *what;
-    bool started;      /* a provider function returned for it */
-    NTSTATUS returned; /* what that function returned */
-    _Atomic NTSTATUS status;          /* status of the last completion */
-    _Atomic(NDK_OBJECT_HEADER *) obj; /* object of a create completion */
-    _Atomic unsigned seq;             /* global order of the first callback */
-    _Atomic ULONG reason;             /* disconnect event Ex reason */
-    _Atomic int ex_called;            /* the Ex form of the disconnect event ran */
-    nt_hook hook;
-    void *u1, *u2, *u3;  /* hook arguments */
-    NTSTATUS r[8];       /* hook results */
-    ULONG v[8];
-    uint64_t hook_ms;    /* slowest provider call the hook timed */
-};
-
-#define NT_MAX_OPS 1024
-static nt_op nt_ops[NT_MAX_OPS];
-/* Atomic: callbacks allocate ops too (calls made from inside callbacks). */
-static _Atomic unsigned nt_nops;
-static _Atomic unsigned nt_seq_ctr = 1;
-
-static inline unsigned nt_next_seq(void)
+unsigned nt_next_seq(void)
 {
     return atomic_fetch_add(&nt_seq_ctr, 1);
 }
 
-static inline nt_op *nt_op_new(nt_kind kind, const char *what)
+nt_op *nt_op_new(nt_kind kind, const char *what)
 {
     unsigned i = atomic_fetch_add(&nt_nops, 1);
     if (i >= NT_MAX_OPS) {
@@ -160,19 +34,19 @@ static inline nt_op *nt_op_new(nt_kind kind, const char *what)
     return op;
 }
 
-static inline unsigned nt_count(nt_op *op)
+unsigned nt_count(nt_op *op)
 {
     return tl_event_count(&op->ev);
 }
 
-static inline void nt_op_fire(nt_op *op)
+void nt_op_fire(nt_op *op)
 {
     unsigned zero = 0;
     unsigned s = nt_next_seq();
     atomic_compare_exchange_strong(&op->seq, &zero, s);
 }
 
-static inline void nt_req_cb(PVOID ctx, NTSTATUS status)
+void nt_req_cb(PVOID ctx, NTSTATUS status)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
@@ -182,7 +56,7 @@ static inline void nt_req_cb(PVOID ctx, NTSTATUS status)
     tl_event_signal(&op->ev);
 }
 
-static inline void nt_create_cb(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
+void nt_create_cb(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
@@ -193,7 +67,7 @@ static inline void nt_create_cb(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *o
     tl_event_signal(&op->ev);
 }
 
-static inline void nt_close_cb(PVOID ctx)
+void nt_close_cb(PVOID ctx)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
@@ -202,7 +76,7 @@ static inline void nt_close_cb(PVOID ctx)
     tl_event_signal(&op->ev);
 }
 
-static inline void nt_disc_cb(PVOID ctx)
+void nt_disc_cb(PVOID ctx)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
@@ -211,7 +85,7 @@ static inline void nt_disc_cb(PVOID ctx)
     tl_event_signal(&op->ev);
 }
 
-static inline void nt_disc_ex_cb(PVOID ctx, ULONG reason)
+void nt_disc_ex_cb(PVOID ctx, ULONG reason)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
@@ -222,21 +96,14 @@ static inline void nt_disc_ex_cb(PVOID ctx, ULONG reason)
     tl_event_signal(&op->ev);
 }
 
-/* Records what the provider function returned for op. */
-static inline NTSTATUS nt_started(nt_op *op, NTSTATUS returned)
+NTSTATUS nt_started(nt_op *op, NTSTATUS returned)
 {
     op->started = true;
     op->returned = returned;
     return returned;
 }
 
-/*
- * The final status of an asynchronous call: the return value when it
- * completed inline (then the callback must not have run), otherwise the
- * status of its single completion. STATUS_PENDING if it did not complete
- * within ms (counted as a failure).
- */
-static inline NTSTATUS nt_finish(nt_op *op, unsigned ms)
+NTSTATUS nt_finish(nt_op *op, unsigned ms)
 {
     if (op->returned != STATUS_PENDING) {
         if (nt_count(op) != 0) {
@@ -255,23 +122,12 @@ static inline NTSTATUS nt_finish(nt_op *op, unsigned ms)
     return atomic_load(&op->status);
 }
 
-/* Has the call finished (inline, or its completion ran)? */
-static inline bool nt_done(nt_op *op)
+bool nt_done(nt_op *op)
 {
     return op->started && (op->returned != STATUS_PENDING || nt_count(op) > 0);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Adapters                                                                 */
-/* ------------------------------------------------------------------------ */
-
-#define NT_MAX_ADAPTERS 16
-static NDK_ADAPTER *nt_adapters[NT_MAX_ADAPTERS];
-
-/* Fast provider timeouts for the suite; cases that test a timeout lower
- * the one they need. Long enough that a loaded CI machine never hits them
- * by accident. */
-static inline NDK_OPEN_OPTIONS nt_opts(void)
+NDK_OPEN_OPTIONS nt_opts(void)
 {
     NDK_OPEN_OPTIONS o;
     memset(&o, 0, sizeof o);
@@ -284,8 +140,8 @@ static inline NDK_OPEN_OPTIONS nt_opts(void)
     return o;
 }
 
-static inline NTSTATUS nt_open(const char *name, NDK_VERSION v, const NDK_OPEN_OPTIONS *o,
-                               NDK_ADAPTER **out)
+NTSTATUS nt_open(const char *name, NDK_VERSION v, const NDK_OPEN_OPTIONS *o,
+                 NDK_ADAPTER **out)
 {
     NDK_ADAPTER *ad = NULL;
     NTSTATUS st = ndk_open_adapter(name, v, o, &ad);
@@ -301,7 +157,7 @@ static inline NTSTATUS nt_open(const char *name, NDK_VERSION v, const NDK_OPEN_O
     return st;
 }
 
-static inline void nt_close_adapter(NDK_ADAPTER *ad)
+void nt_close_adapter(NDK_ADAPTER *ad)
 {
     if (!ad)
         return;
@@ -311,19 +167,14 @@ static inline void nt_close_adapter(NDK_ADAPTER *ad)
     ndk_close_adapter(ad);
 }
 
-static inline NTSTATUS nt_query_info(NDK_ADAPTER *ad, NDK_ADAPTER_INFO *info)
+NTSTATUS nt_query_info(NDK_ADAPTER *ad, NDK_ADAPTER_INFO *info)
 {
     ULONG size = sizeof *info;
     memset(info, 0, sizeof *info);
     return ad->Dispatch->NdkQueryAdapterInfo(ad, info, &size);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Creating and closing objects                                             */
-/* ------------------------------------------------------------------------ */
-
-/* Final status of a create; *pp is the object on success. */
-static inline NTSTATUS nt_created(nt_op *op, NTSTATUS st, void **pp, void *inline_obj)
+NTSTATUS nt_created(nt_op *op, NTSTATUS st, void **pp, void *inline_obj)
 {
     nt_started(op, st);
     if (st == STATUS_PENDING) {
@@ -346,13 +197,13 @@ static inline NTSTATUS nt_created(nt_op *op, NTSTATUS st, void **pp, void *inlin
     return st;
 }
 
-static inline void nt_cq_notify(PVOID ctx, NTSTATUS st)
+void nt_cq_notify(PVOID ctx, NTSTATUS st)
 {
     (void)ctx;
     (void)st;
 }
 
-static inline NTSTATUS nt_create_cq(NDK_ADAPTER *ad, ULONG depth, NDK_CQ **out)
+NTSTATUS nt_create_cq(NDK_ADAPTER *ad, ULONG depth, NDK_CQ **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateCq");
     NDK_CQ *cq = NULL;
@@ -364,7 +215,7 @@ static inline NTSTATUS nt_create_cq(NDK_ADAPTER *ad, ULONG depth, NDK_CQ **out)
     return r_;
 }
 
-static inline NTSTATUS nt_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
+NTSTATUS nt_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreatePd");
     NDK_PD *pd = NULL;
@@ -375,8 +226,8 @@ static inline NTSTATUS nt_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
     return r_;
 }
 
-static inline NTSTATUS nt_create_qp(NDK_PD *pd, NDK_CQ *cq, ULONG rq, ULONG iq, ULONG rsge,
-                                    ULONG isge, ULONG inl, NDK_QP **out)
+NTSTATUS nt_create_qp(NDK_PD *pd, NDK_CQ *cq, ULONG rq, ULONG iq, ULONG rsge,
+                      ULONG isge, ULONG inl, NDK_QP **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateQp");
     NDK_QP *qp = NULL;
@@ -388,7 +239,7 @@ static inline NTSTATUS nt_create_qp(NDK_PD *pd, NDK_CQ *cq, ULONG rq, ULONG iq, 
     return r_;
 }
 
-static inline NTSTATUS nt_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_MR **out)
+NTSTATUS nt_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_MR **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateMr");
     NDK_MR *mr = NULL;
@@ -399,7 +250,7 @@ static inline NTSTATUS nt_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_MR **out)
     return r_;
 }
 
-static inline NTSTATUS nt_create_mw(NDK_PD *pd, NDK_MW **out)
+NTSTATUS nt_create_mw(NDK_PD *pd, NDK_MW **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateMw");
     NDK_MW *mw = NULL;
@@ -410,7 +261,7 @@ static inline NTSTATUS nt_create_mw(NDK_PD *pd, NDK_MW **out)
     return r_;
 }
 
-static inline NTSTATUS nt_create_srq(NDK_PD *pd, ULONG depth, NDK_SRQ **out)
+NTSTATUS nt_create_srq(NDK_PD *pd, ULONG depth, NDK_SRQ **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateSrq");
     NDK_SRQ *srq = NULL;
@@ -422,7 +273,7 @@ static inline NTSTATUS nt_create_srq(NDK_PD *pd, ULONG depth, NDK_SRQ **out)
     return r_;
 }
 
-static inline NTSTATUS nt_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
+NTSTATUS nt_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateConnector");
     NDK_CONNECTOR *c = NULL;
@@ -433,8 +284,8 @@ static inline NTSTATUS nt_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
     return r_;
 }
 
-static inline NTSTATUS nt_create_listener(NDK_ADAPTER *ad, NDK_FN_CONNECT_EVENT_CALLBACK ev,
-                                          void *ctx, NDK_LISTENER **out)
+NTSTATUS nt_create_listener(NDK_ADAPTER *ad, NDK_FN_CONNECT_EVENT_CALLBACK ev,
+                            void *ctx, NDK_LISTENER **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateListener");
     NDK_LISTENER *l = NULL;
@@ -445,8 +296,8 @@ static inline NTSTATUS nt_create_listener(NDK_ADAPTER *ad, NDK_FN_CONNECT_EVENT_
     return r_;
 }
 
-static inline NTSTATUS nt_create_sep(NDK_ADAPTER *ad, const NDK_SOCKADDR *sa, ULONG len,
-                                     NDK_SHARED_ENDPOINT **out)
+NTSTATUS nt_create_sep(NDK_ADAPTER *ad, const NDK_SOCKADDR *sa, ULONG len,
+                       NDK_SHARED_ENDPOINT **out)
 {
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateSharedEndpoint");
     NDK_SHARED_ENDPOINT *e = NULL;
@@ -458,8 +309,7 @@ static inline NTSTATUS nt_create_sep(NDK_ADAPTER *ad, const NDK_SOCKADDR *sa, UL
     return r_;
 }
 
-/* Each dispatch table's close member (the adapter has none). */
-static inline NDK_FN_CLOSE_OBJECT nt_close_fn(void *obj)
+NDK_FN_CLOSE_OBJECT nt_close_fn(void *obj)
 {
     NDK_OBJECT_HEADER *h = obj;
     switch (h->ObjectType) {
@@ -477,8 +327,7 @@ static inline NDK_FN_CLOSE_OBJECT nt_close_fn(void *obj)
     }
 }
 
-/* Starts a close; the op records its return and its completion. */
-static inline nt_op *nt_close_start_hook(void *obj, nt_hook hook, void *u1)
+nt_op *nt_close_start_hook(void *obj, nt_hook hook, void *u1)
 {
     nt_op *op = nt_op_new(NT_CLOSE, "NdkCloseXxx");
     op->hook = hook;
@@ -501,13 +350,12 @@ static inline nt_op *nt_close_start_hook(void *obj, nt_hook hook, void *u1)
     return op;
 }
 
-static inline nt_op *nt_close_start(void *obj)
+nt_op *nt_close_start(void *obj)
 {
     return nt_close_start_hook(obj, NULL, NULL);
 }
 
-/* Waits for a started close to finish; false (and a failure) if it did not. */
-static inline bool nt_close_wait(nt_op *op, unsigned ms)
+bool nt_close_wait(nt_op *op, unsigned ms)
 {
     if (!op->started)
         return false;
@@ -515,8 +363,7 @@ static inline bool nt_close_wait(nt_op *op, unsigned ms)
     return st == STATUS_SUCCESS;
 }
 
-/* Closes obj (if not NULL) and waits for the close to finish. */
-static inline void nt_close(void *obj)
+void nt_close(void *obj)
 {
     if (!obj)
         return;
@@ -524,17 +371,12 @@ static inline void nt_close(void *obj)
     nt_close_wait(op, NT_WAIT_MS);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Addresses                                                                */
-/* ------------------------------------------------------------------------ */
-
-static inline ULONG nt_sa_len(int fam)
+ULONG nt_sa_len(int fam)
 {
     return fam == AF_INET6 ? (ULONG)sizeof(struct sockaddr_in6) : (ULONG)sizeof(struct sockaddr_in);
 }
 
-/* 127.0.0.1 or ::1 with the given port (host order). */
-static inline ULONG nt_sa_loop(int fam, unsigned port, NDK_SOCKADDR *sa)
+ULONG nt_sa_loop(int fam, unsigned port, NDK_SOCKADDR *sa)
 {
     memset(sa, 0, sizeof *sa);
     if (fam == AF_INET6) {
@@ -549,12 +391,12 @@ static inline ULONG nt_sa_loop(int fam, unsigned port, NDK_SOCKADDR *sa)
     return nt_sa_len(fam);
 }
 
-static inline unsigned nt_sa_port(const NDK_SOCKADDR *sa)
+unsigned nt_sa_port(const NDK_SOCKADDR *sa)
 {
     return sa->sa.sa_family == AF_INET6 ? ntohs(sa->in6.sin6_port) : ntohs(sa->in4.sin_port);
 }
 
-static inline void nt_sa_set_port(NDK_SOCKADDR *sa, unsigned port)
+void nt_sa_set_port(NDK_SOCKADDR *sa, unsigned port)
 {
     if (sa->sa.sa_family == AF_INET6)
         sa->in6.sin6_port = htons((uint16_t)port);
@@ -562,8 +404,7 @@ static inline void nt_sa_set_port(NDK_SOCKADDR *sa, unsigned port)
         sa->in4.sin_port = htons((uint16_t)port);
 }
 
-/* Same family, address and port. */
-static inline bool nt_sa_eq(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
+bool nt_sa_eq(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
 {
     if (a->sa.sa_family != b->sa.sa_family)
         return false;
@@ -576,7 +417,7 @@ static inline bool nt_sa_eq(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
     return false;
 }
 
-static inline const char *nt_sa_str(const NDK_SOCKADDR *sa, char *buf, size_t n)
+const char *nt_sa_str(const NDK_SOCKADDR *sa, char *buf, size_t n)
 {
     char ip[INET6_ADDRSTRLEN] = "?";
     if (sa->sa.sa_family == AF_INET6)
@@ -587,34 +428,12 @@ static inline const char *nt_sa_str(const NDK_SOCKADDR *sa, char *buf, size_t n)
     return buf;
 }
 
-#define CHECK_SA_EQ(a, b)                                                                    \
-    do {                                                                                     \
-        if (!nt_sa_eq((a), (b))) {                                                           \
-            char nt_b1_[96], nt_b2_[96];                                                     \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] address %s != %s: %s vs %s\n", __FILE__, __LINE__,   \
-                    tl_current ? tl_current : "-", #a, #b, nt_sa_str((a), nt_b1_, 96),      \
-                    nt_sa_str((b), nt_b2_, 96));                                             \
-        }                                                                                    \
-    } while (0)
-
-static inline const char *nt_fam_name(int fam)
+const char *nt_fam_name(int fam)
 {
     return fam == AF_INET6 ? "IPv6" : "IPv4";
 }
 
-/* ------------------------------------------------------------------------ */
-/* Plain sockets standing in for misbehaving peers                          */
-/* ------------------------------------------------------------------------ */
-
-typedef struct nt_raw {
-    int lfd, cfd;
-    NDK_SOCKADDR addr;
-    ULONG len;
-} nt_raw;
-
-/* A listening TCP socket on loopback port 0 that never speaks MPA. */
-static inline bool nt_raw_listen(nt_raw *r, int fam)
+bool nt_raw_listen(nt_raw *r, int fam)
 {
     r->cfd = -1;
     r->lfd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -631,8 +450,7 @@ static inline bool nt_raw_listen(nt_raw *r, int fam)
     return true;
 }
 
-/* Accepts one connection within ms. */
-static inline bool nt_raw_accept(nt_raw *r, unsigned ms)
+bool nt_raw_accept(nt_raw *r, unsigned ms)
 {
     struct pollfd p = {.fd = r->lfd, .events = POLLIN};
     if (poll(&p, 1, (int)ms) != 1)
@@ -643,8 +461,7 @@ static inline bool nt_raw_accept(nt_raw *r, unsigned ms)
     return r->cfd >= 0;
 }
 
-/* Reads whatever arrives within ms (the MPA Request); returns bytes read. */
-static inline ssize_t nt_raw_read(nt_raw *r, void *buf, size_t n, unsigned ms)
+ssize_t nt_raw_read(nt_raw *r, void *buf, size_t n, unsigned ms)
 {
     struct pollfd p = {.fd = r->cfd, .events = POLLIN};
     if (poll(&p, 1, (int)ms) != 1)
@@ -652,7 +469,7 @@ static inline ssize_t nt_raw_read(nt_raw *r, void *buf, size_t n, unsigned ms)
     return recv(r->cfd, buf, n, 0);
 }
 
-static inline void nt_raw_close(nt_raw *r)
+void nt_raw_close(nt_raw *r)
 {
     if (r->cfd >= 0)
         close(r->cfd);
@@ -661,8 +478,7 @@ static inline void nt_raw_close(nt_raw *r)
     r->cfd = r->lfd = -1;
 }
 
-/* A port bound but not listening: a SYN to it gets a RST at once. */
-static inline int nt_dead_port(int fam, NDK_SOCKADDR *sa, ULONG *len)
+int nt_dead_port(int fam, NDK_SOCKADDR *sa, ULONG *len)
 {
     int fd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
@@ -676,18 +492,7 @@ static inline int nt_dead_port(int fam, NDK_SOCKADDR *sa, ULONG *len)
     return fd;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Fixtures: a side (adapter + CQ + PD), a listener, a connection           */
-/* ------------------------------------------------------------------------ */
-
-typedef struct nt_side {
-    NDK_ADAPTER *ad;
-    NDK_ADAPTER_INFO info;
-    NDK_CQ *cq;
-    NDK_PD *pd;
-} nt_side;
-
-static inline bool nt_side_open(nt_side *s, const NDK_OPEN_OPTIONS *o)
+bool nt_side_open(nt_side *s, const NDK_OPEN_OPTIONS *o)
 {
     memset(s, 0, sizeof *s);
     NTSTATUS st = nt_open("lo", (NDK_VERSION){2, 1}, o, &s->ad);
@@ -705,7 +510,7 @@ static inline bool nt_side_open(nt_side *s, const NDK_OPEN_OPTIONS *o)
     return st == STATUS_SUCCESS;
 }
 
-static inline void nt_side_close(nt_side *s)
+void nt_side_close(nt_side *s)
 {
     nt_close(s->pd);
     nt_close(s->cq);
@@ -715,7 +520,7 @@ static inline void nt_side_close(nt_side *s)
     s->ad = NULL;
 }
 
-static inline NDK_QP *nt_qp(nt_side *s)
+NDK_QP *nt_qp(nt_side *s)
 {
     NDK_QP *qp = NULL;
     NTSTATUS st = nt_create_qp(s->pd, s->cq, 8, 8, 1, 1, 0, &qp);
@@ -723,7 +528,7 @@ static inline NDK_QP *nt_qp(nt_side *s)
     return qp;
 }
 
-static inline NDK_CONNECTOR *nt_connector(nt_side *s)
+NDK_CONNECTOR *nt_connector(nt_side *s)
 {
     NDK_CONNECTOR *c = NULL;
     NTSTATUS st = nt_create_connector(s->ad, &c);
@@ -731,29 +536,7 @@ static inline NDK_CONNECTOR *nt_connector(nt_side *s)
     return c;
 }
 
-/* A listener and the connectors its connect events delivered, in order. */
-#define NT_MAX_INCOMING 32
-typedef struct nt_lsn nt_lsn;
-typedef void (*nt_lsn_hook)(nt_lsn *L, NDK_CONNECTOR *c, unsigned idx);
-struct nt_lsn {
-    NDK_LISTENER *l;
-    NDK_SOCKADDR addr;
-    ULONG addrlen;
-    pthread_mutex_t mu;
-    tl_event ev;
-    NDK_CONNECTOR *conn[NT_MAX_INCOMING];
-    unsigned seq[NT_MAX_INCOMING];
-    unsigned n;
-    _Atomic int in_event; /* a connect event is running */
-    nt_lsn_hook hook;     /* runs inside the connect event */
-    void *user;
-};
-
-#define NT_MAX_LSN 64
-static nt_lsn nt_lsns[NT_MAX_LSN];
-static unsigned nt_nlsns;
-
-static inline void nt_connect_event(PVOID ctx, NDK_CONNECTOR *c)
+void nt_connect_event(PVOID ctx, NDK_CONNECTOR *c)
 {
     nt_lsn *L = ctx;
     unsigned s = nt_next_seq();
@@ -775,7 +558,7 @@ static inline void nt_connect_event(PVOID ctx, NDK_CONNECTOR *c)
     tl_event_signal(&L->ev);
 }
 
-static inline void nt_lsn_set_hook(nt_lsn *L, nt_lsn_hook hook, void *user)
+void nt_lsn_set_hook(nt_lsn *L, nt_lsn_hook hook, void *user)
 {
     pthread_mutex_lock(&L->mu);
     L->hook = hook;
@@ -783,7 +566,7 @@ static inline void nt_lsn_set_hook(nt_lsn *L, nt_lsn_hook hook, void *user)
     pthread_mutex_unlock(&L->mu);
 }
 
-static inline unsigned nt_lsn_count(nt_lsn *L)
+unsigned nt_lsn_count(nt_lsn *L)
 {
     pthread_mutex_lock(&L->mu);
     unsigned n = L->n;
@@ -791,8 +574,7 @@ static inline unsigned nt_lsn_count(nt_lsn *L)
     return n;
 }
 
-/* The idx-th delivered connector (0-based), waiting up to ms for it. */
-static inline NDK_CONNECTOR *nt_incoming(nt_lsn *L, unsigned idx, unsigned ms)
+NDK_CONNECTOR *nt_incoming(nt_lsn *L, unsigned idx, unsigned ms)
 {
     if (!tl_event_wait(&L->ev, idx + 1, ms)) {
         tl_failures++;
@@ -806,7 +588,7 @@ static inline NDK_CONNECTOR *nt_incoming(nt_lsn *L, unsigned idx, unsigned ms)
     return c;
 }
 
-static inline nt_lsn *nt_lsn_new(void)
+nt_lsn *nt_lsn_new(void)
 {
     if (nt_nlsns >= NT_MAX_LSN) {
         fprintf(stderr, "ndktest: out of listeners\n");
@@ -819,17 +601,14 @@ static inline nt_lsn *nt_lsn_new(void)
     return L;
 }
 
-/* NdkListen on sa; returns the final status (inline or completion). */
-static inline NTSTATUS nt_listen_at(NDK_LISTENER *l, const NDK_SOCKADDR *sa, ULONG len)
+NTSTATUS nt_listen_at(NDK_LISTENER *l, const NDK_SOCKADDR *sa, ULONG len)
 {
     nt_op *op = nt_op_new(NT_REQ, "NdkListen");
     nt_started(op, l->Dispatch->NdkListen(l, (PSOCKADDR)&sa->sa, len, nt_req_cb, op));
     return nt_finish(op, NT_WAIT_MS);
 }
 
-/* A listener created on s and listening on fam's loopback address, with
- * the port the provider picked read back into L->addr. */
-static inline nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port)
+nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port)
 {
     nt_lsn *L = nt_lsn_new();
     NTSTATUS st = nt_create_listener(s->ad, nt_connect_event, L, &L->l);
@@ -854,12 +633,12 @@ static inline nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port)
     return L;
 }
 
-static inline nt_lsn *nt_listen(nt_side *s, int fam)
+nt_lsn *nt_listen(nt_side *s, int fam)
 {
     return nt_listen_on(s, fam, 0);
 }
 
-static inline void nt_lsn_close(nt_lsn *L)
+void nt_lsn_close(nt_lsn *L)
 {
     if (L && L->l) {
         nt_close(L->l);
@@ -867,22 +646,7 @@ static inline void nt_lsn_close(nt_lsn *L)
     }
 }
 
-/* One connection between an active side and a listener's side. */
-typedef struct nt_conn {
-    int fam;
-    nt_side *as, *ps;
-    nt_lsn *L;
-    NDK_QP *qa, *qp;
-    NDK_CONNECTOR *a, *p;
-    nt_op *connect, *accept, *complete;
-    nt_op *dev_a, *dev_p; /* disconnect event contexts */
-    bool ex;              /* AcceptEx / CompleteConnectEx */
-    /* Hooks run inside the completions (op->u1 is the nt_conn); set before
-     * the call so that they are in place however early it completes. */
-    nt_hook h_connect, h_accept, h_complete;
-} nt_conn;
-
-static inline bool nt_conn_init(nt_conn *c, int fam, nt_side *as, nt_side *ps, nt_lsn *L)
+bool nt_conn_init(nt_conn *c, int fam, nt_side *as, nt_side *ps, nt_lsn *L)
 {
     memset(c, 0, sizeof *c);
     c->fam = fam;
@@ -897,9 +661,8 @@ static inline bool nt_conn_init(nt_conn *c, int fam, nt_side *as, nt_side *ps, n
     return c->qa && c->qp && c->a;
 }
 
-/* NdkConnect from fam's loopback address, port 0, to the listener. */
-static inline NTSTATUS nt_conn_connect_to(nt_conn *c, const NDK_SOCKADDR *dst, ULONG dstlen,
-                                          ULONG ird, ULONG ord, const void *pd, ULONG pdlen)
+NTSTATUS nt_conn_connect_to(nt_conn *c, const NDK_SOCKADDR *dst, ULONG dstlen,
+                            ULONG ird, ULONG ord, const void *pd, ULONG pdlen)
 {
     NDK_SOCKADDR src;
     ULONG srclen = nt_sa_loop(c->fam, 0, &src);
@@ -912,16 +675,15 @@ static inline NTSTATUS nt_conn_connect_to(nt_conn *c, const NDK_SOCKADDR *dst, U
                                                  c->connect));
 }
 
-static inline NTSTATUS nt_conn_connect(nt_conn *c, ULONG ird, ULONG ord, const void *pd,
-                                       ULONG pdlen)
+NTSTATUS nt_conn_connect(nt_conn *c, ULONG ird, ULONG ord, const void *pd,
+                         ULONG pdlen)
 {
     return nt_conn_connect_to(c, &c->L->addr, c->L->addrlen, ird, ord, pd, pdlen);
 }
 
-/* NdkConnectWithSharedEndpoint from sep to dst. */
-static inline NTSTATUS nt_conn_connect_sep_to(nt_conn *c, NDK_SHARED_ENDPOINT *sep,
-                                              const NDK_SOCKADDR *dst, ULONG dstlen, ULONG ird,
-                                              ULONG ord, const void *pd, ULONG pdlen)
+NTSTATUS nt_conn_connect_sep_to(nt_conn *c, NDK_SHARED_ENDPOINT *sep,
+                                const NDK_SOCKADDR *dst, ULONG dstlen, ULONG ird,
+                                ULONG ord, const void *pd, ULONG pdlen)
 {
     c->connect = nt_op_new(NT_REQ, "NdkConnectWithSharedEndpoint");
     c->connect->hook = c->h_connect;
@@ -931,14 +693,14 @@ static inline NTSTATUS nt_conn_connect_sep_to(nt_conn *c, NDK_SHARED_ENDPOINT *s
                                       (PVOID)pd, pdlen, nt_req_cb, c->connect));
 }
 
-static inline NTSTATUS nt_conn_connect_sep(nt_conn *c, NDK_SHARED_ENDPOINT *sep, ULONG ird,
-                                           ULONG ord, const void *pd, ULONG pdlen)
+NTSTATUS nt_conn_connect_sep(nt_conn *c, NDK_SHARED_ENDPOINT *sep, ULONG ird,
+                             ULONG ord, const void *pd, ULONG pdlen)
 {
     return nt_conn_connect_sep_to(c, sep, &c->L->addr, c->L->addrlen, ird, ord, pd, pdlen);
 }
 
-static inline NTSTATUS nt_conn_accept(nt_conn *c, ULONG ird, ULONG ord, const void *pd,
-                                      ULONG pdlen)
+NTSTATUS nt_conn_accept(nt_conn *c, ULONG ird, ULONG ord, const void *pd,
+                        ULONG pdlen)
 {
     c->accept = nt_op_new(NT_REQ, c->ex ? "NdkAcceptEx" : "NdkAccept");
     c->accept->hook = c->h_accept;
@@ -953,7 +715,7 @@ static inline NTSTATUS nt_conn_accept(nt_conn *c, ULONG ird, ULONG ord, const vo
     return nt_started(c->accept, st);
 }
 
-static inline NTSTATUS nt_conn_complete(nt_conn *c)
+NTSTATUS nt_conn_complete(nt_conn *c)
 {
     c->complete = nt_op_new(NT_REQ, c->ex ? "NdkCompleteConnectEx" : "NdkCompleteConnect");
     c->complete->hook = c->h_complete;
@@ -968,9 +730,7 @@ static inline NTSTATUS nt_conn_complete(nt_conn *c)
     return nt_started(c->complete, st);
 }
 
-/* The three legs with default limits and no private data; over a shared
- * endpoint when sep is not NULL. */
-static inline bool nt_establish_via(nt_conn *c, NDK_SHARED_ENDPOINT *sep)
+bool nt_establish_via(nt_conn *c, NDK_SHARED_ENDPOINT *sep)
 {
     unsigned idx = nt_lsn_count(c->L);
     if (sep)
@@ -999,18 +759,12 @@ static inline bool nt_establish_via(nt_conn *c, NDK_SHARED_ENDPOINT *sep)
     return st == STATUS_SUCCESS;
 }
 
-static inline bool nt_establish(nt_conn *c)
+bool nt_establish(nt_conn *c)
 {
     return nt_establish_via(c, NULL);
 }
 
-/*
- * Closes obj and checks that the close completion is its last callback
- * (L13, L14): every callback op in ops[] (requests on obj, its disconnect
- * event) ran before the close completion - or, when the close returned
- * STATUS_SUCCESS, every pending request had completed by then.
- */
-static inline void nt_close_last(void *obj, nt_op *const *ops, unsigned n)
+void nt_close_last(void *obj, nt_op *const *ops, unsigned n)
 {
     if (!obj)
         return;
@@ -1046,9 +800,7 @@ static inline void nt_close_last(void *obj, nt_op *const *ops, unsigned n)
     }
 }
 
-/* Closes both connectors (checking that each close completion is the
- * connector's last callback), then both QPs (their antecedents). */
-static inline void nt_conn_close(nt_conn *c)
+void nt_conn_close(nt_conn *c)
 {
     nt_op *aops[] = {c->connect, c->complete, c->dev_a};
     nt_op *pops[] = {c->accept, c->dev_p};
@@ -1060,25 +812,19 @@ static inline void nt_conn_close(nt_conn *c)
     c->qa = c->qp = NULL;
 }
 
-static inline NTSTATUS nt_gcd(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf, ULONG *len)
+NTSTATUS nt_gcd(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf, ULONG *len)
 {
     return c->Dispatch->NdkGetConnectionData(c, ird, ord, buf, len);
 }
 
-static inline NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out)
+NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out)
 {
     nt_op *op = nt_op_new(NT_REQ, "NdkDisconnect");
     *out = op;
     return nt_started(op, c->Dispatch->NdkDisconnect(c, nt_req_cb, op));
 }
 
-/* ------------------------------------------------------------------------ */
-/* Case wrappers                                                            */
-/* ------------------------------------------------------------------------ */
-
-static const char *nt_case_name;
-
-static inline void nt_watchdog(int sig)
+void nt_watchdog(int sig)
 {
     (void)sig;
     static const char msg[] = "\nndktest: case timed out (hang, probably a deadlock): ";
@@ -1090,7 +836,7 @@ static inline void nt_watchdog(int sig)
     _exit(1);
 }
 
-static inline void nt_case_begin(const char *name)
+void nt_case_begin(const char *name)
 {
     nt_case_name = name;
     atomic_store(&nt_nops, 0);
@@ -1101,7 +847,7 @@ static inline void nt_case_begin(const char *name)
     alarm(NT_CASE_TIMEOUT_S);
 }
 
-static inline void nt_case_end(void)
+void nt_case_end(void)
 {
     /* A case that stopped early (REQUIRE) left adapters open: close them so
      * nothing leaks and no callback outlives the case. Its ops are not
@@ -1153,29 +899,3 @@ static inline void nt_case_end(void)
     alarm(0);
     nt_case_name = NULL;
 }
-
-/* A case with no address family. */
-#define NT_CASE(name)                                                                        \
-    static void name##_body(void);                                                           \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        nt_case_begin(#name);                                                                \
-        name##_body();                                                                       \
-        nt_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(void)
-
-/* A connection case, over 127.0.0.1 or ::1: the family of the run
- * (tl_family(): IPv4, or IPv6 when the program was started with --ipv6).
- * main runs it with RUN_FAM and calls tl_init first. */
-#define NT_CASE_FAM(name)                                                                    \
-    static void name##_body(int fam);                                                        \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        nt_case_begin(#name);                                                                \
-        name##_body(tl_family());                                                            \
-        nt_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(int fam)
-
-#endif

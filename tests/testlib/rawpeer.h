@@ -1,0 +1,366 @@
+/*
+ * rawpeer.h - a raw TCP peer for the "bad input from the wire" tests, and the
+ * small NDK harness those tests drive on the other end of the connection.
+ *
+ * The raw peer is a plain socket that speaks (or mis-speaks) MPA octet by
+ * octet, so a test can put any byte sequence on the wire and watch exactly
+ * what libndk answers: a Reply, nothing, a FIN or a RST. Frames are built
+ * from the layouts of iwarp.md 1.1-1.4 and the siw captures in
+ * shared/interop/captures, not from libndk's own encoder, so an encoder bug
+ * cannot hide behind a matching decoder bug.
+ *
+ * Every wait is bounded: sockets are read through poll() with a deadline and
+ * NDK completions through tl_event_wait. Nothing here sleeps to synchronise.
+ *
+ * The helpers are compiled once into ndk_testlib (rawpeer.c).
+ */
+#ifndef NDK_TESTS_RAWPEER_H
+#define NDK_TESTS_RAWPEER_H
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <poll.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <ndk/ndk.h>
+
+#include "testlib.h"
+
+/* ======================================================================== */
+/* Byte helpers, CRC32c and a seeded PRNG                                    */
+/* ======================================================================== */
+
+void rp_put16(uint8_t *p, uint16_t v);
+
+void rp_put32(uint8_t *p, uint32_t v);
+
+uint16_t rp_get16(const uint8_t *p);
+
+uint32_t rp_get32(const uint8_t *p);
+
+/* Bit-wise CRC32c (iwarp.md 4.4). Deliberately the slow textbook form: the
+ * tests must not share a table or SSE path with the code under test. */
+uint32_t rp_crc32c(const uint8_t *p, size_t n);
+
+/* splitmix64: small, seedable, and the same sequence on every platform, so
+ * a printed seed reproduces a failing garbage case exactly. */
+uint64_t rp_rand(uint64_t *state);
+
+void rp_hexdump(const char *what, const uint8_t *p, size_t n);
+
+/* ======================================================================== */
+/* MPA startup frames (iwarp.md 1.1-1.3)                                     */
+/* ======================================================================== */
+
+#define RP_KEY_REQ "MPA ID Req Frame"
+#define RP_KEY_REP "MPA ID Rep Frame"
+#define RP_KEY_LEN 16
+#define RP_HDR_LEN 20
+
+#define RP_F_M 0x80 /* markers wanted */
+#define RP_F_C 0x40 /* CRC */
+#define RP_F_R 0x20 /* reject */
+#define RP_F_S 0x10 /* RFC 6581 word present */
+
+/* RFC 6581 word bits (iwarp.md 1.2). */
+#define RP_W0_A 0x8000u /* peer-to-peer */
+#define RP_W0_B 0x4000u /* Send RTR */
+#define RP_W1_C 0x8000u /* Write RTR */
+#define RP_W1_D 0x4000u /* Read RTR */
+#define RP_IRD_ORD_MASK 0x3FFFu
+
+/* The Request Linux siw sends as an rping client (IRD 1, ORD 1, no ULP
+ * data): captures/guest-to-host-mpa-request.txt, byte for byte. */
+extern const uint8_t rp_siw_request[24];
+
+/*
+ * Writes a startup frame: key, flags octet, Rev, PD_Length = pd_length (which
+ * the caller may set to lie about the data), then the private data octets
+ * (pd_len of them, copied from pd). Returns the octets written.
+ */
+size_t rp_frame_raw(uint8_t *out, const char *key, uint8_t flags, uint8_t rev,
+                    uint16_t pd_length, const void *pd, size_t pd_len);
+
+/* A well-formed enhanced (S=1, Rev 2) frame: the word, then ULP data. */
+size_t rp_frame_v2(uint8_t *out, const char *key, uint8_t flags, uint16_t w0,
+                   uint16_t w1, const void *ulp, size_t ulp_len);
+
+/* ======================================================================== */
+/* FPDUs the raw peer sends or expects (iwarp.md 1.4, 1.9, 2.1, 4.3)         */
+/* ======================================================================== */
+
+/* Frames a ULPDU: length, ULPDU, zero pad, CRC (0 when crc is off). */
+size_t rp_fpdu(uint8_t *out, const uint8_t *ulpdu, size_t ulpdu_len, bool crc);
+
+/* Zero-length RDMA Write, STag 1, TO 0: the Write RTR siw sends
+ * (00 0E C1 40 00000001 0000000000000000 + CRC). 20 octets. */
+size_t rp_write_rtr(uint8_t out[20], bool crc);
+
+/* Untagged Send (opcode 3), QN 0, the given MSN, MO 0, with payload. */
+size_t rp_send_fpdu(uint8_t *out, uint32_t msn, const void *payload, size_t len,
+                    bool crc);
+
+/* ======================================================================== */
+/* Sockets                                                                   */
+/* ======================================================================== */
+
+/* How a read ended. */
+enum rp_end {
+    RP_OPEN = 0,  /* still open: the wait ran out (or the wanted octets came) */
+    RP_EOF = 1,   /* the other side closed gracefully (FIN) */
+    RP_RESET = 2, /* the other side reset the connection (RST) */
+    RP_ERROR = 3, /* any other socket error */
+};
+
+const char *rp_end_name(int e);
+
+/* Milliseconds left until an absolute tl_now_ns() deadline, rounded up. */
+int rp_ms_left(uint64_t deadline_ns);
+
+uint64_t rp_deadline(unsigned ms);
+
+unsigned rp_ms_since(uint64_t t0_ns);
+
+void rp_nodelay(int fd);
+
+struct sockaddr_in rp_loopback(uint16_t port);
+
+/* Starts a non-blocking connect to 127.0.0.1:port; returns the fd (the
+ * handshake may still be in progress) or -1. */
+int rp_connect_start(uint16_t port);
+
+/* Connects to 127.0.0.1:port within timeout_ms; returns a blocking fd or -1.
+ * The handshake is finished by the kernel's listen queue, so this succeeds
+ * whether or not libndk has accepted yet. */
+int rp_connect(uint16_t port, unsigned timeout_ms);
+
+/* Sends everything; a peer that already closed is not an error worth a
+ * signal (MSG_NOSIGNAL), the caller sees it in the result instead. */
+bool rp_send(int fd, const void *buf, size_t len);
+
+/* Half-close: our FIN goes out but we can still see how the other side
+ * reacts (its FIN or RST), which a plain close() would hide. */
+void rp_fin(int fd);
+
+/* Closes with a RST instead of a FIN. */
+void rp_reset(int fd);
+
+/*
+ * Reads until `want` octets arrived, the connection ended, or timeout_ms ran
+ * out. Returns the octets read; *end says whether and how it ended.
+ */
+size_t rp_read(int fd, uint8_t *buf, size_t want, unsigned timeout_ms, int *end);
+
+/*
+ * Waits up to timeout_ms for the other side to close, counting (and keeping
+ * the first `cap` of) any octets that come first. Returns how it ended:
+ * RP_OPEN means it was still open when the time ran out.
+ */
+int rp_wait_end(int fd, unsigned timeout_ms, uint8_t *keep, size_t cap,
+                size_t *nbytes);
+
+/* True if nothing at all (no octet, no FIN, no RST) arrives for ms. */
+bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst);
+
+/* A plain listening socket on 127.0.0.1 with a kernel-chosen port. */
+int rp_listen(uint16_t *port);
+
+/* Accepts one connection within timeout_ms; -1 if none came. */
+int rp_accept(int lfd, unsigned timeout_ms);
+
+/*
+ * Reads one startup frame the way a responder must (iwarp.md 2.3 step 2):
+ * exactly 20 octets, then exactly PD_Length octets, never more. Returns the
+ * frame length, or 0 when it did not arrive whole within timeout_ms or its
+ * PD_Length is over 512 (then the header is still in out).
+ */
+size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned timeout_ms);
+
+/* ======================================================================== */
+/* The NDK side                                                              */
+/* ======================================================================== */
+
+/* Bound for anything that should happen "at once" on loopback. Generous,
+ * because CI runs these under ASan on busy machines; a passing run never
+ * waits this long. */
+#define NK_WAIT_MS 3000u
+/* A status no provider returns: "the completion never came". */
+#define NK_NO_COMPLETION ((NTSTATUS)0xE0DE0001L)
+
+const char *nk_st(NTSTATUS s);
+
+/* Checks a status and, on mismatch, prints both by name. */
+#define CHECK_ST(got, want)                                                                  \
+    do {                                                                                     \
+        NTSTATUS nk_g_ = (got), nk_w_ = (want);                                              \
+        if (nk_g_ != nk_w_) {                                                                \
+            tl_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: [%s] %s: got %s, expected %s\n", __FILE__, __LINE__,     \
+                    tl_current ? tl_current : "-", #got, nk_st(nk_g_), nk_st(nk_w_));          \
+        }                                                                                    \
+    } while (0)
+
+/*
+ * One asynchronous request. Slots come from a static pool and are never
+ * reused: if libndk calls back late (after a wait gave up) the callback
+ * still lands in valid memory, and the audit below can see it.
+ */
+typedef struct nk_req {
+    tl_event ev;
+    NTSTATUS status;
+    NDK_OBJECT_HEADER *obj; /* for create completions */
+    bool used;
+    bool pended; /* the call returned STATUS_PENDING */
+} nk_req;
+
+#define NK_POOL 6144
+
+nk_req *nk_req_new(void);
+
+void nk_req_done(void *ctx, NTSTATUS status);
+
+void nk_create_done(void *ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj);
+
+void nk_close_done(void *ctx);
+
+/* An operation in flight: the inline return plus its request slot. */
+typedef struct nk_op {
+    NTSTATUS st; /* what the call returned */
+    nk_req *r;
+} nk_op;
+
+nk_op nk_op_begin(nk_req *r, NTSTATUS st);
+
+/* True once the final status is known. */
+bool nk_op_done(nk_op *op);
+
+/* The final status: inline, or from the completion within ms. */
+NTSTATUS nk_op_wait(nk_op *op, unsigned ms);
+
+/*
+ * Rule C7 (reference 4.1): exactly one completion for a request that
+ * returned STATUS_PENDING, none for any other return. Called after
+ * ndk_close_adapter, which guarantees no callback is still to come.
+ */
+void nk_pool_audit(void);
+
+/* Finishes a create call: the object, inline or from its completion. */
+void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj);
+
+/* Closes any object and waits for its close completion. */
+bool nk_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn);
+
+/* Per-type closes (the close member's name differs per table), and one
+ * macro over them; a NULL object is already closed. */
+bool nk_close_connector(NDK_CONNECTOR *o);
+bool nk_close_qp(NDK_QP *o);
+bool nk_close_listener(NDK_LISTENER *o);
+bool nk_close_mr(NDK_MR *o);
+#define NK_CLOSE(o)                                                                          \
+    _Generic((o), NDK_CONNECTOR *: nk_close_connector, NDK_QP *: nk_close_qp,                \
+             NDK_LISTENER *: nk_close_listener, NDK_MR *: nk_close_mr)(o)
+
+/* A listener with a queue of the connectors its connect events delivered. */
+#define NK_MAXQ 512
+typedef struct nk_listener {
+    NDK_LISTENER *l;
+    uint16_t port;
+    pthread_mutex_t mu;
+    NDK_CONNECTOR *q[NK_MAXQ];
+    unsigned pushed, popped;
+    tl_event ev; /* one count per connect event */
+} nk_listener;
+
+/* An adapter with a CQ and a PD: what every test needs for its QPs. */
+#define NK_MAX_LISTENERS 4
+typedef struct nk_world {
+    NDK_ADAPTER *ad;
+    NDK_CQ *cq;
+    NDK_PD *pd;
+    tl_event cq_ev; /* CQ notifications */
+    nk_listener *listeners[NK_MAX_LISTENERS];
+    unsigned nlisteners;
+} nk_world;
+
+void nk_cq_notify(void *ctx, NTSTATUS status);
+
+/* Options with short timeouts; a test overrides what it is about. */
+NDK_OPEN_OPTIONS nk_options(void);
+
+nk_world *nk_open(const NDK_OPEN_OPTIONS *opt);
+
+/* ndk_close_adapter tears down whatever a failed test left open and returns
+ * only when no callback can come any more; after it the pool can be audited
+ * and the listener queues freed. */
+void nk_close_world(nk_world *w);
+
+NDK_QP *nk_qp(nk_world *w);
+
+NDK_CONNECTOR *nk_connector(nk_world *w);
+
+void nk_on_connect(void *ctx, NDK_CONNECTOR *c);
+
+/* Creates a listener listening on 127.0.0.1 with a provider-chosen port. */
+nk_listener *nk_listen(nk_world *w);
+
+/* The next connector a connect event delivered, waiting up to ms; NULL if
+ * none came. */
+NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms);
+
+/*
+ * Asserts that no connect event comes within ms. A stray connector is
+ * reported with what it carries, then closed.
+ */
+bool nk_no_event(nk_listener *l, unsigned ms, const char *why);
+
+nk_op nk_connect(NDK_CONNECTOR *c, NDK_QP *qp, uint16_t port, ULONG ird, ULONG ord,
+                 const void *pd, ULONG pd_len);
+
+nk_op nk_accept(NDK_CONNECTOR *c, NDK_QP *qp, ULONG ird, ULONG ord, const void *pd,
+                ULONG pd_len);
+
+nk_op nk_complete(NDK_CONNECTOR *c);
+
+/* Private data of a connector (passive before Accept, active after its
+ * Connect ended): RDS in *len, the octets in buf. */
+NTSTATUS nk_conn_data(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf,
+                      ULONG *len);
+
+/*
+ * The listener still serves: a complete NDK connection from a fresh
+ * connector on the same adapter, three legs, then both sides closed. The
+ * connect event must be this connection's (its private data carries `tag`),
+ * so a stray event left by an earlier bad input is caught here too.
+ */
+bool nk_roundtrip(nk_world *w, nk_listener *l, const char *tag);
+
+/* A registered buffer for Send/Receive payloads. */
+typedef struct nk_mr {
+    NDK_MR *mr;
+    MDL mdl;
+    UINT32 token;
+    uint8_t buf[256];
+} nk_mr;
+
+bool nk_mr_register(nk_world *w, nk_mr *m);
+
+void nk_mr_release(nk_mr *m);
+
+/* One SGE over [off, off+len) of the registered buffer. */
+NDK_SGE nk_sge(nk_mr *m, size_t off, ULONG len);
+
+/* The next CQ entry within ms: polls, arms, polls again, then waits for the
+ * notification, so a completion that lands between poll and arm is not
+ * missed. */
+bool nk_cq_next(nk_world *w, NDK_RESULT *res, unsigned ms);
+
+#endif
