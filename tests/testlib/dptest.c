@@ -1,20 +1,15 @@
 #include "dptest.h"
 
-_Atomic int dp_cb_failures;
 static struct {
     void *p;
     size_t len;
     bool mapped; /* mmap'ed (munmap) or malloc'ed (free) */
 } dp_allocs[DP_MAX_MAPS];
 static unsigned dp_nallocs;
-static dp_req dp_reqs[DP_MAX_REQS];
-static _Atomic unsigned dp_nreqs;
-NDK_ADAPTER *dp_adapters[DP_MAX_ADAPTERS];
 static dp_cq dp_cqs[DP_MAX_CQS];
 static unsigned dp_ncqs;
 static dp_conn dp_conns[DP_MAX_CONNS];
 static unsigned dp_nconns;
-static const char *dp_case_name;
 
 size_t dp_page(void)
 {
@@ -114,78 +109,24 @@ long dp_diff_byte(const void *p, size_t len, uint8_t v)
     return -1;
 }
 
-dp_req *dp_req_new(const char *what)
-{
-    unsigned i = atomic_fetch_add(&dp_nreqs, 1);
-    if (i >= DP_MAX_REQS) {
-        fprintf(stderr, "dptest: out of request records\n");
-        abort();
-    }
-    dp_req *r = &dp_reqs[i];
-    memset(r, 0, sizeof *r);
-    tl_event_init(&r->ev);
-    r->what = what;
-    return r;
-}
-
-void dp_req_cb(PVOID ctx, NTSTATUS st)
-{
-    dp_req *r = ctx;
-    atomic_store(&r->status, st);
-    tl_event_signal(&r->ev);
-}
-
-void dp_create_cb(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER *obj)
-{
-    dp_req *r = ctx;
-    atomic_store(&r->obj, obj);
-    atomic_store(&r->status, st);
-    tl_event_signal(&r->ev);
-}
-
-void dp_close_cb(PVOID ctx)
-{
-    dp_req *r = ctx;
-    atomic_store(&r->status, STATUS_SUCCESS);
-    tl_event_signal(&r->ev);
-}
-
 NTSTATUS dp_finish(dp_req *r, NTSTATUS returned, unsigned ms)
 {
-    r->started = true;
-    r->returned = returned;
-    if (returned != STATUS_PENDING)
-        return returned;
-    if (!tl_event_wait(&r->ev, 1, ms)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] %s: no completion within %u ms\n", tl_current ? tl_current : "-",
-                r->what, ms);
-        return STATUS_PENDING;
-    }
-    return atomic_load(&r->status);
+    nt_started(r, returned);
+    return nt_finish(r, ms);
 }
 
 void *dp_created(dp_req *r, NTSTATUS returned, void *inline_obj, NTSTATUS *st)
 {
-    NTSTATUS fin = dp_finish(r, returned, DP_WAIT_MS);
+    void *obj = NULL;
+    NTSTATUS fin = nt_created(r, returned, &obj, inline_obj);
     if (st)
         *st = fin;
-    if (fin != STATUS_SUCCESS)
-        return NULL;
-    return returned == STATUS_PENDING ? (void *)atomic_load(&r->obj) : inline_obj;
+    return obj;
 }
 
 NDK_OPEN_OPTIONS dp_options(void)
 {
-    NDK_OPEN_OPTIONS o;
-    memset(&o, 0, sizeof o);
-    o.Size = sizeof o;
-    o.TcpConnectTimeoutMs = 3000;
-    o.MpaReplyTimeoutMs = 3000;
-    o.MpaRequestTimeoutMs = 3000;
-    o.RtrTimeoutMs = 3000;
-    o.DisconnectTimeoutMs = 3000;
-    return o;
+    return nt_opts_ms(3000);
 }
 
 NDK_PD *dp_pd_new(dp_side *s)
@@ -204,16 +145,10 @@ bool dp_side_open_flags(dp_side *s, ULONG flags)
     memset(s, 0, sizeof *s);
     NDK_OPEN_OPTIONS o = dp_options();
     o.Flags = flags;
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
+    NTSTATUS st = nt_open("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
     DP_CHECK_ST(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
         return false;
-    for (unsigned i = 0; i < DP_MAX_ADAPTERS; i++) {
-        if (!dp_adapters[i]) {
-            dp_adapters[i] = s->ad;
-            break;
-        }
-    }
     ULONG size = sizeof s->info;
     st = s->ad->Dispatch->NdkQueryAdapterInfo(s->ad, &s->info, &size);
     DP_CHECK_ST(st, STATUS_SUCCESS);
@@ -226,72 +161,14 @@ bool dp_side_open(dp_side *s)
     return dp_side_open_flags(s, 0);
 }
 
-NDK_FN_CLOSE_OBJECT dp_close_fn(void *obj)
-{
-    switch (((NDK_OBJECT_HEADER *)obj)->ObjectType) {
-    case NdkObjectTypeQp: return ((NDK_QP *)obj)->Dispatch->NdkCloseQp;
-    case NdkObjectTypeCq: return ((NDK_CQ *)obj)->Dispatch->NdkCloseCq;
-    case NdkObjectTypeMr: return ((NDK_MR *)obj)->Dispatch->NdkCloseMr;
-    case NdkObjectTypeMw: return ((NDK_MW *)obj)->Dispatch->NdkCloseMw;
-    case NdkObjectTypePd: return ((NDK_PD *)obj)->Dispatch->NdkClosePd;
-    case NdkObjectTypeConnector: return ((NDK_CONNECTOR *)obj)->Dispatch->NdkCloseConnector;
-    case NdkObjectTypeListener: return ((NDK_LISTENER *)obj)->Dispatch->NdkCloseListener;
-    case NdkObjectTypeSrq: return ((NDK_SRQ *)obj)->Dispatch->NdkCloseSrq;
-    default: return NULL;
-    }
-}
-
 dp_req *dp_close_start(void *obj)
 {
-    if (!obj)
-        return NULL;
-    dp_req *r = dp_req_new("NdkCloseXxx");
-    NDK_FN_CLOSE_OBJECT fn = dp_close_fn(obj);
-    if (!fn) {
-        tl_failures++;
-        fprintf(stderr, "[%s] no close function for object type %d\n",
-                tl_current ? tl_current : "-", (int)((NDK_OBJECT_HEADER *)obj)->ObjectType);
-        return NULL;
-    }
-    r->started = true;
-    r->returned = fn((NDK_OBJECT_HEADER *)obj, dp_close_cb, r);
-    /* A close never fails (L15). */
-    if (r->returned != STATUS_SUCCESS && r->returned != STATUS_PENDING) {
-        tl_failures++;
-        fprintf(stderr, "[%s] close returned %s\n", tl_current ? tl_current : "-",
-                ndk_status_name(r->returned));
-    }
-    return r;
+    return obj ? nt_close_start(obj) : NULL;
 }
 
 bool dp_close_wait(dp_req *r)
 {
-    if (!r)
-        return true;
-    if (r->returned != STATUS_PENDING)
-        return true;
-    if (!tl_event_wait(&r->ev, 1, DP_WAIT_MS)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] close not completed within %u ms\n", tl_current ? tl_current : "-",
-                DP_WAIT_MS);
-        return false;
-    }
-    return true;
-}
-
-void dp_close(void *obj)
-{
-    dp_close_wait(dp_close_start(obj));
-}
-
-void dp_close_adapter(NDK_ADAPTER *ad)
-{
-    if (!ad)
-        return;
-    for (unsigned i = 0; i < DP_MAX_ADAPTERS; i++)
-        if (dp_adapters[i] == ad)
-            dp_adapters[i] = NULL;
-    ndk_close_adapter(ad);
+    return !r || nt_close_wait(r, DP_WAIT_MS);
 }
 
 void dp_side_close(dp_side *s)
@@ -1010,65 +887,24 @@ dp_conn *dp_raw_accept(dp_side *p, const dp_cfg *cfg, int *fd)
     return st == STATUS_SUCCESS ? c : NULL;
 }
 
-void dp_watchdog(int sig)
-{
-    (void)sig;
-    static const char msg[] = "\ndptest: case timed out (hang or deadlock): ";
-    ssize_t w = write(2, msg, sizeof msg - 1);
-    if (dp_case_name)
-        w = write(2, dp_case_name, strlen(dp_case_name));
-    w = write(2, "\n", 1);
-    (void)w;
-    _exit(1);
-}
-
 void dp_case_begin(const char *name)
 {
-    dp_case_name = name;
-    atomic_store(&dp_nreqs, 0);
+    nt_case_begin(name);
     dp_ncqs = 0;
     dp_nconns = 0;
-    atomic_store(&dp_cb_failures, 0);
-    signal(SIGPIPE, SIG_IGN);
-    signal(SIGALRM, dp_watchdog);
-    alarm(DP_CASE_TIMEOUT_S);
 }
 
 void dp_case_end(void)
 {
-    /* A case that stopped early left adapters open: closing them tears down
-     * what is left and, once ndk_close_adapter returned, no callback runs any
-     * more (L12), so the pools can be reused. Its requests are not audited:
-     * some may legitimately never have completed. */
-    bool left_open = false;
-    for (unsigned i = 0; i < DP_MAX_ADAPTERS; i++) {
-        if (dp_adapters[i]) {
-            left_open = true;
-            ndk_close_adapter(dp_adapters[i]);
-            dp_adapters[i] = NULL;
-        }
-    }
-    unsigned n = atomic_load(&dp_nreqs);
-    if (n > DP_MAX_REQS)
-        n = DP_MAX_REQS;
-    for (unsigned i = 0; i < n; i++) {
-        dp_req *r = &dp_reqs[i];
-        unsigned got = tl_event_count(&r->ev);
-        if (!left_open && r->started) {
-            unsigned want = r->returned == STATUS_PENDING ? 1u : 0u;
-            if (got != want) {
-                tl_failures++;
-                fprintf(stderr, "[%s] %s returned %s and its completion ran %u times (4.1: %u)\n",
-                        dp_case_name, r->what, ndk_status_name(r->returned), got, want);
-            }
-        }
-        tl_event_destroy(&r->ev);
-    }
+    /* nt_case_end closes what the case left open and audits its calls;
+     * after it no callback runs any more (L12), so the data-path pools can
+     * be checked and reused. */
+    const char *name = tl_current ? tl_current : "-";
+    nt_case_end();
     for (unsigned i = 0; i < dp_ncqs; i++) {
         if (atomic_load(&dp_cqs[i].overlapped)) {
             tl_failures++;
-            fprintf(stderr, "[%s] notification callbacks of one CQ overlapped (C5)\n",
-                    dp_case_name);
+            fprintf(stderr, "[%s] notification callbacks of one CQ overlapped (C5)\n", name);
         }
         tl_event_destroy(&dp_cqs[i].notify);
     }
@@ -1077,11 +913,7 @@ void dp_case_end(void)
         tl_event_destroy(&dp_conns[i].disc_a);
         tl_event_destroy(&dp_conns[i].disc_p);
     }
-    atomic_store(&dp_nreqs, 0);
     dp_ncqs = 0;
     dp_nconns = 0;
     dp_free_all();
-    tl_failures += atomic_exchange(&dp_cb_failures, 0);
-    alarm(0);
-    dp_case_name = NULL;
 }

@@ -50,6 +50,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "ndktest.h"
 #include "testlib.h"
 
 /* ------------------------------------------------------------------------ */
@@ -58,45 +59,16 @@
 
 #define DP_WAIT_MS 5000u       /* anything that must happen (generous for ASan) */
 #define DP_QUIET_MS 200u       /* "nothing more happens": short, never zero */
-#define DP_CASE_TIMEOUT_S 40u  /* watchdog per case: a hang becomes a failure */
+#define DP_CASE_TIMEOUT_S NT_CASE_TIMEOUT_S /* watchdog per case: a hang becomes a failure */
 
 /* ------------------------------------------------------------------------ */
 /* Checks                                                                   */
 /* ------------------------------------------------------------------------ */
 
-/* CHECK_EQ with status names: 0xC0000120 says less than STATUS_CANCELLED. */
-#define DP_CHECK_ST(got, want)                                                               \
-    do {                                                                                     \
-        NTSTATUS dp_g_ = (got), dp_w_ = (want);                                              \
-        if (dp_g_ != dp_w_) {                                                                \
-            char dp_gb_[64], dp_wb_[64];                                                     \
-            snprintf(dp_gb_, sizeof dp_gb_, "%s", ndk_status_name(dp_g_));                     \
-            snprintf(dp_wb_, sizeof dp_wb_, "%s", ndk_status_name(dp_w_));                     \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %s: got %s, expected %s\n", __FILE__, __LINE__,      \
-                    tl_current ? tl_current : "-", #got, dp_gb_, dp_wb_);                    \
-        }                                                                                    \
-    } while (0)
-
-#define DP_REQUIRE_ST(got, want)                                                             \
-    do {                                                                                     \
-        NTSTATUS dp_rg_ = (got);                                                             \
-        DP_CHECK_ST(dp_rg_, (want));                                                         \
-        if (dp_rg_ != (want))                                                                \
-            return;                                                                          \
-    } while (0)
-
-/* Callbacks run on provider threads; tl_failures is not atomic, so they
- * count here and the case wrapper adds the count up. */
-extern _Atomic int dp_cb_failures;
-#define DP_CB_CHECK(cond)                                                                    \
-    do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            atomic_fetch_add(&dp_cb_failures, 1);                                            \
-            fprintf(stderr, "%s:%d: [callback] check failed: %s\n", __FILE__, __LINE__,      \
-                    #cond);                                                                  \
-        }                                                                                    \
-    } while (0)
+/* The status checks and callback checks of ndktest.h. */
+#define DP_CHECK_ST(got, want) CHECK_STATUS(got, want)
+#define DP_REQUIRE_ST(got, want) REQUIRE_STATUS(got, want)
+#define DP_CB_CHECK(cond) NT_CB_CHECK(cond)
 
 /* ------------------------------------------------------------------------ */
 /* Per-case allocations (freed by the case wrapper)                          */
@@ -166,25 +138,13 @@ long dp_diff_byte(const void *p, size_t len, uint8_t v);
 /* Asynchronous calls                                                       */
 /* ------------------------------------------------------------------------ */
 
-/* One asynchronous provider call (request, create or close). */
-typedef struct dp_req {
-    tl_event ev;
-    const char *what;
-    bool started;      /* the provider function returned */
-    NTSTATUS returned; /* what it returned */
-    _Atomic NTSTATUS status;
-    _Atomic(NDK_OBJECT_HEADER *) obj;
-} dp_req;
-
-#define DP_MAX_REQS 2048
-
-dp_req *dp_req_new(const char *what);
-
-void dp_req_cb(PVOID ctx, NTSTATUS st);
-
-void dp_create_cb(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER *obj);
-
-void dp_close_cb(PVOID ctx);
+/* One asynchronous provider call (request, create or close): ndktest.h's
+ * record, in the pool its case wrapper audits. */
+typedef nt_op dp_req;
+#define dp_req_new(what) nt_op_new(NT_REQ, (what))
+#define dp_req_cb nt_req_cb
+#define dp_create_cb nt_create_cb
+#define dp_close_cb nt_close_cb
 
 /* The final status: the return value if the call finished inline (its
  * callback must then not run), else its one completion's status. */
@@ -197,9 +157,10 @@ void *dp_created(dp_req *r, NTSTATUS returned, void *inline_obj, NTSTATUS *st);
 /* Adapters                                                                 */
 /* ------------------------------------------------------------------------ */
 
-#define DP_MAX_ADAPTERS 8
+/* The adapters a case opened (closed by the case wrapper if still open). */
+#define DP_MAX_ADAPTERS NT_MAX_ADAPTERS
+#define dp_adapters nt_adapters
 
-extern NDK_ADAPTER *dp_adapters[DP_MAX_ADAPTERS];
 typedef struct dp_side {
     NDK_ADAPTER *ad;
     NDK_ADAPTER_INFO info;
@@ -217,17 +178,16 @@ bool dp_side_open_flags(dp_side *s, ULONG flags);
 
 bool dp_side_open(dp_side *s);
 
-/* Each table's close member (the adapter has none). */
-NDK_FN_CLOSE_OBJECT dp_close_fn(void *obj);
+#define dp_close_fn nt_close_fn
 
 /* Starts closing obj (NULL: nothing); the record tells when it is done. */
 dp_req *dp_close_start(void *obj);
 
 bool dp_close_wait(dp_req *r);
 
-void dp_close(void *obj);
+#define dp_close nt_close
 
-void dp_close_adapter(NDK_ADAPTER *ad);
+#define dp_close_adapter nt_close_adapter
 
 void dp_side_close(dp_side *s);
 
@@ -528,9 +488,10 @@ dp_conn *dp_raw_accept(dp_side *p, const dp_cfg *cfg, int *fd);
 /* Case wrapper                                                             */
 /* ------------------------------------------------------------------------ */
 
-
-void dp_watchdog(int sig);
-
+/* ndktest.h's case wrapper (watchdog, audit of every asynchronous call,
+ * adapters left open closed), plus the data-path pools: CQ records (whose
+ * notification callbacks must never overlap, C5), connection records and
+ * the per-case buffers. */
 void dp_case_begin(const char *name);
 
 void dp_case_end(void);

@@ -4,7 +4,7 @@ _Atomic int nt_cb_failures;
 static nt_op nt_ops[NT_MAX_OPS];
 static _Atomic unsigned nt_nops;
 static _Atomic unsigned nt_seq_ctr = 1;
-static NDK_ADAPTER *nt_adapters[NT_MAX_ADAPTERS];
+NDK_ADAPTER *nt_adapters[NT_MAX_ADAPTERS];
 static nt_lsn nt_lsns[NT_MAX_LSN];
 static unsigned nt_nlsns;
 static const char *nt_case_name;
@@ -127,17 +127,22 @@ bool nt_done(nt_op *op)
     return op->started && (op->returned != STATUS_PENDING || nt_count(op) > 0);
 }
 
-NDK_OPEN_OPTIONS nt_opts(void)
+NDK_OPEN_OPTIONS nt_opts_ms(ULONG ms)
 {
     NDK_OPEN_OPTIONS o;
     memset(&o, 0, sizeof o);
     o.Size = sizeof o;
-    o.TcpConnectTimeoutMs = 4000;
-    o.MpaReplyTimeoutMs = 4000;
-    o.MpaRequestTimeoutMs = 4000;
-    o.RtrTimeoutMs = 4000;
-    o.DisconnectTimeoutMs = 4000;
+    o.TcpConnectTimeoutMs = ms;
+    o.MpaReplyTimeoutMs = ms;
+    o.MpaRequestTimeoutMs = ms;
+    o.RtrTimeoutMs = ms;
+    o.DisconnectTimeoutMs = ms;
     return o;
+}
+
+NDK_OPEN_OPTIONS nt_opts(void)
+{
+    return nt_opts_ms(4000);
 }
 
 NTSTATUS nt_open(const char *name, NDK_VERSION v, const NDK_OPEN_OPTIONS *o,

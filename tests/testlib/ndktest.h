@@ -132,7 +132,7 @@ struct nt_op {
     uint64_t hook_ms;    /* slowest provider call the hook timed */
 };
 
-#define NT_MAX_OPS 1024
+#define NT_MAX_OPS 2048
 /* Atomic: callbacks allocate ops too (calls made from inside callbacks). */
 
 unsigned nt_next_seq(void);
@@ -172,11 +172,15 @@ bool nt_done(nt_op *op);
 /* ------------------------------------------------------------------------ */
 
 #define NT_MAX_ADAPTERS 16
+extern NDK_ADAPTER *nt_adapters[NT_MAX_ADAPTERS];
 
 /* Fast provider timeouts for the suite; cases that test a timeout lower
  * the one they need. Long enough that a loaded CI machine never hits them
  * by accident. */
 NDK_OPEN_OPTIONS nt_opts(void);
+
+/* The same with every provider timeout at ms. */
+NDK_OPEN_OPTIONS nt_opts_ms(ULONG ms);
 
 NTSTATUS nt_open(const char *name, NDK_VERSION v, const NDK_OPEN_OPTIONS *o,
                  NDK_ADAPTER **out);
