@@ -56,6 +56,12 @@
 /* Status checks                                                            */
 /* ------------------------------------------------------------------------ */
 
+/* A status no provider returns: "the completion never came". */
+#define NT_NO_COMPLETION ((NTSTATUS)0xE0DE0001L)
+
+/* The status's name (ndk_status_name), NT_NO_COMPLETION's included. */
+const char *nt_st(NTSTATUS s);
+
 /* CHECK_EQ plus the status names, since 0xC0000236 says little. */
 #define CHECK_STATUS(got, want)                                                              \
     do {                                                                                     \
@@ -63,8 +69,8 @@
         CHECK_EQ(nt_got_, nt_want_);                                                         \
         if (nt_got_ != nt_want_) {                                                           \
             char nt_gb_[64], nt_wb_[64];                                                     \
-            snprintf(nt_gb_, sizeof nt_gb_, "%s", ndk_status_name(nt_got_));                   \
-            snprintf(nt_wb_, sizeof nt_wb_, "%s", ndk_status_name(nt_want_));                  \
+            snprintf(nt_gb_, sizeof nt_gb_, "%s", nt_st(nt_got_));                             \
+            snprintf(nt_wb_, sizeof nt_wb_, "%s", nt_st(nt_want_));                            \
             fprintf(stderr, "    got %s, expected %s\n", nt_gb_, nt_wb_);                    \
         }                                                                                    \
     } while (0)
@@ -132,7 +138,7 @@ struct nt_op {
     uint64_t hook_ms;    /* slowest provider call the hook timed */
 };
 
-#define NT_MAX_OPS 2048
+#define NT_MAX_OPS 6144
 /* Atomic: callbacks allocate ops too (calls made from inside callbacks). */
 
 unsigned nt_next_seq(void);
@@ -416,6 +422,16 @@ NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out);
 void nt_watchdog(int sig);
 
 void nt_case_begin(const char *name);
+
+/*
+ * The completion contract (4.1, C7) over the ops made since *from, which
+ * moves to the end: exactly one completion for a call that returned
+ * STATUS_PENDING (or none, when pending_may_stay: the caller gave up
+ * waiting), none for any other return, at most one disconnect indication.
+ * Call it only once no callback can come any more (after
+ * ndk_close_adapter, L12).
+ */
+void nt_audit(unsigned *from, bool pending_may_stay);
 
 void nt_case_end(void);
 

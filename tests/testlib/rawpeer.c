@@ -1,7 +1,6 @@
 #include "rawpeer.h"
 
-static nk_req nk_pool[NK_POOL];
-static unsigned nk_pool_used, nk_pool_audited;
+static unsigned nk_audited;
 
 const char *rp_end_name(int e)
 {
@@ -228,55 +227,16 @@ size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned timeout_ms)
     return RP_HDR_LEN + pd;
 }
 
-const char *nk_st(NTSTATUS s)
-{
-    return s == NK_NO_COMPLETION ? "(no completion within the bound)" : ndk_status_name(s);
-}
-
-nk_req *nk_req_new(void)
-{
-    if (nk_pool_used == NK_POOL) {
-        fprintf(stderr, "rawpeer.h: request pool exhausted\n");
-        abort();
-    }
-    nk_req *r = &nk_pool[nk_pool_used++];
-    tl_event_init(&r->ev);
-    r->used = true;
-    return r;
-}
-
-void nk_req_done(void *ctx, NTSTATUS status)
-{
-    nk_req *r = ctx;
-    r->status = status;
-    tl_event_signal(&r->ev);
-}
-
-void nk_create_done(void *ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
-{
-    nk_req *r = ctx;
-    r->status = status;
-    r->obj = obj;
-    tl_event_signal(&r->ev);
-}
-
-void nk_close_done(void *ctx)
-{
-    nk_req *r = ctx;
-    r->status = STATUS_SUCCESS;
-    tl_event_signal(&r->ev);
-}
-
 nk_op nk_op_begin(nk_req *r, NTSTATUS st)
 {
-    r->pended = st == STATUS_PENDING;
+    nt_started(r, st);
     nk_op op = {st, r};
     return op;
 }
 
 bool nk_op_done(nk_op *op)
 {
-    return op->st != STATUS_PENDING || tl_event_count(&op->r->ev) > 0;
+    return op->st != STATUS_PENDING || nt_count(op->r) > 0;
 }
 
 NTSTATUS nk_op_wait(nk_op *op, unsigned ms)
@@ -285,25 +245,12 @@ NTSTATUS nk_op_wait(nk_op *op, unsigned ms)
         return op->st;
     if (!tl_event_wait(&op->r->ev, 1, ms))
         return NK_NO_COMPLETION;
-    return op->r->status;
+    return atomic_load(&op->r->status);
 }
 
 void nk_pool_audit(void)
 {
-    for (; nk_pool_audited < nk_pool_used; nk_pool_audited++) {
-        nk_req *r = &nk_pool[nk_pool_audited];
-        unsigned n = tl_event_count(&r->ev);
-        if (r->pended && n > 1) {
-            tl_failures++;
-            fprintf(stderr, "[%s] request %u completed %u times\n", tl_current ? tl_current : "-",
-                    nk_pool_audited, n);
-        }
-        if (!r->pended && n != 0) {
-            tl_failures++;
-            fprintf(stderr, "[%s] request %u did not pend but was called back %u times\n",
-                    tl_current ? tl_current : "-", nk_pool_audited, n);
-        }
-    }
+    nt_audit(&nk_audited, true);
 }
 
 void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj)
@@ -314,44 +261,12 @@ void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj)
         fprintf(stderr, "    create failed: %s\n", nk_st(fin));
         return NULL;
     }
-    return st == STATUS_PENDING ? (void *)r->obj : inline_obj;
+    return st == STATUS_PENDING ? (void *)atomic_load(&r->obj) : inline_obj;
 }
 
-bool nk_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
+bool nk_close_obj(void *obj)
 {
-    if (!h)
-        return true;
-    nk_req *r = nk_req_new();
-    NTSTATUS st = fn(h, nk_close_done, r);
-    nk_op op = nk_op_begin(r, st);
-    NTSTATUS fin = nk_op_wait(&op, NK_WAIT_MS);
-    if (fin != STATUS_SUCCESS) {
-        tl_failures++;
-        fprintf(stderr, "[%s] close of object type %d: %s\n", tl_current ? tl_current : "-",
-                (int)h->ObjectType, nk_st(fin));
-        return false;
-    }
-    return true;
-}
-
-bool nk_close_connector(NDK_CONNECTOR *o)
-{
-    return !o || nk_close(&o->Header, o->Dispatch->NdkCloseConnector);
-}
-
-bool nk_close_qp(NDK_QP *o)
-{
-    return !o || nk_close(&o->Header, o->Dispatch->NdkCloseQp);
-}
-
-bool nk_close_listener(NDK_LISTENER *o)
-{
-    return !o || nk_close(&o->Header, o->Dispatch->NdkCloseListener);
-}
-
-bool nk_close_mr(NDK_MR *o)
-{
-    return !o || nk_close(&o->Header, o->Dispatch->NdkCloseMr);
+    return !obj || nt_close_wait(nt_close_start(obj), NK_WAIT_MS);
 }
 
 void nk_cq_notify(void *ctx, NTSTATUS status)

@@ -33,6 +33,7 @@
 
 #include <ndk/ndk.h>
 
+#include "ndktest.h"
 #include "rawframe.h"
 #include "testlib.h"
 
@@ -121,45 +122,23 @@ size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned timeout_ms);
  * waits this long. */
 #define NK_WAIT_MS 3000u
 /* A status no provider returns: "the completion never came". */
-#define NK_NO_COMPLETION ((NTSTATUS)0xE0DE0001L)
-
-const char *nk_st(NTSTATUS s);
-
-/* Checks a status and, on mismatch, prints both by name. */
-#define CHECK_ST(got, want)                                                                  \
-    do {                                                                                     \
-        NTSTATUS nk_g_ = (got), nk_w_ = (want);                                              \
-        if (nk_g_ != nk_w_) {                                                                \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %s: got %s, expected %s\n", __FILE__, __LINE__,     \
-                    tl_current ? tl_current : "-", #got, nk_st(nk_g_), nk_st(nk_w_));          \
-        }                                                                                    \
-    } while (0)
+#define NK_NO_COMPLETION NT_NO_COMPLETION
+#define nk_st nt_st
+#define CHECK_ST(got, want) CHECK_STATUS(got, want)
 
 /*
- * One asynchronous request. Slots come from a static pool and are never
- * reused: if libndk calls back late (after a wait gave up) the callback
- * still lands in valid memory, and the audit below can see it.
+ * One asynchronous request: ndktest.h's record. Records are not reused
+ * within a program here (no case wrapper resets the pool): if libndk calls
+ * back late (after a wait gave up) the callback still lands in valid memory,
+ * and nk_pool_audit can see it.
  */
-typedef struct nk_req {
-    tl_event ev;
-    NTSTATUS status;
-    NDK_OBJECT_HEADER *obj; /* for create completions */
-    bool used;
-    bool pended; /* the call returned STATUS_PENDING */
-} nk_req;
+typedef nt_op nk_req;
+#define nk_req_new() nt_op_new(NT_REQ, "request")
+#define nk_req_done nt_req_cb
+#define nk_create_done nt_create_cb
+#define nk_close_done nt_close_cb
 
-#define NK_POOL 6144
-
-nk_req *nk_req_new(void);
-
-void nk_req_done(void *ctx, NTSTATUS status);
-
-void nk_create_done(void *ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj);
-
-void nk_close_done(void *ctx);
-
-/* An operation in flight: the inline return plus its request slot. */
+/* An operation in flight: the inline return plus its request record. */
 typedef struct nk_op {
     NTSTATUS st; /* what the call returned */
     nk_req *r;
@@ -170,31 +149,25 @@ nk_op nk_op_begin(nk_req *r, NTSTATUS st);
 /* True once the final status is known. */
 bool nk_op_done(nk_op *op);
 
-/* The final status: inline, or from the completion within ms. */
+/* The final status: inline, or from the completion within ms;
+ * NK_NO_COMPLETION (not a failure by itself) when none came. */
 NTSTATUS nk_op_wait(nk_op *op, unsigned ms);
 
 /*
- * Rule C7 (reference 4.1): exactly one completion for a request that
- * returned STATUS_PENDING, none for any other return. Called after
- * ndk_close_adapter, which guarantees no callback is still to come.
+ * Rule C7 (reference 4.1) over the requests made since the last audit:
+ * at most one completion for a request that returned STATUS_PENDING, none
+ * for any other return (nt_audit). Called after ndk_close_adapter, which
+ * guarantees no callback is still to come.
  */
 void nk_pool_audit(void);
 
 /* Finishes a create call: the object, inline or from its completion. */
 void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj);
 
-/* Closes any object and waits for its close completion. */
-bool nk_close(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn);
-
-/* Per-type closes (the close member's name differs per table), and one
- * macro over them; a NULL object is already closed. */
-bool nk_close_connector(NDK_CONNECTOR *o);
-bool nk_close_qp(NDK_QP *o);
-bool nk_close_listener(NDK_LISTENER *o);
-bool nk_close_mr(NDK_MR *o);
-#define NK_CLOSE(o)                                                                          \
-    _Generic((o), NDK_CONNECTOR *: nk_close_connector, NDK_QP *: nk_close_qp,                \
-             NDK_LISTENER *: nk_close_listener, NDK_MR *: nk_close_mr)(o)
+/* Closes any object (NULL: already closed) and waits for its close
+ * completion; false, and a failure, if it did not finish. */
+bool nk_close_obj(void *obj);
+#define NK_CLOSE(o) nk_close_obj(o)
 
 /* A listener with a queue of the connectors its connect events delivered. */
 #define NK_MAXQ 512
