@@ -1,5 +1,7 @@
 #include "dptest.h"
 
+#include "rawpeer.h"
+
 static struct {
     void *p;
     size_t len;
@@ -800,23 +802,9 @@ void dp_pair_close(dp_pair *x)
 
 int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms)
 {
-    int fd = socket(dst->sa.sa_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+    int fd = rp_connect_sa(&dst->sa, len, ms);
     if (fd < 0)
         return -1;
-    if (connect(fd, &dst->sa, len) != 0 && errno != EINPROGRESS) {
-        close(fd);
-        return -1;
-    }
-    struct pollfd p = {.fd = fd, .events = POLLOUT};
-    int err = 0;
-    socklen_t el = sizeof err;
-    if (poll(&p, 1, (int)ms) != 1 || getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &el) != 0 ||
-        err != 0) {
-        close(fd);
-        return -1;
-    }
-    int fl = fcntl(fd, F_GETFL);
-    fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     /* A tiny receive buffer makes "never reads" bite early. */
     int small = 4096;
     setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
@@ -825,42 +813,21 @@ int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms)
 
 bool dp_raw_mpa_request(int fd, uint16_t ird, uint16_t ord)
 {
-    uint8_t f[24];
-    memcpy(f, "MPA ID Req Frame", 16);
-    f[16] = 0x10;
-    f[17] = 2;
-    f[18] = 0;
-    f[19] = 4;
-    f[20] = (uint8_t)(ird >> 8 & 0x3F);
-    f[21] = (uint8_t)ird;
-    f[22] = (uint8_t)(ord >> 8 & 0x3F);
-    f[23] = (uint8_t)ord;
-    return send(fd, f, sizeof f, MSG_NOSIGNAL) == (ssize_t)sizeof f;
+    uint8_t f[RP_HDR_LEN + 4];
+    size_t n = rp_frame_v2(f, RP_KEY_REQ, 0, ird & RP_IRD_ORD_MASK, ord & RP_IRD_ORD_MASK, NULL, 0);
+    return rp_send(fd, f, n);
 }
+
+
 
 void dp_raw_reset(int fd)
 {
-    struct linger lg = {.l_onoff = 1, .l_linger = 0};
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
-    close(fd);
+    rp_reset(fd);
 }
 
 bool dp_raw_wait_end(int fd, unsigned ms)
 {
-    uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
-    uint8_t buf[65536];
-    for (;;) {
-        uint64_t now = tl_now_ns();
-        if (now >= deadline)
-            return false;
-        struct pollfd p = {.fd = fd, .events = POLLIN};
-        int n = poll(&p, 1, (int)((deadline - now) / 1000000u) + 1);
-        if (n <= 0)
-            continue;
-        ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
-        if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR))
-            return true;
-    }
+    return rp_wait_end(fd, ms, NULL, 0, NULL) != RP_OPEN;
 }
 
 dp_conn *dp_raw_accept(dp_side *p, const dp_cfg *cfg, int *fd)

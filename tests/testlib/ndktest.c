@@ -1,5 +1,7 @@
 #include "ndktest.h"
 
+#include "rawpeer.h"
+
 _Atomic int nt_cb_failures;
 static nt_op nt_ops[NT_MAX_OPS];
 static _Atomic unsigned nt_nops;
@@ -446,28 +448,15 @@ const char *nt_fam_name(int fam)
 bool nt_raw_listen(nt_raw *r, int fam)
 {
     r->cfd = -1;
-    r->lfd = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (r->lfd < 0)
-        return false;
     r->len = nt_sa_loop(fam, 0, &r->addr);
     socklen_t sl = r->len;
-    if (bind(r->lfd, &r->addr.sa, r->len) != 0 || listen(r->lfd, 16) != 0 ||
-        getsockname(r->lfd, &r->addr.sa, &sl) != 0) {
-        close(r->lfd);
-        r->lfd = -1;
-        return false;
-    }
-    return true;
+    r->lfd = rp_listen_sa(&r->addr.sa, &sl);
+    return r->lfd >= 0;
 }
 
 bool nt_raw_accept(nt_raw *r, unsigned ms)
 {
-    struct pollfd p = {.fd = r->lfd, .events = POLLIN};
-    if (poll(&p, 1, (int)ms) != 1)
-        return false;
-    r->cfd = accept(r->lfd, NULL, NULL);
-    if (r->cfd >= 0)
-        fcntl(r->cfd, F_SETFD, FD_CLOEXEC);
+    r->cfd = rp_accept(r->lfd, ms);
     return r->cfd >= 0;
 }
 

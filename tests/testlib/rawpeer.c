@@ -50,23 +50,28 @@ struct sockaddr_in rp_loopback(uint16_t port)
     return a;
 }
 
-int rp_connect_start(uint16_t port)
+int rp_connect_start_sa(const struct sockaddr *sa, socklen_t len)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     rp_nodelay(fd);
-    struct sockaddr_in a = rp_loopback(port);
-    if (connect(fd, (struct sockaddr *)&a, sizeof a) != 0 && errno != EINPROGRESS) {
+    if (connect(fd, sa, len) != 0 && errno != EINPROGRESS) {
         close(fd);
         return -1;
     }
     return fd;
 }
 
-int rp_connect(uint16_t port, unsigned timeout_ms)
+int rp_connect_start(uint16_t port)
 {
-    int fd = rp_connect_start(port);
+    struct sockaddr_in a = rp_loopback(port);
+    return rp_connect_start_sa((struct sockaddr *)&a, sizeof a);
+}
+
+int rp_connect_sa(const struct sockaddr *sa, socklen_t salen, unsigned timeout_ms)
+{
+    int fd = rp_connect_start_sa(sa, salen);
     if (fd < 0)
         return -1;
     struct pollfd p = {.fd = fd, .events = POLLOUT};
@@ -79,6 +84,12 @@ int rp_connect(uint16_t port, unsigned timeout_ms)
     }
     fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
     return fd;
+}
+
+int rp_connect(uint16_t port, unsigned timeout_ms)
+{
+    struct sockaddr_in a = rp_loopback(port);
+    return rp_connect_sa((struct sockaddr *)&a, sizeof a, timeout_ms);
 }
 
 bool rp_send(int fd, const void *buf, size_t len)
@@ -184,21 +195,27 @@ bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst)
     return false;
 }
 
-int rp_listen(uint16_t *port)
+int rp_listen_sa(struct sockaddr *sa, socklen_t *len)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (fd < 0)
         return -1;
     int one = 1;
     (void)setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = rp_loopback(0);
-    socklen_t len = sizeof a;
-    if (bind(fd, (struct sockaddr *)&a, sizeof a) != 0 || listen(fd, 64) != 0 ||
-        getsockname(fd, (struct sockaddr *)&a, &len) != 0) {
+    if (bind(fd, sa, *len) != 0 || listen(fd, 64) != 0 || getsockname(fd, sa, len) != 0) {
         close(fd);
         return -1;
     }
-    *port = ntohs(a.sin_port);
+    return fd;
+}
+
+int rp_listen(uint16_t *port)
+{
+    struct sockaddr_in a = rp_loopback(0);
+    socklen_t len = sizeof a;
+    int fd = rp_listen_sa((struct sockaddr *)&a, &len);
+    if (fd >= 0)
+        *port = ntohs(a.sin_port);
     return fd;
 }
 
@@ -207,7 +224,7 @@ int rp_accept(int lfd, unsigned timeout_ms)
     struct pollfd p = {.fd = lfd, .events = POLLIN};
     if (poll(&p, 1, (int)timeout_ms) != 1)
         return -1;
-    int fd = accept(lfd, NULL, NULL);
+    int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
     if (fd >= 0)
         rp_nodelay(fd);
     return fd;

@@ -66,10 +66,16 @@ struct sockaddr_in rp_loopback(uint16_t port);
  * handshake may still be in progress) or -1. */
 int rp_connect_start(uint16_t port);
 
+/* The same to any address (IPv4 or IPv6). */
+int rp_connect_start_sa(const struct sockaddr *sa, socklen_t len);
+
 /* Connects to 127.0.0.1:port within timeout_ms; returns a blocking fd or -1.
  * The handshake is finished by the kernel's listen queue, so this succeeds
  * whether or not libndk has accepted yet. */
 int rp_connect(uint16_t port, unsigned timeout_ms);
+
+/* The same to any address (IPv4 or IPv6). */
+int rp_connect_sa(const struct sockaddr *sa, socklen_t len, unsigned timeout_ms);
 
 /* Sends everything; a peer that already closed is not an error worth a
  * signal (MSG_NOSIGNAL), the caller sees it in the result instead. */
@@ -101,6 +107,10 @@ bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst);
 
 /* A plain listening socket on 127.0.0.1 with a kernel-chosen port. */
 int rp_listen(uint16_t *port);
+
+/* A listening socket bound to *sa (port 0: the kernel chooses); *sa and
+ * *len become the address it got. */
+int rp_listen_sa(struct sockaddr *sa, socklen_t *len);
 
 /* Accepts one connection within timeout_ms; -1 if none came. */
 int rp_accept(int lfd, unsigned timeout_ms);
