@@ -133,12 +133,8 @@ NDK_OPEN_OPTIONS dp_options(void)
 
 NDK_PD *dp_pd_new(dp_side *s)
 {
-    dp_req *r = dp_req_new("NdkCreatePd");
-    NDK_PD *pd = NULL;
-    NTSTATUS st;
-    NTSTATUS ret = s->ad->Dispatch->NdkCreatePd(s->ad, dp_create_cb, r, &pd);
-    NDK_PD *o = dp_created(r, ret, pd, &st);
-    DP_CHECK_ST(st, STATUS_SUCCESS);
+    NDK_PD *o = NULL;
+    DP_CHECK_ST(nt_create_pd(s->ad, &o), STATUS_SUCCESS);
     return o;
 }
 
@@ -334,12 +330,8 @@ unsigned dp_count_ctx(const NDK_RESULT_EX *r, ULONG n, void *ctx)
 
 NDK_MR *dp_mr_create(NDK_PD *pd, BOOLEAN fast)
 {
-    dp_req *r = dp_req_new("NdkCreateMr");
-    NDK_MR *mr = NULL;
-    NTSTATUS st;
-    NTSTATUS ret = pd->Dispatch->NdkCreateMr(pd, fast, dp_create_cb, r, &mr);
-    NDK_MR *o = dp_created(r, ret, mr, &st);
-    DP_CHECK_ST(st, STATUS_SUCCESS);
+    NDK_MR *o = NULL;
+    DP_CHECK_ST(nt_create_mr(pd, fast, &o), STATUS_SUCCESS);
     return o;
 }
 
@@ -483,12 +475,8 @@ void dp_frmr_close(dp_frmr *f)
 
 NDK_MW *dp_mw_new(dp_side *s)
 {
-    dp_req *r = dp_req_new("NdkCreateMw");
-    NDK_MW *mw = NULL;
-    NTSTATUS st;
-    NTSTATUS ret = s->pd->Dispatch->NdkCreateMw(s->pd, dp_create_cb, r, &mw);
-    NDK_MW *o = dp_created(r, ret, mw, &st);
-    DP_CHECK_ST(st, STATUS_SUCCESS);
+    NDK_MW *o = NULL;
+    DP_CHECK_ST(nt_create_mw(s->pd, &o), STATUS_SUCCESS);
     return o;
 }
 
@@ -590,12 +578,8 @@ dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg)
 
 NDK_CONNECTOR *dp_connector_new(dp_side *s)
 {
-    dp_req *r = dp_req_new("NdkCreateConnector");
-    NDK_CONNECTOR *k = NULL;
-    NTSTATUS st;
-    NTSTATUS ret = s->ad->Dispatch->NdkCreateConnector(s->ad, dp_create_cb, r, &k);
-    NDK_CONNECTOR *o = dp_created(r, ret, k, &st);
-    DP_CHECK_ST(st, STATUS_SUCCESS);
+    NDK_CONNECTOR *o = NULL;
+    DP_CHECK_ST(nt_create_connector(s->ad, &o), STATUS_SUCCESS);
     return o;
 }
 
