@@ -16,8 +16,6 @@
  * 0 -> STATUS_INVALID_DEVICE_STATE. */
 #include "dptest.h"
 
-#define MiB (1024u * 1024u)
-
 /* An unknown NDK_OP_FLAG bit: the next one after DEFER, and the top bit. */
 #define UNKNOWN_FLAG_LOW 0x00000400u
 #define UNKNOWN_FLAG_HIGH 0x80000000u

@@ -70,6 +70,22 @@
 #define DP_REQUIRE_ST(got, want) REQUIRE_STATUS(got, want)
 #define DP_CB_CHECK(cond) NT_CB_CHECK(cond)
 
+#define KiB 1024u
+#define MiB (1024u * 1024u)
+
+/* Waits for one completion on c and checks it (DP_CHECK_CQE). */
+#define EXPECT_ONE(c, st, type, qpctx, reqctx, bytes)                                        \
+    do {                                                                                     \
+        NDK_RESULT_EX e1_;                                                                   \
+        if (dp_wait_ex((c), &e1_, 1, DP_WAIT_MS) != 1) {                                     \
+            tl_failures++;                                                                   \
+            fprintf(stderr, "%s:%d: [%s] no completion for %s\n", __FILE__, __LINE__,         \
+                    tl_current, #reqctx);                                                    \
+        } else {                                                                             \
+            DP_CHECK_CQE(e1_, (st), (type), (qpctx), (reqctx), (bytes));                     \
+        }                                                                                    \
+    } while (0)
+
 /* ------------------------------------------------------------------------ */
 /* Per-case allocations (freed by the case wrapper)                          */
 /* ------------------------------------------------------------------------ */
