@@ -436,7 +436,7 @@ NTSTATUS dp_disconnect(NDK_CONNECTOR *k);
 void dp_conn_close(dp_conn *c);
 
 /* A valid SGE list pointer for calls with nSge 0 (a NULL list with nSge 0
- * is checked on its own in test_dp_ops). */
+ * is checked on its own in test_dp_send_receive). */
 const NDK_SGE *dp_nosge(void);
 
 /* Posting shorthands. */
