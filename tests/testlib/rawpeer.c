@@ -244,6 +244,28 @@ size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned timeout_ms)
     return RP_HDR_LEN + pd;
 }
 
+void rp_report_end(const char *what, int end, unsigned ms, const uint8_t *got, size_t n)
+{
+    fprintf(stderr, "    %s: %s after %u ms, %zu octets received\n", what, rp_end_name(end), ms,
+            n);
+    if (n)
+        rp_hexdump("received", got, n < 64 ? n : 64);
+}
+
+bool rp_check_reply_header(const uint8_t *r, size_t n, uint8_t flags, uint8_t mask, uint8_t rev)
+{
+    bool ok = n >= RP_HDR_LEN && memcmp(r, RP_KEY_REP, RP_KEY_LEN) == 0 &&
+              (r[16] & mask) == flags && r[17] == rev;
+    if (!ok) {
+        tl_failures++;
+        fprintf(stderr,
+                "[%s] Reply header: want key \"%s\", flags 0x%02x under mask 0x%02x, Rev %u\n",
+                tl_current, RP_KEY_REP, flags, mask, rev);
+        rp_hexdump("got", r, n < 64 ? n : 64);
+    }
+    return ok;
+}
+
 nk_op nk_op_begin(nk_req *r, NTSTATUS st)
 {
     nt_started(r, st);
@@ -335,6 +357,14 @@ nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
         return NULL;
     }
     return w;
+}
+
+nk_world *nk_open_responder(ULONG request_timeout_ms, ULONG max_half_open)
+{
+    NDK_OPEN_OPTIONS o = nk_options();
+    o.MpaRequestTimeoutMs = request_timeout_ms;
+    o.MaxHalfOpen = max_half_open;
+    return nk_open(&o);
 }
 
 void nk_close_world(nk_world *w)

@@ -123,6 +123,22 @@ int rp_accept(int lfd, unsigned timeout_ms);
  */
 size_t rp_read_frame(int fd, uint8_t *out /* >= 532 */, unsigned timeout_ms);
 
+/* How the raw peer saw a connection end (rp_end_name), after ms, with the
+ * first of the n octets it received, for a failure message. */
+void rp_report_end(const char *what, int end, unsigned ms, const uint8_t *got, size_t n);
+
+/* Checks the fixed part of a Reply: key, flags (compared under mask), Rev;
+ * counts a failure and prints the octets if it is not that. */
+bool rp_check_reply_header(const uint8_t *r, size_t n, uint8_t flags, uint8_t mask, uint8_t rev);
+
+/* Bounds of the listener cases against a raw initiator. */
+#define RP_PROMPT_MS 1500u  /* our side must react to a complete bad input within this */
+#define RP_NO_EVENT_MS 100u /* after the close, a connect event would already be queued */
+#define RP_QUIET_MS 300u    /* "nothing is sent" windows */
+/* MpaRequestTimeoutMs for bad-input cases: well above RP_PROMPT_MS, so a
+ * close by the request timer (the bad input went unnoticed) fails them. */
+#define RP_BAD_INPUT_REQ_TIMEOUT 4000u
+
 /* ======================================================================== */
 /* The NDK side                                                              */
 /* ======================================================================== */
@@ -207,6 +223,11 @@ void nk_cq_notify(void *ctx, NTSTATUS status);
 NDK_OPEN_OPTIONS nk_options(void);
 
 nk_world *nk_open(const NDK_OPEN_OPTIONS *opt);
+
+/* A world whose listeners wait request_timeout_ms for an MPA Request and
+ * keep at most max_half_open connections waiting for one (nk_options
+ * otherwise). */
+nk_world *nk_open_responder(ULONG request_timeout_ms, ULONG max_half_open);
 
 /* ndk_close_adapter tears down whatever a failed test left open and returns
  * only when no callback can come any more; after it the pool can be audited
