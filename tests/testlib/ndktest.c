@@ -416,6 +416,16 @@ void nt_sa_set_port(NDK_SOCKADDR *sa, unsigned port)
         sa->in4.sin_port = htons((uint16_t)port);
 }
 
+bool nt_desc_has_loop(const NDK_ADAPTER_DESCRIPTION *d, int fam)
+{
+    NDK_SOCKADDR want;
+    nt_sa_loop(fam, 0, &want);
+    for (ULONG i = 0; i < d->AddressCount && i < NDK_MAX_ADAPTER_ADDRESSES; i++)
+        if (nt_sa_eq(&d->Addresses[i], &want))
+            return true;
+    return false;
+}
+
 bool nt_sa_eq(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b)
 {
     if (a->sa.sa_family != b->sa.sa_family)

@@ -252,6 +252,9 @@ unsigned nt_sa_port(const NDK_SOCKADDR *sa);
 
 void nt_sa_set_port(NDK_SOCKADDR *sa, unsigned port);
 
+/* Whether an adapter description lists the loopback address of fam. */
+bool nt_desc_has_loop(const NDK_ADAPTER_DESCRIPTION *d, int fam);
+
 /* Same family, address and port. */
 bool nt_sa_eq(const NDK_SOCKADDR *a, const NDK_SOCKADDR *b);
 
