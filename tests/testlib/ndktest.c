@@ -4,6 +4,7 @@
 
 _Atomic int nt_cb_failures;
 static nt_op nt_ops[NT_MAX_OPS];
+/* Atomic: callbacks allocate ops too (calls made from inside callbacks). */
 static _Atomic unsigned nt_nops;
 static _Atomic unsigned nt_seq_ctr = 1;
 NDK_ADAPTER *nt_adapters[NT_MAX_ADAPTERS];

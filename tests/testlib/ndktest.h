@@ -138,8 +138,9 @@ struct nt_op {
     uint64_t hook_ms;    /* slowest provider call the hook timed */
 };
 
+/* Per program run: the pool is reset by each case wrapper; the raw peer
+ * (nk_*), which has none, never reuses a record. */
 #define NT_MAX_OPS 6144
-/* Atomic: callbacks allocate ops too (calls made from inside callbacks). */
 
 unsigned nt_next_seq(void);
 

@@ -1,5 +1,6 @@
 #include "rawpeer.h"
 
+/* Where nk_pool_audit stopped in ndktest's pool of call records. */
 static unsigned nk_audited;
 
 const char *rp_end_name(int e)
