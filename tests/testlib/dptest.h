@@ -161,6 +161,7 @@ typedef nt_op dp_req;
 #define dp_req_cb nt_req_cb
 #define dp_create_cb nt_create_cb
 #define dp_close_cb nt_close_cb
+#define DP_MAX_REQS NT_MAX_OPS
 
 /* The final status: the return value if the call finished inline (its
  * callback must then not run), else its one completion's status. */

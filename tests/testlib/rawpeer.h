@@ -194,6 +194,13 @@ void *nk_created(nk_req *r, NTSTATUS st, void *inline_obj);
  * completion; false, and a failure, if it did not finish. */
 bool nk_close_obj(void *obj);
 #define NK_CLOSE(o) nk_close_obj(o)
+/* The per-type names of earlier tests; the object's own table gives the
+ * close function, so fn is not needed any more. */
+#define nk_close(h, fn) nk_close_obj(h)
+#define nk_close_connector(o) nk_close_obj(o)
+#define nk_close_qp(o) nk_close_obj(o)
+#define nk_close_listener(o) nk_close_obj(o)
+#define nk_close_mr(o) nk_close_obj(o)
 
 /* A listener with a queue of the connectors its connect events delivered. */
 #define NK_MAXQ 512
