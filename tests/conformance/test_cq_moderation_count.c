@@ -21,7 +21,7 @@ static void deliver(fx *f, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
         fx_send(f, 0);
-    sync_delivered(f);
+    fx_sync_delivered(f);
 }
 
 static bool open_moderated(fx *f)
@@ -44,14 +44,14 @@ DP_CASE(arm_then_completions)
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    drain_receives(&f, COUNT);
+    fx_drain_receives(&f, COUNT);
     /* The next arm counts afresh. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, COUNT - 1);
     CHECK_NOTIFIED(cq, 1);
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, COUNT);
+    fx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 2);
     fx_close(&f);
 }
@@ -70,12 +70,12 @@ DP_CASE(completions_then_arm)
     CHECK_NOTIFIED(cq, 0);
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, COUNT);
+    fx_drain_receives(&f, COUNT);
     /* Four already waiting: the arm is answered at once. */
     deliver(&f, COUNT);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, COUNT);
+    fx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 2);
     fx_close(&f);
 }
@@ -93,7 +93,7 @@ DP_CASE(rearm_while_held)
     CHECK_NOTIFIED(cq, 0);
     deliver(&f, 2);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, COUNT);
+    fx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 1);
     fx_close(&f);
 }
@@ -107,13 +107,13 @@ DP_CASE(polled_away_while_held)
     deliver(&f, 3);
     /* The consumer took them by polling: the count is of what the CQ
      * holds, so three more are not yet enough... */
-    drain_receives(&f, 3);
+    fx_drain_receives(&f, 3);
     deliver(&f, 3);
     CHECK_NOTIFIED(cq, 0);
     /* ...and the fourth in the CQ is. */
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, COUNT);
+    fx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 1);
     fx_close(&f);
 }
@@ -129,7 +129,7 @@ DP_CASE(new_settings_apply_to_held)
     /* A count of 2 is already met: the held notification goes now. */
     moderate(cq, MAXUL, 2);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, 2);
+    fx_drain_receives(&f, 2);
     /* A larger count holds the next one longer. */
     moderate(cq, MAXUL, 6);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
@@ -137,7 +137,7 @@ DP_CASE(new_settings_apply_to_held)
     CHECK_NOTIFIED(cq, 1);
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, 6);
+    fx_drain_receives(&f, 6);
     CHECK_NOTIFIED(cq, 2);
     fx_close(&f);
 }

@@ -32,7 +32,7 @@ static void one_round(fx *f, unsigned nth)
     if (!came || us < INTERVAL_US)
         fprintf(stderr, "[%s] notification %u after %llu us (interval %u us)\n", tl_current, nth,
                 (unsigned long long)us, INTERVAL_US);
-    drain_receives(f, 1);
+    fx_drain_receives(f, 1);
 }
 
 DP_CASE(interval_bounds_the_delay)
@@ -60,8 +60,8 @@ DP_CASE(count_first_releases_early)
     for (unsigned i = 0; i < 3; i++)
         fx_send(&f, 0);
     WAIT_NOTIFIED(cq, 1);
-    sync_delivered(&f);
-    drain_receives(&f, 3);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 3);
     CHECK_NOTIFIED(cq, 1);
     fx_close(&f);
 }
@@ -74,13 +74,13 @@ DP_CASE(interval_from_an_arm_on_waiting_completions)
     fx_post_receives(&f, 8);
     moderate(cq, INTERVAL_US, 8);
     fx_send(&f, 0);
-    sync_delivered(&f);
+    fx_sync_delivered(&f);
     /* The completion waits; the arm it satisfies is held an interval. */
     uint64_t t0 = tl_now_ns();
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     CHECK(tl_event_wait(&cq->notify, 1, INTERVAL_US / 1000u + LATE_MS));
     CHECK(tl_now_ns() - t0 >= (uint64_t)INTERVAL_US * 1000u);
-    drain_receives(&f, 1);
+    fx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 1);
     fx_close(&f);
 }

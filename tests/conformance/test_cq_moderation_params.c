@@ -51,19 +51,19 @@ DP_CASE(off_again_notifies_at_once)
     DP_CHECK_ST(moderate(cq, MAXUL, 8), STATUS_SUCCESS);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     fx_send(&f, 0);
-    sync_delivered(&f);
+    fx_sync_delivered(&f);
     CHECK_NOTIFIED(cq, 0);
     /* Off: the held-back notification goes now. */
     DP_CHECK_ST(moderate(cq, 0, 0), STATUS_SUCCESS);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    drain_receives(&f, 1);
+    fx_drain_receives(&f, 1);
     /* And the next arm is satisfied by the next completion. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     fx_send(&f, 0);
     WAIT_NOTIFIED(cq, 2);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
     fx_close(&f);
 }

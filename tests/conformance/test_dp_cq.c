@@ -45,18 +45,18 @@ DP_CASE(arm_any_once_per_arm)
     fx_post_receives(&f, 8);
     /* Unarmed: traffic gives no callback (rule 1). */
     fx_send(&f, 0);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 0);
 
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     fx_send(&f, 0);
     fx_send(&f, 0);
     fx_send(&f, 0);
-    sync_delivered(&f);
+    fx_sync_delivered(&f);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    drain_receives(&f, 3);
+    fx_drain_receives(&f, 3);
     CHECK_NOTIFIED(cq, 1);
 
     /* Re-armed on an empty CQ: nothing until the next completion. */
@@ -65,8 +65,8 @@ DP_CASE(arm_any_once_per_arm)
     fx_send(&f, 0);
     WAIT_NOTIFIED(cq, 2);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
     fx_close(&f);
 }
@@ -87,22 +87,22 @@ DP_CASE(arm_solicited)
     dp_arm(f.c->cqa, NDK_CQ_NOTIFY_SOLICITED);
     fx_send(&f, 0);
     fx_send(&f, 0);
-    sync_delivered(&f);
-    drain_receives(&f, 2);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 0);
     fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 1);
     /* Re-armed: a plain Send then a solicited one give one more callback. */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     fx_send(&f, 0);
     fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
     WAIT_NOTIFIED(cq, 2);
-    sync_delivered(&f);
-    drain_receives(&f, 2);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 2);
     /* The sender's CQ saw only successful initiator completions. */
     CHECK_NOTIFIED(f.c->cqa, 0);
@@ -122,8 +122,8 @@ DP_CASE(arm_errors_ignores_completions)
     dp_arm(cq, NDK_CQ_NOTIFY_ERRORS);
     fx_send(&f, 0);
     fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-    sync_delivered(&f);
-    drain_receives(&f, 2);
+    fx_sync_delivered(&f);
+    fx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 0);
     /* Failed completions: NdkFlush cancels the six remaining receives. */
     f.c->qp->Dispatch->NdkFlush(f.c->qp);
@@ -186,15 +186,15 @@ DP_CASE(arm_with_fresh_completions_queued)
     dp_cq *cq = f.c->cqp;
     fx_post_receives(&f, 8);
     fx_send(&f, 0);
-    sync_delivered(&f); /* queued, never notified */
+    fx_sync_delivered(&f); /* queued, never notified */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, 1);
+    fx_drain_receives(&f, 1);
     fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-    sync_delivered(&f); /* a solicited receive arrived after callback #1 */
+    fx_sync_delivered(&f); /* a solicited receive arrived after callback #1 */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, 1);
+    fx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
     fx_close(&f);
 }
@@ -230,15 +230,15 @@ DP_CASE(rearm_merge_table)
         dp_arm(cq, t[i].first);
         dp_arm(cq, t[i].second);
         fx_send(&f, 0);
-        sync_delivered(&f);
-        drain_receives(&f, 1);
+        fx_sync_delivered(&f);
+        fx_drain_receives(&f, 1);
         if (t[i].merged == NDK_CQ_NOTIFY_ANY) {
             WAIT_NOTIFIED(cq, ++fired);
         } else {
             CHECK_NOTIFIED(cq, fired);
             fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-            sync_delivered(&f);
-            drain_receives(&f, 1);
+            fx_sync_delivered(&f);
+            fx_drain_receives(&f, 1);
             if (t[i].merged == NDK_CQ_NOTIFY_SOLICITED)
                 WAIT_NOTIFIED(cq, ++fired);
         }
@@ -271,7 +271,7 @@ DP_CASE(resize_keeps_entries)
     fx_post_receives(&f, 20);
     for (int i = 0; i < 6; i++)
         fx_send(&f, 0);
-    sync_delivered(&f);
+    fx_sync_delivered(&f);
     dp_req *r = dp_req_new("NdkResizeCq");
     NTSTATUS st = dp_finish(r, cq->cq->Dispatch->NdkResizeCq(cq->cq, 32, dp_req_cb, r), DP_WAIT_MS);
     DP_CHECK_ST(st, STATUS_SUCCESS);
@@ -284,7 +284,7 @@ DP_CASE(resize_keeps_entries)
     for (int b = 0; b < 2; b++) {
         for (int i = 0; i < 5; i++)
             fx_send(&f, 0);
-        sync_delivered(&f);
+        fx_sync_delivered(&f);
     }
     /* 16 entries now, twice the original depth. A shrink to 4 may fail or
      * not ([U]) but must not lose any of them. */

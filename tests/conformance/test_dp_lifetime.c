@@ -14,8 +14,6 @@
  * connected (any more), or flushed -> STATUS_CONNECTION_INVALID. */
 #include "dptest.h"
 
-#define MiB (1024u * 1024u)
-
 /* Counts completions by RequestContext (1..n) and checks exactly-once. */
 typedef struct ledger {
     unsigned n;

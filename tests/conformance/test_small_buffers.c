@@ -17,8 +17,6 @@
  */
 #include "dptest.h"
 
-#define MiB (1024u * 1024u)
-
 enum op { OP_WRITE, OP_READ, OP_SEND, NOPS };
 static const char *const op_name[] = {"write", "read", "send"};
 

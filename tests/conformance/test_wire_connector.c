@@ -29,7 +29,6 @@
 #include "rawpeer.h"
 #include "testlib.h"
 
-#define QUIET_MS 300u
 #define REPLY_TIMEOUT_MS 500u /* MpaReplyTimeoutMs of every world here */
 
 static const char ulp_pd[] = "hello-request"; /* 13 octets of ULP private data */
@@ -96,12 +95,12 @@ static void attempt_end(struct attempt *a)
     a->fd = -1;
 }
 
-/* Asserts nothing arrives on the raw side for QUIET_MS. */
+/* Asserts nothing arrives on the raw side for RP_QUIET_MS. */
 static void expect_quiet(int fd, const char *when)
 {
     uint8_t got[64];
     size_t n = 0;
-    if (!rp_quiet(fd, QUIET_MS, got, &n)) {
+    if (!rp_quiet(fd, RP_QUIET_MS, got, &n)) {
         tl_failures++;
         fprintf(stderr, "[%s] unexpected octets or close %s\n", tl_current, when);
         rp_hexdump("received", got, n);

@@ -15,7 +15,7 @@
 #include <sched.h>
 #include <sys/ioctl.h>
 
-#include "../conformance/ndktest.h"
+#include "ndktest.h"
 
 static const NDK_VERSION v21 = {2, 1};
 

@@ -19,7 +19,7 @@
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 
-#include "../conformance/ndktest.h"
+#include "ndktest.h"
 
 #define FIRST 49152u
 #define LAST 65535u

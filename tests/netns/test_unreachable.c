@@ -20,7 +20,7 @@
 #include <string.h>
 
 /* The NDK harness of the wire tests (adapter, CQ, PD, QP, bounded waits). */
-#include "../conformance/rawpeer.h"
+#include "rawpeer.h"
 #include "testlib.h"
 
 /* Connects from 127.0.0.1 (adapter "lo") to dst:5000 and returns the final

@@ -24,9 +24,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-/* Request records are never reused (rawpeer.h): enough for a long run. */
-#define NK_POOL (1u << 18)
-#include "../conformance/rawpeer.h"
+#include "rawpeer.h"
 
 /* The sanitizers' allocators keep freed memory (quarantine, history): no
  * RSS check there; LeakSanitizer's check at exit covers leaks instead. */
@@ -283,7 +281,7 @@ static bool good_clients_for(nk_world *w, nk_listener *l, unsigned seconds, unsi
 {
     uint64_t dl = rp_deadline(seconds * 1000u);
     while (rp_ms_left(dl) > 0) {
-        if (nk_pool_used >= NK_POOL - 64 - 4 * FUZZ_ACCEPTED_MAX) {
+        if (nt_ops_left() <= 64 + 4 * FUZZ_ACCEPTED_MAX) {
             fprintf(stderr, "    request pool used up: the attack ends early\n");
             break;
         }
@@ -297,8 +295,6 @@ static bool good_clients_for(nk_world *w, nk_listener *l, unsigned seconds, unsi
 
 static void listener_under_fuzz(void)
 {
-    /* Touch the request pool now, so that its pages are in the baseline. */
-    memset(nk_pool, 0, sizeof nk_pool);
     const char *env = getenv("FUZZ_SECONDS");
     unsigned secs = env && atoi(env) > 0 ? (unsigned)atoi(env) : 12;
     NDK_OPEN_OPTIONS o = nk_options();
@@ -366,6 +362,9 @@ static void listener_under_fuzz(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    /* Call records are never reused (rawpeer.h): enough for a long run,
+     * touched now, so that their pages are in the RSS baseline. */
+    nt_ops_reserve(1u << 18);
     RUN(listener_under_fuzz);
     return tl_finish();
 }

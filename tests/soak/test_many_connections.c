@@ -15,8 +15,7 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#define NK_POOL (1u << 17) /* about 6 request records per connection */
-#include "../conformance/rawpeer.h"
+#include "rawpeer.h"
 
 #define MSG 64u
 
@@ -288,6 +287,7 @@ static void many_connections(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    nt_ops_reserve(1u << 17); /* about 6 call records per connection */
     RUN(many_connections);
     return tl_finish();
 }
