@@ -21,7 +21,7 @@
 #include <fcntl.h>
 #include <sys/resource.h>
 
-static struct side A, B;
+static struct inj_side A, B;
 static struct rlimit g_nofile;
 
 /* Descriptors open now. */
@@ -89,7 +89,7 @@ static unsigned sweep(const char *name, bool (*fn)(void))
         CHECK(settled());
         CHECK_EQ(inj_live(), base);
         CHECK_EQ(open_fds(), fds);
-        CHECK(conn_life(&A, &B));
+        CHECK(inj_conn_life(&A, &B));
         CHECK(settled());
         CHECK_EQ(inj_live(), base);
         CHECK_EQ(open_fds(), fds);
@@ -115,7 +115,7 @@ static bool open_close(void)
 
 static bool connection(void)
 {
-    return conn_life(&A, &B);
+    return inj_conn_life(&A, &B);
 }
 
 static void test_open_adapter(void)
@@ -139,7 +139,7 @@ int main(void)
         fprintf(stderr, "cannot open the loopback adapter\n");
         return 1;
     }
-    if (!conn_life(&A, &B)) {
+    if (!inj_conn_life(&A, &B)) {
         fprintf(stderr, "the connection scenario fails with descriptors to spare\n");
         return 1;
     }
