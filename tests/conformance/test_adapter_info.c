@@ -141,7 +141,8 @@ NT_CASE(cq_depth_limits)
     NDK_ADAPTER_INFO info;
     CHECK_STATUS(nt_query_info(ad, &info), STATUS_SUCCESS);
     NDK_CQ *cq = NULL;
-    /* 0 entries (reference 5.3.2 [I]) and MaxCqDepth + 1 are invalid. */
+    /* 0 entries (NdkCreateCq's page implies at least one) and MaxCqDepth + 1
+     * are invalid. */
     CHECK_STATUS(nt_create_cq(ad, 0, &cq), STATUS_INVALID_PARAMETER);
     nt_close(cq);
     cq = NULL;

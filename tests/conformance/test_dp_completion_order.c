@@ -3,9 +3,9 @@
 #include "dptest.h"
 
 /*
- * Completion order (5.9, 8.1, iwarp.md 3.8 rules 2, 6, 8): initiator
- * completions come out in posting order even when a 1 MiB Read is still
- * outstanding ahead of Sends and Writes, and receives complete in the order
+ * Completion order (RFC 5040 section 5.5; docs/behaviour.md, Completions):
+ * initiator completions come out in posting order even when a 1 MiB Read is
+ * still outstanding ahead of Sends and Writes, and receives complete in the order
  * they were posted, each holding the message sent in that position.
  */
 DP_CASE(completion_order)

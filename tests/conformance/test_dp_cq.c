@@ -3,7 +3,8 @@
  * re-arm merge table, an arm made while fresh completions are queued, error
  * completions and notifications, NdkResizeCq with entries queued, CQ
  * overflow, and callbacks that drain and re-arm from inside.
- * Contract: reference 5.3.2, 5.4, 8.1-8.3, 10.2 (C1-C6).
+ * Contract: NdkCreateCq, NdkResizeCq, NdkArmCq, NdkGetCqResults(Ex),
+ * NdkCqNotificationCallback; rules C1-C6 (docs/rules.md).
  *
  * The CQs whose notifications are counted are "poll only": the cases wait
  * for completions by polling NdkGetCqResultsEx (bounded), never by arming,

@@ -6,11 +6,12 @@
  * NdkFlush while other threads post on both queues (W4). In every case each
  * request that was accepted completes exactly once and each request that
  * was refused inline never does.
- * Contract: reference 4.5, 5.9.1, 5.10.9, 8.1, 10.1 (L3), 10.4 (W2, W4, W5),
- * 10.6 (X1-X6). libndk decisions relied on (docs/behaviour.md): NdkFlush on
- * a connected QP cancels everything and leaves the connection up (the QP
- * takes no more requests and drops what the peer sends; NdkDisconnect then
- * ends the connection gracefully); work requests on a QP that is not
+ * Contract: NdkFlush, NdkDisconnect; rules D3 (one CQ entry per accepted
+ * request, none for a refused one), L3, W2, W4, W5 and X1-X6 (docs/rules.md).
+ * libndk decisions relied on (docs/behaviour.md): NdkFlush on a connected QP
+ * cancels everything and leaves the connection up (the QP takes no more
+ * requests and drops what the peer sends; NdkDisconnect then ends the
+ * connection gracefully); work requests on a QP that is not
  * connected (any more), or flushed -> STATUS_CONNECTION_INVALID. */
 #include "dptest.h"
 

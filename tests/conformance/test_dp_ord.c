@@ -5,9 +5,9 @@
 #include "dptest.h"
 
 /*
- * ORD enforcement (7.4, iwarp.md 3.5): the active side asks for ORD 8, the
- * passive side accepts with IRD 2, so the effective ORD is 2. Posting
- * ORD + 3 Reads of 1 MiB each must still work: the extra ones wait for a
+ * ORD enforcement (docs/behaviour.md, IRD / ORD): the active side asks for
+ * ORD 8, the passive side accepts with IRD 2, so the effective ORD is 2.
+ * Posting ORD + 3 Reads of 1 MiB each must still work: the extra ones wait for a
  * free slot instead of overrunning the peer's IRD (which would end the
  * connection). All complete in order, with the right data, and a Send posted
  * behind them completes after them.

@@ -4,10 +4,10 @@
  * "libndk:". */
 #include "dptest.h"
 
-/* RDMA Write (iwarp.md 3.4, 3.8 rule 3): a 64 KiB three-SGE write and a
- * 1 MiB write land at the RemoteAddress the requester chose, nothing around
- * them changes, and a Send posted after them completes at the receiver only
- * once their data is in place. */
+/* RDMA Write: a 64 KiB three-SGE write and a 1 MiB write land at the
+ * RemoteAddress the requester chose, nothing around them changes, and a
+ * Send posted after them completes at the receiver only once their data is
+ * in place (RFC 5040 section 5.5). */
 DP_CASE(write_then_send)
 {
     dp_pair x;
@@ -41,7 +41,7 @@ DP_CASE(write_then_send)
     DP_CHECK_BYTES(dst, off1, 0xEE);
     DP_CHECK_BYTES(dst + off1 + 65536, off2 - off1 - 65536, 0xEE);
     DP_CHECK_BYTES(dst + cap - 1, 1, 0xEE);
-    /* A Write produces nothing at the target (iwarp.md 3.4). */
+    /* A Write consumes no receive and completes nothing at the target. */
     DP_CHECK_QUIET(c->cqp);
     dp_mr_close(&ms);
     dp_mr_close(&wr);
@@ -87,7 +87,8 @@ DP_CASE(read_sinks)
     DP_CHECK_BYTES(d2 + 53000, 100000 - 53000, 0xEE);
     DP_CHECK_BYTES(d2 + 170000, 30000, 0xEE);
 
-    /* Zero length (iwarp.md 3.5 step 4): no sink, completes successfully. */
+    /* Zero length: no sink, completes successfully (the responder answers a
+     * zero-length Read Request with a zero-length Read Response). */
     DP_CHECK_ST(dp_read(c->qa, DP_CTX(3), dp_nosge(), 0, s, src.rtok, 0), STATUS_SUCCESS);
     EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeRead, dp_qpctx_a(c), DP_CTX(3), -1);
     /* A Read produces nothing at the source. */
@@ -100,10 +101,11 @@ DP_CASE(read_sinks)
 }
 
 /*
- * READ_FENCE (6.9, iwarp.md 3.8 rule 7): a Send and a Write that gather from
- * a Read's sink, posted right after a 1 MiB Read with the fence, carry the
- * read data, never the sink's old contents. They gather the sink's last
- * bytes, which the Read places last.
+ * NDK_OP_FLAG_READ_FENCE (without it a later Send or Write may reach the
+ * peer before the Read's response, RFC 5040 section 5.5): a Send and a Write
+ * that gather from a Read's sink, posted right after a 1 MiB Read with the
+ * fence, carry the read data, never the sink's old contents. They gather the
+ * sink's last bytes, which the Read places last.
  */
 DP_CASE(read_fence)
 {

@@ -119,7 +119,7 @@ DP_CASE(send_solicited)
  * change as soon as the post returns; the SGEs need no registration and
  * their tokens are ignored; nSge may exceed MaxInitiatorRequestSge; the total
  * is bounded by InlineDataSize. Checked for NdkSend and NdkWrite (libndk
- * accepts INLINE on writes, reference 5.9.8 [I]).
+ * accepts INLINE on writes, which NdkWrite's page leaves open).
  */
 DP_CASE(inline_send_and_write)
 {
@@ -159,7 +159,7 @@ DP_CASE(inline_send_and_write)
     DP_CHECK_DATA(dst, 64, 31, 0);
 
     /* The same gather list as an inline Write at offset 100, then a
-     * zero-byte Send as the notification (iwarp.md 3.8 rule 3). */
+     * zero-byte Send as the notification (RFC 5040 section 5.5). */
     at = 0;
     for (int i = 0; i < 5; i++) {
         dp_fill(heap + 40 * i, len[i], 32, at);

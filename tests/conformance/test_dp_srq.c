@@ -3,7 +3,8 @@
  * completion in the receive CQ of the QP that consumed the buffer, with that
  * QP's context, buffers consumed in posting order), NdkReceive refused on
  * such a QP, and the limit notification armed with NdkModifySrq.
- * Contract: reference 5.2.5, 5.5.3, 5.5.5, 5.8, 8.1, W2.
+ * Contract: NdkCreateSrq, NdkCreateQpWithSrq, NdkModifySrq, NdkSrqReceive,
+ * NdkSrqNotificationCallback; rule W2 (docs/rules.md).
  * libndk decisions relied on: NdkReceive on a QP with an SRQ ->
  * STATUS_INVALID_DEVICE_REQUEST; SGE count over the limit ->
  * STATUS_INVALID_PARAMETER; a full queue -> STATUS_INSUFFICIENT_RESOURCES;

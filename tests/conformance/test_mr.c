@@ -4,8 +4,9 @@
  * NdkBuildLAM / NdkReleaseLAM (buffer-size pattern, pages, FBO), the close
  * rules (the PD and a bound window's MR wait for their successors) and
  * NdkQueryExtension.
- * Contract: reference 4.1, 4.7, 5.3.7-5.3.8, 5.5.1-5.5.2, 5.6, 5.7, 5.9.4,
- * 6.8, 6.10, 9, 10.1 (L8). Where the reference leaves the choice to the
+ * Contract: NdkBuildLAM, NdkReleaseLAM, NdkCreateMr, NdkCreateMw, the MR
+ * and MW functions, NdkBind, NDK_LOGICAL_ADDRESS_MAPPING, NDK_MR_FLAG_*;
+ * rules C7 and L8 (docs/rules.md). Where NDKPI leaves the choice to the
  * provider, the case says "libndk:". */
 #include "ndktest.h"
 
@@ -147,8 +148,8 @@ NT_CASE(register_flags_and_lengths)
     CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr), STATUS_SUCCESS);
     REQUIRE(mr);
 
-    /* Every documented combination (6.10), RDMA_READ_SINK included: it must
-     * never make a registration fail (5.6.1). */
+    /* Every documented combination of NDK_MR_FLAG_*, RDMA_READ_SINK
+     * included: it must never make a registration fail (NdkRegisterMr). */
     const ULONG ok[] = {
         NDK_MR_FLAG_ALLOW_LOCAL_READ,
         NDK_MR_FLAG_ALLOW_LOCAL_WRITE,
@@ -164,7 +165,7 @@ NT_CASE(register_flags_and_lengths)
         CHECK_STATUS(reg_buf(mr, buf, 100, ok[i]), STATUS_SUCCESS);
         CHECK_STATUS(dereg(mr), STATUS_SUCCESS);
     }
-    /* libndk: unknown bits are refused (reference 6.9 [I]). */
+    /* libndk: unknown bits are refused (NDKPI defines no others). */
     const ULONG bad[] = {0x10, 0x20, 0x100, 0x80000000u};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_STATUS(reg_buf(mr, buf, 100, bad[i] | NDK_MR_FLAG_ALLOW_LOCAL_WRITE),

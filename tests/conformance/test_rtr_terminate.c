@@ -19,8 +19,8 @@
 #include "rawpeer.h"
 #include "testlib.h"
 
-/* A Terminate FPDU (iwarp.md 1.10): untagged, L=1, RDMAP opcode 7, QN 2,
- * MSN 1, MO 0, the control word for (layer, etype, code), then `extra`
+/* A Terminate FPDU (RFC 5040 section 4.8): untagged, L=1, RDMAP opcode 7,
+ * QN 2, MSN 1, MO 0, the control word for (layer, etype, code), then `extra`
  * octets of copied headers (zeros here; only the length matters to the
  * receiver of an unanswerable Terminate). */
 static size_t terminate_fpdu(uint8_t *out, uint8_t layer, uint8_t etype, uint8_t code, size_t extra,

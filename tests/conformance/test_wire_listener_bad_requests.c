@@ -198,7 +198,8 @@ static void wrong_key(void)
     nk_close_world(w);
 }
 
-/* Rev 0 and Rev > 2: the revision cannot be handled, close (iwarp.md 2.3). */
+/* Rev 0 and Rev > 2: the revision cannot be handled, close (docs/behaviour.md,
+ * Listeners). */
 static void unknown_revision(void)
 {
     nk_world *w = nk_open_responder(RP_BAD_INPUT_REQ_TIMEOUT, 0);
@@ -411,8 +412,9 @@ static void random_garbage(void)
 
 /*
  * Octets after a valid Request: the initiator sent before the Reply, a
- * protocol violation (iwarp.md 2.3 step 2). Our side must close. If a connect
- * event was delivered before the violation was seen, Accept must then fail.
+ * protocol violation (RFC 5044: nothing before the Reply). Our side must
+ * close. If a connect event was delivered before the violation was seen,
+ * Accept must then fail.
  *   later = false: Request and extra octets in one send();
  *   later = true:  the extra octets come after the connect event.
  */

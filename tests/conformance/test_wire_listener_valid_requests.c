@@ -328,7 +328,7 @@ static void p2p_case(int crc)
     uint8_t rtr[20];
     rp_write_rtr(rtr, crc != 0);
     if (crc) {
-        /* The CRC known-answer value of iwarp.md 4.3: our encoder agrees. */
+        /* The CRC's known-answer value: our encoder agrees. */
         static const uint8_t kat[4] = {0xEB, 0xD3, 0x4C, 0x5F};
         CHECK(memcmp(rtr + 16, kat, 4) == 0);
     }
@@ -351,7 +351,7 @@ static void p2p_case(int crc)
             fprintf(stderr, "[%s] Accept with a bad-CRC RTR: got %s, expected a failure\n",
                     tl_current, nk_st(st));
         }
-        /* A CRC error is fatal to the stream (iwarp.md 1.11): a Terminate
+        /* A CRC error is fatal to the stream (rule R1): a Terminate
          * may precede the close, which must come. */
         uint8_t got[64];
         size_t nb = 0;

@@ -1,6 +1,8 @@
 /* Completion queues, white box: CQs are created and drained through the
  * public dispatch; completions are pushed with ndk_cq_push as the data path
- * would. Contract: cqsrq.h, reference 5.2.4, 5.3.2, 5.4, 6.4-6.6, 8, C1-C7.
+ * would. Contract: cqsrq.h; NdkCreateCq, NdkResizeCq,
+ * NdkArmCq, NdkGetCqResults(Ex), NdkCqNotificationCallback, NDK_RESULT(_EX);
+ * rules C1-C7 (docs/rules.md).
  *
  * "Nothing more arrives" is checked with a barrier, not a timeout: the
  * adapter runs callbacks one at a time in queue order, so once a barrier

@@ -1,6 +1,6 @@
 /*
  * White-box tests of the STag table (src/mem.c, mr.c, mw.c): every mem_err
- * and its order (iwarp.md 3.9 rows 12-16: invalid, not associated, access,
+ * and its order (docs/rules.md R12-R16: invalid, not associated, access,
  * wrap, bounds), bounds at the first and last byte, key bumps and stale
  * tokens, fast-register page lists, windows bound to a QP, the privileged
  * token and LAMs, remote and local invalidation, the index allocator, the
@@ -251,7 +251,8 @@ static void remote_bounds(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, s, base - 1, 2, RW), MEM_BOUNDS);
     CHECK_EQ(rmap(&f, f.pa, f.a1, s, base, len + 1, RW), MEM_BOUNDS);
 
-    /* Zero length is never validated (iwarp.md 3.3). */
+    /* Zero length is never validated (RFC 5041: the STag of a zero-length
+     * tagged segment is not checked). */
     CHECK_EQ(rmap(&f, f.pa, f.a1, 0xDEADBEEF, 0, 0, RW), MEM_OK);
     CHECK_EQ(g_niov, 0);
     /* Check only (no iovecs wanted), and an iov array that is too small. */
@@ -1087,8 +1088,8 @@ static void invalidation(void)
     CHECK_EQ(bind_exec(f.a1, normal, mw, B, ps, RWF), STATUS_SUCCESS);
     UINT32 sn = rtok(normal), sf = rtok(fr), sw = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
 
-    /* Send with Invalidate (iwarp.md 3.6): a normal MR may not be invalidated
-     * remotely, and stays valid. */
+    /* Send with Invalidate (rule R21, docs/rules.md): a normal MR may not be
+     * invalidated remotely, and stays valid. */
     CHECK_EQ(mem_invalidate_remote(f.t, f.pa, f.a1, sn), MEM_ACCESS);
     CHECK_EQ(rmap(&f, f.pa, f.a1, sn, B, 1, RW), MEM_OK);
     /* Order: invalid, then association, then the right to invalidate. */

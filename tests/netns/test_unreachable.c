@@ -3,7 +3,7 @@
  * network namespace whose routes the test controls:
  *   - no route at all (only lo is up)      -> STATUS_NETWORK_UNREACHABLE
  *   - an "unreachable" route (RTN_UNREACHABLE) -> STATUS_HOST_UNREACHABLE
- * (reference 5.10.1; the kernel reports ENETUNREACH / EHOSTUNREACH at once,
+ * (NdkConnect; the kernel reports ENETUNREACH / EHOSTUNREACH at once,
  * so no timer is involved). Either status may come inline or through the
  * completion.
  *

@@ -43,7 +43,7 @@ void fx_send(fx *f, ULONG flags)
 
 /*
  * An inbound Read Request is served only after all earlier inbound messages
- * were delivered (iwarp.md 3.8 rule 4), so when a Read posted after the
+ * were delivered (RFC 5040 section 5.5), so when a Read posted after the
  * messages completes, their receive completions exist.
  */
 void fx_sync_delivered(fx *f)

@@ -496,7 +496,7 @@ void dp_pair_close(dp_pair *x);
 int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms);
 
 /*
- * An MPA revision 2 Request (RFC 5044 + RFC 6581, iwarp.md 1.1-1.2): key,
+ * An MPA revision 2 Request (RFC 5044 + RFC 6581): key,
  * flags S only (no markers, no CRC), Rev 2, PD_Length 4, then the IRD/ORD
  * words with the peer-to-peer bit clear, i.e. the client/server model that
  * Linux siw uses: no RTR follows.

@@ -8,9 +8,9 @@
  *    events) goes through an nt_op, which counts the calls, keeps the last
  *    status and a global sequence number. At the end of each case every op
  *    that a provider function returned for is checked: exactly one completion
- *    if the call returned STATUS_PENDING, none otherwise (reference 4.1, L2,
- *    C7). The check runs after the adapters are closed, so no late callback
- *    can slip past it.
+ *    if the call returned STATUS_PENDING, none otherwise (rules L2 and C7,
+ *    docs/rules.md). The check runs after the adapters are closed, so no
+ *    late callback can slip past it.
  *  - nt_side / nt_lsn / nt_conn: the usual fixtures (an adapter with a CQ and
  *    a PD; a listener on a loopback address with port 0; one connection).
  *  - NT_CASE / NT_CASE_FAM: wrap a case so the checks above run, a watchdog

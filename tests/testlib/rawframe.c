@@ -116,7 +116,8 @@ size_t rp_fpdu(uint8_t *out, const uint8_t *ulpdu, size_t ulpdu_len, bool crc)
     memset(out + 2 + ulpdu_len, 0, pad);
     size_t n = 2 + ulpdu_len + pad;
     uint32_t c = crc ? rp_crc32c(out, n) : 0;
-    /* The CRC travels least-significant octet first (iwarp.md 4.1). */
+    /* The CRC travels least-significant octet first (as siw and every
+     * RFC 5044 peer send it). */
     out[n] = (uint8_t)c;
     out[n + 1] = (uint8_t)(c >> 8);
     out[n + 2] = (uint8_t)(c >> 16);

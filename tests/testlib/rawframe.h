@@ -27,8 +27,9 @@ uint16_t rp_get16(const uint8_t *p);
 
 uint32_t rp_get32(const uint8_t *p);
 
-/* Bit-wise CRC32c (iwarp.md 4.4). Deliberately the slow textbook form: the
- * tests must not share a table or SSE path with the code under test. */
+/* Bit-wise CRC32c (reflected polynomial 0x82F63B78). Deliberately the slow
+ * textbook form: the tests must not share a table or SSE path with the code
+ * under test. */
 uint32_t rp_crc32c(const uint8_t *p, size_t n);
 
 /* splitmix64: small, seedable, and the same sequence on every platform, so
@@ -43,7 +44,7 @@ void rp_hexdump(const char *what, const uint8_t *p, size_t n);
 size_t rp_unhex(const char *s, uint8_t *out, size_t cap);
 
 /* ======================================================================== */
-/* MPA startup frames (iwarp.md 1.1-1.3)                                     */
+/* MPA startup frames (RFC 5044 Request/Reply, RFC 6581 word)              */
 /* ======================================================================== */
 
 #define RP_KEY_REQ "MPA ID Req Frame"
@@ -56,7 +57,7 @@ size_t rp_unhex(const char *s, uint8_t *out, size_t cap);
 #define RP_F_R 0x20 /* reject */
 #define RP_F_S 0x10 /* RFC 6581 word present */
 
-/* RFC 6581 word bits (iwarp.md 1.2). */
+/* RFC 6581 word bits: A, B in the IRD half, C, D in the ORD half. */
 #define RP_W0_A 0x8000u /* peer-to-peer */
 #define RP_W0_B 0x4000u /* Send RTR */
 #define RP_W1_C 0x8000u /* Write RTR */
@@ -80,7 +81,7 @@ size_t rp_frame_v2(uint8_t *out, const char *key, uint8_t flags, uint16_t w0,
                    uint16_t w1, const void *ulp, size_t ulp_len);
 
 /* ======================================================================== */
-/* FPDUs the raw peer sends or expects (iwarp.md 1.4, 1.9, 2.1, 4.3)         */
+/* FPDUs the raw peer sends or expects (RFC 5044 framing, RFC 5041/5040)    */
 /* ======================================================================== */
 
 /* Frames a ULPDU: length, ULPDU, zero pad, CRC (0 when crc is off). */

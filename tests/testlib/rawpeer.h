@@ -5,7 +5,7 @@
  * The raw peer is a plain socket that speaks (or mis-speaks) MPA octet by
  * octet, so a test can put any byte sequence on the wire and watch exactly
  * what libndk answers: a Reply, nothing, a FIN or a RST. Frames are built
- * from the layouts of iwarp.md 1.1-1.4 and the siw captures in
+ * from the layouts of RFC 5044 and RFC 6581 (rawframe.h) and the siw captures in
  * shared/interop/captures, not from libndk's own encoder, so an encoder bug
  * cannot hide behind a matching decoder bug.
  *
@@ -116,7 +116,8 @@ int rp_listen_sa(struct sockaddr *sa, socklen_t *len);
 int rp_accept(int lfd, unsigned timeout_ms);
 
 /*
- * Reads one startup frame the way a responder must (iwarp.md 2.3 step 2):
+ * Reads one startup frame the way an MPA responder must (RFC 5044, the
+ * Request's fixed header gives PD_Length):
  * exactly 20 octets, then exactly PD_Length octets, never more. Returns the
  * frame length, or 0 when it did not arrive whole within timeout_ms or its
  * PD_Length is over 512 (then the header is still in out).
@@ -180,7 +181,7 @@ bool nk_op_done(nk_op *op);
 NTSTATUS nk_op_wait(nk_op *op, unsigned ms);
 
 /*
- * Rule C7 (reference 4.1) over the requests made since the last audit:
+ * Rule C7 (docs/rules.md) over the requests made since the last audit:
  * at most one completion for a request that returned STATUS_PENDING, none
  * for any other return (nt_audit). Called after ndk_close_adapter, which
  * guarantees no callback is still to come.

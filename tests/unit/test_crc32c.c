@@ -1,5 +1,5 @@
-/* CRC32c: the known-answer vectors of iwarp.md 4.3 and the CRCs of FPDUs
- * recorded against Linux siw, through every implementation path. */
+/* CRC32c (the MPA FPDU CRC of RFC 5044): known-answer vectors and the CRCs
+ * of FPDUs recorded against Linux siw, through every implementation path. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
@@ -181,8 +181,8 @@ static void test_siw_capture_crcs(void)
                          (uint32_t)b[body + 2] << 16 | (uint32_t)b[body + 3] << 24;
         for (size_t p = 0; p < NPATHS; p++)
             CHECK_EQ(run(paths[p].fn, b, body), field);
-        /* Receiver shortcut of iwarp.md 4.4: data plus the CRC octets leave
-         * the fixed residue in the un-inverted register. */
+        /* A receiver's shortcut: data plus the CRC octets leave CRC32c's fixed
+         * residue in the un-inverted register. */
         CHECK_EQ(crc32c_update(crc32c_init(), b, n), 0xB798B438u);
         CHECK_EQ(crc32c_update_portable(crc32c_init(), b, n), 0xB798B438u);
     }

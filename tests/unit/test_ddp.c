@@ -1,5 +1,6 @@
-/* Unit tests for src/wire/ddp.[ch]: header codec, the vectors of iwarp.md
- * 4.3, the siw captures, every check of iwarp.md 3.9 with its Terminate. */
+/* Unit tests for src/wire/ddp.[ch]: header codec, known-answer FPDUs, the
+ * siw captures, every receive check of docs/rules.md (R3-R22) with its
+ * Terminate. */
 #include "rawframe.h"
 #include "testlib.h"
 #include "wire/ddp.h"
@@ -29,7 +30,8 @@ static enum ddp_result decode_exact(const uint8_t *p, size_t avail, size_t ulpdu
 }
 
 static const uint8_t opcode_ctrl_pairs[][4] = {
-    /* opcode, tagged, non-last (octet 2, 3) per iwarp.md 1.6 ... */
+    /* opcode, tagged, non-last (octet 2, 3): RFC 5041 section 4, RFC 5040
+     * section 4.1 ... */
     {RDMAP_OP_WRITE, 1, 0x81, 0x40},    {RDMAP_OP_READ_REQ, 0, 0x01, 0x41},
     {RDMAP_OP_READ_RESP, 1, 0x81, 0x42}, {RDMAP_OP_SEND, 0, 0x01, 0x43},
     {RDMAP_OP_SEND_INV, 0, 0x01, 0x44},  {RDMAP_OP_SEND_SE, 0, 0x01, 0x45},
@@ -57,7 +59,8 @@ static void test_constants(void)
 
 static void test_hdr_len(void)
 {
-    /* The (octet 2, octet 3) pairs of iwarp.md 1.6 and the sizes of 1.9. */
+    /* The (octet 2, octet 3) pairs and each opcode's header size (RFC 5041
+     * section 4, RFC 5040 section 4). */
     CHECK_EQ(ddp_hdr_len(0x81, 0x40), 14);
     CHECK_EQ(ddp_hdr_len(0xC1, 0x40), 14);
     CHECK_EQ(ddp_hdr_len(0x41, 0x41), 46);
@@ -194,7 +197,7 @@ static void test_crc_helper(void)
     CHECK_EQ(rp_crc32c(z, 32), 0x8A9136AAu);
 }
 
-/* iwarp.md 4.3: build each ULPDU with the encoders, frame it, compare the
+/* Known-answer FPDUs: build each ULPDU with the encoders, frame it, compare the
  * whole FPDU and its CRC; then decode it back. */
 static void check_fpdu(const uint8_t *ulpdu, size_t len, const char *want_hex)
 {

@@ -1,5 +1,5 @@
-/* MPA startup frames and FPDU framing, checked against iwarp.md 1.1-1.10, 2
- * and 4.3 and against frames recorded from Linux siw
+/* MPA startup frames and FPDU framing, checked against the layouts of
+ * RFC 5044 and RFC 6581, known-answer frames and frames recorded from Linux siw
  * (shared/interop/captures). Buffers handed to the parsers are allocated to
  * their exact size so that ASan reports any read past them. */
 #include <stdint.h>
@@ -60,7 +60,7 @@ static bool same_frame(const struct mpa_frame *a, const struct mpa_frame *b)
            a->pd_len == b->pd_len && (a->pd_len == 0 || memcmp(a->pd, b->pd, a->pd_len) == 0);
 }
 
-/* ---------------- startup frames: captures and iwarp.md 1.3 ---------------- */
+/* ---------------- startup frames: captures and known frames ---------------- */
 
 struct frame_vec {
     const char *what;
@@ -97,7 +97,8 @@ static const struct frame_vec frame_vecs[] = {
      MPA_RTR_WRITE, 4, 8, 0},
     {"p2p reply", KEY_REP "10 02 00 04 80 08 80 04", true, false, false, false, true, 2, true,
      MPA_RTR_WRITE, 8, 4, 0},
-    /* iwarp.md 1.3: p2p offering Write+Read, and the Reply picking Write */
+    /* Peer-to-peer (RFC 6581): the Request offering Write and Read RTRs, the
+     * Reply picking Write */
     {"doc p2p request", KEY_REQ "10 02 00 04 80 10 C0 10", false, false, false, false, true, 2,
      true, MPA_RTR_WRITE | MPA_RTR_READ, 16, 16, 0},
     {"doc p2p reply", KEY_REP "10 02 00 04 80 10 80 10", true, false, false, false, true, 2, true,
@@ -736,7 +737,7 @@ static void test_fpdu_peek_errors(void)
     CHECK_EQ(mpa_fpdu_peek(out, n, true, 31, &flen, &p, &ulen), MPA_FPDU_ERR_LENGTH);
 }
 
-/* ---------------- control FPDUs (iwarp.md 2.1, 4.3) ---------------- */
+/* ------------- control FPDUs: the RTRs of RFC 6581, Terminates ------------- */
 
 static void expect_octets(const uint8_t *got, size_t n, const char *hex)
 {

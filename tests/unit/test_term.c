@@ -1,6 +1,7 @@
-/* Unit tests for src/wire/term.[ch]: Terminate control words (iwarp.md
- * 1.10), the Terminate vectors of 4.3, the Figure-10 optional parts, robust
- * decoding (length decides, flags cross-checked) and term_describe(). */
+/* Unit tests for src/wire/term.[ch]: Terminate control words (RFC 5040
+ * section 4.8), known-answer Terminates, the optional headers (RFC 5040
+ * section 7, Figure 10), robust decoding (length decides, flags
+ * cross-checked) and term_describe(). */
 #include "rawframe.h"
 #include "testlib.h"
 #include "wire/ddp.h"
@@ -44,7 +45,7 @@ static void test_ctrl_words(void)
     CHECK_EQ(term_ctrl_pack(0x1F, 0x12, 0, false, false, false), 0xF2000000u);
 }
 
-/* iwarp.md 4.3: Terminate, LLP CRC error (2,0,2), no headers. */
+/* Known answer: Terminate, LLP CRC error (2,0,2), no headers. */
 static void test_vector_llp_crc(void)
 {
     uint8_t u[80], f[96], want[96];
@@ -76,7 +77,7 @@ static void test_vector_llp_crc(void)
     CHECK(h.opcode == RDMAP_OP_TERMINATE && h.qn == 2 && h.msn == 1 && h.mo == 0 && h.last);
 }
 
-/* iwarp.md 4.3: DDP invalid STag (1,1,0) M+D for a 64-octet Write to STag
+/* Known answer: DDP invalid STag (1,1,0) M+D for a 64-octet Write to STag
  * 0xDEADBE00 TO 0x1000, segment length 0x004E = 14 + 64. */
 static void test_vector_ddp_invalid_stag(void)
 {
@@ -228,7 +229,8 @@ static void test_decode_flags_crosscheck(void)
     uint8_t u[80];
     struct term_msg m;
 
-    /* siw (iwarp.md 5.7): Send-with-Invalidate offender, R set, no RDMA hdr. */
+    /* Linux siw's (siw_init_terminate): Send-with-Invalidate offender, R set,
+     * no RDMA hdr. */
     build_term(u, 0x0109E000u);
     ddp_wr16(u + 22, 8);
     ddp_encode_untagged(u + 24, 18, RDMAP_OP_SEND_INV, true, 0x1234, 0, 1, 0);
