@@ -43,29 +43,29 @@ DP_CASE(flag_and_statuses)
 
 DP_CASE(off_again_notifies_at_once)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 4);
+    cqfx_post_receives(&f, 4);
     /* Only a count of 8: one completion alone would be held for ever. */
     DP_CHECK_ST(moderate(cq, MAXUL, 8), STATUS_SUCCESS);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    fx_send(&f, 0);
-    fx_sync_delivered(&f);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
     CHECK_NOTIFIED(cq, 0);
     /* Off: the held-back notification goes now. */
     DP_CHECK_ST(moderate(cq, 0, 0), STATUS_SUCCESS);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    fx_drain_receives(&f, 1);
+    cqfx_drain_receives(&f, 1);
     /* And the next arm is satisfied by the next completion. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    fx_send(&f, 0);
+    cqfx_send(&f, 0);
     WAIT_NOTIFIED(cq, 2);
-    fx_sync_delivered(&f);
-    fx_drain_receives(&f, 1);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 int main(int argc, char **argv)

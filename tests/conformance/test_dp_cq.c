@@ -40,36 +40,36 @@ DP_CASE(create_cq_limits)
  */
 DP_CASE(arm_any_once_per_arm)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     /* Unarmed: traffic gives no callback (rule 1). */
-    fx_send(&f, 0);
-    fx_sync_delivered(&f);
-    fx_drain_receives(&f, 1);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 0);
 
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    fx_send(&f, 0);
-    fx_send(&f, 0);
-    fx_send(&f, 0);
-    fx_sync_delivered(&f);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    fx_drain_receives(&f, 3);
+    cqfx_drain_receives(&f, 3);
     CHECK_NOTIFIED(cq, 1);
 
     /* Re-armed on an empty CQ: nothing until the next completion. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     CHECK_NOTIFIED(cq, 1);
-    fx_send(&f, 0);
+    cqfx_send(&f, 0);
     WAIT_NOTIFIED(cq, 2);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    fx_sync_delivered(&f);
-    fx_drain_receives(&f, 1);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -79,35 +79,35 @@ DP_CASE(arm_any_once_per_arm)
  */
 DP_CASE(arm_solicited)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
     f.c->cqa->poll_only = true;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     dp_arm(f.c->cqa, NDK_CQ_NOTIFY_SOLICITED);
-    fx_send(&f, 0);
-    fx_send(&f, 0);
-    fx_sync_delivered(&f);
-    fx_drain_receives(&f, 2);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 0);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    fx_sync_delivered(&f);
-    fx_drain_receives(&f, 1);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 1);
     /* Re-armed: a plain Send then a solicited one give one more callback. */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
-    fx_send(&f, 0);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
     WAIT_NOTIFIED(cq, 2);
-    fx_sync_delivered(&f);
-    fx_drain_receives(&f, 2);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 2);
     /* The sender's CQ saw only successful initiator completions. */
     CHECK_NOTIFIED(f.c->cqa, 0);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -116,15 +116,15 @@ DP_CASE(arm_solicited)
  */
 DP_CASE(arm_errors_ignores_completions)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     dp_arm(cq, NDK_CQ_NOTIFY_ERRORS);
-    fx_send(&f, 0);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-    fx_sync_delivered(&f);
-    fx_drain_receives(&f, 2);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 0);
     /* Failed completions: NdkFlush cancels the six remaining receives. */
     f.c->qp->Dispatch->NdkFlush(f.c->qp);
@@ -134,7 +134,7 @@ DP_CASE(arm_errors_ignores_completions)
     for (ULONG i = 0; i < n; i++)
         DP_CHECK_ST(e[i].Status, STATUS_CANCELLED);
     CHECK_NOTIFIED(cq, 0);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -182,22 +182,22 @@ DP_CASE(error_completion_notifies)
  */
 DP_CASE(arm_with_fresh_completions_queued)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 8);
-    fx_send(&f, 0);
-    fx_sync_delivered(&f); /* queued, never notified */
+    cqfx_post_receives(&f, 8);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f); /* queued, never notified */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     WAIT_NOTIFIED(cq, 1);
-    fx_drain_receives(&f, 1);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-    fx_sync_delivered(&f); /* a solicited receive arrived after callback #1 */
+    cqfx_drain_receives(&f, 1);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_sync_delivered(&f); /* a solicited receive arrived after callback #1 */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     WAIT_NOTIFIED(cq, 2);
-    fx_drain_receives(&f, 1);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -208,10 +208,10 @@ DP_CASE(arm_with_fresh_completions_queued)
  */
 DP_CASE(rearm_merge_table)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 40);
+    cqfx_post_receives(&f, 40);
     static const struct {
         ULONG first, second, merged;
     } t[] = {
@@ -230,16 +230,16 @@ DP_CASE(rearm_merge_table)
     for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
         dp_arm(cq, t[i].first);
         dp_arm(cq, t[i].second);
-        fx_send(&f, 0);
-        fx_sync_delivered(&f);
-        fx_drain_receives(&f, 1);
+        cqfx_send(&f, 0);
+        cqfx_sync_delivered(&f);
+        cqfx_drain_receives(&f, 1);
         if (t[i].merged == NDK_CQ_NOTIFY_ANY) {
             WAIT_NOTIFIED(cq, ++fired);
         } else {
             CHECK_NOTIFIED(cq, fired);
-            fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-            fx_sync_delivered(&f);
-            fx_drain_receives(&f, 1);
+            cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+            cqfx_sync_delivered(&f);
+            cqfx_drain_receives(&f, 1);
             if (t[i].merged == NDK_CQ_NOTIFY_SOLICITED)
                 WAIT_NOTIFIED(cq, ++fired);
         }
@@ -250,7 +250,7 @@ DP_CASE(rearm_merge_table)
             break;
         }
     }
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -264,15 +264,15 @@ DP_CASE(resize_keeps_entries)
     dp_cfg cfg = dp_cfg_default();
     cfg.split_cq = true;
     cfg.cqd = 8;
-    fx f;
-    REQUIRE(fx_open(&f, &cfg));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, &cfg));
     /* libndk offers NdkResizeCq (src/adapter.c). */
     REQUIRE(f.x.p.info.AdapterFlags & NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED);
     dp_cq *cq = f.c->rcqp;
-    fx_post_receives(&f, 20);
+    cqfx_post_receives(&f, 20);
     for (int i = 0; i < 6; i++)
-        fx_send(&f, 0);
-    fx_sync_delivered(&f);
+        cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
     dp_req *r = dp_req_new("NdkResizeCq");
     NTSTATUS st = dp_finish(r, cq->cq->Dispatch->NdkResizeCq(cq->cq, 32, dp_req_cb, r), DP_WAIT_MS);
     DP_CHECK_ST(st, STATUS_SUCCESS);
@@ -284,8 +284,8 @@ DP_CASE(resize_keeps_entries)
     /* Batches of 5, so the active side's 8-entry CQ never fills. */
     for (int b = 0; b < 2; b++) {
         for (int i = 0; i < 5; i++)
-            fx_send(&f, 0);
-        fx_sync_delivered(&f);
+            cqfx_send(&f, 0);
+        cqfx_sync_delivered(&f);
     }
     /* 16 entries now, twice the original depth. A shrink to 4 may fail or
      * not ([U]) but must not lose any of them. */
@@ -299,7 +299,7 @@ DP_CASE(resize_keeps_entries)
         DP_CHECK_CQE(e[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(f.c),
                      DP_CTX(1000 + i), 16);
     CHECK_EQ(dp_get(cq, e, 20), 0);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -316,10 +316,10 @@ DP_CASE(overflow)
     cfg.cqd = 4;
     cfg.rqd = 8;
     cfg.iqd = 8;
-    fx f;
-    REQUIRE(fx_open(&f, &cfg));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, &cfg));
     dp_cq *cq = f.c->rcqp;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     dp_arm(cq, NDK_CQ_NOTIFY_ERRORS);
     /* Silent, so the active side's own 4-entry CQ stays empty; all but the
      * last deferred, so all six are posted before the overflow can end the
@@ -354,7 +354,7 @@ DP_CASE(overflow)
     DP_CHECK_ST(dp_send(f.c->qp, DP_CTX(501), &pg, 1, 0), STATUS_CONNECTION_INVALID);
     DP_CHECK_QUIET(f.c->cqp);
     dp_mr_close(&pm);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -402,13 +402,13 @@ static void reentrant_hook(dp_cq *c, NTSTATUS status)
 
 DP_CASE(callbacks_drain_and_rearm)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
     collector *k = dp_malloc(sizeof *k);
     tl_event_init(&k->all);
     k->want = 40;
-    fx_post_receives(&f, 40);
+    cqfx_post_receives(&f, 40);
     cq->user = k;
     cq->hook = reentrant_hook;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
@@ -428,9 +428,9 @@ DP_CASE(callbacks_drain_and_rearm)
     /* Sender side: all 40 sends complete. */
     NDK_RESULT_EX e[40];
     DP_WAIT(f.c->cqa, e, 40);
-    /* Closing the CQ (in fx_close) waits for a running callback; after that
+    /* Closing the CQ (in cqfx_close) waits for a running callback; after that
      * nothing may touch the collector, which outlives the case's adapters. */
-    fx_close(&f);
+    cqfx_close(&f);
     CHECK_EQ(atomic_load(&k->n), 40);
     tl_event_destroy(&k->all);
 }

@@ -10,11 +10,6 @@
  * Needs root (or CAP_SYS_ADMIN) for unshare(CLONE_NEWNET) and the ip tool;
  * without them the whole program reports itself skipped (exit 77).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* unshare() */
-#endif
-#include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -71,15 +66,8 @@ int main(void)
 {
     /* First, before any thread exists: a namespace applies to the calling
      * thread, and the adapter's progress thread must inherit it. */
-    if (unshare(CLONE_NEWNET) != 0) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "unshare(CLONE_NEWNET) failed: %s (needs root/CAP_SYS_ADMIN and network "
-                 "namespaces)",
-                 strerror(errno));
-        tl_skip_all(why);
+    if (!tl_unshare_netns())
         return tl_finish();
-    }
     if (system("command -v ip >/dev/null 2>&1") != 0) {
         tl_skip_all("the ip tool (iproute2) is not installed");
         return tl_finish();

@@ -1,6 +1,6 @@
 #include "cqfx.h"
 
-bool fx_open(fx *f, const dp_cfg *cfg)
+bool cqfx_open(cqfx *f, const dp_cfg *cfg)
 {
     memset(f, 0, sizeof *f);
     if (!dp_pair_open(&f->x, cfg))
@@ -17,7 +17,7 @@ bool fx_open(fx *f, const dp_cfg *cfg)
            dp_buf_reg(&f->x.a, &f->sink, 64, DP_SINK_FLAGS, 0);
 }
 
-void fx_close(fx *f)
+void cqfx_close(cqfx *f)
 {
     dp_mr_close(&f->ms);
     dp_mr_close(&f->rr);
@@ -26,7 +26,13 @@ void fx_close(fx *f)
     dp_pair_close(&f->x);
 }
 
-void fx_post_receives(fx *f, unsigned n)
+void cqfx_moderate(dp_cq *c, ULONG interval, ULONG count)
+{
+    DP_CHECK_ST(c->cq->Dispatch->NdkControlCqInterruptModeration(c->cq, interval, count),
+                STATUS_SUCCESS);
+}
+
+void cqfx_post_receives(cqfx *f, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
         unsigned k = f->next_rctx++;
@@ -35,7 +41,7 @@ void fx_post_receives(fx *f, unsigned n)
     }
 }
 
-void fx_send(fx *f, ULONG flags)
+void cqfx_send(cqfx *f, ULONG flags)
 {
     NDK_SGE g = dp_sge(&f->ms, 0, 16);
     DP_CHECK_ST(dp_send(f->c->qa, DP_CTX(f->next_sctx++), &g, 1, flags), STATUS_SUCCESS);
@@ -46,7 +52,7 @@ void fx_send(fx *f, ULONG flags)
  * were delivered (RFC 5040 section 5.5), so when a Read posted after the
  * messages completes, their receive completions exist.
  */
-void fx_sync_delivered(fx *f)
+void cqfx_sync_delivered(cqfx *f)
 {
     NDK_SGE k = dp_sge(&f->sink, 0, 64);
     DP_CHECK_ST(dp_read(f->c->qa, DP_CTX(9999), &k, 1, f->src.addr, f->src.rtok, 0),
@@ -65,7 +71,7 @@ void fx_sync_delivered(fx *f)
     }
 }
 
-void fx_drain_receives(fx *f, ULONG n)
+void cqfx_drain_receives(cqfx *f, ULONG n)
 {
     NDK_RESULT_EX e[64];
     ULONG got = dp_wait_ex(f->c->rcqp, e, n, DP_WAIT_MS);

@@ -28,31 +28,34 @@
 
 /* The fixture: a connected pair whose passive CQ is poll-only, a source
  * buffer on the active side, receive buffers on the passive side, and a
- * small readable region on the passive side (see fx_sync_delivered). */
-typedef struct fx {
+ * small readable region on the passive side (see cqfx_sync_delivered). */
+typedef struct cqfx {
     dp_pair x;
     dp_conn *c;
     dp_mr ms, rr, src, sink;
     unsigned next_rctx, next_sctx;
-} fx;
+} cqfx;
 
-bool fx_open(fx *f, const dp_cfg *cfg);
+bool cqfx_open(cqfx *f, const dp_cfg *cfg);
 
-void fx_close(fx *f);
+void cqfx_close(cqfx *f);
+
+/* NdkControlCqInterruptModeration on c, which must accept it. */
+void cqfx_moderate(dp_cq *c, ULONG interval, ULONG count);
 
 /* Posts n receives on the passive QP. */
-void fx_post_receives(fx *f, unsigned n);
+void cqfx_post_receives(cqfx *f, unsigned n);
 
 /* Sends one 16-byte message from the active side. */
-void fx_send(fx *f, ULONG flags);
+void cqfx_send(cqfx *f, ULONG flags);
 
 /* Returns once every message sent so far has been delivered at the passive
  * side (its receive completion is in the passive CQ), without touching that
  * CQ; the active side's completions are drained here. */
-void fx_sync_delivered(fx *f);
+void cqfx_sync_delivered(cqfx *f);
 
 /* Drains exactly n receive completions from the passive CQ, checking they
  * are successful receives. */
-void fx_drain_receives(fx *f, ULONG n);
+void cqfx_drain_receives(cqfx *f, ULONG n);
 
 #endif
