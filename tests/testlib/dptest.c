@@ -845,8 +845,6 @@ bool dp_raw_mpa_request(int fd, uint16_t ird, uint16_t ord)
     return rp_send(fd, f, n);
 }
 
-
-
 void dp_raw_reset(int fd)
 {
     rp_reset(fd);

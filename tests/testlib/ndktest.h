@@ -198,6 +198,10 @@ NDK_OPEN_OPTIONS nt_opts(void);
 /* The same with every provider timeout at ms. */
 NDK_OPEN_OPTIONS nt_opts_ms(ULONG ms);
 
+/* Opens an adapter and records it in nt_adapters, so a case that stops
+ * early still closes it (nt_case_end). The one place the harnesses over the
+ * public API (ndktest, dptest, vtest, the raw peer's NDK side) open an
+ * adapter: an option every suite should run with goes here. */
 NTSTATUS nt_open(const char *name, NDK_VERSION v, const NDK_OPEN_OPTIONS *o,
                  NDK_ADAPTER **out);
 
@@ -430,7 +434,6 @@ NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out);
 /* ------------------------------------------------------------------------ */
 /* Case wrappers                                                            */
 /* ------------------------------------------------------------------------ */
-
 
 void nt_watchdog(int sig);
 

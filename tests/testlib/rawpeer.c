@@ -336,7 +336,7 @@ nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
         return NULL;
     tl_event_init(&w->cq_ev);
     NDK_VERSION v = {2, 1};
-    NTSTATUS st = ndk_open_adapter("127.0.0.1", v, opt, &w->ad);
+    NTSTATUS st = nt_open("127.0.0.1", v, opt, &w->ad);
     if (st != STATUS_SUCCESS) {
         fprintf(stderr, "    ndk_open_adapter(127.0.0.1): %s\n", nk_st(st));
         tl_event_destroy(&w->cq_ev);
@@ -352,7 +352,7 @@ nk_world *nk_open(const NDK_OPEN_OPTIONS *opt)
     st = w->ad->Dispatch->NdkCreatePd(w->ad, nk_create_done, r, &pd);
     w->pd = nk_created(r, st, pd);
     if (!w->cq || !w->pd) {
-        ndk_close_adapter(w->ad);
+        nt_close_adapter(w->ad);
         tl_event_destroy(&w->cq_ev);
         free(w);
         return NULL;
@@ -372,7 +372,7 @@ void nk_close_world(nk_world *w)
 {
     if (!w)
         return;
-    ndk_close_adapter(w->ad);
+    nt_close_adapter(w->ad);
     nk_pool_audit();
     for (unsigned i = 0; i < w->nlisteners; i++) {
         nk_listener *l = w->listeners[i];

@@ -268,7 +268,6 @@ struct sim_net {
     void (*after_write)(struct sim_net *net, int id);
 };
 
-
 extern NDK_ADAPTER *sim_adapters[2];
 
 /* Opens the two adapters every test of the process uses. */
