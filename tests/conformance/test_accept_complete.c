@@ -296,7 +296,7 @@ NT_CASE_FAM(addresses)
     check_getter(c.a->Dispatch->NdkGetPeerAddress, c.a, fam, &ap);
     CHECK_SA_EQ(&ap, &L->addr);
     CHECK_SA_EQ(&al, &pp);
-    /* Source port 0: an ephemeral port (5.10.1), on the loopback address. */
+    /* Source port 0: an ephemeral port (NdkConnect), on the loopback address. */
     CHECK(nt_sa_port(&al) >= NT_EPHEMERAL_LO);
     nt_sa_loop(fam, nt_sa_port(&al), &want);
     CHECK_SA_EQ(&al, &want);

@@ -35,7 +35,7 @@ NT_CASE(query_info_buffer_size)
     }
 
     /* docs/behaviour.md: a consumer built against a header whose structure
-     * ends at AdapterFlags (0x60 octets, 6.1) is served that leading part:
+     * ends at AdapterFlags (0x60 octets) is served that leading part:
      * success, size out 0x60, the octets a full query gives, nothing
      * written from 0x60 on (RdmaTechnology is not there for it). */
     NDK_ADAPTER_INFO full;
@@ -82,7 +82,7 @@ NT_CASE(query_info_values)
     CHECK_STATUS(nt_query_info(ad, &info), STATUS_SUCCESS);
     CHECK_EQ(info.Version.Major, 2);
     CHECK_EQ(info.Version.Minor, 1);
-    /* An iWARP provider (6.3). */
+    /* An iWARP provider (NDK_RDMA_TECHNOLOGY). */
     CHECK_EQ(info.RdmaTechnology, NdkiWarp);
     /* Seed 003: at least 16 FRMR pages. */
     CHECK(info.FRMRPageCount >= 16);

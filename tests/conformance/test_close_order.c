@@ -61,8 +61,9 @@ static void pends_until(nt_op *ante_close, void *succ)
         CHECK(atomic_load(&sc->seq) < atomic_load(&ante_close->seq));
 }
 
-/* QP -> connector (2.2): a QP closed while its connector lives. Both sides;
- * the connection keeps working meanwhile (a graceful disconnect). */
+/* QP -> connector (the QP is the connector's antecedent once NdkConnect or
+ * NdkAccept joined them, L8): a QP closed while its connector lives. Both
+ * sides; the connection keeps working meanwhile (a graceful disconnect). */
 NT_CASE_FAM(qp_close_pends_for_connector)
 {
     NDK_OPEN_OPTIONS o = nt_opts();

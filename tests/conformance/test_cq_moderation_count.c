@@ -1,10 +1,10 @@
-/* Interrupt moderation by count (5.4.4, docs/behaviour.md "Completions"):
- * with only a ModerationCount of 4 in force, an armed CQ calls back once,
- * when the 4th unreported completion is in it, and not before, however the
- * arms and the completions interleave: arm first, completions first, a
- * re-arm while the notification is held back, completions the consumer
- * polled away meanwhile, and a change of settings while it is held back
- * (the newest settings apply at once). */
+/* Interrupt moderation by count (NdkControlCqInterruptModeration,
+ * docs/behaviour.md "Completions"): with only a ModerationCount of 4 in force,
+ * an armed CQ calls back once, when the 4th unreported completion is in it, and
+ * not before, however the arms and the completions interleave: arm first,
+ * completions first, a re-arm while the notification is held back, completions
+ * the consumer polled away meanwhile, and a change of settings while it is held
+ * back (the newest settings apply at once). */
 #include "cqfx.h"
 
 #define MAXUL 0xFFFFFFFFu
@@ -81,7 +81,7 @@ DP_CASE(rearm_while_held)
     dp_cq *cq = f.c->cqp;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, 2);
-    /* Arms merge (8.2 rule 5): still one notification, still at four. */
+    /* Arms merge (rule C6): still one notification, still at four. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     CHECK_NOTIFIED(cq, 0);

@@ -1,11 +1,11 @@
-/* Interrupt moderation by time (5.4.4, docs/behaviour.md "Completions"):
- * with a ModerationInterval in force, the notification for an arm that a
- * completion satisfied comes no sooner than the interval after the
- * completion could first have arrived, and not much later (the bound here
- * allows for a loaded machine); a count reached first releases it earlier;
- * every arm gets its own interval. Times are taken on the test's clock
- * around the calls, so a slow machine can only make the lower bound looser,
- * never fail it. */
+/* Interrupt moderation by time (NdkControlCqInterruptModeration,
+ * docs/behaviour.md "Completions"): with a ModerationInterval in force, the
+ * notification for an arm that a completion satisfied comes no sooner than the
+ * interval after the completion could first have arrived, and not much later
+ * (the bound here allows for a loaded machine); a count reached first releases
+ * it earlier; every arm gets its own interval. Times are taken on the test's
+ * clock around the calls, so a slow machine can only make the lower bound
+ * looser, never fail it. */
 #include "cqfx.h"
 
 #define MAXUL 0xFFFFFFFFu

@@ -1,5 +1,5 @@
-/* NdkControlCqInterruptModeration, its parameters and statuses (5.4.4,
- * docs/behaviour.md "Completions"): the adapter advertises the flag; the
+/* NdkControlCqInterruptModeration, its parameters and statuses
+ * (docs/behaviour.md "Completions"): the adapter advertises the flag; the
  * call completes inline with STATUS_SUCCESS for every setting except an
  * unbounded interval with an unbounded count, which is
  * STATUS_INVALID_PARAMETER_MIX; turning moderation off again (0 / 0) makes

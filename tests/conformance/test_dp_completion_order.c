@@ -73,7 +73,7 @@ DP_CASE(completion_order)
 
 /*
  * NDK_RESULT through NdkGetCqResults and NDK_RESULT_EX through
- * NdkGetCqResultsEx (5.4.3, 5.4.5, 6.4, 6.5), with separate receive and
+ * NdkGetCqResultsEx (NDK_RESULT, NDK_RESULT_EX), with separate receive and
  * initiator CQs: receives go to the receive CQ only, initiator requests to
  * the initiator CQ only; asking for fewer results than are queued returns
  * that many and leaves the rest, in order.

@@ -11,7 +11,7 @@
  * so every arm in these cases is one the case made on purpose. */
 #include "cqfx.h"
 
-/* NdkCreateCq (5.3.2): MaxCqDepth is accepted, one more is not; no
+/* NdkCreateCq: MaxCqDepth is accepted, one more is not; no
  * notification ever comes for a CQ that was never armed. */
 DP_CASE(create_cq_limits)
 {
@@ -33,7 +33,7 @@ DP_CASE(create_cq_limits)
 }
 
 /*
- * ANY (5.4.2, 8.2 rules 1-2, C3): one arm, three completions, one callback
+ * ANY (NdkArmCq, C3): one arm, three completions, one callback
  * with STATUS_SUCCESS. A re-arm on a drained CQ waits for the next
  * completion, which then gives exactly one more callback. Without an arm,
  * completions give none.
@@ -73,7 +73,7 @@ DP_CASE(arm_any_once_per_arm)
 }
 
 /*
- * SOLICITED (5.4.2, 5.9.2, 8.2 rule 6): a receive matched with a plain Send
+ * SOLICITED (NdkArmCq, NdkSend, C9): a receive matched with a plain Send
  * does not satisfy it, one matched with SEND_AND_SOLICIT_EVENT does; the
  * sender's own successful completions never do.
  */
@@ -111,7 +111,7 @@ DP_CASE(arm_solicited)
 }
 
 /*
- * ERRORS (5.4.2, 8.2 rule 6): only CQ errors (overrun, fatal) satisfy it,
+ * ERRORS (NdkArmCq, C9): only CQ errors (overrun, fatal) satisfy it,
  * not completions, successful or failed.
  */
 DP_CASE(arm_errors_ignores_completions)
@@ -176,7 +176,7 @@ DP_CASE(error_completion_notifies)
 }
 
 /*
- * C4 / 8.2 rule 3: an arm made while the CQ holds a completion that arrived
+ * C4: an arm made while the CQ holds a completion that arrived
  * after the last callback must be satisfied at once, for ANY, and for
  * SOLICITED when that completion is a solicited receive.
  */
@@ -201,8 +201,8 @@ DP_CASE(arm_with_fresh_completions_queued)
 }
 
 /*
- * Re-arming before the previous arm was satisfied merges the two (8.2 rule
- * 5, C6): the broader condition wins, ANY > SOLICITED > ERRORS. Each pair is
+ * Re-arming before the previous arm was satisfied merges the two (C6): the
+ * broader condition wins, ANY > SOLICITED > ERRORS. Each pair is
  * probed with a plain Send (fires only if the merge is ANY) and, when it did
  * not fire, a solicited Send (fires if the merge is SOLICITED).
  */
@@ -254,7 +254,7 @@ DP_CASE(rearm_merge_table)
 }
 
 /*
- * NdkResizeCq (5.4.1), which libndk offers: growing a CQ that holds
+ * NdkResizeCq, which libndk offers: growing a CQ that holds
  * entries keeps them, in order, and lets it hold more than its old depth;
  * a depth over MaxCqDepth is refused; a shrink below the queued count never
  * loses an entry.
@@ -303,7 +303,7 @@ DP_CASE(resize_keeps_entries)
 }
 
 /*
- * Overflow (8.1, 5.2.4): the passive side's receive CQ has 4 entries and
+ * Overflow (C8): the passive side's receive CQ has 4 entries and
  * 6 messages arrive. An ERRORS arm reports STATUS_BUFFER_OVERFLOW, once; no
  * more than 4 entries can ever be read; a later arm of any type reports the
  * overflow again; and the QP is unusable: its connection ends and a Send
@@ -339,7 +339,7 @@ DP_CASE(overflow)
     CHECK_EQ(n, 4);
     for (ULONG i = 0; i < n && i < 8; i++)
         CHECK(e[i].RequestContext == DP_CTX(1000 + i));
-    /* An error of the CQ satisfies any later arm (8.2, [I]). */
+    /* An error of the CQ satisfies any later arm (C9; docs/behaviour.md). */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     WAIT_NOTIFIED(cq, 2);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_BUFFER_OVERFLOW);
@@ -358,7 +358,7 @@ DP_CASE(overflow)
 }
 
 /*
- * Callbacks that drain and re-arm from inside (8.2 rule 9, T2, L5): the
+ * Callbacks that drain and re-arm from inside (T2, L5): the
  * consumer's loop is "callback: drain until empty, arm ANY, drain again".
  * With the main thread never touching the CQ after the first arm, all 40
  * receive completions must reach the callbacks, in order, exactly once, and

@@ -5,14 +5,13 @@
 #include "dptest.h"
 
 /*
- * SendAndInvalidate of the receiver's fast-registered MR (5.9.9, 8.3, C2):
- * the receive completes as NdkOperationTypeReceiveAndInvalidate with the
- * token in TypeSpecificCompletionOutput, the sender's as a Send; afterwards
- * the token is dead locally (an SGE with it is refused) and remotely (a Read
+ * SendAndInvalidate of the receiver's fast-registered MR (NdkSendAndInvalidate,
+ * C2): the receive completes as NdkOperationTypeReceiveAndInvalidate with the
+ * token in TypeSpecificCompletionOutput, the sender's as a Send; afterwards the
+ * token is dead locally (an SGE with it is refused) and remotely (a Read
  * through it fails). A second round is retrieved with NdkGetCqResults, which
- * must return such a receive too. A fresh fast registration makes the
- * same token valid again (the MR keeps its token by default:
- * test_frmr_token).
+ * must return such a receive too. A fresh fast registration makes the same
+ * token valid again (the MR keeps its token by default: test_frmr_token).
  */
 DP_CASE(send_and_invalidate)
 {
@@ -101,7 +100,7 @@ DP_CASE(send_and_invalidate)
 }
 
 /*
- * Fast registration (5.9.5, 9.3): pages from NdkBuildLAM of a buffer that
+ * Fast registration (NdkFastRegister): pages from NdkBuildLAM of a buffer that
  * starts 300 bytes into a page, registered at a BaseVirtualAddress of the
  * consumer's choosing (FBO + n * PAGE_SIZE, not the buffer's address): the
  * peer's Write at base + off lands at buffer + off. NdkInvalidate then kills

@@ -99,7 +99,7 @@ static unsigned ledger_count(const ledger *l, NTSTATUS st)
 /*
  * NdkFlush on a connected QP whose peer never reads (a raw MPA initiator):
  * 8 receives and 4 large Sends are outstanding; every one completes once,
- * with STATUS_CANCELLED (5.9.1); the connection stays up (the raw peer's
+ * with STATUS_CANCELLED (NdkFlush); the connection stays up (the raw peer's
  * stream does not end); a second NdkFlush adds nothing; after it an
  * initiator request is refused inline and a receive either is refused or
  * completes once, cancelled.
@@ -246,7 +246,7 @@ DP_CASE(flush_connected_pair)
 }
 
 /*
- * NdkDisconnect with receives posted on both sides (5.10.9, 7.6, X1-X6):
+ * NdkDisconnect with receives posted on both sides (X1-X6):
  * the peer gets exactly one disconnect event and, since the provider should
  * not flush because of an incoming disconnect (X3), its receives stay
  * posted until it calls NdkDisconnect itself; then both NdkDisconnect calls
@@ -379,7 +379,7 @@ DP_CASE(both_sides_disconnect_at_once)
 /*
  * The peer resets (closes its connector): one disconnect event; once the
  * local side closes its connector and QP (L3: a close cancels what is
- * pending, 8.1), every receive and Read it had outstanding has completed
+ * pending), every receive and Read it had outstanding has completed
  * exactly once.
  */
 DP_CASE(peer_reset_then_close)
@@ -413,7 +413,7 @@ DP_CASE(peer_reset_then_close)
     dp_pair_close(&x);
 }
 
-/* Closing a QP cancels its posted receives (L3, 8.1): each completes once,
+/* Closing a QP cancels its posted receives (L3): each completes once,
  * STATUS_CANCELLED, with the QP's context, before the close completes. */
 DP_CASE(close_qp_cancels_receives)
 {

@@ -4,7 +4,7 @@
 #include "dptest.h"
 
 /*
- * Memory windows (5.9.4, 9.4): a window bound over part of an MR that has
+ * Memory windows (NdkBind): a window bound over part of an MR that has
  * only local rights gives the peer remote read and write through the
  * window's token, limited to the window; after NdkInvalidate of the window,
  * a Read through its token fails.

@@ -3,9 +3,9 @@
  * marked "libndk:". */
 #include "dptest.h"
 
-/* SILENT_SUCCESS (6.9, 8.1): a Send, a Write and a Read that succeed leave
- * no CQE; the signalled Send posted after them does, and by then (completions
- * in posting order) the silent Read's data is in its sink. */
+/* SILENT_SUCCESS (NDK_OP_FLAG_SILENT_SUCCESS): a Send, a Write and a Read that
+ * succeed leave no CQE; the signalled Send posted after them does, and by then
+ * (completions in posting order) the silent Read's data is in its sink. */
 DP_CASE(silent_success)
 {
     dp_pair x;

@@ -316,7 +316,7 @@ static void attack(world *w, kind k, target t)
     DP_CHECK_ST(dp_recv(c->qa, CTX_A1, &ars, 1), STATUS_SUCCESS);
 
     /* The attack, then the follow-up Read of a valid region. The attack is
-     * posted with DEFER (10.3), so both reach the engine together when the
+     * posted with DEFER (rules D1-D5), so both reach the engine together when the
      * Read is posted: the Read is certain to be outstanding behind the
      * attack, never posted after the connection already failed. */
     memset(w->sink.addr, SINK_BYTE, 8192);

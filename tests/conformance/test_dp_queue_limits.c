@@ -7,9 +7,9 @@
 #include "dptest.h"
 
 /*
- * NdkCreateQp (5.5.4): each of the five sizes at the adapter's limit is
+ * NdkCreateQp: each of the five sizes at the adapter's limit is
  * accepted, one past it is STATUS_INVALID_PARAMETER. NdkCreateQpWithSrq
- * (5.5.5) checks its three.
+ * checks its three.
  */
 DP_CASE(qp_creation_limits)
 {

@@ -49,7 +49,7 @@ DP_CASE(write_then_send)
     dp_pair_close(&x);
 }
 
-/* RDMA Read (5.9.7): a single-SGE sink, a four-SGE sink over two MRs, and a
+/* RDMA Read (NdkRead): a single-SGE sink, a four-SGE sink over two MRs, and a
  * zero-length read; each completes as NdkOperationTypeRead with the source's
  * bytes in the sink and nothing else written. */
 DP_CASE(read_sinks)
@@ -148,7 +148,7 @@ DP_CASE(read_fence)
 }
 
 /*
- * RDMA_READ_LOCAL_INVALIDATE (5.9.7): with the adapter flag, a successful
+ * RDMA_READ_LOCAL_INVALIDATE (NdkRead): with the adapter flag, a successful
  * Read invalidates its first SGE's token (a fast-registered sink), so a later
  * SGE with it is refused. libndk sets the flag (src/adapter.c).
  */

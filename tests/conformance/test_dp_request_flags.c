@@ -8,8 +8,9 @@
 #define UNKNOWN_FLAG_HIGH 0x80000000u
 
 /*
- * Unknown flag bits (6.9, libndk: STATUS_INVALID_PARAMETER) on every posting
- * function that takes Flags: refused inline, no CQE, the QP keeps working.
+ * Unknown flag bits (NDK_OP_FLAG_*; libndk: STATUS_INVALID_PARAMETER) on every
+ * posting function that takes Flags: refused inline, no CQE, the QP keeps
+ * working.
  */
 DP_CASE(unknown_flags)
 {

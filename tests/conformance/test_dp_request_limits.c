@@ -106,7 +106,7 @@ DP_CASE(sge_count_limits)
 }
 
 /*
- * Inline size (5.9.2, 6.7): with InlineDataSize 64 an INLINE Send or Write of
+ * Inline size (NdkSend, NDK_SGE): with InlineDataSize 64 an INLINE Send or Write of
  * 64 bytes works and of 65 bytes fails; on a QP created with InlineDataSize
  * 0 any INLINE request carrying data fails.
  */
@@ -164,9 +164,9 @@ DP_CASE(inline_size_limits)
 }
 
 /*
- * MaxTransferLength (6.1): a Send, SendAndInvalidate, Write, Read or Receive
- * whose SGEs add up to one byte more fails inline. The memory is reserved
- * address space (never touched), registered once.
+ * MaxTransferLength (NDK_ADAPTER_INFO): a Send, SendAndInvalidate, Write, Read
+ * or Receive whose SGEs add up to one byte more fails inline. The memory is
+ * reserved address space (never touched), registered once.
  */
 DP_CASE(transfer_length_limit)
 {
@@ -265,8 +265,8 @@ DP_CASE(local_sge_checks)
  * FRMRPageCount (6.1: at least 16): a fast-register MR initialized for that
  * many pages maps a region of exactly that many pages, and the peer can
  * write its last byte and read it back. A NdkFastRegister with more pages
- * than the MR was initialized for is refused inline (5.9.5 [U]; the
- * reference suggests STATUS_INVALID_PARAMETER) and leaves no CQE.
+ * than the MR was initialized for is refused inline (NdkFastRegister's page does
+ * not say with what; libndk: STATUS_INVALID_PARAMETER) and leaves no CQE.
  */
 DP_CASE(frmr_page_count)
 {

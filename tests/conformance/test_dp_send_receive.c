@@ -115,7 +115,7 @@ DP_CASE(send_solicited)
 }
 
 /*
- * INLINE (5.9.2, 6.7): the data is copied during the call, so the buffer may
+ * INLINE (NdkSend, NDK_SGE): the data is copied during the call, so the buffer may
  * change as soon as the post returns; the SGEs need no registration and
  * their tokens are ignored; nSge may exceed MaxInitiatorRequestSge; the total
  * is bounded by InlineDataSize. Checked for NdkSend and NdkWrite (libndk

@@ -5,10 +5,10 @@
 #include "dptest.h"
 
 /*
- * A QP that is not connected (5.5.4, 5.9): every initiator request fails
- * with STATUS_CONNECTION_INVALID and leaves no CQE, while receives may be
- * pre-posted; once the QP is connected, the pre-posted receive takes the
- * first message.
+ * A QP that is not connected (NdkCreateQp, the QP functions): every initiator
+ * request fails with STATUS_CONNECTION_INVALID and leaves no CQE, while
+ * receives may be pre-posted; once the QP is connected, the pre-posted receive
+ * takes the first message.
  */
 DP_CASE(unconnected_qp)
 {

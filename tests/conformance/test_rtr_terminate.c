@@ -4,8 +4,8 @@
  * (2,0,0x07), or not enough IRD, (2,0,0x06)). A received Terminate is never
  * answered with one (RFC 5040 section 7; docs/behaviour.md "Terminates"):
  * libndk's NdkAccept fails with STATUS_CONNECTION_ABORTED (the initiator
- * abandoned the establishment, 5.10.4) and the connection closes without a
- * single octet more from libndk.
+ * abandoned the establishment, as NdkAccept allows) and the connection closes
+ * without a single octet more from libndk.
  *
  * Variants: the Terminate with its control word only (28-octet FPDU), with
  * a copied DDP and RDMA header (the longest, 76 octets), with MPA CRC, and a

@@ -441,7 +441,8 @@ static void frmr_page_split(void)
     ULONG fl = NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ;
 
     CHECK_EQ(fr_check(f.a1, mr, 3, pg, fbo, len, va, fl), STATUS_SUCCESS);
-    /* The new token is current as soon as the post returned (5.6.4)... */
+    /* The new token is current as soon as the post returned
+     * (NdkGetRemoteTokenFromMr)... */
     UINT32 tok1 = rtok(mr);
     CHECK(tok1 != tok0);
     CHECK_EQ(tok1 >> 8, tok0 >> 8);
@@ -480,8 +481,8 @@ static void frmr_page_split(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, tok1, va - 1, 1, RW), MEM_BOUNDS);
 
     /* Local SGEs: the local token from initialization still names the MR
-     * (5.6.5); an SGE over pages that are not adjacent in memory maps to
-     * one iovec per run, in order. */
+     * (NdkGetLocalTokenFromMr); an SGE over pages that are not adjacent in
+     * memory maps to one iovec per run, in order. */
     CHECK_EQ(lmap(&f, f.pa, tok0, va + 10, 20, MEM_LOCAL_WRITE), STATUS_SUCCESS);
     CHECK(g_niov == 1 && g_iov[0].iov_base == b + 4 * ps + fbo + 10);
     CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge + 5, (ULONG)ps, 0), STATUS_SUCCESS);
@@ -865,7 +866,7 @@ static void window_rules(void)
     CHECK_EQ(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 4, TRUE, NULL, NULL), STATUS_SUCCESS);
     CHECK_EQ(mw->Dispatch->NdkGetRemoteTokenFromMw(mw), 0); /* never bound */
 
-    /* Post-time rules (5.9.4). */
+    /* Post-time rules (NdkBind). */
     CHECK_EQ(bind_check(f.a1, mr, mw, B - 1, 8, RWF), STATUS_INVALID_PARAMETER);
     CHECK_EQ(bind_check(f.a1, mr, mw, B + 4 * ps, 0, RWF), STATUS_INVALID_PARAMETER);
     CHECK_EQ(bind_check(f.a1, mr, mw, B + 4 * ps - 8, 9, RWF), STATUS_INVALID_PARAMETER);
@@ -1107,7 +1108,7 @@ static void invalidation(void)
     CHECK_EQ(mem_invalidate_remote(f.t, f.pa, f.a1, sw), MEM_OK);
     CHECK_EQ(rmap(&f, f.pa, f.a1, sw, B, 1, RW), MEM_INVALID_STAG);
 
-    /* NdkInvalidate posting rules (5.9.6). */
+    /* NdkInvalidate posting rules. */
     CHECK_EQ(mem_check_invalidate(f.a1, &normal->Header), STATUS_INVALID_PARAMETER);
     CHECK_EQ(mem_exec_invalidate(f.a1, &normal->Header), STATUS_INVALID_PARAMETER);
     CHECK_EQ(mem_check_invalidate(f.a1, &fr->Header), STATUS_SUCCESS);

@@ -692,7 +692,8 @@ bool dp_conn_establish(dp_conn *c)
     if (!c->cp)
         return false;
     /* The passive side's window for NdkGetConnectionData is before NdkAccept
-     * (7.3): the requester's limits capped by the adapter (7.4 rule 4); the
+     * (rule N1): the requester's limits capped by the adapter
+     * (docs/behaviour.md, IRD / ORD); the
      * effective values are those capped again by what we accept with. */
     ULONG len = 0, ird = 0, ord = 0;
     DP_CHECK_ST(c->cp->Dispatch->NdkGetConnectionData(c->cp, &ird, &ord, NULL, &len),

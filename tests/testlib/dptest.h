@@ -295,7 +295,7 @@ ULONG dp_quiet(dp_cq *c, NDK_RESULT_EX *out, ULONG max, unsigned ms);
     } while (0)
 
 /* Checks one completion's fields. bytes < 0: BytesTransferred not checked
- * (it is defined for receives only, 6.4). */
+ * (NDK_RESULT defines it for receives only). */
 #define DP_CHECK_CQE(r, st, type, qpctx, reqctx, bytes)                                      \
     do {                                                                                     \
         const NDK_RESULT_EX *dp_r_ = &(r);                                                   \
@@ -360,11 +360,11 @@ typedef struct dp_frmr {
 } dp_frmr;
 
 /* Creates the MR, initializes it for the pages of [addr, addr+len) and
- * builds their LAM (asking its size first, 4.7). */
+ * builds their LAM (asking its size first: STATUS_BUFFER_TOO_SMALL). */
 bool dp_frmr_init(dp_side *s, dp_frmr *f, void *addr, size_t len, BOOLEAN remote);
 
 /* Posts NdkFastRegister of the whole buffer at base_va; reads the new token
- * once the call returned (5.6.4). */
+ * once the call returned (NdkGetRemoteTokenFromMr). */
 NTSTATUS dp_frmr_post(NDK_QP *qp, void *ctx, dp_frmr *f, void *base_va, ULONG flags);
 
 void dp_frmr_close(dp_frmr *f);
@@ -469,7 +469,8 @@ NTSTATUS dp_read(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n,
                  const void *raddr, UINT32 rtok, ULONG flags);
 
 /* Sink flags for NdkRead targets: the read-sink right is needed unless the
- * adapter says otherwise (5.6.1, 9.6). */
+ * adapter says otherwise (NdkRegisterMr,
+ * NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED). */
 #define DP_SINK_FLAGS (NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_RDMA_READ_SINK)
 
 /* One Send/Receive round trip of `len` bytes a -> p with data check: a

@@ -440,7 +440,7 @@ void nt_watchdog(int sig);
 void nt_case_begin(const char *name);
 
 /*
- * The completion contract (4.1, C7) over the ops made since *from, which
+ * The completion contract (rules L2, C7) over the ops made since *from, which
  * moves to the end: exactly one completion for a call that returned
  * STATUS_PENDING (or none, when pending_may_stay: the caller gave up
  * waiting), none for any other return, at most one disconnect indication.

@@ -73,7 +73,7 @@ struct frame_vec {
 };
 
 static const struct frame_vec frame_vecs[] = {
-    /* guest-to-host-mpa-request.txt: what siw sends as Initiator (5.2) */
+    /* guest-to-host-mpa-request.txt: what siw sends as Initiator */
     {"siw request", KEY_REQ "10 02 00 04 00 01 00 01", false, false, false, false, true, 2,
      false, 0, 1, 1, 0},
     /* host-to-guest-mpa-v2.txt: siw's accepting Reply */

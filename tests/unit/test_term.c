@@ -31,7 +31,7 @@ static struct ddp_term mk(uint8_t layer, uint8_t etype, uint8_t code, bool d, bo
 
 static void test_ctrl_words(void)
 {
-    /* The table "Terminate control words that come up often" (1.10). */
+    /* Terminate control words that come up often. */
     CHECK_EQ(term_ctrl_pack(2, 0, 0x02, false, false, false), 0x20020000u);
     CHECK_EQ(term_ctrl_pack(2, 0, 0x06, false, false, false), 0x20060000u);
     CHECK_EQ(term_ctrl_pack(2, 0, 0x07, false, false, false), 0x20070000u);
