@@ -2,7 +2,8 @@
  * connrate.c - how fast libndk establishes and tears down NDK connections
  * over loopback, and how much heap an idle connection costs.
  *
- * One connection, as a real consumer does it (reference 7.1 and 7.6):
+ * One connection, as a real consumer does it (the three legs of NdkConnect,
+ * NdkAccept and NdkCompleteConnect; the NetworkDirect disconnect scheme):
  *
  *   client                                   server (listener on 127.0.0.1)
  *   NdkCreateConnector, NdkCreateQp
@@ -15,7 +16,7 @@
  *   Disconnect completion <----------------
  *   close connector and QP                   close connector and QP
  *
- * A QP cannot be reused after a disconnect (reference 7.6 rule 7), so each
+ * A QP cannot be reused after a disconnect (rule X6, docs/rules.md), so each
  * side creates and closes one QP per connection, inside the measured time.
  * The client puts {magic, slot, generation} in the private data so that, in
  * one process, the server side can stamp the same record; the server calls

@@ -1,6 +1,8 @@
 /* Completion queues, white box: CQs are created and drained through the
  * public dispatch; completions are pushed with ndk_cq_push as the data path
- * would. Contract: cqsrq.h, reference 5.2.4, 5.3.2, 5.4, 6.4-6.6, 8, C1-C7.
+ * would. Contract: cqsrq.h; NdkCreateCq, NdkResizeCq,
+ * NdkArmCq, NdkGetCqResults(Ex), NdkCqNotificationCallback, NDK_RESULT(_EX);
+ * rules C1-C7 (docs/rules.md).
  *
  * "Nothing more arrives" is checked with a barrier, not a timeout: the
  * adapter runs callbacks one at a time in queue order, so once a barrier
@@ -354,7 +356,7 @@ static void merge_cell(ULONG a, ULONG b, ULONG want)
 static void merge_table(void)
 {
     const ULONG A = NDK_CQ_NOTIFY_ANY, E = NDK_CQ_NOTIFY_ERRORS, S = NDK_CQ_NOTIFY_SOLICITED;
-    /* Reference 8.2 rule 5, row = first arm, column = second arm. */
+    /* Rule C6: row = first arm, column = second arm. */
     merge_cell(A, A, A);
     merge_cell(A, E, A);
     merge_cell(A, S, A);
@@ -382,7 +384,7 @@ static void solicited_rules(void)
     CHECK(tl_event_wait(&t.ev, 1, WAIT_MS));
     CHECK_EQ(t.last, STATUS_SUCCESS);
 
-    /* Any error status satisfies SOLICITED (8.2 rule 6). */
+    /* Any error status satisfies SOLICITED (rule C9). */
     arm(&t, NDK_CQ_NOTIFY_SOLICITED);
     CHECK(push(&t, STATUS_SUCCESS, NdkOperationTypeSend, 6, false));
     flush();
@@ -833,8 +835,8 @@ static void producers_polled(void)
     tcq_close(&t);
 }
 
-/* The consumer sleeps on notifications only (8.2 rule 9 loop): a lost
- * wake-up shows as a wait that runs out. */
+/* The consumer sleeps on notifications only (drain, re-arm, drain once more): a
+ * lost wake-up shows as a wait that runs out. */
 static void producers_notified(void)
 {
     struct tcq t;

@@ -1,6 +1,7 @@
 /* Shared receive queues, white box: SRQs are created, posted to and modified
  * through the public dispatch; receives are taken with ndk_srq_take as the
- * data path would. Contract: cqsrq.h, reference 5.2.5, 5.5.3, 5.8, C7, W2.
+ * data path would. Contract: cqsrq.h; NdkCreateSrq, NdkModifySrq,
+ * NdkSrqReceive, NdkSrqNotificationCallback; rules C7 and W2 (docs/rules.md).
  *
  * "No notification" is checked with a barrier: callbacks of one engine run
  * one at a time in queue order, so once a barrier CQ's notification (queued
