@@ -66,11 +66,7 @@ static bool open_side(dp_side *s)
  * recorded in *w. */
 static dp_cq *cq_on(dp_side *s, const GROUP_AFFINITY *aff, where *w)
 {
-    if (dp_ncqs >= DP_MAX_CQS)
-        return NULL;
-    dp_cq *c = &dp_cqs[dp_ncqs++];
-    memset(c, 0, sizeof *c);
-    tl_event_init(&c->notify);
+    dp_cq *c = dp_cq_record();
     memset(w, 0, sizeof *w);
     c->hook = where_hook;
     c->user = w;
@@ -99,13 +95,9 @@ static GROUP_AFFINITY cpu_affinity(int cpu)
 /* A connection a -> p over QPs on the given CQs (initiator, receive). */
 static dp_conn *conn_on(dp_side *a, dp_side *p, dp_cq *ai, dp_cq *ar, dp_cq *pi, dp_cq *pr)
 {
-    if (dp_nconns >= DP_MAX_CONNS || !ai || !ar || !pi || !pr)
+    if (!ai || !ar || !pi || !pr)
         return NULL;
-    dp_conn *c = &dp_conns[dp_nconns++];
-    memset(c, 0, sizeof *c);
-    tl_event_init(&c->lev);
-    tl_event_init(&c->disc_a);
-    tl_event_init(&c->disc_p);
+    dp_conn *c = dp_conn_record();
     c->a = a;
     c->p = p;
     c->cfg = dp_cfg_default();

@@ -203,7 +203,7 @@ unsigned dp_cq_notified(dp_cq *c)
     return tl_event_count(&c->notify);
 }
 
-dp_cq *dp_cq_new(dp_side *s, ULONG depth)
+dp_cq *dp_cq_record(void)
 {
     if (dp_ncqs >= DP_MAX_CQS) {
         fprintf(stderr, "dptest: out of CQ records\n");
@@ -212,6 +212,12 @@ dp_cq *dp_cq_new(dp_side *s, ULONG depth)
     dp_cq *c = &dp_cqs[dp_ncqs++];
     memset(c, 0, sizeof *c);
     tl_event_init(&c->notify);
+    return c;
+}
+
+dp_cq *dp_cq_new(dp_side *s, ULONG depth)
+{
+    dp_cq *c = dp_cq_record();
     dp_req *r = dp_req_new("NdkCreateCq");
     NDK_CQ *cq = NULL;
     NTSTATUS st;
@@ -562,7 +568,7 @@ NDK_QP *dp_qp_create(dp_side *s, dp_cq *rcq, dp_cq *icq, NDK_SRQ *srq, void *qpc
     return o;
 }
 
-dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg)
+dp_conn *dp_conn_record(void)
 {
     if (dp_nconns >= DP_MAX_CONNS) {
         fprintf(stderr, "dptest: out of connection records\n");
@@ -573,6 +579,12 @@ dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg)
     tl_event_init(&c->lev);
     tl_event_init(&c->disc_a);
     tl_event_init(&c->disc_p);
+    return c;
+}
+
+dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg)
+{
+    dp_conn *c = dp_conn_record();
     c->a = a;
     c->p = p;
     c->cfg = cfg ? *cfg : dp_cfg_default();

@@ -243,6 +243,9 @@ void dp_cq_cb(PVOID ctx, NTSTATUS status);
 unsigned dp_cq_notified(dp_cq *c);
 
 /* A CQ of `depth` entries whose notifications are counted. */
+/* A zeroed CQ record from the case's pool (freed by dp_case_end), for a
+ * test that creates the CQ itself (with an Affinity, say). */
+dp_cq *dp_cq_record(void);
 dp_cq *dp_cq_new(dp_side *s, ULONG depth);
 
 void dp_cq_close(dp_cq *c);
@@ -423,6 +426,9 @@ NDK_QP *dp_qp_create(dp_side *s, dp_cq *rcq, dp_cq *icq, NDK_SRQ *srq, void *qpc
 
 /* CQs and QPs for a connection from a to p; nothing is connected yet, so
  * receives may be pre-posted before dp_conn_establish. */
+/* A zeroed connection record from the case's pool, for a test that
+ * builds the connection from its own CQs. */
+dp_conn *dp_conn_record(void);
 dp_conn *dp_conn_new(dp_side *a, dp_side *p, const dp_cfg *cfg);
 
 NDK_CONNECTOR *dp_connector_new(dp_side *s);
