@@ -203,9 +203,12 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
     struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
     struct rx_stage stage;
-    if (!orq || (irq_cap && !irq) || !rx_stage_init(&stage)) {
+    size_t tx_cap = ndk_tx_stage_size;
+    uint8_t *tx_stage = tx_cap ? malloc(tx_cap) : NULL;
+    if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || !rx_stage_init(&stage)) {
         free(orq);
         free(irq);
+        free(tx_stage);
         return false;
     }
     pthread_mutex_lock(&dp->rx_lock);
@@ -218,6 +221,10 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->orq_cap = ord + 1;
     dp->irq = irq;
     pthread_mutex_lock(&dp->sq_lock);
+    free(dp->tx_stage);
+    dp->tx_stage = tx_stage;
+    dp->tx_stage_cap = tx_cap;
+    dp->tx_stage_used = 0;
     dp->tr = tr;
     dp->crc = crc;
     dp->irq_cap = irq_cap;
