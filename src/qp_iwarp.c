@@ -162,6 +162,17 @@ static void iw_forget(struct ndk_qp_impl *qp)
 static void iw_poll(struct ndk_qp_impl *qp)
 {
     ndk_qp_try_readable(qp);
+    /* A batch waiting for room in the socket: the socket's writability
+     * wakes the progress thread, which shares the CPU with this poller
+     * and may wait for its time slice to end (milliseconds of a 1 MiB
+     * stream lost, more or less each time). The poller looks for the room
+     * itself. trylock: never wait behind a poster or the progress thread. */
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (pthread_mutex_trylock(&dp->sq_lock) == 0) {
+        if (dp->tx_blocked)
+            qp_tx_progress(qp);
+        pthread_mutex_unlock(&dp->sq_lock);
+    }
 }
 
 static bool iw_lease_input(struct ndk_qp_impl *qp, bool on)
