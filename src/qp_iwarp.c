@@ -214,7 +214,12 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
     struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
     struct rx_stage stage;
-    size_t tx_cap = ndk_tx_stage_size;
+    /* Transmit staging: no more than the QP can have waiting at once (its
+     * requests and the Reads it answers, each one FPDU of the largest
+     * staged size), so that a shallow QP stays small. */
+    size_t tx_cap = ((size_t)qp->iq_depth + ird) * (ndk_tx_stage_threshold + TX_HDR_MAX + 8);
+    if (tx_cap > ndk_tx_stage_size)
+        tx_cap = ndk_tx_stage_size;
     uint8_t *tx_stage = tx_cap ? malloc(tx_cap) : NULL;
     if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || !rx_stage_init(&stage)) {
         free(orq);

@@ -30,7 +30,7 @@ enum { TX_NONE = 0, TX_SQ = 1, TX_IRQ = 2 };
 /* A batch's worth of small FPDUs (TX_FPDU_MAX 64-octet Sends take 6 KiB);
  * when it is full, the batch's further FPDUs are referenced. Taken when the
  * data path starts (a post has no failure to report for it), so it is part
- * of a connection's idle cost. */
+ * of a connection's idle cost; a shallow QP takes less (qp_iwarp.c). */
 #ifndef NDK_TX_STAGE_SIZE
 #define NDK_TX_STAGE_SIZE 8192
 #endif
