@@ -400,6 +400,7 @@ stability() {
 	echo "events mod = --wait=events --moderation=$MODERATION (NdkControlCqInterruptModeration US,N)."
 	echo "ratio = ndkperf / anchor. Latency: t_typical (median) of ndkperf send_lat against the median"
 	echo "of the anchor; lower is better. Bandwidth and message rate: higher is better."
+	echo "fi_pingpong prints the average half round trip (usec/xfer), the others a median."
 	echo "libfabric-bin ships only fi_pingpong (no message-rate test): it anchors latency, not rate;"
 	echo "it polls, so with both ends on one CPU it may not finish (then its column shows -)."
 	echo "raw logs: $RAW"
