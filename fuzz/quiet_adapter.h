@@ -57,8 +57,14 @@ static inline void quiet_park(PVOID ctx)
  * closing, for the life of the process. */
 static inline bool quiet_adapter_open(NDK_ADAPTER **out)
 {
+    /* One progress engine (docs/architecture.md, Engines), so that one
+     * parked thread is all of them. */
+    NDK_OPEN_OPTIONS o;
+    memset(&o, 0, sizeof o);
+    o.Size = sizeof o;
+    o.MaxEngines = 1;
     NDK_ADAPTER *ad = NULL;
-    if (ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &ad) != STATUS_SUCCESS)
+    if (ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &ad) != STATUS_SUCCESS)
         return false;
     /* A PD closes only after its MR: the PD's close completes on the
      * progress thread once the MR is gone. */
@@ -88,7 +94,7 @@ static inline void quiet_free_closed(NDK_ADAPTER *pub)
 {
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pub);
     pthread_mutex_lock(&ad->dev->lock);
-    ndk_free_deferred(ad->dev);
+    ndk_free_all(ad->dev);
     pthread_mutex_unlock(&ad->dev->lock);
 }
 

@@ -22,7 +22,7 @@
 #include <sched.h>
 #include <stdarg.h>
 
-#include "../conformance/dptest.h"
+#include "dptest.h"
 
 /* Runs a shell command; true when it exited 0 (else it is printed). */
 __attribute__((format(printf, 1, 2))) static bool sh(const char *fmt, ...)
