@@ -212,7 +212,7 @@ static void leave_backlog(struct ndk_connector_impl *c)
 {
     if (c->in_backlog) {
         c->in_backlog = false;
-        ndk_listener_backlog_release(c->listener);
+        c->backlog_left(c->listener);
     }
 }
 

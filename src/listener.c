@@ -66,6 +66,31 @@ static void reply_markers_reject(struct ndk_halfopen *h)
         (void)ndk_stream_send(h->fd, rep, n);
 }
 
+/* The connect event's hooks (struct ndk_cb): a listener that is closing or
+ * paused must not see the request (5.2.6); the connector is dropped. */
+static bool connect_event_admit(struct ndk_obj *listener, struct ndk_obj *conn)
+{
+    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
+    struct ndk_connector_impl *c = container_of(conn, struct ndk_connector_impl, obj);
+    if (l->obj.closing || l->paused) {
+        ndk_connector_drop_undelivered(c);
+        return false;
+    }
+    return true;
+}
+
+static void connect_event_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
+{
+    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
+    l->connect_event(l->connect_ctx, (NDK_CONNECTOR *)&conn->pub);
+}
+
+static void backlog_left(struct ndk_listener_impl *l)
+{
+    if (l->backlog_used)
+        l->backlog_used--;
+}
+
 static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
 {
     struct ndk_listener_impl *l = h->l;
@@ -114,10 +139,13 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
     halfopen_free(h, false);
     l->backlog_used++;
     c->in_backlog = true;
+    c->backlog_left = backlog_left;
 
     struct ndk_cb *cb = &c->connect_event;
     cb->kind = CB_CONNECT_EVENT;
     cb->obj = &l->obj;
+    cb->u.connect.admit = connect_event_admit;
+    cb->u.connect.deliver = connect_event_deliver;
     cb->u.connect.connector = &c->obj;
     ad->st.requests++;
     char a[NDK_LOG_ADDR_LEN];
@@ -320,29 +348,6 @@ static const NDK_LISTENER_DISPATCH listener_dispatch = {
     .NdkGetLocalAddress = listener_get_local_address,
     .NdkControlConnectEvents = listener_control_events,
 };
-
-bool ndk_listener_should_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
-{
-    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
-    struct ndk_connector_impl *c = container_of(conn, struct ndk_connector_impl, obj);
-    if (l->obj.closing || l->paused) {
-        ndk_connector_drop_undelivered(c);
-        return false;
-    }
-    return true;
-}
-
-void ndk_listener_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
-{
-    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
-    l->connect_event(l->connect_ctx, (NDK_CONNECTOR *)&conn->pub);
-}
-
-void ndk_listener_backlog_release(struct ndk_listener_impl *l)
-{
-    if (l->backlog_used)
-        l->backlog_used--;
-}
 
 static void listener_close_start(struct ndk_obj *obj)
 {

@@ -101,10 +101,6 @@ struct ndk_listener_impl {
 NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
                              PVOID ConnectEventContext, NDK_FN_CREATE_COMPLETION CreateCompletion,
                              PVOID RequestContext, NDK_LISTENER **ppNdkListener);
-bool ndk_listener_should_deliver(struct ndk_obj *listener, struct ndk_obj *conn);
-void ndk_listener_deliver(struct ndk_obj *listener, struct ndk_obj *conn);
-/* A passive connector left the backlog (accepted, rejected or closed). */
-void ndk_listener_backlog_release(struct ndk_listener_impl *l);
 
 /* ---- connector.c ---- */
 enum conn_state {
@@ -133,6 +129,9 @@ struct ndk_connector_impl {
     struct port_res *port;              /* local endpoint reference */
     NDK_SOCKADDR local, peer;
     bool in_backlog;
+    /* passive: registered by the listener, called once when the connector
+     * leaves its backlog (accepted, rejected or closed) */
+    void (*backlog_left)(struct ndk_listener_impl *l);
 
     /* MPA negotiation (wire/mpa_negotiation.h) */
     struct mpa_neg neg;
