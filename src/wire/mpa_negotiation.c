@@ -7,7 +7,8 @@
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
-/* RFC 5044 section 7: an LLP error Terminate (layer 2, type 0). */
+/* The MPA error codes of a Terminate (layer 2, the LLP; type 0): RFC 5044
+ * (the CRC), RFC 6581 (IRD, RTR). */
 #define TERM_CODE_CRC 0x02       /* CRC error in the RTR */
 #define TERM_CODE_NO_IRD 0x06    /* the peer's ORD exceeds any IRD we can hold */
 #define TERM_CODE_NO_RTR 0x07    /* no RTR type both sides support (RFC 6581) */
@@ -228,7 +229,7 @@ static enum mpa_neg_event bad_rtr(struct mpa_neg *n, uint8_t code)
     return fail(n, MPA_NEG_BAD_RTR);
 }
 
-/* A whole FPDU is in rtr_buf: the RTR RFC 6581 section 4 describes? */
+/* A whole FPDU is in rtr_buf: is it an RTR we offered (RFC 6581)? */
 static enum mpa_neg_event on_rtr(struct mpa_neg *n)
 {
     if (fpdu_is_terminate(n->rtr_buf))
