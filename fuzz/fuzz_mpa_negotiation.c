@@ -43,7 +43,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 #define MAX_IRD 128
 #define MAX_ORD 128
 
-static const uint32_t depths[16] = {0, 1, 2, 3, 4, 8, 16, 127, 128, 129, 300, 0x3FFE, 0x3FFF, 0x4000, 65535, 0xFFFFFFFF};
+static const uint32_t depths[16] = {0,   1,   2,      3,      4,      8,     16,    127,
+                                    128, 129, 300, 0x3FFE, 0x3FFF, 0x4000, 65535, 0xFFFFFFFF};
 
 struct plan {
     const uint8_t *chunks;

@@ -302,10 +302,12 @@ static int flush_tx(struct ndk_connector_impl *c)
     return 0;
 }
 
-static int send_bytes(struct ndk_connector_impl *c, const uint8_t *buf, size_t len)
+/* Sends the frame the negotiation produced last. Its octets stay in the
+ * negotiation's output until written; a later frame replaces what is left
+ * of an earlier one. Returns as flush_tx. */
+static int send_output(struct ndk_connector_impl *c)
 {
-    memcpy(c->tx, buf, len);
-    c->tx_len = len;
+    c->tx = mpa_neg_output(&c->neg, &c->tx_len);
     c->tx_off = 0;
     return flush_tx(c);
 }
@@ -369,10 +371,8 @@ static bool keep_peer_pd(struct ndk_connector_impl *c)
 /* Sends the Terminate the negotiation refused the peer's frame with. */
 static void send_setup_term(struct ndk_connector_impl *c)
 {
-    size_t n;
-    const uint8_t *term = mpa_neg_output(&c->neg, &n);
     log_setup_term(c, 2, 0, c->neg.term_code);
-    send_bytes(c, term, n);
+    send_output(c);
 }
 
 static void on_reply(struct ndk_connector_impl *c, enum mpa_neg_event ev)
@@ -495,10 +495,10 @@ static void on_rtr(struct ndk_connector_impl *c, enum mpa_neg_event ev)
          * fails, and the Terminate is never answered with one of ours (RFC
          * 5040 section 7). */
         if (c->neg.term_decoded) {
-            const struct term_msg *m = &c->neg.peer_term;
+            const struct mpa_neg *n = &c->neg;
             c->obj.ad->st.setup_term_rx++;
             CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate received instead of the RTR: %s",
-                     term_describe(m->layer, m->etype, m->code));
+                     term_describe(n->peer_term_layer, n->peer_term_etype, n->peer_term_code));
         }
         accept_fail(c, STATUS_CONNECTION_ABORTED, false);
         return;
@@ -508,9 +508,8 @@ static void on_rtr(struct ndk_connector_impl *c, enum mpa_neg_event ev)
         accept_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
         return;
     }
-    size_t n;
-    const uint8_t *resp = mpa_neg_output(&c->neg, &n); /* a Read RTR's Read Response */
-    if (n && send_bytes(c, resp, n) < 0) {
+    /* A Read RTR is answered with its Read Response. */
+    if (c->neg.out_len && send_output(c) < 0) {
         accept_fail(c, STATUS_CONNECTION_ABORTED, true);
         return;
     }
@@ -527,10 +526,12 @@ static void read_rtr(struct ndk_connector_impl *c)
      * anything behind it stays in the socket for the data path. */
     ssize_t io;
     enum mpa_neg_event ev = ndk_mpa_stream_read(c->fd, &c->neg, &io);
-    if (ev != MPA_NEG_MORE)
+    if (ev != MPA_NEG_MORE) {
         on_rtr(c, ev);
-    else if (io != -EAGAIN)
-        accept_fail(c, STATUS_CONNECTION_ABORTED, true); /* the initiator gave up before its CompleteConnect (5.10.4) */
+    } else if (io != -EAGAIN) {
+        /* The initiator gave up before its CompleteConnect (5.10.4). */
+        accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+    }
 }
 
 /* ---- events ---- */
@@ -830,8 +831,7 @@ static void build_request(struct ndk_connector_impl *c, ULONG ird, ULONG ord, co
         .pd_len = (uint16_t)pdLen,
     };
     mpa_neg_start_initiator(&c->neg, &req);
-    const uint8_t *frame = mpa_neg_output(&c->neg, &c->tx_len);
-    memcpy(c->tx, frame, c->tx_len);
+    c->tx = mpa_neg_output(&c->neg, &c->tx_len); /* sent once TCP is up */
     c->tx_off = 0;
 }
 
@@ -956,12 +956,10 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
         st = STATUS_CONNECTION_ABORTED;
         goto out;
     }
-    size_t n;
     mpa_neg_complete(&c->neg);
-    const uint8_t *rtr = mpa_neg_output(&c->neg, &n); /* peer-to-peer: the RTR */
-    /* A fresh socket always takes 52 octets; anything else means it is
-     * already broken. */
-    if (n && send_bytes(c, rtr, n) != 0) {
+    /* Peer-to-peer: the RTR. A fresh socket always takes 52 octets;
+     * anything else means it is already broken. */
+    if (c->neg.out_len && send_output(c) != 0) {
         conn_dead(c, true);
         st = STATUS_CONNECTION_ABORTED;
         goto out;
@@ -1005,7 +1003,7 @@ static NTSTATUS conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
                                    RequestCompletion);
 }
 
-/* The Reply is out (r: send_bytes' result, 0 or 1): peer-to-peer, NdkAccept
+/* The Reply is out (r: send_output's result, 0 or 1): peer-to-peer, NdkAccept
  * completes when the initiator's RTR (its NdkCompleteConnect) arrives;
  * else the connection is up now. Device lock held. */
 static NTSTATUS accept_replied(struct ndk_connector_impl *c, int r, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
@@ -1060,9 +1058,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
     }
     bool crc = (ad->opt.Flags & NDK_OPEN_FLAG_REQUEST_CRC) != 0;
     bool ok = mpa_neg_accept(&c->neg, ird, ord, crc, pd, (uint16_t)pdLen);
-    size_t n;
-    const uint8_t *rep = mpa_neg_output(&c->neg, &n);
-    int r = ok ? send_bytes(c, rep, n) : -EINVAL;
+    int r = ok ? send_output(c) : -EINVAL;
     if (r < 0) {
         conn_dead(c, true);
         close_pd_window(c);
@@ -1123,9 +1119,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
             c->obj.ad->st.rejected++;
             CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "rejected");
             bool ok = mpa_neg_reject(&c->neg, pPrivateData, (uint16_t)PrivateDataLength);
-            size_t n;
-            const uint8_t *rep = mpa_neg_output(&c->neg, &n);
-            if (!ok || send_bytes(c, rep, n) != 0) {
+            if (!ok || send_output(c) != 0) {
                 st = STATUS_CONNECTION_ABORTED;
                 conn_dead(c, true);
             } else {

@@ -138,7 +138,7 @@ struct ndk_connector_impl {
     uint8_t *peer_pd;            /* private data the peer sent (connect/accept/reject) */
     ULONG peer_pd_len;
     bool pd_window_open;         /* GetConnectionData allowed */
-    uint8_t tx[MPA_FRAME_MAX];   /* startup frame not yet fully written */
+    const uint8_t *tx;           /* startup frame not yet fully written (in neg's output) */
     size_t tx_len, tx_off;
 
     /* requests and events */

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "wire/ddp.h"
+#include "wire/term.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -217,8 +218,12 @@ static enum mpa_neg_event rtr_terminated(struct mpa_neg *n)
 {
     if (n->rtr_have >= 2 + TERM_LEN_CTRL_ONLY) {
         size_t ulpdu = ddp_rd16(n->rtr_buf);
-        term_decode(n->rtr_buf + 2, MIN(ulpdu, n->rtr_have - 2), &n->peer_term);
+        struct term_msg m;
+        term_decode(n->rtr_buf + 2, MIN(ulpdu, n->rtr_have - 2), &m);
         n->term_decoded = true;
+        n->peer_term_layer = m.layer;
+        n->peer_term_etype = m.etype;
+        n->peer_term_code = m.code;
     }
     return fail(n, MPA_NEG_PEER_TERMINATED);
 }

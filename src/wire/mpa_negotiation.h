@@ -23,7 +23,6 @@
 #include <stdint.h>
 
 #include "wire/mpa.h"
-#include "wire/term.h"
 
 enum mpa_neg_state {
     MPA_NEG_IDLE,
@@ -84,8 +83,8 @@ struct mpa_neg {
                                     pointer only while n is not copied: use
                                     mpa_neg_peer_pd) */
     uint8_t term_code;           /* MPA_NEG_REFUSED_TERM, MPA_NEG_BAD_RTR: (2,0,term_code) sent */
-    bool term_decoded;           /* MPA_NEG_PEER_TERMINATED: peer_term holds its control word */
-    struct term_msg peer_term;
+    bool term_decoded;           /* MPA_NEG_PEER_TERMINATED: its control word, decoded */
+    uint8_t peer_term_layer, peer_term_etype, peer_term_code;
 
     /* Input being read. */
     struct mpa_reader reader;
@@ -128,7 +127,8 @@ void mpa_neg_responder_limits(const struct mpa_neg *n, uint32_t *ird, uint32_t *
 void mpa_neg_complete(struct mpa_neg *n);
 
 /* The frame waiting to be sent (length in *len, 0 when none); taking it
- * empties the output. */
+ * empties the output, and its octets stay valid until the negotiation
+ * produces its next frame. */
 const uint8_t *mpa_neg_output(struct mpa_neg *n, size_t *len);
 /* The private data of the peer's last frame (Request or Reply). */
 const uint8_t *mpa_neg_peer_pd(const struct mpa_neg *n, uint16_t *len);

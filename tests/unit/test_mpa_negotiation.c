@@ -140,7 +140,9 @@ static void test_read_rtr(void)
 
     /* A Request offering only the Read RTR, so the responder picks it. */
     mpa_neg_start_responder(&rsp, MAX_IRD, MAX_ORD);
-    struct mpa_frame f = {.crc = true, .enhanced = true, .rev = 2, .p2p = true, .rtr = MPA_RTR_READ, .ird = 4, .ord = 4};
+    struct mpa_frame f = {
+        .crc = true, .enhanced = true, .rev = 2, .p2p = true, .rtr = MPA_RTR_READ, .ird = 4, .ord = 4,
+    };
     n = mpa_frame_encode(&f, wire, sizeof wire);
     CHECK_EQ(feed_chunked(&rsp, wire, n, 3), MPA_NEG_GOT_REQUEST);
     CHECK_EQ(rsp.rtr, MPA_RTR_READ);
@@ -279,7 +281,9 @@ static void test_responder_refusals(void)
 static void waiting_for_rtr(struct mpa_neg *rsp, bool crc)
 {
     uint8_t wire[MPA_FRAME_MAX];
-    struct mpa_frame f = {.crc = crc, .enhanced = true, .rev = 2, .p2p = true, .rtr = MPA_RTR_WRITE, .ird = 4, .ord = 4};
+    struct mpa_frame f = {
+        .crc = crc, .enhanced = true, .rev = 2, .p2p = true, .rtr = MPA_RTR_WRITE, .ird = 4, .ord = 4,
+    };
     size_t n = mpa_frame_encode(&f, wire, sizeof wire), used;
     mpa_neg_start_responder(rsp, MAX_IRD, MAX_ORD);
     CHECK_EQ(mpa_neg_feed(rsp, wire, n, &used), MPA_NEG_GOT_REQUEST);
@@ -299,7 +303,8 @@ static void test_bad_rtrs(void)
         waiting_for_rtr(&rsp, false);
         CHECK_EQ(feed_chunked(&rsp, wire, n, chunk), MPA_NEG_PEER_TERMINATED);
         CHECK(rsp.term_decoded);
-        CHECK_EQ(rsp.peer_term.code, 0x07);
+        CHECK_EQ(rsp.peer_term_layer, 2);
+        CHECK_EQ(rsp.peer_term_code, 0x07);
         CHECK_EQ(take(&rsp, out), 0);
     }
 
