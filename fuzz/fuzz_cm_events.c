@@ -35,8 +35,9 @@
  * the same input may take other paths on another run (which is how races
  * between the consumer's calls, the peer and the timers are explored).
  * NdkConnect cannot be given a socket and the adapter's event loop cannot
- * be driven from the caller's thread, so a deterministic target waits for
- * a sans-IO split of connector.c. A few hundred inputs per second.
+ * be driven from the caller's thread, so the connector's state machine is
+ * not yet fuzzed deterministically; its MPA negotiation is, sans-IO, by
+ * fuzz_mpa_negotiation.c. A few hundred inputs per second.
  */
 #include <errno.h>
 #include <netinet/in.h>

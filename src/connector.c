@@ -10,18 +10,20 @@
  *
  * With a client/server initiator (A=0, Linux siw's default) there is no third
  * leg on the wire: NdkAccept completes when its Reply is written. The MPA
- * codec is in wire/mpa.c; this file only moves its bytes and keeps the NDK
- * state (docs/behaviour.md lists the choices made where NDKPI is silent).
+ * negotiation (both roles) is wire/mpa_negotiation.c, sans-IO; this file
+ * owns the socket, the timers and the NDK state, moves the negotiation's
+ * bytes and acts on its decisions (docs/behaviour.md lists the choices made
+ * where NDKPI is silent).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "mpa_stream.h"
 #include "net/linger.h"
 #include "net/stream.h"
 #include "objects.h"
-#include "wire/ddp.h"
 #include "wire/term.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
@@ -213,7 +215,7 @@ static void leave_backlog(struct ndk_connector_impl *c)
 {
     if (c->in_backlog) {
         c->in_backlog = false;
-        ndk_listener_backlog_release(c->listener);
+        c->backlog_left(c->listener);
     }
 }
 
@@ -303,10 +305,12 @@ static int flush_tx(struct ndk_connector_impl *c)
     return 0;
 }
 
-static int send_bytes(struct ndk_connector_impl *c, const uint8_t *buf, size_t len)
+/* Sends the frame the negotiation produced last. Its octets stay in the
+ * negotiation's output until written; a later frame replaces what is left
+ * of an earlier one. Returns as flush_tx. */
+static int send_output(struct ndk_connector_impl *c)
 {
-    memcpy(c->tx, buf, len);
-    c->tx_len = len;
+    c->tx = mpa_neg_output(&c->neg, &c->tx_len);
     c->tx_off = 0;
     return flush_tx(c);
 }
@@ -345,70 +349,57 @@ static void start_mpa_request(struct ndk_connector_impl *c)
         return;
     }
     c->state = CONN_MPA_REPLY;
-    mpa_reader_init(&c->reader, true, MPA_PD_MAX);
     conn_watch(c, EPOLLIN | EPOLLRDHUP | (r == 1 ? EPOLLOUT : 0));
     loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.MpaReplyTimeoutMs);
 }
 
-/* Bytes the reader still needs for its frame: never read past it, because
- * a responder may put FPDUs right behind its Reply. */
-static size_t frame_bytes_needed(const struct mpa_reader *r)
+/* The private data of the peer's frame, kept for NdkGetConnectionData
+ * (7.2: a reject's too). false: no memory. */
+static bool keep_peer_pd(struct ndk_connector_impl *c)
 {
-    if (r->have < MPA_HDR_LEN)
-        return MPA_HDR_LEN - r->have;
-    size_t pd = ((size_t)r->buf[18] << 8) | r->buf[19];
-    return MPA_HDR_LEN + pd > r->have ? MPA_HDR_LEN + pd - r->have : 1;
+    uint16_t len;
+    const uint8_t *pd = mpa_neg_peer_pd(&c->neg, &len);
+    free(c->peer_pd);
+    c->peer_pd = NULL;
+    c->peer_pd_len = len;
+    if (len) {
+        c->peer_pd = malloc(len);
+        if (!c->peer_pd)
+            return false;
+        memcpy(c->peer_pd, pd, len);
+    }
+    return true;
 }
 
-static ULONG cap_limit(ULONG v, ULONG max)
+/* Sends the Terminate the negotiation refused the peer's frame with. */
+static void send_setup_term(struct ndk_connector_impl *c)
 {
-    return v > max ? max : v;
+    log_setup_term(c, 2, 0, c->neg.term_code);
+    send_output(c);
 }
 
-static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
+static void on_reply(struct ndk_connector_impl *c, enum mpa_neg_event ev)
 {
-    struct ndk_adapter_impl *ad = c->obj.ad;
-    bool sent_enhanced = !(ad->opt.Flags & NDK_OPEN_FLAG_MPA_REV1);
-
-    if (rep->markers || (sent_enhanced && (!rep->enhanced || rep->rev < 2)) ||
-        (!sent_enhanced && rep->enhanced)) {
-        /* We cannot insert markers, and an enhanced Request needs an
-         * enhanced Reply (RFC 6581; siw fails the same way). */
+    const struct mpa_frame *rep = &c->neg.peer_frame;
+    if (ev == MPA_NEG_MALFORMED) {
+        CONN_LOG(NDK_LL_WARN, NDK_LC_MPA, c, "malformed MPA Reply: %s", mpa_result_describe(c->neg.frame_error));
+        connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
+        return;
+    }
+    if (ev == MPA_NEG_UNUSABLE) {
         CONN_LOG(NDK_LL_WARN, NDK_LC_MPA, c, "unusable MPA Reply (rev %u%s%s)", rep->rev,
                  rep->markers ? ", markers" : "", rep->enhanced ? ", enhanced" : "");
         connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
         return;
     }
-    c->rev = rep->rev;
-    c->enhanced = rep->enhanced;
-    c->crc = c->crc || rep->crc;
-    free(c->peer_pd);
-    c->peer_pd = NULL;
-    c->peer_pd_len = rep->pd_len;
-    if (rep->pd_len) {
-        c->peer_pd = malloc(rep->pd_len);
-        if (!c->peer_pd) {
-            connect_fail(c, STATUS_INSUFFICIENT_RESOURCES, true);
-            return;
-        }
-        memcpy(c->peer_pd, rep->pd, rep->pd_len);
-    }
-    /* RFC 6581: the responder's IRD bounds our ORD and its ORD our IRD;
-     * 0x3FFF means "not negotiated", so the local value stands. */
-    if (rep->enhanced) {
-        c->peer_ird = rep->ird;
-        c->peer_ord = rep->ord;
-        c->eff_ord = rep->ird == MPA_IRD_ORD_MASK ? c->want_ord : MIN(c->want_ord, rep->ird);
-        c->eff_ird = rep->ord == MPA_IRD_ORD_MASK ? c->want_ird : MIN(c->want_ird, rep->ord);
-    } else {
-        c->eff_ord = c->want_ord;
-        c->eff_ird = c->want_ird;
+    if (!keep_peer_pd(c)) {
+        connect_fail(c, STATUS_INSUFFICIENT_RESOURCES, true);
+        return;
     }
     c->pd_window_open = true; /* the accept's or the reject's private data */
-
-    if (rep->reject) {
+    if (ev == MPA_NEG_PEER_REJECTED) {
         /* 7.2: the reject private data stays readable after the refusal. */
-        ad->st.connect_refused++;
+        c->obj.ad->st.connect_refused++;
         CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "connect rejected by the peer (%u octets of private data)",
                  (unsigned)rep->pd_len);
         conn_close_wire(c, false);
@@ -417,30 +408,10 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
         ndk_req_complete(&c->connect_req, STATUS_CONNECTION_REFUSED);
         return;
     }
-    if (rep->enhanced && rep->ord != MPA_IRD_ORD_MASK && rep->ord > NDK_MAX_IRD) {
-        /* The responder would send more reads than we can ever hold. */
-        uint8_t term[28];
-        size_t n = mpa_build_term_simple(2, 0, 0x06, c->crc, term);
-        log_setup_term(c, 2, 0, 0x06);
-        send_bytes(c, term, n);
+    if (ev == MPA_NEG_REFUSED_TERM) {
+        send_setup_term(c);
         connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
         return;
-    }
-    c->p2p = false;
-    c->rtr = 0;
-    if (rep->enhanced && rep->p2p) {
-        uint8_t offered = MPA_RTR_WRITE | (c->want_ord >= 1 ? MPA_RTR_READ : 0);
-        uint8_t common = rep->rtr & offered;
-        if (!common) {
-            uint8_t term[28];
-            size_t n = mpa_build_term_simple(2, 0, 0x07, c->crc, term);
-            log_setup_term(c, 2, 0, 0x07);
-            send_bytes(c, term, n);
-            connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
-            return;
-        }
-        c->p2p = true;
-        c->rtr = (common & MPA_RTR_WRITE) ? MPA_RTR_WRITE : MPA_RTR_READ;
     }
     loop_timer_cancel(conn_loop(c), &c->timer);
     c->state = CONN_REPLIED;
@@ -452,34 +423,15 @@ static void on_reply(struct ndk_connector_impl *c, const struct mpa_frame *rep)
 
 static void read_reply(struct ndk_connector_impl *c)
 {
-    /* Header, then private data: both usually wait in the socket already,
-     * so keep reading instead of going back to epoll in between. */
-    for (;;) {
-        uint8_t buf[MPA_FRAME_MAX];
-        size_t need = frame_bytes_needed(&c->reader);
-        ssize_t n = ndk_stream_recv(c->fd, buf, MIN(need, sizeof buf));
-        if (n == -EAGAIN)
-            return;
-        if (n <= 0) {
-            /* Closed or reset before a Reply: nobody accepted (7.2). A
-             * dead path (TcpUserTimeoutMs or keepalive gave up) is no
-             * refusal: it ends as the Reply's timer would. */
-            bool dead = n == -ETIMEDOUT;
-            connect_fail(c, dead ? STATUS_IO_TIMEOUT : STATUS_CONNECTION_REFUSED, true);
-            return;
-        }
-        size_t used;
-        struct mpa_frame rep;
-        enum mpa_result r = mpa_reader_feed(&c->reader, buf, (size_t)n, &used, &rep);
-        if (r < 0) {
-            CONN_LOG(NDK_LL_WARN, NDK_LC_MPA, c, "malformed MPA Reply: %s", mpa_result_describe(r));
-            connect_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
-            return;
-        }
-        if (r == MPA_DONE) {
-            on_reply(c, &rep);
-            return;
-        }
+    ssize_t io;
+    enum mpa_neg_event ev = ndk_mpa_stream_read(c->fd, &c->neg, &io);
+    if (ev != MPA_NEG_MORE) {
+        on_reply(c, ev);
+    } else if (io != -EAGAIN) {
+        /* Closed or reset before a Reply: nobody accepted (7.2). A dead
+         * path (TcpUserTimeoutMs or keepalive gave up) is no refusal: it
+         * ends as the Reply's timer would. */
+        connect_fail(c, io == -ETIMEDOUT ? STATUS_IO_TIMEOUT : STATUS_CONNECTION_REFUSED, true);
     }
 }
 
@@ -508,12 +460,13 @@ static bool established(struct ndk_connector_impl *c)
         /* RFC 5044 rule 4: a responder to a client/server initiator sends
          * nothing before the initiator's first FPDU (siw initiators fail on
          * bytes right behind the Reply). */
-        bool gated = c->passive && !c->p2p;
-        if (!ndk_qp_start(c->qp, &c->tr, c->crc, c->eff_ird, c->eff_ord, socket_mulpdu(c->fd), gated)) {
+        const struct mpa_neg *n = &c->neg;
+        bool gated = c->passive && !n->p2p;
+        if (!ndk_qp_start(c->qp, &c->tr, n->crc, n->eff_ird, n->eff_ord, socket_mulpdu(c->fd), gated)) {
             c->qp_start_failed = true; /* the disconnect reason, if one comes */
             return false;
         }
-        if (c->read_rtr) {
+        if (n->read_rtr) {
             if (c->passive)
                 ndk_qp_read_rtr_received(c->qp);
             else
@@ -529,101 +482,38 @@ static bool established(struct ndk_connector_impl *c)
         c->obj.ad->st.connect_ok++;
     CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s, qp#%u", c->passive ? "accepted" : "connected",
              c->qp ? c->qp->obj.id : 0);
-    CONN_LOG(NDK_LL_INFO, NDK_LC_MPA, c, "MPA rev %u%s, CRC %s, RTR %s, IRD %lu ORD %lu", c->rev,
-             c->enhanced ? " enhanced" : "", c->crc ? "on" : "off",
-             !c->p2p ? "none" : c->rtr == MPA_RTR_WRITE ? "write" : "read", (unsigned long)c->eff_ird,
-             (unsigned long)c->eff_ord);
+    const struct mpa_neg *n = &c->neg;
+    CONN_LOG(NDK_LL_INFO, NDK_LC_MPA, c, "MPA rev %u%s, CRC %s, RTR %s, IRD %lu ORD %lu", n->rev,
+             n->enhanced ? " enhanced" : "", n->crc ? "on" : "off",
+             !n->p2p ? "none" : n->rtr == MPA_RTR_WRITE ? "write" : "read", (unsigned long)n->eff_ird,
+             (unsigned long)n->eff_ord);
     return true;
 }
 
-static void term_and_fail_accept(struct ndk_connector_impl *c, uint8_t code)
+static void on_rtr(struct ndk_connector_impl *c, enum mpa_neg_event ev)
 {
-    uint8_t term[28];
-    size_t n = mpa_build_term_simple(2, 0, code, c->crc, term);
-    log_setup_term(c, 2, 0, code);
-    send_bytes(c, term, n);
-    accept_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
-}
-
-/* Is the FPDU whose first 4 octets are at p a Terminate (untagged, RDMAP
- * opcode 7)? */
-static bool fpdu_is_terminate(const uint8_t *p)
-{
-    return !(p[2] & DDP_CTRL_T) && (p[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
-}
-
-/* The initiator answered our Reply with a Terminate instead of its RTR (say
- * no RTR type it can use, or not enough IRD): the accept fails, and the
- * Terminate is never answered with one of ours (RFC 5040 section 7). */
-static void rtr_terminated(struct ndk_connector_impl *c)
-{
-    if (c->rtr_have >= 2 + TERM_LEN_CTRL_ONLY) {
-        struct term_msg m;
-        size_t ulpdu = ddp_rd16(c->rtr_buf);
-        term_decode(c->rtr_buf + 2, MIN(ulpdu, c->rtr_have - 2), &m);
-        c->obj.ad->st.setup_term_rx++;
-        CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate received instead of the RTR: %s",
-                 term_describe(m.layer, m.etype, m.code));
-    }
-    accept_fail(c, STATUS_CONNECTION_ABORTED, false);
-}
-
-static void read_rtr(struct ndk_connector_impl *c)
-{
-    /* An RTR FPDU is at most 52 octets (the Read RTR), a Terminate at most
-     * 76; read exactly one FPDU so anything behind it stays in the socket
-     * for the data path. The first 4 octets (no FPDU is shorter) tell which
-     * it is. */
-    for (;;) {
-        size_t want = c->rtr_have < 4 ? 4 : mpa_fpdu_len(ddp_rd16(c->rtr_buf));
-        if (want > sizeof c->rtr_buf) {
-            if (fpdu_is_terminate(c->rtr_buf))
-                rtr_terminated(c); /* malformed, and still never answered */
-            else
-                term_and_fail_accept(c, 0x07); /* not an RTR: no matching RTR option */
-            return;
+    if (ev == MPA_NEG_PEER_TERMINATED) {
+        /* The initiator answered our Reply with a Terminate instead of its
+         * RTR (say no RTR type it can use, or not enough IRD): the accept
+         * fails, and the Terminate is never answered with one of ours (RFC
+         * 5040 section 7). */
+        if (c->neg.term_decoded) {
+            const struct mpa_neg *n = &c->neg;
+            c->obj.ad->st.setup_term_rx++;
+            CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate received instead of the RTR: %s",
+                     term_describe(n->peer_term_layer, n->peer_term_etype, n->peer_term_code));
         }
-        if (c->rtr_have == want && want > 4)
-            break;
-        ssize_t n = ndk_stream_recv(c->fd, c->rtr_buf + c->rtr_have, want - c->rtr_have);
-        if (n == -EAGAIN)
-            return;
-        if (n <= 0) {
-            /* The initiator gave up before its CompleteConnect (5.10.4). */
-            accept_fail(c, STATUS_CONNECTION_ABORTED, true);
-            return;
-        }
-        c->rtr_have += (size_t)n;
-    }
-    if (fpdu_is_terminate(c->rtr_buf)) {
-        rtr_terminated(c);
+        accept_fail(c, STATUS_CONNECTION_ABORTED, false);
         return;
     }
-    size_t fpdu_len, ulpdu_len;
-    const uint8_t *ulpdu;
-    enum mpa_fpdu_result fr = mpa_fpdu_peek(c->rtr_buf, c->rtr_have, c->crc, 14, &fpdu_len, &ulpdu, &ulpdu_len);
-    if (fr == MPA_FPDU_NEED_MORE)
-        return;
-    if (fr == MPA_FPDU_ERR_CRC) {
-        term_and_fail_accept(c, 0x02);
+    if (ev == MPA_NEG_BAD_RTR) {
+        send_setup_term(c);
+        accept_fail(c, STATUS_INVALID_NETWORK_RESPONSE, true);
         return;
     }
-    if (fr != MPA_FPDU_OK) {
-        term_and_fail_accept(c, 0x07);
-        return;
-    }
-    struct mpa_rtr_info info;
-    mpa_classify_first_fpdu(ulpdu, ulpdu_len, &info);
-    if (info.kind == MPA_RTR_KIND_READ0) {
-        c->read_rtr = true;
-        uint8_t resp[20];
-        size_t rn = mpa_build_read_response0(info.sink_stag, info.sink_to, c->crc, resp);
-        if (send_bytes(c, resp, rn) < 0) {
-            accept_fail(c, STATUS_CONNECTION_ABORTED, true);
-            return;
-        }
-    } else if (info.kind != MPA_RTR_KIND_WRITE0) {
-        term_and_fail_accept(c, 0x07);
+    /* A Read RTR is answered with its Read Response. */
+    if (c->neg.out_len && send_output(c) < 0) {
+        accept_fail(c, STATUS_CONNECTION_ABORTED, true);
         return;
     }
     if (!established(c)) {
@@ -631,6 +521,20 @@ static void read_rtr(struct ndk_connector_impl *c)
         return;
     }
     ndk_req_complete(&c->accept_req, STATUS_SUCCESS);
+}
+
+static void read_rtr(struct ndk_connector_impl *c)
+{
+    /* The negotiation reads exactly one FPDU (the RTR, or a Terminate), so
+     * anything behind it stays in the socket for the data path. */
+    ssize_t io;
+    enum mpa_neg_event ev = ndk_mpa_stream_read(c->fd, &c->neg, &io);
+    if (ev != MPA_NEG_MORE) {
+        on_rtr(c, ev);
+    } else if (io != -EAGAIN) {
+        /* The initiator gave up before its CompleteConnect (5.10.4). */
+        accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+    }
 }
 
 /* ---- events ---- */
@@ -901,6 +805,76 @@ static void attach_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
     ndk_obj_add_successor(&qp->obj);
 }
 
+/* Binds the connecting socket: to the shared endpoint's address, or to src
+ * through the port registry. Device lock held. */
+static NTSTATUS bind_local(struct ndk_connector_impl *c, int fd, struct ndk_sep_impl *sep,
+                           NDK_SOCKADDR *src, const NDK_SOCKADDR *dst)
+{
+    if (!sep) {
+        if (src->sa.sa_family != dst->sa.sa_family)
+            return STATUS_INVALID_ADDRESS;
+        /* SO_REUSEADDR lets the port be bound beside TIME_WAIT leftovers;
+         * the registry still refuses a second live endpoint. */
+        NTSTATUS st = ports_reserve(src, PORT_CONNECTOR, fd, true, &c->port);
+        if (st == STATUS_SUCCESS)
+            c->local = *src;
+        return st;
+    }
+    if (sep->obj.closing)
+        return STATUS_INVALID_DEVICE_STATE;
+    if (sep->local.sa.sa_family != dst->sa.sa_family)
+        return STATUS_INVALID_ADDRESS;
+    for (struct ndk_connector_impl *o = sep->conns; o; o = o->sep_next)
+        if (ndk_sockaddr_equal(&o->peer, dst))
+            return STATUS_ADDRESS_ALREADY_EXISTS;
+    int err = ndk_tcp_bind(fd, &sep->local, true);
+    if (err < 0)
+        return ndk_status_from_errno(-err, NDK_PHASE_BIND);
+    c->local = sep->local;
+    c->port = sep->port;
+    ports_ref(c->port);
+    return STATUS_SUCCESS;
+}
+
+/* The Request is built now, so the private data need not outlive the call. */
+static void build_request(struct ndk_connector_impl *c, ULONG ird, ULONG ord, const void *pd, ULONG pdLen)
+{
+    ULONG flags = c->obj.ad->opt.Flags;
+    struct mpa_neg_request req = {
+        .rev1 = (flags & NDK_OPEN_FLAG_MPA_REV1) != 0,
+        .p2p = !(flags & NDK_OPEN_FLAG_NO_P2P),
+        .crc = (flags & NDK_OPEN_FLAG_REQUEST_CRC) != 0,
+        .ird = ird,
+        .ord = ord,
+        .max_ird = NDK_MAX_IRD,
+        .max_ord = NDK_MAX_ORD,
+        .pd = pd,
+        .pd_len = (uint16_t)pdLen,
+    };
+    mpa_neg_start_initiator(&c->neg, &req);
+    c->tx = mpa_neg_output(&c->neg, &c->tx_len); /* sent once TCP is up */
+    c->tx_off = 0;
+}
+
+/* The socket is connecting: the connector, its QP and its shared endpoint
+ * are tied together and the TCP handshake is watched. Device lock held. */
+static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, struct ndk_sep_impl *sep,
+                            NDK_FN_REQUEST_COMPLETION cb, void *ctx)
+{
+    ndk_tcp_local_addr(c->fd, &c->local);
+    attach_qp(c, qp);
+    if (sep) {
+        c->sep = sep;
+        ndk_obj_add_successor(&sep->obj);
+        c->sep_next = sep->conns;
+        sep->conns = c;
+    }
+    ndk_req_begin(&c->connect_req, &c->obj, cb, ctx);
+    c->state = CONN_TCP;
+    conn_watch(c, EPOLLOUT);
+    loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.TcpConnectTimeoutMs);
+}
+
 static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
                                NDK_SHARED_ENDPOINT *pSep, const struct sockaddr *pSrc, ULONG srcLen,
                                const struct sockaddr *pDst, ULONG dstLen, ULONG ird, ULONG ord,
@@ -932,70 +906,15 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     ndk_tcp_set_liveness(fd, &ad->opt);
 
     pthread_mutex_lock(&ad->dev->lock);
-    if (c->state != CONN_IDLE || c->obj.closing || c->passive) {
+    if (c->state != CONN_IDLE || c->obj.closing || c->passive)
         st = STATUS_INVALID_DEVICE_STATE;
+    else if ((st = check_qp(c, qp)) == STATUS_SUCCESS)
+        st = bind_local(c, fd, sep, &src, &dst);
+    if (st != STATUS_SUCCESS)
         goto fail_locked;
-    }
-    if ((st = check_qp(c, qp)) != STATUS_SUCCESS)
-        goto fail_locked;
-    if (sep) {
-        if (sepo->closing) {
-            st = STATUS_INVALID_DEVICE_STATE;
-            goto fail_locked;
-        }
-        if (sep->local.sa.sa_family != dst.sa.sa_family) {
-            st = STATUS_INVALID_ADDRESS;
-            goto fail_locked;
-        }
-        for (struct ndk_connector_impl *o = sep->conns; o; o = o->sep_next) {
-            if (ndk_sockaddr_equal(&o->peer, &dst)) {
-                st = STATUS_ADDRESS_ALREADY_EXISTS;
-                goto fail_locked;
-            }
-        }
-        int err = ndk_tcp_bind(fd, &sep->local, true);
-        if (err < 0) {
-            st = ndk_status_from_errno(-err, NDK_PHASE_BIND);
-            goto fail_locked;
-        }
-        c->local = sep->local;
-        c->port = sep->port;
-        ports_ref(c->port);
-    } else {
-        if (src.sa.sa_family != dst.sa.sa_family) {
-            st = STATUS_INVALID_ADDRESS;
-            goto fail_locked;
-        }
-        /* SO_REUSEADDR lets the port be bound beside TIME_WAIT leftovers;
-         * the registry still refuses a second live endpoint. */
-        st = ports_reserve(&src, PORT_CONNECTOR, fd, true, &c->port);
-        if (st != STATUS_SUCCESS)
-            goto fail_locked;
-        c->local = src;
-    }
     c->peer = dst;
     c->fd = fd;
-    c->want_ird = cap_limit(ird, NDK_MAX_IRD);
-    c->want_ord = cap_limit(ord, NDK_MAX_ORD);
-    c->crc = (ad->opt.Flags & NDK_OPEN_FLAG_REQUEST_CRC) != 0;
-
-    /* The Request is built now, so the private data need not outlive the call. */
-    bool rev1 = (ad->opt.Flags & NDK_OPEN_FLAG_MPA_REV1) != 0;
-    bool p2p = !rev1 && !(ad->opt.Flags & NDK_OPEN_FLAG_NO_P2P);
-    struct mpa_frame req = {
-        .reply = false,
-        .crc = c->crc,
-        .enhanced = !rev1,
-        .rev = rev1 ? 1 : 2,
-        .p2p = p2p,
-        .rtr = p2p ? (uint8_t)(MPA_RTR_WRITE | (c->want_ord >= 1 ? MPA_RTR_READ : 0)) : 0,
-        .ird = (uint16_t)c->want_ird,
-        .ord = (uint16_t)c->want_ord,
-        .pd = pd,
-        .pd_len = (uint16_t)pdLen,
-    };
-    c->tx_len = mpa_frame_encode(&req, c->tx, sizeof c->tx);
-    c->tx_off = 0;
+    build_request(c, ird, ord, pd, pdLen);
 
     int err = ndk_tcp_connect(fd, &dst);
     if (err < 0) {
@@ -1005,19 +924,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
         c->fd = -1;
         goto fail_locked;
     }
-    ndk_tcp_local_addr(fd, &c->local);
-
-    attach_qp(c, qp);
-    if (sep) {
-        c->sep = sep;
-        ndk_obj_add_successor(&sep->obj);
-        c->sep_next = sep->conns;
-        sep->conns = c;
-    }
-    ndk_req_begin(&c->connect_req, &c->obj, cb, ctx);
-    c->state = CONN_TCP;
-    conn_watch(c, EPOLLOUT);
-    loop_timer_arm(conn_loop(c), &c->timer, ad->opt.TcpConnectTimeoutMs);
+    connect_started(c, qp, sep, cb, ctx);
     pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_PENDING;
 
@@ -1070,18 +977,13 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
         st = STATUS_CONNECTION_ABORTED;
         goto out;
     }
-    if (c->p2p) {
-        uint8_t rtr[52];
-        size_t n = c->rtr == MPA_RTR_WRITE ? mpa_build_write_rtr(c->crc, rtr)
-                                           : mpa_build_read_rtr(c->crc, rtr);
-        /* A fresh socket always takes 52 octets; anything else means it
-         * is already broken. */
-        if (send_bytes(c, rtr, n) != 0) {
-            conn_dead(c, true);
-            st = STATUS_CONNECTION_ABORTED;
-            goto out;
-        }
-        c->read_rtr = c->rtr == MPA_RTR_READ;
+    mpa_neg_complete(&c->neg);
+    /* Peer-to-peer: the RTR. A fresh socket always takes 52 octets;
+     * anything else means it is already broken. */
+    if (c->neg.out_len && send_output(c) != 0) {
+        conn_dead(c, true);
+        st = STATUS_CONNECTION_ABORTED;
+        goto out;
     }
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
@@ -1122,6 +1024,32 @@ static NTSTATUS conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
                                    RequestCompletion);
 }
 
+/* The Reply is out (r: send_output's result, 0 or 1): peer-to-peer, NdkAccept
+ * completes when the initiator's RTR (its NdkCompleteConnect) arrives;
+ * else the connection is up now. Device lock held. */
+static NTSTATUS accept_replied(struct ndk_connector_impl *c, int r, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
+{
+    if (c->neg.p2p) {
+        c->state = CONN_ACCEPTING;
+        ndk_req_begin(&c->accept_req, &c->obj, cb, ctx);
+        conn_watch(c, EPOLLIN | EPOLLRDHUP | (r == 1 ? EPOLLOUT : 0));
+        loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.RtrTimeoutMs);
+        return STATUS_PENDING;
+    }
+    /* Client/server initiator: nothing more comes on the wire; our TX stays
+     * held until its first FPDU arrives (RFC 5044). The Reply must be whole
+     * before the data path owns the socket. */
+    if (r == 1) {
+        conn_dead(c, true);
+        return STATUS_CONNECTION_ABORTED;
+    }
+    if (!established(c)) {
+        conn_dead(c, true);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    return STATUS_SUCCESS;
+}
+
 static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULONG ird, ULONG ord,
                               const void *pd, ULONG pdLen, NDK_FN_DISCONNECT_EVENT_CALLBACK fn,
                               NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn_ex, void *dctx,
@@ -1149,27 +1077,9 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
         st = STATUS_CONNECTION_ABORTED;
         goto out;
     }
-    c->want_ird = cap_limit(ird, NDK_MAX_IRD);
-    c->want_ord = cap_limit(ord, NDK_MAX_ORD);
-    c->eff_ird = MIN(c->want_ird, c->peer_ord);
-    c->eff_ord = MIN(c->want_ord, c->peer_ird);
-    c->crc = c->crc || (ad->opt.Flags & NDK_OPEN_FLAG_REQUEST_CRC);
-
-    struct mpa_frame rep = {
-        .reply = true,
-        .crc = c->crc,
-        .enhanced = c->enhanced,
-        .rev = c->rev,
-        .p2p = c->p2p,
-        .rtr = c->rtr,
-        .ird = (uint16_t)c->eff_ird,
-        .ord = (uint16_t)c->eff_ord,
-        .pd = pd,
-        .pd_len = (uint16_t)pdLen,
-    };
-    uint8_t buf[MPA_FRAME_MAX];
-    size_t n = mpa_frame_encode(&rep, buf, sizeof buf);
-    int r = n ? send_bytes(c, buf, n) : -EINVAL;
+    bool crc = (ad->opt.Flags & NDK_OPEN_FLAG_REQUEST_CRC) != 0;
+    bool ok = mpa_neg_accept(&c->neg, ird, ord, crc, pd, (uint16_t)pdLen);
+    int r = ok ? send_output(c) : -EINVAL;
     if (r < 0) {
         conn_dead(c, true);
         close_pd_window(c);
@@ -1182,31 +1092,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
-    if (c->p2p) {
-        /* Third leg: NdkAccept completes when the initiator's RTR (its
-         * NdkCompleteConnect) arrives. */
-        c->state = CONN_ACCEPTING;
-        c->rtr_have = 0;
-        ndk_req_begin(&c->accept_req, &c->obj, cb, ctx);
-        conn_watch(c, EPOLLIN | EPOLLRDHUP | (r == 1 ? EPOLLOUT : 0));
-        loop_timer_arm(conn_loop(c), &c->timer, ad->opt.RtrTimeoutMs);
-        st = STATUS_PENDING;
-    } else {
-        /* Client/server initiator: nothing more comes on the wire; our TX
-         * stays held until its first FPDU arrives (RFC 5044). */
-        if (r == 1) {
-            /* The Reply must be whole before the data path owns the socket. */
-            conn_dead(c, true);
-            st = STATUS_CONNECTION_ABORTED;
-            goto out;
-        }
-        if (established(c)) {
-            st = STATUS_SUCCESS;
-        } else {
-            conn_dead(c, true);
-            st = STATUS_INSUFFICIENT_RESOURCES;
-        }
-    }
+    st = accept_replied(c, r, cb, ctx);
 out:
     pthread_mutex_unlock(&ad->dev->lock);
     return st;
@@ -1253,20 +1139,8 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
              * 9.1) and the private data; then a graceful close. */
             c->obj.ad->st.rejected++;
             CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "rejected");
-            struct mpa_frame rep = {
-                .reply = true,
-                .reject = true,
-                .crc = c->crc,
-                .enhanced = c->enhanced,
-                .rev = c->rev,
-                .ird = (uint16_t)MIN(NDK_MAX_IRD, c->peer_ord),
-                .ord = (uint16_t)MIN(NDK_MAX_ORD, c->peer_ird),
-                .pd = pPrivateData,
-                .pd_len = (uint16_t)PrivateDataLength,
-            };
-            uint8_t buf[MPA_FRAME_MAX];
-            size_t n = mpa_frame_encode(&rep, buf, sizeof buf);
-            if (!n || send_bytes(c, buf, n) != 0) {
+            bool ok = mpa_neg_reject(&c->neg, pPrivateData, (uint16_t)PrivateDataLength);
+            if (!ok || send_output(c) != 0) {
                 st = STATUS_CONNECTION_ABORTED;
                 conn_dead(c, true);
             } else {
@@ -1309,11 +1183,13 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
             /* Before Accept only the requester's values and our maxima are
              * known (NdkGetConnectionData; docs/behaviour.md, IRD / ORD);
              * after it the answer stays the same. */
-            ird = MIN(NDK_MAX_IRD, c->peer_ord);
-            ord = MIN(NDK_MAX_ORD, c->peer_ird);
+            uint32_t ri, ro;
+            mpa_neg_responder_limits(&c->neg, &ri, &ro);
+            ird = ri;
+            ord = ro;
         } else {
-            ird = c->eff_ird;
-            ord = c->eff_ord;
+            ird = c->neg.eff_ird;
+            ord = c->neg.eff_ord;
         }
         if (pInboundReadLimit)
             *pInboundReadLimit = ird;
@@ -1513,15 +1389,17 @@ NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION
 struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l, int fd,
                                                      const NDK_SOCKADDR *local,
                                                      const NDK_SOCKADDR *peer,
-                                                     const struct mpa_frame *req)
+                                                     const struct mpa_neg *neg)
 {
     struct ndk_adapter_impl *ad = l->obj.ad;
+    uint16_t pd_len;
+    const uint8_t *req_pd = mpa_neg_peer_pd(neg, &pd_len);
     uint8_t *pd = NULL;
-    if (req->pd_len) {
-        pd = malloc(req->pd_len);
+    if (pd_len) {
+        pd = malloc(pd_len);
         if (!pd)
             return NULL;
-        memcpy(pd, req->pd, req->pd_len);
+        memcpy(pd, req_pd, pd_len);
     }
     struct ndk_connector_impl *c = conn_alloc(ad);
     if (!c) {
@@ -1538,21 +1416,9 @@ struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l
     ndk_obj_add_successor(&l->obj);
     c->port = l->port;
     ports_ref(c->port);
-    c->rev = req->rev;
-    c->enhanced = req->enhanced;
-    c->crc = req->crc;
-    c->p2p = req->enhanced && req->p2p;
-    c->rtr = c->p2p ? mpa_choose_rtr(req, true) : 0;
-    if (req->enhanced) {
-        /* 0x3FFF asks us not to negotiate: our maxima then stand. */
-        c->peer_ird = req->ird == MPA_IRD_ORD_MASK ? NDK_MAX_ORD : req->ird;
-        c->peer_ord = req->ord == MPA_IRD_ORD_MASK ? NDK_MAX_IRD : req->ord;
-    } else {
-        c->peer_ird = NDK_MAX_ORD;
-        c->peer_ord = NDK_MAX_IRD;
-    }
+    c->neg = *neg; /* the Request as read: Accept or Reject answers it */
     c->peer_pd = pd;
-    c->peer_pd_len = req->pd_len;
+    c->peer_pd_len = pd_len;
     c->pd_window_open = true;
     /* Watch for the requester going away or (illegally) sending early. */
     conn_watch(c, EPOLLIN | EPOLLRDHUP);

@@ -65,6 +65,13 @@ struct ndk_cb {
             NTSTATUS status;
         } req;
         struct {
+            /* Registered by the object that queued the event (the
+             * listener), so the callback queue knows no object type:
+             * admit decides, device lock held, whether the event still
+             * goes out (false: it is dropped); deliver runs the consumer's
+             * callback, no lock held. */
+            bool (*admit)(struct ndk_obj *owner, struct ndk_obj *connector);
+            void (*deliver)(struct ndk_obj *owner, struct ndk_obj *connector);
             struct ndk_obj *connector;
         } connect;
         struct {

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "mpa_stream.h"
 #include "net/linger.h"
 #include "net/stream.h"
 #include "objects.h"
@@ -18,7 +19,7 @@ struct ndk_halfopen {
     int fd;
     struct loop_watch watch;
     struct loop_timer timer;
-    struct mpa_reader reader;
+    struct mpa_neg neg; /* reading the Request (wire/mpa_negotiation.h) */
     NDK_SOCKADDR local, peer;
 };
 
@@ -62,24 +63,42 @@ static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
 }
 
 /* Sends the rejecting Reply RFC 5044 asks for when markers are required and
- * we cannot produce them, then closes. Best effort: the socket is fresh, so
- * the small frame fits its send buffer. */
-static void reply_markers_reject(struct ndk_halfopen *h, const struct mpa_frame *req)
+ * we cannot produce them (the negotiation built it). Best effort: the
+ * socket is fresh, so the small frame fits its send buffer. */
+static void reply_markers_reject(struct ndk_halfopen *h)
 {
-    struct mpa_frame rep = {
-        .reply = true,
-        .reject = true,
-        .crc = req->crc,
-        .enhanced = req->enhanced,
-        .rev = req->rev,
-    };
-    uint8_t buf[MPA_FRAME_MAX];
-    size_t n = mpa_frame_encode(&rep, buf, sizeof buf);
+    size_t n;
+    const uint8_t *rep = mpa_neg_output(&h->neg, &n);
     if (n)
-        (void)ndk_stream_send(h->fd, buf, n);
+        (void)ndk_stream_send(h->fd, rep, n);
 }
 
-static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req)
+/* The connect event's hooks (struct ndk_cb): a listener that is closing or
+ * paused must not see the request (5.2.6); the connector is dropped. */
+static bool connect_event_admit(struct ndk_obj *listener, struct ndk_obj *conn)
+{
+    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
+    struct ndk_connector_impl *c = container_of(conn, struct ndk_connector_impl, obj);
+    if (l->obj.closing || l->paused) {
+        ndk_connector_drop_undelivered(c);
+        return false;
+    }
+    return true;
+}
+
+static void connect_event_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
+{
+    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
+    l->connect_event(l->connect_ctx, (NDK_CONNECTOR *)&conn->pub);
+}
+
+static void backlog_left(struct ndk_listener_impl *l)
+{
+    if (l->backlog_used)
+        l->backlog_used--;
+}
+
+static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
 {
     struct ndk_listener_impl *l = h->l;
     struct ndk_adapter_impl *ad = l->obj.ad;
@@ -92,11 +111,11 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
         halfopen_free(h, true);
         return;
     }
-    if (req->markers) {
+    if (ev == MPA_NEG_MARKERS) {
         char a[NDK_LOG_ADDR_LEN];
         NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &l->obj, "%s asked for MPA markers: rejected",
                 ndk_log_addr(&h->peer, a));
-        reply_markers_reject(h, req);
+        reply_markers_reject(h);
         /* The initiator closes once it has read the reject. */
         loop_watch_del(listener_loop(l), &h->watch);
         ndk_linger_close(&ad->dev->lingers, listener_loop(l), h->fd, NDK_REJECT_LINGER_MS);
@@ -118,7 +137,7 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
      * connector registers it anew, and epoll refuses a second one). */
     loop_watch_del(listener_loop(l), &h->watch);
     struct ndk_connector_impl *c =
-        ndk_connector_new_passive(l, h->fd, &h->local, &h->peer, req);
+        ndk_connector_new_passive(l, h->fd, &h->local, &h->peer, &h->neg);
     if (!c) {
         halfopen_free(h, true);
         return;
@@ -127,15 +146,18 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     halfopen_free(h, false);
     l->backlog_used++;
     c->in_backlog = true;
+    c->backlog_left = backlog_left;
 
     struct ndk_cb *cb = &c->connect_event;
     cb->kind = CB_CONNECT_EVENT;
     cb->obj = &l->obj;
+    cb->u.connect.admit = connect_event_admit;
+    cb->u.connect.deliver = connect_event_deliver;
     cb->u.connect.connector = &c->obj;
     ad->st.requests++;
     char a[NDK_LOG_ADDR_LEN];
     NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &l->obj, "request from %s (MPA rev %u%s): conn#%u",
-            ndk_log_addr(&h->peer, a), req->rev, req->crc ? ", CRC" : "", c->obj.id);
+            ndk_log_addr(&h->peer, a), h->neg.rev, h->neg.crc ? ", CRC" : "", c->obj.id);
     ndk_cb_queue(ad, cb);
 }
 
@@ -146,39 +168,19 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
         halfopen_free(h, true);
         return;
     }
-    /* Read no further than the frame (nothing may follow it), but read on
-     * while its parts are there rather than going back to epoll between
-     * the header and the private data. */
-    for (;;) {
-        uint8_t buf[MPA_FRAME_MAX];
-        size_t need = MPA_HDR_LEN - (h->reader.have < MPA_HDR_LEN ? h->reader.have : MPA_HDR_LEN);
-        if (h->reader.have >= MPA_HDR_LEN) {
-            size_t pd = ((size_t)h->reader.buf[18] << 8) | h->reader.buf[19];
-            need = MPA_HDR_LEN + pd - h->reader.have;
-        }
-        if (need == 0 || need > sizeof buf)
-            need = 1;
-        ssize_t n = ndk_stream_recv(h->fd, buf, need);
-        if (n == -EAGAIN)
-            return;
-        if (n <= 0) {
-            halfopen_free(h, true);
-            return;
-        }
-        size_t used = 0;
-        struct mpa_frame req;
-        enum mpa_result r = mpa_reader_feed(&h->reader, buf, (size_t)n, &used, &req);
-        if (r < 0) {
-            char a[NDK_LOG_ADDR_LEN];
-            NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &h->l->obj, "malformed MPA Request from %s (%s): closed",
-                    ndk_log_addr(&h->peer, a), mpa_result_describe(r));
-            halfopen_free(h, true);
-            return;
-        }
-        if (r == MPA_DONE) {
-            halfopen_request(h, &req);
-            return;
-        }
+    /* The negotiation reads no further than the frame (nothing may follow
+     * it). */
+    ssize_t io;
+    enum mpa_neg_event ev = ndk_mpa_stream_read(h->fd, &h->neg, &io);
+    if (ev == MPA_NEG_MALFORMED) {
+        char a[NDK_LOG_ADDR_LEN];
+        NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &h->l->obj, "malformed MPA Request from %s (%s): closed",
+                ndk_log_addr(&h->peer, a), mpa_result_describe(h->neg.frame_error));
+        halfopen_free(h, true);
+    } else if (ev != MPA_NEG_MORE) {
+        halfopen_request(h, ev);
+    } else if (io != -EAGAIN) {
+        halfopen_free(h, true);
     }
 }
 
@@ -243,7 +245,7 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
         h->fd = fd;
         h->peer = peer;
         ndk_tcp_local_addr(fd, &h->local);
-        mpa_reader_init(&h->reader, false, MPA_PD_MAX);
+        mpa_neg_start_responder(&h->neg, NDK_MAX_IRD, NDK_MAX_ORD);
         loop_timer_init(&h->timer, halfopen_on_timer);
         if (loop_watch_add(listener_loop(l), &h->watch, fd, EPOLLIN | EPOLLRDHUP, halfopen_on_io) < 0) {
             ndk_tcp_abort(fd);
@@ -353,29 +355,6 @@ static const NDK_LISTENER_DISPATCH listener_dispatch = {
     .NdkGetLocalAddress = listener_get_local_address,
     .NdkControlConnectEvents = listener_control_events,
 };
-
-bool ndk_listener_should_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
-{
-    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
-    struct ndk_connector_impl *c = container_of(conn, struct ndk_connector_impl, obj);
-    if (l->obj.closing || l->paused) {
-        ndk_connector_drop_undelivered(c);
-        return false;
-    }
-    return true;
-}
-
-void ndk_listener_deliver(struct ndk_obj *listener, struct ndk_obj *conn)
-{
-    struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
-    l->connect_event(l->connect_ctx, (NDK_CONNECTOR *)&conn->pub);
-}
-
-void ndk_listener_backlog_release(struct ndk_listener_impl *l)
-{
-    if (l->backlog_used)
-        l->backlog_used--;
-}
 
 static void listener_close_start(struct ndk_obj *obj)
 {

@@ -272,9 +272,10 @@ void ndk_drain_callbacks(struct ndk_engine *e)
         enum ndk_cb_kind kind = cb->kind;
 
         if (kind == CB_CONNECT_EVENT) {
-            /* Decided under the lock: a listener that is closing or paused
-             * must not see the request (5.2.6); the connector is dropped. */
-            if (!ndk_listener_should_deliver(obj, cb->u.connect.connector)) {
+            /* Decided under the lock, by the hook of the object that
+             * queued it (a listener that is closing or paused must not see
+             * the request, 5.2.6). */
+            if (!cb->u.connect.admit(obj, cb->u.connect.connector)) {
                 cb->queued = false;
                 __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
                 ndk_obj_maybe_finish(obj);
@@ -297,7 +298,7 @@ void ndk_drain_callbacks(struct ndk_engine *e)
             break;
         }
         case CB_CONNECT_EVENT: {
-            ndk_listener_deliver(obj, cb->u.connect.connector);
+            cb->u.connect.deliver(obj, cb->u.connect.connector);
             break;
         }
         case CB_DISCONNECT:

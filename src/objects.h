@@ -9,6 +9,7 @@
 #include "net/ports.h"
 #include "net/tcp.h"
 #include "wire/mpa.h"
+#include "wire/mpa_negotiation.h"
 
 /* ---- adapter.c ---- */
 struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub);
@@ -108,10 +109,6 @@ struct ndk_listener_impl {
 NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
                              PVOID ConnectEventContext, NDK_FN_CREATE_COMPLETION CreateCompletion,
                              PVOID RequestContext, NDK_LISTENER **ppNdkListener);
-bool ndk_listener_should_deliver(struct ndk_obj *listener, struct ndk_obj *conn);
-void ndk_listener_deliver(struct ndk_obj *listener, struct ndk_obj *conn);
-/* A passive connector left the backlog (accepted, rejected or closed). */
-void ndk_listener_backlog_release(struct ndk_listener_impl *l);
 
 /* ---- connector.c ---- */
 enum conn_state {
@@ -140,20 +137,16 @@ struct ndk_connector_impl {
     struct port_res *port;              /* local endpoint reference */
     NDK_SOCKADDR local, peer;
     bool in_backlog;
+    /* passive: registered by the listener, called once when the connector
+     * leaves its backlog (accepted, rejected or closed) */
+    void (*backlog_left)(struct ndk_listener_impl *l);
 
-    /* MPA negotiation */
-    struct mpa_reader reader;
-    bool crc, p2p, enhanced;
-    uint8_t rev, rtr;
-    ULONG want_ird, want_ord;    /* consumer's values capped by the adapter maxima */
-    ULONG peer_ird, peer_ord;    /* from the peer's frame (or unknown: the maxima) */
-    ULONG eff_ird, eff_ord;
+    /* MPA negotiation (wire/mpa_negotiation.h) */
+    struct mpa_neg neg;
     uint8_t *peer_pd;            /* private data the peer sent (connect/accept/reject) */
     ULONG peer_pd_len;
     bool pd_window_open;         /* GetConnectionData allowed */
-    uint8_t rtr_buf[80];         /* the RTR FPDU (or a Terminate) being read (responder, p2p) */
-    size_t rtr_have;
-    uint8_t tx[MPA_FRAME_MAX];   /* startup frame not yet fully written */
+    const uint8_t *tx;           /* startup frame not yet fully written (in neg's output) */
     size_t tx_len, tx_off;
 
     /* requests and events */
@@ -172,7 +165,6 @@ struct ndk_connector_impl {
     struct ndk_transport tr;
     bool dp_started;
     bool qp_start_failed;       /* no memory for the QP's read queues: reset at once */
-    bool read_rtr;              /* set-up used a Read RTR (active: sent; passive: received) */
     bool term_draining;         /* the QP failed; its Terminate is still going out */
     unsigned nudge_next;        /* index of the next nudge (ndk_qp_nudge) in connector.c's schedule */
     pthread_mutex_t mask_lock;  /* leaf: the epoll mask, changed by posting threads too */
@@ -184,11 +176,11 @@ struct ndk_connector_impl {
 
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,
                               PVOID RequestContext, NDK_CONNECTOR **ppNdkConnector);
-/* Listener hands over an accepted TCP socket whose MPA Request was read. */
+/* Listener hands over an accepted TCP socket whose MPA Request neg read. */
 struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l, int fd,
                                                      const NDK_SOCKADDR *local,
                                                      const NDK_SOCKADDR *peer,
-                                                     const struct mpa_frame *req);
+                                                     const struct mpa_neg *neg);
 /* Destroys a passive connector the consumer never saw (listener closing or
  * paused when its event came up). */
 void ndk_connector_drop_undelivered(struct ndk_connector_impl *c);

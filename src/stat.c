@@ -106,10 +106,10 @@ static void put_conn(FILE *f, struct ndk_connector_impl *c)
             c->obj.id, c->obj.ad->obj.id, c->obj.engine->index, conn_state_name(c->state), c->passive ? "passive" : "active",
             ndk_log_addr(&c->local, la), ndk_log_addr(&c->peer, pa), c->qp ? c->qp->obj.id : 0);
     if (negotiated || c->state == CONN_INCOMING)
-        fprintf(f, " mpa_rev=%u enhanced=%d crc=%d rtr=%s ird=%lu ord=%lu", c->rev, c->enhanced, c->crc,
-                !c->p2p ? "none" : c->rtr == MPA_RTR_WRITE ? "write" : "read",
-                (unsigned long)(negotiated ? c->eff_ird : c->want_ird),
-                (unsigned long)(negotiated ? c->eff_ord : c->want_ord));
+        fprintf(f, " mpa_rev=%u enhanced=%d crc=%d rtr=%s ird=%lu ord=%lu", c->neg.rev, c->neg.enhanced,
+                c->neg.crc, !c->neg.p2p ? "none" : c->neg.rtr == MPA_RTR_WRITE ? "write" : "read",
+                (unsigned long)(negotiated ? c->neg.eff_ird : c->neg.want_ird),
+                (unsigned long)(negotiated ? c->neg.eff_ord : c->neg.want_ord));
     if (c->qp && c->dp_started) {
         put_dp(f, &c->qp->dp.st);
         fprintf(f, " nudges_out=%llu", (unsigned long long)NDK_STAT_GET(c->qp->dp.st.nudges));
