@@ -767,6 +767,16 @@ NTSTATUS mem_invalidate_local_token(struct mem_table *t, const struct ndk_pd_imp
 /* Fast register, bind, invalidate: post-time checks and execution          */
 /* ------------------------------------------------------------------------ */
 
+struct mem_entry *mem_object_entry(const void *pub, NDK_OBJECT_TYPE type, struct ndk_obj **obj)
+{
+    struct ndk_obj *o = ndk_obj_from_pub(pub, type);
+    if (!o)
+        return NULL;
+    if (obj)
+        *obj = o;
+    return container_of(o, struct mem_object, obj)->entry;
+}
+
 /* The entry behind an MR or MW header, if it belongs to qp's adapter. */
 static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *h)
 {
@@ -775,9 +785,9 @@ static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_H
     if (!qp || !h)
         return NULL;
     if (h->ObjectType == NdkObjectTypeMr)
-        e = mem_mr_entry((const NDK_MR *)h, &o);
+        e = mem_object_entry(h, NdkObjectTypeMr, &o);
     else if (h->ObjectType == NdkObjectTypeMw)
-        e = mem_mw_entry((const NDK_MW *)h, &o);
+        e = mem_object_entry(h, NdkObjectTypeMw, &o);
     return e && o->ad->dev == qp->obj.ad->dev ? e : NULL;
 }
 
@@ -875,7 +885,7 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
          * The token is the MR's: the flag of the adapter instance it was
          * created through decides. */
         struct ndk_obj *mro = NULL;
-        mem_mr_entry(mr, &mro);
+        mem_object_entry(mr, NdkObjectTypeMr, &mro);
         if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
             bump_key(e);
     }
@@ -963,8 +973,8 @@ static bool bind_entries(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, struct 
 {
     struct ndk_obj *mwo = NULL;
     *mro = NULL;
-    *m = mem_mr_entry(mr, mro);
-    *w = mem_mw_entry(mw, &mwo);
+    *m = mem_object_entry(mr, NdkObjectTypeMr, mro);
+    *w = mem_object_entry(mw, NdkObjectTypeMw, &mwo);
     return qp && *m && *w && (*mro)->ad->dev == qp->obj.ad->dev && mwo->ad->dev == qp->obj.ad->dev;
 }
 

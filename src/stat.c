@@ -205,7 +205,7 @@ static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
             term_tx += NDK_STAT_GET(qp->dp.st.term_tx) != 0;
             term_rx += NDK_STAT_GET(qp->dp.st.term_rx) != 0;
         } else if (o->type == NdkObjectTypeMr) {
-            uint64_t len = mem_entry_registered_len(ad->dev->mem, mem_mr_entry((const NDK_MR *)&o->pub, NULL));
+            uint64_t len = mem_entry_registered_len(ad->dev->mem, mem_object_entry(&o->pub, NdkObjectTypeMr, NULL));
             mrs += len != 0;
             mr_bytes += len;
         }
