@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "mem_internal.h"
+#include "net/stat_server.h"
 #include "objects.h"
 
 /* lifecycle_lock (outer) orders starting and stopping the channel;
@@ -23,7 +24,7 @@ void ndk_stat_adapter_opened(struct ndk_adapter_impl *ad)
     bool first = nadapters++ == 0;
     pthread_mutex_unlock(&list_lock);
     if (first)
-        server = ndk_stat_server_start();
+        server = ndk_stat_server_start(ndk_stat_snapshot);
     pthread_mutex_unlock(&lifecycle_lock);
 }
 

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/loop.h"
 #include "verify/vcore.h"
 
 #define CREAL(o) VREAL(o, NDK_CONNECTOR_DISPATCH)
@@ -472,7 +473,7 @@ void vlistener_event(void *ctx, NDK_CONNECTOR *pc)
     if (o) {
         o->u.conn.passive = true;
         o->u.conn.state = VC_INCOMING;
-        o->u.conn.event_ms = vnow_ms();
+        o->u.conn.event_ms = loop_now_ms();
         vobj_bind(o, pc);
     }
     l->u.listener.event_fn(l->u.listener.event_ctx, pc);

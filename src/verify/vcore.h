@@ -200,7 +200,6 @@ NTSTATUS vobj_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION ver,
                               NDK_EXTENSION_INTERFACE *out);
 /* The listener's connect event, wrapped: the new connector gets a record. */
 void vlistener_event(void *ctx, NDK_CONNECTOR *pc);
-uint64_t vnow_ms(void);
 /* True when [p, p+len) is mapped (M4, W9). */
 bool vmapped(uintptr_t p, size_t len);
 /* Reads [p, p+len) safely into a checksum; false when it is not mapped. */

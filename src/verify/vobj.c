@@ -10,17 +10,13 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "net/loop.h"
+#include "net/sys.h"
+#include "net/timer.h"
 #include "verify/vcore.h"
 #include "wire/crc32c.h"
 
 #define WATCHDOG_PERIOD_MS 100
-
-uint64_t vnow_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
 
 bool vmapped(uintptr_t p, size_t len)
 {
@@ -251,17 +247,12 @@ static void *watchdog_main(void *arg)
     struct ndk_verifier *v = arg;
     pthread_mutex_lock(&v->lock);
     while (!v->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += WATCHDOG_PERIOD_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
+        uint64_t wake = ndk_mono_ns() + WATCHDOG_PERIOD_MS * 1000000u;
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000u), .tv_nsec = (long)(wake % 1000000000u)};
         pthread_cond_timedwait(&v->cond, &v->lock, &ts);
         if (v->stop)
             break;
-        uint64_t now = vnow_ms();
+        uint64_t now = loop_now_ms();
         for (struct vobj *o = v->objs; o; o = o->next) {
             if (o->state != VS_OPEN)
                 continue;
@@ -295,7 +286,7 @@ bool ndk_verify_attach(struct ndk_adapter_impl *ad)
     v->defer_ms = ad->opt.VerifyDeferMs;
     v->abort_on_report = vabort_wanted(&ad->opt);
     v->adapter = vobj_attach(v, &ad->obj.pub, NdkObjectTypeAdapter);
-    if (!v->adapter || pthread_create(&v->watchdog, NULL, watchdog_main, v) != 0) {
+    if (!v->adapter || !ndk_thread_start(&v->watchdog, watchdog_main, v)) {
         if (v->adapter)
             ad->obj.pub.Dispatch = v->adapter->real;
         ad->obj.verify = NULL;
@@ -320,7 +311,7 @@ void ndk_verify_adapter_closing(struct ndk_adapter_impl *ad)
         }
     pthread_mutex_unlock(&v->lock);
     if (v->watchdog_started)
-        pthread_join(v->watchdog, NULL);
+        ndk_thread_join(v->watchdog);
     v->watchdog_started = false;
     if (!total)
         return;

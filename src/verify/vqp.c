@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/loop.h"
 #include "verify/vcore.h"
 
 #define QREAL(o) VREAL(o, NDK_QP_DISPATCH)
@@ -148,7 +149,7 @@ static NTSTATUS post_end(struct vobj *o, const char *call, enum vkind kind, stru
         struct vqp *p = &o->u.qp;
         if ((flags & NDK_OP_FLAG_DEFER) && st == STATUS_SUCCESS) {
             if (!p->defer_since)
-                p->defer_since = vnow_ms();
+                p->defer_since = loop_now_ms();
             p->defer_count++;
         } else {
             /* A post without DEFER, or an inline failure (D4), ends the chain. */
