@@ -864,9 +864,13 @@ static struct mem_entry *frmr_entry(struct ndk_qp_impl *qp, NDK_MR *mr)
     return e && e->kind != MEM_KIND_MW ? e : NULL;
 }
 
-NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
-                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
-                                 PVOID base_va, ULONG flags)
+/* The checks of a fast registration, at the post and again when it runs
+ * (the MR may have been re-initialized, or a LAM of its pages released,
+ * since the post). On success the table's lock is held and *out is the
+ * MR's entry. */
+static NTSTATUS fr_check_and_lock(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
+                                  const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID base_va,
+                                  ULONG flags, struct mem_entry **out)
 {
     struct mem_entry *e = frmr_entry(qp, mr);
     if (!e)
@@ -879,54 +883,57 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
     st = fr_entry_checks(e, qp, npages, flags);
     if (st == STATUS_SUCCESS)
         st = fr_pages_checks(t, npages, pages);
-    if (st == STATUS_SUCCESS) {
-        e->fr_posted++;
-        /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4).
-         * The token is the MR's: the flag of the adapter instance it was
-         * created through decides. */
-        struct ndk_obj *mro = NULL;
-        mem_object_entry(mr, NdkObjectTypeMr, &mro);
-        if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
-            bump_key(e);
+    if (st != STATUS_SUCCESS) {
+        pthread_mutex_unlock(&t->lock);
+        return st;
     }
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    *out = e;
+    return STATUS_SUCCESS;
+}
+
+NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
+                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
+                                 PVOID base_va, ULONG flags)
+{
+    struct mem_entry *e;
+    NTSTATUS st = fr_check_and_lock(qp, mr, npages, pages, fbo, len, base_va, flags, &e);
+    if (st != STATUS_SUCCESS)
+        return st;
+    e->fr_posted++;
+    /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4). The
+     * token is the MR's: the flag of the adapter instance it was created
+     * through decides. */
+    struct ndk_obj *mro = NULL;
+    mem_object_entry(mr, NdkObjectTypeMr, &mro);
+    if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
+        bump_key(e);
+    pthread_mutex_unlock(&qp->obj.ad->dev->mem->lock);
+    return STATUS_SUCCESS;
 }
 
 NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                 PVOID base_va, ULONG flags)
 {
-    struct mem_entry *e = frmr_entry(qp, mr);
-    if (!e)
-        return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->dev->mem;
-    /* Checked again: the MR may have been re-initialized, or a LAM of its
-     * pages released, since the post. */
-    NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
+    struct mem_entry *e;
+    NTSTATUS st = fr_check_and_lock(qp, mr, npages, pages, fbo, len, base_va, flags, &e);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&t->lock);
-    st = fr_entry_checks(e, qp, npages, flags);
-    if (st == STATUS_SUCCESS)
-        st = fr_pages_checks(t, npages, pages);
-    if (st == STATUS_SUCCESS) {
-        /* npages <= max_pages <= page_cap. At most NDK_MAX_FRMR_PAGES
-         * words are copied under the lock. */
-        for (ULONG i = 0; i < npages; i++)
-            e->pages[i] = (uint64_t)pages[i].QuadPart;
-        e->npages = npages;
-        e->unmapped = false;
-        e->fbo = fbo;
-        e->base = (uint64_t)(uintptr_t)base_va;
-        e->len = len;
-        e->access = fr_access(flags);
-        e->stag = make_stag(e->idx, e->key);
-        e->fr_applied = e->fr_posted;
-        e->valid = true;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    /* npages <= max_pages <= page_cap. At most NDK_MAX_FRMR_PAGES words are
+     * copied under the lock. */
+    for (ULONG i = 0; i < npages; i++)
+        e->pages[i] = (uint64_t)pages[i].QuadPart;
+    e->npages = npages;
+    e->unmapped = false;
+    e->fbo = fbo;
+    e->base = (uint64_t)(uintptr_t)base_va;
+    e->len = len;
+    e->access = fr_access(flags);
+    e->stag = make_stag(e->idx, e->key);
+    e->fr_applied = e->fr_posted;
+    e->valid = true;
+    pthread_mutex_unlock(&qp->obj.ad->dev->mem->lock);
+    return STATUS_SUCCESS;
 }
 
 static unsigned bind_access(ULONG flags)
