@@ -37,7 +37,7 @@ static void queue_remove(struct vqueue *q, struct vreq *r)
     q->count--;
 }
 
-void vqp_closed(struct vobj *o)
+static void vqp_closed(struct vobj *o)
 {
     queue_free(&o->u.qp.iq);
     queue_free(&o->u.qp.rq);
@@ -47,7 +47,7 @@ void vqp_closed(struct vobj *o)
     o->u.qp.conn = NULL;
 }
 
-void vqp_watch(struct vobj *o, uint64_t now)
+static void vqp_watch(struct vobj *o, uint64_t now)
 {
     struct vqp *q = &o->u.qp;
     if (!q->defer_since || now - q->defer_since < o->v->defer_ms)
@@ -466,3 +466,6 @@ void ndk_verify_send_without_receive(struct ndk_qp_impl *qp, uint64_t waited_ms,
                 "(DDP: no buffer)",
                 qp->dp.srq ? " in the QP's SRQ" : "", (unsigned long long)waited_ms);
 }
+
+const struct vtype vqp_type = {NdkObjectTypeQp, &vqp_dispatch, NULL, vqp_closed, vqp_watch};
+const struct vtype vsrq_type = {NdkObjectTypeSrq, &vsrq_dispatch, NULL, NULL, NULL};

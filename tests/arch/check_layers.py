@@ -45,15 +45,6 @@ KNOWN_EDGES = {
     # removed by the connector split
     ("src/obj.c", "src/listener.c"),
     ("src/listener.c", "src/connector.c"),
-    # Not yet removed: obj.c tells the verifier an object is gone, and
-    # verify/vobj.c both serves the per-type checking files and routes to
-    # them (their tables, watchdog checks and close hooks).
-    ("src/obj.c", "src/verify/vobj.c"),
-    ("src/verify/vobj.c", "src/verify/vadapter.c"),
-    ("src/verify/vobj.c", "src/verify/vconn.c"),
-    ("src/verify/vobj.c", "src/verify/vcq.c"),
-    ("src/verify/vobj.c", "src/verify/vmem.c"),
-    ("src/verify/vobj.c", "src/verify/vqp.c"),
     # Not yet removed: the WDK kit's host.c is both what every kit file
     # reports its use to (kit_touch) and what asks each of them whether it
     # is busy.
