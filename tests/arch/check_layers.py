@@ -45,13 +45,6 @@ KNOWN_EDGES = {
     # removed by the connector split
     ("src/obj.c", "src/listener.c"),
     ("src/listener.c", "src/connector.c"),
-    # Not yet removed: the WDK kit's host.c is both what every kit file
-    # reports its use to (kit_touch) and what asks each of them whether it
-    # is busy.
-    ("wdk/src/host.c", "wdk/src/dispatcher.c"),
-    ("wdk/src/host.c", "wdk/src/dpc.c"),
-    ("wdk/src/host.c", "wdk/src/thread.c"),
-    ("wdk/src/host.c", "wdk/src/workitem.c"),
 }
 
 # The operating system, as libc names it. Mutexes and condition variables
