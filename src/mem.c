@@ -1058,34 +1058,37 @@ static NTSTATUS inv_checks(const struct mem_entry *e, const struct ndk_qp_impl *
     return STATUS_SUCCESS;
 }
 
-NTSTATUS mem_check_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw)
+/* An invalidation: checked at the post, checked again and done when it
+ * runs (execute). */
+static NTSTATUS invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw, bool execute)
 {
     struct mem_entry *e = target_entry(qp, mr_or_mw);
     if (!e)
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
-    /* Validity is judged at execution: a fast register or bind queued
-     * before this request may make the token valid by then. */
     NTSTATUS st = inv_checks(e, qp);
+    /* Validity is judged at execution only: a fast register or bind queued
+     * before this request may make the token valid by then. An already
+     * invalid one "fails as usual" (5.9.6). */
+    if (execute && st == STATUS_SUCCESS) {
+        if (e->valid)
+            e->valid = false;
+        else
+            st = STATUS_INVALID_DEVICE_STATE;
+    }
     pthread_mutex_unlock(&t->lock);
     return st;
 }
 
+NTSTATUS mem_check_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw)
+{
+    return invalidate(qp, mr_or_mw, false);
+}
+
 NTSTATUS mem_exec_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw)
 {
-    struct mem_entry *e = target_entry(qp, mr_or_mw);
-    if (!e)
-        return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->dev->mem;
-    pthread_mutex_lock(&t->lock);
-    NTSTATUS st = inv_checks(e, qp);
-    if (st == STATUS_SUCCESS && !e->valid)
-        st = STATUS_INVALID_DEVICE_STATE; /* already invalid "fails as usual" (5.9.6) */
-    if (st == STATUS_SUCCESS)
-        e->valid = false;
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    return invalidate(qp, mr_or_mw, true);
 }
 
 /* ------------------------------------------------------------------------ */
