@@ -718,6 +718,17 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
     return st;
 }
 
+NTSTATUS mem_check_receive(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                           ULONG nsge, uint64_t max_total, uint64_t *total)
+{
+    *total = 0;
+    for (ULONG i = 0; i < nsge; i++)
+        *total += sgl[i].Length;
+    if (*total > max_total)
+        return STATUS_INVALID_PARAMETER;
+    return mem_map_local(t, pd, sgl, nsge, MEM_LOCAL_WRITE | MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Invalidation                                                             */
 /* ------------------------------------------------------------------------ */
