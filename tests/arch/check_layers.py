@@ -5,7 +5,8 @@ Builds the file-level dependency graph of each program the project links
 and fails on what the architecture forbids:
 
   (a) a circle of files: file A uses a symbol file B defines and B, directly
-      or through others, uses one A defines;
+      or through others, uses one A defines; or headers that include each
+      other;
   (b) src/net/ or src/wire/ depending on a file above them, by a call or
       data reference or by an #include;
   (c) an operating-system call (sockets, epoll, eventfd, timerfd, threads,
@@ -231,6 +232,29 @@ def check_lower_includes(source, failures):
                     failures.append("%s%s includes \"%s\" (%s), a layer above it" % (lower, f, inc, target))
 
 
+def check_header_circles(source, failures):
+    """Headers that include each other, directly or through others."""
+    graph = {}
+    for top in ("include", "src", "tools", "wdk"):
+        for dirpath, _, files in os.walk(os.path.join(source, top)):
+            for f in files:
+                if not f.endswith(".h"):
+                    continue
+                path = os.path.relpath(os.path.join(dirpath, f), source)
+                with open(os.path.join(source, path), encoding="utf-8") as fh:
+                    incs = INCLUDE.findall(fh.read())
+                graph[path] = set()
+                for inc in incs:
+                    cands = [os.path.normpath(os.path.join(os.path.dirname(path), inc)),
+                             "src/" + inc, "include/" + inc, "include/ndk/" + inc, "tools/" + inc,
+                             "wdk/include/" + inc]
+                    found = next((c for c in cands if os.path.exists(os.path.join(source, c))), None)
+                    if found:
+                        graph[path].add(found)
+    for comp in components(graph, graph):
+        failures.append("headers that include each other: %s" % ", ".join(comp))
+
+
 def check_os_calls(uses, failures):
     for src, u in sorted(uses.items()):
         bad = sorted(u & OS_CALLS)
@@ -258,6 +282,7 @@ def main():
             check_lower_calls(edges, failures)
             check_os_calls(uses, failures)
     check_lower_includes(source, failures)
+    check_header_circles(source, failures)
     for f in failures:
         print("FAIL " + f)
     if failures:
