@@ -201,8 +201,6 @@ NTSTATUS vobj_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION ver,
                               NDK_EXTENSION_INTERFACE *out);
 /* The listener's connect event, wrapped: the new connector gets a record. */
 void vlistener_event(void *ctx, NDK_CONNECTOR *pc);
-/* True when [p, p+len) is mapped (M4, W9). */
-bool vmapped(uintptr_t p, size_t len);
 /* Reads [p, p+len) safely into a checksum; false when it is not mapped. */
 bool vsum(const NDK_SGE *sge, ULONG nsge, uint32_t *out);
 

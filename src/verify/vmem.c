@@ -2,6 +2,7 @@
  * creates, and the memory rules M1, M4 and M5 (docs/verifier.md). */
 #include <stdlib.h>
 
+#include "net/memprobe.h"
 #include "verify/vcore.h"
 
 #define PREAL(o) VREAL(o, NDK_PD_DISPATCH)
@@ -185,7 +186,7 @@ static void vmr_watch(struct vobj *o, uint64_t now)
 {
     (void)now;
     struct vmr *m = &o->u.mr;
-    if (!m->registered || !m->len || vmapped(m->base, m->len))
+    if (!m->registered || !m->len || ndk_mem_mapped(m->base, m->len))
         return;
     vreport(o, VR_M4, "(registered memory)",
             "keep the memory an MDL describes mapped and in place until NdkDeregisterMr "

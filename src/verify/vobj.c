@@ -1,47 +1,12 @@
 /* The verifier's object records: attaching to an object, the generic
  * checks of every call (L5, L9), and close. */
-#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/uio.h>
-#include <unistd.h>
 
+#include "net/memprobe.h"
 #include "verify/vcore.h"
 #include "wire/crc32c.h"
-
-bool vmapped(uintptr_t p, size_t len)
-{
-    if (len == 0)
-        return true;
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = p & ~(pg - 1), hi = (p + len + pg - 1) & ~(pg - 1);
-    unsigned char vec[1024];
-    while (lo < hi) {
-        size_t n = (hi - lo) / pg < sizeof vec ? (size_t)((hi - lo) / pg) : sizeof vec;
-        /* ENOMEM: part of the range is not mapped at all. */
-        if (mincore((void *)lo, n * pg, vec) != 0 && errno == ENOMEM)
-            return false;
-        lo += n * pg;
-    }
-    return true;
-}
-
-/* Reads memory through the kernel, so a range that was unmapped or
- * protected behind our back is an error, not a crash. */
-static bool read_self(uintptr_t p, void *buf, size_t len)
-{
-    struct iovec local = {buf, len}, remote = {(void *)p, len};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n == (ssize_t)len)
-        return true;
-    if (n < 0 && (errno == ENOSYS || errno == EPERM) && vmapped(p, len)) {
-        memcpy(buf, (const void *)p, len); /* the call is not allowed here */
-        return true;
-    }
-    return false;
-}
 
 bool vsum(const NDK_SGE *sge, ULONG nsge, uint32_t *out)
 {
@@ -52,7 +17,7 @@ bool vsum(const NDK_SGE *sge, ULONG nsge, uint32_t *out)
         size_t left = sge[i].Length;
         while (left) {
             size_t n = left < sizeof buf ? left : sizeof buf;
-            if (!read_self(p, buf, n))
+            if (!ndk_mem_read(p, buf, n))
                 return false;
             reg = crc32c_update(reg, buf, n);
             p += n;

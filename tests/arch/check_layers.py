@@ -59,7 +59,7 @@ OS_CALLS = {
     "gettimeofday", "time", "nanosleep", "usleep", "sleep", "getrandom", "rand", "random",
     "read", "write", "readv", "writev", "pread", "pwrite", "close", "open", "pipe", "pipe2",
     "fcntl", "ioctl", "getifaddrs", "if_nametoindex", "if_indextoname", "getaddrinfo",
-    "syscall", "mmap", "munmap", "dup", "dup2", "dup3",
+    "syscall", "mmap", "munmap", "mincore", "process_vm_readv", "dup", "dup2", "dup3",
     # What glibc turns some of them into (_FORTIFY_SOURCE, 64-bit offsets).
     "__read_chk", "__pread_chk", "__recv_chk", "__recvfrom_chk", "__poll_chk", "open64", "pread64",
     "pwrite64", "mmap64", "fcntl64",
