@@ -228,19 +228,12 @@ static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t 
     return dev;
 }
 
-NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
-                                const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter)
+/* The interface NameOrAddress names (ndk.h): by name, or by one of its
+ * addresses, every 127.0.0.0/8 address being the loopback interface's. On
+ * success *d is its entry in *list, which the caller frees. */
+static NTSTATUS find_interface(const char *NameOrAddress, NDK_ADAPTER_DESCRIPTION **listp,
+                               NDK_ADAPTER_DESCRIPTION **dp)
 {
-    if (!NameOrAddress || !ppAdapter)
-        return STATUS_INVALID_PARAMETER;
-    if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
-        return STATUS_INVALID_PARAMETER;
-    ndk_log_init();
-
-    NDK_VERSION ver;
-    if (!version_supported(Version, &ver))
-        return NDIS_STATUS_BAD_VERSION;
-
     NDK_ADAPTER_DESCRIPTION *list = calloc(64, sizeof *list);
     if (!list)
         return STATUS_INSUFFICIENT_RESOURCES;
@@ -262,7 +255,6 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         for (ULONG k = 0; k < list[i].AddressCount; k++)
             if (ndk_sockaddr_same_ip(&list[i].Addresses[k], &want))
                 found = i;
-        /* Every 127.0.0.0/8 address is the loopback interface's (ndk.h). */
         if ((list[i].Flags & NDK_ADAPTER_DESC_LOOPBACK) && want.sa.sa_family == AF_INET &&
             (ntohl(want.in4.sin_addr.s_addr) >> 24) == 127)
             found = i;
@@ -276,6 +268,28 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         free(list);
         return NDIS_STATUS_ADAPTER_NOT_READY;
     }
+    *listp = list;
+    *dp = d;
+    return STATUS_SUCCESS;
+}
+
+NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
+                                const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter)
+{
+    if (!NameOrAddress || !ppAdapter)
+        return STATUS_INVALID_PARAMETER;
+    if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
+        return STATUS_INVALID_PARAMETER;
+    ndk_log_init();
+
+    NDK_VERSION ver;
+    if (!version_supported(Version, &ver))
+        return NDIS_STATUS_BAD_VERSION;
+
+    NDK_ADAPTER_DESCRIPTION *list = NULL, *d = NULL;
+    NTSTATUS st = find_interface(NameOrAddress, &list, &d);
+    if (st != STATUS_SUCCESS)
+        return st;
 
     struct ndk_adapter_impl *ad = calloc(1, sizeof *ad);
     if (!ad) {
