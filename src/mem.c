@@ -875,13 +875,43 @@ static struct mem_entry *frmr_entry(struct ndk_qp_impl *qp, NDK_MR *mr)
     return e && e->kind != MEM_KIND_MW ? e : NULL;
 }
 
-/* The checks of a fast registration, at the post and again when it runs
- * (the MR may have been re-initialized, or a LAM of its pages released,
- * since the post). On success the table's lock is held and *out is the
- * MR's entry. */
-static NTSTATUS fr_check_and_lock(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
-                                  const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID base_va,
-                                  ULONG flags, struct mem_entry **out)
+/* Lock held: a fast registration passed its checks at the post. */
+static void fr_posted(struct mem_entry *e, NDK_MR *mr)
+{
+    e->fr_posted++;
+    /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4). The
+     * token is the MR's: the flag of the adapter instance it was created
+     * through decides. */
+    struct ndk_obj *mro = NULL;
+    mem_object_entry(mr, NdkObjectTypeMr, &mro);
+    if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
+        bump_key(e);
+}
+
+/* Lock held: a fast registration runs. npages <= max_pages <= page_cap: at
+ * most NDK_MAX_FRMR_PAGES words are copied under the lock. */
+static void fr_apply(struct mem_entry *e, ULONG npages, const NDK_LOGICAL_ADDRESS *pages, ULONG fbo,
+                     SIZE_T len, PVOID base_va, ULONG flags)
+{
+    for (ULONG i = 0; i < npages; i++)
+        e->pages[i] = (uint64_t)pages[i].QuadPart;
+    e->npages = npages;
+    e->unmapped = false;
+    e->fbo = fbo;
+    e->base = (uint64_t)(uintptr_t)base_va;
+    e->len = len;
+    e->access = fr_access(flags);
+    e->stag = make_stag(e->idx, e->key);
+    e->fr_applied = e->fr_posted;
+    e->valid = true;
+}
+
+/* A fast registration: checked at the post, checked again and applied
+ * when it runs (execute: the MR may have been re-initialized, or a LAM of
+ * its pages released, since the post). */
+static NTSTATUS fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
+                              const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID base_va,
+                              ULONG flags, bool execute)
 {
     struct mem_entry *e = frmr_entry(qp, mr);
     if (!e)
@@ -894,57 +924,26 @@ static NTSTATUS fr_check_and_lock(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npag
     st = fr_entry_checks(e, qp, npages, flags);
     if (st == STATUS_SUCCESS)
         st = fr_pages_checks(t, npages, pages);
-    if (st != STATUS_SUCCESS) {
-        pthread_mutex_unlock(&t->lock);
-        return st;
-    }
-    *out = e;
-    return STATUS_SUCCESS;
+    if (st == STATUS_SUCCESS && execute)
+        fr_apply(e, npages, pages, fbo, len, base_va, flags);
+    else if (st == STATUS_SUCCESS)
+        fr_posted(e, mr);
+    pthread_mutex_unlock(&t->lock);
+    return st;
 }
 
 NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                  const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                  PVOID base_va, ULONG flags)
 {
-    struct mem_entry *e;
-    NTSTATUS st = fr_check_and_lock(qp, mr, npages, pages, fbo, len, base_va, flags, &e);
-    if (st != STATUS_SUCCESS)
-        return st;
-    e->fr_posted++;
-    /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4). The
-     * token is the MR's: the flag of the adapter instance it was created
-     * through decides. */
-    struct ndk_obj *mro = NULL;
-    mem_object_entry(mr, NdkObjectTypeMr, &mro);
-    if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
-        bump_key(e);
-    pthread_mutex_unlock(&qp->obj.ad->dev->mem->lock);
-    return STATUS_SUCCESS;
+    return fast_register(qp, mr, npages, pages, fbo, len, base_va, flags, false);
 }
 
 NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                 PVOID base_va, ULONG flags)
 {
-    struct mem_entry *e;
-    NTSTATUS st = fr_check_and_lock(qp, mr, npages, pages, fbo, len, base_va, flags, &e);
-    if (st != STATUS_SUCCESS)
-        return st;
-    /* npages <= max_pages <= page_cap. At most NDK_MAX_FRMR_PAGES words are
-     * copied under the lock. */
-    for (ULONG i = 0; i < npages; i++)
-        e->pages[i] = (uint64_t)pages[i].QuadPart;
-    e->npages = npages;
-    e->unmapped = false;
-    e->fbo = fbo;
-    e->base = (uint64_t)(uintptr_t)base_va;
-    e->len = len;
-    e->access = fr_access(flags);
-    e->stag = make_stag(e->idx, e->key);
-    e->fr_applied = e->fr_posted;
-    e->valid = true;
-    pthread_mutex_unlock(&qp->obj.ad->dev->mem->lock);
-    return STATUS_SUCCESS;
+    return fast_register(qp, mr, npages, pages, fbo, len, base_va, flags, true);
 }
 
 static unsigned bind_access(ULONG flags)
