@@ -995,17 +995,10 @@ static bool bind_entries(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, struct 
     return qp && *m && *w && (*mro)->ad->dev == qp->obj.ad->dev && mwo->ad->dev == qp->obj.ad->dev;
 }
 
-NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
-                        ULONG flags)
+/* Lock held: a bind passed its checks at the post. */
+static NTSTATUS bind_posted(struct mem_table *t, struct mem_entry *m, struct mem_entry *w, struct ndk_obj *mro)
 {
-    struct ndk_obj *mro;
-    struct mem_entry *m, *w;
-    if (!bind_entries(qp, mr, mw, &m, &w, &mro))
-        return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->dev->mem;
-    pthread_mutex_lock(&t->lock);
-    NTSTATUS st = bind_checks(m, w, qp, va, len, flags, true);
-    if (st == STATUS_SUCCESS && w->ante != mro) {
+    if (w->ante != mro) {
         /* The window now depends on this MR instead of its previous one. */
         struct mem_entry *old = w->ante ? lookup(t, w->ante_idx) : NULL;
         if (old && old->owner != w->ante)
@@ -1013,25 +1006,38 @@ NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va
         if (old && old->closing) {
             /* The old MR's pending close counts this window; the release
              * needs the adapter lock, which posting threads never take. */
-            st = STATUS_INVALID_DEVICE_STATE;
-        } else {
-            if (old)
-                old->nwin--;
-            w->ante = mro;
-            w->ante_idx = m->idx;
-            m->nwin++;
+            return STATUS_INVALID_DEVICE_STATE;
         }
+        if (old)
+            old->nwin--;
+        w->ante = mro;
+        w->ante_idx = m->idx;
+        m->nwin++;
     }
-    if (st == STATUS_SUCCESS) {
-        bump_key(w); /* NdkGetRemoteTokenFromMw answers the new token from now (5.7.1) */
-        w->issued = true;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    bump_key(w); /* NdkGetRemoteTokenFromMw answers the new token from now (5.7.1) */
+    w->issued = true;
+    return STATUS_SUCCESS;
 }
 
-NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
-                       ULONG flags)
+/* Lock held: a bind runs. */
+static void bind_apply(struct ndk_qp_impl *qp, struct mem_entry *m, struct mem_entry *w, PVOID va,
+                       SIZE_T len, ULONG flags)
+{
+    w->base = (uint64_t)(uintptr_t)va;
+    w->len = len;
+    w->access = bind_access(flags);
+    w->qp = qp; /* windows are associated with the QP that bound them (R13) */
+    w->qp_serial = qp->serial;
+    w->mr_idx = m->idx;
+    w->mr_stag = m->stag;
+    w->stag = make_stag(w->idx, w->key);
+    w->valid = true;
+}
+
+/* A bind: checked at the post, checked again and applied when it runs
+ * (execute: the MR may have been deregistered since the post). */
+static NTSTATUS bind_window(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                            ULONG flags, bool execute)
 {
     struct ndk_obj *mro;
     struct mem_entry *m, *w;
@@ -1039,21 +1045,25 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
-    /* Checked again: the MR may have been deregistered since the post. */
-    NTSTATUS st = bind_checks(m, w, qp, va, len, flags, false);
-    if (st == STATUS_SUCCESS) {
-        w->base = (uint64_t)(uintptr_t)va;
-        w->len = len;
-        w->access = bind_access(flags);
-        w->qp = qp; /* windows are associated with the QP that bound them (R13) */
-        w->qp_serial = qp->serial;
-        w->mr_idx = m->idx;
-        w->mr_stag = m->stag;
-        w->stag = make_stag(w->idx, w->key);
-        w->valid = true;
-    }
+    NTSTATUS st = bind_checks(m, w, qp, va, len, flags, !execute);
+    if (st == STATUS_SUCCESS && execute)
+        bind_apply(qp, m, w, va, len, flags);
+    else if (st == STATUS_SUCCESS)
+        st = bind_posted(t, m, w, mro);
     pthread_mutex_unlock(&t->lock);
     return st;
+}
+
+NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                        ULONG flags)
+{
+    return bind_window(qp, mr, mw, va, len, flags, false);
+}
+
+NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                       ULONG flags)
+{
+    return bind_window(qp, mr, mw, va, len, flags, true);
 }
 
 /* The rules of 5.9.6 shared by the check and the execution. Lock held. */
