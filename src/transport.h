@@ -12,13 +12,16 @@
  * (ndk_qp_stop); in between the QP object calls it through struct
  * ndk_xp_ops, and it calls back through the ndk_xp_* functions below.
  *
- * Two transports exist:
+ * Three transports exist:
  *   - iWARP over TCP (qp_iwarp.c, qp_tx.c, qp_rx.c): operations become FPDUs
  *     on a byte stream (RFC 5040, 5041, 5044); attached by the connector
  *     after the MPA negotiation (ndk_qp_start, qp.h).
  *   - in-memory loopback (xp_loopback.c): two QPs of this process joined
  *     directly; each operation executes against the peer's memory table at
- *     once. Used by tests, and the model for a shared-memory transport.
+ *     once. Used by tests.
+ *   - shared memory (xp_shm.c, docs/shm.md): a QP of this process and one
+ *     of another process on the same host, joined through rings in shared
+ *     memory (ndk_shm_connect); the target checks and places.
  *
  * What a transport does with posted work:
  *   - The requests [sq_tx, sq_tail) of the QP's initiator ring (struct

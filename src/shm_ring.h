@@ -1,0 +1,124 @@
+/*
+ * shm_ring.h - the rings of the shared-memory transport (docs/shm.md):
+ * one producer and one consumer, in two processes, over memory both map.
+ * Sans-IO: no system call; a ring is a control block and a slot array at
+ * an address the caller gives, and the caller decides what a full or an
+ * empty ring means (wait, wake the peer).
+ *
+ * The producer alone writes `head`, the consumer alone writes `tail`, each
+ * on its own cache line; each side keeps its own copy of the other's index
+ * and reads the shared one only when that copy says full (producer) or
+ * empty (consumer). Publishing is a store of head after the slot is
+ * written; releasing a slot is a store of tail after it was read. Both,
+ * and the loads of the other side's index, are sequentially consistent:
+ * the owner's wake-up flags (a consumer that arms, then looks at head; a
+ * producer that publishes, then looks at the flag) need one total order
+ * so that no wake-up is lost.
+ */
+#ifndef NDK_SHM_RING_H
+#define NDK_SHM_RING_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define SHM_LINE 64
+#define SHM_SLOT 1024u  /* octets per slot: a message header and its payload */
+#define SHM_SLOTS 256u  /* slots per ring (a power of two) */
+_Static_assert((SHM_SLOTS & (SHM_SLOTS - 1)) == 0, "slot indexes wrap by masking");
+
+/* Message types (struct shm_msg.type). */
+enum shm_msg_type {
+    SHM_REQ_SEND = 1,  /* a Send (or a piece of one) */
+    SHM_REQ_WRITE,     /* an RDMA Write (or a piece of one) */
+    SHM_REQ_READ,      /* an RDMA Read Request */
+    SHM_RESP_ACK,      /* a single-copy request was carried out */
+    SHM_RESP_READ,     /* a piece of a Read's data (or, with no payload and
+                          SHM_F_PULLED, the end of a single-copy Read) */
+    SHM_RESP_TERM,     /* the target refused request `id`: the connection ends */
+};
+
+/* Flags (struct shm_msg.flags). */
+#define SHM_F_LAST 0x01   /* the message's last piece */
+#define SHM_F_IOV 0x02    /* payload: struct shm_iov of the initiator's memory (single copy) */
+#define SHM_F_SOLICIT 0x04
+#define SHM_F_INVALIDATE 0x08 /* Send with Invalidate: stag is the one to invalidate */
+#define SHM_F_NAMED 0x10  /* SHM_RESP_TERM names a request (id); else the connection broke */
+
+/* The header of every slot: 64 octets, then the payload. */
+struct shm_msg {
+    uint8_t type;
+    uint8_t flags;
+    uint8_t term_layer, term_etype, term_code;
+    uint8_t pad0[3];
+    uint32_t id;       /* the initiator's request number (its queue index) */
+    uint32_t len;      /* payload octets in this slot */
+    uint32_t stag;     /* Write, Read: the target's STag; Send: the STag to invalidate */
+    uint32_t niov;     /* SHM_F_IOV: pairs in the payload */
+    uint64_t to;       /* Write, Read: the target's TO */
+    uint64_t total;    /* the whole message's length */
+    uint64_t off;      /* where this piece starts in the message */
+    uint8_t pad1[16];
+};
+_Static_assert(sizeof(struct shm_msg) == SHM_LINE, "one cache line of header");
+#define SHM_PAYLOAD (SHM_SLOT - sizeof(struct shm_msg))
+
+/* An (address, length) pair of the initiator's memory (SHM_F_IOV). */
+struct shm_iov {
+    uint64_t addr;
+    uint64_t len;
+};
+#define SHM_IOV_MAX (SHM_PAYLOAD / sizeof(struct shm_iov))
+
+/* The shared part of a ring. */
+struct shm_ring_ctl {
+    _Alignas(SHM_LINE) uint32_t head;
+    _Alignas(SHM_LINE) uint32_t tail;
+    /* The producer found the ring full and waits for room: the consumer
+     * wakes it after freeing a slot. */
+    _Alignas(SHM_LINE) uint32_t space_wanted;
+};
+#define SHM_RING_BYTES (sizeof(struct shm_ring_ctl) + (size_t)SHM_SLOTS * SHM_SLOT)
+
+/* The shared region (docs/shm.md): a page of header, then four rings;
+ * side s (0: the side that made the region) produces its requests into
+ * ring 2s and its responses into ring 2s + 1. */
+#define SHM_HDR_BYTES 4096u
+#define SHM_REGION_BYTES (SHM_HDR_BYTES + 4 * SHM_RING_BYTES)
+static inline size_t shm_ring_offset(int side, bool responses)
+{
+    return SHM_HDR_BYTES + (size_t)(2 * side + responses) * SHM_RING_BYTES;
+}
+
+/* One side's view of a ring: the shared part and its private copies. */
+struct shm_ring {
+    struct shm_ring_ctl *ctl;
+    uint8_t *slots;
+    uint32_t mine;   /* producer: next head; consumer: next tail */
+    uint32_t theirs; /* last value of the other side's index we read */
+};
+
+/* Views the ring at mem (SHM_RING_BYTES octets, 64-aligned). init: zero the
+ * control block (the side that creates the region). */
+void shm_ring_attach(struct shm_ring *r, void *mem, bool init);
+
+/* ---- producer ---- */
+/* Free slots, reading the consumer's tail when the private copy says
+ * fewer than need (1..SHM_SLOTS). */
+uint32_t shm_ring_room(struct shm_ring *r, uint32_t need);
+/* The slot at head + i (i < shm_ring_room), to fill. */
+struct shm_msg *shm_ring_slot(struct shm_ring *r, uint32_t i);
+/* Makes the next n filled slots visible to the consumer. */
+void shm_ring_publish(struct shm_ring *r, uint32_t n);
+
+/* ---- consumer ---- */
+/* The oldest published slot not yet released, or NULL when there is none.
+ * *corrupt is set when the producer's index is impossible. */
+const struct shm_msg *shm_ring_peek(struct shm_ring *r, bool *corrupt);
+/* Gives the oldest slot back to the producer. */
+void shm_ring_release(struct shm_ring *r);
+/* Is anything published and not released (fresh reads of both shared
+ * indexes; safe from a thread that is not the consumer)? */
+bool shm_ring_pending(const struct shm_ring *r);
+
+#endif

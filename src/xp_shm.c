@@ -1,0 +1,1053 @@
+/*
+ * The shared-memory transport (xp_shm.h, transport.h; the design is
+ * docs/shm.md): operations into ring messages (shm_ring.h), the target's
+ * checks and placement, responses and Terminates. The operating system is
+ * reached only through net/shm.h.
+ *
+ * Who runs what, and under which lock:
+ *   - the initiator side: taking posted requests into the request ring
+ *     (doorbell, and the progress below when room comes back) and reading
+ *     the response ring run under the QP's sq_lock;
+ *   - the target side: reading the request ring, checking and placing, and
+ *     writing the response ring run under rx_lock;
+ *   - each side's service thread (or a busy poller) runs both when the
+ *     peer rings its eventfd. Errors are applied afterwards with no QP lock
+ *     held (ndk_xp_fail takes them).
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "net/shm.h"
+#include "net/sys.h"
+#include "objects.h"
+#include "shm_ring.h"
+#include "xp_shm.h"
+
+#define SHM_MAGIC 0x4E444B53u /* "NDKS" */
+#define SHM_VERSION 1u
+/* Tagged accesses are mapped and moved in pieces of at most this many
+ * octets, so that a piece of a fast-registered region fits RX_IOV_MAX
+ * iovecs, as one FPDU does. */
+#define SHM_PIECE (64u * 1024)
+/* While a Send waits for a receive posted to an SRQ, the service thread
+ * looks again this often. */
+#define SHM_RX_WAIT_POLL_MS 10
+
+struct shm_side_hdr {
+    _Alignas(SHM_LINE) uint32_t armed; /* asleep: ring my eventfd to wake me */
+    uint32_t left;                     /* SHM_LEFT_*: this side ended the connection */
+    uint64_t probe_addr;               /* a word of this side's memory... */
+    uint64_t probe_value;              /* ...holding this value (the CMA probe) */
+};
+enum { SHM_LEFT_NO, SHM_LEFT_CLOSED, SHM_LEFT_ABORTED };
+
+struct shm_hdr {
+    uint32_t magic, version, slot, slots;
+    struct shm_side_hdr side[2];
+};
+_Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_BYTES, "the header fits its page");
+
+/* The set-up messages over the UNIX socket. */
+struct shm_hello {
+    uint32_t magic, version;
+    uint64_t region_bytes;
+    uint32_t ok; /* reply and probe result: 1 yes, 0 no */
+    uint32_t pad;
+};
+
+struct shm_conn {
+    struct ndk_qp_impl *qp;
+    int me;
+    struct shm_hdr *hdr;
+    void *map;
+    struct shm_ring req_out, resp_out, req_in, resp_in;
+    pid_t peer;
+    int bell, peer_bell, pidfd; /* my eventfd, the peer's, the peer's pidfd */
+    bool copy;                  /* payloads through the rings (no process_vm_*) */
+    uint64_t probe;             /* the word the peer probes */
+    pthread_t thread;
+    bool thread_started;
+    bool stop;                  /* detach: the service thread ends (atomic) */
+    bool dead;                  /* the connection failed or ended (atomic) */
+    bool leased;                /* a busy poller reads the rings (atomic) */
+    bool flushed;               /* NdkFlush: nothing more is placed (rx_lock and sq_lock) */
+    /* initiator side (sq_lock) */
+    uint64_t tx_off;            /* octets of the request at sq_tx already in the ring */
+    uint32_t reads_out;
+    bool tx_stalled;            /* requests wait for ring room or an ORD slot (atomic) */
+    /* target side (rx_lock) */
+    bool rs_active;             /* a Send being placed into rs_wqe */
+    struct ndk_rwqe rs_wqe;
+    NTSTATUS rs_status;
+    uint64_t rs_got;
+    uint64_t rd_off;            /* octets of the Read at the head already answered */
+    uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
+};
+
+/* What a pass found that ends the connection; applied with no lock held. */
+struct shm_fail {
+    bool fail;
+    ULONG reason;
+    NTSTATUS read_status;
+};
+
+static void fail_set(struct shm_fail *f, ULONG reason, NTSTATUS read_status)
+{
+    if (!f->fail)
+        *f = (struct shm_fail){true, reason, read_status};
+}
+
+static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
+{
+    return qp->obj.ad->dev->mem;
+}
+
+/* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
+
+/* After a publish (a sequentially consistent store of head, shm_ring.h):
+ * a peer that armed before it is seen armed here, one that arms after it
+ * sees the message when it looks once more. */
+static void wake_peer(struct shm_conn *c)
+{
+    uint32_t *armed = &c->hdr->side[1 - c->me].armed;
+    if (__atomic_load_n(armed, __ATOMIC_SEQ_CST) && __atomic_exchange_n(armed, 0, __ATOMIC_SEQ_CST))
+        shm_os_doorbell_ring(c->peer_bell);
+}
+
+/* A consumer freed slots (a sequentially consistent store of tail): a
+ * producer that found the ring full is woken. */
+static void space_freed(struct shm_conn *c, struct shm_ring *r)
+{
+    if (__atomic_load_n(&r->ctl->space_wanted, __ATOMIC_SEQ_CST) &&
+        __atomic_exchange_n(&r->ctl->space_wanted, 0, __ATOMIC_SEQ_CST))
+        shm_os_doorbell_ring(c->peer_bell);
+}
+
+/* Free slots of an outgoing ring; with fewer than need, the consumer is
+ * asked to wake us when it frees one (then we look once more, so a slot
+ * freed in between is not missed). */
+static uint32_t room_or_wait(struct shm_ring *r, uint32_t need)
+{
+    uint32_t room = shm_ring_room(r, need);
+    if (room >= need)
+        return room;
+    __atomic_store_n(&r->ctl->space_wanted, 1, __ATOMIC_SEQ_CST);
+    return shm_ring_room(r, need);
+}
+
+/* ---- helpers ---- */
+
+static void iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns)
+{
+    size_t doff = 0, soff = 0;
+    int i = 0, j = 0;
+    while (i < nd && j < ns) {
+        size_t n = dst[i].iov_len - doff;
+        if (n > src[j].iov_len - soff)
+            n = src[j].iov_len - soff;
+        memcpy((char *)dst[i].iov_base + doff, (const char *)src[j].iov_base + soff, n);
+        doff += n;
+        soff += n;
+        if (doff == dst[i].iov_len)
+            i++, doff = 0;
+        if (soff == src[j].iov_len)
+            j++, soff = 0;
+    }
+}
+
+/* The initiator's (address, length) pairs of a single-copy message as
+ * iovecs naming the peer's memory; -1 when malformed. */
+static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iovec *out)
+{
+    if (h->niov > SHM_IOV_MAX || h->niov > MEM_LOCAL_IOV_MAX || h->len != h->niov * sizeof(struct shm_iov))
+        return -1;
+    uint64_t sum = 0;
+    for (uint32_t i = 0; i < h->niov; i++) {
+        struct shm_iov p;
+        memcpy(&p, payload + i * sizeof p, sizeof p);
+        out[i] = (struct iovec){(void *)(uintptr_t)p.addr, (size_t)p.len};
+        sum += p.len;
+    }
+    return sum == h->total ? (int)h->niov : -1;
+}
+
+/* ---- the target: checks and placement (rx_lock) ---- */
+
+static void send_term(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t)
+{
+    /* One response slot is always kept for this (take_requests). */
+    if (!shm_ring_room(&c->resp_out, 1))
+        return;
+    struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
+    memset(m, 0, sizeof *m);
+    m->type = SHM_RESP_TERM;
+    m->flags = req ? SHM_F_NAMED : 0;
+    m->id = req ? req->id : 0;
+    m->term_layer = t->layer;
+    m->term_etype = t->etype;
+    m->term_code = t->code;
+    shm_ring_publish(&c->resp_out, 1);
+}
+
+static void respond(struct shm_conn *c, uint8_t type, uint32_t id, uint8_t flags)
+{
+    struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
+    memset(m, 0, sizeof *m);
+    m->type = type;
+    m->flags = flags;
+    m->id = id;
+    shm_ring_publish(&c->resp_out, 1);
+}
+
+/* Our check refused the peer's request: the Terminate goes to the peer and
+ * our QP fails as a receiving iWARP engine's does. */
+static void refuse(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t, struct shm_fail *f)
+{
+    send_term(c, req, t);
+    fail_set(f, NDK_DISCONNECT_REASON_TERMINATE_SENT, STATUS_CANCELLED);
+}
+
+/* Moves len octets between (stag, to) of our memory, checked piece by
+ * piece for access, and either the peer's iovecs (single copy: pulled or
+ * pushed) or a buffer here (a slot's payload). Returns MEM_OK or the
+ * refused check; a transfer that failed sets *xfer_err (-errno). */
+static enum mem_err tagged_move(struct shm_conn *c, uint32_t stag, uint64_t to, uint64_t len, unsigned access,
+                                const struct iovec *peer, int npeer, uint8_t *buf, int *xfer_err)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    enum mem_err e = MEM_OK;
+    for (uint64_t off = 0; e == MEM_OK && off < len; off += SHM_PIECE) {
+        uint64_t n = len - off < SHM_PIECE ? len - off : SHM_PIECE;
+        struct iovec mine[RX_IOV_MAX], theirs[MEM_LOCAL_IOV_MAX];
+        int nm = 0;
+        e = mem_map_remote(qp_mem(qp), qp->pd, qp, stag, to + off, n, access, mine, RX_IOV_MAX, &nm);
+        if (e != MEM_OK)
+            break;
+        if (buf) {
+            struct iovec b = {buf + off, (size_t)n};
+            if (access == MEM_REMOTE_WRITE)
+                iov_copy(mine, nm, &b, 1);
+            else
+                iov_copy(&b, 1, mine, nm);
+            continue;
+        }
+        int nt = ndk_iov_slice(peer, npeer, off, n, theirs, MEM_LOCAL_IOV_MAX);
+        int r = nt < 0 ? -1
+                : access == MEM_REMOTE_WRITE ? shm_os_pull(c->peer, mine, nm, theirs, nt)
+                                             : shm_os_push(c->peer, mine, nm, theirs, nt);
+        if (r) {
+            *xfer_err = r;
+            break;
+        }
+    }
+    return e;
+}
+
+/* The peer's memory could not be reached (it unmapped a registered
+ * buffer, or the region is corrupt): the connection is broken. */
+static void broken(struct shm_conn *c, struct shm_fail *f)
+{
+    struct ddp_term t;
+    ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, TERM_RO_CATASTROPHIC_STREAM, false);
+    send_term(c, NULL, &t);
+    fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
+}
+
+/* A Send (or a piece of one). Returns false when it must wait for a
+ * receive (it stays at the head of the ring). */
+static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    struct ddp_term t;
+    if (!c->rs_active) {
+        if (h->off != 0) {
+            broken(c, f);
+            return true;
+        }
+        if (!ndk_xp_take_receive(qp, &c->rs_wqe)) {
+            const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
+            uint64_t now = loop_now_ms();
+            uint64_t until = c->rx_wait_until;
+            if (!until && !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)) {
+                /* Atomic: posting threads and the service thread read it. */
+                __atomic_store_n(&c->rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
+                return false;
+            }
+            if (until && now < until)
+                return false;
+            __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+            ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER, false);
+            refuse(c, h, &t, f);
+            return true;
+        }
+        __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+        c->rs_active = true;
+        c->rs_got = 0;
+        c->rs_status = h->total > c->rs_wqe.total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
+    }
+    if (h->off != c->rs_got || h->total > UINT32_MAX || h->off + h->len > h->total) {
+        broken(c, f);
+        return true;
+    }
+    struct iovec dst[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX], src[MEM_LOCAL_IOV_MAX];
+    int nd = 0;
+    if (c->rs_status == STATUS_SUCCESS)
+        c->rs_status = mem_map_local(qp_mem(qp), qp->pd, c->rs_wqe.sge, c->rs_wqe.nsge, MEM_LOCAL_WRITE, dst,
+                                     MEM_LOCAL_IOV_MAX, &nd);
+    if (c->rs_status == STATUS_SUCCESS) {
+        if (h->flags & SHM_F_IOV) {
+            int ns = peer_iovs(h, payload, src);
+            int np = ns < 0 ? -1 : ndk_iov_slice(dst, nd, 0, h->total, piece, MEM_LOCAL_IOV_MAX);
+            if (np < 0 || shm_os_pull(c->peer, piece, np, src, ns)) {
+                broken(c, f);
+                return true;
+            }
+            c->rs_got = h->total;
+        } else {
+            int np = ndk_iov_slice(dst, nd, h->off, h->len, piece, MEM_LOCAL_IOV_MAX);
+            struct iovec b = {(void *)payload, h->len};
+            if (np >= 0)
+                iov_copy(piece, np, &b, 1);
+            c->rs_got += h->len;
+        }
+    } else {
+        c->rs_got += (h->flags & SHM_F_IOV) ? h->total : h->len;
+    }
+    if (!(h->flags & SHM_F_LAST))
+        return true;
+    if (c->rs_got != h->total) {
+        broken(c, f);
+        return true;
+    }
+    bool inv = h->flags & SHM_F_INVALIDATE;
+    NTSTATUS st = c->rs_status;
+    /* The STag goes before the receive completes (docs/rules.md R21). */
+    if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
+        st = STATUS_ACCESS_VIOLATION;
+    c->rs_active = false;
+    ndk_xp_complete_receive(qp, c->rs_wqe.ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
+                            inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
+    if (st == STATUS_SUCCESS) {
+        if (h->flags & SHM_F_IOV)
+            respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
+    } else {
+        if (st == STATUS_BUFFER_TOO_SMALL)
+            ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG, false);
+        else if (st == STATUS_ACCESS_VIOLATION && inv)
+            ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CANT_INVALIDATE, false);
+        else
+            ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, TERM_RO_CATASTROPHIC_STREAM, false);
+        refuse(c, h, &t, f);
+    }
+    return true;
+}
+
+static void take_write(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    struct iovec src[MEM_LOCAL_IOV_MAX];
+    int ns = 0, xerr = 0;
+    if ((h->flags & SHM_F_IOV) && (ns = peer_iovs(h, payload, src)) < 0) {
+        broken(c, f);
+        return;
+    }
+    if (!(h->flags & SHM_F_IOV) && (h->off > h->total || h->len > h->total - h->off)) {
+        broken(c, f);
+        return;
+    }
+    enum mem_err e = MEM_OK;
+    /* The whole message's range is checked before its first octet lands,
+     * as the receive engine checks a tagged FPDU. */
+    if (h->off == 0)
+        e = mem_map_remote(qp_mem(qp), qp->pd, qp, h->stag, h->to, h->total, MEM_REMOTE_WRITE, NULL, 0, NULL);
+    if (e == MEM_OK)
+        e = (h->flags & SHM_F_IOV)
+                ? tagged_move(c, h->stag, h->to, h->total, MEM_REMOTE_WRITE, src, ns, NULL, &xerr)
+                : tagged_move(c, h->stag, h->to + h->off, h->len, MEM_REMOTE_WRITE, NULL, 0, (uint8_t *)payload,
+                              &xerr);
+    if (e != MEM_OK) {
+        struct ddp_term t;
+        ddp_term_for_write(ndk_xp_stag_fault(e), &t);
+        refuse(c, h, &t, f);
+    } else if (xerr) {
+        broken(c, f);
+    } else if (h->flags & SHM_F_IOV) {
+        respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
+    }
+}
+
+/* A Read Request. Returns false when the response ring filled up before
+ * the whole answer went (it stays at the head, c->rd_off says how far). */
+static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    struct ddp_term t;
+    if (c->rd_off == 0) {
+        enum mem_err e =
+            mem_map_remote(qp_mem(qp), qp->pd, qp, h->stag, h->to, h->total, MEM_REMOTE_READ, NULL, 0, NULL);
+        if (e != MEM_OK) {
+            ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
+            refuse(c, h, &t, f);
+            return true;
+        }
+    }
+    if (h->flags & SHM_F_IOV) {
+        struct iovec sink[MEM_LOCAL_IOV_MAX];
+        int ns = peer_iovs(h, payload, sink), xerr = 0;
+        enum mem_err e = ns < 0 ? MEM_OK
+                                : tagged_move(c, h->stag, h->to, h->total, MEM_REMOTE_READ, sink, ns, NULL, &xerr);
+        if (ns < 0 || xerr) {
+            broken(c, f);
+        } else if (e != MEM_OK) {
+            ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
+            refuse(c, h, &t, f);
+        } else {
+            respond(c, SHM_RESP_READ, h->id, SHM_F_LAST | SHM_F_IOV);
+        }
+        return true;
+    }
+    /* Copied through the ring: one response slot per piece, one kept for
+     * a Terminate. */
+    do {
+        if (room_or_wait(&c->resp_out, 2) < 2)
+            return false;
+        uint64_t n = h->total - c->rd_off < SHM_PAYLOAD ? h->total - c->rd_off : SHM_PAYLOAD;
+        struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
+        int xerr = 0;
+        enum mem_err e = tagged_move(c, h->stag, h->to + c->rd_off, n, MEM_REMOTE_READ, NULL, 0,
+                                     (uint8_t *)(m + 1), &xerr);
+        if (e != MEM_OK) {
+            c->rd_off = 0;
+            ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
+            refuse(c, h, &t, f);
+            return true;
+        }
+        m->type = SHM_RESP_READ;
+        m->id = h->id;
+        m->off = c->rd_off;
+        m->len = (uint32_t)n;
+        m->total = h->total;
+        c->rd_off += n;
+        m->flags = c->rd_off == h->total ? SHM_F_LAST : 0;
+        shm_ring_publish(&c->resp_out, 1);
+        wake_peer(c);
+    } while (c->rd_off < h->total);
+    c->rd_off = 0;
+    return true;
+}
+
+/* Reads the request ring (rx_lock held). */
+static void take_requests(struct shm_conn *c, struct shm_fail *f)
+{
+    bool corrupt = false, any = false;
+    const struct shm_msg *m;
+    while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->req_in, &corrupt))) {
+        /* The peer may still write the slot: its header is read once. */
+        struct shm_msg h;
+        memcpy(&h, m, sizeof h);
+        const uint8_t *payload = (const uint8_t *)(m + 1);
+        if (h.len > SHM_PAYLOAD) {
+            corrupt = true;
+            break;
+        }
+        bool done = true;
+        if (c->flushed) {
+            /* NdkFlush: what the peer sends is dropped, never placed. */
+        } else if (room_or_wait(&c->resp_out, 2) < 2) {
+            break; /* a response and the Terminate's slot */
+        } else if (h.type == SHM_REQ_SEND) {
+            done = take_send(c, &h, payload, f);
+        } else if (h.type == SHM_REQ_WRITE) {
+            take_write(c, &h, payload, f);
+        } else if (h.type == SHM_REQ_READ) {
+            done = take_read(c, &h, payload, f);
+        } else {
+            corrupt = true;
+            break;
+        }
+        if (!done)
+            break;
+        shm_ring_release(&c->req_in);
+        any = true;
+    }
+    if (corrupt)
+        broken(c, f);
+    if (any)
+        space_freed(c, &c->req_in);
+    wake_peer(c);
+}
+
+/* ---- the initiator (sq_lock) ---- */
+
+/* The request a response names: taken, not finished. */
+static struct ndk_swqe *named(struct ndk_qp_impl *qp, uint32_t id)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (id - dp->sq_head >= dp->sq_tx - dp->sq_head)
+        return NULL;
+    struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, id)];
+    return w->done ? NULL : w;
+}
+
+static void read_done(struct shm_conn *c, struct ndk_swqe *w)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    w->done = true;
+    if (c->reads_out)
+        c->reads_out--;
+    if (w->status == STATUS_SUCCESS && (w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge)
+        mem_invalidate_local_token(qp_mem(qp), qp->pd, w->sge[0].MemoryRegionToken);
+}
+
+/* A piece of a Read's data: into the sink the request names. */
+static bool read_piece(struct shm_conn *c, struct ndk_swqe *w, const struct shm_msg *h, const uint8_t *payload)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    if (h->total != w->total || h->off > w->total || h->len > w->total - h->off)
+        return false;
+    if (w->status != STATUS_SUCCESS || !h->len)
+        return true;
+    struct iovec sink[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX];
+    int ns = 0;
+    w->status = mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &ns);
+    int np = w->status == STATUS_SUCCESS ? ndk_iov_slice(sink, ns, h->off, h->len, piece, MEM_LOCAL_IOV_MAX) : -1;
+    if (np >= 0) {
+        struct iovec b = {(void *)payload, h->len};
+        iov_copy(piece, np, &b, 1);
+    }
+    return true;
+}
+
+/* Reads the response ring (sq_lock held). */
+static void take_responses(struct shm_conn *c, struct shm_fail *f)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    bool corrupt = false, any = false;
+    const struct shm_msg *m;
+    while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->resp_in, &corrupt))) {
+        struct shm_msg h;
+        memcpy(&h, m, sizeof h);
+        struct ndk_swqe *w = named(qp, h.id);
+        if (h.type == SHM_RESP_TERM) {
+            NTSTATUS rs = STATUS_CANCELLED;
+            if (!(h.flags & SHM_F_NAMED)) {
+                fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
+            } else {
+                /* A Terminate condemns a request of ours only if it names a
+                 * Read; a Send or Write it names was handed over. */
+                if (w && w->op == SWQE_READ)
+                    rs = ndk_status_from_term(h.term_layer, h.term_etype, h.term_code);
+                else if (w)
+                    w->done = true;
+                fail_set(f, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED, rs);
+            }
+        } else if (!w || h.len > SHM_PAYLOAD) {
+            corrupt = true;
+            break;
+        } else if (h.type == SHM_RESP_ACK && w->op != SWQE_READ) {
+            w->done = true;
+        } else if (h.type == SHM_RESP_READ && w->op == SWQE_READ) {
+            if (!(h.flags & SHM_F_IOV) && !read_piece(c, w, &h, (const uint8_t *)(m + 1))) {
+                corrupt = true;
+                break;
+            }
+            if (h.flags & SHM_F_LAST)
+                read_done(c, w);
+        } else {
+            corrupt = true;
+            break;
+        }
+        shm_ring_release(&c->resp_in);
+        any = true;
+    }
+    if (corrupt)
+        fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
+    if (any) {
+        space_freed(c, &c->resp_in);
+        ndk_xp_sq_complete(qp);
+    }
+}
+
+/* The payload of a Send or Write, where the requester registered it. */
+static NTSTATUS source_of(struct ndk_qp_impl *qp, const struct ndk_swqe *w, struct iovec *src, int *ns)
+{
+    *ns = 0;
+    if (!w->total)
+        return STATUS_SUCCESS;
+    if (w->flags & NDK_OP_FLAG_INLINE) {
+        src[0] = (struct iovec){w->inline_data, w->total};
+        *ns = 1;
+        return STATUS_SUCCESS;
+    }
+    return mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, 0, src, MEM_LOCAL_IOV_MAX, ns);
+}
+
+static void put_iovs(struct shm_msg *m, const struct iovec *v, int n)
+{
+    struct shm_iov *p = (struct shm_iov *)(void *)(m + 1);
+    for (int i = 0; i < n; i++)
+        p[i] = (struct shm_iov){(uint64_t)(uintptr_t)v[i].iov_base, v[i].iov_len};
+    m->niov = (uint32_t)n;
+    m->len = (uint32_t)(n * sizeof *p);
+    m->flags |= SHM_F_IOV | SHM_F_LAST;
+}
+
+/* One request into the ring (room: free slots). Returns false when it has
+ * to wait for room (or for an ORD slot); it is then not taken. */
+static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, uint32_t *used)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    struct iovec v[MEM_LOCAL_IOV_MAX];
+    int nv = 0;
+    bool read = w->op == SWQE_READ;
+    if (read && c->reads_out >= qp->dp.ord)
+        return false;
+    NTSTATUS st = read ? mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
+                       : source_of(qp, w, v, &nv);
+    if (st != STATUS_SUCCESS) {
+        ndk_xp_sq_finish(qp, st);
+        return true;
+    }
+    bool single = !c->copy && w->total > SHM_PAYLOAD && nv <= (int)SHM_IOV_MAX;
+    do {
+        if (*used >= room)
+            return false;
+        struct shm_msg *m = shm_ring_slot(&c->req_out, (*used)++);
+        memset(m, 0, sizeof *m);
+        m->type = w->op == SWQE_SEND ? SHM_REQ_SEND : w->op == SWQE_WRITE ? SHM_REQ_WRITE : SHM_REQ_READ;
+        m->id = qp->dp.sq_tx;
+        m->total = w->total;
+        m->stag = w->op == SWQE_SEND ? w->inv_stag : w->rtoken;
+        m->to = w->raddr;
+        if (w->op == SWQE_SEND) {
+            const struct rdmap_opinfo *oi = rdmap_op(w->rdmap_op);
+            m->flags |= (oi->solicit ? SHM_F_SOLICIT : 0) | (oi->invalidate ? SHM_F_INVALIDATE : 0);
+        }
+        if (single && !read) {
+            put_iovs(m, v, nv);
+        } else if (read) {
+            if (single)
+                put_iovs(m, v, nv);
+            else
+                m->flags |= SHM_F_LAST; /* answered with the data in response slots */
+        } else {
+            uint64_t n = w->total - c->tx_off < SHM_PAYLOAD ? w->total - c->tx_off : SHM_PAYLOAD;
+            struct iovec piece[MEM_LOCAL_IOV_MAX];
+            int np = ndk_iov_slice(v, nv, c->tx_off, n, piece, MEM_LOCAL_IOV_MAX);
+            struct iovec b = {m + 1, (size_t)n};
+            if (np >= 0)
+                iov_copy(&b, 1, piece, np);
+            m->off = c->tx_off;
+            m->len = (uint32_t)n;
+            c->tx_off += n;
+            if (c->tx_off == w->total)
+                m->flags |= SHM_F_LAST;
+        }
+    } while (!single && !read && c->tx_off < w->total);
+    c->tx_off = 0;
+    if (read) {
+        c->reads_out++;
+        ndk_xp_sq_taken(qp);
+    } else if (single) {
+        ndk_xp_sq_taken(qp); /* done when the target pulled it */
+    } else {
+        ndk_xp_sq_finish(qp, STATUS_SUCCESS); /* in the ring: handed over */
+    }
+    return true;
+}
+
+/* Takes posted requests into the request ring while it has room (sq_lock). */
+static void put_requests(struct shm_conn *c)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    uint32_t room = room_or_wait(&c->req_out, 1), used = 0;
+    struct ndk_swqe *w;
+    while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
+        if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
+            ndk_xp_sq_finish(qp, ndk_xp_exec_local(qp, w));
+            continue;
+        }
+        if (put_request(c, w, room, &used))
+            continue;
+        if (!used)
+            break; /* no room, or the ORD is used up: a response brings us back */
+        /* What is written goes now; then room is looked for again. */
+        shm_ring_publish(&c->req_out, used);
+        wake_peer(c);
+        used = 0;
+        if (!(room = room_or_wait(&c->req_out, 1)))
+            break;
+    }
+    if (used) {
+        shm_ring_publish(&c->req_out, used);
+        wake_peer(c);
+    }
+    __atomic_store_n(&c->tx_stalled, qp->dp.state == QP_RTS && ndk_xp_sq_next(qp) != NULL, __ATOMIC_RELAXED);
+    ndk_xp_sq_complete(qp);
+}
+
+/* ---- progress: the service thread, busy pollers, posts ---- */
+
+/* The receive a Send was being placed into completes (flushed) before the
+ * queue's others. rx_lock held. */
+static void drop_partial_send(struct shm_conn *c)
+{
+    if (!c->rs_active)
+        return;
+    c->rs_active = false;
+    ndk_xp_complete_receive(c->qp, c->rs_wqe.ctx, STATUS_CANCELLED, 0, false, 0, false);
+}
+
+/* The connection ends here (once): every outstanding request completes. */
+static void end_connection(struct shm_conn *c, const struct shm_fail *f)
+{
+    if (__atomic_exchange_n(&c->dead, true, __ATOMIC_ACQ_REL))
+        return;
+    pthread_mutex_lock(&c->qp->dp.rx_lock);
+    drop_partial_send(c);
+    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&c->qp->dp.rx_lock);
+    ndk_xp_fail(c->qp, f->reason, f->read_status, 0);
+    shm_os_doorbell_ring(c->peer_bell);
+}
+
+/* One pass over both incoming rings and the initiator queue. A busy poller
+ * (poller) skips what another thread is busy with. */
+static void progress(struct shm_conn *c, bool poller)
+{
+    struct ndk_qp_dp *dp = &c->qp->dp;
+    struct shm_fail f = {0};
+    if (__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
+        return;
+    uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
+    if (left) {
+        fail_set(&f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
+                 STATUS_CANCELLED);
+        end_connection(c, &f);
+        return;
+    }
+    /* The initiator side has work only when a response came or requests
+     * wait for room: a busy poller looks at both without a lock. */
+    bool initiator = shm_ring_pending(&c->resp_in) || __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED);
+    if (initiator &&
+        (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0)) {
+        if (c->flushed) {
+            bool corrupt = false;
+            while (shm_ring_peek(&c->resp_in, &corrupt))
+                shm_ring_release(&c->resp_in); /* answers to flushed requests */
+        } else {
+            take_responses(c, &f);
+            if (!f.fail)
+                put_requests(c);
+        }
+        pthread_mutex_unlock(&dp->sq_lock);
+    }
+    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED)) &&
+        (poller ? pthread_mutex_trylock(&dp->rx_lock) == 0 : pthread_mutex_lock(&dp->rx_lock) == 0)) {
+        take_requests(c, &f);
+        pthread_mutex_unlock(&dp->rx_lock);
+    }
+    if (f.fail)
+        end_connection(c, &f);
+}
+
+static void *service(void *arg)
+{
+    struct shm_conn *c = arg;
+    uint32_t *armed = &c->hdr->side[c->me].armed;
+    int fds[2] = {c->bell, c->pidfd};
+    int nfds = c->pidfd >= 0 ? 2 : 1;
+    while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+        progress(c, false);
+        int timeout = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) ? SHM_RX_WAIT_POLL_MS : -1;
+        if (!__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE)) {
+            /* Armed, then one more look: a message published before the
+             * peer saw the flag is found here, one after it rings. */
+            __atomic_store_n(armed, 1, __ATOMIC_SEQ_CST);
+            if (shm_ring_pending(&c->req_in) || shm_ring_pending(&c->resp_in) ||
+                __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_SEQ_CST)) {
+                __atomic_store_n(armed, 0, __ATOMIC_RELAXED);
+                if (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
+                    continue;
+            }
+        }
+        bool ready[2] = {false, false};
+        shm_os_wait(fds, nfds, timeout, ready);
+        __atomic_store_n(armed, 0, __ATOMIC_RELAXED);
+        if (ready[0])
+            shm_os_doorbell_drain(c->bell);
+        if (nfds == 2 && ready[1]) {
+            /* The peer process ended (kill -9 included): nothing it had
+             * will ever answer. */
+            nfds = 1;
+            struct shm_fail f = {true, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED};
+            end_connection(c, &f);
+        }
+    }
+    return NULL;
+}
+
+/* ---- struct ndk_xp_ops ---- */
+
+static void shm_doorbell(struct ndk_qp_impl *qp)
+{
+    struct shm_conn *c = ndk_xp_ctx(qp);
+    if (c)
+        put_requests(c);
+}
+
+/* A receive was posted: a Send waiting for one goes on now. */
+static void shm_after_post(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    struct shm_conn *c = ndk_xp_ctx(qp);
+    bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    if (waits)
+        progress(c, false);
+}
+
+/* NdkFlush: nothing more is placed; what the peer sends is dropped. */
+static void shm_flush(struct ndk_qp_impl *qp)
+{
+    struct shm_conn *c = ndk_xp_ctx(qp);
+    if (!c)
+        return;
+    c->flushed = true;
+    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    drop_partial_send(c);
+}
+
+static void shm_forget(struct ndk_qp_impl *qp)
+{
+    struct shm_conn *c = ndk_xp_ctx(qp);
+    if (!c)
+        return;
+    c->reads_out = 0;
+    c->tx_off = 0;
+}
+
+static void shm_poll(struct ndk_qp_impl *qp)
+{
+    struct shm_conn *c = ndk_xp_ctx(qp);
+    if (c)
+        progress(c, true);
+}
+
+static bool shm_lease_input(struct ndk_qp_impl *qp, bool on)
+{
+    struct shm_conn *c = ndk_xp_ctx(qp);
+    if (!c)
+        return false;
+    __atomic_store_n(&c->leased, on, __ATOMIC_RELEASE);
+    if (!on)
+        shm_os_doorbell_ring(c->bell); /* the service thread looks and arms */
+    return true;
+}
+
+static void shm_local_error(struct ndk_qp_impl *qp)
+{
+    struct shm_conn *c = ndk_xp_ctx(qp);
+    if (!c)
+        return;
+    uint32_t no = SHM_LEFT_NO;
+    __atomic_compare_exchange_n(&c->hdr->side[c->me].left, &no, SHM_LEFT_ABORTED, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    __atomic_store_n(&c->dead, true, __ATOMIC_RELEASE);
+    shm_os_doorbell_ring(c->peer_bell);
+}
+
+static void conn_free(struct shm_conn *c)
+{
+    shm_os_region_unmap(c->map, SHM_REGION_BYTES);
+    shm_os_close(c->bell);
+    shm_os_close(c->peer_bell);
+    shm_os_close(c->pidfd);
+    free(c);
+}
+
+static void shm_detach(struct ndk_qp_impl *qp, void *ctx)
+{
+    struct shm_conn *c = ctx;
+    uint32_t no = SHM_LEFT_NO;
+    __atomic_compare_exchange_n(&c->hdr->side[c->me].left, &no, SHM_LEFT_CLOSED, false, __ATOMIC_SEQ_CST,
+                                __ATOMIC_SEQ_CST);
+    shm_os_doorbell_ring(c->peer_bell);
+    __atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
+    shm_os_doorbell_ring(c->bell);
+    if (c->thread_started)
+        ndk_thread_join(c->thread);
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    drop_partial_send(c);
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    conn_free(c);
+}
+
+static const struct ndk_xp_ops shm_ops = {
+    .name = "shm",
+    .doorbell = shm_doorbell,
+    .after_post = shm_after_post,
+    .flush = shm_flush,
+    .forget = shm_forget,
+    .poll = shm_poll,
+    .lease_input = shm_lease_input,
+    .local_error = shm_local_error,
+    .detach = shm_detach,
+};
+
+/* ---- setting the connection up ---- */
+
+/* Marks an idle QP used (it is never connected again); false: not idle. */
+static bool claim(struct ndk_qp_impl *qp, bool on)
+{
+    struct ndk_device *dev = qp->obj.ad->dev;
+    pthread_mutex_lock(&dev->lock);
+    bool ok = !on || (!qp->used && !qp->conn && !qp->obj.closing && qp->dp.state == QP_IDLE);
+    if (ok)
+        qp->used = on;
+    pthread_mutex_unlock(&dev->lock);
+    return ok;
+}
+
+static NTSTATUS status_of(int err)
+{
+    return err == -ETIMEDOUT ? STATUS_IO_TIMEOUT
+           : err == -ENOMEM || err == -EMFILE || err == -ENFILE ? STATUS_INSUFFICIENT_RESOURCES
+                                                                 : STATUS_CONNECTION_REFUSED;
+}
+
+/* The descriptors and the region: the creator sends, the other receives. */
+static int exchange_region(struct shm_conn *c, int sock, int timeout_ms)
+{
+    struct shm_hello hello = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, 1, 0}, got;
+    int fds[2], n = 0, r;
+    if (c->me == 0) {
+        int fd = shm_os_region_create(SHM_REGION_BYTES, &c->map);
+        if (fd < 0)
+            return fd;
+        c->hdr = c->map;
+        *c->hdr = (struct shm_hdr){.magic = SHM_MAGIC, .version = SHM_VERSION, .slot = SHM_SLOT, .slots = SHM_SLOTS};
+        c->hdr->side[0].probe_addr = (uint64_t)(uintptr_t)&c->probe;
+        c->hdr->side[0].probe_value = c->probe;
+        fds[0] = fd;
+        fds[1] = c->bell;
+        r = shm_os_send(sock, &hello, sizeof hello, fds, 2);
+        shm_os_close(fd); /* the mappings keep the region */
+        if (r)
+            return r;
+        if ((r = shm_os_recv(sock, &got, sizeof got, fds, 1, &n, timeout_ms)))
+            return r;
+        if (n != 1 || got.magic != SHM_MAGIC || !got.ok) {
+            for (int i = 0; i < n; i++)
+                shm_os_close(fds[i]);
+            return -EPROTO;
+        }
+        c->peer_bell = fds[0];
+        return 0;
+    }
+    if ((r = shm_os_recv(sock, &got, sizeof got, fds, 2, &n, timeout_ms)))
+        return r;
+    if (n == 2)
+        c->peer_bell = fds[1];
+    else if (n == 1)
+        shm_os_close(fds[0]);
+    r = n != 2 || got.magic != SHM_MAGIC || got.version != SHM_VERSION || got.region_bytes != SHM_REGION_BYTES
+            ? -EPROTO
+            : shm_os_region_map(fds[0], SHM_REGION_BYTES, &c->map);
+    if (n == 2)
+        shm_os_close(fds[0]);
+    if (r)
+        return r;
+    c->hdr = c->map;
+    if (c->hdr->magic != SHM_MAGIC || c->hdr->slot != SHM_SLOT || c->hdr->slots != SHM_SLOTS)
+        return -EPROTO;
+    c->hdr->side[1].probe_addr = (uint64_t)(uintptr_t)&c->probe;
+    c->hdr->side[1].probe_value = c->probe;
+    fds[0] = c->bell;
+    return shm_os_send(sock, &hello, sizeof hello, fds, 1);
+}
+
+/* Can we reach the peer's memory, and can it reach ours? Each side reads
+ * the peer's probe word, then both tell each other. */
+static int probe_cma(struct shm_conn *c, int sock, int timeout_ms)
+{
+    const struct shm_side_hdr *p = &c->hdr->side[1 - c->me];
+    const char *env = getenv("NDK_SHM_COPY");
+    bool forced = env && strcmp(env, "1") == 0;
+    uint64_t word = 0;
+    struct iovec l = {&word, sizeof word}, r = {(void *)(uintptr_t)p->probe_addr, sizeof word};
+    bool ok = !forced && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
+    struct shm_hello mine = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, ok, 0}, theirs;
+    int n = 0, fd, e;
+    if ((e = shm_os_send(sock, &mine, sizeof mine, NULL, 0)) ||
+        (e = shm_os_recv(sock, &theirs, sizeof theirs, &fd, 1, &n, timeout_ms)))
+        return e;
+    if (n)
+        shm_os_close(fd);
+    c->copy = !ok || !theirs.ok;
+    static bool logged;
+    if (c->copy && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+        NDK_LOG(NDK_LL_INFO, NDK_LC_DP, &c->qp->obj,
+                "shared memory: %s; payloads are copied through the rings (two copies)",
+                forced ? "single copy turned off (NDK_SHM_COPY=1)" : "process_vm_readv is not permitted");
+    return 0;
+}
+
+NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_t ird, uint32_t ord,
+                         int timeout_ms, bool *copy_mode)
+{
+    if (!claim(qp, true))
+        return STATUS_INVALID_DEVICE_STATE;
+    struct shm_conn *c = calloc(1, sizeof *c);
+    if (!c) {
+        claim(qp, false);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    c->qp = qp;
+    c->me = creator ? 0 : 1;
+    c->peer_bell = c->pidfd = -1;
+    c->probe = ndk_random_seed((uint64_t)(uintptr_t)c) | 1;
+    bool same_user = false;
+    int e = shm_os_peer(sock, &c->peer, &same_user);
+    if (!e && !same_user)
+        e = -EACCES;
+    if (!e && (c->bell = shm_os_doorbell_new()) < 0)
+        e = c->bell;
+    if (!e)
+        e = exchange_region(c, sock, timeout_ms);
+    if (!e && (c->pidfd = shm_os_pidfd(c->peer)) < 0)
+        e = c->pidfd;
+    if (!e)
+        e = probe_cma(c, sock, timeout_ms);
+    if (e) {
+        conn_free(c);
+        claim(qp, false);
+        return status_of(e);
+    }
+    uint8_t *base = c->map;
+    struct shm_ring *mine[2] = {&c->req_out, &c->resp_out}, *theirs[2] = {&c->req_in, &c->resp_in};
+    for (int k = 0; k < 2; k++) {
+        shm_ring_attach(mine[k], base + shm_ring_offset(c->me, k), false);
+        shm_ring_attach(theirs[k], base + shm_ring_offset(1 - c->me, k), false);
+    }
+    *copy_mode = c->copy;
+    ndk_qp_attach(qp, &shm_ops, c, ird, ord);
+    c->thread_started = ndk_thread_start(&c->thread, service, c);
+    if (!c->thread_started) {
+        ndk_qp_stop(qp); /* detaches: the connection is freed */
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    return STATUS_SUCCESS;
+}
+
+void *ndk_shm_region(struct ndk_qp_impl *qp, int *side)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    struct shm_conn *c = qp->dp.xp && !strcmp(qp->dp.xp->name, "shm") ? ndk_xp_ctx(qp) : NULL;
+    void *map = c ? c->map : NULL;
+    if (c)
+        *side = c->me;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return map;
+}

@@ -1,0 +1,38 @@
+/*
+ * xp_shm.h - the shared-memory transport (transport.h, docs/shm.md): a QP
+ * of this process and one of a peer process on the same host, of the same
+ * user, joined through rings in memory both map. Operations keep every
+ * check, completion and status of the iWARP transport; what differs is
+ * speed.
+ */
+#ifndef NDK_XP_SHM_H
+#define NDK_XP_SHM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <ndk/ndk.h>
+
+struct ndk_qp_impl;
+
+/* Joins an idle QP (created, never connected) to the QP of the process at
+ * the other end of sock, a connected UNIX stream socket; exactly one side
+ * passes creator (it makes the shared region). Waits at most timeout_ms for
+ * the peer. Single-copy placement is used when process_vm_readv works both
+ * ways and neither side sets NDK_SHM_COPY=1; otherwise payloads are copied
+ * through the rings (*copy_mode true, logged once). On success the QP is in
+ * RTS with ird/ord; the connection ends with ndk_qp_stop (or the QP's
+ * close), with the peer's end, or with the peer process's. Returns
+ * STATUS_SUCCESS, STATUS_INVALID_DEVICE_STATE (the QP is not idle),
+ * STATUS_IO_TIMEOUT, STATUS_INSUFFICIENT_RESOURCES or
+ * STATUS_CONNECTION_REFUSED (the peer runs as another user, or broke the
+ * exchange off). */
+NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_t ird, uint32_t ord,
+                         int timeout_ms, bool *copy_mode);
+
+/* For tests that play a broken peer: the shared region of a QP joined
+ * with ndk_shm_connect (SHM_REGION_BYTES, shm_ring.h) and which side this
+ * process is; NULL when the QP has no such connection. */
+void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
+
+#endif

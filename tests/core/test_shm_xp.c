@@ -1,0 +1,931 @@
+/* The shared-memory transport (src/xp_shm.h), white box, between two
+ * processes: each case forks a peer, and the two join QPs with
+ * ndk_shm_connect over a UNIX socket pair. The parent drives, the child
+ * answers commands over a second socket pair (post receives, reap and
+ * check them, tell its disconnect reason). Proves Send, Write and Read of
+ * small (in the slot) and large (single copy, or copied through the rings
+ * with NDK_SHM_COPY=1) payloads, every protection error with the statuses
+ * a Terminate gives on TCP, back-pressure when the peer stops, a peer
+ * killed with SIGKILL seen at once, a peer that closes, and no descriptor
+ * left behind. */
+#include <dirent.h>
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "objects.h"
+#include "shm_ring.h"
+#include "testlib.h"
+#include "xp_shm.h"
+
+#define BUF (4u << 20)
+#define DEPTH 32
+#define CQ_DEPTH 1024
+#define WAIT_MS 10000
+/* The child's buffer: receives, Write targets, Read sources. */
+#define RECV_AT 0
+#define WRITE_AT (1u << 20)
+#define READ_AT (2u << 20)
+#define SEED_B 77
+
+struct side {
+    NDK_ADAPTER *ad;
+    NDK_PD *pd;
+    NDK_CQ *cq;
+    NDK_QP *qp;
+    NDK_MR *mr;
+    UINT32 ltok, rtok;
+    uint8_t *buf;
+};
+
+enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_GARBAGE, C_EXIT };
+
+struct msg {
+    uint32_t cmd;
+    uint32_t n, len, seed;
+    uint64_t a, b;
+    int32_t status;
+    uint32_t ok;
+};
+
+static struct side S;
+static NDK_MW *g_mw; /* the child's window (C_BIND) */
+/* The child's fast-register MR (C_FRMR) and the LAM of its pages. */
+#define FR_PAGES 32
+#define FR_AT (3u << 20)
+static NDK_MR *g_fr;
+static union {
+    NDK_LOGICAL_ADDRESS_MAPPING lam;
+    uint8_t room[sizeof(NDK_LOGICAL_ADDRESS_MAPPING) + FR_PAGES * sizeof(NDK_LOGICAL_ADDRESS)];
+} g_lam;
+static bool g_lam_built;
+static tl_event g_req;
+static NTSTATUS g_req_st;
+static int g_ctl = -1;
+static pid_t g_child;
+static bool g_copy;
+static tl_event g_closed;
+
+static struct ndk_qp_impl *impl(NDK_QP *qp)
+{
+    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
+}
+
+static uint8_t pat(uint32_t seed, uint64_t i)
+{
+    return (uint8_t)(seed + i * 13 + (i >> 9));
+}
+
+static void fill(uint8_t *p, uint64_t len, uint32_t seed, uint64_t from)
+{
+    for (uint64_t i = 0; i < len; i++)
+        p[i] = pat(seed, from + i);
+}
+
+static bool same(const uint8_t *p, uint64_t len, uint32_t seed, uint64_t from)
+{
+    for (uint64_t i = 0; i < len; i++)
+        if (p[i] != pat(seed, from + i))
+            return false;
+    return true;
+}
+
+static void cq_notify(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx, (void)st;
+}
+
+static bool g_busy; /* the parent's adapter busy-polls (t_garbage) */
+
+static bool side_up(struct side *s, ULONG grace_ms)
+{
+    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .ReceiveGraceMs = grace_ms, .Flags = g_busy ? NDK_OPEN_FLAG_BUSY_POLL : 0};
+    MDL mdl = {0};
+    s->buf = aligned_alloc(4096, BUF);
+    if (!s->buf)
+        return false;
+    memset(s->buf, 0, BUF);
+    mdl.StartVa = s->buf;
+    mdl.ByteCount = BUF;
+    return ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad) == STATUS_SUCCESS &&
+           s->ad->Dispatch->NdkCreatePd(s->ad, NULL, NULL, &s->pd) == STATUS_SUCCESS &&
+           s->ad->Dispatch->NdkCreateCq(s->ad, CQ_DEPTH, cq_notify, NULL, NULL, NULL, NULL, &s->cq) ==
+               STATUS_SUCCESS &&
+           s->pd->Dispatch->NdkCreateQp(s->pd, s->cq, s->cq, s, 512, DEPTH, 4, 4, 64, NULL, NULL, &s->qp) ==
+               STATUS_SUCCESS &&
+           s->pd->Dispatch->NdkCreateMr(s->pd, FALSE, NULL, NULL, &s->mr) == STATUS_SUCCESS &&
+           s->mr->Dispatch->NdkRegisterMr(s->mr, &mdl, BUF,
+                                          NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
+                                              NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+                                          NULL, NULL) == STATUS_SUCCESS &&
+           (s->ltok = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr), true) &&
+           (s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr), true);
+}
+
+static bool next(struct side *s, NDK_RESULT_EX *r);
+
+static void on_req(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx;
+    g_req_st = st;
+    tl_event_signal(&g_req);
+}
+
+/* A request that may pend: its status, once completed. */
+static NTSTATUS finish(NTSTATUS st)
+{
+    unsigned n = tl_event_count(&g_req);
+    if (st != STATUS_PENDING)
+        return st;
+    return tl_event_wait(&g_req, n + 1, WAIT_MS) ? g_req_st : STATUS_IO_TIMEOUT;
+}
+
+/* The child fast-registers FR_PAGES pages of its buffer at FR_AT in
+ * reverse order, at a base address of its choosing: a remote access
+ * through it is placed page by page, one iovec each (mem.h). */
+static bool frmr_up(uint64_t base, UINT32 *tok)
+{
+    MDL mdl = {.StartVa = S.buf + FR_AT, .ByteCount = FR_PAGES * 4096};
+    ULONG size = sizeof g_lam, fbo = 0;
+    if (S.pd->Dispatch->NdkCreateMr(S.pd, TRUE, NULL, NULL, &g_fr) != STATUS_SUCCESS ||
+        finish(g_fr->Dispatch->NdkInitializeFastRegisterMr(g_fr, FR_PAGES, TRUE, on_req, NULL)) != STATUS_SUCCESS ||
+        finish(S.ad->Dispatch->NdkBuildLAM(S.ad, &mdl, FR_PAGES * 4096, on_req, NULL, &g_lam.lam, &size, &fbo)) !=
+            STATUS_SUCCESS)
+        return false;
+    g_lam_built = true;
+    /* The page array runs past the struct's one declared element. */
+    const NDK_LOGICAL_ADDRESS *pages =
+        (const NDK_LOGICAL_ADDRESS *)(const void *)(g_lam.room + offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray));
+    NDK_LOGICAL_ADDRESS rev[FR_PAGES];
+    for (int i = 0; i < FR_PAGES; i++)
+        rev[i] = pages[FR_PAGES - 1 - i];
+    NDK_RESULT_EX r;
+    if (S.qp->Dispatch->NdkFastRegister(S.qp, NULL, g_fr, FR_PAGES, rev, 0, FR_PAGES * 4096,
+                                        (PVOID)(uintptr_t)base,
+                                        NDK_OP_FLAG_ALLOW_REMOTE_READ | NDK_OP_FLAG_ALLOW_REMOTE_WRITE) !=
+            STATUS_SUCCESS ||
+        !next(&S, &r) || r.Status != STATUS_SUCCESS)
+        return false;
+    *tok = g_fr->Dispatch->NdkGetRemoteTokenFromMr(g_fr);
+    return true;
+}
+
+/* The child, as a broken peer, writes one bad request straight into its
+ * request ring (kind: see t_garbage); tok and at name the parent's MR. */
+static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
+{
+    int side;
+    uint8_t *region = ndk_shm_region(impl(S.qp), &side);
+    if (!region)
+        return false;
+    struct shm_ring_ctl *ctl = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(side, false));
+    uint32_t head = __atomic_load_n(&ctl->head, __ATOMIC_SEQ_CST);
+    struct shm_msg *m =
+        (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(head & (SHM_SLOTS - 1)) * SHM_SLOT);
+    memset(m, 0, sizeof *m);
+    m->flags = SHM_F_LAST;
+    switch (kind) {
+    case 0: /* an unknown type */
+        m->type = 99;
+        break;
+    case 1: /* a payload longer than a slot */
+        m->type = SHM_REQ_WRITE;
+        m->len = SHM_SLOT;
+        m->total = SHM_SLOT;
+        m->stag = tok;
+        m->to = at;
+        break;
+    case 2: /* a head more than a ring ahead */
+        head += SHM_SLOTS + 4;
+        break;
+    case 3: { /* a single-copy Write from memory this process does not map */
+        struct shm_iov v = {4096, 8192};
+        m->type = SHM_REQ_WRITE;
+        m->flags |= SHM_F_IOV;
+        m->niov = 1;
+        m->len = sizeof v;
+        m->total = v.len;
+        m->stag = tok;
+        m->to = at;
+        memcpy(m + 1, &v, sizeof v);
+        break;
+    }
+    default: /* a Send whose first piece does not start at 0 */
+        m->type = SHM_REQ_SEND;
+        m->off = 100;
+        m->len = 10;
+        m->total = 200;
+        break;
+    }
+    __atomic_store_n(&ctl->head, head + 1, __ATOMIC_SEQ_CST);
+    return true;
+}
+
+static void on_closed(PVOID ctx)
+{
+    (void)ctx;
+    tl_event_signal(&g_closed);
+}
+
+static void close_obj(NDK_OBJECT_HEADER *h)
+{
+    unsigned n = tl_event_count(&g_closed);
+    NDK_FN_CLOSE_OBJECT close = *(const NDK_FN_CLOSE_OBJECT *)((struct ndk_pub *)h)->Dispatch;
+    NTSTATUS st = close(h, on_closed, NULL);
+    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
+    if (st == STATUS_PENDING)
+        CHECK(tl_event_wait(&g_closed, n + 1, WAIT_MS));
+}
+
+static void side_down(struct side *s)
+{
+    if (s->qp)
+        close_obj(&s->qp->Header);
+    if (g_mw)
+        close_obj(&g_mw->Header);
+    g_mw = NULL;
+    if (g_lam_built)
+        s->ad->Dispatch->NdkReleaseLAM(s->ad, &g_lam.lam);
+    g_lam_built = false;
+    if (g_fr)
+        close_obj(&g_fr->Header);
+    g_fr = NULL;
+    if (s->mr)
+        close_obj(&s->mr->Header);
+    if (s->cq)
+        close_obj(&s->cq->Header);
+    if (s->pd)
+        close_obj(&s->pd->Header);
+    if (s->ad)
+        ndk_close_adapter(s->ad);
+    free(s->buf);
+    memset(s, 0, sizeof *s);
+}
+
+static NDK_SGE sge(struct side *s, uint64_t off, ULONG len)
+{
+    return (NDK_SGE){.VirtualAddress = s->buf + off, .Length = len, .MemoryRegionToken = s->ltok};
+}
+
+/* The next completion, waiting at most WAIT_MS (busy: the CQ is polled). */
+static bool next(struct side *s, NDK_RESULT_EX *r)
+{
+    uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
+    memset(r, 0, sizeof *r);
+    while (tl_now_ns() < end)
+        if (s->cq->Dispatch->NdkGetCqResultsEx(s->cq, r, 1) == 1)
+            return true;
+    return false;
+}
+
+static bool msg_io(int fd, struct msg *m, bool send_it)
+{
+    if (send_it)
+        return write(fd, m, sizeof *m) == (ssize_t)sizeof *m;
+    struct pollfd p = {.fd = fd, .events = POLLIN};
+    return poll(&p, 1, WAIT_MS) == 1 && read(fd, m, sizeof *m) == (ssize_t)sizeof *m;
+}
+
+/* ---- the child ---- */
+
+static void child_serve(int ctl)
+{
+    struct msg m;
+    while (msg_io(ctl, &m, false)) {
+        NDK_RESULT_EX r;
+        m.ok = 1;
+        switch (m.cmd) {
+        case C_INFO:
+            m.a = (uint64_t)(uintptr_t)S.buf;
+            m.n = S.rtok;
+            break;
+        case C_RECV:
+            for (uint32_t i = 0; i < m.n; i++) {
+                NDK_SGE g = sge(&S, RECV_AT + (uint64_t)i * m.len, m.len);
+                if (S.qp->Dispatch->NdkReceive(S.qp, (void *)(uintptr_t)(i + 1), &g, 1) != STATUS_SUCCESS)
+                    m.ok = 0;
+            }
+            break;
+        case C_REAP:
+            /* n completions; each receive i must hold its own index when
+             * seed is set (back-pressure: in order, none lost). */
+            m.status = 0;
+            for (uint32_t i = 0; i < m.n; i++) {
+                if (!next(&S, &r)) {
+                    m.ok = 0;
+                    break;
+                }
+                if (r.Status != STATUS_SUCCESS && !m.status)
+                    m.status = r.Status;
+                m.a = r.BytesTransferred;
+                m.b = (uint64_t)r.Type | (uint64_t)r.TypeSpecificCompletionOutput << 32;
+                uint32_t got;
+                memcpy(&got, S.buf + RECV_AT + (uint64_t)i * m.len, 4);
+                if (m.seed && (r.RequestContext != (void *)(uintptr_t)(i + 1) || got != i))
+                    m.ok = 0;
+            }
+            break;
+        case C_CHECK:
+            m.ok = same(S.buf + m.a, m.len, m.seed, m.b);
+            break;
+        case C_REASON:
+            m.status = (int32_t)ndk_qp_end_reason(impl(S.qp));
+            break;
+        case C_BIND:
+            /* A window over [a, a + len) of the buffer, remote write. */
+            m.ok = S.pd->Dispatch->NdkCreateMw(S.pd, NULL, NULL, &g_mw) == STATUS_SUCCESS &&
+                   S.qp->Dispatch->NdkBind(S.qp, NULL, S.mr, g_mw, S.buf + m.a, m.len,
+                                           NDK_OP_FLAG_ALLOW_REMOTE_WRITE) == STATUS_SUCCESS &&
+                   next(&S, &r) && r.Status == STATUS_SUCCESS;
+            m.n = m.ok ? g_mw->Dispatch->NdkGetRemoteTokenFromMw(g_mw) : 0;
+            break;
+        case C_GARBAGE:
+            m.ok = garbage(m.n, m.len, m.a);
+            break;
+        case C_FRMR:
+            m.ok = frmr_up(m.a, &m.n);
+            break;
+        case C_ZERO:
+            for (uint32_t i = 0; i < m.len; i++)
+                if (S.buf[m.a + i])
+                    m.ok = 0;
+            break;
+        case C_CLOSE_QP:
+            close_obj(&S.qp->Header);
+            S.qp = NULL;
+            break;
+        case C_EXIT:
+            msg_io(ctl, &m, true);
+            return;
+        }
+        if (!msg_io(ctl, &m, true))
+            return;
+    }
+}
+
+static int child_main(int ctl, int sock, bool copy, ULONG grace_ms)
+{
+    if (copy)
+        setenv("NDK_SHM_COPY", "1", 1);
+    struct msg m = {0};
+    bool cm = false;
+    if (side_up(&S, grace_ms)) {
+        fill(S.buf + READ_AT, 1u << 20, SEED_B, 0);
+        m.status = ndk_shm_connect(impl(S.qp), sock, false, NDK_MAX_IRD, NDK_MAX_ORD, WAIT_MS, &cm);
+    } else {
+        m.status = STATUS_INSUFFICIENT_RESOURCES;
+    }
+    m.ok = cm;
+    close(sock);
+    if (msg_io(ctl, &m, true) && m.status == STATUS_SUCCESS)
+        child_serve(ctl);
+    side_down(&S);
+    return tl_failures ? 1 : 0;
+}
+
+/* ---- the parent ---- */
+
+static struct msg ask(uint32_t cmd, uint32_t n, uint32_t len, uint32_t seed, uint64_t a, uint64_t b)
+{
+    struct msg m = {.cmd = cmd, .n = n, .len = len, .seed = seed, .a = a, .b = b};
+    if (!msg_io(g_ctl, &m, true) || !msg_io(g_ctl, &m, false))
+        m = (struct msg){.ok = 0, .status = -1};
+    return m;
+}
+
+/* A UNIX stream socket pair made by listen and connect, so that each end's
+ * SO_PEERCRED names the other process (a socketpair's names its maker). */
+static int listen_unix(struct sockaddr_un *a)
+{
+    static unsigned seq;
+    memset(a, 0, sizeof *a);
+    a->sun_family = AF_UNIX;
+    snprintf(a->sun_path + 1, sizeof a->sun_path - 1, "ndk-shm-test-%d-%u", (int)getpid(), seq++);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0 || bind(fd, (struct sockaddr *)a, sizeof *a) || listen(fd, 1)) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    return fd;
+}
+
+/* Forks the peer and connects to it; *peer_buf, *peer_tok name its buffer. */
+static bool pair_up(bool copy, ULONG child_grace_ms, uint64_t *peer_buf, UINT32 *peer_tok)
+{
+    int ctl[2], sock[1];
+    struct sockaddr_un a;
+    int lfd = listen_unix(&a);
+    if (lfd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl))
+        return false;
+    fflush(stdout);
+    fflush(stderr);
+    g_child = fork();
+    if (g_child == 0) {
+        tl_failures = 0; /* the parent's count is not the child's */
+        close(ctl[0]);
+        close(lfd);
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a))
+            _exit(2);
+        /* exit, not _exit: LeakSanitizer checks the child too. */
+        exit(child_main(ctl[1], s, copy, child_grace_ms));
+    }
+    close(ctl[1]);
+    g_ctl = ctl[0];
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    sock[0] = g_child > 0 && poll(&p, 1, WAIT_MS) == 1 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+    close(lfd);
+    if (sock[0] < 0 || !side_up(&S, 0)) {
+        if (sock[0] >= 0)
+            close(sock[0]);
+        return false;
+    }
+    bool cm = false;
+    NTSTATUS st = ndk_shm_connect(impl(S.qp), sock[0], true, NDK_MAX_IRD, NDK_MAX_ORD, WAIT_MS, &cm);
+    close(sock[0]);
+    struct msg m;
+    CHECK_EQ(st, STATUS_SUCCESS);
+    if (!msg_io(g_ctl, &m, false) || m.status != STATUS_SUCCESS || st != STATUS_SUCCESS)
+        return false;
+    /* Copy mode is chosen by both: the child alone asked for it. */
+    CHECK_EQ(cm, copy);
+    CHECK_EQ(m.ok, copy);
+    g_copy = cm;
+    m = ask(C_INFO, 0, 0, 0, 0, 0);
+    *peer_buf = m.a;
+    *peer_tok = m.n;
+    return m.ok;
+}
+
+/* Ends the case: the child exits (or was killed), everything is closed. */
+static void pair_down(void)
+{
+    if (g_child > 0) {
+        struct msg m = {.cmd = C_EXIT};
+        if (!msg_io(g_ctl, &m, true) || !msg_io(g_ctl, &m, false))
+            kill(g_child, SIGKILL);
+        int ws = 0;
+        CHECK(waitpid(g_child, &ws, 0) == g_child);
+        CHECK(WIFSIGNALED(ws) || (WIFEXITED(ws) && WEXITSTATUS(ws) == 0));
+    }
+    g_child = 0;
+    if (g_ctl >= 0)
+        close(g_ctl);
+    g_ctl = -1;
+    side_down(&S);
+}
+
+static int count_fds(void)
+{
+    int n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return -1;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+/* The QP's disconnect reason, once the connection ended (bounded wait). */
+static ULONG end_reason(NDK_QP *qp)
+{
+    uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
+    ULONG why;
+    while (!(why = ndk_qp_end_reason(impl(qp))) && tl_now_ns() < end)
+        ;
+    return why;
+}
+
+static void expect_ok(enum _NDK_OPERATION_TYPE type, void *ctx)
+{
+    NDK_RESULT_EX r;
+    REQUIRE(next(&S, &r));
+    CHECK_EQ(r.Status, STATUS_SUCCESS);
+    CHECK_EQ(r.Type, type);
+    CHECK(r.RequestContext == ctx);
+}
+
+/* Send, Write and Read, small and large, data checked on both sides. */
+static void ops(bool copy)
+{
+    uint64_t pb;
+    UINT32 pt;
+    int fds = count_fds();
+    REQUIRE(pair_up(copy, 0, &pb, &pt));
+    const ULONG small = 100, big = 200 * 1024;
+    fill(S.buf, big, 5, 0);
+    CHECK(ask(C_RECV, 2, 256 * 1024, 0, 0, 0).ok);
+    NDK_SGE g = sge(&S, 0, small);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &g, 1, 0), STATUS_SUCCESS);
+    g = sge(&S, 0, big);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &g, 1, 0), STATUS_SUCCESS);
+    expect_ok(NdkOperationTypeSend, (void *)1);
+    expect_ok(NdkOperationTypeSend, (void *)2);
+    struct msg m = ask(C_REAP, 2, 256 * 1024, 0, 0, 0);
+    CHECK(m.ok && m.status == 0 && m.a == big);
+    CHECK(ask(C_CHECK, 0, small, 5, RECV_AT, 0).ok);
+    CHECK(ask(C_CHECK, 0, big, 5, RECV_AT + 256 * 1024, 0).ok);
+
+    /* Writes: a small one, and a large one gathered from two SGEs. */
+    const ULONG wbig = 300 * 1024;
+    fill(S.buf, 1u << 20, 9, 0);
+    g = sge(&S, 0, 500);
+    CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &g, 1, pb + WRITE_AT, pt, 0), STATUS_SUCCESS);
+    NDK_SGE two[2] = {sge(&S, 0, 1000), sge(&S, 1000, wbig - 1000)};
+    CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)4, two, 2, pb + WRITE_AT + 4096, pt, 0), STATUS_SUCCESS);
+    /* A Write completes when handed over (as on TCP), not when placed: a
+     * Send behind it is placed after it. */
+    CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)7, NULL, 0, 0), STATUS_SUCCESS);
+    expect_ok(NdkOperationTypeWrite, (void *)3);
+    expect_ok(NdkOperationTypeWrite, (void *)4);
+    expect_ok(NdkOperationTypeSend, (void *)7);
+    CHECK(ask(C_REAP, 1, 64, 0, 0, 0).ok);
+    CHECK(ask(C_CHECK, 0, 500, 9, WRITE_AT, 0).ok);
+    CHECK(ask(C_CHECK, 0, wbig, 9, WRITE_AT + 4096, 0).ok);
+
+    /* Reads: small, and large into two SGEs, of the child's seeded part. */
+    memset(S.buf, 0, 1u << 20);
+    g = sge(&S, 0, 700);
+    CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)5, &g, 1, pb + READ_AT + 10, pt, 0), STATUS_SUCCESS);
+    const ULONG rbig = 400 * 1024;
+    NDK_SGE rd[2] = {sge(&S, 4096, 3000), sge(&S, 8192, rbig - 3000)};
+    CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)6, rd, 2, pb + READ_AT + 20, pt, 0), STATUS_SUCCESS);
+    expect_ok(NdkOperationTypeRead, (void *)5);
+    expect_ok(NdkOperationTypeRead, (void *)6);
+    CHECK(same(S.buf, 700, SEED_B, 10));
+    CHECK(same(S.buf + 4096, 3000, SEED_B, 20));
+    CHECK(same(S.buf + 8192, rbig - 3000, SEED_B, 3020));
+    pair_down();
+    CHECK_EQ(count_fds(), fds);
+}
+
+static void t_ops_single_copy(void)
+{
+    ops(false);
+}
+
+static void t_ops_copy_mode(void)
+{
+    ops(true);
+}
+
+/* One protection error on a fresh connection: the post's completion, and
+ * both ends' disconnect reasons, as a Terminate gives them on TCP. */
+static void refused(bool copy, bool read, ULONG len, uint64_t at, bool bad_tok, NTSTATUS want)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(copy, 0, &pb, &pt));
+    CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+    NDK_SGE g = sge(&S, 0, len);
+    UINT32 tok = bad_tok ? pt ^ 0x100 : pt;
+    NTSTATUS st = read ? S.qp->Dispatch->NdkRead(S.qp, (void *)1, &g, 1, pb + at, tok, 0)
+                       : S.qp->Dispatch->NdkWrite(S.qp, (void *)1, &g, 1, pb + at, tok, 0);
+    CHECK_EQ(st, STATUS_SUCCESS);
+    NDK_RESULT_EX r;
+    REQUIRE(next(&S, &r));
+    CHECK_EQ(r.Status, want);
+    CHECK(r.RequestContext == (void *)1);
+    /* The peer's receive is flushed; it sent the Terminate. */
+    struct msg m = ask(C_REAP, 1, 64, 0, 0, 0);
+    CHECK(m.ok && m.status == STATUS_CANCELLED);
+    CHECK_EQ(ask(C_REASON, 0, 0, 0, 0, 0).status, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+    CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+    CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)2, &g, 1, pb, pt, 0), STATUS_CONNECTION_INVALID);
+    pair_down();
+}
+
+static void t_protection(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        /* Writes were handed over: they complete, the connection ends. */
+        refused(copy, false, 64, WRITE_AT, true, STATUS_SUCCESS);
+        refused(copy, false, 64 * 1024, WRITE_AT, true, STATUS_SUCCESS);
+        refused(copy, false, 8192, BUF - 4096, false, STATUS_SUCCESS);
+        /* A Read gets the Terminate's status: a bad STag, or bounds. */
+        refused(copy, true, 64, READ_AT, true, STATUS_ACCESS_VIOLATION);
+        refused(copy, true, 64 * 1024, READ_AT, true, STATUS_ACCESS_VIOLATION);
+        refused(copy, true, 8192, BUF - 4096, false, STATUS_REMOTE_RESOURCES);
+    }
+}
+
+/* A window bound by the peer: a Write through it lands (single copy and
+ * copy mode), one past its end is refused although the MR covers it, and
+ * after a Send with Invalidate names it, a Write through it ends the
+ * connection (docs/rules.md R21). */
+static void t_window(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        const ULONG win = 128 * 1024;
+        struct msg m = ask(C_BIND, 0, win, 0, WRITE_AT, 0);
+        REQUIRE(m.ok);
+        UINT32 wtok = m.n;
+        fill(S.buf, win, 21, 0);
+        NDK_SGE g = sge(&S, 0, win);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)1, &g, 1, pb + WRITE_AT, wtok, 0), STATUS_SUCCESS);
+        CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+        CHECK_EQ(S.qp->Dispatch->NdkSendAndInvalidate(S.qp, (void *)2, NULL, 0, 0, wtok), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)1);
+        expect_ok(NdkOperationTypeSend, (void *)2);
+        m = ask(C_REAP, 1, 64, 0, 0, 0);
+        CHECK(m.ok && m.status == 0);
+        CHECK_EQ(m.b & 0xffffffff, NdkOperationTypeReceiveAndInvalidate);
+        CHECK_EQ(m.b >> 32, wtok);
+        CHECK(ask(C_CHECK, 0, win, 21, WRITE_AT, 0).ok);
+        /* Invalid now: the next Write through it is refused. */
+        g = sge(&S, 0, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &g, 1, pb + WRITE_AT, wtok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)3);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        CHECK_EQ(ask(C_REASON, 0, 0, 0, 0, 0).status, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+        pair_down();
+
+        /* Past the window's end, inside the MR: bounds. */
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        m = ask(C_BIND, 0, 4096, 0, WRITE_AT, 0);
+        REQUIRE(m.ok);
+        fill(S.buf, 8192, 3, 0);
+        g = sge(&S, 0, 8192);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)4, &g, 1, pb + WRITE_AT, m.n, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)4);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        CHECK(ask(C_ZERO, 0, 8192, 0, WRITE_AT, 0).ok); /* not one octet placed */
+        pair_down();
+    }
+}
+
+/* Receiver not ready (docs/behaviour.md): Sends that find no receive wait
+ * for one posted within ReceiveGraceMs, then land in order; past the
+ * grace the target ends the connection with its Terminate. */
+static void t_receive_wait(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 60000, &pb, &pt));
+    fill(S.buf, 65536, 31, 0);
+    NDK_SGE big = sge(&S, 0, 65536), small = sge(&S, 0, 100);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &big, 1, 0), STATUS_SUCCESS);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &small, 1, 0), STATUS_SUCCESS);
+    CHECK(ask(C_RECV, 2, 65536, 0, 0, 0).ok);
+    expect_ok(NdkOperationTypeSend, (void *)1);
+    expect_ok(NdkOperationTypeSend, (void *)2);
+    struct msg m = ask(C_REAP, 2, 65536, 0, 0, 0);
+    CHECK(m.ok && m.status == 0 && m.a == 100);
+    CHECK(ask(C_CHECK, 0, 65536, 31, RECV_AT, 0).ok);
+    CHECK(ask(C_CHECK, 0, 100, 31, RECV_AT + 65536, 0).ok);
+    pair_down();
+
+    REQUIRE(pair_up(false, 50, &pb, &pt));
+    small = sge(&S, 0, 100);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)3, &small, 1, 0), STATUS_SUCCESS);
+    expect_ok(NdkOperationTypeSend, (void *)3);
+    CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+    CHECK_EQ(ask(C_REASON, 0, 0, 0, 0, 0).status, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+    pair_down();
+}
+
+/* A fast-registered region whose pages are not in address order: a Write
+ * and a Read through it are placed and gathered page by page, in single
+ * copy and copy mode; a Write past its end is refused. */
+static void t_fast_register(void)
+{
+    const uint64_t base = 0x7e5000000000ull;
+    const ULONG len = FR_PAGES * 4096;
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt, tok;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        struct msg m = ask(C_FRMR, 0, 0, 0, base, 0);
+        REQUIRE(m.ok);
+        tok = m.n;
+        fill(S.buf, len, 41, 0);
+        NDK_SGE g = sge(&S, 0, len);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)1, &g, 1, base, tok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)1);
+        memset(S.buf + len, 0, len);
+        g = sge(&S, len, len);
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)2, &g, 1, base, tok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeRead, (void *)2);
+        CHECK(same(S.buf + len, len, 41, 0));
+        /* A Send behind them: once the child reaped its receive, what was
+         * placed before it is the child's to read (in its own order). */
+        CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+        CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)4, NULL, 0, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeSend, (void *)4);
+        CHECK(ask(C_REAP, 1, 64, 0, 0, 0).ok);
+        /* In the child's buffer, virtual page k is page FR_PAGES-1-k. */
+        for (uint32_t k = 0; k < FR_PAGES; k += 7)
+            CHECK(ask(C_CHECK, 0, 4096, 41, FR_AT + (uint64_t)(FR_PAGES - 1 - k) * 4096, (uint64_t)k * 4096).ok);
+        g = sge(&S, 0, 8192);
+        CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &g, 1, base + len - 4096, tok, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeWrite, (void *)3);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        pair_down();
+    }
+}
+
+/* Bad input from the peer (it shares the rings, so it is the wire here):
+ * an unknown message, a payload longer than a slot, an impossible ring
+ * index, a single-copy source the peer does not map, a Send starting in
+ * its middle. Each ends the connection (ABORTED, the parent's
+ * receive flushed, nothing placed), and the process goes on. */
+static void t_garbage(void)
+{
+    g_busy = true; /* nobody rings our doorbell: our polls find the input */
+    for (uint32_t kind = 0; kind < 5; kind++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(false, 0, &pb, &pt));
+        NDK_SGE g = sge(&S, 0, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)9, &g, 1), STATUS_SUCCESS);
+        CHECK(ask(C_GARBAGE, kind, S.rtok, 0, (uint64_t)(uintptr_t)(S.buf + 65536), 0).ok);
+        NDK_RESULT_EX r;
+        REQUIRE(next(&S, &r));
+        CHECK_EQ(r.Status, STATUS_CANCELLED);
+        CHECK(r.RequestContext == (void *)9);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_ABORTED);
+        for (int i = 0; i < 8192; i++)
+            if (S.buf[65536 + i])
+                CHECK(!"placed");
+        pair_down();
+    }
+    g_busy = false;
+}
+
+/* A peer that stops (SIGSTOP) fills the ring: posts succeed until the
+ * initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
+ * once it runs again every message arrives, in order, intact. */
+static void t_back_pressure(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    const uint32_t total = SHM_SLOTS + DEPTH;
+    REQUIRE(ask(C_RECV, total, 64, 0, 0, 0).ok);
+    int ws;
+    REQUIRE(kill(g_child, SIGSTOP) == 0 && waitpid(g_child, &ws, WUNTRACED) == g_child && WIFSTOPPED(ws));
+    uint32_t posted = 0;
+    NTSTATUS st = STATUS_SUCCESS;
+    for (; posted <= total; posted++) {
+        memcpy(S.buf + posted * 64, &posted, 4);
+        NDK_SGE g = sge(&S, posted * 64, 64);
+        if ((st = S.qp->Dispatch->NdkSend(S.qp, (void *)(uintptr_t)posted, &g, 1, 0)) != STATUS_SUCCESS)
+            break;
+    }
+    CHECK_EQ(st, STATUS_INSUFFICIENT_RESOURCES);
+    CHECK_EQ(posted, total);
+    kill(g_child, SIGCONT);
+    for (uint32_t i = 0; i < posted; i++)
+        expect_ok(NdkOperationTypeSend, (void *)(uintptr_t)i);
+    struct msg m = ask(C_REAP, posted, 64, 1, 0, 0);
+    CHECK(m.ok && m.status == 0);
+    pair_down();
+}
+
+/* kill -9 of the peer: every outstanding request is flushed at once, and
+ * the descriptors and the region go with the QP. */
+static void t_peer_killed(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    int fds = count_fds();
+    /* The child waits a minute for a receive: the large Send stays out. */
+    REQUIRE(pair_up(false, 60000, &pb, &pt));
+    for (int i = 0; i < 4; i++) {
+        NDK_SGE g = sge(&S, 4096 * (uint64_t)i, 4096);
+        CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)(uintptr_t)(10 + i), &g, 1), STATUS_SUCCESS);
+    }
+    NDK_SGE g = sge(&S, 65536, 65536);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &g, 1, 0), STATUS_SUCCESS);
+    NDK_RESULT_EX r;
+    CHECK_EQ(S.cq->Dispatch->NdkGetCqResultsEx(S.cq, &r, 1), 0);
+    uint64_t t0 = tl_now_ns();
+    kill(g_child, SIGKILL);
+    int seen = 0;
+    for (int i = 0; i < 5; i++) {
+        REQUIRE(next(&S, &r));
+        CHECK_EQ(r.Status, STATUS_CANCELLED);
+        seen++;
+    }
+    printf("peer killed: outstanding requests flushed after %.2f ms\n", (tl_now_ns() - t0) / 1e6);
+    CHECK_EQ(seen, 5);
+    CHECK_EQ(ndk_qp_end_reason(impl(S.qp)), NDK_DISCONNECT_REASON_ABORTED);
+    int ws;
+    CHECK(waitpid(g_child, &ws, 0) == g_child && WIFSIGNALED(ws));
+    g_child = 0;
+    pair_down();
+    CHECK_EQ(count_fds(), fds);
+}
+
+/* The peer closes its QP: ours ends, its receives flushed. */
+static void t_peer_closed(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    NDK_SGE g = sge(&S, 0, 64);
+    CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)7, &g, 1), STATUS_SUCCESS);
+    CHECK(ask(C_CLOSE_QP, 0, 0, 0, 0, 0).ok);
+    NDK_RESULT_EX r;
+    REQUIRE(next(&S, &r));
+    CHECK_EQ(r.Status, STATUS_CANCELLED);
+    CHECK(r.RequestContext == (void *)7);
+    CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_PEER_CLOSED);
+    pair_down();
+}
+
+/* A peer process that connects the UNIX socket and then, mute, either
+ * closes it at once or holds it until the parent closes the control
+ * socket: ndk_shm_connect fails with the exchange's status, releases what
+ * it made, and leaves the QP idle and unused. A connected QP is refused. */
+static pid_t spawn_mute(bool hold, int *sock, int *ctl_out)
+{
+    struct sockaddr_un a;
+    int lfd = listen_unix(&a), ctl[2];
+    if (lfd < 0 || socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, ctl))
+        return -1;
+    fflush(stdout);
+    fflush(stderr);
+    pid_t pid = fork();
+    if (pid == 0) {
+        close(ctl[0]);
+        int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof a))
+            _exit(2);
+        char c;
+        if (hold) {
+            struct pollfd p = {.fd = ctl[1], .events = POLLIN};
+            if (poll(&p, 1, WAIT_MS) == 1 && read(ctl[1], &c, 1) < 0)
+                _exit(3);
+        }
+        _exit(0);
+    }
+    close(ctl[1]);
+    *ctl_out = ctl[0];
+    struct pollfd p = {.fd = lfd, .events = POLLIN};
+    *sock = pid > 0 && poll(&p, 1, WAIT_MS) == 1 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
+    close(lfd);
+    return pid;
+}
+
+static void t_connect_fails(void)
+{
+    int fds = count_fds();
+    REQUIRE(side_up(&S, 0));
+    for (int hold = 0; hold < 2; hold++) {
+        int sock, ctl;
+        pid_t pid = spawn_mute(hold, &sock, &ctl);
+        REQUIRE(pid > 0 && sock >= 0);
+        bool cm;
+        uint64_t t0 = tl_now_ns();
+        /* Creator: the peer hangs up; not the creator: the peer never
+         * sends its region (200 ms). */
+        NTSTATUS st = ndk_shm_connect(impl(S.qp), sock, !hold, NDK_MAX_IRD, NDK_MAX_ORD, 200, &cm);
+        CHECK_EQ(st, hold ? STATUS_IO_TIMEOUT : STATUS_CONNECTION_REFUSED);
+        CHECK(tl_now_ns() - t0 < 5000000000ull);
+        close(sock);
+        close(ctl);
+        int ws;
+        CHECK(waitpid(pid, &ws, 0) == pid && WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+        CHECK_EQ(impl(S.qp)->dp.state, QP_IDLE);
+        CHECK(!impl(S.qp)->used);
+    }
+    side_down(&S);
+    CHECK_EQ(count_fds(), fds);
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    bool cm;
+    CHECK_EQ(ndk_shm_connect(impl(S.qp), -1, true, 1, 1, 10, &cm), STATUS_INVALID_DEVICE_STATE);
+    pair_down();
+}
+
+int main(void)
+{
+    tl_event_init(&g_closed);
+    tl_event_init(&g_req);
+    RUN(t_ops_single_copy);
+    RUN(t_ops_copy_mode);
+    RUN(t_protection);
+    RUN(t_window);
+    RUN(t_receive_wait);
+    RUN(t_fast_register);
+    RUN(t_garbage);
+    RUN(t_back_pressure);
+    RUN(t_peer_killed);
+    RUN(t_peer_closed);
+    RUN(t_connect_fails);
+    return tl_finish();
+}
