@@ -47,6 +47,7 @@ METRICS=(
 	"64 B half round trip, events|us|lat|send_lat --loopback -s 64 -n $LAT_ITERS $PIN --wait=events --no-progress"
 	"64 B Send rate, DEFER chains, poll|Mmsg/s|rate|send_bw --loopback -s 64 -D $SECS $PIN --wait=yield --no-progress"
 	"1 MiB Write bandwidth, busy-poll|MB/s|bw|write_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
+	"1 MiB Read bandwidth, busy-poll|MB/s|bw|read_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
 	"connections per second, 64 in flight|conn/s|conn|-m inflight -q 64"
 )
 pick() { # KIND LOG

@@ -2,7 +2,8 @@
  * connrate.c - how fast libndk establishes and tears down NDK connections
  * over loopback, and how much heap an idle connection costs.
  *
- * One connection, as a real consumer does it (reference 7.1 and 7.6):
+ * One connection, as a real consumer does it (the three legs of NdkConnect,
+ * NdkAccept and NdkCompleteConnect; the NetworkDirect disconnect scheme):
  *
  *   client                                   server (listener on 127.0.0.1)
  *   NdkCreateConnector, NdkCreateQp
@@ -15,7 +16,7 @@
  *   Disconnect completion <----------------
  *   close connector and QP                   close connector and QP
  *
- * A QP cannot be reused after a disconnect (reference 7.6 rule 7), so each
+ * A QP cannot be reused after a disconnect (rule X6, docs/rules.md), so each
  * side creates and closes one QP per connection, inside the measured time.
  * The client puts {magic, slot, generation} in the private data so that, in
  * one process, the server side can stamp the same record; the server calls
@@ -233,6 +234,7 @@ static struct {
     unsigned port;
     unsigned timeout_ms;
     unsigned lifetime_s;
+    unsigned engines; /* --engines: MaxEngines of the opens (0: libndk's default) */
 
     NDK_ADAPTER *cad, *sad; /* client and server adapters */
     NDK_PD *cpd, *spd;
@@ -778,7 +780,9 @@ static NDK_ADAPTER *open_lo(const char *who)
 {
     NDK_ADAPTER *a = NULL;
     NDK_VERSION v = {.Major = NDK_PROVIDER_MAJOR_VERSION, .Minor = NDK_PROVIDER_MINOR_VERSION};
-    NTSTATUS st = ndk_open_adapter("lo", v, NULL, &a);
+    /* --engines: the device's progress engines (the first open decides). */
+    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .MaxEngines = g.engines};
+    NTSTATUS st = ndk_open_adapter("lo", v, &o, &a);
     if (st != STATUS_SUCCESS) {
         fprintf(stderr, "connrate: ndk_open_adapter(\"lo\") for the %s: %s\n", who, ndk_status_name(st));
         exit(EXIT_FAILED);
@@ -1344,6 +1348,7 @@ static void usage(void)
     fprintf(stderr,
             "usage: connrate [-m serial|inflight] [-q N] [-D seconds | -n count]\n"
             "                [--server | --client] [-p port] [--timeout ms] [--lifetime s]\n"
+            "                [--engines N]\n"
             "       connrate --idle N [--check]\n"
             "  default: client and server in one process (two opens of \"lo\")\n"
             "  --server: only the listener (127.0.0.1:port); runs until SIGTERM/SIGINT or\n"
@@ -1351,7 +1356,9 @@ static void usage(void)
             "  --client: only the client, connecting to 127.0.0.1:port\n"
             "  --idle N: N connections established and left idle: heap per connection, and\n"
             "            whether the heap returns to its baseline after the teardown\n"
-            "            (--check: exit 1 if it does not)\n");
+            "            (--check: exit 1 if it does not)\n"
+            "  --engines N: progress engines of the interface (MaxEngines; default one per\n"
+            "            CPU the process may use)\n");
 }
 
 static int run_server_only(void)
@@ -1431,7 +1438,7 @@ int main(int argc, char **argv)
     const char *mode = "serial";
     bool q_given = false;
 
-    enum { O_IDLE = 256, O_SERVER, O_CLIENT, O_TIMEOUT, O_LIFETIME, O_CHECK };
+    enum { O_IDLE = 256, O_SERVER, O_CLIENT, O_TIMEOUT, O_LIFETIME, O_CHECK, O_ENGINES };
     static const struct option lopts[] = {
         {"mode", required_argument, NULL, 'm'},   {"inflight", required_argument, NULL, 'q'},
         {"duration", required_argument, NULL, 'D'}, {"count", required_argument, NULL, 'n'},
@@ -1440,6 +1447,7 @@ int main(int argc, char **argv)
         {"timeout", required_argument, NULL, O_TIMEOUT},
         {"lifetime", required_argument, NULL, O_LIFETIME},
         {"check", no_argument, NULL, O_CHECK},
+        {"engines", required_argument, NULL, O_ENGINES},
         {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
     };
     int o;
@@ -1478,6 +1486,9 @@ int main(int argc, char **argv)
             break;
         case O_CHECK:
             g.check_heap = true;
+            break;
+        case O_ENGINES:
+            g.engines = (unsigned)strtoul(optarg, NULL, 10);
             break;
         default:
             usage();

@@ -35,7 +35,7 @@ static bool same_term(const struct ddp_term *a, const struct ddp_term *b)
            a->ddp_hdr == b->ddp_hdr && a->rdma_hdr == b->rdma_hdr && a->no_reply == b->no_reply;
 }
 
-/* The triples ddp_decode() may produce (iwarp.md 3.9 rows 3-8, 10). */
+/* The triples ddp_decode() may produce (docs/rules.md R3-R8, R10). */
 static bool decode_triple_allowed(const struct ddp_term *t)
 {
     static const uint8_t ok[][3] = {

@@ -278,7 +278,7 @@ static void rewrite(uint8_t *s, size_t len, uint32_t fr_tok, uint32_t local_tok,
     }
 }
 
-/* Closed objects are freed by the progress thread between its loop
+/* Closed objects are freed by the engines between their loop
  * iterations. Freed here instead, before the input ends: libFuzzer looks for
  * a leak (a whole LSan scan, most of the run time) after every input that
  * made more allocations than it freed. No socket exists, so no event the
@@ -287,7 +287,7 @@ static void free_closed_objects(NDK_ADAPTER *pub)
 {
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pub);
     pthread_mutex_lock(&ad->dev->lock);
-    ndk_free_deferred(ad->dev);
+    ndk_free_all(ad->dev);
     pthread_mutex_unlock(&ad->dev->lock);
 }
 

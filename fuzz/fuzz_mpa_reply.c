@@ -17,8 +17,8 @@
  *  - the Request on the wire fits the adapter (key, S, Rev, A, the RTR types
  *    offered, CRC, IRD/ORD capped at 128, the private data);
  *  - NdkConnect completes exactly once, within 5 s, with the status the
- *    Reply calls for by the rules an independent reading of it gives (iwarp.md
- *    section 2.2 step 5 as the project follows it, docs/behaviour.md "Status
+ *    Reply calls for by the rules an independent reading of it gives (RFC 5044
+ *    and RFC 6581 as the project follows them, docs/behaviour.md "Status
  *    codes"): a cut Reply STATUS_CONNECTION_REFUSED; a malformed one (key,
  *    revision, PD_Length, the S/Rev pair), markers, or S that does not
  *    answer ours STATUS_INVALID_NETWORK_RESPONSE; R=1 STATUS_CONNECTION_REFUSED

@@ -238,14 +238,14 @@ static void cq_notify(PVOID ctx, NTSTATUS st)
     (void)ctx, (void)st; /* never armed */
 }
 
-/* Closed objects are freed by the progress thread between loop iterations;
+/* Closed objects are freed by the engines between loop iterations;
  * freed here before the input ends, or libFuzzer runs a leak scan after
  * every input. No socket exists, so no fetched event can point at them. */
 static void free_closed_objects(NDK_ADAPTER *pub)
 {
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pub);
     pthread_mutex_lock(&ad->dev->lock);
-    ndk_free_deferred(ad->dev);
+    ndk_free_all(ad->dev);
     pthread_mutex_unlock(&ad->dev->lock);
 }
 

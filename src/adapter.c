@@ -1,5 +1,5 @@
 /* The adapter: opening by interface or address, NDK_ADAPTER_INFO, the
- * progress thread, and blocking close. */
+ * device and its views, and blocking close (the engines: engine.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -117,42 +117,6 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
         o->ReceiveGraceMs = 0;
 }
 
-static void *progress_main(void *arg)
-{
-    struct ndk_device *dev = arg;
-    uint64_t leases_aged_ms = 0;
-    pthread_mutex_lock(&dev->lock);
-    loop_set_owner(&dev->loop);
-    __atomic_store_n(&dev->progress_tid, (int)gettid(), __ATOMIC_RELAXED);
-    for (;;) {
-        ndk_drain_callbacks(dev);
-        ndk_free_deferred(dev);
-        pthread_mutex_lock(&dev->cbq_lock);
-        bool idle = !dev->cbq_head;
-        pthread_mutex_unlock(&dev->cbq_lock);
-        /* A rejecting socket still lingering (net/linger.h) is waited for:
-         * closing it now would put our FIN right behind the reject. */
-        if (dev->stopping && idle && !dev->lingers.head)
-            break;
-        /* While busy pollers hold input leases, look at them every
-         * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */
-        bool leases = __atomic_load_n(&dev->input_leases, __ATOMIC_RELAXED) > 0;
-        /* While QPs wait for a receive, look at their deadlines (and SRQs)
-         * every 10 ms (ndk_qp_check_rx_waits). */
-        bool waits = __atomic_load_n(&dev->rx_waits, __ATOMIC_RELAXED) > 0;
-        loop_poll(&dev->loop, &dev->lock, leases ? 1 : waits ? 10 : -1);
-        uint64_t now = loop_now_ms();
-        if (leases && now != leases_aged_ms) {
-            leases_aged_ms = now;
-            ndk_qp_age_leases(dev);
-        }
-        if (waits)
-            ndk_qp_check_rx_waits(dev);
-    }
-    pthread_mutex_unlock(&dev->lock);
-    return NULL;
-}
-
 static void adapter_free(struct ndk_obj *obj)
 {
     (void)obj;
@@ -185,11 +149,9 @@ static void registry_remove(struct ndk_device *dev)
 
 static void device_free(struct ndk_device *dev)
 {
-    if (dev->thread_started)
-        loop_fini(&dev->loop);
+    ndk_engines_free(dev);
     mem_table_free(dev->mem);
     pthread_cond_destroy(&dev->cb_done);
-    pthread_mutex_destroy(&dev->cbq_lock);
     pthread_mutex_destroy(&dev->live_lock);
     pthread_mutex_destroy(&dev->lock);
     free(dev);
@@ -197,7 +159,8 @@ static void device_free(struct ndk_device *dev)
 
 /* A new device for the interface d, in the registry (registry lock held);
  * NULL when out of memory or threads. */
-static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t netns)
+static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t netns,
+                                     unsigned max_engines)
 {
     struct ndk_device *dev = calloc(1, sizeof *dev);
     if (!dev)
@@ -209,20 +172,13 @@ static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t 
     dev->naddrs = d->AddressCount;
     memcpy(dev->addrs, d->Addresses, sizeof(NDK_SOCKADDR) * d->AddressCount);
     pthread_mutex_init(&dev->lock, NULL);
-    pthread_mutex_init(&dev->cbq_lock, NULL);
     pthread_mutex_init(&dev->live_lock, NULL);
     pthread_cond_init(&dev->cb_done, NULL);
     dev->mem = mem_table_new();
-    if (!dev->mem || loop_init(&dev->loop) < 0) {
+    if (!dev->mem || !ndk_engines_start(dev, max_engines)) {
         device_free(dev);
         return NULL;
     }
-    if (!ndk_thread_start(&dev->thread, progress_main, dev)) {
-        loop_fini(&dev->loop);
-        device_free(dev);
-        return NULL;
-    }
-    dev->thread_started = true;
     dev->registry_next = registry;
     registry = dev;
     return dev;
@@ -303,7 +259,7 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     uint64_t netns = ndk_netns_id();
     struct ndk_device *dev = registry_find(netns, d->IfIndex);
     if (!dev)
-        dev = device_new(d, netns);
+        dev = device_new(d, netns, ad->opt.MaxEngines);
     free(list);
     if (!dev) {
         pthread_mutex_unlock(&registry_lock);
@@ -376,12 +332,12 @@ static void view_teardown(struct ndk_adapter_impl *ad)
     }
 }
 
-/* Drops the callbacks still queued for objects of the view (a teardown
- * may have queued some). Device lock held. */
-static void view_purge_callbacks(struct ndk_device *dev, struct ndk_adapter_impl *ad)
+/* Drops the callbacks still queued on engine e for objects of the view (a
+ * teardown may have queued some). Device lock held. */
+static void view_purge_callbacks(struct ndk_engine *e, struct ndk_adapter_impl *ad)
 {
-    pthread_mutex_lock(&dev->cbq_lock);
-    struct ndk_cb **pp = &dev->cbq_head, *last = NULL;
+    pthread_mutex_lock(&e->cbq_lock);
+    struct ndk_cb **pp = &e->cbq_head, *last = NULL;
     while (*pp) {
         struct ndk_cb *cb = *pp;
         if (cb->obj->ad == ad && cb != &cb->obj->close_cb) {
@@ -396,8 +352,8 @@ static void view_purge_callbacks(struct ndk_device *dev, struct ndk_adapter_impl
             pp = &cb->next;
         }
     }
-    dev->cbq_tail = last;
-    pthread_mutex_unlock(&dev->cbq_lock);
+    e->cbq_tail = last;
+    pthread_mutex_unlock(&e->cbq_lock);
 }
 
 /* Closes one view of a device that stays open for others. */
@@ -411,23 +367,20 @@ static void view_close(struct ndk_adapter_impl *ad)
     while (__atomic_load_n(&ad->callbacks, __ATOMIC_ACQUIRE))
         pthread_cond_wait(&dev->cb_done, &dev->lock);
     view_teardown(ad);
-    view_purge_callbacks(dev, ad);
+    for (unsigned i = 0; i < dev->nengines; i++)
+        view_purge_callbacks(&dev->engines[i], ad);
     ad->closed = true;
     if (!ad->objects)
         ndk_view_retire(ad);
-    loop_kick(&dev->loop);
+    loop_kick(&ndk_dev_engine0(dev)->loop);
     pthread_mutex_unlock(&dev->lock);
 }
 
-/* The last view closed: the progress thread ends, and every object left
- * (the view's, and those of closed views that others held) goes. */
+/* The last view closed: the engines end, and every object left (the
+ * view's, and those of closed views that others held) goes. */
 static void device_close(struct ndk_device *dev)
 {
-    pthread_mutex_lock(&dev->lock);
-    dev->stopping = true;
-    loop_kick(&dev->loop);
-    pthread_mutex_unlock(&dev->lock);
-    ndk_thread_join(dev->thread);
+    ndk_engines_stop(dev);
 
     /* Single-threaded from here. Objects the consumer never closed are torn
      * down without callbacks. */
@@ -455,9 +408,10 @@ static void device_close(struct ndk_device *dev)
         ad->view_next = dev->dead_views;
         dev->dead_views = ad;
     }
-    dev->cbq_head = dev->cbq_tail = NULL;
+    for (unsigned i = 0; i < dev->nengines; i++)
+        dev->engines[i].cbq_head = dev->engines[i].cbq_tail = NULL;
     ndk_linger_flush(&dev->lingers);
-    ndk_free_deferred(dev);
+    ndk_free_all(dev);
     pthread_mutex_unlock(&dev->lock);
     device_free(dev);
 }
@@ -474,7 +428,7 @@ NDK_API VOID ndk_close_adapter(NDK_ADAPTER *pAdapter)
         return;
     }
     /* The verifier reports what this view left open (rule L17); its
-     * records go when the view is freed (ndk_free_deferred). */
+     * records go when the view is freed (obj.c, ndk_free_deferred). */
     if (ad->verifier)
         ndk_verify_adapter_closing(ad);
     ndk_stat_adapter_closing(ad);

@@ -32,9 +32,12 @@ static struct ndk_connector_impl *conn_from(NDK_CONNECTOR *p)
     return o ? container_of(o, struct ndk_connector_impl, obj) : NULL;
 }
 
+/* The loop of the connector's engine: its QP's once NdkConnect or
+ * NdkAccept gave it one (conn_place), before that the listener's or the
+ * first. Device lock or mask_lock held. */
 static struct loop *conn_loop(struct ndk_connector_impl *c)
 {
-    return &c->obj.ad->dev->loop;
+    return &c->obj.engine->loop;
 }
 
 static void conn_on_io(struct loop_watch *w, uint32_t events);
@@ -873,8 +876,26 @@ static NTSTATUS check_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
     return STATUS_SUCCESS;
 }
 
+/* The connection runs on its QP's engine (docs/architecture.md, Engines):
+ * a passive connector's socket and timer move there from the listener's.
+ * The connector has no callback queued yet (NdkConnect and NdkAccept are
+ * its first requests), so its callbacks still never run on two engines at
+ * once. Device lock held. */
+static void conn_place(struct ndk_connector_impl *c, struct ndk_engine *e)
+{
+    if (c->obj.engine == e)
+        return;
+    pthread_mutex_lock(&c->mask_lock);
+    struct loop *from = conn_loop(c);
+    __atomic_store_n(&c->obj.engine, e, __ATOMIC_RELEASE);
+    loop_watch_move(&e->loop, &c->watch);
+    loop_timer_move(from, &e->loop, &c->timer);
+    pthread_mutex_unlock(&c->mask_lock);
+}
+
 static void attach_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
 {
+    conn_place(c, qp->obj.engine);
     c->qp = qp;
     qp->conn = c;
     ndk_obj_add_successor(&qp->obj);
@@ -1513,6 +1534,7 @@ struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l
     c->local = *local;
     c->peer = *peer;
     c->listener = l;
+    c->obj.engine = l->obj.engine; /* until NdkAccept gives it a QP */
     ndk_obj_add_successor(&l->obj);
     c->port = l->port;
     ports_ref(c->port);

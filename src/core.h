@@ -7,9 +7,10 @@
  * Locking: one mutex per device (struct ndk_device: every instance of one
  * interface's adapter) guards all connection-management state of its
  * objects. Consumer callbacks are never called with it held: they are
- * queued and run by the device's progress thread, one at a time, so
- * a callback may call back into any provider function (L5-L7), and callbacks
- * of one object (e.g. CQ notifications, C5) are naturally serialized.
+ * queued on the engine the object is placed on (struct ndk_engine) and run
+ * by that engine's progress thread, one at a time, so a callback may call
+ * back into any provider function (L5-L7), and callbacks of one object
+ * (e.g. CQ notifications, C5) never run concurrently.
  */
 #ifndef NDK_CORE_H
 #define NDK_CORE_H
@@ -107,6 +108,7 @@ struct ndk_obj {
     NDK_OBJECT_TYPE type;
     uint32_t id;         /* unique in the process: names it in logs and ndkstat */
     struct ndk_adapter_impl *ad;
+    struct ndk_engine *engine; /* runs its callbacks, watches its sockets and timers */
     const struct ndk_obj_ops *ops;
     unsigned successors; /* live objects that depend on this one (L8) */
     unsigned busy;       /* pending requests + queued or running callbacks (L13);
@@ -122,11 +124,34 @@ struct ndk_obj {
 };
 
 /*
+ * A progress engine: a thread, pinned to one CPU, with its own event loop
+ * and callback queue. An object is placed on one engine for its life (a
+ * connector moves once, when NdkConnect or NdkAccept gives it its QP):
+ * its callbacks run on that engine's thread, its sockets and timers are
+ * watched by that engine's loop (docs/architecture.md, Engines).
+ */
+struct ndk_engine {
+    struct ndk_device *dev;
+    unsigned index;
+    int cpu;                  /* the CPU it stands for (-1: a lone engine, none) */
+    bool pinned;              /* runs only there: an Affinity named it (device lock) */
+    struct loop loop;         /* its state: the device lock */
+    pthread_t thread;
+    bool thread_started;
+    pthread_mutex_t cbq_lock; /* leaf lock: only the callback queue */
+    struct ndk_cb *cbq_head, *cbq_tail;
+    unsigned load;            /* CQs, SRQs and listeners placed on it (device lock) */
+    int tid;                  /* its thread's id, for ndkstat (atomic) */
+    uint64_t callbacks_run;   /* callbacks it delivered, for ndkstat (atomic) */
+};
+
+/*
  * The device: one per network interface, shared by every adapter instance
  * (view) opened on it (docs/architecture.md). It owns what must be one per
- * interface: the memory table (tokens are valid across views), the
- * progress thread and its loop, the callback queue, and the list of QPs
- * with a running data path. It lives while a view of it is open.
+ * interface: the memory table (tokens are valid across views), the lock,
+ * the progress engines (each with its loop, thread and callback queue),
+ * and the list of QPs with a running data path. It lives while a view of
+ * it is open.
  */
 struct ndk_device {
     char name[IF_NAMESIZE];
@@ -138,15 +163,18 @@ struct ndk_device {
     struct ndk_adapter_impl *views;  /* open and closed-but-not-empty views (lock) */
 
     pthread_mutex_t lock;
-    struct loop loop;
-    pthread_t thread;
-    bool thread_started;
+    struct ndk_engine *engines; /* engines[0] also ages leases and receive waits */
+    unsigned nengines;
     bool stopping;
-    pthread_mutex_t cbq_lock; /* leaf lock: only the callback queue */
-    struct ndk_cb *cbq_head, *cbq_tail;
     pthread_cond_t cb_done;   /* a callback ran (lock): a closing view waits on it */
-    struct ndk_obj *free_list;
-    struct ndk_adapter_impl *dead_views; /* closed views whose last object went */
+    /* Objects and views to free once every engine has been between two
+     * loop iterations since (an event another engine fetched may still
+     * name them): listed on free_list, moved to free_waiting when every
+     * engine has passed (`passed`, a bit per engine), freed at the next
+     * such point. Device lock. */
+    struct ndk_obj *free_list, *free_waiting;
+    struct ndk_adapter_impl *dead_views, *dead_waiting; /* closed views whose last object went */
+    uint64_t passed;
     struct linger_set lingers; /* sockets closing after the peer (net/linger.h) */
 
     struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
@@ -160,8 +188,6 @@ struct ndk_device {
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];
     unsigned naddrs;
-
-    int progress_tid; /* the progress thread's id, for ndkstat */
 };
 
 /* An adapter instance (NDK_ADAPTER): a view of its device with its own
@@ -223,9 +249,23 @@ void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb);
  * post leaves, so no callback it caused runs before it returns. */
 void ndk_post_enter(void);
 void ndk_post_leave(void);
-/* Wakes the progress thread (no lock needed). */
-void ndk_kick(struct ndk_adapter_impl *ad);
-/* True when the calling thread is the adapter's progress thread. */
+/* Wakes an engine's progress thread (no lock needed). */
+void ndk_kick(struct ndk_engine *e);
+/* True when the calling thread is one of the device's progress threads. */
 bool ndk_on_progress_thread(struct ndk_adapter_impl *ad);
+
+/* ---- engines (engine.c) ---- */
+
+/* The engine that runs device-wide chores: leases, receive waits. */
+static inline struct ndk_engine *ndk_dev_engine0(struct ndk_device *dev)
+{
+    return &dev->engines[0];
+}
+/* Places a CQ or SRQ (affinity: the consumer's GROUP_AFFINITY, or NULL) or
+ * a listener (NULL): an engine on one of the affinity's CPUs, else the
+ * least loaded one, whose load grows by one. Device lock held. */
+struct ndk_engine *ndk_engine_place(struct ndk_device *dev, const GROUP_AFFINITY *affinity);
+/* Gives back what ndk_engine_place counted. Device lock held. */
+void ndk_engine_unplace(struct ndk_engine *e);
 
 #endif

@@ -420,8 +420,7 @@ static NTSTATUS mod_timer_open(struct ndk_cq_impl *cq)
     int fd = ndk_timer_open();
     if (fd < 0)
         return STATUS_INSUFFICIENT_RESOURCES;
-    struct ndk_adapter_impl *ad = cq->obj.ad;
-    if (loop_watch_add(&ad->dev->loop, &cq->mod_watch, fd, EPOLLIN, cq_mod_expired) != 0) {
+    if (loop_watch_add(&cq->obj.engine->loop, &cq->mod_watch, fd, EPOLLIN, cq_mod_expired) != 0) {
         ndk_timer_close(fd);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
@@ -493,10 +492,11 @@ static void cq_destroy(struct ndk_obj *obj)
 {
     struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
     if (cq->mod_timerfd >= 0) {
-        loop_watch_del(&obj->ad->dev->loop, &cq->mod_watch);
+        loop_watch_del(&obj->engine->loop, &cq->mod_watch);
         ndk_timer_close(cq->mod_timerfd);
         cq->mod_timerfd = -1;
     }
+    ndk_engine_unplace(obj->engine);
 }
 
 static void cq_free(struct ndk_obj *obj)
@@ -515,10 +515,11 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
                        GROUP_AFFINITY *Affinity, NDK_FN_CREATE_COMPLETION CreateCompletion,
                        PVOID RequestContext, NDK_CQ **ppNdkCq)
 {
-    /* Affinity is a preference the consumer may not rely on (5.3.2): every
-     * callback runs on the adapter's progress thread. Creation completes
-     * inline, so CreateCompletion is never called (C7). */
-    (void)Affinity, (void)CreateCompletion, (void)RequestContext;
+    /* Affinity is a preference the consumer may not rely on (5.3.2): the
+     * CQ's notifications run on the engine of one of its CPUs when there is
+     * one, else on the least loaded engine (ndk_engine_place). Creation
+     * completes inline, so CreateCompletion is never called (C7). */
+    (void)CreateCompletion, (void)RequestContext;
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !ppNdkCq || !CqNotification)
         return STATUS_INVALID_PARAMETER;
@@ -546,6 +547,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
     cq->notify_cb.obj = &cq->obj;
     pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&cq->obj, ad, NdkObjectTypeCq, &cq_dispatch, &cq_ops);
+    cq->obj.engine = ndk_engine_place(ad->dev, Affinity);
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkCq = (NDK_CQ *)&cq->obj.pub;
     return STATUS_SUCCESS;

@@ -28,10 +28,17 @@ static struct ndk_listener_impl *listener_from(NDK_LISTENER *p)
     return o ? container_of(o, struct ndk_listener_impl, obj) : NULL;
 }
 
+/* The loop of the listener's engine: its socket, its half-open
+ * connections and their timers (docs/architecture.md, Engines). */
+static struct loop *listener_loop(struct ndk_listener_impl *l)
+{
+    return &l->obj.engine->loop;
+}
+
 static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
 {
     struct ndk_listener_impl *l = h->l;
-    struct loop *loop = &l->obj.ad->dev->loop;
+    struct loop *loop = listener_loop(l);
     loop_watch_del(loop, &h->watch);
     loop_timer_cancel(loop, &h->timer);
     if (h->fd >= 0) {
@@ -51,7 +58,7 @@ static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
      * its watch says "removed", and the memory must stay valid until then. */
     h->next = NULL;
     h->fd = -1;
-    loop_defer_free(&l->obj.ad->dev->loop, &h->dfree);
+    loop_defer_free(listener_loop(l), &h->dfree);
 }
 
 /* Sends the rejecting Reply RFC 5044 asks for when markers are required and
@@ -91,8 +98,8 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
                 ndk_log_addr(&h->peer, a));
         reply_markers_reject(h, req);
         /* The initiator closes once it has read the reject. */
-        loop_watch_del(&ad->dev->loop, &h->watch);
-        ndk_linger_close(&ad->dev->lingers, &ad->dev->loop, h->fd, NDK_REJECT_LINGER_MS);
+        loop_watch_del(listener_loop(l), &h->watch);
+        ndk_linger_close(&ad->dev->lingers, listener_loop(l), h->fd, NDK_REJECT_LINGER_MS);
         h->fd = -1;
         halfopen_free(h, false);
         return;
@@ -109,7 +116,7 @@ static void halfopen_request(struct ndk_halfopen *h, const struct mpa_frame *req
     }
     /* The socket changes owner: its registration must go first (the
      * connector registers it anew, and epoll refuses a second one). */
-    loop_watch_del(&ad->dev->loop, &h->watch);
+    loop_watch_del(listener_loop(l), &h->watch);
     struct ndk_connector_impl *c =
         ndk_connector_new_passive(l, h->fd, &h->local, &h->peer, req);
     if (!c) {
@@ -194,7 +201,7 @@ static void listener_on_retry(struct loop_timer *t)
 {
     struct ndk_listener_impl *l = container_of(t, struct ndk_listener_impl, accept_retry);
     if (l->fd >= 0)
-        loop_watch_mod(&l->obj.ad->dev->loop, &l->watch, EPOLLIN);
+        loop_watch_mod(listener_loop(l), &l->watch, EPOLLIN);
 }
 
 static void listener_on_accept(struct loop_watch *w, uint32_t events)
@@ -208,8 +215,8 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
         int fd = ndk_tcp_accept(l->fd, &peer);
         if (fd < 0) {
             if (fd == -EMFILE || fd == -ENFILE || fd == -ENOBUFS || fd == -ENOMEM) {
-                loop_watch_mod(&ad->dev->loop, &l->watch, 0);
-                loop_timer_arm(&ad->dev->loop, &l->accept_retry, ACCEPT_RETRY_MS);
+                loop_watch_mod(listener_loop(l), &l->watch, 0);
+                loop_timer_arm(listener_loop(l), &l->accept_retry, ACCEPT_RETRY_MS);
             }
             return;
         }
@@ -238,7 +245,7 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
         ndk_tcp_local_addr(fd, &h->local);
         mpa_reader_init(&h->reader, false, MPA_PD_MAX);
         loop_timer_init(&h->timer, halfopen_on_timer);
-        if (loop_watch_add(&ad->dev->loop, &h->watch, fd, EPOLLIN | EPOLLRDHUP, halfopen_on_io) < 0) {
+        if (loop_watch_add(listener_loop(l), &h->watch, fd, EPOLLIN | EPOLLRDHUP, halfopen_on_io) < 0) {
             ndk_tcp_abort(fd);
             free(h);
             continue;
@@ -248,16 +255,15 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
             l->halfopen->prev = h;
         l->halfopen = h;
         l->halfopen_count++;
-        loop_timer_arm(&ad->dev->loop, &h->timer, ad->opt.MpaRequestTimeoutMs);
+        loop_timer_arm(listener_loop(l), &h->timer, ad->opt.MpaRequestTimeoutMs);
     }
 }
 
 static void stop_listening(struct ndk_listener_impl *l)
 {
-    struct ndk_adapter_impl *ad = l->obj.ad;
-    loop_timer_cancel(&ad->dev->loop, &l->accept_retry);
+    loop_timer_cancel(listener_loop(l), &l->accept_retry);
     if (l->fd >= 0) {
-        loop_watch_del(&ad->dev->loop, &l->watch);
+        loop_watch_del(listener_loop(l), &l->watch);
         ndk_stream_close(l->fd);
         l->fd = -1;
     }
@@ -299,7 +305,8 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAdd
         ports_unref(l->port);
         l->port = NULL;
     }
-    if (st == STATUS_SUCCESS && loop_watch_add(&ad->dev->loop, &l->watch, fd, EPOLLIN, listener_on_accept) < 0) {
+    if (st == STATUS_SUCCESS &&
+        loop_watch_add(listener_loop(l), &l->watch, fd, EPOLLIN, listener_on_accept) < 0) {
         st = STATUS_INSUFFICIENT_RESOURCES;
         ports_unref(l->port);
         l->port = NULL;
@@ -387,6 +394,7 @@ static void listener_release(struct ndk_obj *obj)
 static void listener_destroy(struct ndk_obj *obj)
 {
     listener_release(obj);
+    ndk_engine_unplace(obj->engine);
 }
 
 static void listener_free(struct ndk_obj *obj)
@@ -418,6 +426,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALL
     l->fd = -1;
     pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&l->obj, ad, NdkObjectTypeListener, &listener_dispatch, &listener_ops);
+    l->obj.engine = ndk_engine_place(ad->dev, NULL);
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkListener = (NDK_LISTENER *)&l->obj.pub;
     return STATUS_SUCCESS;

@@ -68,4 +68,9 @@
  * right behind the Reply. */
 #define NDK_RELAXED_GATE_MS 100
 
+/* Progress engines per device (docs/architecture.md, Engines): one per CPU
+ * of the process's affinity mask, at most this many (a processor group's
+ * worth, as one GROUP_AFFINITY mask names), and at most MaxEngines. */
+#define NDK_MAX_ENGINES 64u
+
 #endif

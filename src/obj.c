@@ -21,6 +21,10 @@ void ndk_obj_init(struct ndk_obj *obj, struct ndk_adapter_impl *ad, NDK_OBJECT_T
     static uint32_t last_id;
     obj->id = __atomic_add_fetch(&last_id, 1, __ATOMIC_RELAXED);
     obj->ad = ad;
+    /* Objects with nothing to place (PDs, memory, endpoints) deliver their
+     * few callbacks on the first engine; cq.c, srq.c, qp.c, listener.c and
+     * connector.c place theirs. */
+    obj->engine = ndk_dev_engine0(ad->dev);
     obj->ops = ops;
     obj->close_cb.kind = CB_CLOSE;
     obj->close_cb.obj = obj;
@@ -45,32 +49,39 @@ struct ndk_obj *ndk_obj_from_pub(const void *pub, NDK_OBJECT_TYPE type)
 
 bool ndk_on_progress_thread(struct ndk_adapter_impl *ad)
 {
-    return ad->dev->thread_started && pthread_equal(pthread_self(), ad->dev->thread);
+    struct ndk_device *dev = ad->dev;
+    for (unsigned i = 0; i < dev->nengines; i++)
+        if (loop_in_owner(&dev->engines[i].loop))
+            return true;
+    return false;
 }
 
-static void cbq_append(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
+/* Queues cb on the engine of its object: one object's callbacks all run on
+ * one thread, so never concurrently (C5). */
+static void cbq_append(struct ndk_cb *cb)
 {
     /* Counted for the object's view: closing it waits for these. */
     __atomic_add_fetch(&cb->obj->ad->callbacks, 1, __ATOMIC_ACQ_REL);
-    pthread_mutex_lock(&ad->dev->cbq_lock);
+    struct ndk_engine *e = __atomic_load_n(&cb->obj->engine, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&e->cbq_lock);
     cb->queued = true;
     cb->next = NULL;
-    if (ad->dev->cbq_tail)
-        ad->dev->cbq_tail->next = cb;
+    if (e->cbq_tail)
+        e->cbq_tail->next = cb;
     else
-        ad->dev->cbq_head = cb;
-    ad->dev->cbq_tail = cb;
-    pthread_mutex_unlock(&ad->dev->cbq_lock);
-    ndk_kick(ad);
+        e->cbq_head = cb;
+    e->cbq_tail = cb;
+    pthread_mutex_unlock(&e->cbq_lock);
+    ndk_kick(e);
 }
 
-void ndk_kick(struct ndk_adapter_impl *ad)
+void ndk_kick(struct ndk_engine *e)
 {
-    if (loop_in_owner(&ad->dev->loop))
-        return; /* the progress thread drains the queue before it waits */
+    if (loop_in_owner(&e->loop))
+        return; /* the engine drains its queue before it waits */
     /* The doorbell needs no lock, and a redundant wake-up only costs an
      * empty loop iteration. */
-    loop_wake(&ad->dev->loop);
+    loop_wake(&e->loop);
 }
 
 /*
@@ -96,7 +107,7 @@ void ndk_post_leave(void)
     struct ndk_cb *cb;
     while ((cb = post_held_head)) {
         post_held_head = cb->next;
-        cbq_append(cb->obj->ad, cb);
+        cbq_append(cb);
     }
     post_held_tail = NULL;
 }
@@ -104,8 +115,9 @@ void ndk_post_leave(void)
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
 {
     __atomic_add_fetch(&cb->obj->busy, 1, __ATOMIC_ACQ_REL);
+    (void)ad; /* the item goes to its object's engine (cbq_append) */
     if (!post_depth) {
-        cbq_append(ad, cb);
+        cbq_append(cb);
         return;
     }
     cb->queued = true;
@@ -136,7 +148,7 @@ void ndk_req_complete(struct ndk_req *req, NTSTATUS status)
     req->pending = false;
     req->cb.u.req.status = status;
     /* ndk_req_begin already counted this completion in obj->busy. */
-    cbq_append(req->cb.obj->ad, &req->cb);
+    cbq_append(&req->cb);
 }
 
 void ndk_obj_destroy(struct ndk_obj *obj)
@@ -152,13 +164,14 @@ void ndk_obj_destroy(struct ndk_obj *obj)
     if (obj->all_next)
         obj->all_next->all_prev = obj->all_prev;
     obj->all_prev = obj->all_next = NULL;
-    /* Freed by the progress thread between loop iterations, so a socket
-     * event already fetched for this object never touches freed memory. */
+    /* Freed once every engine has been between loop iterations, so a
+     * socket event already fetched for this object never touches freed
+     * memory (ndk_free_deferred). */
     obj->free_next = ad->dev->free_list;
     ad->dev->free_list = obj;
     if (ad->closed && !ad->objects)
         ndk_view_retire(ad);
-    loop_kick(&ad->dev->loop);
+    loop_kick(&obj->engine->loop);
 }
 
 void ndk_obj_maybe_finish(struct ndk_obj *obj)
@@ -169,7 +182,7 @@ void ndk_obj_maybe_finish(struct ndk_obj *obj)
          * ndk_obj_destroy. */
         if (obj->ops->release)
             obj->ops->release(obj);
-        cbq_append(obj->ad, &obj->close_cb);
+        cbq_append(&obj->close_cb);
     }
 }
 
@@ -231,17 +244,18 @@ static void cb_ran(struct ndk_device *dev, struct ndk_adapter_impl *view)
         pthread_cond_broadcast(&dev->cb_done);
 }
 
-/* Runs queued callbacks with the lock released. Called by the progress
- * thread with the lock held. */
-void ndk_drain_callbacks(struct ndk_device *dev)
+/* Runs the engine's queued callbacks with the device lock released.
+ * Called by the engine's thread with the lock held. */
+void ndk_drain_callbacks(struct ndk_engine *e)
 {
+    struct ndk_device *dev = e->dev;
     for (;;) {
-        pthread_mutex_lock(&dev->cbq_lock);
-        struct ndk_cb *cb = dev->cbq_head;
+        pthread_mutex_lock(&e->cbq_lock);
+        struct ndk_cb *cb = e->cbq_head;
         if (cb) {
-            dev->cbq_head = cb->next;
-            if (!dev->cbq_head)
-                dev->cbq_tail = NULL;
+            e->cbq_head = cb->next;
+            if (!e->cbq_head)
+                e->cbq_tail = NULL;
             cb->next = NULL;
             /* A CQ/SRQ notification may be queued again by a data-path
              * thread the moment its callback returns: its flag is owned by
@@ -249,9 +263,10 @@ void ndk_drain_callbacks(struct ndk_device *dev)
             if (cb->kind == CB_CQ_NOTIFY)
                 cb->queued = false;
         }
-        pthread_mutex_unlock(&dev->cbq_lock);
+        pthread_mutex_unlock(&e->cbq_lock);
         if (!cb)
             break;
+        __atomic_add_fetch(&e->callbacks_run, 1, __ATOMIC_RELAXED);
         struct ndk_obj *obj = cb->obj;
         struct ndk_adapter_impl *view = obj->ad;
         enum ndk_cb_kind kind = cb->kind;
@@ -308,19 +323,70 @@ void ndk_drain_callbacks(struct ndk_device *dev)
     }
 }
 
-void ndk_free_deferred(struct ndk_device *dev)
+static void free_objects(struct ndk_obj *obj)
 {
-    loop_free_deferred(&dev->loop);
-    struct ndk_obj *obj;
-    while ((obj = dev->free_list)) {
-        dev->free_list = obj->free_next;
+    while (obj) {
+        struct ndk_obj *next = obj->free_next;
         obj->magic = 0;
         obj->ops->free(obj);
+        obj = next;
     }
-    struct ndk_adapter_impl *v;
-    while ((v = dev->dead_views)) {
-        dev->dead_views = v->view_next;
+}
+
+static void free_views(struct ndk_adapter_impl *v)
+{
+    while (v) {
+        struct ndk_adapter_impl *next = v->view_next;
         ndk_verify_detach(v);
         free(v);
+        v = next;
     }
+}
+
+/*
+ * Called by each engine between loop iterations (device lock held): the
+ * engine's loop holds no fetched event now. What ndk_obj_destroy listed is
+ * freed once every engine has been at this point after it was listed (two
+ * rounds: listed, then waiting), so no engine can still hold an event
+ * fetched for it. Engines that have not passed are woken, so an idle one
+ * does not hold memory back.
+ */
+void ndk_free_deferred(struct ndk_engine *e)
+{
+    struct ndk_device *dev = e->dev;
+    loop_free_deferred(&e->loop);
+    uint64_t all = dev->nengines >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << dev->nengines) - 1;
+    dev->passed |= (uint64_t)1 << e->index;
+    while (dev->passed == all && (dev->free_waiting || dev->dead_waiting || dev->free_list ||
+                                  dev->dead_views)) {
+        free_objects(dev->free_waiting);
+        free_views(dev->dead_waiting);
+        dev->free_waiting = dev->free_list;
+        dev->dead_waiting = dev->dead_views;
+        dev->free_list = NULL;
+        dev->dead_views = NULL;
+        /* This engine holds no event now: it has passed the new round. */
+        dev->passed = (uint64_t)1 << e->index;
+    }
+    if (dev->passed != all &&
+        (dev->free_waiting || dev->dead_waiting || dev->free_list || dev->dead_views)) {
+        for (unsigned i = 0; i < dev->nengines; i++)
+            if (!(dev->passed >> i & 1))
+                loop_kick(&dev->engines[i].loop);
+    }
+}
+
+/* Frees every object and view waiting, at once (device lock held): only
+ * where no engine can hold an event naming one, as when the device closes
+ * after its engines stopped, or in the fuzzers, which open no socket. */
+void ndk_free_all(struct ndk_device *dev)
+{
+    for (unsigned i = 0; i < dev->nengines; i++)
+        loop_free_deferred(&dev->engines[i].loop);
+    free_objects(dev->free_waiting);
+    free_objects(dev->free_list);
+    free_views(dev->dead_waiting);
+    free_views(dev->dead_views);
+    dev->free_waiting = dev->free_list = NULL;
+    dev->dead_waiting = dev->dead_views = NULL;
 }

@@ -24,9 +24,17 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info);
  * iterations. Device lock held. */
 void ndk_view_retire(struct ndk_adapter_impl *view);
 
-/* ---- obj.c: progress-thread internals ---- */
-void ndk_drain_callbacks(struct ndk_device *dev);
-void ndk_free_deferred(struct ndk_device *dev);
+/* Engine internals (obj.c, engine.c). */
+void ndk_drain_callbacks(struct ndk_engine *e);
+void ndk_free_deferred(struct ndk_engine *e);
+/* Frees what waits at once: when no engine can hold an event (obj.c). */
+void ndk_free_all(struct ndk_device *dev);
+/* Starts the device's engines: one per CPU of the calling thread's
+ * affinity mask, at most max (0: no cap) and NDK_MAX_ENGINES. */
+bool ndk_engines_start(struct ndk_device *dev, unsigned max);
+/* Stops and joins them (device lock not held). */
+void ndk_engines_stop(struct ndk_device *dev);
+void ndk_engines_free(struct ndk_device *dev);
 
 
 /* ---- cq.c (struct ndk_cq_impl and the SRQ: cqsrq.h) ---- */

@@ -53,6 +53,7 @@ static void qp_free(struct ndk_obj *obj)
     free(dp->orq);
     free(dp->irq);
     rx_stage_fini(&dp->rx_stage);
+    free(dp->tx_stage);
     pthread_mutex_destroy(&dp->sq_lock);
     pthread_mutex_destroy(&dp->rq_lock);
     pthread_mutex_destroy(&dp->rx_lock);
@@ -133,6 +134,11 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
         dp->srq = container_of(srqo, struct ndk_srq_impl, obj);
     }
     ndk_obj_init(&qp->obj, ad, NdkObjectTypeQp, &ndk_qp_dispatch, &qp_ops);
+    /* The QP, and the connection that moves its data, run on the engine of
+     * its initiator CQ (also when the receive CQ is on another one): the
+     * transmit side's completions are the ones a socket event produces
+     * most (docs/architecture.md, Engines). */
+    qp->obj.engine = icqo->engine;
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkQp = (NDK_QP *)&qp->obj.pub;
     return STATUS_SUCCESS;

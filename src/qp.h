@@ -120,12 +120,12 @@ struct ndk_irq_entry {
     uint32_t sent;
 };
 
-/* Sized for one writev of up to 32 FPDUs (2 MiB on loopback, where an FPDU
+/* Sized for one writev of up to 64 FPDUs (4 MiB on loopback, where an FPDU
  * holds 64 KiB) and for placing one FPDU: at most 17 pages of a
  * fast-registered region or the MEM_LOCAL_IOV_MAX pieces of a receive;
  * every QP carries these, so they are kept small (the idle cost of a
  * connection is budgeted). */
-#define TX_FPDU_MAX 32   /* FPDUs framed per batch */
+#define TX_FPDU_MAX 64   /* FPDUs framed per batch */
 #define MULPDU_RECHECK_OCTETS (1u << 20)
 #define TX_IOV_MAX 256   /* iovecs per writev */
 #define RX_IOV_MAX 64    /* placement iovecs for one FPDU */
@@ -196,19 +196,27 @@ struct ndk_qp_dp {
     uint8_t nudge_buf[20];  /* a zero-length RDMA Write (see ndk_qp_nudge) */
     size_t term_len;
     bool term_sent;
-    /* the batch being written */
+    /* the batch being written: tx_iov[tx_iov_off, tx_iov_cnt) is still to
+     * go; FPDUs are appended while there is room, also to a batch TCP has
+     * taken only part of */
     struct iovec tx_iov[TX_IOV_MAX];
     int tx_iov_off, tx_iov_cnt;
-    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX];
-    uint8_t tx_trl[TX_FPDU_MAX][8];
+    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX]; /* header, trailer of an FPDU */
+    uint8_t tx_trl[TX_FPDU_MAX][8];          /* whose payload is referenced */
     int tx_fpdus;
+    uint32_t tx_fpdu_end[TX_FPDU_MAX]; /* octets of the batch up to each FPDU's end */
+    uint32_t tx_framed, tx_written;    /* octets of the batch framed, written */
+    /* Small FPDUs whole (header, payload copy, pad, CRC), back to back, so
+     * that one iovec carries many (qp_tx.c, ndk_tx_stage_threshold). */
+    uint8_t *tx_stage;
+    size_t tx_stage_cap, tx_stage_used;
     /* the message being segmented */
     int tx_cur;             /* 0 none, 1 SQ request sq_tx, 2 IRQ head */
     uint64_t tx_cur_off;
     struct iovec tx_src[MEM_LOCAL_IOV_MAX]; /* its payload, mapped */
     int tx_src_n;
-    /* messages whose last octet is in the batch: done when the batch is */
-    struct { int end_iov; int kind; uint32_t idx; } tx_ends[TX_FPDU_MAX];
+    /* messages whose last octet is in the batch: done once it is written */
+    struct { uint32_t end; int kind; uint32_t idx; } tx_ends[TX_FPDU_MAX];
     int tx_nends;
     int tx_ends_done; /* tx_ends before this one are written and accounted */
 
@@ -315,6 +323,11 @@ void qp_rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit);
 /* ---- qp_tx.c ---- */
 /* Moves queued messages out while the transport accepts them. sq_lock held. */
 void qp_tx_progress(struct ndk_qp_impl *qp);
+/* Payloads of at most ndk_tx_stage_threshold octets are copied into the
+ * transmit staging buffer of ndk_tx_stage_size octets (0: no staging);
+ * globals so that the simulation tests can vary them. */
+extern size_t ndk_tx_stage_threshold;
+extern size_t ndk_tx_stage_size;
 void ndk_qp_on_writable(struct ndk_qp_impl *qp);
 /* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
 void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);

@@ -79,6 +79,17 @@ static void iw_forget(struct ndk_qp_impl *qp)
 static void iw_poll(struct ndk_qp_impl *qp)
 {
     ndk_qp_try_readable(qp);
+    /* A batch waiting for room in the socket: the socket's writability
+     * wakes the progress thread, which shares the CPU with this poller
+     * and may wait for its time slice to end (milliseconds of a 1 MiB
+     * stream lost, more or less each time). The poller looks for the room
+     * itself. trylock: never wait behind a poster or the progress thread. */
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (pthread_mutex_trylock(&dp->sq_lock) == 0) {
+        if (dp->tx_blocked)
+            qp_tx_progress(qp);
+        pthread_mutex_unlock(&dp->sq_lock);
+    }
 }
 
 static bool iw_lease_input(struct ndk_qp_impl *qp, bool on)
@@ -120,9 +131,17 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
     struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
     struct rx_stage stage;
-    if (!orq || (irq_cap && !irq) || !rx_stage_init(&stage)) {
+    /* Transmit staging: no more than the QP can have waiting at once (its
+     * requests and the Reads it answers, each one FPDU of the largest
+     * staged size), so that a shallow QP stays small. */
+    size_t tx_cap = ((size_t)qp->iq_depth + ird) * (ndk_tx_stage_threshold + TX_HDR_MAX + 8);
+    if (tx_cap > ndk_tx_stage_size)
+        tx_cap = ndk_tx_stage_size;
+    uint8_t *tx_stage = tx_cap ? malloc(tx_cap) : NULL;
+    if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || !rx_stage_init(&stage)) {
         free(orq);
         free(irq);
+        free(tx_stage);
         return false;
     }
     pthread_mutex_lock(&dp->rx_lock);
@@ -135,6 +154,10 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->orq_cap = ord + 1;
     dp->irq = irq;
     pthread_mutex_lock(&dp->sq_lock);
+    free(dp->tx_stage);
+    dp->tx_stage = tx_stage;
+    dp->tx_stage_cap = tx_cap;
+    dp->tx_stage_used = 0;
     dp->tr = tr;
     dp->crc = crc;
     dp->irq_cap = irq_cap;

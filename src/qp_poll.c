@@ -63,7 +63,7 @@ static void lease_take(struct ndk_device *dev, struct ndk_qp_impl *qp)
     /* The progress thread may be asleep with no timeout: it must start
      * looking at leases now. */
     if (__atomic_fetch_add(&dev->input_leases, 1, __ATOMIC_RELAXED) == 0)
-        loop_wake(&dev->loop);
+        loop_wake(&ndk_dev_engine0(dev)->loop);
 }
 
 static void lease_end(struct ndk_device *dev, struct ndk_qp_impl *qp)

@@ -68,7 +68,7 @@ void qp_rx_pause(struct ndk_qp_impl *qp, bool on)
     if (dp->tr && dp->tr->ops->pause_input && (on || was))
         dp->tr->ops->pause_input(dp->tr, on);
     if (on && !was && __atomic_fetch_add(&dev->rx_waits, 1, __ATOMIC_RELAXED) == 0)
-        loop_wake(&dev->loop); /* it may sleep with no timeout: deadlines need looking at */
+        loop_wake(&ndk_dev_engine0(dev)->loop); /* it may sleep with no timeout: deadlines need looking at */
     else if (!on && was)
         __atomic_fetch_sub(&dev->rx_waits, 1, __ATOMIC_RELAXED);
 }
@@ -139,7 +139,7 @@ void ndk_qp_rx_resume(struct ndk_qp_impl *qp)
     /* Input the engine already staged raises no socket event: the progress
      * thread hands it over (ndk_qp_check_rx_waits), at once. */
     if (staged)
-        loop_wake(&qp->obj.ad->dev->loop);
+        loop_wake(&ndk_dev_engine0(qp->obj.ad->dev)->loop);
 }
 
 void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
@@ -152,7 +152,7 @@ void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&dp->rx_lock);
 }
 
-/* Runs on the progress thread, with the device lock held, every 10 ms
+/* Runs on the first engine's thread, with the device lock held, every 10 ms
  * while some QP waits for a receive (and at once when a poster resumed one
  * whose engine holds staged input). */
 void ndk_qp_check_rx_waits(struct ndk_device *dev)
@@ -182,7 +182,8 @@ void ndk_qp_check_rx_waits(struct ndk_device *dev)
             ndk_qp_rx_resume(qp);
     }
     pthread_mutex_unlock(&dev->live_lock);
-    /* The QPs stay: they are freed on this thread (ndk_free_deferred). */
+    /* The QPs stay: they are freed only after this thread left this
+     * iteration (ndk_free_deferred). */
     for (int i = 0; i < nkick; i++) {
         struct ndk_qp_dp *dp = &kick[i]->dp;
         dp->tr->ops->pause_input(dp->tr, false);

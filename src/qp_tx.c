@@ -1,12 +1,17 @@
 /*
  * The transmit engine: turns initiator-queue requests and inbound Read
- * Requests into FPDUs. Headers and trailers are built in the QP; payloads
- * are referenced where the consumer registered them, so one gathering
- * writev carries headers, payload and CRC for as many FPDUs as are waiting
- * (RFC 5044 FPDUs, RFC 5041 segments). Messages are never interleaved; Read
- * Responses go out between requests, at message boundaries.
+ * Requests into FPDUs (RFC 5044 FPDUs, RFC 5041 segments), and one
+ * gathering writev carries as many FPDUs as are waiting, up to a batch's
+ * bounds (TX_FPDU_MAX FPDUs, TX_IOV_MAX iovecs). A large payload is
+ * referenced where the consumer registered it, between a header and a
+ * trailer built in the QP; a small one is copied, with its header, pad and
+ * CRC, into the staging buffer, where FPDUs lie back to back and one iovec
+ * carries them all: the kernel's cost is per iovec as much as per octet.
+ * Messages are never interleaved; Read Responses go out between requests,
+ * at message boundaries.
  */
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "mem.h"
@@ -17,12 +22,95 @@
 
 enum { TX_NONE = 0, TX_SQ = 1, TX_IRQ = 2 };
 
+/* Chosen by measurement with bench/datapath (README there, "Transmit
+ * staging"); a build may set others (-DNDK_TX_STAGE_THRESHOLD=...). */
+#ifndef NDK_TX_STAGE_THRESHOLD
+#define NDK_TX_STAGE_THRESHOLD 1024
+#endif
+/* A batch's worth of small FPDUs (TX_FPDU_MAX 64-octet Sends take 6 KiB);
+ * when it is full, the batch's further FPDUs are referenced. Taken when the
+ * data path starts (a post has no failure to report for it), so it is part
+ * of a connection's idle cost; a shallow QP takes less (qp_iwarp.c). */
+#ifndef NDK_TX_STAGE_SIZE
+#define NDK_TX_STAGE_SIZE 8192
+#endif
+size_t ndk_tx_stage_threshold = NDK_TX_STAGE_THRESHOLD;
+size_t ndk_tx_stage_size = NDK_TX_STAGE_SIZE;
+
 static void batch_reset(struct ndk_qp_dp *dp)
 {
     dp->tx_iov_off = dp->tx_iov_cnt = 0;
     dp->tx_fpdus = 0;
+    dp->tx_framed = dp->tx_written = 0;
+    dp->tx_stage_used = 0;
     dp->tx_nends = 0;
     dp->tx_ends_done = 0;
+}
+
+/* Room for `len` octets in the staging buffer, or NULL: no staging, or
+ * full until the batch is written. */
+static uint8_t *stage_take(struct ndk_qp_dp *dp, size_t len)
+{
+    if (len > dp->tx_stage_cap - dp->tx_stage_used)
+        return NULL;
+    uint8_t *p = dp->tx_stage + dp->tx_stage_used;
+    dp->tx_stage_used += len;
+    return p;
+}
+
+/* Adds an iovec to the batch, extending the last one when it ends where
+ * this one starts (FPDUs back to back in the staging buffer). */
+static void batch_add(struct ndk_qp_dp *dp, void *base, size_t len)
+{
+    if (dp->tx_iov_cnt > dp->tx_iov_off) {
+        struct iovec *last = &dp->tx_iov[dp->tx_iov_cnt - 1];
+        if ((uint8_t *)last->iov_base + last->iov_len == base) {
+            last->iov_len += len;
+            return;
+        }
+    }
+    dp->tx_iov[dp->tx_iov_cnt++] = (struct iovec){base, len};
+}
+
+/* An FPDU whole in the staging buffer at st: header, payload, pad, CRC. */
+static void stage_fpdu(struct ndk_qp_dp *dp, uint8_t *st, const uint8_t *hdr, size_t hlen,
+                       const struct iovec *pl, int npl, size_t pad)
+{
+    uint8_t *p = st;
+    memcpy(p, hdr, 2 + hlen);
+    p += 2 + hlen;
+    for (int i = 0; i < npl; i++) {
+        memcpy(p, pl[i].iov_base, pl[i].iov_len);
+        p += pl[i].iov_len;
+    }
+    memset(p, 0, pad);
+    p += pad;
+    if (dp->crc)
+        mpa_crc_store(crc32c_update(crc32c_init(), st, (size_t)(p - st)), p);
+    else
+        memset(p, 0, 4);
+    batch_add(dp, st, (size_t)(p + 4 - st));
+}
+
+/* An FPDU as header, the payload where it lies, and trailer (pad, CRC). */
+static void ref_fpdu(struct ndk_qp_dp *dp, int f, uint8_t *hdr, size_t hlen, const struct iovec *pl, int npl,
+                     size_t pad)
+{
+    uint8_t *trl = dp->tx_trl[f];
+    memset(trl, 0, pad);
+    if (dp->crc) {
+        uint32_t reg = crc32c_update(crc32c_init(), hdr, 2 + hlen);
+        for (int i = 0; i < npl; i++)
+            reg = crc32c_update(reg, pl[i].iov_base, pl[i].iov_len);
+        reg = crc32c_update(reg, trl, pad);
+        mpa_crc_store(reg, trl + pad);
+    } else {
+        memset(trl + pad, 0, 4);
+    }
+    dp->tx_iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
+    for (int i = 0; i < npl; i++)
+        dp->tx_iov[dp->tx_iov_cnt++] = pl[i];
+    dp->tx_iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
 }
 
 /* Frames one FPDU: header (already written at hdr+2 with hlen octets of
@@ -34,28 +122,18 @@ static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl
     size_t ulpdu = hlen + plen;
     ddp_wr16(hdr, (uint16_t)ulpdu);
     size_t pad = mpa_pad_len(ulpdu);
-    uint8_t *trl = dp->tx_trl[f];
-    memset(trl, 0, pad);
-    uint32_t reg = 0;
-    if (dp->crc) {
-        reg = crc32c_update(crc32c_init(), hdr, 2 + hlen);
-        for (int i = 0; i < npl; i++)
-            reg = crc32c_update(reg, pl[i].iov_base, pl[i].iov_len);
-        reg = crc32c_update(reg, trl, pad);
-        mpa_crc_store(reg, trl + pad);
-    } else {
-        memset(trl + pad, 0, 4);
-    }
     size_t wire = 2 + ulpdu + pad + 4;
     unsigned op = hdr[3] & RDMAP_CTRL_OP_MASK;
     NDK_STAT_ADD(dp->st.tx_fpdus[op & (NDK_STAT_OPS - 1)], 1);
     NDK_STAT_ADD(dp->st.tx_bytes[op & (NDK_STAT_OPS - 1)], plen);
     dp->mulpdu_recheck = dp->mulpdu_recheck > wire ? dp->mulpdu_recheck - wire : 0;
-    struct iovec *iov = dp->tx_iov;
-    iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
-    for (int i = 0; i < npl; i++)
-        iov[dp->tx_iov_cnt++] = pl[i];
-    iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
+    uint8_t *st = plen <= ndk_tx_stage_threshold ? stage_take(dp, wire) : NULL;
+    if (st)
+        stage_fpdu(dp, st, hdr, hlen, pl, npl, pad);
+    else
+        ref_fpdu(dp, f, hdr, hlen, pl, npl, pad);
+    dp->tx_framed += (uint32_t)wire;
+    dp->tx_fpdu_end[f] = dp->tx_framed;
 }
 
 void ndk_qp_ungate(struct ndk_qp_impl *qp)
@@ -83,6 +161,7 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
         dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
         dp->tx_iov_cnt = 1;
+        dp->tx_framed = (uint32_t)n; /* FPDUs posted meanwhile follow it */
         qp_tx_progress(qp);
     }
     pthread_mutex_unlock(&dp->sq_lock);
@@ -91,7 +170,7 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
 
 static void mark_end(struct ndk_qp_dp *dp, int kind, uint32_t idx)
 {
-    dp->tx_ends[dp->tx_nends].end_iov = dp->tx_iov_cnt;
+    dp->tx_ends[dp->tx_nends].end = dp->tx_framed;
     dp->tx_ends[dp->tx_nends].kind = kind;
     dp->tx_ends[dp->tx_nends].idx = idx;
     dp->tx_nends++;
@@ -203,7 +282,90 @@ static void refresh_mulpdu(struct ndk_qp_dp *dp)
         dp->mulpdu = m;
 }
 
-/* Frames as many FPDUs of waiting messages as fit the batch. */
+/* The Read Response's source went away since its request was checked: the
+ * stream ends with the Read's Terminate (RFC 5040 section 7). */
+static void read_source_gone(struct ndk_qp_impl *qp, enum mem_err me)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ddp_term t;
+    ddp_term_for_read_source(ndk_xp_stag_fault(me), &t);
+    t.ddp_hdr = t.rdma_hdr = false;
+    dp->irq_count = dp->irq_framed = 0;
+    dp->tx_cur = TX_NONE;
+    uint8_t ulpdu[80];
+    size_t n = term_encode(ulpdu, sizeof ulpdu, &t, 0, NULL, 0, NULL);
+    qp_tx_terminate(qp, ulpdu, n);
+    qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+    dp->state = QP_ERROR;
+}
+
+/* Frames the next FPDU of the Read Response at the IRQ's head. False: the
+ * batch is full (or the stream ended). */
+static bool frame_read_response(struct ndk_qp_impl *qp, size_t mulpdu)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ndk_irq_entry *e = &dp->irq[(dp->irq_head + dp->irq_framed) % dp->irq_cap];
+    size_t room = mulpdu - DDP_TAGGED_HDR_LEN;
+    uint64_t left = e->rr.size - e->sent;
+    size_t seg = left < room ? (size_t)left : room;
+    struct iovec src[RX_IOV_MAX];
+    int nsrc = 0;
+    if (seg) {
+        enum mem_err me = mem_map_remote(qp->obj.ad->dev->mem, qp->pd, qp, e->rr.src_stag, e->rr.src_to + e->sent,
+                                         seg, MEM_REMOTE_READ, src, RX_IOV_MAX, &nsrc);
+        if (me != MEM_OK) {
+            read_source_gone(qp, me);
+            return false;
+        }
+        if (!batch_has_room(dp, nsrc))
+            return false; /* next batch */
+    }
+    bool last = e->sent + seg == e->rr.size;
+    uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
+    size_t hlen = ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_READ_RESP, last, e->rr.sink_stag,
+                                    e->rr.sink_to + e->sent);
+    frame_fpdu(dp, hlen, src, nsrc, seg);
+    e->sent += (uint32_t)seg;
+    if (last) {
+        /* The IRD slot stays taken until the response is written
+         * (ends_written): until then we still hold it. */
+        mark_end(dp, TX_IRQ, 0);
+        dp->irq_framed++;
+        dp->tx_cur = TX_NONE;
+    }
+    return true;
+}
+
+/* Frames the next FPDU of the Send or Write at sq_tx. */
+static void frame_sq_segment(struct ndk_qp_impl *qp, struct ndk_swqe *w, size_t mulpdu)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    uint8_t op = w->op == SWQE_WRITE ? RDMAP_OP_WRITE : w->rdmap_op;
+    const struct rdmap_opinfo *oi = rdmap_op(op);
+    bool tagged = oi->tagged;
+    size_t room = mulpdu - oi->hdr_len;
+    uint64_t left = w->total - dp->tx_cur_off;
+    size_t seg = left < room ? (size_t)left : room;
+    struct iovec pl[MEM_LOCAL_IOV_MAX];
+    int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
+    bool last = dp->tx_cur_off + seg == w->total;
+    uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
+    size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->rtoken, w->raddr + dp->tx_cur_off)
+                         : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->inv_stag, oi->qn, dp->msn_send,
+                                               (uint32_t)dp->tx_cur_off);
+    frame_fpdu(dp, hlen, pl, npl < 0 ? 0 : npl, seg);
+    dp->tx_cur_off += seg;
+    if (last) {
+        mark_end(dp, TX_SQ, dp->sq_tx);
+        if (!tagged)
+            dp->msn_send++;
+        dp->sq_tx++;
+        dp->tx_cur = TX_NONE;
+    }
+}
+
+/* Frames as many FPDUs of waiting messages as fit the batch, after what
+ * the batch already holds (written or not). */
 static void fill_batch(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
@@ -213,90 +375,28 @@ static void fill_batch(struct ndk_qp_impl *qp)
         if (dp->tx_cur == TX_NONE && !pick_next(qp))
             return;
         if (dp->tx_cur == TX_IRQ) {
-            struct ndk_irq_entry *e = &dp->irq[(dp->irq_head + dp->irq_framed) % dp->irq_cap];
-            size_t room = mulpdu - DDP_TAGGED_HDR_LEN;
-            uint64_t left = e->rr.size - e->sent;
-            size_t seg = left < room ? (size_t)left : room;
-            struct iovec src[RX_IOV_MAX];
-            int nsrc = 0;
-            if (seg) {
-                enum mem_err me = mem_map_remote(qp->obj.ad->dev->mem, qp->pd, qp, e->rr.src_stag,
-                                                 e->rr.src_to + e->sent, seg, MEM_REMOTE_READ, src,
-                                                 RX_IOV_MAX, &nsrc);
-                if (me != MEM_OK || !batch_has_room(dp, nsrc)) {
-                    if (me == MEM_OK)
-                        return; /* next batch */
-                    /* Revoked since the request was checked: the source is
-                     * gone, so the stream ends with the Read's Terminate. */
-                    struct ddp_term t;
-                    ddp_term_for_read_source(ndk_xp_stag_fault(me), &t);
-                    t.ddp_hdr = t.rdma_hdr = false;
-                    dp->irq_count = dp->irq_framed = 0;
-                    dp->tx_cur = TX_NONE;
-                    uint8_t ulpdu[80];
-                    size_t n = term_encode(ulpdu, sizeof ulpdu, &t, 0, NULL, 0, NULL);
-                    qp_tx_terminate(qp, ulpdu, n);
-                    qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_SENT);
-                    dp->state = QP_ERROR;
-                    return;
-                }
-            }
-            bool last = e->sent + seg == e->rr.size;
-            uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
-            size_t hlen = ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_READ_RESP, last,
-                                            e->rr.sink_stag, e->rr.sink_to + e->sent);
-            frame_fpdu(dp, hlen, src, nsrc, seg);
-            e->sent += (uint32_t)seg;
-            if (last) {
-                /* The IRD slot stays taken until the batch is written
-                 * (batch_written): until then we still hold the response. */
-                mark_end(dp, TX_IRQ, 0);
-                dp->irq_framed++;
-                dp->tx_cur = TX_NONE;
-            }
+            if (!frame_read_response(qp, mulpdu))
+                return;
             continue;
         }
         struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, dp->sq_tx)];
-        if (w->op == SWQE_READ) {
+        if (w->op == SWQE_READ)
             frame_read_request(qp, w);
-            continue;
-        }
-        uint8_t op = w->op == SWQE_WRITE ? RDMAP_OP_WRITE : w->rdmap_op;
-        const struct rdmap_opinfo *oi = rdmap_op(op);
-        bool tagged = oi->tagged;
-        size_t room = mulpdu - oi->hdr_len;
-        uint64_t left = w->total - dp->tx_cur_off;
-        size_t seg = left < room ? (size_t)left : room;
-        struct iovec pl[MEM_LOCAL_IOV_MAX];
-        int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
-        bool last = dp->tx_cur_off + seg == w->total;
-        uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
-        size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->rtoken,
-                                                 w->raddr + dp->tx_cur_off)
-                             : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->inv_stag, oi->qn,
-                                                   dp->msn_send, (uint32_t)dp->tx_cur_off);
-        frame_fpdu(dp, hlen, pl, npl < 0 ? 0 : npl, seg);
-        dp->tx_cur_off += seg;
-        if (last) {
-            mark_end(dp, TX_SQ, dp->sq_tx);
-            if (!tagged)
-                dp->msn_send++;
-            dp->sq_tx++;
-            dp->tx_cur = TX_NONE;
-        }
+        else
+            frame_sq_segment(qp, w, mulpdu);
     }
 }
 
-/* The messages of the batch whose last octet went out with the first
- * `upto_iov` iovecs are done. A Read Response's IRD slot frees here, not
+/* The messages of the batch whose last octet is among the tx_written
+ * octets TCP took are done. A Read Response's IRD slot frees here, not
  * when the whole batch is out: the peer may read that response and send
  * its next Read Request while the rest of the batch waits for TCP, and a
  * slot still held then would count it as one Read too many. */
-static void ends_written(struct ndk_qp_impl *qp, int upto_iov)
+static void ends_written(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     int i = dp->tx_ends_done;
-    for (; i < dp->tx_nends && dp->tx_ends[i].end_iov <= upto_iov; i++) {
+    for (; i < dp->tx_nends && dp->tx_ends[i].end <= dp->tx_written; i++) {
         if (dp->tx_ends[i].kind == TX_SQ) {
             dp->sq[qp_sq_idx(qp, dp->tx_ends[i].idx)].done = true;
         } else {
@@ -313,9 +413,26 @@ static void ends_written(struct ndk_qp_impl *qp, int upto_iov)
 static void batch_written(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    ends_written(qp, dp->tx_iov_cnt);
+    ends_written(qp);
     batch_reset(dp);
     ndk_xp_sq_complete(qp);
+}
+
+/* Keeps only the first `keep` octets of what is left to write. */
+static void batch_truncate(struct ndk_qp_dp *dp, size_t keep)
+{
+    for (int i = dp->tx_iov_off; i < dp->tx_iov_cnt; i++) {
+        if (!keep) {
+            dp->tx_iov_cnt = i;
+            return;
+        }
+        if (dp->tx_iov[i].iov_len >= keep) {
+            dp->tx_iov[i].iov_len = keep;
+            dp->tx_iov_cnt = i + 1;
+            return;
+        }
+        keep -= dp->tx_iov[i].iov_len;
+    }
 }
 
 /* After the FPDU being written nothing of the batch goes out: a Terminate
@@ -326,23 +443,20 @@ void qp_tx_cut_batch(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     /* Messages whose every octet is out are done, whatever follows. */
     for (int i = 0; i < dp->tx_nends; i++)
-        if (dp->tx_ends[i].kind == TX_SQ && dp->tx_ends[i].end_iov <= dp->tx_iov_off)
+        if (dp->tx_ends[i].kind == TX_SQ && dp->tx_ends[i].end <= dp->tx_written)
             dp->sq[qp_sq_idx(qp, dp->tx_ends[i].idx)].done = true;
     if (dp->tx_iov_off >= dp->tx_iov_cnt) {
         batch_reset(dp);
         return;
     }
-    /* FPDUs are [hdr][payload...][trailer]: the trailer iovec of the
-     * current FPDU is the first one at or after iov_off that points into
-     * tx_trl. */
-    for (int i = dp->tx_iov_off; i < dp->tx_iov_cnt; i++) {
-        uint8_t *b = dp->tx_iov[i].iov_base;
-        if (b >= &dp->tx_trl[0][0] && b < &dp->tx_trl[0][0] + sizeof dp->tx_trl) {
-            /* Nothing of this FPDU written yet (its header iovec is still
-             * whole at iov_off)? Then drop it too. */
-            bool started = dp->tx_iov[dp->tx_iov_off].iov_base !=
-                           (void *)dp->tx_hdr[(b - &dp->tx_trl[0][0]) / 8];
-            dp->tx_iov_cnt = started ? i + 1 : dp->tx_iov_off;
+    /* The FPDU TCP has part of goes out whole; one it has none of (its end
+     * beyond, its start at tx_written) is dropped with the rest. Without
+     * FPDUs (a nudge) the batch stays as it is. */
+    for (int f = 0; f < dp->tx_fpdus; f++) {
+        if (dp->tx_fpdu_end[f] >= dp->tx_written) {
+            uint32_t start = f ? dp->tx_fpdu_end[f - 1] : 0;
+            uint32_t cut = start == dp->tx_written ? start : dp->tx_fpdu_end[f];
+            batch_truncate(dp, cut - dp->tx_written);
             dp->tx_nends = 0;
             dp->tx_ends_done = 0;
             return;
@@ -367,6 +481,75 @@ void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len)
     qp_tx_progress(qp);
 }
 
+static void want_writable(struct ndk_qp_dp *dp, bool want)
+{
+    if (dp->tx_blocked != want) {
+        dp->tx_blocked = want;
+        dp->tr->ops->want_write(dp->tr, want);
+    }
+}
+
+/* Hands what is left of the batch to the transport. False when it took
+ * nothing now (full: the socket's writability calls us again) or failed. */
+static bool write_batch(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct ndk_transport *tr = dp->tr;
+    int n = dp->tx_iov_cnt - dp->tx_iov_off;
+    ssize_t w = tr->ops->writev(tr, dp->tx_iov + dp->tx_iov_off, n > 1024 ? 1024 : n);
+    if (w == -EAGAIN || w == 0) {
+        want_writable(dp, true);
+        return false;
+    }
+    if (w < 0) {
+        qp_set_end_reason(qp, NDK_DISCONNECT_REASON_ABORTED);
+        dp->tx_dead = true;
+        batch_reset(dp);
+        tr->ops->failed(tr, true);
+        return false;
+    }
+    dp->tx_written += (uint32_t)w;
+    for (size_t left = (size_t)w; left;) {
+        struct iovec *v = &dp->tx_iov[dp->tx_iov_off];
+        if (left >= v->iov_len) {
+            left -= v->iov_len;
+            dp->tx_iov_off++;
+        } else {
+            v->iov_base = (char *)v->iov_base + left;
+            v->iov_len -= left;
+            left = 0;
+        }
+    }
+    if (dp->tx_iov_off < dp->tx_iov_cnt)
+        ends_written(qp);
+    else
+        batch_written(qp);
+    return true;
+}
+
+/* The QP failed or was flushed, and the batch is out: a Terminate waiting
+ * goes next (true: written as a batch of its own), then our FIN. */
+static bool tx_error_tail(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (dp->term_len && !dp->term_sent) {
+        batch_reset(dp);
+        dp->tx_iov[0] = (struct iovec){dp->term_buf, dp->term_len};
+        dp->tx_iov_cnt = 1;
+        dp->term_sent = true; /* counted as sent once its batch drains */
+        return true;
+    }
+    if ((dp->term_sent || dp->tx_fin_wanted) && !dp->tx_fin_sent) {
+        /* Nothing may follow a Terminate: our FIN goes next. The connection
+         * ends when the peer, having read the Terminate, closes too; a
+         * reset now could make its kernel drop the Terminate unread. After
+         * NdkFlush, NdkDisconnect's FIN. */
+        dp->tx_fin_sent = true;
+        dp->tr->ops->shutdown_write(dp->tr);
+    }
+    return false;
+}
+
 void qp_tx_progress(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
@@ -374,86 +557,35 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
     if (!tr || dp->tx_dead)
         return;
     for (int rounds = 0; rounds < 64; rounds++) {
+        /* The gate holds FPDUs, not our FIN: a client/server initiator that
+         * never sends (siw's cmtime) must still see us disconnect. What
+         * was posted joins the batch, also one TCP has taken part of. */
+        if (dp->state == QP_RTS && !dp->tx_gated)
+            fill_batch(qp);
         if (dp->tx_iov_off < dp->tx_iov_cnt) {
-            int n = dp->tx_iov_cnt - dp->tx_iov_off;
-            ssize_t w = tr->ops->writev(tr, dp->tx_iov + dp->tx_iov_off, n > 1024 ? 1024 : n);
-            if (w == -EAGAIN || w == 0) {
-                if (!dp->tx_blocked) {
-                    dp->tx_blocked = true;
-                    tr->ops->want_write(tr, true);
-                }
+            if (!write_batch(qp))
                 return;
-            }
-            if (w < 0) {
-                qp_set_end_reason(qp, NDK_DISCONNECT_REASON_ABORTED);
-                dp->tx_dead = true;
-                batch_reset(dp);
-                tr->ops->failed(tr, true);
-                return;
-            }
-            size_t left = (size_t)w;
-            while (left) {
-                struct iovec *v = &dp->tx_iov[dp->tx_iov_off];
-                if (left >= v->iov_len) {
-                    left -= v->iov_len;
-                    dp->tx_iov_off++;
-                } else {
-                    v->iov_base = (char *)v->iov_base + left;
-                    v->iov_len -= left;
-                    left = 0;
-                }
-            }
-            if (dp->tx_iov_off < dp->tx_iov_cnt) {
-                ends_written(qp, dp->tx_iov_off);
-                continue;
-            }
-            batch_written(qp);
             continue;
         }
-        if (dp->tx_blocked) {
-            dp->tx_blocked = false;
-            tr->ops->want_write(tr, false);
-        }
+        want_writable(dp, false);
         if (dp->state == QP_ERROR) {
-            if (dp->term_len && !dp->term_sent) {
-                batch_reset(dp);
-                dp->tx_iov[0] = (struct iovec){dp->term_buf, dp->term_len};
-                dp->tx_iov_cnt = 1;
-                dp->term_sent = true; /* counted as sent once its batch drains */
+            if (tx_error_tail(qp))
                 continue;
-            }
-            if ((dp->term_sent || dp->tx_fin_wanted) && !dp->tx_fin_sent) {
-                /* Nothing may follow a Terminate: our FIN goes next. The
-                 * connection ends when the peer, having read the Terminate,
-                 * closes too; a reset now could make its kernel drop the
-                 * Terminate unread. After NdkFlush, NdkDisconnect's FIN. */
-                dp->tx_fin_sent = true;
-                tr->ops->shutdown_write(tr);
-            }
             return;
         }
         if (dp->state != QP_RTS)
             return;
-        /* The gate holds FPDUs, not our FIN: a client/server initiator that
-         * never sends (siw's cmtime) must still see us disconnect. */
-        if (!dp->tx_gated)
-            fill_batch(qp);
-        if (dp->tx_iov_cnt == 0) {
-            if (dp->tx_fin_wanted && !dp->tx_fin_sent &&
-                (dp->tx_gated || (dp->sq_tx - dp->sq_head >= dp->sq_count && !dp->irq_count))) {
-                dp->tx_fin_sent = true;
-                tr->ops->shutdown_write(tr);
-            }
-            return;
+        if (dp->tx_fin_wanted && !dp->tx_fin_sent &&
+            (dp->tx_gated || (dp->sq_tx - dp->sq_head >= dp->sq_count && !dp->irq_count))) {
+            dp->tx_fin_sent = true;
+            tr->ops->shutdown_write(tr);
         }
+        return;
     }
     /* Out of rounds with work left (a long backlog): bound this call, and
      * let the progress thread go on when the socket says it is writable
      * (at once, if it still is), instead of waiting for the next post. */
-    if (!dp->tx_blocked) {
-        dp->tx_blocked = true;
-        tr->ops->want_write(tr, true);
-    }
+    want_writable(dp, true);
 }
 
 void ndk_qp_on_writable(struct ndk_qp_impl *qp)

@@ -196,6 +196,7 @@ static void srq_destroy(struct ndk_obj *obj)
 {
     struct ndk_srq_impl *srq = container_of(obj, struct ndk_srq_impl, obj);
     ndk_obj_release_successor(&srq->pd->obj);
+    ndk_engine_unplace(obj->engine);
 }
 
 static void srq_free(struct ndk_obj *obj)
@@ -217,9 +218,10 @@ NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestS
                         GROUP_AFFINITY *Affinity, NDK_FN_CREATE_COMPLETION CreateCompletion,
                         PVOID RequestContext, NDK_SRQ **ppNdkSrq)
 {
-    /* Affinity is only a preference (5.5.3); creation completes inline, so
-     * CreateCompletion is never called (C7). */
-    (void)Affinity, (void)CreateCompletion, (void)RequestContext;
+    /* Affinity is only a preference (5.5.3), placed as a CQ's
+     * (ndk_engine_place); creation completes inline, so CreateCompletion
+     * is never called (C7). */
+    (void)CreateCompletion, (void)RequestContext;
     struct ndk_obj *pdo = ndk_obj_from_pub(pNdkPd, NdkObjectTypePd);
     if (!pdo || !ppNdkSrq)
         return STATUS_INVALID_PARAMETER;
@@ -262,6 +264,7 @@ NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestS
     }
     ndk_obj_add_successor(pdo);
     ndk_obj_init(&srq->obj, ad, NdkObjectTypeSrq, &srq_dispatch, &srq_ops);
+    srq->obj.engine = ndk_engine_place(ad->dev, Affinity);
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkSrq = (NDK_SRQ *)&srq->obj.pub;
     return STATUS_SUCCESS;

@@ -103,8 +103,8 @@ static void put_conn(FILE *f, struct ndk_connector_impl *c)
 {
     char la[NDK_LOG_ADDR_LEN], pa[NDK_LOG_ADDR_LEN];
     bool negotiated = c->state >= CONN_REPLIED && c->state != CONN_INCOMING;
-    fprintf(f, "conn id=%u adapter=%u state=%s role=%s transport=tcp local=%s peer=%s qp=%u", c->obj.id,
-            c->obj.ad->obj.id, conn_state_name(c->state), c->passive ? "passive" : "active",
+    fprintf(f, "conn id=%u adapter=%u engine=%u state=%s role=%s transport=tcp local=%s peer=%s qp=%u",
+            c->obj.id, c->obj.ad->obj.id, c->obj.engine->index, conn_state_name(c->state), c->passive ? "passive" : "active",
             ndk_log_addr(&c->local, la), ndk_log_addr(&c->peer, pa), c->qp ? c->qp->obj.id : 0);
     if (negotiated || c->state == CONN_INCOMING)
         fprintf(f, " mpa_rev=%u enhanced=%d crc=%d rtr=%s ird=%lu ord=%lu", c->rev, c->enhanced, c->crc,
@@ -139,9 +139,9 @@ static void put_qp(FILE *f, struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&dp->rq_lock);
     static const char *const states[] = {"idle", "rts", "error"};
     enum qp_state st = dp->state; /* an _Atomic field: an atomic load */
-    fprintf(f, "qp id=%u adapter=%u state=%s conn=%u pd=%u rcq=%u icq=%u srq=%u rq_depth=%lu iq_depth=%lu"
-               " rq_posted=%u",
-            qp->obj.id, qp->obj.ad->obj.id, (unsigned)st < 3 ? states[st] : "?",
+    fprintf(f, "qp id=%u adapter=%u engine=%u state=%s conn=%u pd=%u rcq=%u icq=%u srq=%u rq_depth=%lu"
+               " iq_depth=%lu rq_posted=%u",
+            qp->obj.id, qp->obj.ad->obj.id, qp->obj.engine->index, (unsigned)st < 3 ? states[st] : "?",
             qp->conn ? qp->conn->obj.id : 0, qp->pd->obj.id, qp->rcq->obj.id, qp->icq->obj.id,
             dp->srq ? dp->srq->obj.id : 0, (unsigned long)qp->rq_depth, (unsigned long)qp->iq_admit, rq);
     for (int i = 0; i < 6; i++)
@@ -160,8 +160,8 @@ static void put_cq(FILE *f, struct ndk_cq_impl *cq)
     int armed = cq->armed;
     bool over = cq->overflowed;
     pthread_mutex_unlock(&cq->lock);
-    fprintf(f, "cq id=%u adapter=%u depth=%lu waiting=%lu armed=%s overflowed=%d\n", cq->obj.id,
-            cq->obj.ad->obj.id, depth, count,
+    fprintf(f, "cq id=%u adapter=%u engine=%u depth=%lu waiting=%lu armed=%s overflowed=%d\n",
+            cq->obj.id, cq->obj.ad->obj.id, cq->obj.engine->index, depth, count,
             armed < 0 ? "no" : armed == NDK_CQ_NOTIFY_SOLICITED ? "solicited" : "any", over);
 }
 
@@ -171,22 +171,34 @@ static void put_srq(FILE *f, struct ndk_srq_impl *srq)
     unsigned long depth = srq->depth, count = srq->count, thr = srq->threshold;
     bool armed = srq->armed;
     pthread_mutex_unlock(&srq->lock);
-    fprintf(f, "srq id=%u adapter=%u depth=%lu posted=%lu armed=%d threshold=%lu\n", srq->obj.id,
-            srq->obj.ad->obj.id, depth, count, armed, thr);
+    fprintf(f, "srq id=%u adapter=%u engine=%u depth=%lu posted=%lu armed=%d threshold=%lu\n",
+            srq->obj.id, srq->obj.ad->obj.id, srq->obj.engine->index, depth, count, armed, thr);
 }
 
 static void put_listener(FILE *f, struct ndk_listener_impl *l)
 {
     char la[NDK_LOG_ADDR_LEN];
-    fprintf(f, "listener id=%u adapter=%u local=%s listening=%d paused=%d backlog_used=%u halfopen=%u\n",
-            l->obj.id, l->obj.ad->obj.id, ndk_log_addr(&l->local, la), l->listening, l->paused,
+    fprintf(f, "listener id=%u adapter=%u engine=%u local=%s listening=%d paused=%d backlog_used=%u"
+               " halfopen=%u\n",
+            l->obj.id, l->obj.ad->obj.id, l->obj.engine->index, ndk_log_addr(&l->local, la), l->listening, l->paused,
             l->backlog_used, l->halfopen_count);
+}
+
+/* The device's progress engines, under each of its views. */
+static void put_engines(FILE *f, struct ndk_adapter_impl *ad)
+{
+    for (unsigned i = 0; i < ad->dev->nengines; i++) {
+        struct ndk_engine *e = &ad->dev->engines[i];
+        fprintf(f, "engine id=%u adapter=%u cpu=%d pinned=%d tid=%d load=%u callbacks=%llu\n", e->index,
+                ad->obj.id, e->cpu, e->pinned, __atomic_load_n(&e->tid, __ATOMIC_RELAXED), e->load,
+                (unsigned long long)__atomic_load_n(&e->callbacks_run, __ATOMIC_RELAXED));
+    }
 }
 
 /* Device lock held. One adapter line per view (adapter instance): it lists
  * and sums only the objects created through this view (ad->objects), not
- * those of other views of the same device; the progress thread's id is the
- * device's, shared by its views. */
+ * those of other views of the same device; the engines (and progress_tid,
+ * the first engine's thread) are the device's, shared by its views. */
 static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
 {
     struct ndk_dp_stats sum = {0};
@@ -213,7 +225,7 @@ static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
     }
     const struct ndk_adapter_stats *s = &ad->st;
     fprintf(f,
-            "adapter id=%u name=%s ifindex=%u version=%u.%u engines=1 progress_tid=%d busy_poll=%d"
+            "adapter id=%u name=%s ifindex=%u version=%u.%u engines=%u progress_tid=%d busy_poll=%d"
             " pd_count=%u cq_count=%u qp_count=%u srq_count=%u mr_count=%u mw_count=%u"
             " connector_count=%u listener_count=%u shared_endpoint_count=%u registered_mrs=%llu"
             " registered_bytes=%llu"
@@ -221,7 +233,7 @@ static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
             " requests_refused=%llu accept_ok=%llu accept_failed=%llu rejected=%llu"
             " terminates_sent=%llu terminates_received=%llu",
             ad->obj.id, ad->dev->name, ad->dev->ifindex, ad->version.Major, ad->version.Minor,
-            __atomic_load_n(&ad->dev->progress_tid, __ATOMIC_RELAXED), ad->busy_poll, n[NdkObjectTypePd],
+            ad->dev->nengines, __atomic_load_n(&ndk_dev_engine0(ad->dev)->tid, __ATOMIC_RELAXED), ad->busy_poll, n[NdkObjectTypePd],
             n[NdkObjectTypeCq], n[NdkObjectTypeQp], n[NdkObjectTypeSrq], n[NdkObjectTypeMr],
             n[NdkObjectTypeMw], n[NdkObjectTypeConnector], n[NdkObjectTypeListener],
             n[NdkObjectTypeSharedEndpoint], (unsigned long long)mrs, (unsigned long long)mr_bytes,
@@ -234,6 +246,7 @@ static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
     fprintf(f, " completions_success=%llu completions_cancelled=%llu completions_error=%llu\n",
             (unsigned long long)sum.cqe_success, (unsigned long long)sum.cqe_cancelled,
             (unsigned long long)sum.cqe_error);
+    put_engines(f, ad);
 
     for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
         if (o->destroyed)

@@ -30,8 +30,9 @@
  *     addresses works (covered by the conformance tests).
  *   CQ_INTERRUPT_MODERATION: NdkControlCqInterruptModeration holds a
  *     notification back in software (cq.c), saving the consumer wake-ups.
- *   Not set: MULTI_ENGINE (one progress thread per interface: spreading
- *     connections does not add engines).
+ *   MULTI_ENGINE: only with more than one progress engine (MaxEngines,
+ *     engine.c): connections spread over QPs whose CQs sit on different
+ *     engines are then processed concurrently.
  * - RdmaTechnology: iWARP.
  */
 void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
@@ -63,6 +64,8 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
                          NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
                          NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
                          NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
+    if (ad->dev->nengines > 1)
+        info->AdapterFlags |= NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED;
     info->RdmaTechnology = NdkiWarp;
 }
 

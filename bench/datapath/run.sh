@@ -19,10 +19,12 @@
 #   QUIET_TOTAL=120 than this % of all CPUs; the busiest value seen is shown
 #   SWEEP_SIZES="64 256 ... 4194304"  message sizes of the latency and
 #                   bandwidth sweep drawn in the plots; SWEEP_SIZES= skips it
-#   STAGE_SIZES="64 256 512 1024 2048 4096 16384"  message sizes of the
-#                   staging sweep: 64 B..16 KiB Send rate and latency around the
-#                   receive staging threshold (src/rx_stage.c); STAGE_SIZES=
-#                   skips it
+#   STAGE_SIZES="64 256 ... 16384"  message sizes of the staging sweep:
+#                   64 B..16 KiB Send rate and latency around the receive
+#                   (src/rx_stage.c, 8 KiB) and transmit (src/qp_tx.c, 1 KiB)
+#                   staging thresholds; STAGE_SIZES= skips it
+#   PERF_ITERS=5000 ping-pongs per perf stat run (CPU time, wake-ups and
+#                   system calls per message, raw TCP against ndkperf)
 #   SWEEP_REPS=1    repetitions of the sweep (medians)
 #   SWEEP_SECS=1    seconds per bandwidth point
 #   SWEEP_LAT_ITERS=2000  ping-pong iterations per latency point (fewer for
@@ -33,9 +35,9 @@
 # bench/publish_plots.sh copies them into the README.
 #
 # Third-party anchors run only when installed (nothing is installed here):
-# ucx_perftest (ucx-utils), fi_pingpong (libfabric-bin), sockperf, iperf3.
-# Their commands are those of shared/bench/anchors.sh, pinned with taskset
-# like the ndkperf run they are compared with. Every process runs under
+# ucx_perftest (ucx-utils), fi_pingpong (libfabric-bin), sockperf, iperf3,
+# each pinned with taskset like the ndkperf run it is compared with; UCX and
+# libfabric over their tcp transports on lo. Every process runs under
 # timeout(1); servers are stopped by their PID; all traffic is to 127.0.0.1.
 set -u -o pipefail
 
@@ -186,6 +188,9 @@ ndk_modes() {
 rate_modes() {
 	ndk_modes "$1"
 	echo "poll -l 1|--wait=yield -l 1"
+	# The receiver reading the socket itself, as UCX's does: no wake-up of a
+	# sleeping progress thread per message.
+	[ "$BUSY" = 1 ] && [ "$1" = cross ] && echo "busy-poll -l 1|--busy-poll --wait=spin -l 1"
 	echo "events mod|--wait=events --moderation=$MODERATION"
 }
 
@@ -224,6 +229,13 @@ for rep in $(seq "$REPS"); do
 				"fi_pingpong -p tcp -e msg -d lo -I 4000 -S 64 -P $P_FI $HOST" &&
 				add "lat|$pl|fi_pingpong tcp" "$(awk '$1 == 64 && NF == 8 {print $7}' "$LOG")"
 		fi
+		if have ucx_perftest && [ "$pl" = cross ]; then
+			# Half round trip, as ndkperf's (ucx_perftest's latency is one way).
+			# Both ends poll: on one CPU they starve each other, so cross only.
+			pair "ucx_tag_lat_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
+				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t tag_lat -s 64 -n $LAT_ITERS -w 1000" &&
+				add "lat|$pl|ucx tag_lat tcp" "$(awk '/^Final:/ {print $3}' "$LOG")"
+		fi
 
 		# Bandwidth: one stream of 1 MiB messages.
 		run "tcp_stream_${pl}_$rep" 60 "$TCP_STREAM" -s 1048576 -D "$SECS" $PIN &&
@@ -232,6 +244,16 @@ for rep in $(seq "$REPS"); do
 			run "ndk_write_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" write_bw --loopback -s 1048576 -D "$SECS" $PIN $opts --no-progress &&
 				add "bw|$pl|ndk|$mode" "$(ndk_bw "$LOG")"
 		done < <(ndk_modes "$pl")
+		# RDMA Read: the same 1 MiB stream pulled by the client.
+		while IFS='|' read -r mode opts; do
+			run "ndk_read_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" read_bw --loopback -s 1048576 -D "$SECS" $PIN $opts --no-progress &&
+				add "rbw|$pl|ndk|$mode" "$(ndk_bw "$LOG")"
+		done < <(ndk_modes "$pl")
+		if have ucx_perftest; then
+			pair "ucx_put_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
+				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t ucp_put_bw -s 1048576 -n 500 -w 50" &&
+				add "bw|$pl|ucx put_bw tcp" "$(awk '/^Final:/ {print $7}' "$LOG")"
+		fi
 		if have iperf3; then
 			pair "iperf3_${pl}_$rep" "$P_IP" "$SC" "$CC" "iperf3 -s -1 -B $HOST -p $P_IP" \
 				"iperf3 -c $HOST -B $HOST -p $P_IP -t $SECS -J" &&
@@ -279,6 +301,28 @@ row() {
 	}'
 }
 
+# stability WHAT PLACEMENT MODE KEY ANCHOR_KEY: every value of KEY, its
+# largest distance from the median, and the smallest against the anchor's
+# median (none when ANCHOR_KEY is empty).
+stability() {
+	local what=$1 pl=$2 mode=$3 k=$4 ak=$5 med amed
+	med=$(median "$k"); amed=""
+	[ -n "$ak" ] && amed=$(median "$ak")
+	awk -v w="$what" -v p="$pl" -v mo="$mode" -v vals="${R[$k]:-}" -v m="${med:-0}" -v a="${amed:-0}" -v ak="$ak" 'BEGIN {
+		n = split(vals, v, " "); dev = 0; min = -1; list = ""
+		for (i = 1; i <= n; i++) {
+			list = list (i > 1 ? " " : "") v[i]
+			d = m > 0 ? (v[i] - m) / m : 0; if (d < 0) d = -d; if (d > dev) dev = d
+			if (min < 0 || v[i] + 0 < min) min = v[i] + 0
+		}
+		if (!n) { printf "%-12s %-6s %-10s %-32s %9s %9s  %s\n", w, p, mo, "-", "-", "-", "no data"; exit }
+		r = (ak != "" && a > 0) ? sprintf("%.2f", min / a) : "-"
+		verdict = (dev <= 0.2) ? "stable" : "UNSTABLE"
+		if (r != "-") verdict = verdict ((min / a >= 1) ? ", all >= tcp" : ", BELOW tcp")
+		printf "%-12s %-6s %-10s %-32s %8.0f%% %9s  %s\n", w, p, mo, list, dev * 100, r, verdict
+	}'
+}
+
 {
 	echo "libndk data path vs raw TCP and anchors, over 127.0.0.1, medians of $REPS run(s)"
 	echo "busiest background load seen before a run: ${BG_MAX}% of all CPUs (quiet threshold ${QUIET_PCT}%)"
@@ -287,14 +331,33 @@ row() {
 	echo "(yield on the same CPU, spin across CPUs); events = NdkArmCq + notification callback"
 	echo
 	printf "%-27s %-6s %-10s %10s  %-17s %10s  %6s  %-7s %s\n" metric place mode ndkperf anchor anchor ratio target verdict
+	# Latency, with the targets of the progress-engine work: busy-poll at
+	# most raw TCP on one CPU and at most libfabric tcp across CPUs, events
+	# at most raw TCP across CPUs, poll within 1.3x of raw TCP on one CPU.
 	for pl in $PLACEMENTS; do
 		while IFS='|' read -r mode _; do
-			row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.3
+			k="lat|$pl|ndk|$mode"
+			case $pl/$mode in
+			same/busy-poll) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.0 ;;
+			same/poll) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.3 ;;
+			cross/busy-poll)
+				row "64 B half RTT [us]" "$pl" "$mode" "$k" "fi_pingpong tcp" "lat|$pl|fi_pingpong tcp" lower 1.0
+				row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" info - ;;
+			cross/events) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.0 ;;
+			*) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" info - ;;
+			esac
+		done < <(ndk_modes "$pl")
+	done
+	# Bandwidth: every mode at or above raw TCP; RDMA Read at least 0.9x
+	# RDMA Write in the same mode.
+	for pl in $PLACEMENTS; do
+		while IFS='|' read -r mode _; do
+			row "1 MiB write [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" tcp_stream "bw|$pl|tcp_stream" higher 1.0
 		done < <(ndk_modes "$pl")
 	done
 	for pl in $PLACEMENTS; do
 		while IFS='|' read -r mode _; do
-			row "1 MiB stream [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" tcp_stream "bw|$pl|tcp_stream" higher 0.8
+			row "1 MiB read [MB/s]" "$pl" "$mode" "rbw|$pl|ndk|$mode" "1 MiB write" "bw|$pl|ndk|$mode" higher 0.9
 		done < <(ndk_modes "$pl")
 	done
 	for pl in $PLACEMENTS; do
@@ -307,10 +370,24 @@ row() {
 	done
 	for pl in $PLACEMENTS; do
 		while IFS='|' read -r mode _; do
-			have fi_pingpong && row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" "fi_pingpong tcp" "lat|$pl|fi_pingpong tcp" info -
+			have fi_pingpong && [ "$pl/$mode" != cross/busy-poll ] &&
+				row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" "fi_pingpong tcp" "lat|$pl|fi_pingpong tcp" info -
+			have ucx_perftest && row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" "ucx tag_lat tcp" "lat|$pl|ucx tag_lat tcp" info -
 			have sockperf && row "64 B half RTT [us]" "$pl" "$mode" "lat|$pl|ndk|$mode" "sockperf pp p50" "lat|$pl|sockperf pp" info -
-			have iperf3 && row "1 MiB stream [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" "iperf3" "bw|$pl|iperf3" info -
+			have ucx_perftest && row "1 MiB write [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" "ucx put_bw tcp" "bw|$pl|ucx put_bw tcp" info -
+			have iperf3 && row "1 MiB write [MB/s]" "$pl" "$mode" "bw|$pl|ndk|$mode" "iperf3" "bw|$pl|iperf3" info -
 		done < <(ndk_modes "$pl")
+	done
+	echo
+	echo "1 MiB stream, every repetition: each within 20 % of its median, and each at or above"
+	echo "tcp_stream's median"
+	printf "%-12s %-6s %-10s %-32s %9s %9s  %s\n" stream place mode "values [MB/s]" "max dev" "min/tcp" verdict
+	for pl in $PLACEMENTS; do
+		while IFS='|' read -r mode _; do
+			stability write "$pl" "$mode" "bw|$pl|ndk|$mode" "bw|$pl|tcp_stream"
+			stability read "$pl" "$mode" "rbw|$pl|ndk|$mode" "bw|$pl|tcp_stream"
+		done < <(ndk_modes "$pl")
+		stability tcp_stream "$pl" - "bw|$pl|tcp_stream" ""
 	done
 	for pl in $PLACEMENTS; do
 		while IFS='|' read -r mode _; do
@@ -323,6 +400,7 @@ row() {
 	echo "events mod = --wait=events --moderation=$MODERATION (NdkControlCqInterruptModeration US,N)."
 	echo "ratio = ndkperf / anchor. Latency: t_typical (median) of ndkperf send_lat against the median"
 	echo "of the anchor; lower is better. Bandwidth and message rate: higher is better."
+	echo "fi_pingpong prints the average half round trip (usec/xfer), the others a median."
 	echo "libfabric-bin ships only fi_pingpong (no message-rate test): it anchors latency, not rate;"
 	echo "it polls, so with both ends on one CPU it may not finish (then its column shows -)."
 	echo "raw logs: $RAW"
@@ -335,11 +413,46 @@ row() {
 } > "$OUT/values.txt"
 echo "all values: $OUT/values.txt"
 
+# ------------------------------------------------- where the time goes ---
+# Where a target cannot be met on this machine, the proof is the cost of
+# the same work: perf stat of raw TCP and of ndkperf, 64 B ping-pong across
+# CPUs, both processes counted (they fork), per message (2 per iteration):
+# CPU time, context switches (wake-ups) and system calls.
+PERF_ITERS=${PERF_ITERS:-5000}
+if have perf && [[ " $PLACEMENTS " == *" cross "* ]]; then
+	PIN="--cpu-server 0 --cpu-client 1"
+	perf_row() { # LABEL CMD...
+		local label=$1; shift
+		run "perfstat_${label// /_}" 60 perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -- "$@" || return 0
+		awk -F, -v l="$label" -v n=$((2 * PERF_ITERS)) '
+			$3 == "task-clock" {t = $1} $3 == "context-switches" {c = $1} $3 == "raw_syscalls:sys_enter" {s = $1}
+			END {if (t != "") printf "%-28s %10.2f %10.2f %10.2f\n", l, t * 1000 / n, c / n, s / n}' "$LOG"
+	}
+	{
+		echo "64 B ping-pong across CPUs, per message (perf stat, both processes; $PERF_ITERS iterations)"
+		printf "%-28s %10s %10s %10s\n" run "CPU [us]" "switches" "syscalls"
+		perf_row "tcp_pingpong" "$TCP_PINGPONG" -s 64 -n "$PERF_ITERS" $PIN
+		while IFS='|' read -r mode opts; do
+			perf_row "ndkperf $mode" "$NDKPERF" send_lat --loopback -s 64 -n "$PERF_ITERS" --warmup 0 $PIN $opts --no-progress
+		done < <(ndk_modes cross)
+	} | tee "$OUT/perf_stat.txt"
+fi
+
+# ------------------------------------------------ shared-memory bench ---
+# bench/shm/run.sh, where this tree has it, runs after the TCP table with
+# the same build and knobs, its output beside this one.
+if [ -x "$HERE/../shm/run.sh" ]; then
+	log "bench/shm/run.sh"
+	OUT=$OUT/shm "$HERE/../shm/run.sh" "$BUILD" || log "bench/shm/run.sh failed (exit $?)"
+fi
+
 # ------------------------------------------------------ staging sweep ---
 # Send rate (send_bw) and latency (send_lat) against message size, on both
-# sides of the receive engine's staging threshold (payloads up to it are
-# read in bulk and copied, larger ones go straight into place), poll mode.
-STAGE_SIZES=${STAGE_SIZES-64 256 512 1024 2048 4096 16384}
+# sides of the staging thresholds, poll mode: the receive engine's (payloads
+# up to 8 KiB are read in bulk and copied, larger ones go straight into
+# place) and the transmit engine's (payloads up to 1 KiB are copied beside
+# their headers, larger ones are referenced where they lie).
+STAGE_SIZES=${STAGE_SIZES-64 256 512 1024 2048 4096 8192 16384}
 if [ -n "$STAGE_SIZES" ]; then
 	for rep in $(seq "$REPS"); do
 		for pl in $PLACEMENTS; do

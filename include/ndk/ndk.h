@@ -51,8 +51,8 @@ extern "C" {
 #endif
 
 /* The NDK version libndk implements: 2.1. Requests for major 1 (minor <= 2)
- * are served at 1.2, requests for major 2 (minor <= 1) at 2.1 (reference 2.4,
- * rule V1); the dispatch tables are the same superset either way. */
+ * are served at 1.2, requests for major 2 (minor <= 1) at 2.1 (rules V1 and
+ * V3, docs/rules.md); the dispatch tables are the same superset either way. */
 #define NDK_PROVIDER_MAJOR_VERSION 2
 #define NDK_PROVIDER_MINOR_VERSION 1
 
@@ -145,6 +145,11 @@ typedef struct _NDK_OPEN_OPTIONS {
     ULONG VerifyDeferMs;        /* verifier: NDK_OP_FLAG_DEFER requests not followed by a post
                                    without DEFER on that queue within this time are reported
                                    (rule D5); default 1000 */
+    ULONG MaxEngines; /* progress engines of the interface (each a thread pinned to one CPU,
+                         with its own event loop): at most this many; default one per CPU
+                         of the opening thread's affinity mask (at most 64). Read by the
+                         open that starts the interface's engines (the first of its
+                         instances); later instances share them */
 } NDK_OPEN_OPTIONS;
 
 /* In a field of NDK_OPEN_OPTIONS that allows it: leave the system's setting. */
@@ -207,7 +212,7 @@ typedef struct _NDK_OPEN_OPTIONS {
  * Opens an instance of an interface's adapter, by interface name ("lo") or
  * by one of its addresses ("127.0.0.1", "::1"), at the requested version:
  * Version.Major is the major version wanted and Version.Minor the lowest
- * minor version accepted (reference 2.5). pOptions may be NULL. Every call
+ * minor version accepted (rule V1). pOptions may be NULL. Every call
  * returns a new instance; objects of one instance may be used with those of
  * another instance of the same interface (docs/behaviour.md).
  *

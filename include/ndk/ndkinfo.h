@@ -4,7 +4,7 @@
  *
  * NDKPI was designed for LLP64 Windows, where `long` is 32 bits; Linux is
  * LP64. Every Windows type below is therefore mapped to a fixed-width C type
- * so that structure layouts match the x64 Windows ones (reference 1.1).
+ * so that structure layouts match the x64 Windows ones.
  */
 #ifndef NDK_NDKINFO_H
 #define NDK_NDKINFO_H
@@ -140,7 +140,8 @@ typedef struct sockaddr *PSOCKADDR;
 #define _Out_writes_bytes_to_opt_(cap, cnt)
 #endif
 /* Windows IRQL limits; in user space, DISPATCH_LEVEL means "must not block"
- * and PASSIVE_LEVEL "may block, never from a callback" (reference 1.2). */
+ * and PASSIVE_LEVEL "may block, never from a callback" (docs/rules.md T1,
+ * T2). */
 #ifndef _IRQL_requires_max_
 #define _IRQL_requires_max_(irql)
 #endif

@@ -3,7 +3,7 @@
  * portable C on Linux: object headers, dispatch tables, every NDK_FN_*
  * typedef, work-request structures and flags.
  *
- * Declarations follow the order of the WDK header (reference 6.13) so that
+ * Declarations follow the order of the WDK's ndkpi.h so that
  * each type is declared before use. Names, parameter order and x64 layouts
  * are those of Windows, so consumers ported from Windows compile unchanged;
  * the static assertions at the end pin the layouts on 64-bit targets.

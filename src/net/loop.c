@@ -57,6 +57,7 @@ int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
         return -errno;
     w->added = true;
+    w->loop = l;
     return 0;
 }
 
@@ -79,6 +80,14 @@ void loop_watch_del(struct loop *l, struct loop_watch *w)
         return;
     epoll_ctl(l->epfd, EPOLL_CTL_DEL, w->fd, NULL);
     w->added = false;
+}
+
+int loop_watch_move(struct loop *to, struct loop_watch *w)
+{
+    if (!w->added || w->loop == to)
+        return 0;
+    loop_watch_del(w->loop, w);
+    return loop_watch_add(to, w, w->fd, w->events, w->fn);
 }
 
 void loop_timer_init(struct loop_timer *t, loop_timer_fn fn)
@@ -109,10 +118,8 @@ void loop_timer_cancel(struct loop *l, struct loop_timer *t)
         timer_unlink(l, t);
 }
 
-void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms)
+static void timer_insert(struct loop *l, struct loop_timer *t)
 {
-    loop_timer_cancel(l, t);
-    t->deadline_ms = loop_now_ms() + ms;
     /* Timeouts are mostly equal per kind, so new deadlines land at the tail:
      * scanning backwards keeps insertion O(1) in the common case. */
     struct loop_timer *after = l->timers_tail;
@@ -131,6 +138,21 @@ void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms)
     t->armed = true;
     if (l->timers_head == t)
         loop_kick(l); /* an earlier deadline than the one being waited for */
+}
+
+void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms)
+{
+    loop_timer_cancel(l, t);
+    t->deadline_ms = loop_now_ms() + ms;
+    timer_insert(l, t);
+}
+
+void loop_timer_move(struct loop *from, struct loop *to, struct loop_timer *t)
+{
+    if (!t->armed || from == to)
+        return;
+    timer_unlink(from, t);
+    timer_insert(to, t);
 }
 
 void loop_set_owner(struct loop *l)
@@ -194,8 +216,9 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
         }
         /* A watch removed by an earlier handler of this batch is skipped;
          * its memory stays valid because owners are freed only between
-         * iterations (see adapter.c, deferred frees). */
-        if (w->added)
+         * iterations (see obj.c, deferred frees). One moved to another
+         * loop (loop_watch_move) is that loop's now. */
+        if (w->added && w->loop == l)
             w->fn(w, evs[i].events);
     }
 

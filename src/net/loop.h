@@ -16,11 +16,14 @@
 struct loop_watch;
 typedef void (*loop_watch_fn)(struct loop_watch *w, uint32_t events);
 
+struct loop;
+
 struct loop_watch {
     int fd;
     uint32_t events;
     loop_watch_fn fn;
     bool added;
+    struct loop *loop; /* the loop it was added to: another loop's stale event is skipped */
 };
 
 struct loop_timer;
@@ -57,11 +60,16 @@ int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events
 int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events);
 /* Safe on a watch that was never added. */
 void loop_watch_del(struct loop *l, struct loop_watch *w);
+/* Moves an added watch, with its events, from its loop to `to` (both
+ * loops' lock held). An event the old loop already fetched is dropped. */
+int loop_watch_move(struct loop *to, struct loop_watch *w);
 
 void loop_timer_init(struct loop_timer *t, loop_timer_fn fn);
 /* (Re)arms t to fire ms from now. */
 void loop_timer_arm(struct loop *l, struct loop_timer *t, uint64_t ms);
 void loop_timer_cancel(struct loop *l, struct loop_timer *t);
+/* Moves an armed timer from `from` to `to`, keeping its deadline. */
+void loop_timer_move(struct loop *from, struct loop *to, struct loop_timer *t);
 
 /* Wakes the loop from another thread (or from inside it: the next wait then
  * returns at once). Called with the lock held. */

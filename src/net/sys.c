@@ -1,5 +1,7 @@
 #include "net/sys.h"
 
+#include <sched.h>
+
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -28,6 +30,29 @@ bool ndk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg)
 void ndk_thread_join(pthread_t t)
 {
     pthread_join(t, NULL);
+}
+
+int ndk_thread_cpus(int *cpus, int max)
+{
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0)
+        return 0;
+    int n = 0;
+    for (int cpu = 0; cpu < CPU_SETSIZE && n < max; cpu++)
+        if (CPU_ISSET(cpu, &set))
+            cpus[n++] = cpu;
+    return n;
+}
+
+bool ndk_thread_pin(pthread_t t, int cpu)
+{
+    if (cpu < 0 || cpu >= CPU_SETSIZE)
+        return false;
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    CPU_SET(cpu, &set);
+    return pthread_setaffinity_np(t, sizeof set, &set) == 0;
 }
 
 uint64_t ndk_netns_id(void)

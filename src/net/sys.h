@@ -19,6 +19,12 @@ uint64_t ndk_random_seed(uint64_t salt);
 /* Runs fn(arg) on a new thread; false when it cannot be started. */
 bool ndk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 void ndk_thread_join(pthread_t t);
+/* The CPUs the calling thread may run on (its affinity mask), ascending,
+ * at most max of them; returns how many, 0 when the mask cannot be read. */
+int ndk_thread_cpus(int *cpus, int max);
+/* Keeps thread t on one CPU; false when the system refuses (the thread
+ * then runs wherever the scheduler puts it). */
+bool ndk_thread_pin(pthread_t t, int cpu);
 /* The network namespace the calling thread is in (the inode of its
  * /proc namespace file), 0 when it cannot be told: an interface index
  * names an interface only within one namespace. */

@@ -46,6 +46,10 @@ KNOWN_EDGES = {
     # removed by the connector split
     ("src/obj.c", "src/listener.c"),
     ("src/listener.c", "src/connector.c"),
+    # Not yet removed: the progress engines (engine.c, merged from h-engines)
+    # call the receive engine's wait check by name, while the CQ and the
+    # SRQ, below the QP's completion path, place themselves on an engine.
+    ("src/engine.c", "src/qp_rx.c"),
 }
 
 # The operating system, as libc names it. Mutexes and condition variables

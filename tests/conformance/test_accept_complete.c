@@ -1,8 +1,8 @@
-/* The second and third legs: NdkAccept[Ex] (seed 004) and
- * NdkCompleteConnect[Ex] (reference 5.10.3-5.10.4, 5.10.10-5.10.11, 7.1,
- * 7.2) with libndk's wire behaviour (docs/behaviour.md "The three legs"),
- * and the connector address getters (5.10.7-5.10.8, 5.11.2, buffer-size
- * pattern of 4.7). Every case runs with the plain and the Ex functions. */
+/* The second and third legs: NdkAccept[Ex] and NdkCompleteConnect[Ex] with
+ * libndk's wire behaviour (docs/behaviour.md "The three legs"), and the
+ * address getters NdkGetLocalAddress and NdkGetPeerAddress (too small a
+ * buffer: STATUS_BUFFER_TOO_SMALL and the size needed). Every case runs
+ * with the plain and the Ex functions. */
 #include "ndktest.h"
 
 #define NT_EPHEMERAL_LO 49152u
@@ -296,7 +296,7 @@ NT_CASE_FAM(addresses)
     check_getter(c.a->Dispatch->NdkGetPeerAddress, c.a, fam, &ap);
     CHECK_SA_EQ(&ap, &L->addr);
     CHECK_SA_EQ(&al, &pp);
-    /* Source port 0: an ephemeral port (5.10.1), on the loopback address. */
+    /* Source port 0: an ephemeral port (NdkConnect), on the loopback address. */
     CHECK(nt_sa_port(&al) >= NT_EPHEMERAL_LO);
     nt_sa_loop(fam, nt_sa_port(&al), &want);
     CHECK_SA_EQ(&al, &want);

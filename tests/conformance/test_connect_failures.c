@@ -1,4 +1,4 @@
-/* Why a connect fails, and with what: seed 002 / reference 5.10.1 and 7.2
+/* Why a connect fails, and with what: NdkConnect and NdkReject
  * (STATUS_CONNECTION_REFUSED for no listener, backlog limits, a peer's
  * reject; STATUS_IO_TIMEOUT; all inline or async) and docs/behaviour.md
  * (paused listener, ListenBacklog, MPA Reply timeout, peer closing before

@@ -1,5 +1,5 @@
-/* NdkGetConnectionData: every rule of seeds 000 (EN) and 001 (FR), and the
- * window of reference 7.3 with libndk's choices (docs/behaviour.md: RDS is
+/* NdkGetConnectionData: every rule of its NDKPI page, and its window (rule
+ * N1, docs/rules.md) with libndk's choices (docs/behaviour.md: RDS is
  * the number of octets the peer sent; STATUS_INVALID_PARAMETER for a NULL
  * buffer with a length; STATUS_INVALID_DEVICE_STATE before the window;
  * reject private data readable after STATUS_CONNECTION_REFUSED). */
@@ -269,7 +269,7 @@ NT_CASE_FAM(private_data_sizes)
 
 /* Reject private data reaches the active side: its Connect fails with
  * STATUS_CONNECTION_REFUSED and NdkGetConnectionData still returns the
- * data (reference 7.2, docs/behaviour.md). Sizes 0, 20 and MaxCalleeData.
+ * data (NdkReject, docs/behaviour.md). Sizes 0, 20 and MaxCalleeData.
  * After its NdkReject the passive connector is out of its window. */
 NT_CASE_FAM(reject_data_on_active)
 {

@@ -1,41 +1,35 @@
-/* Interrupt moderation by count (5.4.4, docs/behaviour.md "Completions"):
- * with only a ModerationCount of 4 in force, an armed CQ calls back once,
- * when the 4th unreported completion is in it, and not before, however the
- * arms and the completions interleave: arm first, completions first, a
- * re-arm while the notification is held back, completions the consumer
- * polled away meanwhile, and a change of settings while it is held back
- * (the newest settings apply at once). */
+/* Interrupt moderation by count (NdkControlCqInterruptModeration,
+ * docs/behaviour.md "Completions"): with only a ModerationCount of 4 in force,
+ * an armed CQ calls back once, when the 4th unreported completion is in it, and
+ * not before, however the arms and the completions interleave: arm first,
+ * completions first, a re-arm while the notification is held back, completions
+ * the consumer polled away meanwhile, and a change of settings while it is held
+ * back (the newest settings apply at once). */
 #include "cqfx.h"
 
 #define MAXUL 0xFFFFFFFFu
 #define COUNT 4
 
-static void moderate(dp_cq *c, ULONG interval, ULONG count)
-{
-    DP_CHECK_ST(c->cq->Dispatch->NdkControlCqInterruptModeration(c->cq, interval, count),
-                STATUS_SUCCESS);
-}
-
 /* Sends n messages and waits until they are in the passive CQ. */
-static void deliver(fx *f, unsigned n)
+static void deliver(cqfx *f, unsigned n)
 {
     for (unsigned i = 0; i < n; i++)
-        fx_send(f, 0);
-    sync_delivered(f);
+        cqfx_send(f, 0);
+    cqfx_sync_delivered(f);
 }
 
-static bool open_moderated(fx *f)
+static bool open_moderated(cqfx *f)
 {
-    if (!fx_open(f, NULL))
+    if (!cqfx_open(f, NULL))
         return false;
-    fx_post_receives(f, 48);
-    moderate(f->c->cqp, MAXUL, COUNT);
+    cqfx_post_receives(f, 48);
+    cqfx_moderate(f->c->cqp, MAXUL, COUNT);
     return true;
 }
 
 DP_CASE(arm_then_completions)
 {
-    fx f;
+    cqfx f;
     REQUIRE(open_moderated(&f));
     dp_cq *cq = f.c->cqp;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
@@ -44,21 +38,21 @@ DP_CASE(arm_then_completions)
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    drain_receives(&f, COUNT);
+    cqfx_drain_receives(&f, COUNT);
     /* The next arm counts afresh. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, COUNT - 1);
     CHECK_NOTIFIED(cq, 1);
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, COUNT);
+    cqfx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 DP_CASE(completions_then_arm)
 {
-    fx f;
+    cqfx f;
     REQUIRE(open_moderated(&f));
     dp_cq *cq = f.c->cqp;
     /* Two completions wait unarmed; the arm they satisfy is held back
@@ -70,76 +64,76 @@ DP_CASE(completions_then_arm)
     CHECK_NOTIFIED(cq, 0);
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, COUNT);
+    cqfx_drain_receives(&f, COUNT);
     /* Four already waiting: the arm is answered at once. */
     deliver(&f, COUNT);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, COUNT);
+    cqfx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 DP_CASE(rearm_while_held)
 {
-    fx f;
+    cqfx f;
     REQUIRE(open_moderated(&f));
     dp_cq *cq = f.c->cqp;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, 2);
-    /* Arms merge (8.2 rule 5): still one notification, still at four. */
+    /* Arms merge (rule C6): still one notification, still at four. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     CHECK_NOTIFIED(cq, 0);
     deliver(&f, 2);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, COUNT);
+    cqfx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 1);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 DP_CASE(polled_away_while_held)
 {
-    fx f;
+    cqfx f;
     REQUIRE(open_moderated(&f));
     dp_cq *cq = f.c->cqp;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, 3);
     /* The consumer took them by polling: the count is of what the CQ
      * holds, so three more are not yet enough... */
-    drain_receives(&f, 3);
+    cqfx_drain_receives(&f, 3);
     deliver(&f, 3);
     CHECK_NOTIFIED(cq, 0);
     /* ...and the fourth in the CQ is. */
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, COUNT);
+    cqfx_drain_receives(&f, COUNT);
     CHECK_NOTIFIED(cq, 1);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 DP_CASE(new_settings_apply_to_held)
 {
-    fx f;
+    cqfx f;
     REQUIRE(open_moderated(&f));
     dp_cq *cq = f.c->cqp;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, 2);
     CHECK_NOTIFIED(cq, 0);
     /* A count of 2 is already met: the held notification goes now. */
-    moderate(cq, MAXUL, 2);
+    cqfx_moderate(cq, MAXUL, 2);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, 2);
+    cqfx_drain_receives(&f, 2);
     /* A larger count holds the next one longer. */
-    moderate(cq, MAXUL, 6);
+    cqfx_moderate(cq, MAXUL, 6);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, 5);
     CHECK_NOTIFIED(cq, 1);
     deliver(&f, 1);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, 6);
+    cqfx_drain_receives(&f, 6);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 int main(int argc, char **argv)

@@ -1,5 +1,5 @@
-/* NdkControlCqInterruptModeration, its parameters and statuses (5.4.4,
- * docs/behaviour.md "Completions"): the adapter advertises the flag; the
+/* NdkControlCqInterruptModeration, its parameters and statuses
+ * (docs/behaviour.md "Completions"): the adapter advertises the flag; the
  * call completes inline with STATUS_SUCCESS for every setting except an
  * unbounded interval with an unbounded count, which is
  * STATUS_INVALID_PARAMETER_MIX; turning moderation off again (0 / 0) makes
@@ -43,29 +43,29 @@ DP_CASE(flag_and_statuses)
 
 DP_CASE(off_again_notifies_at_once)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 4);
+    cqfx_post_receives(&f, 4);
     /* Only a count of 8: one completion alone would be held for ever. */
     DP_CHECK_ST(moderate(cq, MAXUL, 8), STATUS_SUCCESS);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    fx_send(&f, 0);
-    sync_delivered(&f);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
     CHECK_NOTIFIED(cq, 0);
     /* Off: the held-back notification goes now. */
     DP_CHECK_ST(moderate(cq, 0, 0), STATUS_SUCCESS);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    drain_receives(&f, 1);
+    cqfx_drain_receives(&f, 1);
     /* And the next arm is satisfied by the next completion. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    fx_send(&f, 0);
+    cqfx_send(&f, 0);
     WAIT_NOTIFIED(cq, 2);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 int main(int argc, char **argv)

@@ -1,9 +1,9 @@
-/* Disconnect: the NetworkDirect disconnect scheme (reference 7.6-7.8, rules
- * X1-X6, 5.2.7-5.2.8, 5.10.9) with libndk's choices (docs/behaviour.md
- * "Disconnect": FIN then completion on the peer's FIN; one disconnect event
- * for a peer's FIN or RST, none after a local NdkDisconnect; closing an
- * established connector resets it unless the peer already sent its FIN;
- * STATUS_IO_TIMEOUT after DisconnectTimeoutMs). */
+/* Disconnect: the NetworkDirect disconnect scheme (rules X1-X6,
+ * docs/rules.md; NdkDisconnect, NdkDisconnectEventCallback[Ex]) with
+ * libndk's choices (docs/behaviour.md "Disconnect": FIN then completion on
+ * the peer's FIN; one disconnect event for a peer's FIN or RST, none after a
+ * local NdkDisconnect; closing an established connector resets it unless the
+ * peer already sent its FIN; STATUS_IO_TIMEOUT after DisconnectTimeoutMs). */
 #include "ndktest.h"
 
 /* The connector, QP and disconnect-event op of one side. */

@@ -146,7 +146,7 @@ DP_CASE(peer_close_is_aborted)
 {
     world w;
     REQUIRE(world_open(&w, NULL));
-    dp_close(w.c->ca); /* an established connector closed: a RST (7.7) */
+    dp_close(w.c->ca); /* an established connector closed: a RST */
     w.c->ca = NULL;
     expect_reason(w.rp, NDK_DISCONNECT_REASON_ABORTED, "passive side");
     expect_no_event(w.ra, "active side (its own close)");
@@ -172,7 +172,7 @@ DP_CASE(terminate_sent_and_received)
 DP_CASE(cq_overflow_is_local_error)
 {
     /* Receive CQs of one entry: the passive side's second receive
-     * completion overflows its CQ (5.2.4, 8.1). */
+     * completion overflows its CQ (rule C8). */
     dp_cfg cfg = dp_cfg_default();
     cfg.split_cq = true;
     cfg.cqd = 1;

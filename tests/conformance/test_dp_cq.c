@@ -3,14 +3,15 @@
  * re-arm merge table, an arm made while fresh completions are queued, error
  * completions and notifications, NdkResizeCq with entries queued, CQ
  * overflow, and callbacks that drain and re-arm from inside.
- * Contract: reference 5.3.2, 5.4, 8.1-8.3, 10.2 (C1-C6).
+ * Contract: NdkCreateCq, NdkResizeCq, NdkArmCq, NdkGetCqResults(Ex),
+ * NdkCqNotificationCallback; rules C1-C6 (docs/rules.md).
  *
  * The CQs whose notifications are counted are "poll only": the cases wait
  * for completions by polling NdkGetCqResultsEx (bounded), never by arming,
  * so every arm in these cases is one the case made on purpose. */
 #include "cqfx.h"
 
-/* NdkCreateCq (5.3.2): MaxCqDepth is accepted, one more is not; no
+/* NdkCreateCq: MaxCqDepth is accepted, one more is not; no
  * notification ever comes for a CQ that was never armed. */
 DP_CASE(create_cq_limits)
 {
@@ -32,98 +33,98 @@ DP_CASE(create_cq_limits)
 }
 
 /*
- * ANY (5.4.2, 8.2 rules 1-2, C3): one arm, three completions, one callback
+ * ANY (NdkArmCq, C3): one arm, three completions, one callback
  * with STATUS_SUCCESS. A re-arm on a drained CQ waits for the next
  * completion, which then gives exactly one more callback. Without an arm,
  * completions give none.
  */
 DP_CASE(arm_any_once_per_arm)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     /* Unarmed: traffic gives no callback (rule 1). */
-    fx_send(&f, 0);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 0);
 
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    fx_send(&f, 0);
-    fx_send(&f, 0);
-    fx_send(&f, 0);
-    sync_delivered(&f);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    drain_receives(&f, 3);
+    cqfx_drain_receives(&f, 3);
     CHECK_NOTIFIED(cq, 1);
 
     /* Re-armed on an empty CQ: nothing until the next completion. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     CHECK_NOTIFIED(cq, 1);
-    fx_send(&f, 0);
+    cqfx_send(&f, 0);
     WAIT_NOTIFIED(cq, 2);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
- * SOLICITED (5.4.2, 5.9.2, 8.2 rule 6): a receive matched with a plain Send
+ * SOLICITED (NdkArmCq, NdkSend, C9): a receive matched with a plain Send
  * does not satisfy it, one matched with SEND_AND_SOLICIT_EVENT does; the
  * sender's own successful completions never do.
  */
 DP_CASE(arm_solicited)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
     f.c->cqa->poll_only = true;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     dp_arm(f.c->cqa, NDK_CQ_NOTIFY_SOLICITED);
-    fx_send(&f, 0);
-    fx_send(&f, 0);
-    sync_delivered(&f);
-    drain_receives(&f, 2);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 0);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
     WAIT_NOTIFIED(cq, 1);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
-    sync_delivered(&f);
-    drain_receives(&f, 1);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 1);
     /* Re-armed: a plain Send then a solicited one give one more callback. */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
-    fx_send(&f, 0);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
     WAIT_NOTIFIED(cq, 2);
-    sync_delivered(&f);
-    drain_receives(&f, 2);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 2);
     /* The sender's CQ saw only successful initiator completions. */
     CHECK_NOTIFIED(f.c->cqa, 0);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
- * ERRORS (5.4.2, 8.2 rule 6): only CQ errors (overrun, fatal) satisfy it,
+ * ERRORS (NdkArmCq, C9): only CQ errors (overrun, fatal) satisfy it,
  * not completions, successful or failed.
  */
 DP_CASE(arm_errors_ignores_completions)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     dp_arm(cq, NDK_CQ_NOTIFY_ERRORS);
-    fx_send(&f, 0);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-    sync_delivered(&f);
-    drain_receives(&f, 2);
+    cqfx_send(&f, 0);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_sync_delivered(&f);
+    cqfx_drain_receives(&f, 2);
     CHECK_NOTIFIED(cq, 0);
     /* Failed completions: NdkFlush cancels the six remaining receives. */
     f.c->qp->Dispatch->NdkFlush(f.c->qp);
@@ -133,7 +134,7 @@ DP_CASE(arm_errors_ignores_completions)
     for (ULONG i = 0; i < n; i++)
         DP_CHECK_ST(e[i].Status, STATUS_CANCELLED);
     CHECK_NOTIFIED(cq, 0);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
@@ -175,42 +176,42 @@ DP_CASE(error_completion_notifies)
 }
 
 /*
- * C4 / 8.2 rule 3: an arm made while the CQ holds a completion that arrived
+ * C4: an arm made while the CQ holds a completion that arrived
  * after the last callback must be satisfied at once, for ANY, and for
  * SOLICITED when that completion is a solicited receive.
  */
 DP_CASE(arm_with_fresh_completions_queued)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 8);
-    fx_send(&f, 0);
-    sync_delivered(&f); /* queued, never notified */
+    cqfx_post_receives(&f, 8);
+    cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f); /* queued, never notified */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     WAIT_NOTIFIED(cq, 1);
-    drain_receives(&f, 1);
-    fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-    sync_delivered(&f); /* a solicited receive arrived after callback #1 */
+    cqfx_drain_receives(&f, 1);
+    cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+    cqfx_sync_delivered(&f); /* a solicited receive arrived after callback #1 */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     WAIT_NOTIFIED(cq, 2);
-    drain_receives(&f, 1);
+    cqfx_drain_receives(&f, 1);
     CHECK_NOTIFIED(cq, 2);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
- * Re-arming before the previous arm was satisfied merges the two (8.2 rule
- * 5, C6): the broader condition wins, ANY > SOLICITED > ERRORS. Each pair is
+ * Re-arming before the previous arm was satisfied merges the two (C6): the
+ * broader condition wins, ANY > SOLICITED > ERRORS. Each pair is
  * probed with a plain Send (fires only if the merge is ANY) and, when it did
  * not fire, a solicited Send (fires if the merge is SOLICITED).
  */
 DP_CASE(rearm_merge_table)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
-    fx_post_receives(&f, 40);
+    cqfx_post_receives(&f, 40);
     static const struct {
         ULONG first, second, merged;
     } t[] = {
@@ -229,16 +230,16 @@ DP_CASE(rearm_merge_table)
     for (unsigned i = 0; i < sizeof t / sizeof t[0]; i++) {
         dp_arm(cq, t[i].first);
         dp_arm(cq, t[i].second);
-        fx_send(&f, 0);
-        sync_delivered(&f);
-        drain_receives(&f, 1);
+        cqfx_send(&f, 0);
+        cqfx_sync_delivered(&f);
+        cqfx_drain_receives(&f, 1);
         if (t[i].merged == NDK_CQ_NOTIFY_ANY) {
             WAIT_NOTIFIED(cq, ++fired);
         } else {
             CHECK_NOTIFIED(cq, fired);
-            fx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
-            sync_delivered(&f);
-            drain_receives(&f, 1);
+            cqfx_send(&f, NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT);
+            cqfx_sync_delivered(&f);
+            cqfx_drain_receives(&f, 1);
             if (t[i].merged == NDK_CQ_NOTIFY_SOLICITED)
                 WAIT_NOTIFIED(cq, ++fired);
         }
@@ -249,11 +250,11 @@ DP_CASE(rearm_merge_table)
             break;
         }
     }
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
- * NdkResizeCq (5.4.1), which libndk offers: growing a CQ that holds
+ * NdkResizeCq, which libndk offers: growing a CQ that holds
  * entries keeps them, in order, and lets it hold more than its old depth;
  * a depth over MaxCqDepth is refused; a shrink below the queued count never
  * loses an entry.
@@ -263,15 +264,15 @@ DP_CASE(resize_keeps_entries)
     dp_cfg cfg = dp_cfg_default();
     cfg.split_cq = true;
     cfg.cqd = 8;
-    fx f;
-    REQUIRE(fx_open(&f, &cfg));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, &cfg));
     /* libndk offers NdkResizeCq (src/adapter.c). */
     REQUIRE(f.x.p.info.AdapterFlags & NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED);
     dp_cq *cq = f.c->rcqp;
-    fx_post_receives(&f, 20);
+    cqfx_post_receives(&f, 20);
     for (int i = 0; i < 6; i++)
-        fx_send(&f, 0);
-    sync_delivered(&f);
+        cqfx_send(&f, 0);
+    cqfx_sync_delivered(&f);
     dp_req *r = dp_req_new("NdkResizeCq");
     NTSTATUS st = dp_finish(r, cq->cq->Dispatch->NdkResizeCq(cq->cq, 32, dp_req_cb, r), DP_WAIT_MS);
     DP_CHECK_ST(st, STATUS_SUCCESS);
@@ -283,8 +284,8 @@ DP_CASE(resize_keeps_entries)
     /* Batches of 5, so the active side's 8-entry CQ never fills. */
     for (int b = 0; b < 2; b++) {
         for (int i = 0; i < 5; i++)
-            fx_send(&f, 0);
-        sync_delivered(&f);
+            cqfx_send(&f, 0);
+        cqfx_sync_delivered(&f);
     }
     /* 16 entries now, twice the original depth. A shrink to 4 may fail or
      * not ([U]) but must not lose any of them. */
@@ -298,11 +299,11 @@ DP_CASE(resize_keeps_entries)
         DP_CHECK_CQE(e[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(f.c),
                      DP_CTX(1000 + i), 16);
     CHECK_EQ(dp_get(cq, e, 20), 0);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
- * Overflow (8.1, 5.2.4): the passive side's receive CQ has 4 entries and
+ * Overflow (C8): the passive side's receive CQ has 4 entries and
  * 6 messages arrive. An ERRORS arm reports STATUS_BUFFER_OVERFLOW, once; no
  * more than 4 entries can ever be read; a later arm of any type reports the
  * overflow again; and the QP is unusable: its connection ends and a Send
@@ -315,10 +316,10 @@ DP_CASE(overflow)
     cfg.cqd = 4;
     cfg.rqd = 8;
     cfg.iqd = 8;
-    fx f;
-    REQUIRE(fx_open(&f, &cfg));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, &cfg));
     dp_cq *cq = f.c->rcqp;
-    fx_post_receives(&f, 8);
+    cqfx_post_receives(&f, 8);
     dp_arm(cq, NDK_CQ_NOTIFY_ERRORS);
     /* Silent, so the active side's own 4-entry CQ stays empty; all but the
      * last deferred, so all six are posted before the overflow can end the
@@ -338,7 +339,7 @@ DP_CASE(overflow)
     CHECK_EQ(n, 4);
     for (ULONG i = 0; i < n && i < 8; i++)
         CHECK(e[i].RequestContext == DP_CTX(1000 + i));
-    /* An error of the CQ satisfies any later arm (8.2, [I]). */
+    /* An error of the CQ satisfies any later arm (C9; docs/behaviour.md). */
     dp_arm(cq, NDK_CQ_NOTIFY_SOLICITED);
     WAIT_NOTIFIED(cq, 2);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_BUFFER_OVERFLOW);
@@ -353,11 +354,11 @@ DP_CASE(overflow)
     DP_CHECK_ST(dp_send(f.c->qp, DP_CTX(501), &pg, 1, 0), STATUS_CONNECTION_INVALID);
     DP_CHECK_QUIET(f.c->cqp);
     dp_mr_close(&pm);
-    fx_close(&f);
+    cqfx_close(&f);
 }
 
 /*
- * Callbacks that drain and re-arm from inside (8.2 rule 9, T2, L5): the
+ * Callbacks that drain and re-arm from inside (T2, L5): the
  * consumer's loop is "callback: drain until empty, arm ANY, drain again".
  * With the main thread never touching the CQ after the first arm, all 40
  * receive completions must reach the callbacks, in order, exactly once, and
@@ -401,13 +402,13 @@ static void reentrant_hook(dp_cq *c, NTSTATUS status)
 
 DP_CASE(callbacks_drain_and_rearm)
 {
-    fx f;
-    REQUIRE(fx_open(&f, NULL));
+    cqfx f;
+    REQUIRE(cqfx_open(&f, NULL));
     dp_cq *cq = f.c->cqp;
     collector *k = dp_malloc(sizeof *k);
     tl_event_init(&k->all);
     k->want = 40;
-    fx_post_receives(&f, 40);
+    cqfx_post_receives(&f, 40);
     cq->user = k;
     cq->hook = reentrant_hook;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
@@ -427,9 +428,9 @@ DP_CASE(callbacks_drain_and_rearm)
     /* Sender side: all 40 sends complete. */
     NDK_RESULT_EX e[40];
     DP_WAIT(f.c->cqa, e, 40);
-    /* Closing the CQ (in fx_close) waits for a running callback; after that
+    /* Closing the CQ (in cqfx_close) waits for a running callback; after that
      * nothing may touch the collector, which outlives the case's adapters. */
-    fx_close(&f);
+    cqfx_close(&f);
     CHECK_EQ(atomic_load(&k->n), 40);
     tl_event_destroy(&k->all);
 }

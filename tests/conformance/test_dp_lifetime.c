@@ -6,15 +6,14 @@
  * NdkFlush while other threads post on both queues (W4). In every case each
  * request that was accepted completes exactly once and each request that
  * was refused inline never does.
- * Contract: reference 4.5, 5.9.1, 5.10.9, 8.1, 10.1 (L3), 10.4 (W2, W4, W5),
- * 10.6 (X1-X6). libndk decisions relied on (docs/behaviour.md): NdkFlush on
- * a connected QP cancels everything and leaves the connection up (the QP
- * takes no more requests and drops what the peer sends; NdkDisconnect then
- * ends the connection gracefully); work requests on a QP that is not
+ * Contract: NdkFlush, NdkDisconnect; rules D3 (one CQ entry per accepted
+ * request, none for a refused one), L3, W2, W4, W5 and X1-X6 (docs/rules.md).
+ * libndk decisions relied on (docs/behaviour.md): NdkFlush on a connected QP
+ * cancels everything and leaves the connection up (the QP takes no more
+ * requests and drops what the peer sends; NdkDisconnect then ends the
+ * connection gracefully); work requests on a QP that is not
  * connected (any more), or flushed -> STATUS_CONNECTION_INVALID. */
 #include "dptest.h"
-
-#define MiB (1024u * 1024u)
 
 /* Counts completions by RequestContext (1..n) and checks exactly-once. */
 typedef struct ledger {
@@ -100,7 +99,7 @@ static unsigned ledger_count(const ledger *l, NTSTATUS st)
 /*
  * NdkFlush on a connected QP whose peer never reads (a raw MPA initiator):
  * 8 receives and 4 large Sends are outstanding; every one completes once,
- * with STATUS_CANCELLED (5.9.1); the connection stays up (the raw peer's
+ * with STATUS_CANCELLED (NdkFlush); the connection stays up (the raw peer's
  * stream does not end); a second NdkFlush adds nothing; after it an
  * initiator request is refused inline and a receive either is refused or
  * completes once, cancelled.
@@ -247,7 +246,7 @@ DP_CASE(flush_connected_pair)
 }
 
 /*
- * NdkDisconnect with receives posted on both sides (5.10.9, 7.6, X1-X6):
+ * NdkDisconnect with receives posted on both sides (X1-X6):
  * the peer gets exactly one disconnect event and, since the provider should
  * not flush because of an incoming disconnect (X3), its receives stay
  * posted until it calls NdkDisconnect itself; then both NdkDisconnect calls
@@ -380,7 +379,7 @@ DP_CASE(both_sides_disconnect_at_once)
 /*
  * The peer resets (closes its connector): one disconnect event; once the
  * local side closes its connector and QP (L3: a close cancels what is
- * pending, 8.1), every receive and Read it had outstanding has completed
+ * pending), every receive and Read it had outstanding has completed
  * exactly once.
  */
 DP_CASE(peer_reset_then_close)
@@ -414,7 +413,7 @@ DP_CASE(peer_reset_then_close)
     dp_pair_close(&x);
 }
 
-/* Closing a QP cancels its posted receives (L3, 8.1): each completes once,
+/* Closing a QP cancels its posted receives (L3): each completes once,
  * STATUS_CANCELLED, with the QP's context, before the close completes. */
 DP_CASE(close_qp_cancels_receives)
 {

@@ -17,7 +17,9 @@
  * around (and, where nothing may be placed, inside) the region are
  * unchanged; and a new connection between the same two adapters works.
  *
- * Contract: reference 4.5, 5.9.7-5.9.9, 6.5, 8.1, 9; iwarp.md 3.4-3.10.
+ * Contract: NdkRead, NdkWrite, NdkSend, NdkSendAndInvalidate, NDK_RESULT_EX;
+ * the receive checks of docs/rules.md (R9-R21) and their Terminates (RFC 5040
+ * section 7, RFC 5041 section 7).
  * libndk decisions relied on: a Write/Send completes locally once handed to
  * TCP (RFC 5040 rule 14), so a remote protection error on a Write shows as
  * the connection failing: later and outstanding requests complete with
@@ -33,7 +35,7 @@
 #define CANARY_BYTE 0xC5
 #define SINK_BYTE 0x5C
 
-/* Terminate control words without the M/D/R flag bits (iwarp.md 1.10). */
+/* Terminate control words without the M/D/R flag bits (RFC 5040 section 4.8). */
 #define TERM_RP(code) (0x01000000u | ((unsigned)(code) << 16)) /* RDMAP remote protection */
 #define TERM_FLAGS_MASK 0x0000E000u
 
@@ -314,7 +316,7 @@ static void attack(world *w, kind k, target t)
     DP_CHECK_ST(dp_recv(c->qa, CTX_A1, &ars, 1), STATUS_SUCCESS);
 
     /* The attack, then the follow-up Read of a valid region. The attack is
-     * posted with DEFER (10.3), so both reach the engine together when the
+     * posted with DEFER (rules D1-D5), so both reach the engine together when the
      * Read is posted: the Read is certain to be outstanding behind the
      * attack, never posted after the connection already failed. */
     memset(w->sink.addr, SINK_BYTE, 8192);
@@ -340,7 +342,7 @@ static void attack(world *w, kind k, target t)
     if (k == K_READ) {
         bool bounds = t == T_BEFORE || t == T_PAST_END;
         ea[0].st = bounds ? STATUS_REMOTE_RESOURCES : STATUS_ACCESS_VIOLATION;
-        /* RDMAP remote protection codes (iwarp.md 1.10, 3.9 row 19). */
+        /* RDMAP remote protection codes (rule R19). */
         ea[0].pec = TERM_RP(bounds ? 0x01 : t == T_NO_RIGHT ? 0x02 : t == T_OTHER_PD ? 0x03 : 0x00);
     }
     check_side("A", c->cqa, ea, 3);
@@ -403,7 +405,7 @@ static const target memory_targets[] = {T_INVALID_STAG, T_DEREG,      T_INVALIDA
                                         T_OTHER_PD,     T_BEFORE,     T_PAST_END,
                                         T_NO_RIGHT,     T_FRMR_NO_LAM, T_FRMR_LAM_GONE};
 
-/* Remote Writes (iwarp.md 3.9 rows 12-16): refused by the target, which
+/* Remote Writes (rules R12-R16): refused by the target, which
  * ends the connection with a Terminate. */
 DP_CASE(remote_write_violations)
 {
@@ -417,7 +419,7 @@ DP_CASE(remote_read_violations)
     run_targets(K_READ, memory_targets, sizeof memory_targets / sizeof memory_targets[0]);
 }
 
-/* Sends (rows 9 and 11, iwarp.md 3.6): a message longer than the receive
+/* Sends (rules R9 and R11): a message longer than the receive
  * buffer, and a message with no receive posted, are fatal to the stream. */
 DP_CASE(send_violations)
 {
@@ -435,9 +437,9 @@ DP_CASE(send_invalidate_violations)
 }
 
 /*
- * Which Read the Terminate names (iwarp.md 1.10: a Terminate for a Read
- * Request carries that request's RDMA header): a valid 4 MiB Read is still
- * being answered when the Read behind it turns out invalid. The invalid one
+ * Which Read the Terminate names (RFC 5040 section 7: a Terminate for a
+ * Read Request carries that request's RDMA header): a valid 4 MiB Read is
+ * still being answered when the Read behind it turns out invalid. The invalid one
  * completes with STATUS_ACCESS_VIOLATION and the Terminate's control word;
  * the valid one either got its whole answer (STATUS_SUCCESS) or was cut off
  * (STATUS_CANCELLED), but is never blamed for the other's fault; the Read

@@ -3,7 +3,8 @@
  * completion in the receive CQ of the QP that consumed the buffer, with that
  * QP's context, buffers consumed in posting order), NdkReceive refused on
  * such a QP, and the limit notification armed with NdkModifySrq.
- * Contract: reference 5.2.5, 5.5.3, 5.5.5, 5.8, 8.1, W2.
+ * Contract: NdkCreateSrq, NdkCreateQpWithSrq, NdkModifySrq, NdkSrqReceive,
+ * NdkSrqNotificationCallback; rule W2 (docs/rules.md).
  * libndk decisions relied on: NdkReceive on a QP with an SRQ ->
  * STATUS_INVALID_DEVICE_REQUEST; SGE count over the limit ->
  * STATUS_INVALID_PARAMETER; a full queue -> STATUS_INSUFFICIENT_RESOURCES;
@@ -78,7 +79,7 @@ static bool have_srq(const dp_side *s)
 }
 
 /*
- * NdkCreateSrq (5.5.3) and NdkModifySrq (5.8.1) limits: MaxSrqDepth and
+ * NdkCreateSrq and NdkModifySrq limits: MaxSrqDepth and
  * MaxReceiveRequestSge are accepted, one more of either is not; a modify to
  * a depth over MaxSrqDepth is refused.
  */
@@ -109,7 +110,7 @@ DP_CASE(create_srq_limits)
 }
 
 /*
- * NdkSrqReceive limits (5.8.2): nSge over the SRQ's MaxReceiveRequestSge
+ * NdkSrqReceive limits: nSge over the SRQ's MaxReceiveRequestSge
  * and a full SRQ are refused inline; a modify with depth 0 keeps the depth,
  * one that grows it makes room. An SGE outside its registration is refused
  * inline as NdkReceive does.
@@ -151,7 +152,7 @@ DP_CASE(srq_receive_limits)
 }
 
 /*
- * NdkReceive on a QP created with an SRQ (5.5.5 [U], libndk:
+ * NdkReceive on a QP created with an SRQ (NDKPI does not say; libndk:
  * STATUS_INVALID_DEVICE_REQUEST), before and after connecting; no CQE.
  */
 DP_CASE(receive_on_srq_qp_refused)
@@ -208,13 +209,13 @@ static void tag_msg(uint8_t *m, unsigned conn, unsigned seq)
 
 /*
  * Two QPs, each connected to its own peer QP, take Sends from one SRQ
- * (5.5.5, 5.8.2 [I]): every completion lands in the receive CQ of the QP
- * that consumed the buffer, with that QP's QPContext; buffers are consumed
- * in the order they were posted (here one message at a time, so the order
- * is known), and each buffer holds the message its completion reports.
- * Then a burst from both peers at once: every message arrives exactly once
- * and no buffer is used twice. Receives posted before either connection
- * existed are used too.
+ * (NdkCreateQpWithSrq, NdkSrqReceive): every completion lands in the receive CQ
+ * of the QP that consumed the buffer, with that QP's QPContext; buffers are
+ * consumed in the order they were posted (here one message at a time, so the
+ * order is known), and each buffer holds the message its completion reports.
+ * Then a burst from both peers at once: every message arrives exactly once and
+ * no buffer is used twice. Receives posted before either connection existed are
+ * used too.
  */
 DP_CASE(two_qps_share_srq)
 {
@@ -319,7 +320,7 @@ DP_CASE(two_qps_share_srq)
 }
 
 /*
- * The limit notification (5.2.5, 5.8.1): armed by NdkModifySrq with a
+ * The limit notification (NdkSrqNotificationCallback): armed by NdkModifySrq with a
  * non-zero threshold, it fires once when the number of queued receives
  * drops below the threshold, then stays disarmed; a threshold of 0 keeps
  * both the threshold and the disarmed state; arming when the count is

@@ -1,4 +1,4 @@
-/* IRD / ORD negotiation (reference 7.4, seeds 002 and 004, the NdkAccept and
+/* IRD / ORD negotiation (the NdkConnect, NdkAccept and
  * NdkConnectWithSharedEndpoint parameter texts): each side caps its request
  * at the adapter maxima, then at the peer's opposite value, and
  * NdkGetConnectionData returns the effective values - on the active side

@@ -2,7 +2,7 @@
  * initiator: docs/behaviour.md "Listeners" and "The three legs" (MaxHalfOpen,
  * MpaRequestTimeoutMs, malformed Requests, marker Requests, client/server and
  * revision 1 Requests, the RTR type a peer-to-peer Reply picks), with the
- * frame layouts of RFC 5044 / RFC 6581 (reference iwarp.md 1.1-1.3). */
+ * frame layouts of RFC 5044 / RFC 6581. */
 #include "ndktest.h"
 
 #include <sys/socket.h>

@@ -4,8 +4,9 @@
  * NdkBuildLAM / NdkReleaseLAM (buffer-size pattern, pages, FBO), the close
  * rules (the PD and a bound window's MR wait for their successors) and
  * NdkQueryExtension.
- * Contract: reference 4.1, 4.7, 5.3.7-5.3.8, 5.5.1-5.5.2, 5.6, 5.7, 5.9.4,
- * 6.8, 6.10, 9, 10.1 (L8). Where the reference leaves the choice to the
+ * Contract: NdkBuildLAM, NdkReleaseLAM, NdkCreateMr, NdkCreateMw, the MR
+ * and MW functions, NdkBind, NDK_LOGICAL_ADDRESS_MAPPING, NDK_MR_FLAG_*;
+ * rules C7 and L8 (docs/rules.md). Where NDKPI leaves the choice to the
  * provider, the case says "libndk:". */
 #include "ndktest.h"
 
@@ -103,17 +104,17 @@ NT_CASE(register_tokens_deregister)
     CHECK_EQ(mr->Dispatch->NdkGetRemoteTokenFromMr(mr), r1);
     CHECK_EQ(mr->Dispatch->NdkGetLocalTokenFromMr(mr), l1);
 
-    /* Registered already: deregister first (5.6.2; libndk: wrong state). */
+    /* Registered already: deregister first (NdkRegisterMr; libndk: wrong state). */
     CHECK_STATUS(reg_buf(mr, buf, page_size(), 0), STATUS_INVALID_DEVICE_STATE);
     CHECK_EQ(mr->Dispatch->NdkGetRemoteTokenFromMr(mr), r1);
 
     CHECK_STATUS(dereg(mr), STATUS_SUCCESS);
-    /* "The MR must be in the registered state" (5.6.2). */
+    /* "The MR must be in the registered state" (NdkDeregisterMr). */
     CHECK_STATUS(dereg(mr), STATUS_INVALID_DEVICE_STATE);
     CHECK_EQ(mr->Dispatch->NdkGetRemoteTokenFromMr(mr), 0);
 
-    /* Registered again (5.6.2 [I]): a fresh token, so stale remote
-     * accesses fail (9.3 [I], 12.7). */
+    /* Registered again: a fresh token, so stale remote accesses fail
+     * (docs/behaviour.md, Memory). */
     CHECK_STATUS(reg_buf(mr, buf + 100, 2 * page_size(), NDK_MR_FLAG_ALLOW_REMOTE_WRITE),
                  STATUS_SUCCESS);
     UINT32 r2 = mr->Dispatch->NdkGetRemoteTokenFromMr(mr);
@@ -147,8 +148,8 @@ NT_CASE(register_flags_and_lengths)
     CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr), STATUS_SUCCESS);
     REQUIRE(mr);
 
-    /* Every documented combination (6.10), RDMA_READ_SINK included: it must
-     * never make a registration fail (5.6.1). */
+    /* Every documented combination of NDK_MR_FLAG_*, RDMA_READ_SINK
+     * included: it must never make a registration fail (NdkRegisterMr). */
     const ULONG ok[] = {
         NDK_MR_FLAG_ALLOW_LOCAL_READ,
         NDK_MR_FLAG_ALLOW_LOCAL_WRITE,
@@ -164,13 +165,13 @@ NT_CASE(register_flags_and_lengths)
         CHECK_STATUS(reg_buf(mr, buf, 100, ok[i]), STATUS_SUCCESS);
         CHECK_STATUS(dereg(mr), STATUS_SUCCESS);
     }
-    /* libndk: unknown bits are refused (reference 6.9 [I]). */
+    /* libndk: unknown bits are refused (NDKPI defines no others). */
     const ULONG bad[] = {0x10, 0x20, 0x100, 0x80000000u};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         CHECK_STATUS(reg_buf(mr, buf, 100, bad[i] | NDK_MR_FLAG_ALLOW_LOCAL_WRITE),
                      STATUS_INVALID_PARAMETER);
 
-    /* Length: 0 and above MaxRegistrationSize (5.6.1 [U]) are invalid. */
+    /* Length: 0 and above MaxRegistrationSize (NdkRegisterMr) are invalid. */
     MDL m = mdl_of(buf, 100);
     CHECK_STATUS(reg(mr, &m, 0, 0), STATUS_INVALID_PARAMETER);
     CHECK(s.info.MaxRegistrationSize > 0);
@@ -197,7 +198,7 @@ NT_CASE(register_flags_and_lengths)
     free(buf);
 }
 
-/* The span must be virtually contiguous over Length (5.6.1): each buffer of
+/* The span must be virtually contiguous over Length (NdkRegisterMr): each buffer of
  * the chain starting where the previous one ends. */
 NT_CASE(register_mdl_chains)
 {
@@ -273,13 +274,14 @@ NT_CASE(fast_register_mr_init)
     CHECK(s.info.FRMRPageCount >= 16); /* ndkinfo: at least 16 */
     CHECK_EQ(fr->Dispatch->NdkGetRemoteTokenFromMr(fr), 0); /* libndk: none yet */
 
-    /* libndk: 0 pages and more than 65536 are not supported (5.6.3). */
+    /* libndk: 0 pages and more than 65536 are not supported
+     * (NdkInitializeFastRegisterMr). */
     CHECK_STATUS(init_fr(fr, 0, TRUE), STATUS_IMPLEMENTATION_LIMIT);
     CHECK_STATUS(init_fr(fr, 65537, TRUE), STATUS_IMPLEMENTATION_LIMIT);
     CHECK_STATUS(init_fr(fr, 0xFFFFFFFFu, FALSE), STATUS_IMPLEMENTATION_LIMIT);
     CHECK_EQ(fr->Dispatch->NdkGetRemoteTokenFromMr(fr), 0);
-    /* The suggested default (9.3), then again with other values: it may be
-     * called several times (5.6.3). */
+    /* The suggested default, then again with other values: it may be
+     * called several times (NdkInitializeFastRegisterMr). */
     CHECK_STATUS(init_fr(fr, s.info.FRMRPageCount, TRUE), STATUS_SUCCESS);
     UINT32 t = fr->Dispatch->NdkGetRemoteTokenFromMr(fr);
     CHECK(t != 0);
@@ -300,7 +302,7 @@ NT_CASE(fast_register_mr_init)
         CHECK_STATUS(a[i].st, STATUS_SUCCESS);
     }
 
-    /* Each kind of MR has its own registration function (5.5.1). */
+    /* Each kind of MR has its own registration function (NdkCreateMr). */
     CHECK_STATUS(reg_buf(fr, buf, 100, 0), STATUS_INVALID_PARAMETER);
     CHECK_STATUS(dereg(fr), STATUS_INVALID_PARAMETER);
     CHECK_STATUS(init_fr(normal, 4, TRUE), STATUS_INVALID_PARAMETER);
@@ -329,7 +331,7 @@ NT_CASE(build_lam_buffer_size_and_pages)
     const ULONG need = lam_bytes(3);
     ULONG size = 0, fbo = 0xFFFF;
 
-    /* Size probe (4.7): no buffer -> too small, with the size needed. */
+    /* Size probe: no buffer -> too small, with the size needed. */
     CHECK_STATUS(build_lam(s.ad, &m, 2 * ps, NULL, &size, &fbo), STATUS_BUFFER_TOO_SMALL);
     CHECK_EQ(size, need);
     NDK_LOGICAL_ADDRESS_MAPPING *lam = calloc(1, need + 64);
@@ -346,7 +348,7 @@ NT_CASE(build_lam_buffer_size_and_pages)
     CHECK_EQ(lam->AdapterPageCount, 3);
     for (ULONG i = 0; i < 3 && i < lam->AdapterPageCount; i++) {
         uint64_t p = (uint64_t)lam->AdapterPageArray[i].QuadPart;
-        CHECK_EQ(p % ps, 0); /* PAGE_SIZE-aligned (5.3.7) */
+        CHECK_EQ(p % ps, 0); /* PAGE_SIZE-aligned (NdkBuildLAM) */
         /* libndk: no IOMMU, the logical address is the page's address. */
         CHECK_EQ(p, (uint64_t)(uintptr_t)buf + i * ps);
     }
@@ -380,7 +382,7 @@ NT_CASE(build_lam_buffer_size_and_pages)
     CHECK_EQ(lam->AdapterPageCount, 1);
     s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
 
-    /* A contiguous chain is one region; a gap fails (5.3.7). */
+    /* A contiguous chain is one region; a gap fails (NdkBuildLAM). */
     MDL c2 = {.Next = NULL, .StartVa = buf + 1000, .ByteOffset = 0, .ByteCount = (ULONG)ps};
     MDL c1 = {.Next = &c2, .StartVa = buf, .ByteOffset = 0, .ByteCount = 1000};
     size = need + 64;
@@ -426,7 +428,7 @@ NT_CASE(memory_window_create)
     CHECK_STATUS(nt_create_mw(s.pd, &mw2), STATUS_SUCCESS);
     REQUIRE(mw && mw2);
     CHECK_EQ(mw->Header.ObjectType, NdkObjectTypeMw);
-    /* libndk: no token until a bind was posted (5.7.1). */
+    /* libndk: no token until a bind was posted (NdkGetRemoteTokenFromMw). */
     CHECK_EQ(mw->Dispatch->NdkGetRemoteTokenFromMw(mw), 0);
     nt_close(mw);
     nt_close(mw2);
@@ -553,7 +555,7 @@ NT_CASE_FAM(close_mr_with_bound_window)
     CHECK_STATUS(reg_buf(mr, buf, 2 * page_size(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE), STATUS_SUCCESS);
 
     /* A window over an MR without local write cannot grant remote write
-     * (5.9.4): refused inline. */
+     * (NdkBind): refused inline. */
     NDK_MR *ro = NULL;
     CHECK_STATUS(nt_create_mr(as.pd, FALSE, &ro), STATUS_SUCCESS);
     REQUIRE(ro);
@@ -564,7 +566,8 @@ NT_CASE_FAM(close_mr_with_bound_window)
                                           NDK_OP_FLAG_ALLOW_REMOTE_WRITE);
     CHECK_STATUS(st, STATUS_SUCCESS);
     if (st == STATUS_SUCCESS) {
-        /* The window's token is available once NdkBind returned (5.7.1). */
+        /* The window's token is available once NdkBind returned
+         * (NdkGetRemoteTokenFromMw). */
         UINT32 w1 = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
         CHECK(w1 != 0);
         /* The request names the MR and the MW until it completes: wait. */
@@ -576,11 +579,11 @@ NT_CASE_FAM(close_mr_with_bound_window)
         CHECK_STATUS(c.qa->Dispatch->NdkBind(c.qa, NULL, ro, mw, buf, 64,
                                              NDK_OP_FLAG_ALLOW_REMOTE_WRITE),
                      STATUS_ACCESS_VIOLATION);
-        /* VA outside the MR (5.9.4). */
+        /* VA outside the MR (NdkBind). */
         CHECK_STATUS(c.qa->Dispatch->NdkBind(c.qa, NULL, mr, mw, buf + 2 * page_size(), 1,
                                              NDK_OP_FLAG_ALLOW_REMOTE_READ),
                      STATUS_INVALID_PARAMETER);
-        /* A normal MR is never invalidated with NdkInvalidate (5.9.6). */
+        /* A normal MR is never invalidated with NdkInvalidate. */
         CHECK(c.qa->Dispatch->NdkInvalidate(c.qa, NULL, &mr->Header, 0) != STATUS_SUCCESS);
         CHECK_EQ(mw->Dispatch->NdkGetRemoteTokenFromMw(mw), w1);
 

@@ -26,20 +26,7 @@ static bool side_open(dp_side *s, ULONG grace_ms, ULONG flags)
     NDK_OPEN_OPTIONS o = dp_options();
     o.ReceiveGraceMs = grace_ms;
     o.Flags = flags;
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
-    DP_CHECK_ST(st, STATUS_SUCCESS);
-    if (st != STATUS_SUCCESS)
-        return false;
-    for (unsigned i = 0; i < DP_MAX_ADAPTERS; i++) {
-        if (!dp_adapters[i]) {
-            dp_adapters[i] = s->ad;
-            break;
-        }
-    }
-    ULONG size = sizeof s->info;
-    DP_CHECK_ST(s->ad->Dispatch->NdkQueryAdapterInfo(s->ad, &s->info, &size), STATUS_SUCCESS);
-    s->pd = dp_pd_new(s);
-    return s->pd != NULL;
+    return dp_side_open_as(s, "lo", &o);
 }
 
 struct world {

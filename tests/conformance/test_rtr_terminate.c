@@ -4,8 +4,8 @@
  * (2,0,0x07), or not enough IRD, (2,0,0x06)). A received Terminate is never
  * answered with one (RFC 5040 section 7; docs/behaviour.md "Terminates"):
  * libndk's NdkAccept fails with STATUS_CONNECTION_ABORTED (the initiator
- * abandoned the establishment, 5.10.4) and the connection closes without a
- * single octet more from libndk.
+ * abandoned the establishment, as NdkAccept allows) and the connection closes
+ * without a single octet more from libndk.
  *
  * Variants: the Terminate with its control word only (28-octet FPDU), with
  * a copied DDP and RDMA header (the longest, 76 octets), with MPA CRC, and a
@@ -19,8 +19,8 @@
 #include "rawpeer.h"
 #include "testlib.h"
 
-/* A Terminate FPDU (iwarp.md 1.10): untagged, L=1, RDMAP opcode 7, QN 2,
- * MSN 1, MO 0, the control word for (layer, etype, code), then `extra`
+/* A Terminate FPDU (RFC 5040 section 4.8): untagged, L=1, RDMAP opcode 7,
+ * QN 2, MSN 1, MO 0, the control word for (layer, etype, code), then `extra`
  * octets of copied headers (zeros here; only the length matters to the
  * receiver of an unanswerable Terminate). */
 static size_t terminate_fpdu(uint8_t *out, uint8_t layer, uint8_t etype, uint8_t code, size_t extra,

@@ -1,5 +1,5 @@
-/* Shared endpoints: seed 002 (NdkConnectWithSharedEndpoint), reference
- * 5.3.4, 5.10.2, 5.12 and the endpoint rules E10-E15 (10.5): one local
+/* Shared endpoints: NdkCreateSharedEndpoint, NdkConnectWithSharedEndpoint,
+ * its NdkGetLocalAddress and the endpoint rules E10-E15: one local
  * address and port for many connections to different destinations, the
  * port reserved until the endpoint and all its connectors are closed, and
  * the endpoint's close pending until then (L8). */
@@ -394,8 +394,8 @@ NT_CASE_FAM(connect_outcomes)
 }
 
 /* An address the adapter does not have: STATUS_INVALID_ADDRESS for a shared
- * endpoint and for a listener (5.3.4, 5.11.1); the wildcard address is
- * accepted (docs/behaviour.md). */
+ * endpoint and for a listener (NdkCreateSharedEndpoint, NdkListen); the
+ * wildcard address is accepted (docs/behaviour.md). */
 NT_CASE_FAM(foreign_and_wildcard_address)
 {
     NDK_OPEN_OPTIONS o = nt_opts();

@@ -17,8 +17,6 @@
  */
 #include "dptest.h"
 
-#define MiB (1024u * 1024u)
-
 enum op { OP_WRITE, OP_READ, OP_SEND, NOPS };
 static const char *const op_name[] = {"write", "read", "send"};
 
@@ -34,20 +32,7 @@ static bool open_side(dp_side *s, bool small_snd, bool small_rcv)
     NDK_OPEN_OPTIONS o = dp_options();
     o.SocketSendBufferBytes = small_snd ? 1 : 0;
     o.SocketReceiveBufferBytes = small_rcv ? 1 : 0;
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad);
-    DP_CHECK_ST(st, STATUS_SUCCESS);
-    if (st != STATUS_SUCCESS)
-        return false;
-    for (unsigned i = 0; i < DP_MAX_ADAPTERS; i++) {
-        if (!dp_adapters[i]) {
-            dp_adapters[i] = s->ad;
-            break;
-        }
-    }
-    ULONG size = sizeof s->info;
-    DP_CHECK_ST(s->ad->Dispatch->NdkQueryAdapterInfo(s->ad, &s->info, &size), STATUS_SUCCESS);
-    s->pd = dp_pd_new(s);
-    return s->pd != NULL;
+    return dp_side_open_as(s, "lo", &o);
 }
 
 /* One completion on c within ms: true when it came with STATUS_SUCCESS. */

@@ -4,7 +4,7 @@
  * answers with whatever Reply the case needs.
  *
  * Contract (docs/behaviour.md "Status codes" and "The three legs on the
- * wire", iwarp.md 2.2 and 2.4):
+ * wire"; the MPA initiator of RFC 5044 and RFC 6581):
  *  - the Request is Rev 2, S=1, A=1 offering the Write RTR, IRD/ORD as asked
  *    (capped at 128), the private data exactly as given; C=1 with
  *    NDK_OPEN_FLAG_REQUEST_CRC; Rev 1 without the word with
@@ -29,7 +29,6 @@
 #include "rawpeer.h"
 #include "testlib.h"
 
-#define QUIET_MS 300u
 #define REPLY_TIMEOUT_MS 500u /* MpaReplyTimeoutMs of every world here */
 
 static const char ulp_pd[] = "hello-request"; /* 13 octets of ULP private data */
@@ -96,12 +95,12 @@ static void attempt_end(struct attempt *a)
     a->fd = -1;
 }
 
-/* Asserts nothing arrives on the raw side for QUIET_MS. */
+/* Asserts nothing arrives on the raw side for RP_QUIET_MS. */
 static void expect_quiet(int fd, const char *when)
 {
     uint8_t got[64];
     size_t n = 0;
-    if (!rp_quiet(fd, QUIET_MS, got, &n)) {
+    if (!rp_quiet(fd, RP_QUIET_MS, got, &n)) {
         tl_failures++;
         fprintf(stderr, "[%s] unexpected octets or close %s\n", tl_current, when);
         rp_hexdump("received", got, n);
@@ -109,8 +108,8 @@ static void expect_quiet(int fd, const char *when)
 }
 
 /* The nudge libndk sends while a peer has not answered (docs/interop.md):
- * a zero-length RDMA Write to STag 1, TO 0 (iwarp.md 2.1); CRC octets
- * EB D3 4C 5F when CRC is on (iwarp.md 4.3), zero when off. */
+ * a zero-length RDMA Write to STag 1, TO 0 (the Write RTR of RFC 6581, as
+ * siw builds it); CRC octets EB D3 4C 5F when CRC is on, zero when off. */
 static void nudge_bytes(bool crc, uint8_t out[20])
 {
     static const uint8_t fpdu[16] = {0x00, 0x0E, 0xC1, 0x40, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0, 0};
@@ -182,7 +181,7 @@ static void check_request_v2(const struct attempt *a, bool crc, unsigned ird, un
     CHECK(w1 & RP_W1_C);
     CHECK_EQ(w0 & RP_IRD_ORD_MASK, ird);
     CHECK_EQ(w1 & RP_IRD_ORD_MASK, ord);
-    /* A Read RTR needs an ORD slot (iwarp.md 2.2): not offered with ORD 0. */
+    /* A Read RTR needs an ORD slot (RFC 6581): not offered with ORD 0. */
     if (ord == 0)
         CHECK_EQ(w1 & RP_W1_D, 0);
     if (a->req_len == RP_HDR_LEN + 4 + pd_len)
@@ -199,7 +198,8 @@ static void check_request_v2(const struct attempt *a, bool crc, unsigned ird, un
  * until NdkCompleteConnect, which sends exactly the zero-length Write RTR
  * (zero CRC octets: CRC is off both ways) and nothing after it.
  *   crc_flag: the world was opened with NDK_OPEN_FLAG_REQUEST_CRC;
- *   reply_crc: the Reply has C=1 (CRC on either way, iwarp.md 2.5).
+ *   reply_crc: the Reply has C=1 (CRC on either way: RFC 5044 turns it
+ *   on when the Request or the Reply asks).
  */
 static void p2p_connect(ULONG flags, bool reply_crc)
 {
@@ -216,7 +216,7 @@ static void p2p_connect(ULONG flags, bool reply_crc)
         goto out;
     }
     check_request_v2(&a, crc_flag, 5, 7, ulp_pd, sizeof ulp_pd - 1);
-    /* Nothing but the Request before the Reply (iwarp.md 2.2 step 1). */
+    /* Nothing but the Request before the Reply (RFC 5044). */
     expect_quiet(a.fd, "after the Request");
 
     /* The responder answers IRD 7 (>= our ORD) and ORD 5 (<= our IRD), as
@@ -240,7 +240,7 @@ static void p2p_connect(ULONG flags, bool reply_crc)
     bool crc = crc_flag || reply_crc;
     rp_write_rtr(want, crc);
     if (crc) {
-        /* iwarp.md 4.3 known answer, checked against our own CRC too. */
+        /* The known answer, checked against our own CRC too. */
         static const uint8_t kat[4] = {0xEB, 0xD3, 0x4C, 0x5F};
         CHECK(memcmp(want + 16, kat, 4) == 0);
     }

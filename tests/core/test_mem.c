@@ -1,6 +1,6 @@
 /*
  * White-box tests of the STag table (src/mem.c, mr.c, mw.c): every mem_err
- * and its order (iwarp.md 3.9 rows 12-16: invalid, not associated, access,
+ * and its order (docs/rules.md R12-R16: invalid, not associated, access,
  * wrap, bounds), bounds at the first and last byte, key bumps and stale
  * tokens, fast-register page lists, windows bound to a QP, the privileged
  * token and LAMs, remote and local invalidation, the index allocator, the
@@ -251,7 +251,8 @@ static void remote_bounds(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, s, base - 1, 2, RW), MEM_BOUNDS);
     CHECK_EQ(rmap(&f, f.pa, f.a1, s, base, len + 1, RW), MEM_BOUNDS);
 
-    /* Zero length is never validated (iwarp.md 3.3). */
+    /* Zero length is never validated (RFC 5041: the STag of a zero-length
+     * tagged segment is not checked). */
     CHECK_EQ(rmap(&f, f.pa, f.a1, 0xDEADBEEF, 0, 0, RW), MEM_OK);
     CHECK_EQ(g_niov, 0);
     /* Check only (no iovecs wanted), and an iov array that is too small. */
@@ -440,7 +441,8 @@ static void frmr_page_split(void)
     ULONG fl = NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ;
 
     CHECK_EQ(fr_check(f.a1, mr, 3, pg, fbo, len, va, fl), STATUS_SUCCESS);
-    /* The new token is current as soon as the post returned (5.6.4)... */
+    /* The new token is current as soon as the post returned
+     * (NdkGetRemoteTokenFromMr)... */
     UINT32 tok1 = rtok(mr);
     CHECK(tok1 != tok0);
     CHECK_EQ(tok1 >> 8, tok0 >> 8);
@@ -479,8 +481,8 @@ static void frmr_page_split(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, tok1, va - 1, 1, RW), MEM_BOUNDS);
 
     /* Local SGEs: the local token from initialization still names the MR
-     * (5.6.5); an SGE over pages that are not adjacent in memory maps to
-     * one iovec per run, in order. */
+     * (NdkGetLocalTokenFromMr); an SGE over pages that are not adjacent in
+     * memory maps to one iovec per run, in order. */
     CHECK_EQ(lmap(&f, f.pa, tok0, va + 10, 20, MEM_LOCAL_WRITE), STATUS_SUCCESS);
     CHECK(g_niov == 1 && g_iov[0].iov_base == b + 4 * ps + fbo + 10);
     CHECK_EQ(lmap(&f, f.pa, ltok(mr), edge + 5, (ULONG)ps, 0), STATUS_SUCCESS);
@@ -864,7 +866,7 @@ static void window_rules(void)
     CHECK_EQ(fr->Dispatch->NdkInitializeFastRegisterMr(fr, 4, TRUE, NULL, NULL), STATUS_SUCCESS);
     CHECK_EQ(mw->Dispatch->NdkGetRemoteTokenFromMw(mw), 0); /* never bound */
 
-    /* Post-time rules (5.9.4). */
+    /* Post-time rules (NdkBind). */
     CHECK_EQ(bind_check(f.a1, mr, mw, B - 1, 8, RWF), STATUS_INVALID_PARAMETER);
     CHECK_EQ(bind_check(f.a1, mr, mw, B + 4 * ps, 0, RWF), STATUS_INVALID_PARAMETER);
     CHECK_EQ(bind_check(f.a1, mr, mw, B + 4 * ps - 8, 9, RWF), STATUS_INVALID_PARAMETER);
@@ -1087,8 +1089,8 @@ static void invalidation(void)
     CHECK_EQ(bind_exec(f.a1, normal, mw, B, ps, RWF), STATUS_SUCCESS);
     UINT32 sn = rtok(normal), sf = rtok(fr), sw = mw->Dispatch->NdkGetRemoteTokenFromMw(mw);
 
-    /* Send with Invalidate (iwarp.md 3.6): a normal MR may not be invalidated
-     * remotely, and stays valid. */
+    /* Send with Invalidate (rule R21, docs/rules.md): a normal MR may not be
+     * invalidated remotely, and stays valid. */
     CHECK_EQ(mem_invalidate_remote(f.t, f.pa, f.a1, sn), MEM_ACCESS);
     CHECK_EQ(rmap(&f, f.pa, f.a1, sn, B, 1, RW), MEM_OK);
     /* Order: invalid, then association, then the right to invalidate. */
@@ -1106,7 +1108,7 @@ static void invalidation(void)
     CHECK_EQ(mem_invalidate_remote(f.t, f.pa, f.a1, sw), MEM_OK);
     CHECK_EQ(rmap(&f, f.pa, f.a1, sw, B, 1, RW), MEM_INVALID_STAG);
 
-    /* NdkInvalidate posting rules (5.9.6). */
+    /* NdkInvalidate posting rules. */
     CHECK_EQ(mem_check_invalidate(f.a1, &normal->Header), STATUS_INVALID_PARAMETER);
     CHECK_EQ(mem_exec_invalidate(f.a1, &normal->Header), STATUS_INVALID_PARAMETER);
     CHECK_EQ(mem_check_invalidate(f.a1, &fr->Header), STATUS_SUCCESS);

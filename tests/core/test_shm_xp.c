@@ -8,7 +8,6 @@
  * a Terminate gives on TCP, back-pressure when the peer stops, a peer
  * killed with SIGKILL seen at once, a peer that closes, and no descriptor
  * left behind. */
-#include <dirent.h>
 #include <errno.h>
 #include <poll.h>
 #include <signal.h>
@@ -482,18 +481,6 @@ static void pair_down(void)
     side_down(&S);
 }
 
-static int count_fds(void)
-{
-    int n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return -1;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
 /* The QP's disconnect reason, once the connection ended (bounded wait). */
 static ULONG end_reason(NDK_QP *qp)
 {
@@ -518,7 +505,7 @@ static void ops(bool copy)
 {
     uint64_t pb;
     UINT32 pt;
-    int fds = count_fds();
+    unsigned fds = tl_open_fds();
     REQUIRE(pair_up(copy, 0, &pb, &pt));
     const ULONG small = 100, big = 200 * 1024;
     fill(S.buf, big, 5, 0);
@@ -565,7 +552,7 @@ static void ops(bool copy)
     CHECK(same(S.buf + 4096, 3000, SEED_B, 20));
     CHECK(same(S.buf + 8192, rbig - 3000, SEED_B, 3020));
     pair_down();
-    CHECK_EQ(count_fds(), fds);
+    CHECK_EQ(tl_open_fds(), fds);
 }
 
 static void t_ops_single_copy(void)
@@ -800,7 +787,7 @@ static void t_peer_killed(void)
 {
     uint64_t pb;
     UINT32 pt;
-    int fds = count_fds();
+    unsigned fds = tl_open_fds();
     /* The child waits a minute for a receive: the large Send stays out. */
     REQUIRE(pair_up(false, 60000, &pb, &pt));
     for (int i = 0; i < 4; i++) {
@@ -826,7 +813,7 @@ static void t_peer_killed(void)
     CHECK(waitpid(g_child, &ws, 0) == g_child && WIFSIGNALED(ws));
     g_child = 0;
     pair_down();
-    CHECK_EQ(count_fds(), fds);
+    CHECK_EQ(tl_open_fds(), fds);
 }
 
 /* The peer closes its QP: ours ends, its receives flushed. */
@@ -882,7 +869,7 @@ static pid_t spawn_mute(bool hold, int *sock, int *ctl_out)
 
 static void t_connect_fails(void)
 {
-    int fds = count_fds();
+    unsigned fds = tl_open_fds();
     REQUIRE(side_up(&S, 0));
     for (int hold = 0; hold < 2; hold++) {
         int sock, ctl;
@@ -903,7 +890,7 @@ static void t_connect_fails(void)
         CHECK(!impl(S.qp)->used);
     }
     side_down(&S);
-    CHECK_EQ(count_fds(), fds);
+    CHECK_EQ(tl_open_fds(), fds);
     uint64_t pb;
     UINT32 pt;
     REQUIRE(pair_up(false, 0, &pb, &pt));

@@ -1,10 +1,11 @@
 /* Shared receive queues, white box: SRQs are created, posted to and modified
  * through the public dispatch; receives are taken with ndk_srq_take as the
- * data path would. Contract: cqsrq.h, reference 5.2.5, 5.5.3, 5.8, C7, W2.
+ * data path would. Contract: cqsrq.h; NdkCreateSrq, NdkModifySrq,
+ * NdkSrqReceive, NdkSrqNotificationCallback; rules C7 and W2 (docs/rules.md).
  *
- * "No notification" is checked with a barrier: callbacks run one at a time
- * in queue order, so once a barrier CQ's notification (queued last) has run,
- * every earlier one has run too. */
+ * "No notification" is checked with a barrier: callbacks of one engine run
+ * one at a time in queue order, so once a barrier CQ's notification (queued
+ * last) has run, every earlier one has run too; the adapter has one engine. */
 #include <semaphore.h>
 #include <stdlib.h>
 #include <string.h>
@@ -602,7 +603,9 @@ static void concurrent_take(void)
 
 int main(void)
 {
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &g_ad);
+    /* The barrier holds only among objects of one engine: one engine. */
+    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .MaxEngines = 1};
+    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &g_ad);
     if (st != STATUS_SUCCESS) {
         /* lo always exists: failing to open it is a failure, not a skip. */
         fprintf(stderr, "FAIL: ndk_open_adapter(lo): %s\n", ndk_status_name(st));

@@ -17,7 +17,7 @@
  */
 #include "injconn.h"
 
-static struct side A, B;
+static struct inj_side A, B;
 
 #define MAX_N 2000
 #define MAX_BAD 10 /* stop a sweep after this many failing N */
@@ -51,7 +51,7 @@ static unsigned sweep(const char *name, void (*fn)(void))
             CHECK(!"libndk freed everything it allocated");
             fprintf(stderr, "  [%s] allocation %u failed in %s: %ld blocks left\n", name, n, where, left);
         }
-        if (!conn_life(&A, &B)) {
+        if (!inj_conn_life(&A, &B)) {
             CHECK(!"the same adapters connect and move data afterwards");
             fprintf(stderr, "  [%s] after allocation %u failed in %s\n", name, n, where);
         }
@@ -107,11 +107,11 @@ static void objects(void)
     CALL("NdkCreatePd", STATUS_SUCCESS, ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd));
     if (CALL("NdkCreateCq", STATUS_SUCCESS,
              ad->Dispatch->NdkCreateCq(ad, 32, no_notify, NULL, NULL, NULL, NULL, &cq)) == STATUS_SUCCESS) {
-        struct op o;
-        op_init(&o);
+        struct inj_op o;
+        inj_op_init(&o);
         NTSTATUS st = CALL2("NdkResizeCq", STATUS_SUCCESS, STATUS_PENDING,
-                            cq->Dispatch->NdkResizeCq(cq, 128, op_cb, &o));
-        op_finish(&o, st, "NdkResizeCq");
+                            cq->Dispatch->NdkResizeCq(cq, 128, inj_op_cb, &o));
+        inj_op_finish(&o, st, "NdkResizeCq");
         tl_event_destroy(&o.ev);
     }
     if (pd) {
@@ -154,32 +154,32 @@ static void objects(void)
     struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
     if (CALL("NdkCreateListener", STATUS_SUCCESS,
              ad->Dispatch->NdkCreateListener(ad, no_connect_event, NULL, NULL, NULL, &l)) == STATUS_SUCCESS) {
-        struct op o;
-        op_init(&o);
+        struct inj_op o;
+        inj_op_init(&o);
         NTSTATUS st = CALL2("NdkListen", STATUS_SUCCESS, STATUS_PENDING,
-                            l->Dispatch->NdkListen(l, (PSOCKADDR)&sa, sizeof sa, op_cb, &o));
-        op_finish(&o, st, "NdkListen");
+                            l->Dispatch->NdkListen(l, (PSOCKADDR)&sa, sizeof sa, inj_op_cb, &o));
+        inj_op_finish(&o, st, "NdkListen");
         tl_event_destroy(&o.ev);
     }
     CALL("NdkCreateSharedEndpoint", STATUS_SUCCESS,
          ad->Dispatch->NdkCreateSharedEndpoint(ad, (PSOCKADDR)&sa, sizeof sa, NULL, NULL, &sep));
 
-    close_obj(sep);
-    close_obj(mw);
-    close_obj(l);
-    close_obj(c);
-    close_obj(qps);
-    close_obj(qp);
-    close_obj(srq);
-    close_obj(frmr);
-    close_obj(mr);
-    close_obj(cq);
-    close_obj(pd);
+    inj_close_obj(sep);
+    inj_close_obj(mw);
+    inj_close_obj(l);
+    inj_close_obj(c);
+    inj_close_obj(qps);
+    inj_close_obj(qp);
+    inj_close_obj(srq);
+    inj_close_obj(frmr);
+    inj_close_obj(mr);
+    inj_close_obj(cq);
+    inj_close_obj(pd);
 }
 
 static void connection(void)
 {
-    conn_life(&A, &B);
+    inj_conn_life(&A, &B);
 }
 
 static void test_open_adapter(void)
@@ -208,7 +208,7 @@ int main(void)
         return 1;
     }
     /* The scenario works before anything is made to fail. */
-    if (!conn_life(&A, &B)) {
+    if (!inj_conn_life(&A, &B)) {
         fprintf(stderr, "the connection scenario fails without any injected failure\n");
         return 1;
     }

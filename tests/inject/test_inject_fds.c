@@ -16,26 +16,12 @@
  */
 #include "injconn.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 
-static struct side A, B;
+static struct inj_side A, B;
 static struct rlimit g_nofile;
-
-/* Descriptors open now. */
-static unsigned open_fds(void)
-{
-    unsigned n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return 0;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n - 3; /* ".", ".." and the directory's own */
-}
 
 /* Allows exactly k more descriptors: the soft limit just above the k-th
  * free descriptor number (a new descriptor takes the lowest free one). */
@@ -69,7 +55,7 @@ static unsigned sweep(const char *name, bool (*fn)(void))
 {
     CHECK(settled());
     long base = inj_live();
-    unsigned fds = open_fds();
+    unsigned fds = tl_open_fds();
     unsigned k;
     for (k = 0; k < 32; k++) {
         int before = tl_failures;
@@ -88,11 +74,11 @@ static unsigned sweep(const char *name, bool (*fn)(void))
         CHECK(tries <= 100); /* a listener out of descriptors does not spin */
         CHECK(settled());
         CHECK_EQ(inj_live(), base);
-        CHECK_EQ(open_fds(), fds);
-        CHECK(conn_life(&A, &B));
+        CHECK_EQ(tl_open_fds(), fds);
+        CHECK(inj_conn_life(&A, &B));
         CHECK(settled());
         CHECK_EQ(inj_live(), base);
-        CHECK_EQ(open_fds(), fds);
+        CHECK_EQ(tl_open_fds(), fds);
         if (tl_failures != before)
             fprintf(stderr, "  [%s] with %u descriptors to spare\n", name, k);
         if (through && inj_problems() == problems)
@@ -115,7 +101,7 @@ static bool open_close(void)
 
 static bool connection(void)
 {
-    return conn_life(&A, &B);
+    return inj_conn_life(&A, &B);
 }
 
 static void test_open_adapter(void)
@@ -139,7 +125,7 @@ int main(void)
         fprintf(stderr, "cannot open the loopback adapter\n");
         return 1;
     }
-    if (!conn_life(&A, &B)) {
+    if (!inj_conn_life(&A, &B)) {
         fprintf(stderr, "the connection scenario fails with descriptors to spare\n");
         return 1;
     }

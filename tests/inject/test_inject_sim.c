@@ -1,6 +1,6 @@
 /*
  * Out of memory at every allocation of a data exchange, in the sim
- * (tests/sim/simnet.h: two QPs over an in-memory transport, every byte moved
+ * (tests/testlib/simnet.h: two QPs over an in-memory transport, every byte moved
  * by the test thread, so a run is exactly repeatable). For each N the N-th
  * allocation libndk makes fails (inject.h) along:
  *   - the set-up: PDs, CQs, QPs, the registered arenas, and ndk_qp_start

@@ -8,14 +8,10 @@
  * Needs root (or CAP_SYS_ADMIN) for unshare(CLONE_NEWNET); without it the
  * program reports itself skipped (exit 77).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* unshare() */
-#endif
 #include <net/if.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 
-#include "../conformance/ndktest.h"
+#include "ndktest.h"
 
 static const NDK_VERSION v21 = {2, 1};
 
@@ -89,15 +85,8 @@ NT_CASE(up_opens)
 int main(void)
 {
     /* Before any thread exists: a namespace applies to the calling thread. */
-    if (unshare(CLONE_NEWNET) != 0) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "unshare(CLONE_NEWNET) failed: %s (needs root/CAP_SYS_ADMIN and network "
-                 "namespaces)",
-                 strerror(errno));
-        tl_skip_all(why);
+    if (!tl_unshare_netns())
         return tl_finish();
-    }
     /* In this order: each case leaves lo as the next one expects. */
     RUN(no_address_is_not_an_adapter);
     RUN(down_with_address_is_not_ready);

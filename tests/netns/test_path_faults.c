@@ -42,7 +42,7 @@
 #include <stdarg.h>
 #include <sys/wait.h>
 
-#include "../conformance/dptest.h"
+#include "dptest.h"
 
 static char ns_cli[32], ns_rtr[32], ns_srv[32];
 static int fd_cli = -1, fd_srv = -1;

@@ -11,15 +11,11 @@
  * descriptors (RLIMIT_NOFILE); without them the program reports itself
  * skipped (exit 77).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* unshare() */
-#endif
 #include <net/if.h>
-#include <sched.h>
 #include <sys/ioctl.h>
 #include <sys/resource.h>
 
-#include "../conformance/ndktest.h"
+#include "ndktest.h"
 
 #define FIRST 49152u
 #define LAST 65535u
@@ -149,15 +145,8 @@ int main(void)
 {
     /* First, before any thread exists: a namespace applies to the calling
      * thread, and the adapters' progress threads must inherit it. */
-    if (unshare(CLONE_NEWNET) != 0) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "unshare(CLONE_NEWNET) failed: %s (needs root/CAP_SYS_ADMIN and network "
-                 "namespaces)",
-                 strerror(errno));
-        tl_skip_all(why);
+    if (!tl_unshare_netns())
         return tl_finish();
-    }
     if (!lo_up()) {
         tl_skip_all("cannot bring lo up in the new namespace");
         return tl_finish();

@@ -3,24 +3,19 @@
  * network namespace whose routes the test controls:
  *   - no route at all (only lo is up)      -> STATUS_NETWORK_UNREACHABLE
  *   - an "unreachable" route (RTN_UNREACHABLE) -> STATUS_HOST_UNREACHABLE
- * (reference 5.10.1; the kernel reports ENETUNREACH / EHOSTUNREACH at once,
+ * (NdkConnect; the kernel reports ENETUNREACH / EHOSTUNREACH at once,
  * so no timer is involved). Either status may come inline or through the
  * completion.
  *
  * Needs root (or CAP_SYS_ADMIN) for unshare(CLONE_NEWNET) and the ip tool;
  * without them the whole program reports itself skipped (exit 77).
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE /* unshare() */
-#endif
-#include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* The NDK harness of the wire tests (adapter, CQ, PD, QP, bounded waits). */
-#include "../conformance/rawpeer.h"
+#include "rawpeer.h"
 #include "testlib.h"
 
 /* Connects from 127.0.0.1 (adapter "lo") to dst:5000 and returns the final
@@ -71,15 +66,8 @@ int main(void)
 {
     /* First, before any thread exists: a namespace applies to the calling
      * thread, and the adapter's progress thread must inherit it. */
-    if (unshare(CLONE_NEWNET) != 0) {
-        char why[160];
-        snprintf(why, sizeof why,
-                 "unshare(CLONE_NEWNET) failed: %s (needs root/CAP_SYS_ADMIN and network "
-                 "namespaces)",
-                 strerror(errno));
-        tl_skip_all(why);
+    if (!tl_unshare_netns())
         return tl_finish();
-    }
     if (system("command -v ip >/dev/null 2>&1") != 0) {
         tl_skip_all("the ip tool (iproute2) is not installed");
         return tl_finish();

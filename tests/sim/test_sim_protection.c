@@ -2,8 +2,9 @@
  * Protection violations, one per run: A (the requester) does something B
  * (the victim) must refuse. Checked for each:
  *
- *  - the exact Terminate B puts on the wire (iwarp.md 1.10, 3.9): it is the
- *    only Terminate, the last FPDU B sends, with a correct pad and CRC; its
+ *  - the exact Terminate B puts on the wire (RFC 5040 section 7, docs/rules.md
+ *    R1-R22): it is the only Terminate, the last FPDU B sends, with a
+ *    correct pad and CRC; its
  *    own header is untagged, L=1, opcode 7, QN 2, MSN 1, MO 0; its control
  *    word has the expected (layer, etype, code), M/D/R and no reserved bit;
  *    the copied DDP header is octet for octet that of the offending FPDU as
@@ -256,7 +257,8 @@ static void check_terminate(const struct sim_net *net, const struct expect *e, c
         return;
     CHECK(sim_fpdu_trailer_ok(&term, net->cfg.crc));
     CHECK_EQ(term.ulpdu_len, e->term_len);
-    /* The Terminate's own header (iwarp.md 1.9): 41 47, 0, QN 2, MSN 1, MO 0. */
+    /* The Terminate's own header (RFC 5040 section 4.8): 41 47, 0, QN 2,
+     * MSN 1, MO 0. */
     CHECK_EQ(term.ulpdu[0], 0x41);
     CHECK_EQ(term.ulpdu[1], 0x47);
     CHECK_EQ(ddp_rd32(term.ulpdu + 2), 0);
@@ -284,7 +286,7 @@ static void check_terminate(const struct sim_net *net, const struct expect *e, c
     CHECK_EQ(tm.ddp_hdr_copy_len, hlen);
     if (tm.ddp_hdr_copy && tm.ddp_hdr_copy_len == hlen)
         CHECK(memcmp(tm.ddp_hdr_copy, off.ulpdu, hlen) == 0);
-    /* DDP Segment Length: the offender's ULPDU_Length (term.h, iwarp.md 4.3). */
+    /* DDP Segment Length: the offender's ULPDU_Length (src/wire/term.h). */
     CHECK_EQ(tm.seg_len, off.ulpdu_len);
     if (e->r) {
         CHECK(tm.rdma_hdr_copy != NULL);
@@ -295,7 +297,7 @@ static void check_terminate(const struct sim_net *net, const struct expect *e, c
     }
 }
 
-/* A never sends a Terminate (one is never answered, iwarp.md 3.9 row 24). */
+/* A never sends a Terminate (one is never answered: rule R24). */
 static void check_requester_silent(const struct sim_net *net)
 {
     size_t pos = 0;
@@ -650,7 +652,8 @@ static void run_ird(bool connector_teardown, uint32_t ird)
     check_terminate(net, &e, &o);
     check_requester_silent(net);
     /* The first FPDU B ever sends is the Terminate: no Read Response had
-     * started, so none may go ahead of it (iwarp.md 3.7). */
+     * started, so none may go ahead of it (docs/behaviour.md, Terminates:
+     * at the next FPDU boundary). */
     struct sim_fpdu f;
     size_t pos = 0;
     bool first = sim_next_fpdu(net->dir[SIM_B].log, net->dir[SIM_B].len, &pos, &f);

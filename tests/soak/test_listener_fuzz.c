@@ -24,9 +24,7 @@
 #include <stdatomic.h>
 #include <time.h>
 
-/* Request records are never reused (rawpeer.h): enough for a long run. */
-#define NK_POOL (1u << 18)
-#include "../conformance/rawpeer.h"
+#include "rawpeer.h"
 
 /* The sanitizers' allocators keep freed memory (quarantine, history): no
  * RSS check there; LeakSanitizer's check at exit covers leaks instead. */
@@ -250,40 +248,13 @@ out:
     return ok;
 }
 
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[128];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
-
-static int open_fds(void)
-{
-    char cmd[64];
-    snprintf(cmd, sizeof cmd, "ls /proc/%d/fd | wc -l", (int)getpid());
-    FILE *p = popen(cmd, "r");
-    int n = -1;
-    if (p) {
-        if (fscanf(p, "%d", &n) != 1)
-            n = -1;
-        pclose(p);
-    }
-    return n - 1; /* the pipe of popen itself */
-}
-
 /* Good clients for `seconds` (while the request pool lasts); false at the
  * first failure. */
 static bool good_clients_for(nk_world *w, nk_listener *l, unsigned seconds, unsigned *done)
 {
     uint64_t dl = rp_deadline(seconds * 1000u);
     while (rp_ms_left(dl) > 0) {
-        if (nk_pool_used >= NK_POOL - 64 - 4 * FUZZ_ACCEPTED_MAX) {
+        if (nt_ops_left() <= 64 + 4 * FUZZ_ACCEPTED_MAX) {
             fprintf(stderr, "    request pool used up: the attack ends early\n");
             break;
         }
@@ -297,8 +268,6 @@ static bool good_clients_for(nk_world *w, nk_listener *l, unsigned seconds, unsi
 
 static void listener_under_fuzz(void)
 {
-    /* Touch the request pool now, so that its pages are in the baseline. */
-    memset(nk_pool, 0, sizeof nk_pool);
     const char *env = getenv("FUZZ_SECONDS");
     unsigned secs = env && atoi(env) > 0 ? (unsigned)atoi(env) : 12;
     NDK_OPEN_OPTIONS o = nk_options();
@@ -311,17 +280,17 @@ static void listener_under_fuzz(void)
     port = l->port;
     unsigned good = 0;
     CHECK(good_client(w, l));
-    int fds_start = open_fds();
+    unsigned fds_start = tl_open_fds();
     pthread_t th;
     REQUIRE(pthread_create(&th, NULL, fuzzer_main, NULL) == 0);
     uint64_t t_attack = tl_now_ns();
     /* Warm-up: the allocator's arenas fill; then the RSS baseline. */
     bool ok = good_clients_for(w, l, 2, &good);
-    long rss0 = rss_kib();
-    int fds0 = open_fds();
+    long rss0 = tl_rss_kib();
+    unsigned fds0 = tl_open_fds();
     ok = ok && good_clients_for(w, l, secs, &good);
-    long rss1 = rss_kib();
-    int fds1 = open_fds();
+    long rss1 = tl_rss_kib();
+    unsigned fds1 = tl_open_fds();
     atomic_store(&stop, true);
     pthread_join(th, NULL);
     double attack_s = (double)(tl_now_ns() - t_attack) / 1e9;
@@ -329,7 +298,7 @@ static void listener_under_fuzz(void)
     CHECK(ok);
     fprintf(stderr,
             "    %.1f s: %u good connections; fuzzer: %u mutated Requests, %u handshakes with %u mutated FPDUs, "
-            "%u half-open\n    RSS %ld -> %ld KiB, descriptors %d -> %d\n",
+            "%u half-open\n    RSS %ld -> %ld KiB, descriptors %u -> %u\n",
             attack_s, good, atomic_load(&n_requests), atomic_load(&n_handshakes), atomic_load(&n_fpdus),
             atomic_load(&n_half_open), rss0, rss1, fds0, fds1);
     CHECK(good >= 10);
@@ -346,14 +315,14 @@ static void listener_under_fuzz(void)
      * MpaRequestTimeoutMs): the descriptors come back to where they were
      * before the attack. Stray connect events still queued are closed. */
     uint64_t dl = rp_deadline(3 * o.MpaRequestTimeoutMs + NK_WAIT_MS);
-    int fds2 = open_fds();
+    unsigned fds2 = tl_open_fds();
     while (fds2 > fds_start && rp_ms_left(dl) > 0) {
         NDK_CONNECTOR *e = nk_next_event(l, 100); /* a bounded pause */
         if (e)
             NK_CLOSE(e);
-        fds2 = open_fds();
+        fds2 = tl_open_fds();
     }
-    fprintf(stderr, "    descriptors before the attack %d, after it ended %d\n", fds_start, fds2);
+    fprintf(stderr, "    descriptors before the attack %u, after it ended %u\n", fds_start, fds2);
     CHECK(fds2 <= fds_start);
     /* And the listener still serves. */
     for (NDK_CONNECTOR *e; (e = nk_next_event(l, 0)) != NULL;)
@@ -366,6 +335,9 @@ static void listener_under_fuzz(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    /* Call records are never reused (rawpeer.h): enough for a long run,
+     * touched now, so that their pages are in the RSS baseline. */
+    nt_ops_reserve(1u << 18);
     RUN(listener_under_fuzz);
     return tl_finish();
 }

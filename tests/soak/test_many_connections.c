@@ -15,25 +15,11 @@
 #include <sys/resource.h>
 #include <sys/wait.h>
 
-#define NK_POOL (1u << 17) /* about 6 request records per connection */
-#include "../conformance/rawpeer.h"
+#include "rawpeer.h"
 
 #define MSG 64u
 
 static unsigned conns;
-
-static long rss_kib(void)
-{
-    FILE *f = fopen("/proc/self/status", "r");
-    char line[128];
-    long v = -1;
-    while (f && fgets(line, sizeof line, f))
-        if (sscanf(line, "VmRSS: %ld", &v) == 1)
-            break;
-    if (f)
-        fclose(f);
-    return v;
-}
 
 /* One side: an adapter on 127.0.0.1, a PD, a CQ for every connection, and
  * a registered buffer of MSG octets per connection. */
@@ -157,7 +143,7 @@ static int server_main(int to_client)
         return 1;
     if (write(to_client, &l->port, sizeof l->port) != sizeof l->port)
         return 1;
-    long rss0 = rss_kib();
+    long rss0 = tl_rss_kib();
     srv_tally t = {.s = &s, .seen = calloc(conns, 1)};
     unsigned accepted = 0;
     while (accepted < conns) {
@@ -177,7 +163,7 @@ static int server_main(int to_client)
         }
         accepted++;
     }
-    long rss1 = rss_kib();
+    long rss1 = tl_rss_kib();
     drain_cq(&s, conns, 60000, srv_result, &t);
     fprintf(stderr, "    server: %u accepted, %u messages right, %u wrong; RSS %ld -> %ld KiB (%.1f KiB per connection)\n",
             accepted, t.ok, t.bad, rss0, rss1, (double)(rss1 - rss0) / conns);
@@ -231,7 +217,7 @@ static void many_connections(void)
     static NDK_QP **qs;
     cs = calloc(conns, sizeof *cs);
     qs = calloc(conns, sizeof *qs);
-    long rss0 = ok ? rss_kib() : 0;
+    long rss0 = ok ? tl_rss_kib() : 0;
     uint64_t t0 = tl_now_ns();
     unsigned up = 0;
     for (; ok && up < conns; up++) {
@@ -251,7 +237,7 @@ static void many_connections(void)
         }
     }
     double secs = (double)(tl_now_ns() - t0) / 1e9;
-    long rss1 = rss_kib();
+    long rss1 = tl_rss_kib();
     CHECK_EQ(up, conns);
     unsigned sent_ok = 0;
     if (up == conns) {
@@ -288,6 +274,7 @@ static void many_connections(void)
 int main(void)
 {
     signal(SIGPIPE, SIG_IGN);
+    nt_ops_reserve(1u << 17); /* about 6 call records per connection */
     RUN(many_connections);
     return tl_finish();
 }

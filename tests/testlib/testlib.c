@@ -1,7 +1,9 @@
 #include "testlib.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -166,4 +168,41 @@ uint64_t tl_now_ns(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+bool tl_unshare_netns(void)
+{
+    if (unshare(CLONE_NEWNET) == 0)
+        return true;
+    char why[160];
+    snprintf(why, sizeof why,
+             "unshare(CLONE_NEWNET) failed: %s (needs root/CAP_SYS_ADMIN and network namespaces)",
+             strerror(errno));
+    tl_skip_all(why);
+    return false;
+}
+
+long tl_rss_kib(void)
+{
+    FILE *f = fopen("/proc/self/status", "r");
+    char line[128];
+    long v = -1;
+    while (f && fgets(line, sizeof line, f))
+        if (sscanf(line, "VmRSS: %ld", &v) == 1)
+            break;
+    if (f)
+        fclose(f);
+    return v;
+}
+
+unsigned tl_open_fds(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n - 3; /* ".", ".." and the directory's own */
 }

@@ -88,4 +88,17 @@ unsigned tl_event_count(tl_event *e);
 
 uint64_t tl_now_ns(void);
 
+/* Moves the calling thread into a network namespace of its own (only lo,
+ * down). Call it first, before any thread exists: a namespace applies to
+ * the calling thread, and the adapters' progress threads inherit it. False,
+ * with the whole program marked skipped (tl_skip_all), where the process may
+ * not (it needs root or CAP_SYS_ADMIN). */
+bool tl_unshare_netns(void);
+
+/* The process's resident set (VmRSS) in KiB; -1 when unknown. */
+long tl_rss_kib(void);
+
+/* The process's open file descriptors. */
+unsigned tl_open_fds(void);
+
 #endif

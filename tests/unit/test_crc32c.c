@@ -1,9 +1,10 @@
-/* CRC32c: the known-answer vectors of iwarp.md 4.3 and the CRCs of FPDUs
- * recorded against Linux siw, through every implementation path. */
+/* CRC32c (the MPA FPDU CRC of RFC 5044): known-answer vectors and the CRCs
+ * of FPDUs recorded against Linux siw, through every implementation path. */
 #include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "rawframe.h"
 #include "testlib.h"
 #include "wire/crc32c.h"
 
@@ -23,37 +24,10 @@ static const struct {
 };
 #define NPATHS (sizeof(paths) / sizeof(paths[0]))
 
-/* Hex with optional spaces; returns the octet count. */
-static size_t unhex(const char *s, uint8_t *out, size_t cap)
-{
-    size_t n = 0;
-    int hi = -1;
-    for (; *s; s++) {
-        int v;
-        if (*s >= '0' && *s <= '9')
-            v = *s - '0';
-        else if (*s >= 'a' && *s <= 'f')
-            v = *s - 'a' + 10;
-        else if (*s >= 'A' && *s <= 'F')
-            v = *s - 'A' + 10;
-        else
-            continue;
-        if (hi < 0) {
-            hi = v;
-        } else {
-            if (n < cap)
-                out[n] = (uint8_t)(hi << 4 | v);
-            n++;
-            hi = -1;
-        }
-    }
-    return n;
-}
-
 static uint32_t wire_le(const char *wire)
 {
     uint8_t w[4];
-    unhex(wire, w, 4);
+    rp_unhex(wire, w, 4);
     return (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 | (uint32_t)w[3] << 24;
 }
 
@@ -89,7 +63,7 @@ static void check_vector(const uint8_t *d, size_t n, uint32_t expect)
 static void check_hex_vector(const char *hex, size_t expect_len, const char *wire)
 {
     uint8_t buf[256];
-    size_t n = unhex(hex, buf, sizeof(buf));
+    size_t n = rp_unhex(hex, buf, sizeof(buf));
     REQUIRE(n <= sizeof(buf));
     CHECK_EQ(n, expect_len);
     check_vector(buf, n, wire_le(wire));
@@ -200,15 +174,15 @@ static void test_siw_capture_crcs(void)
 {
     for (size_t i = 0; i < sizeof(capture_fpdus) / sizeof(capture_fpdus[0]); i++) {
         uint8_t b[128];
-        size_t n = unhex(capture_fpdus[i], b, sizeof(b));
+        size_t n = rp_unhex(capture_fpdus[i], b, sizeof(b));
         REQUIRE(n <= sizeof(b) && n >= 8 && n % 4 == 0);
         size_t body = n - 4;
         uint32_t field = (uint32_t)b[body] | (uint32_t)b[body + 1] << 8 |
                          (uint32_t)b[body + 2] << 16 | (uint32_t)b[body + 3] << 24;
         for (size_t p = 0; p < NPATHS; p++)
             CHECK_EQ(run(paths[p].fn, b, body), field);
-        /* Receiver shortcut of iwarp.md 4.4: data plus the CRC octets leave
-         * the fixed residue in the un-inverted register. */
+        /* A receiver's shortcut: data plus the CRC octets leave CRC32c's fixed
+         * residue in the un-inverted register. */
         CHECK_EQ(crc32c_update(crc32c_init(), b, n), 0xB798B438u);
         CHECK_EQ(crc32c_update_portable(crc32c_init(), b, n), 0xB798B438u);
     }

@@ -1,5 +1,7 @@
-/* Unit tests for src/wire/ddp.[ch]: header codec, the vectors of iwarp.md
- * 4.3, the siw captures, every check of iwarp.md 3.9 with its Terminate. */
+/* Unit tests for src/wire/ddp.[ch]: header codec, known-answer FPDUs, the
+ * siw captures, every receive check of docs/rules.md (R3-R22) with its
+ * Terminate. */
+#include "rawframe.h"
 #include "testlib.h"
 #include "wire/ddp.h"
 
@@ -7,62 +9,6 @@
 #include <string.h>
 
 /* ---- helpers ---- */
-
-/* Hex string (spaces ignored) to octets; returns the count. */
-static size_t hex(const char *s, uint8_t *out, size_t cap)
-{
-    size_t n = 0;
-    int hi = -1;
-    for (; *s; s++) {
-        int v;
-        if (*s >= '0' && *s <= '9')
-            v = *s - '0';
-        else if (*s >= 'a' && *s <= 'f')
-            v = *s - 'a' + 10;
-        else if (*s >= 'A' && *s <= 'F')
-            v = *s - 'A' + 10;
-        else
-            continue;
-        if (hi < 0) {
-            hi = v;
-        } else {
-            if (n < cap)
-                out[n] = (uint8_t)(hi << 4 | v);
-            n++;
-            hi = -1;
-        }
-    }
-    return n;
-}
-
-/* Bit-wise CRC32c as in iwarp.md 4.4; independent of src/wire on purpose. */
-static uint32_t crc32c_bitwise(const uint8_t *p, size_t n)
-{
-    uint32_t crc = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ ((crc & 1) ? 0x82F63B78u : 0);
-    }
-    return crc ^ 0xFFFFFFFFu;
-}
-
-/* length + ULPDU + zero pad + CRC (LSB first): a whole FPDU. */
-static size_t frame(const uint8_t *ulpdu, size_t len, uint8_t *out)
-{
-    out[0] = (uint8_t)(len >> 8);
-    out[1] = (uint8_t)len;
-    memcpy(out + 2, ulpdu, len);
-    size_t n = 2 + len;
-    while (n % 4)
-        out[n++] = 0;
-    uint32_t c = crc32c_bitwise(out, n);
-    out[n++] = (uint8_t)c;
-    out[n++] = (uint8_t)(c >> 8);
-    out[n++] = (uint8_t)(c >> 16);
-    out[n++] = (uint8_t)(c >> 24);
-    return n;
-}
 
 static bool term_is(const struct ddp_term *t, int layer, int etype, int code, bool d, bool r)
 {
@@ -84,7 +30,8 @@ static enum ddp_result decode_exact(const uint8_t *p, size_t avail, size_t ulpdu
 }
 
 static const uint8_t opcode_ctrl_pairs[][4] = {
-    /* opcode, tagged, non-last (octet 2, 3) per iwarp.md 1.6 ... */
+    /* opcode, tagged, non-last (octet 2, 3): RFC 5041 section 4, RFC 5040
+     * section 4.1 ... */
     {RDMAP_OP_WRITE, 1, 0x81, 0x40},    {RDMAP_OP_READ_REQ, 0, 0x01, 0x41},
     {RDMAP_OP_READ_RESP, 1, 0x81, 0x42}, {RDMAP_OP_SEND, 0, 0x01, 0x43},
     {RDMAP_OP_SEND_INV, 0, 0x01, 0x44},  {RDMAP_OP_SEND_SE, 0, 0x01, 0x45},
@@ -112,7 +59,8 @@ static void test_constants(void)
 
 static void test_hdr_len(void)
 {
-    /* The (octet 2, octet 3) pairs of iwarp.md 1.6 and the sizes of 1.9. */
+    /* The (octet 2, octet 3) pairs and each opcode's header size (RFC 5041
+     * section 4, RFC 5040 section 4). */
     CHECK_EQ(ddp_hdr_len(0x81, 0x40), 14);
     CHECK_EQ(ddp_hdr_len(0xC1, 0x40), 14);
     CHECK_EQ(ddp_hdr_len(0x41, 0x41), 46);
@@ -244,18 +192,18 @@ static void test_encode_cap(void)
 
 static void test_crc_helper(void)
 {
-    CHECK_EQ(crc32c_bitwise((const uint8_t *)"123456789", 9), 0xE3069283u);
+    CHECK_EQ(rp_crc32c((const uint8_t *)"123456789", 9), 0xE3069283u);
     uint8_t z[32] = {0};
-    CHECK_EQ(crc32c_bitwise(z, 32), 0x8A9136AAu);
+    CHECK_EQ(rp_crc32c(z, 32), 0x8A9136AAu);
 }
 
-/* iwarp.md 4.3: build each ULPDU with the encoders, frame it, compare the
+/* Known-answer FPDUs: build each ULPDU with the encoders, frame it, compare the
  * whole FPDU and its CRC; then decode it back. */
 static void check_fpdu(const uint8_t *ulpdu, size_t len, const char *want_hex)
 {
     uint8_t want[128], got[128];
-    size_t wn = hex(want_hex, want, sizeof(want));
-    size_t gn = frame(ulpdu, len, got);
+    size_t wn = rp_unhex(want_hex, want, sizeof(want));
+    size_t gn = rp_fpdu(got, ulpdu, len, true);
     CHECK_EQ(gn, wn);
     CHECK(memcmp(got, want, wn < gn ? wn : gn) == 0);
 }
@@ -357,12 +305,12 @@ static void test_siw_captures(void)
 {
     for (size_t i = 0; i < sizeof(captures) / sizeof(captures[0]); i++) {
         uint8_t f[128];
-        size_t n = hex(captures[i].hex, f, sizeof(f));
+        size_t n = rp_unhex(captures[i].hex, f, sizeof(f));
         size_t ulen = ddp_rd16(f);
         size_t pad = (4 - ((2 + ulen) % 4)) % 4;
         REQUIRE(n == 2 + ulen + pad + 4);
         if (captures[i].crc) {
-            uint32_t c = crc32c_bitwise(f, 2 + ulen + pad);
+            uint32_t c = rp_crc32c(f, 2 + ulen + pad);
             const uint8_t *w = f + 2 + ulen + pad;
             CHECK_EQ(c, (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 |
                             (uint32_t)w[3] << 24);
@@ -380,13 +328,13 @@ static void test_siw_captures(void)
     struct ddp_term t;
     uint8_t f[128];
     /* Spot-check decoded values against the capture annotations. */
-    hex(captures[0].hex, f, sizeof(f));
+    rp_unhex(captures[0].hex, f, sizeof(f));
     REQUIRE(ddp_decode(f + 2, 34, 34, &h, &t) == DDP_OK);
     CHECK(!h.tagged && h.last && h.opcode == RDMAP_OP_SEND && h.qn == 0 && h.msn == 1 && h.mo == 0);
     CHECK(ddp_rd64(f + 20) == 0x56491e8df370ull);
     CHECK_EQ(ddp_rd32(f + 28), 0x0e616f00u);
 
-    hex(captures[1].hex, f, sizeof(f));
+    rp_unhex(captures[1].hex, f, sizeof(f));
     REQUIRE(ddp_decode(f + 2, 46, 46, &h, &t) == DDP_OK);
     CHECK(h.opcode == RDMAP_OP_READ_REQ && h.qn == 1 && h.msn == 1 && h.mo == 0);
     CHECK_EQ(h.rreq.sink_stag, 0x00abc100u);
@@ -395,7 +343,7 @@ static void test_siw_captures(void)
     CHECK_EQ(h.rreq.src_stag, 0x0e616f00u);
     CHECK(h.rreq.src_to == 0x56491e8df370ull);
 
-    hex(captures[3].hex, f, sizeof(f));
+    rp_unhex(captures[3].hex, f, sizeof(f));
     REQUIRE(ddp_decode(f + 2, 46, 46, &h, &t) == DDP_OK);
     CHECK_EQ(h.rreq.sink_stag, 0x1f93e400u);
     CHECK(h.rreq.sink_to == 0x7f8dfc000e00ull);
@@ -406,17 +354,17 @@ static void test_siw_captures(void)
     CHECK_EQ(rdmap_encode_read_request(re, sizeof(re), h.msn, &h.rreq), 46);
     CHECK(memcmp(re, f + 2, 46) == 0);
 
-    hex(captures[2].hex, f, sizeof(f));
+    rp_unhex(captures[2].hex, f, sizeof(f));
     REQUIRE(ddp_decode(f + 2, 14, 78, &h, &t) == DDP_OK);
     CHECK(h.tagged && h.last && h.opcode == RDMAP_OP_READ_RESP);
     CHECK_EQ(h.stag, 0x00abc100u);
     CHECK(h.to == 0x10000);
 
-    hex(captures[5].hex, f, sizeof(f));
+    rp_unhex(captures[5].hex, f, sizeof(f));
     REQUIRE(ddp_decode(f + 2, 14, 78, &h, &t) == DDP_OK);
     CHECK(h.tagged && h.opcode == RDMAP_OP_WRITE && h.stag == 0x00abc100u && h.to == 0x10000);
 
-    hex(captures[7].hex, f, sizeof(f));
+    rp_unhex(captures[7].hex, f, sizeof(f));
     REQUIRE(ddp_decode(f + 2, 18, 34, &h, &t) == DDP_OK);
     CHECK_EQ(h.msn, 2);
 }

@@ -1,5 +1,5 @@
-/* MPA startup frames and FPDU framing, checked against iwarp.md 1.1-1.10, 2
- * and 4.3 and against frames recorded from Linux siw
+/* MPA startup frames and FPDU framing, checked against the layouts of
+ * RFC 5044 and RFC 6581, known-answer frames and frames recorded from Linux siw
  * (shared/interop/captures). Buffers handed to the parsers are allocated to
  * their exact size so that ASan reports any read past them. */
 #include <stdint.h>
@@ -7,35 +7,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "rawframe.h"
 #include "testlib.h"
 #include "wire/crc32c.h"
 #include "wire/mpa.h"
-
-static size_t unhex(const char *s, uint8_t *out, size_t cap)
-{
-    size_t n = 0;
-    int hi = -1;
-    for (; *s; s++) {
-        int v;
-        if (*s >= '0' && *s <= '9')
-            v = *s - '0';
-        else if (*s >= 'a' && *s <= 'f')
-            v = *s - 'a' + 10;
-        else if (*s >= 'A' && *s <= 'F')
-            v = *s - 'A' + 10;
-        else
-            continue;
-        if (hi < 0) {
-            hi = v;
-        } else {
-            if (n < cap)
-                out[n] = (uint8_t)(hi << 4 | v);
-            n++;
-            hi = -1;
-        }
-    }
-    return n;
-}
 
 /* An exactly sized heap copy: reading one octet past it trips ASan. */
 static uint8_t *exact_copy(const uint8_t *src, size_t n)
@@ -85,7 +60,7 @@ static bool same_frame(const struct mpa_frame *a, const struct mpa_frame *b)
            a->pd_len == b->pd_len && (a->pd_len == 0 || memcmp(a->pd, b->pd, a->pd_len) == 0);
 }
 
-/* ---------------- startup frames: captures and iwarp.md 1.3 ---------------- */
+/* ---------------- startup frames: captures and known frames ---------------- */
 
 struct frame_vec {
     const char *what;
@@ -98,7 +73,7 @@ struct frame_vec {
 };
 
 static const struct frame_vec frame_vecs[] = {
-    /* guest-to-host-mpa-request.txt: what siw sends as Initiator (5.2) */
+    /* guest-to-host-mpa-request.txt: what siw sends as Initiator */
     {"siw request", KEY_REQ "10 02 00 04 00 01 00 01", false, false, false, false, true, 2,
      false, 0, 1, 1, 0},
     /* host-to-guest-mpa-v2.txt: siw's accepting Reply */
@@ -122,7 +97,8 @@ static const struct frame_vec frame_vecs[] = {
      MPA_RTR_WRITE, 4, 8, 0},
     {"p2p reply", KEY_REP "10 02 00 04 80 08 80 04", true, false, false, false, true, 2, true,
      MPA_RTR_WRITE, 8, 4, 0},
-    /* iwarp.md 1.3: p2p offering Write+Read, and the Reply picking Write */
+    /* Peer-to-peer (RFC 6581): the Request offering Write and Read RTRs, the
+     * Reply picking Write */
     {"doc p2p request", KEY_REQ "10 02 00 04 80 10 C0 10", false, false, false, false, true, 2,
      true, MPA_RTR_WRITE | MPA_RTR_READ, 16, 16, 0},
     {"doc p2p reply", KEY_REP "10 02 00 04 80 10 80 10", true, false, false, false, true, 2, true,
@@ -154,7 +130,7 @@ static void test_capture_frames_decode(void)
     for (size_t i = 0; i < sizeof(frame_vecs) / sizeof(frame_vecs[0]); i++) {
         const struct frame_vec *v = &frame_vecs[i];
         uint8_t tmp[64];
-        size_t n = unhex(v->hex, tmp, sizeof(tmp));
+        size_t n = rp_unhex(v->hex, tmp, sizeof(tmp));
         uint8_t *b = exact_copy(tmp, n);
         REQUIRE(b);
         tl_current = v->what;
@@ -195,7 +171,7 @@ static void test_encode_doc_frames(void)
 {
     uint8_t out[MPA_FRAME_MAX], want[64];
     struct mpa_frame f = {.reply = true, .enhanced = true, .rev = 2, .ird = 1, .ord = 1};
-    size_t n = unhex(KEY_REP "10 02 00 04 00 01 00 01", want, sizeof(want));
+    size_t n = rp_unhex(KEY_REP "10 02 00 04 00 01 00 01", want, sizeof(want));
     CHECK_EQ(mpa_frame_encode(&f, out, sizeof(out)), n);
     CHECK(memcmp(out, want, n) == 0);
     f.crc = true;
@@ -204,24 +180,24 @@ static void test_encode_doc_frames(void)
 
     struct mpa_frame req = {.enhanced = true, .rev = 2, .p2p = true,
                             .rtr = MPA_RTR_WRITE | MPA_RTR_READ, .ird = 16, .ord = 16};
-    n = unhex(KEY_REQ "10 02 00 04 80 10 C0 10", want, sizeof(want));
+    n = rp_unhex(KEY_REQ "10 02 00 04 80 10 C0 10", want, sizeof(want));
     CHECK_EQ(mpa_frame_encode(&req, out, sizeof(out)), n);
     CHECK(memcmp(out, want, n) == 0);
 
     struct mpa_frame rej = {.reply = true, .reject = true, .enhanced = true, .rev = 2};
-    n = unhex(KEY_REP "30 02 00 04 00 00 00 00", want, sizeof(want));
+    n = rp_unhex(KEY_REP "30 02 00 04 00 00 00 00", want, sizeof(want));
     CHECK_EQ(mpa_frame_encode(&rej, out, sizeof(out)), n);
     CHECK(memcmp(out, want, n) == 0);
 
     struct mpa_frame v1 = {.rev = 1};
-    n = unhex(KEY_REQ "00 01 00 00", want, sizeof(want));
+    n = rp_unhex(KEY_REQ "00 01 00 00", want, sizeof(want));
     CHECK_EQ(mpa_frame_size(&v1), 20);
     CHECK_EQ(mpa_frame_encode(&v1, out, sizeof(out)), n);
     CHECK(memcmp(out, want, n) == 0);
 
     /* Word fields are not on the wire without S, whatever they hold. */
     struct mpa_frame plain = {.rev = 2, .p2p = false, .rtr = MPA_RTR_READ, .ird = 0x7FFF};
-    n = unhex(KEY_REQ "00 02 00 00", want, sizeof(want));
+    n = rp_unhex(KEY_REQ "00 02 00 00", want, sizeof(want));
     CHECK_EQ(mpa_frame_encode(&plain, out, sizeof(out)), n);
     CHECK(memcmp(out, want, n) == 0);
 }
@@ -359,7 +335,7 @@ static void test_reader_trailing_fpdu(void)
 {
     /* A Reply with a Write RTR right behind it, as one segment. */
     uint8_t tmp[64];
-    size_t n = unhex(KEY_REP "10 02 00 04 80 10 80 10 "
+    size_t n = rp_unhex(KEY_REP "10 02 00 04 80 10 80 10 "
                              "00 0E C1 40 00 00 00 01 00 00 00 00 00 00 00 00 EB D3 4C 5F",
                      tmp, sizeof(tmp));
     REQUIRE(n == 44);
@@ -415,7 +391,7 @@ static void test_reader_trailing_fpdu(void)
 static void expect_error(const char *hex, bool expect_reply, uint16_t limit, enum mpa_result want)
 {
     static uint8_t tmp[MPA_FRAME_MAX + 64];
-    size_t n = unhex(hex, tmp, sizeof(tmp));
+    size_t n = rp_unhex(hex, tmp, sizeof(tmp));
     if (n > sizeof(tmp))
         n = sizeof(tmp);
     uint8_t *b = exact_copy(tmp, n);
@@ -482,7 +458,7 @@ static void test_reader_errors(void)
     /* Reserved flag bits are ignored, not errors. */
     {
         uint8_t tmp[64];
-        size_t n = unhex(KEY_REQ "1F 02 00 04 00 01 00 01", tmp, sizeof(tmp));
+        size_t n = rp_unhex(KEY_REQ "1F 02 00 04 00 01 00 01", tmp, sizeof(tmp));
         struct mpa_reader r;
         struct mpa_frame f;
         size_t used;
@@ -493,7 +469,7 @@ static void test_reader_errors(void)
     /* B/C/D without A are ignored on receipt; IRD/ORD still reported. */
     {
         uint8_t tmp[64];
-        size_t n = unhex(KEY_REQ "10 02 00 04 40 05 C0 06", tmp, sizeof(tmp));
+        size_t n = rp_unhex(KEY_REQ "10 02 00 04 40 05 C0 06", tmp, sizeof(tmp));
         struct mpa_reader r;
         struct mpa_frame f;
         size_t used;
@@ -595,7 +571,7 @@ static void test_choose_rtr(void)
     CHECK_EQ(mpa_choose_rtr(&v1, true), 0);
     /* A decoded cxgb4-style Request (A + Read only) with a Read-capable ULP. */
     uint8_t tmp[64];
-    size_t n = unhex(KEY_REQ "50 02 00 04 80 01 40 01", tmp, sizeof(tmp));
+    size_t n = rp_unhex(KEY_REQ "50 02 00 04 80 01 40 01", tmp, sizeof(tmp));
     struct mpa_reader r;
     struct mpa_frame f;
     size_t used;
@@ -761,12 +737,12 @@ static void test_fpdu_peek_errors(void)
     CHECK_EQ(mpa_fpdu_peek(out, n, true, 31, &flen, &p, &ulen), MPA_FPDU_ERR_LENGTH);
 }
 
-/* ---------------- control FPDUs (iwarp.md 2.1, 4.3) ---------------- */
+/* ------------- control FPDUs: the RTRs of RFC 6581, Terminates ------------- */
 
 static void expect_octets(const uint8_t *got, size_t n, const char *hex)
 {
     uint8_t want[128];
-    size_t wn = unhex(hex, want, sizeof(want));
+    size_t wn = rp_unhex(hex, want, sizeof(want));
     CHECK_EQ(n, wn);
     if (n == wn && memcmp(got, want, n) != 0) {
         tl_failures++;
@@ -855,7 +831,7 @@ static struct mpa_rtr_info classify_exact(const uint8_t *u, size_t ulen)
 static struct mpa_rtr_info classify_hex(const char *hex)
 {
     uint8_t tmp[128];
-    size_t n = unhex(hex, tmp, sizeof(tmp));
+    size_t n = rp_unhex(hex, tmp, sizeof(tmp));
     return classify_exact(tmp + 2, n - 2);
 }
 
@@ -863,7 +839,7 @@ static struct mpa_rtr_info classify_hex(const char *hex)
 static void check_truncations(const char *hex)
 {
     uint8_t tmp[128];
-    size_t n = unhex(hex, tmp, sizeof(tmp)) - 2;
+    size_t n = rp_unhex(hex, tmp, sizeof(tmp)) - 2;
     for (size_t len = 0; len < n; len++)
         CHECK_EQ(classify_exact(tmp + 2, len).kind, MPA_RTR_KIND_OTHER);
     /* And a longer one (payload attached) too. */
@@ -1010,7 +986,7 @@ static void test_capture_fpdus(void)
     size_t sizes[16];
     size_t count = sizeof(capture_fpdus) / sizeof(capture_fpdus[0]);
     for (size_t k = 0; k < count; k++) {
-        sizes[k] = unhex(capture_fpdus[k], stream + total, sizeof(stream) - total);
+        sizes[k] = rp_unhex(capture_fpdus[k], stream + total, sizeof(stream) - total);
         uint8_t *b = exact_copy(stream + total, sizes[k]);
         REQUIRE(b);
         size_t flen = 0, ulen = 0;

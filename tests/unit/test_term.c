@@ -1,66 +1,14 @@
-/* Unit tests for src/wire/term.[ch]: Terminate control words (iwarp.md
- * 1.10), the Terminate vectors of 4.3, the Figure-10 optional parts, robust
- * decoding (length decides, flags cross-checked) and term_describe(). */
+/* Unit tests for src/wire/term.[ch]: Terminate control words (RFC 5040
+ * section 4.8), known-answer Terminates, the optional headers (RFC 5040
+ * section 7, Figure 10), robust decoding (length decides, flags
+ * cross-checked) and term_describe(). */
+#include "rawframe.h"
 #include "testlib.h"
 #include "wire/ddp.h"
 #include "wire/term.h"
 
 #include <stdlib.h>
 #include <string.h>
-
-static size_t hex(const char *s, uint8_t *out, size_t cap)
-{
-    size_t n = 0;
-    int hi = -1;
-    for (; *s; s++) {
-        int v;
-        if (*s >= '0' && *s <= '9')
-            v = *s - '0';
-        else if (*s >= 'a' && *s <= 'f')
-            v = *s - 'a' + 10;
-        else if (*s >= 'A' && *s <= 'F')
-            v = *s - 'A' + 10;
-        else
-            continue;
-        if (hi < 0) {
-            hi = v;
-        } else {
-            if (n < cap)
-                out[n] = (uint8_t)(hi << 4 | v);
-            n++;
-            hi = -1;
-        }
-    }
-    return n;
-}
-
-/* Bit-wise CRC32c of iwarp.md 4.4, kept apart from src/wire. */
-static uint32_t crc32c_bitwise(const uint8_t *p, size_t n)
-{
-    uint32_t crc = 0xFFFFFFFFu;
-    for (size_t i = 0; i < n; i++) {
-        crc ^= p[i];
-        for (int k = 0; k < 8; k++)
-            crc = (crc >> 1) ^ ((crc & 1) ? 0x82F63B78u : 0);
-    }
-    return crc ^ 0xFFFFFFFFu;
-}
-
-static size_t frame(const uint8_t *ulpdu, size_t len, uint8_t *out)
-{
-    out[0] = (uint8_t)(len >> 8);
-    out[1] = (uint8_t)len;
-    memcpy(out + 2, ulpdu, len);
-    size_t n = 2 + len;
-    while (n % 4)
-        out[n++] = 0;
-    uint32_t c = crc32c_bitwise(out, n);
-    out[n++] = (uint8_t)c;
-    out[n++] = (uint8_t)(c >> 8);
-    out[n++] = (uint8_t)(c >> 16);
-    out[n++] = (uint8_t)(c >> 24);
-    return n;
-}
 
 static enum term_dec_result decode_exact(const uint8_t *p, size_t len, struct term_msg *m)
 {
@@ -83,7 +31,7 @@ static struct ddp_term mk(uint8_t layer, uint8_t etype, uint8_t code, bool d, bo
 
 static void test_ctrl_words(void)
 {
-    /* The table "Terminate control words that come up often" (1.10). */
+    /* Terminate control words that come up often. */
     CHECK_EQ(term_ctrl_pack(2, 0, 0x02, false, false, false), 0x20020000u);
     CHECK_EQ(term_ctrl_pack(2, 0, 0x06, false, false, false), 0x20060000u);
     CHECK_EQ(term_ctrl_pack(2, 0, 0x07, false, false, false), 0x20070000u);
@@ -97,7 +45,7 @@ static void test_ctrl_words(void)
     CHECK_EQ(term_ctrl_pack(0x1F, 0x12, 0, false, false, false), 0xF2000000u);
 }
 
-/* iwarp.md 4.3: Terminate, LLP CRC error (2,0,2), no headers. */
+/* Known answer: Terminate, LLP CRC error (2,0,2), no headers. */
 static void test_vector_llp_crc(void)
 {
     uint8_t u[80], f[96], want[96];
@@ -107,8 +55,8 @@ static void test_vector_llp_crc(void)
     uint8_t junk[20] = {0x41, 0x43};
     size_t n = term_encode(u, sizeof(u), &t, 0x22, junk, sizeof(junk), NULL);
     CHECK_EQ(n, 22);
-    size_t fn = frame(u, n, f);
-    size_t wn = hex("0016 4147 00000000 00000002 00000001 00000000 20020000 7FE42585", want,
+    size_t fn = rp_fpdu(f, u, n, true);
+    size_t wn = rp_unhex("0016 4147 00000000 00000002 00000001 00000000 20020000 7FE42585", want,
                     sizeof(want));
     CHECK_EQ(fn, wn);
     CHECK(memcmp(f, want, wn) == 0);
@@ -129,7 +77,7 @@ static void test_vector_llp_crc(void)
     CHECK(h.opcode == RDMAP_OP_TERMINATE && h.qn == 2 && h.msn == 1 && h.mo == 0 && h.last);
 }
 
-/* iwarp.md 4.3: DDP invalid STag (1,1,0) M+D for a 64-octet Write to STag
+/* Known answer: DDP invalid STag (1,1,0) M+D for a 64-octet Write to STag
  * 0xDEADBE00 TO 0x1000, segment length 0x004E = 14 + 64. */
 static void test_vector_ddp_invalid_stag(void)
 {
@@ -139,8 +87,8 @@ static void test_vector_ddp_invalid_stag(void)
     CHECK(ddp_term_for_write(DDP_STAG_INVALID, &t));
     size_t n = term_encode(u, sizeof(u), &t, 14 + 64, w, sizeof(w), NULL);
     CHECK_EQ(n, 38);
-    size_t fn = frame(u, n, f);
-    size_t wn = hex("0026 4147 00000000 00000002 00000001 00000000 1100C000 004E C140 DEADBE00 "
+    size_t fn = rp_fpdu(f, u, n, true);
+    size_t wn = rp_unhex("0026 4147 00000000 00000002 00000001 00000000 1100C000 004E C140 DEADBE00 "
                     "0000000000001000 F51F8C94",
                     want, sizeof(want));
     CHECK_EQ(fn, wn);
@@ -281,7 +229,8 @@ static void test_decode_flags_crosscheck(void)
     uint8_t u[80];
     struct term_msg m;
 
-    /* siw (iwarp.md 5.7): Send-with-Invalidate offender, R set, no RDMA hdr. */
+    /* Linux siw's (siw_init_terminate): Send-with-Invalidate offender, R set,
+     * no RDMA hdr. */
     build_term(u, 0x0109E000u);
     ddp_wr16(u + 22, 8);
     ddp_encode_untagged(u + 24, 18, RDMAP_OP_SEND_INV, true, 0x1234, 0, 1, 0);

@@ -18,12 +18,17 @@ void tc_waker_init(struct tc_waker *w)
     tc_cond_init_mono(&w->cond);
     w->wakes = 0;
     w->cq_status = STATUS_SUCCESS;
+    pthread_mutex_init(&w->cb_lock, NULL);
+    w->on_notify = NULL;
+    w->on_notify_arg = NULL;
+    w->notified = 0;
 }
 
 void tc_waker_destroy(struct tc_waker *w)
 {
     pthread_cond_destroy(&w->cond);
     pthread_mutex_destroy(&w->lock);
+    pthread_mutex_destroy(&w->cb_lock);
 }
 
 void tc_waker_wake(struct tc_waker *w, NTSTATUS cq_status)
@@ -36,9 +41,28 @@ void tc_waker_wake(struct tc_waker *w, NTSTATUS cq_status)
     pthread_mutex_unlock(&w->lock);
 }
 
+unsigned tc_waker_notified(struct tc_waker *w)
+{
+    pthread_mutex_lock(&w->cb_lock);
+    unsigned n = w->notified;
+    pthread_mutex_unlock(&w->cb_lock);
+    return n;
+}
+
 VOID tc_cq_notification(PVOID Context, NTSTATUS CqStatus)
 {
-    tc_waker_wake(Context, CqStatus);
+    struct tc_waker *w = Context;
+    pthread_mutex_lock(&w->cb_lock);
+    w->notified++;
+    if (w->on_notify && CqStatus == STATUS_SUCCESS) {
+        w->on_notify(w->on_notify_arg);
+        pthread_mutex_unlock(&w->cb_lock);
+        return;
+    }
+    /* An error ends the handler's work: the sleeping thread reports it. */
+    w->on_notify = NULL;
+    pthread_mutex_unlock(&w->cb_lock);
+    tc_waker_wake(w, CqStatus);
 }
 
 static NTSTATUS cq_status(struct tc_waker *w)

@@ -28,11 +28,25 @@ struct tc_waker {
     pthread_cond_t cond;
     unsigned wakes;
     NTSTATUS cq_status; /* an error a notification reported; it stays */
+    /* Work done in the notification callback itself, on the provider's
+     * thread, instead of waking a sleeping thread to do it: a tool that
+     * answers there saves the wake-up of another thread (NdkGetCqResults,
+     * the answer's post and NdkArmCq are all allowed in the callback). Set
+     * and called under cb_lock, which the owner also holds whenever it
+     * touches the CQ itself while a handler may be set (one CQ is never
+     * polled or armed by two threads at once). The handler wakes the
+     * waker when the sleeping thread is wanted. NULL: every notification
+     * wakes. */
+    pthread_mutex_t cb_lock;
+    void (*on_notify)(void *arg);
+    void *on_notify_arg;
+    unsigned notified; /* notifications that came (under cb_lock) */
 };
 
 void tc_waker_init(struct tc_waker *w);
 void tc_waker_destroy(struct tc_waker *w);
 void tc_waker_wake(struct tc_waker *w, NTSTATUS cq_status);
+unsigned tc_waker_notified(struct tc_waker *w);
 /* NDK_FN_CQ_NOTIFICATION_CALLBACK; the context is the waker. */
 VOID tc_cq_notification(PVOID Context, NTSTATUS CqStatus);
 

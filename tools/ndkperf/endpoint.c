@@ -301,7 +301,7 @@ static long take(void *arg)
     return t->got = cq_take(t->e, t->r, t->max);
 }
 
-static unsigned limit_ms(const struct endpoint *e)
+unsigned wait_limit_ms(const struct endpoint *e)
 {
     return e->wait_ms ? e->wait_ms : e->opt->timeout_ms;
 }
@@ -314,10 +314,10 @@ unsigned cq_wait(struct endpoint *e, NDK_RESULT *r, unsigned max, const char *wh
     struct taker t = {.e = e, .r = r, .max = max};
     struct tc_cq_wait w;
     tc_conn_waiter(&e->c, &w, e->opt->wait, take, &t);
-    enum tc_waited why = tc_cq_wait(&w, limit_ms(e));
+    enum tc_waited why = tc_cq_wait(&w, wait_limit_ms(e));
     if (why == TC_WAITED_OK)
         return t.got;
-    tc_explain_wait(e->role, why, &e->c.ev->waker, limit_ms(e), what);
+    tc_explain_wait(e->role, why, &e->c.ev->waker, wait_limit_ms(e), what);
     return 0;
 }
 
@@ -325,8 +325,8 @@ bool wait_ok(struct endpoint *e, uint64_t start_ns, const char *what)
 {
     struct tc_cq_wait w;
     tc_conn_waiter(&e->c, &w, e->opt->wait, NULL, NULL);
-    enum tc_waited why = tc_cq_stalled(&w, start_ns, limit_ms(e));
+    enum tc_waited why = tc_cq_stalled(&w, start_ns, wait_limit_ms(e));
     if (why != TC_WAITED_OK)
-        tc_explain_wait(e->role, why, &e->c.ev->waker, limit_ms(e), what);
+        tc_explain_wait(e->role, why, &e->c.ev->waker, wait_limit_ms(e), what);
     return why == TC_WAITED_OK;
 }

@@ -230,6 +230,8 @@ unsigned cq_wait(struct endpoint *e, NDK_RESULT *r, unsigned max, const char *wh
 /* For loops that wait on memory (write_lat): true while the wait that
  * began at start_ns may go on; else reports (naming `what`) and false. */
 bool wait_ok(struct endpoint *e, uint64_t start_ns, const char *what);
+/* How long a wait may see nothing: the --timeout, or a phase's own bound. */
+unsigned wait_limit_ms(const struct endpoint *e);
 
 /* ------------------------------------------------------------------------ */
 /* Tests (test_*.c)                                                         */

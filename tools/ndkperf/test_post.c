@@ -299,6 +299,116 @@ bool pump(struct run *x, bool block, const char *what)
     return true;
 }
 
+/* Takes and handles what the CQ holds and runs the step, until the step
+ * is done or the CQ, armed, has come up empty once more (the arm-then-poll
+ * order of NdkArmCq: a completion after the arm notifies again). The
+ * waker's cb_lock is held: nobody else touches the CQ meanwhile. */
+static int cb_pump(struct run *x)
+{
+    NDK_CQ *cq = x->e->c.cq;
+    bool armed = false;
+    x->cb_runs++;
+    for (;;) {
+        NDK_RESULT r[CQ_BATCH];
+        unsigned n = cq_take(x->e, r, CQ_BATCH);
+        for (unsigned i = 0; i < n; i++)
+            if (!handle(x, &r[i]))
+                return STEP_FAILED;
+        int rc = x->cb_step(x);
+        if (rc != STEP_MORE)
+            return rc;
+        if (n)
+            continue;
+        if (armed)
+            return STEP_MORE;
+        cq->Dispatch->NdkArmCq(cq, NDK_CQ_NOTIFY_ANY);
+        armed = true;
+    }
+}
+
+/* The notification callback's work (tc_waker.on_notify, cb_lock held). */
+static void on_notify(void *arg)
+{
+    struct run *x = arg;
+    int rc = cb_pump(x);
+    if (rc == STEP_MORE)
+        return;
+    struct tc_waker *w = &x->e->c.ev->waker;
+    x->cb_result = rc;
+    w->on_notify = NULL;
+    tc_waker_wake(w, STATUS_SUCCESS);
+}
+
+/* Sleeps until the callback is done with the step. Every wait is bounded:
+ * a timeout's worth of time in which the callback never ran, the peer gone
+ * or a CQ error take the step away from the callback and end the wait. */
+static bool sleep_on_steps(struct run *x, const char *what)
+{
+    struct endpoint *e = x->e;
+    struct tc_waker *w = &e->c.ev->waker;
+    struct tc_cq_wait cw;
+    tc_conn_waiter(&e->c, &cw, TC_WAIT_EVENTS, NULL, NULL);
+    uint64_t runs_before = 0;
+    bool expired = false;
+    for (;;) {
+        pthread_mutex_lock(&w->lock);
+        unsigned seen = w->wakes;
+        bool cq_error = w->cq_status != STATUS_SUCCESS;
+        pthread_mutex_unlock(&w->lock);
+        pthread_mutex_lock(&w->cb_lock);
+        int rc = x->cb_result;
+        enum tc_waited why = TC_WAITED_OK;
+        if (rc == STEP_MORE && cq_error)
+            why = TC_WAITED_CQ_ERROR;
+        else if (rc == STEP_MORE && cw.peer_left(cw.peer))
+            why = TC_WAITED_LEFT;
+        else if (rc == STEP_MORE && expired && x->cb_runs == runs_before)
+            why = TC_WAITED_TIMEOUT;
+        if (why != TC_WAITED_OK)
+            w->on_notify = NULL; /* from here on, only this thread takes */
+        runs_before = x->cb_runs;
+        pthread_mutex_unlock(&w->cb_lock);
+        if (rc != STEP_MORE)
+            return rc == STEP_DONE;
+        if (why != TC_WAITED_OK) {
+            tc_explain_wait(e->role, why, w, wait_limit_ms(e), what);
+            return false;
+        }
+        struct timespec deadline;
+        tc_deadline(&deadline, wait_limit_ms(e));
+        expired = false;
+        pthread_mutex_lock(&w->lock);
+        while (w->wakes == seen && !expired)
+            expired = pthread_cond_timedwait(&w->cond, &w->lock, &deadline) != 0;
+        pthread_mutex_unlock(&w->lock);
+    }
+}
+
+bool run_steps(struct run *x, int (*step)(struct run *x), const char *what)
+{
+    struct endpoint *e = x->e;
+    if (e->opt->wait != TC_WAIT_EVENTS) {
+        int rc;
+        while ((rc = step(x)) == STEP_MORE)
+            if (!pump(x, true, what))
+                return false;
+        return rc == STEP_DONE;
+    }
+    struct tc_waker *w = &e->c.ev->waker;
+    x->cb_step = step;
+    x->cb_result = STEP_MORE;
+    x->cb_runs = 0;
+    pthread_mutex_lock(&w->cb_lock);
+    int rc = cb_pump(x); /* what came before, the first post, the arm */
+    if (rc == STEP_MORE) {
+        w->on_notify = on_notify;
+        w->on_notify_arg = x;
+    }
+    x->cb_result = rc;
+    pthread_mutex_unlock(&w->cb_lock);
+    return rc == STEP_MORE ? sleep_on_steps(x, what) : rc == STEP_DONE;
+}
+
 bool wait_room(struct run *x)
 {
     while (!sq_room(x->e))
@@ -404,10 +514,7 @@ void report_notifications(const struct run *x)
     const struct endpoint *e = x->e;
     if (e->opt->wait != TC_WAIT_EVENTS)
         return;
-    struct tc_waker *w = &e->c.ev->waker;
-    pthread_mutex_lock(&w->lock);
-    unsigned wakes = w->wakes;
-    pthread_mutex_unlock(&w->lock);
+    unsigned wakes = tc_waker_notified(&e->c.ev->waker);
     tc_out_lock();
     printf(" Notifications   : %s %u for %" PRIu64 " data messages received", e->role, wakes,
            x->data_in_total);

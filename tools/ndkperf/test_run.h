@@ -87,7 +87,24 @@ struct run {
     uint64_t data_in_total; /* data messages received, all sizes */
     uint32_t credit_every;
     bool credit_owed;
+
+    /* send_lat, driven by step functions (test_client.c, test_server.c)
+     * that a polling loop or the CQ notification callback calls. */
+    uint64_t answered;            /* server: answers posted */
+    struct tc_lat_samples *lat;   /* client: where the samples go */
+    uint64_t lat_it, lat_measured, lat_t0, lat_now, lat_want;
+    int lat_phase;                /* client: LAT_BEGIN, LAT_ROOM or LAT_ANSWER */
+    /* --wait=events: the step the notification callback runs, its verdict
+     * (STEP_MORE until it is done) and how often it ran (under the waker's
+     * cb_lock). */
+    int (*cb_step)(struct run *x);
+    int cb_result;
+    uint64_t cb_runs;
 };
+
+/* What a step function says: keep going, this part is done, or it failed
+ * (already reported). */
+enum { STEP_FAILED = -1, STEP_MORE = 0, STEP_DONE = 1 };
 
 static inline uint64_t min_u64(uint64_t a, uint64_t b)
 {
@@ -115,6 +132,12 @@ void size_begin(struct run *x, uint32_t size);
 /* Handles what the CQ holds; with block, waits (bounded) for something. */
 bool pump(struct run *x, bool block, const char *what);
 bool wait_room(struct run *x);
+/* --wait=events: runs step in the CQ notification callback, which takes
+ * the completions, handles them, calls step and re-arms, until step says
+ * done; this thread sleeps meanwhile (bounded: nothing for the timeout, the
+ * peer's disconnect or a CQ error end it). Without --wait=events, the same
+ * step in a loop with pump(). */
+bool run_steps(struct run *x, int (*step)(struct run *x), const char *what);
 /* Waits until every initiator request so far has completed. */
 bool drain_sq(struct run *x, const char *what);
 uint64_t alive_interval_ns(const struct run *x);

@@ -13,6 +13,7 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/ops.h"
 #include "ndkping/native.h"
 
 #define QUEUE_DEPTH 4
@@ -74,14 +75,11 @@ bool peer_data_exact(const char *role, const char *shows, const struct peer_data
     return ok;
 }
 
-static const struct {
-    const char *name, *call;
-    NDK_OPERATION_TYPE type;
-} op_info[OP_COUNT] = {
-    [OP_WRITE] = {"RDMA Write", "NdkWrite", NdkOperationTypeWrite},
-    [OP_READ] = {"RDMA Read", "NdkRead", NdkOperationTypeRead},
-    [OP_SEND] = {"Send", "NdkSend", NdkOperationTypeSend},
-    [OP_RECV] = {"Receive", "NdkReceive", NdkOperationTypeReceive},
+static const NDK_OPERATION_TYPE op_type[OP_COUNT] = {
+    [OP_WRITE] = NdkOperationTypeWrite,
+    [OP_READ] = NdkOperationTypeRead,
+    [OP_SEND] = NdkOperationTypeSend,
+    [OP_RECV] = NdkOperationTypeReceive,
 };
 
 static const char *const buf_names[B_COUNT] = {
@@ -132,14 +130,13 @@ static bool posted(struct nconn *n, int op, NTSTATUS st)
 {
     const char *role = n->side->role;
     if (st != STATUS_SUCCESS) {
-        tc_complain(role, "%s%s failed: %s returned %s", n->c.calls.label, op_info[op].name, op_info[op].call,
-                    tc_status_name(st));
-        if (st == STATUS_PENDING)
-            tc_library_problem(role, "%s returned STATUS_PENDING, never valid for a post", op_info[op].call);
+        tc_complain(role, "%s%s failed: %s returned %s", n->c.calls.label, tc_op_name(op_type[op]),
+                    tc_op_call(op_type[op]), tc_status_name(st));
+        tc_check_post_not_pending(role, op_type[op], st);
         return false;
     }
     n->ops[op].posted = true;
-    native_say(LVL_VERBOSE, role, "%s%s: STATUS_SUCCESS (posted)", n->c.calls.label, op_info[op].call);
+    native_say(LVL_VERBOSE, role, "%s%s: STATUS_SUCCESS (posted)", n->c.calls.label, tc_op_call(op_type[op]));
     return true;
 }
 
@@ -192,13 +189,8 @@ static void file_result(struct nconn *n, const NDK_RESULT_EX *r, uint64_t now)
     o->t_done = now;
     o->res = *r;
     native_say(LVL_VERBOSE, role, "%sCQ: %s %s, %" PRIu32 " bytes, ProviderErrorCode 0x%" PRIx32, label,
-               op_info[op].name, tc_status_name(r->Status), r->BytesTransferred, r->ProviderErrorCode);
-    if (r->QPContext != n)
-        tc_library_problem(role, "%s%s completion with QPContext %p, not %p", label, op_info[op].name, r->QPContext,
-                           (void *)n);
-    if (r->Status == STATUS_SUCCESS && r->Type != op_info[op].type)
-        tc_library_problem(role, "%s%s completion of type %d, expected %d", label, op_info[op].name, (int)r->Type,
-                           (int)op_info[op].type);
+               tc_op_name(op_type[op]), tc_status_name(r->Status), r->BytesTransferred, r->ProviderErrorCode);
+    tc_check_completion(role, label, op_type[op], r, n);
 }
 
 static long take(void *arg)
@@ -246,13 +238,13 @@ bool nconn_op_ok(struct nconn *n, int op)
     const struct op *o = &n->ops[op];
     if (!o->done) {
         char what[64];
-        snprintf(what, sizeof what, "%sits %s to complete", label, op_info[op].name);
+        snprintf(what, sizeof what, "%sits %s to complete", label, tc_op_name(op_type[op]));
         tc_explain_wait(role, n->waited, &n->c.ev->waker, tc_adapter_wait_ms(n->c.adapter), what);
         return false;
     }
     if (o->res.Status != STATUS_SUCCESS) {
         tc_complain(role, "%s%s failed: completion status %s, ProviderErrorCode 0x%" PRIx32, label,
-                    op_info[op].name, tc_status_name(o->res.Status), o->res.ProviderErrorCode);
+                    tc_op_name(op_type[op]), tc_status_name(o->res.Status), o->res.ProviderErrorCode);
         return false;
     }
     return true;

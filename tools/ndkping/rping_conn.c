@@ -11,19 +11,17 @@
 #include "lib/bytes.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/ops.h"
 #include "ndkping/rping.h"
 
 #define CQ_DEPTH (2u * RPING_SQ_DEPTH)
 #define MSG_FMT "rdma-ping-%lu: "
 
-static const struct {
-    const char *name, *call;
-    NDK_OPERATION_TYPE type;
-} wr_info[] = {
-    [WR_RECV] = {"Receive", "NdkReceive", NdkOperationTypeReceive},
-    [WR_SEND] = {"Send", "NdkSend", NdkOperationTypeSend},
-    [WR_READ] = {"RDMA Read", "NdkRead", NdkOperationTypeRead},
-    [WR_WRITE] = {"RDMA Write", "NdkWrite", NdkOperationTypeWrite},
+static const NDK_OPERATION_TYPE wr_type[] = {
+    [WR_RECV] = NdkOperationTypeReceive,
+    [WR_SEND] = NdkOperationTypeSend,
+    [WR_READ] = NdkOperationTypeRead,
+    [WR_WRITE] = NdkOperationTypeWrite,
 };
 
 static void msg_encode(uint8_t m[RPING_MSG_LEN], const struct rmsg *r)
@@ -110,10 +108,9 @@ static bool add_buf(struct rconn *r, int b, const char *what, size_t len, ULONG 
 static bool posted(struct rconn *r, struct wr *w, NTSTATUS st)
 {
     if (st != STATUS_SUCCESS) {
-        tc_complain(NULL, "post %s error: %s returned %s", wr_info[w->kind].name, wr_info[w->kind].call,
-                    tc_status_name(st));
-        if (st == STATUS_PENDING)
-            tc_library_problem(NULL, "%s returned STATUS_PENDING, never valid for a post", wr_info[w->kind].call);
+        tc_complain(NULL, "post %s error: %s returned %s", tc_op_name(wr_type[w->kind]),
+                    tc_op_call(wr_type[w->kind]), tc_status_name(st));
+        tc_check_post_not_pending(NULL, wr_type[w->kind], st);
         return false;
     }
     w->posted = true;
@@ -205,23 +202,18 @@ static void handle_result(struct rconn *r, const NDK_RESULT_EX *res)
     w->posted = false;
     if (w->kind != WR_RECV)
         r->sq_out--;
-    if (res->QPContext != r)
-        tc_library_problem(NULL, "%s completion with QPContext %p, not %p", wr_info[w->kind].name, res->QPContext,
-                           (void *)r);
+    tc_check_completion(NULL, "", wr_type[w->kind], res, r);
     if (res->Status == STATUS_CANCELLED) {
         /* Flushed: the connection is going away (rping skips these too). */
-        rping_dbg("%s flushed", wr_info[w->kind].name);
+        rping_dbg("%s flushed", tc_op_name(wr_type[w->kind]));
         return;
     }
     if (res->Status != STATUS_SUCCESS) {
         tc_complain(NULL, "cq completion failed status %s (ProviderErrorCode 0x%" PRIx32 ") on the %s",
-                    tc_status_name(res->Status), res->ProviderErrorCode, wr_info[w->kind].name);
+                    tc_status_name(res->Status), res->ProviderErrorCode, tc_op_name(wr_type[w->kind]));
         r->failed = true;
         return;
     }
-    if (res->Type != wr_info[w->kind].type)
-        tc_library_problem(NULL, "%s completion of type %d, expected %d", wr_info[w->kind].name, (int)res->Type,
-                           (int)wr_info[w->kind].type);
     rping_dbg("%s completion", w->kind == WR_SEND ? "send" : w->kind == WR_READ ? "rdma read"
                                                  : w->kind == WR_WRITE ? "rdma write" : "recv");
     if (w->kind == WR_READ)

@@ -189,8 +189,9 @@ static void proc_comm(pid_t pid, char *buf, size_t len)
     }
 }
 
-static const char *const child_types[] = {"listener", "conn", "qp", "cq", "srq"};
-static const char *const child_arrays[] = {"listeners", "connections", "qps", "cqs", "srqs"};
+static const char *const child_types[] = {"engine", "listener", "conn", "qp", "cq", "srq"};
+static const char *const child_arrays[] = {"progress_engines", "listeners", "connections", "qps", "cqs",
+                                           "srqs"};
 
 static void print_json_process(pid_t pid, struct record *r, int n, bool first)
 {

@@ -124,11 +124,16 @@ def main_case(ndkstat, target):
               "the listener and its address")
         check(all(len(a["cqs"]) == 1 and a["cqs"][0]["waiting"] == 0 and a["cqs"][0]["armed"] == "no"
                   for a in proc["adapters"]), "CQs: drained, not armed")
-        check(all(a["engines"] == 1 and a["progress_tid"] > 0 for a in proc["adapters"]), "engines")
+        check(all(a["engines"] >= 1 and len(a["progress_engines"]) == a["engines"] and
+                  a["progress_tid"] == a["progress_engines"][0]["tid"] > 0 and
+                  all(e["tid"] > 0 for e in a["progress_engines"]) for a in proc["adapters"]), "engines")
+        check(all(q["engine"] < a["engines"] for a in proc["adapters"] for q in a["qps"] + a["cqs"]),
+              "QPs and CQs name their engine")
 
         r, _ = run(ndkstat)
         check(r.returncode == 0 and ("pid %d (" % pid) in r.stdout, "ndkstat lists the process")
-        check(("conn#%d state=connected" % ac["id"]) in r.stdout, "the text shows the connection")
+        check(("conn#%d engine=%d state=connected" % (ac["id"], ac["engine"])) in r.stdout,
+              "the text shows the connection")
         r, _ = run(ndkstat, "-j")
         check(r.returncode == 0 and pid in [x["pid"] for x in json.loads(r.stdout)["processes"]],
               "ndkstat -j lists the process")

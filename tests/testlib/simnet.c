@@ -1,63 +1,35 @@
-/*
- * simnet.h - a deterministic in-memory network for the QP data path.
- *
- * Two adapters, PDs, CQs, MRs and QPs are made through the public NDKPI
- * dispatch tables, but no connector ever runs: ndk_qp_start() is called on
- * both QPs with a transport of ours (struct sim_end), a pair of byte logs we
- * control. Nothing moves unless the test thread moves it: sim_run() delivers
- * bytes to each side's reader in chunks chosen by the delivery mode, calls
- * ndk_qp_on_readable / ndk_qp_on_writable, and plays the connector's part
- * when the data path gives up (the `failed` op, an end of stream). The
- * adapters' progress threads stay idle because no socket exists, so a run is
- * a pure function of its seed (STag values are random per adapter, but only
- * their values change, never a length or an ordering).
- *
- * Every request is recorded (struct sim_req) with what it should do to memory:
- * every buffer lives in a guarded mapping (struct sim_buf: PROT_NONE pages
- * on both sides, canary bytes in the slack) with a shadow copy of its initial
- * and expected contents, so a run can check that each byte is either
- * untouched or holds what the exchange put there, and nothing else moved.
- *
- * When the data path gives up, the owner's teardown (ndk_qp_stop) follows
- * the connector by default (sim_settle): on `failed`, and when
- * ndk_qp_on_readable returns false on a QP in error, at once or, if the QP
- * sent a Terminate, once the peer closed (sim_net.teardown_on_rx_end). NDK_SIM_TRACE=1
- * prints every scheduler step, post and queued Terminate.
- *
- * Everything here is static inline: one header serves several test files,
- * each a single translation unit, and unused helpers must not warn.
- */
-#ifndef NDK_TESTS_SIMNET_H
-#define NDK_TESTS_SIMNET_H
+#include "simnet.h"
 
-#include <errno.h>
-#include <inttypes.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <sys/mman.h>
-#include <sys/random.h>
-#include <time.h>
-#include <unistd.h>
-
-#include "mem.h"
-#include "objects.h"
-#include "testlib.h"
-#include "wire/crc32c.h"
-#include "wire/ddp.h"
-#include "wire/mpa.h"
-#include "wire/term.h"
-
-/* ------------------------------------------------------------------------ */
-/* Randomness and seeds                                                     */
-/* ------------------------------------------------------------------------ */
-
-struct sim_rng {
-    uint64_t s;
+const char *const sim_mode_name[] = {"whole", "byte", "random", "stall"};
+NDK_ADAPTER *sim_adapters[2];
+static const struct ndk_transport_ops sim_transport_ops = {
+    .readv = sim_tr_readv,
+    .writev = sim_tr_writev,
+    .want_write = sim_tr_want_write,
+    .shutdown_write = sim_tr_shutdown_write,
+    .failed = sim_tr_failed,
+    .mulpdu = sim_tr_mulpdu,
 };
 
-/* splitmix64: good enough for chunk sizes, and every state is valid. */
-static inline uint64_t sim_next(struct sim_rng *r)
+/* Like the connector: a QP waiting for a receive is not read until it is
+ * resumed (no EPOLLIN). */
+static void sim_tr_pause_input(struct ndk_transport *t, bool paused)
+{
+    __atomic_store_n(&sim_end_of(t)->paused, paused, __ATOMIC_SEQ_CST);
+}
+
+const struct ndk_transport_ops sim_transport_ops_pausable = {
+    .readv = sim_tr_readv,
+    .writev = sim_tr_writev,
+    .want_write = sim_tr_want_write,
+    .shutdown_write = sim_tr_shutdown_write,
+    .failed = sim_tr_failed,
+    .mulpdu = sim_tr_mulpdu,
+    .pause_input = sim_tr_pause_input,
+};
+bool sim_null_sgl;
+
+uint64_t sim_next(struct sim_rng *r)
 {
     uint64_t z = (r->s += 0x9E3779B97F4A7C15ull);
     z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
@@ -65,20 +37,18 @@ static inline uint64_t sim_next(struct sim_rng *r)
     return z ^ (z >> 31);
 }
 
-static inline uint64_t sim_below(struct sim_rng *r, uint64_t n)
+uint64_t sim_below(struct sim_rng *r, uint64_t n)
 {
     return n ? sim_next(r) % n : 0;
 }
 
-/* Mixes values into one seed (for seeds derived from a base). */
-static inline uint64_t sim_mix(uint64_t a, uint64_t b)
+uint64_t sim_mix(uint64_t a, uint64_t b)
 {
     struct sim_rng r = {a ^ (b * 0xD6E8FEB86659FD93ull)};
     return sim_next(&r);
 }
 
-/* NDK_SIM_SEED replays one run: decimal or 0x-prefixed hex. */
-static inline bool sim_seed_from_env(uint64_t *out)
+bool sim_seed_from_env(uint64_t *out)
 {
     const char *s = getenv("NDK_SIM_SEED");
     if (!s || !*s)
@@ -88,7 +58,7 @@ static inline bool sim_seed_from_env(uint64_t *out)
     return end && *end == '\0';
 }
 
-static inline uint64_t sim_fresh_seed(void)
+uint64_t sim_fresh_seed(void)
 {
     uint64_t s = 0;
     if (getrandom(&s, sizeof s, 0) != (ssize_t)sizeof s) {
@@ -99,36 +69,12 @@ static inline uint64_t sim_fresh_seed(void)
     return s;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Guarded buffers with shadow contents                                     */
-/* ------------------------------------------------------------------------ */
-
-#define SIM_CANARY(i) ((uint8_t)(0x5A ^ (uint8_t)((i) * 7u)))
-
-/*
- * [PROT_NONE page][lead canary][p: len bytes][tail canary][PROT_NONE page].
- * A write that runs off either end of the mapping faults at once; one that
- * lands in the slack changes a canary. init is what p held when the run
- * started, want what it must hold after every request succeeded, target
- * marks the bytes some request may write (the rest must never change).
- */
-struct sim_buf {
-    uint8_t *map;
-    size_t map_len;
-    uint8_t *p;
-    size_t len;
-    size_t lead, tail; /* canary bytes before and after p */
-    uint8_t *init, *want, *target;
-};
-
-static inline size_t sim_page(void)
+size_t sim_page(void)
 {
     return (size_t)sysconf(_SC_PAGESIZE);
 }
 
-/* lead: offset of p in its first page (SIZE_MAX: put p against the upper
- * guard, so an overrun faults). Contents are random from rng. */
-static inline bool sim_buf_new(struct sim_buf *b, size_t len, size_t lead, struct sim_rng *rng)
+bool sim_buf_new(struct sim_buf *b, size_t len, size_t lead, struct sim_rng *rng)
 {
     size_t ps = sim_page();
     memset(b, 0, sizeof *b);
@@ -165,7 +111,7 @@ static inline bool sim_buf_new(struct sim_buf *b, size_t len, size_t lead, struc
     return true;
 }
 
-static inline void sim_buf_free(struct sim_buf *b)
+void sim_buf_free(struct sim_buf *b)
 {
     if (b->map)
         munmap(b->map, b->map_len);
@@ -175,7 +121,7 @@ static inline void sim_buf_free(struct sim_buf *b)
     memset(b, 0, sizeof *b);
 }
 
-static inline bool sim_canaries_ok(const struct sim_buf *b)
+bool sim_canaries_ok(const struct sim_buf *b)
 {
     size_t ps = sim_page();
     for (size_t i = 0; i < b->lead; i++)
@@ -187,17 +133,13 @@ static inline bool sim_canaries_ok(const struct sim_buf *b)
     return true;
 }
 
-/* A request will put src (n bytes) at off: the expected contents change. */
-static inline void sim_buf_expect(struct sim_buf *b, size_t off, const uint8_t *src, size_t n)
+void sim_buf_expect(struct sim_buf *b, size_t off, const uint8_t *src, size_t n)
 {
     memcpy(b->want + off, src, n);
     memset(b->target + off, 1, n);
 }
 
-/* Index of the first byte that is neither untouched nor (where a request
- * targets it) its expected value; SIZE_MAX when every byte is acceptable.
- * exact: every byte must be its expected value (all requests succeeded). */
-static inline size_t sim_buf_bad_byte(const struct sim_buf *b, bool exact)
+size_t sim_buf_bad_byte(const struct sim_buf *b, bool exact)
 {
     for (size_t i = 0; i < b->len; i++) {
         uint8_t v = b->p[i];
@@ -207,82 +149,17 @@ static inline size_t sim_buf_bad_byte(const struct sim_buf *b, bool exact)
     return SIZE_MAX;
 }
 
-/* ------------------------------------------------------------------------ */
-/* The transport: two byte logs                                             */
-/* ------------------------------------------------------------------------ */
-
-/* Bytes one end wrote. Everything is kept, so the test can read back the
- * exact wire image (a Terminate, the offending FPDU) afterwards. */
-struct sim_dir {
-    uint8_t *log;
-    size_t len, cap;
-    size_t delivered; /* made readable by the scheduler */
-    size_t consumed;  /* taken by the reader */
-    size_t cut;       /* the reader never gets past this (SIZE_MAX: no cut) */
-    int cut_err;      /* at the cut the reader sees 0 (FIN) or -cut_err */
-    size_t wcut;      /* the writer's writev fails with -ECONNRESET past this */
-    bool fin;         /* the writer shut down after len bytes */
-};
-
-struct sim_net;
-
-struct sim_end {
-    struct ndk_transport tr; /* first: the engine hands us &tr */
-    struct sim_net *net;
-    int id;
-    size_t wbudget;    /* bytes writev may take before it says EAGAIN */
-    unsigned stall;    /* scheduler steps the socket stays full ... */
-    size_t stall_room; /* ... or takes only this many octets per step */
-    bool roomy;        /* writes never partial (unless stalled by hand) */
-    bool want_write;
-    bool shut_wr;
-    bool stopped;      /* ndk_qp_stop was called (the connector's teardown) */
-    bool rx_done;      /* ndk_qp_on_readable returned false */
-    bool paused;       /* pause_input (sim_transport_ops_pausable): not read; atomic, as
-                          the adapter's progress thread may resume it (a deadline) */
-    unsigned failed_calls;
-    bool failed_reset;
-    unsigned writev_calls;
-    size_t mss_mulpdu; /* what the transport's mulpdu op says (0: unknown) */
-    unsigned mulpdu_calls;
-};
-
-enum sim_mode {
-    SIM_WHOLE = 0,  /* everything written is readable at once */
-    SIM_BYTE = 1,   /* one byte per readable event */
-    SIM_RANDOM = 2, /* random chunks, random partial writes */
-    SIM_STALL = 3,  /* as RANDOM, and the socket is full now and then */
-};
-
-static const char *const sim_mode_name[] = {"whole", "byte", "random", "stall"};
-
-struct sim_cfg {
-    enum sim_mode mode;
-    bool crc;
-    size_t mulpdu;
-    uint32_t ord[2], ird[2];
-    bool gate_b;   /* B is a client/server responder: sends nothing before A's first FPDU */
-    bool read_rtr; /* set-up used a Read RTR: B's zero-length response leads B's stream */
-    /* The receive engine's staging buffer (src/rx_stage.h): payloads up to
-     * the threshold are staged, in a buffer of this size (0: none).
-     * SIZE_MAX: the provider's default. */
-    size_t stage_threshold, stage_size;
-};
-
 /* Staging configurations a run may pick; index 0 is the provider's own. */
 static const size_t sim_stage_thresholds[8] = {SIZE_MAX, 0, 1, 16, 64, 200, 4096, 65535};
 static const size_t sim_stage_sizes[8] = {SIZE_MAX, 0, 1, 17, 100, 1000, 4002, 65552};
 
-static inline void sim_cfg_stage(struct sim_cfg *c, unsigned thr, unsigned size)
+void sim_cfg_stage(struct sim_cfg *c, unsigned thr, unsigned size)
 {
     c->stage_threshold = sim_stage_thresholds[thr & 7];
     c->stage_size = sim_stage_sizes[size & 7];
 }
 
-/* Derives a whole configuration from a run seed: its low 20 bits pick the
- * mode and the options, so a printed seed replays the same run. */
-#define SIM_CFG_BITS 0xFFFFFull
-static inline void sim_cfg_from_seed(struct sim_cfg *c, uint64_t seed)
+void sim_cfg_from_seed(struct sim_cfg *c, uint64_t seed)
 {
     /* 128 is the smallest MULPDU RFC 5044 allows, 65535 the largest ULPDU;
      * odd values make every pad length appear. */
@@ -302,7 +179,7 @@ static inline void sim_cfg_from_seed(struct sim_cfg *c, uint64_t seed)
     sim_cfg_stage(c, (unsigned)(seed >> 14), (unsigned)(seed >> 17));
 }
 
-static inline void sim_cfg_print(const char *tag, uint64_t seed, const struct sim_cfg *c)
+void sim_cfg_print(const char *tag, uint64_t seed, const struct sim_cfg *c)
 {
     printf("%s seed=0x%016" PRIx64 " mode=%s crc=%d mulpdu=%zu ord=%u/%u ird=%u/%u gate_b=%d read_rtr=%d "
            "stage=%zd/%zd\n",
@@ -311,99 +188,12 @@ static inline void sim_cfg_print(const char *tag, uint64_t seed, const struct si
     fflush(stdout);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Requests                                                                 */
-/* ------------------------------------------------------------------------ */
-
-enum sim_kind { SK_SEND, SK_RECV, SK_WRITE, SK_READ, SK_BIND, SK_FASTREG, SK_INV };
-
-#define SIM_MAX_REQ 512
-#define SIM_MAX_BUF 24
-#define SIM_MAX_MR 16
-#define SIM_RQ_FIFO 256
-
-/* A stretch of a guarded buffer that a request reads or writes. */
-struct sim_span {
-    struct sim_buf *buf;
-    size_t off, len;
-};
-
-struct sim_req {
-    int side;
-    enum sim_kind kind;
-    ULONG flags;
-    NTSTATUS post_status; /* what the posting call returned */
-    bool accepted;        /* STATUS_SUCCESS: exactly one completion is owed (or none if silent) */
-    bool signalled;
-    unsigned cqes;
-    NDK_RESULT_EX res;    /* the first completion */
-    struct sim_span dst[NDK_MAX_SGE]; /* receive: its SGEs; read: its sink */
-    int ndst;
-    size_t len;           /* payload bytes */
-    int peer;             /* send -> the receive it lands in; receive -> its send (-1: none) */
-    bool inv;             /* send with invalidate / receive of one */
-    uint32_t inv_token;
-};
-
-static inline void *sim_ctx(int idx)
+void *sim_ctx(int idx)
 {
     return (void *)(uintptr_t)(idx + 1);
 }
 
-/* ------------------------------------------------------------------------ */
-/* The network: two sides                                                   */
-/* ------------------------------------------------------------------------ */
-
-struct sim_side {
-    NDK_ADAPTER *ad;
-    NDK_PD *pd, *pd2;  /* pd2: a second PD, for "another PD" regions */
-    NDK_CQ *cq;        /* receive and initiator completions */
-    NDK_QP *qp;
-    struct ndk_qp_impl *impl;
-    struct sim_buf *arena;  /* every right, registered as mr_main */
-    NDK_MR *mr_main;
-    uint32_t tok_main;
-    size_t arena_next;
-    NDK_MR *mrs[SIM_MAX_MR]; /* every MR of the side, closed at the end */
-    int nmrs;
-    NDK_MW *mws[4];
-    int nmws;
-    NDK_LOGICAL_ADDRESS_MAPPING *lams[4];
-    int nlams;
-    int rq[SIM_RQ_FIFO];     /* accepted receives not yet matched to a send */
-    unsigned rq_head, rq_tail;
-    int last_sq_cqe, last_rq_cqe; /* for the posting-order check */
-};
-
-struct sim_net {
-    struct sim_cfg cfg;
-    struct sim_rng rng;
-    uint64_t seed;
-    struct sim_end end[2];
-    struct sim_dir dir[2]; /* dir[i]: written by end i */
-    struct sim_side side[2];
-    struct sim_buf bufs[SIM_MAX_BUF];
-    int nbufs;
-    struct sim_req req[SIM_MAX_REQ];
-    int nreq;
-    unsigned unknown_cqes; /* completions naming no request we posted */
-    unsigned order_errors; /* completions out of posting order */
-    bool verbose;
-    uint64_t steps;
-    /* How the owner reacts when ndk_qp_on_readable returns false on a QP in
-     * error: true as connector.c does (conn_dp_io: tear down, or with a
-     * Terminate of ours wait for the peer to close); false only on the
-     * `failed` op, the teardown signal qp.h's transport contract names. */
-    bool teardown_on_rx_end;
-    /* Called after every write that put octets in dir[id], before any of
-     * them can be delivered: a test may rewrite them (a forged field). */
-    void (*after_write)(struct sim_net *net, int id);
-};
-
-static NDK_ADAPTER *sim_adapters[2];
-
-/* Opens the two adapters every test of the process uses. */
-static inline bool sim_open_adapters(void)
+bool sim_open_adapters(void)
 {
     for (int i = 0; i < 2; i++) {
         NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &sim_adapters[i]);
@@ -415,26 +205,24 @@ static inline bool sim_open_adapters(void)
     return true;
 }
 
-static inline void sim_close_adapters(void)
+void sim_close_adapters(void)
 {
     for (int i = 0; i < 2; i++)
         if (sim_adapters[i])
             ndk_close_adapter(sim_adapters[i]);
 }
 
-/* ---- transport ops ---- */
-
-static inline struct sim_end *sim_end_of(struct ndk_transport *t)
+struct sim_end *sim_end_of(struct ndk_transport *t)
 {
     return (struct sim_end *)(void *)t;
 }
 
-static inline size_t sim_readable_limit(const struct sim_dir *d)
+size_t sim_readable_limit(const struct sim_dir *d)
 {
     return d->delivered < d->cut ? d->delivered : d->cut;
 }
 
-static inline ssize_t sim_tr_readv(struct ndk_transport *t, const struct iovec *iov, int n)
+ssize_t sim_tr_readv(struct ndk_transport *t, const struct iovec *iov, int n)
 {
     struct sim_end *e = sim_end_of(t);
     struct sim_dir *d = &e->net->dir[1 - e->id];
@@ -461,7 +249,7 @@ static inline ssize_t sim_tr_readv(struct ndk_transport *t, const struct iovec *
     return -EAGAIN;
 }
 
-static inline ssize_t sim_tr_writev(struct ndk_transport *t, const struct iovec *iov, int n)
+ssize_t sim_tr_writev(struct ndk_transport *t, const struct iovec *iov, int n)
 {
     struct sim_end *e = sim_end_of(t);
     struct sim_dir *d = &e->net->dir[e->id];
@@ -500,12 +288,12 @@ static inline ssize_t sim_tr_writev(struct ndk_transport *t, const struct iovec 
     return (ssize_t)put;
 }
 
-static inline void sim_tr_want_write(struct ndk_transport *t, bool on)
+void sim_tr_want_write(struct ndk_transport *t, bool on)
 {
     sim_end_of(t)->want_write = on;
 }
 
-static inline void sim_tr_shutdown_write(struct ndk_transport *t)
+void sim_tr_shutdown_write(struct ndk_transport *t)
 {
     struct sim_end *e = sim_end_of(t);
     CHECK(!e->shut_wr); /* one FIN */
@@ -513,7 +301,7 @@ static inline void sim_tr_shutdown_write(struct ndk_transport *t)
     e->net->dir[e->id].fin = true;
 }
 
-static inline void sim_tr_failed(struct ndk_transport *t, bool peer_reset)
+void sim_tr_failed(struct ndk_transport *t, bool peer_reset)
 {
     /* Like the connector: shut the socket down (the peer reads what was
      * written, then the end of the stream) and tear down later, from the
@@ -524,62 +312,20 @@ static inline void sim_tr_failed(struct ndk_transport *t, bool peer_reset)
     e->net->dir[e->id].fin = true;
 }
 
-/* The MSS as TCP would report it now: a test changes mss_mulpdu. */
-static inline size_t sim_tr_mulpdu(struct ndk_transport *t)
+size_t sim_tr_mulpdu(struct ndk_transport *t)
 {
     struct sim_end *e = sim_end_of(t);
     e->mulpdu_calls++;
     return e->mss_mulpdu;
 }
 
-static const struct ndk_transport_ops sim_transport_ops = {
-    .readv = sim_tr_readv,
-    .writev = sim_tr_writev,
-    .want_write = sim_tr_want_write,
-    .shutdown_write = sim_tr_shutdown_write,
-    .failed = sim_tr_failed,
-    .mulpdu = sim_tr_mulpdu,
-};
-
-/* Like the connector: a QP waiting for a receive is not read until it is
- * resumed (no EPOLLIN). */
-static inline void sim_tr_pause_input(struct ndk_transport *t, bool paused)
-{
-    __atomic_store_n(&sim_end_of(t)->paused, paused, __ATOMIC_SEQ_CST);
-}
-
-/* With pause_input: a Send that finds no receive waits for one (qp_rx.c,
- * "receiver not ready"). Without it, the engine terminates at once, which
- * the protection tests expect. A test sets it before sim_net_start. */
-static const struct ndk_transport_ops sim_transport_ops_pausable = {
-    .readv = sim_tr_readv,
-    .writev = sim_tr_writev,
-    .want_write = sim_tr_want_write,
-    .shutdown_write = sim_tr_shutdown_write,
-    .failed = sim_tr_failed,
-    .mulpdu = sim_tr_mulpdu,
-    .pause_input = sim_tr_pause_input,
-};
-
-/* ---- the scheduler ---- */
-
-/* Has the peer closed its side (its FIN or a reset is on the way to us)?
- * Like EPOLLRDHUP: known when it arrives, whether or not everything before
- * it was read. */
-static inline bool sim_peer_closed(const struct sim_net *net, int i)
+bool sim_peer_closed(const struct sim_net *net, int i)
 {
     const struct sim_dir *d = &net->dir[1 - i];
     return d->fin || (d->cut != SIZE_MAX && d->len >= d->cut);
 }
 
-/* The connector's reactions (conn_dp_io), after any engine call returned:
- * a transport the data path declared failed is torn down (ndk_qp_stop);
- * so is one whose stream ended badly, except that a QP which sent (or
- * still queues) its own Terminate keeps the connection until the peer
- * closes, so the Terminate is read before any reset. Only a FIN at an FPDU
- * boundary on a healthy QP is a graceful end: the QP keeps sending until
- * the consumer disconnects. */
-static inline void sim_settle(struct sim_net *net)
+void sim_settle(struct sim_net *net)
 {
     for (int i = 0; i < 2; i++) {
         struct sim_end *e = &net->end[i];
@@ -597,7 +343,7 @@ static inline void sim_settle(struct sim_net *net)
     }
 }
 
-static inline void sim_stop(struct sim_net *net, int i)
+void sim_stop(struct sim_net *net, int i)
 {
     if (!net->end[i].stopped) {
         ndk_qp_stop(net->side[i].impl);
@@ -606,8 +352,7 @@ static inline void sim_stop(struct sim_net *net, int i)
     }
 }
 
-/* The socket's room for this step. */
-static inline void sim_refill(struct sim_net *net, struct sim_end *e)
+void sim_refill(struct sim_net *net, struct sim_end *e)
 {
     if (e->stall) {
         e->stall--;
@@ -637,7 +382,7 @@ static inline void sim_refill(struct sim_net *net, struct sim_end *e)
     }
 }
 
-static inline size_t sim_chunk(struct sim_net *net)
+size_t sim_chunk(struct sim_net *net)
 {
     switch (net->cfg.mode) {
     case SIM_WHOLE:
@@ -652,8 +397,7 @@ static inline size_t sim_chunk(struct sim_net *net)
     }
 }
 
-/* One scheduler step over both ends; true when anything moved. */
-static inline bool sim_step(struct sim_net *net)
+bool sim_step(struct sim_net *net)
 {
     bool moved = false;
     int first = net->cfg.mode >= SIM_RANDOM ? (int)sim_below(&net->rng, 2) : 0;
@@ -721,10 +465,7 @@ static inline bool sim_step(struct sim_net *net)
     return moved;
 }
 
-/* Runs the scheduler until nothing can move (every byte delivered and
- * consumed, every wanted write done, no stall pending). A bound catches an
- * engine that keeps asking for work without making progress. */
-static inline bool sim_run(struct sim_net *net)
+bool sim_run(struct sim_net *net)
 {
     unsigned idle = 0;
     for (uint64_t n = 0; n < 50000000; n++) {
@@ -750,16 +491,12 @@ static inline bool sim_run(struct sim_net *net)
     return false;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Set-up and teardown                                                      */
-/* ------------------------------------------------------------------------ */
-
-static inline void sim_cq_notify(PVOID ctx, NTSTATUS st)
+void sim_cq_notify(PVOID ctx, NTSTATUS st)
 {
     (void)ctx, (void)st; /* never armed */
 }
 
-static inline struct sim_buf *sim_new_buf(struct sim_net *net, size_t len, size_t lead)
+struct sim_buf *sim_new_buf(struct sim_net *net, size_t len, size_t lead)
 {
     if (net->nbufs == SIM_MAX_BUF)
         return NULL;
@@ -770,9 +507,8 @@ static inline struct sim_buf *sim_new_buf(struct sim_net *net, size_t len, size_
     return b;
 }
 
-/* Registers [off, off+len) of b as a normal MR of pd with NDK_MR_FLAG_* flags. */
-static inline NDK_MR *sim_reg_mr(struct sim_net *net, int s, NDK_PD *pd, struct sim_buf *b, size_t off,
-                                 size_t len, ULONG flags, uint32_t *token)
+NDK_MR *sim_reg_mr(struct sim_net *net, int s, NDK_PD *pd, struct sim_buf *b, size_t off,
+                   size_t len, ULONG flags, uint32_t *token)
 {
     struct sim_side *sd = &net->side[s];
     NDK_MR *mr = NULL;
@@ -787,9 +523,7 @@ static inline NDK_MR *sim_reg_mr(struct sim_net *net, int s, NDK_PD *pd, struct 
     return mr;
 }
 
-/* Bytes of the side's arena for one buffer: a little misaligned and apart
- * from the previous one, so placement off by a few bytes shows. */
-static inline size_t sim_alloc(struct sim_net *net, int s, size_t len)
+size_t sim_alloc(struct sim_net *net, int s, size_t len)
 {
     struct sim_side *sd = &net->side[s];
     size_t off = sd->arena_next + 16 + sim_below(&net->rng, 48);
@@ -801,15 +535,12 @@ static inline size_t sim_alloc(struct sim_net *net, int s, size_t len)
     return off;
 }
 
-static inline uint64_t sim_addr(const struct sim_buf *b, size_t off)
+uint64_t sim_addr(const struct sim_buf *b, size_t off)
 {
     return (uint64_t)(uintptr_t)(b->p + off);
 }
 
-static inline void sim_net_free(struct sim_net *net);
-
-/* NULL when an object cannot be made (what was made is closed again). */
-static inline struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t arena_len)
+struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t arena_len)
 {
     struct sim_net *net = calloc(1, sizeof *net);
     if (!net)
@@ -857,7 +588,7 @@ fail:
 }
 
 /* The staging configuration of c, for the data paths started next. */
-static inline void sim_stage_apply(const struct sim_cfg *c)
+static void sim_stage_apply(const struct sim_cfg *c)
 {
     static size_t def_threshold, def_size;
     static bool saved;
@@ -870,9 +601,7 @@ static inline void sim_stage_apply(const struct sim_cfg *c)
     ndk_rx_stage_size = c->stage_size == SIZE_MAX ? def_size : c->stage_size;
 }
 
-/* The connection is established: the data path starts on our transport, as
- * the connector would start it (A active, B passive). */
-static inline void sim_net_start(struct sim_net *net)
+void sim_net_start(struct sim_net *net)
 {
     const struct sim_cfg *c = &net->cfg;
     sim_stage_apply(c);
@@ -892,16 +621,14 @@ static inline void sim_net_start(struct sim_net *net)
     }
 }
 
-static inline bool sim_close_obj(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
+bool sim_close_obj(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
 {
     NTSTATUS st = fn(h, NULL, NULL);
     CHECK_EQ(st, STATUS_SUCCESS); /* nothing outstanding: the close is immediate */
     return st == STATUS_SUCCESS;
 }
 
-/* Closes every object (QPs first: they depend on the rest) and frees the
- * buffers. Both QPs must be stopped by now. */
-static inline void sim_net_free(struct sim_net *net)
+void sim_net_free(struct sim_net *net)
 {
     if (!net)
         return;
@@ -936,11 +663,7 @@ static inline void sim_net_free(struct sim_net *net)
     free(net);
 }
 
-/* ------------------------------------------------------------------------ */
-/* Completions                                                              */
-/* ------------------------------------------------------------------------ */
-
-static inline NDK_OPERATION_TYPE sim_kind_type(const struct sim_req *r)
+NDK_OPERATION_TYPE sim_kind_type(const struct sim_req *r)
 {
     switch (r->kind) {
     case SK_SEND:
@@ -960,8 +683,7 @@ static inline NDK_OPERATION_TYPE sim_kind_type(const struct sim_req *r)
     }
 }
 
-/* Takes every completion the CQs hold and books it to its request. */
-static inline void sim_drain(struct sim_net *net)
+void sim_drain(struct sim_net *net)
 {
     for (int s = 0; s < 2; s++) {
         struct sim_side *sd = &net->side[s];
@@ -992,21 +714,12 @@ static inline void sim_drain(struct sim_net *net)
     }
 }
 
-/* ------------------------------------------------------------------------ */
-/* Posting                                                                  */
-/* ------------------------------------------------------------------------ */
-
-/* What a post passes as pSgl when nSge is 0: a valid pointer to no SGE by
- * default; NULL when a test sets this (an empty list may be NULL, and the
- * provider must not pass it on to memcpy, which is undefined even for 0). */
-static bool sim_null_sgl;
-
-static inline const NDK_SGE *sim_sgl(const NDK_SGE *sge, int n)
+const NDK_SGE *sim_sgl(const NDK_SGE *sge, int n)
 {
     return n || !sim_null_sgl ? sge : NULL;
 }
 
-static inline int sim_new_req(struct sim_net *net, int s, enum sim_kind kind, ULONG flags)
+int sim_new_req(struct sim_net *net, int s, enum sim_kind kind, ULONG flags)
 {
     if (net->nreq == SIM_MAX_REQ) {
         fprintf(stderr, "sim: too many requests\n");
@@ -1025,9 +738,8 @@ static inline int sim_new_req(struct sim_net *net, int s, enum sim_kind kind, UL
     return idx;
 }
 
-/* SGEs over fresh arena bytes of the given lengths. */
-static inline ULONG sim_sges(struct sim_net *net, int s, const size_t *lens, int n, NDK_SGE *sge,
-                             struct sim_span *spans)
+ULONG sim_sges(struct sim_net *net, int s, const size_t *lens, int n, NDK_SGE *sge,
+               struct sim_span *spans)
 {
     struct sim_side *sd = &net->side[s];
     for (int i = 0; i < n; i++) {
@@ -1040,8 +752,7 @@ static inline ULONG sim_sges(struct sim_net *net, int s, const size_t *lens, int
     return (ULONG)n;
 }
 
-/* The bytes the spans hold now (the payload a request takes from them). */
-static inline uint8_t *sim_gather(const struct sim_span *sp, int n, size_t *total)
+uint8_t *sim_gather(const struct sim_span *sp, int n, size_t *total)
 {
     size_t t = 0;
     for (int i = 0; i < n; i++)
@@ -1056,8 +767,7 @@ static inline uint8_t *sim_gather(const struct sim_span *sp, int n, size_t *tota
     return out;
 }
 
-/* Expects payload to be scattered over the spans. */
-static inline void sim_scatter_expect(const struct sim_span *sp, int n, const uint8_t *payload, size_t len)
+void sim_scatter_expect(const struct sim_span *sp, int n, const uint8_t *payload, size_t len)
 {
     size_t o = 0;
     for (int i = 0; i < n && o < len; i++) {
@@ -1067,10 +777,8 @@ static inline void sim_scatter_expect(const struct sim_span *sp, int n, const ui
     }
 }
 
-/* A receive into the given SGEs, whose bytes are the spans, in order (an
- * SGE of a fast registration may cover several). */
-static inline int sim_recv_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *dst,
-                                int ndst)
+int sim_recv_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *dst,
+                  int ndst)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_RECV, 0);
@@ -1085,7 +793,7 @@ static inline int sim_recv_sges(struct sim_net *net, int s, const NDK_SGE *sge, 
     return idx;
 }
 
-static inline int sim_recv(struct sim_net *net, int s, const size_t *lens, int n)
+int sim_recv(struct sim_net *net, int s, const size_t *lens, int n)
 {
     NDK_SGE sge[NDK_MAX_SGE];
     struct sim_span dst[NDK_MAX_SGE];
@@ -1093,16 +801,13 @@ static inline int sim_recv(struct sim_net *net, int s, const size_t *lens, int n
     return sim_recv_sges(net, s, sge, n, dst, n);
 }
 
-static inline int sim_recv1(struct sim_net *net, int s, size_t len)
+int sim_recv1(struct sim_net *net, int s, size_t len)
 {
     return sim_recv(net, s, &len, 1);
 }
 
-/* Send, Send with SE (flags), or SendAndInvalidate (inv) of the bytes of
- * the given SGEs, which are the spans src, in order. The payload lands in
- * the peer's oldest unmatched receive. */
-static inline int sim_send_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *src,
-                                int nsrc, ULONG flags, bool inv, uint32_t token)
+int sim_send_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *src,
+                  int nsrc, ULONG flags, bool inv, uint32_t token)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_SEND, flags);
@@ -1145,9 +850,8 @@ static inline int sim_send_sges(struct sim_net *net, int s, const NDK_SGE *sge, 
     return idx;
 }
 
-/* sim_send_sges of fresh arena bytes of the given lengths. */
-static inline int sim_send(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags, bool inv,
-                           uint32_t token)
+int sim_send(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags, bool inv,
+             uint32_t token)
 {
     NDK_SGE sge[NDK_MAX_SGE];
     struct sim_span src[NDK_MAX_SGE];
@@ -1155,17 +859,14 @@ static inline int sim_send(struct sim_net *net, int s, const size_t *lens, int n
     return sim_send_sges(net, s, sge, n, src, n, flags, inv, token);
 }
 
-static inline int sim_send1(struct sim_net *net, int s, size_t len, ULONG flags)
+int sim_send1(struct sim_net *net, int s, size_t len, ULONG flags)
 {
     return sim_send(net, s, &len, 1, flags, false, 0);
 }
 
-/* RDMA Write of the bytes of the given SGEs (the spans src, in order) to
- * (token, raddr), which the test knows maps to tbuf at toff (tbuf NULL:
- * nothing may change, e.g. a violation). */
-static inline int sim_write_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *src,
-                                 int nsrc, ULONG flags, struct sim_buf *tbuf, size_t toff, uint32_t token,
-                                 uint64_t raddr)
+int sim_write_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *src,
+                   int nsrc, ULONG flags, struct sim_buf *tbuf, size_t toff, uint32_t token,
+                   uint64_t raddr)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_WRITE, flags);
@@ -1181,9 +882,8 @@ static inline int sim_write_sges(struct sim_net *net, int s, const NDK_SGE *sge,
     return idx;
 }
 
-/* sim_write_sges of fresh arena bytes of the given lengths. */
-static inline int sim_write(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
-                            struct sim_buf *tbuf, size_t toff, uint32_t token, uint64_t raddr)
+int sim_write(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
+              struct sim_buf *tbuf, size_t toff, uint32_t token, uint64_t raddr)
 {
     NDK_SGE sge[NDK_MAX_SGE];
     struct sim_span src[NDK_MAX_SGE];
@@ -1191,18 +891,15 @@ static inline int sim_write(struct sim_net *net, int s, const size_t *lens, int 
     return sim_write_sges(net, s, sge, n, src, n, flags, tbuf, toff, token, raddr);
 }
 
-static inline int sim_write1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *tbuf,
-                             size_t toff, uint32_t token, uint64_t raddr)
+int sim_write1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *tbuf,
+               size_t toff, uint32_t token, uint64_t raddr)
 {
     return sim_write(net, s, &len, 1, flags, tbuf, toff, token, raddr);
 }
 
-/* RDMA Read from (token, raddr), which maps to sbuf at soff (sbuf NULL:
- * the read must fail, its sink must not change), into the given SGEs,
- * whose bytes are the spans dst, in order. */
-static inline int sim_read_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *dst,
-                                int ndst, ULONG flags, struct sim_buf *sbuf, size_t soff, uint32_t token,
-                                uint64_t raddr)
+int sim_read_sges(struct sim_net *net, int s, const NDK_SGE *sge, int n, const struct sim_span *dst,
+                  int ndst, ULONG flags, struct sim_buf *sbuf, size_t soff, uint32_t token,
+                  uint64_t raddr)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_READ, flags);
@@ -1220,9 +917,8 @@ static inline int sim_read_sges(struct sim_net *net, int s, const NDK_SGE *sge, 
     return idx;
 }
 
-/* sim_read_sges into fresh arena bytes of the given lengths. */
-static inline int sim_read(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
-                           struct sim_buf *sbuf, size_t soff, uint32_t token, uint64_t raddr)
+int sim_read(struct sim_net *net, int s, const size_t *lens, int n, ULONG flags,
+             struct sim_buf *sbuf, size_t soff, uint32_t token, uint64_t raddr)
 {
     NDK_SGE sge[NDK_MAX_SGE];
     struct sim_span dst[NDK_MAX_SGE];
@@ -1230,14 +926,13 @@ static inline int sim_read(struct sim_net *net, int s, const size_t *lens, int n
     return sim_read_sges(net, s, sge, n, dst, n, flags, sbuf, soff, token, raddr);
 }
 
-static inline int sim_read1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *sbuf,
-                            size_t soff, uint32_t token, uint64_t raddr)
+int sim_read1(struct sim_net *net, int s, size_t len, ULONG flags, struct sim_buf *sbuf,
+              size_t soff, uint32_t token, uint64_t raddr)
 {
     return sim_read(net, s, &len, 1, flags, sbuf, soff, token, raddr);
 }
 
-/* A fast-register MR of side s in pd with room for max_pages pages. */
-static inline NDK_MR *sim_frmr(struct sim_net *net, int s, NDK_PD *pd, ULONG max_pages)
+NDK_MR *sim_frmr(struct sim_net *net, int s, NDK_PD *pd, ULONG max_pages)
 {
     struct sim_side *sd = &net->side[s];
     NDK_MR *mr = NULL;
@@ -1249,8 +944,7 @@ static inline NDK_MR *sim_frmr(struct sim_net *net, int s, NDK_PD *pd, ULONG max
     return mr;
 }
 
-/* The pages of b for a fast registration (NdkBuildLAM). */
-static inline NDK_LOGICAL_ADDRESS_MAPPING *sim_lam(struct sim_net *net, int s, struct sim_buf *b, ULONG *fbo)
+NDK_LOGICAL_ADDRESS_MAPPING *sim_lam(struct sim_net *net, int s, struct sim_buf *b, ULONG *fbo)
 {
     struct sim_side *sd = &net->side[s];
     MDL mdl = {.Next = NULL, .StartVa = b->p, .ByteOffset = 0, .ByteCount = (ULONG)b->len};
@@ -1269,10 +963,8 @@ static inline NDK_LOGICAL_ADDRESS_MAPPING *sim_lam(struct sim_net *net, int s, s
     return lam;
 }
 
-/* Fast-registers len bytes of the page list from fbo at TO base; *token:
- * the remote token current once the post returned. */
-static inline int sim_fastreg_pages(struct sim_net *net, int s, NDK_MR *mr, const NDK_LOGICAL_ADDRESS *pages,
-                                    ULONG npages, ULONG fbo, size_t len, uint64_t base, ULONG flags, uint32_t *token)
+int sim_fastreg_pages(struct sim_net *net, int s, NDK_MR *mr, const NDK_LOGICAL_ADDRESS *pages,
+                      ULONG npages, ULONG fbo, size_t len, uint64_t base, ULONG flags, uint32_t *token)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_FASTREG, flags);
@@ -1284,17 +976,15 @@ static inline int sim_fastreg_pages(struct sim_net *net, int s, NDK_MR *mr, cons
     return idx;
 }
 
-/* Fast-registers all of b (through its LAM) at virtual base va_page + fbo.
- * *token: the new remote token; *base: the TO of b's first byte. */
-static inline int sim_fastreg(struct sim_net *net, int s, NDK_MR *mr, NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG fbo,
-                              struct sim_buf *b, uint64_t va_page, ULONG flags, uint32_t *token, uint64_t *base)
+int sim_fastreg(struct sim_net *net, int s, NDK_MR *mr, NDK_LOGICAL_ADDRESS_MAPPING *lam, ULONG fbo,
+                struct sim_buf *b, uint64_t va_page, ULONG flags, uint32_t *token, uint64_t *base)
 {
     *base = va_page + fbo;
     return sim_fastreg_pages(net, s, mr, lam->AdapterPageArray, lam->AdapterPageCount, fbo, b->len, *base, flags,
                              token);
 }
 
-static inline NDK_MW *sim_mw(struct sim_net *net, int s, NDK_PD *pd)
+NDK_MW *sim_mw(struct sim_net *net, int s, NDK_PD *pd)
 {
     struct sim_side *sd = &net->side[s];
     NDK_MW *mw = NULL;
@@ -1304,8 +994,8 @@ static inline NDK_MW *sim_mw(struct sim_net *net, int s, NDK_PD *pd)
     return mw;
 }
 
-static inline int sim_bind(struct sim_net *net, int s, NDK_MR *mr, NDK_MW *mw, void *va, size_t len, ULONG flags,
-                           uint32_t *token)
+int sim_bind(struct sim_net *net, int s, NDK_MR *mr, NDK_MW *mw, void *va, size_t len, ULONG flags,
+             uint32_t *token)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_BIND, flags);
@@ -1316,7 +1006,7 @@ static inline int sim_bind(struct sim_net *net, int s, NDK_MR *mr, NDK_MW *mw, v
     return idx;
 }
 
-static inline int sim_inv(struct sim_net *net, int s, NDK_OBJECT_HEADER *obj, ULONG flags)
+int sim_inv(struct sim_net *net, int s, NDK_OBJECT_HEADER *obj, ULONG flags)
 {
     struct sim_side *sd = &net->side[s];
     int idx = sim_new_req(net, s, SK_INV, flags);
@@ -1326,20 +1016,12 @@ static inline int sim_inv(struct sim_net *net, int s, NDK_OBJECT_HEADER *obj, UL
     return idx;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Checks                                                                   */
-/* ------------------------------------------------------------------------ */
-
-/* A span holds exactly its expected bytes. */
-static inline bool sim_span_exact(const struct sim_span *sp)
+bool sim_span_exact(const struct sim_span *sp)
 {
     return memcmp(sp->buf->p + sp->off, sp->buf->want + sp->off, sp->len) == 0;
 }
 
-/* Requests whose completion broke a rule; each is printed. strict: every
- * request succeeded (a clean exchange); otherwise a request may also have
- * been flushed (STATUS_CANCELLED) or, if allow_errors, failed otherwise. */
-static inline unsigned sim_check_requests(struct sim_net *net, bool strict, bool allow_errors)
+unsigned sim_check_requests(struct sim_net *net, bool strict, bool allow_errors)
 {
     unsigned bad = 0;
     for (int i = 0; i < net->nreq; i++) {
@@ -1391,9 +1073,7 @@ static inline unsigned sim_check_requests(struct sim_net *net, bool strict, bool
     return bad;
 }
 
-/* Every buffer: canaries intact, and each byte untouched or (where a
- * request targets it) its expected value; exact: everything expected. */
-static inline unsigned sim_check_memory(struct sim_net *net, bool exact)
+unsigned sim_check_memory(struct sim_net *net, bool exact)
 {
     unsigned bad = 0;
     for (int i = 0; i < net->nbufs; i++) {
@@ -1412,19 +1092,7 @@ static inline unsigned sim_check_memory(struct sim_net *net, bool exact)
     return bad;
 }
 
-/* ------------------------------------------------------------------------ */
-/* Wire images                                                              */
-/* ------------------------------------------------------------------------ */
-
-struct sim_fpdu {
-    size_t off;          /* of its first octet in the log */
-    size_t ulpdu_len;
-    const uint8_t *ulpdu; /* from the DDP control octet */
-    size_t total;        /* octets on the wire */
-};
-
-/* The next whole FPDU of a log at *pos; false at the end or a partial one. */
-static inline bool sim_next_fpdu(const uint8_t *log, size_t len, size_t *pos, struct sim_fpdu *f)
+bool sim_next_fpdu(const uint8_t *log, size_t len, size_t *pos, struct sim_fpdu *f)
 {
     if (len - *pos < 2)
         return false;
@@ -1440,14 +1108,13 @@ static inline bool sim_next_fpdu(const uint8_t *log, size_t len, size_t *pos, st
     return true;
 }
 
-static inline bool sim_is_terminate(const struct sim_fpdu *f)
+bool sim_is_terminate(const struct sim_fpdu *f)
 {
     return f->ulpdu_len >= 2 && !(f->ulpdu[0] & DDP_CTRL_T) &&
            (f->ulpdu[1] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
 }
 
-/* The FPDU's pad is zero and its CRC right (or zero without CRC). */
-static inline bool sim_fpdu_trailer_ok(const struct sim_fpdu *f, bool crc)
+bool sim_fpdu_trailer_ok(const struct sim_fpdu *f, bool crc)
 {
     const uint8_t *start = f->ulpdu - 2;
     size_t pad = mpa_pad_len(f->ulpdu_len);
@@ -1460,8 +1127,7 @@ static inline bool sim_fpdu_trailer_ok(const struct sim_fpdu *f, bool crc)
     return memcmp(f->ulpdu + f->ulpdu_len + pad, want, 4) == 0;
 }
 
-/* Prints every Terminate on the wire, decoded: for failure reports. */
-static inline void sim_dump_terminates(const struct sim_net *net)
+void sim_dump_terminates(const struct sim_net *net)
 {
     for (int d = 0; d < 2; d++) {
         const struct sim_dir *dir = &net->dir[d];
@@ -1486,16 +1152,7 @@ static inline void sim_dump_terminates(const struct sim_net *net)
     }
 }
 
-/* ------------------------------------------------------------------------ */
-/* The scripted exchange                                                    */
-/* ------------------------------------------------------------------------ */
-
-#define SIM_A 0
-#define SIM_B 1
-#define SIM_FR_VA 0x40000000000ull /* fast registrations live at made-up TOs */
-
-/* Is the remote token now refused at the side that owns it? */
-static inline bool sim_token_dead(struct sim_net *net, int s, uint32_t token)
+bool sim_token_dead(struct sim_net *net, int s, uint32_t token)
 {
     struct sim_side *sd = &net->side[s];
     struct ndk_qp_impl *qp = sd->impl;
@@ -1503,15 +1160,7 @@ static inline bool sim_token_dead(struct sim_net *net, int s, uint32_t token)
            MEM_INVALID_STAG;
 }
 
-/*
- * Every operation type, A mostly as requester and B as responder, with some
- * traffic the other way so Read Responses interleave with requests.
- * Payloads run from 0 bytes to many MULPDUs (compact: at most a few, so a
- * fault sweep can afford every byte offset). Phases end with sim_run(): like
- * a consumer that waits for a Bind's completion before handing out its
- * token. white_box: also check that invalidated tokens are dead.
- */
-static inline void sim_exchange_script(struct sim_net *net, bool compact, bool white_box)
+void sim_exchange_script(struct sim_net *net, bool compact, bool white_box)
 {
     const size_t m = net->cfg.mulpdu;
     const size_t big = compact ? 700 : 20000;
@@ -1632,5 +1281,3 @@ static inline void sim_exchange_script(struct sim_net *net, bool compact, bool w
     if (white_box)
         CHECK(sim_token_dead(net, SIM_B, t2));
 }
-
-#endif
