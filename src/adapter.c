@@ -34,70 +34,6 @@ static NTSTATUS adapter_create_connector_fwd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPL
     return ndk_create_connector(a, cc, ctx, pp);
 }
 
-struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
-{
-    struct ndk_obj *o = ndk_obj_from_pub(pub, NdkObjectTypeAdapter);
-    return o ? container_of(o, struct ndk_adapter_impl, obj) : NULL;
-}
-
-/*
- * What NdkQueryAdapterInfo reports. The limits and their reasons are in
- * ndk_limits.h; the rest:
- * - VendorId 0: a software provider has no IEEE OUI; DeviceId 1 names
- *   "libndk software iWARP" so consumers can tell it from hardware.
- * - AdapterFlags:
- *   IN_ORDER_DMA: payload is read from the TCP stream (or copied from the
- *     receive staging buffer) into place in stream order, so no byte lands
- *     before an earlier one.
- *   RDMA_READ_SINK_NOT_REQUIRED: a Read Response is matched against our own
- *     outstanding-read entry, not the STag table, so any locally writable
- *     buffer can be a sink; the sink flags are accepted and ignored.
- *   RDMA_READ_LOCAL_INVALIDATE: the first sink SGE's token is invalidated
- *     when the Read completes successfully.
- *   CQ_RESIZE: NdkResizeCq grows or shrinks the ring, keeping entries.
- *   LOOPBACK_CONNECTIONS: a connection to one of the adapter's own
- *     addresses works (covered by the conformance tests).
- *   CQ_INTERRUPT_MODERATION: NdkControlCqInterruptModeration holds a
- *     notification back in software (cq.c), saving the consumer wake-ups.
- *   MULTI_ENGINE: only with more than one progress engine (MaxEngines,
- *     engine.c): connections spread over QPs whose CQs sit on different
- *     engines are then processed concurrently.
- * - RdmaTechnology: iWARP.
- */
-void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info)
-{
-    memset(info, 0, sizeof *info);
-    info->Version = ad->version;
-    info->VendorId = 0;
-    info->DeviceId = 1;
-    info->MaxRegistrationSize = (SIZE_T)NDK_MAX_REGION;
-    info->MaxWindowSize = (SIZE_T)NDK_MAX_REGION;
-    info->FRMRPageCount = NDK_FRMR_PAGE_COUNT;
-    info->MaxInitiatorRequestSge = NDK_MAX_SGE;
-    info->MaxReceiveRequestSge = NDK_MAX_SGE;
-    info->MaxReadRequestSge = NDK_MAX_SGE;
-    info->MaxTransferLength = NDK_MAX_TRANSFER;
-    info->MaxInlineDataSize = NDK_MAX_INLINE;
-    info->MaxInboundReadLimit = NDK_MAX_IRD;
-    info->MaxOutboundReadLimit = NDK_MAX_ORD;
-    info->MaxReceiveQueueDepth = NDK_MAX_QUEUE_DEPTH;
-    info->MaxInitiatorQueueDepth = NDK_MAX_QUEUE_DEPTH;
-    info->MaxSrqDepth = NDK_MAX_SRQ_DEPTH;
-    info->MaxCqDepth = NDK_MAX_CQ_DEPTH;
-    info->LargeRequestThreshold = NDK_LARGE_REQUEST_THRESHOLD;
-    info->MaxCallerData = NDK_MAX_PRIVATE_DATA;
-    info->MaxCalleeData = NDK_MAX_PRIVATE_DATA;
-    info->AdapterFlags = NDK_ADAPTER_FLAG_IN_ORDER_DMA_SUPPORTED |
-                         NDK_ADAPTER_FLAG_CQ_INTERRUPT_MODERATION_SUPPORTED |
-                         NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED |
-                         NDK_ADAPTER_FLAG_RDMA_READ_LOCAL_INVALIDATE_SUPPORTED |
-                         NDK_ADAPTER_FLAG_CQ_RESIZE_SUPPORTED |
-                         NDK_ADAPTER_FLAG_LOOPBACK_CONNECTIONS_SUPPORTED;
-    if (ad->dev->nengines > 1)
-        info->AdapterFlags |= NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED;
-    info->RdmaTechnology = NdkiWarp;
-}
-
 static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *pInfo,
                                    ULONG *pBufferSize)
 {
@@ -120,48 +56,6 @@ static NTSTATUS adapter_query_info(NDK_ADAPTER *pNdkAdapter, NDK_ADAPTER_INFO *p
     memcpy(pInfo, &info, n);
     *pBufferSize = n;
     return STATUS_SUCCESS;
-}
-
-/* ---- local addresses ---- */
-
-static void refresh_addrs(struct ndk_adapter_impl *ad)
-{
-    NDK_ADAPTER_DESCRIPTION *list = calloc(64, sizeof *list);
-    if (!list)
-        return;
-    int n = ndk_if_list(list, 64);
-    for (int i = 0; i < n && i < 64; i++) {
-        if (strcmp(list[i].Name, ad->dev->name) == 0) {
-            ad->dev->naddrs = list[i].AddressCount;
-            memcpy(ad->dev->addrs, list[i].Addresses, sizeof(NDK_SOCKADDR) * list[i].AddressCount);
-        }
-    }
-    free(list);
-}
-
-static bool owns_cached(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
-{
-    if (ndk_sockaddr_is_any(addr))
-        return true;
-    if (ad->dev->loopback && addr->sa.sa_family == AF_INET &&
-        (ntohl(addr->in4.sin_addr.s_addr) >> 24) == 127)
-        return true;
-    for (unsigned i = 0; i < ad->dev->naddrs; i++)
-        if (ndk_sockaddr_same_ip(&ad->dev->addrs[i], addr))
-            return true;
-    return false;
-}
-
-bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr)
-{
-    pthread_mutex_lock(&ad->dev->lock);
-    bool yes = owns_cached(ad, addr);
-    if (!yes) {
-        refresh_addrs(ad); /* addresses can be added after the adapter was opened */
-        yes = owns_cached(ad, addr);
-    }
-    pthread_mutex_unlock(&ad->dev->lock);
-    return yes;
 }
 
 /* ---- platform entry points ---- */
@@ -290,19 +184,12 @@ static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t 
     return dev;
 }
 
-NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
-                                const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter)
+/* The interface NameOrAddress names (ndk.h): by name, or by one of its
+ * addresses, every 127.0.0.0/8 address being the loopback interface's. On
+ * success *d is its entry in *list, which the caller frees. */
+static NTSTATUS find_interface(const char *NameOrAddress, NDK_ADAPTER_DESCRIPTION **listp,
+                               NDK_ADAPTER_DESCRIPTION **dp)
 {
-    if (!NameOrAddress || !ppAdapter)
-        return STATUS_INVALID_PARAMETER;
-    if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
-        return STATUS_INVALID_PARAMETER;
-    ndk_log_init();
-
-    NDK_VERSION ver;
-    if (!version_supported(Version, &ver))
-        return NDIS_STATUS_BAD_VERSION;
-
     NDK_ADAPTER_DESCRIPTION *list = calloc(64, sizeof *list);
     if (!list)
         return STATUS_INSUFFICIENT_RESOURCES;
@@ -324,7 +211,6 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         for (ULONG k = 0; k < list[i].AddressCount; k++)
             if (ndk_sockaddr_same_ip(&list[i].Addresses[k], &want))
                 found = i;
-        /* Every 127.0.0.0/8 address is the loopback interface's (ndk.h). */
         if ((list[i].Flags & NDK_ADAPTER_DESC_LOOPBACK) && want.sa.sa_family == AF_INET &&
             (ntohl(want.in4.sin_addr.s_addr) >> 24) == 127)
             found = i;
@@ -338,6 +224,28 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
         free(list);
         return NDIS_STATUS_ADAPTER_NOT_READY;
     }
+    *listp = list;
+    *dp = d;
+    return STATUS_SUCCESS;
+}
+
+NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version,
+                                const NDK_OPEN_OPTIONS *pOptions, NDK_ADAPTER **ppAdapter)
+{
+    if (!NameOrAddress || !ppAdapter)
+        return STATUS_INVALID_PARAMETER;
+    if (pOptions && pOptions->Size < offsetof(NDK_OPEN_OPTIONS, Flags) + sizeof(ULONG))
+        return STATUS_INVALID_PARAMETER;
+    ndk_log_init();
+
+    NDK_VERSION ver;
+    if (!version_supported(Version, &ver))
+        return NDIS_STATUS_BAD_VERSION;
+
+    NDK_ADAPTER_DESCRIPTION *list = NULL, *d = NULL;
+    NTSTATUS st = find_interface(NameOrAddress, &list, &d);
+    if (st != STATUS_SUCCESS)
+        return st;
 
     struct ndk_adapter_impl *ad = calloc(1, sizeof *ad);
     if (!ad) {
@@ -466,19 +374,6 @@ static void view_close(struct ndk_adapter_impl *ad)
         ndk_view_retire(ad);
     loop_kick(&ndk_dev_engine0(dev)->loop);
     pthread_mutex_unlock(&dev->lock);
-}
-
-void ndk_view_retire(struct ndk_adapter_impl *ad)
-{
-    struct ndk_device *dev = ad->dev;
-    for (struct ndk_adapter_impl **pp = &dev->views; *pp; pp = &(*pp)->view_next) {
-        if (*pp == ad) {
-            *pp = ad->view_next;
-            break;
-        }
-    }
-    ad->view_next = dev->dead_views;
-    dev->dead_views = ad;
 }
 
 /* The last view closed: the engines end, and every object left (the

@@ -47,7 +47,7 @@
  * completions (not by a CQ error, which is never held back), the callback
  * is held (mod_due) until ModerationCount unreported completions are in the
  * ring or ModerationInterval microseconds have passed since the arm became
- * satisfied, whichever comes first. The interval is a timerfd on the
+ * satisfied, whichever comes first. The interval is a timer (net/timer.h) on the
  * device's loop, one per CQ, made the first time an interval is set (the
  * only moment it can fail: STATUS_INSUFFICIENT_RESOURCES): arming it is a
  * system call on the CQ's own descriptor, so the push path, which must not
@@ -58,10 +58,8 @@
  */
 #include <stdlib.h>
 #include <sys/epoll.h>
-#include <sys/timerfd.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "net/timer.h"
 #include "objects.h"
 
 static struct ndk_cq_impl *cq_from(NDK_CQ *p)
@@ -163,13 +161,6 @@ static void cq_fire_locked(struct ndk_cq_impl *cq, NTSTATUS status)
         cq_queue_locked(cq, status);
 }
 
-static uint64_t mono_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 static bool mod_on(const struct ndk_cq_impl *cq)
 {
     return cq->mod_interval_us != 0;
@@ -196,7 +187,7 @@ static bool mod_release(const struct ndk_cq_impl *cq)
     ULONG limit = cq->mod_count != 0 && cq->mod_count < cq->depth ? cq->mod_count : cq->depth;
     if (n >= limit)
         return true;
-    return mod_has_interval(cq) && mono_ns() >= mod_deadline_ns(cq);
+    return mod_has_interval(cq) && ndk_mono_ns() >= mod_deadline_ns(cq);
 }
 
 /* Lock held: the timer goes off at the deadline of the held-back callback. */
@@ -204,11 +195,7 @@ static void mod_timer_start(struct ndk_cq_impl *cq)
 {
     if (!mod_has_interval(cq) || cq->mod_timerfd < 0)
         return;
-    uint64_t d = mod_deadline_ns(cq);
-    struct itimerspec its = {.it_value = {.tv_sec = (time_t)(d / 1000000000u),
-                                          .tv_nsec = (long)(d % 1000000000u)}};
-    /* Cannot fail with a valid descriptor and a normalised absolute time. */
-    timerfd_settime(cq->mod_timerfd, TFD_TIMER_ABSTIME, &its, NULL);
+    ndk_timer_arm(cq->mod_timerfd, mod_deadline_ns(cq));
 }
 
 /* Lock held, arm satisfied with `status`: notify now, or hold the callback
@@ -218,7 +205,7 @@ static void cq_due_locked(struct ndk_cq_impl *cq, NTSTATUS status)
     if (status == STATUS_SUCCESS && mod_on(cq)) {
         if (!cq->mod_due) {
             cq->mod_due = true;
-            cq->mod_since_ns = mono_ns();
+            cq->mod_since_ns = ndk_mono_ns();
             if (!mod_release(cq)) {
                 mod_timer_start(cq);
                 return;
@@ -248,9 +235,7 @@ static void cq_mod_expired(struct loop_watch *w, uint32_t events)
 {
     (void)events;
     struct ndk_cq_impl *cq = container_of(w, struct ndk_cq_impl, mod_watch);
-    uint64_t ticks;
-    ssize_t r = read(cq->mod_timerfd, &ticks, sizeof ticks);
-    (void)r; /* EAGAIN: a restart already consumed this expiry */
+    ndk_timer_ack(cq->mod_timerfd);
     pthread_mutex_lock(&cq->lock);
     if (cq->mod_due) {
         if (mod_release(cq))
@@ -432,11 +417,11 @@ static NTSTATUS mod_timer_open(struct ndk_cq_impl *cq)
 {
     if (cq->mod_timerfd >= 0)
         return STATUS_SUCCESS;
-    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    int fd = ndk_timer_open();
     if (fd < 0)
         return STATUS_INSUFFICIENT_RESOURCES;
     if (loop_watch_add(&cq->obj.engine->loop, &cq->mod_watch, fd, EPOLLIN, cq_mod_expired) != 0) {
-        close(fd);
+        ndk_timer_close(fd);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     cq->mod_timerfd = fd;
@@ -508,7 +493,7 @@ static void cq_destroy(struct ndk_obj *obj)
     struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
     if (cq->mod_timerfd >= 0) {
         loop_watch_del(&obj->engine->loop, &cq->mod_watch);
-        close(cq->mod_timerfd);
+        ndk_timer_close(cq->mod_timerfd);
         cq->mod_timerfd = -1;
     }
     ndk_engine_unplace(obj->engine);

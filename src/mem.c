@@ -718,6 +718,17 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
     return st;
 }
 
+NTSTATUS mem_check_receive(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                           ULONG nsge, uint64_t max_total, uint64_t *total)
+{
+    *total = 0;
+    for (ULONG i = 0; i < nsge; i++)
+        *total += sgl[i].Length;
+    if (*total > max_total)
+        return STATUS_INVALID_PARAMETER;
+    return mem_map_local(t, pd, sgl, nsge, MEM_LOCAL_WRITE | MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
+}
+
 /* ------------------------------------------------------------------------ */
 /* Invalidation                                                             */
 /* ------------------------------------------------------------------------ */
@@ -767,6 +778,16 @@ NTSTATUS mem_invalidate_local_token(struct mem_table *t, const struct ndk_pd_imp
 /* Fast register, bind, invalidate: post-time checks and execution          */
 /* ------------------------------------------------------------------------ */
 
+struct mem_entry *mem_object_entry(const void *pub, NDK_OBJECT_TYPE type, struct ndk_obj **obj)
+{
+    struct ndk_obj *o = ndk_obj_from_pub(pub, type);
+    if (!o)
+        return NULL;
+    if (obj)
+        *obj = o;
+    return container_of(o, struct mem_object, obj)->entry;
+}
+
 /* The entry behind an MR or MW header, if it belongs to qp's adapter. */
 static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *h)
 {
@@ -775,9 +796,9 @@ static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_H
     if (!qp || !h)
         return NULL;
     if (h->ObjectType == NdkObjectTypeMr)
-        e = mem_mr_entry((const NDK_MR *)h, &o);
+        e = mem_object_entry(h, NdkObjectTypeMr, &o);
     else if (h->ObjectType == NdkObjectTypeMw)
-        e = mem_mw_entry((const NDK_MW *)h, &o);
+        e = mem_object_entry(h, NdkObjectTypeMw, &o);
     return e && o->ad->dev == qp->obj.ad->dev ? e : NULL;
 }
 
@@ -854,9 +875,43 @@ static struct mem_entry *frmr_entry(struct ndk_qp_impl *qp, NDK_MR *mr)
     return e && e->kind != MEM_KIND_MW ? e : NULL;
 }
 
-NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
-                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
-                                 PVOID base_va, ULONG flags)
+/* Lock held: a fast registration passed its checks at the post. */
+static void fr_posted(struct mem_entry *e, NDK_MR *mr)
+{
+    e->fr_posted++;
+    /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4). The
+     * token is the MR's: the flag of the adapter instance it was created
+     * through decides. */
+    struct ndk_obj *mro = NULL;
+    mem_object_entry(mr, NdkObjectTypeMr, &mro);
+    if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
+        bump_key(e);
+}
+
+/* Lock held: a fast registration runs. npages <= max_pages <= page_cap: at
+ * most NDK_MAX_FRMR_PAGES words are copied under the lock. */
+static void fr_apply(struct mem_entry *e, ULONG npages, const NDK_LOGICAL_ADDRESS *pages, ULONG fbo,
+                     SIZE_T len, PVOID base_va, ULONG flags)
+{
+    for (ULONG i = 0; i < npages; i++)
+        e->pages[i] = (uint64_t)pages[i].QuadPart;
+    e->npages = npages;
+    e->unmapped = false;
+    e->fbo = fbo;
+    e->base = (uint64_t)(uintptr_t)base_va;
+    e->len = len;
+    e->access = fr_access(flags);
+    e->stag = make_stag(e->idx, e->key);
+    e->fr_applied = e->fr_posted;
+    e->valid = true;
+}
+
+/* A fast registration: checked at the post, checked again and applied
+ * when it runs (execute: the MR may have been re-initialized, or a LAM of
+ * its pages released, since the post). */
+static NTSTATUS fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
+                              const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len, PVOID base_va,
+                              ULONG flags, bool execute)
 {
     struct mem_entry *e = frmr_entry(qp, mr);
     if (!e)
@@ -869,54 +924,26 @@ NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npage
     st = fr_entry_checks(e, qp, npages, flags);
     if (st == STATUS_SUCCESS)
         st = fr_pages_checks(t, npages, pages);
-    if (st == STATUS_SUCCESS) {
-        e->fr_posted++;
-        /* NdkGetRemoteTokenFromMr answers the new token from now (5.6.4).
-         * The token is the MR's: the flag of the adapter instance it was
-         * created through decides. */
-        struct ndk_obj *mro = NULL;
-        mem_mr_entry(mr, &mro);
-        if (mro && (mro->ad->opt.Flags & NDK_OPEN_FLAG_FRMR_NEW_TOKEN))
-            bump_key(e);
-    }
+    if (st == STATUS_SUCCESS && execute)
+        fr_apply(e, npages, pages, fbo, len, base_va, flags);
+    else if (st == STATUS_SUCCESS)
+        fr_posted(e, mr);
     pthread_mutex_unlock(&t->lock);
     return st;
+}
+
+NTSTATUS mem_check_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
+                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
+                                 PVOID base_va, ULONG flags)
+{
+    return fast_register(qp, mr, npages, pages, fbo, len, base_va, flags, false);
 }
 
 NTSTATUS mem_exec_fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
                                 const NDK_LOGICAL_ADDRESS *pages, ULONG fbo, SIZE_T len,
                                 PVOID base_va, ULONG flags)
 {
-    struct mem_entry *e = frmr_entry(qp, mr);
-    if (!e)
-        return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->dev->mem;
-    /* Checked again: the MR may have been re-initialized, or a LAM of its
-     * pages released, since the post. */
-    NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
-    if (st != STATUS_SUCCESS)
-        return st;
-    pthread_mutex_lock(&t->lock);
-    st = fr_entry_checks(e, qp, npages, flags);
-    if (st == STATUS_SUCCESS)
-        st = fr_pages_checks(t, npages, pages);
-    if (st == STATUS_SUCCESS) {
-        /* npages <= max_pages <= page_cap. At most NDK_MAX_FRMR_PAGES
-         * words are copied under the lock. */
-        for (ULONG i = 0; i < npages; i++)
-            e->pages[i] = (uint64_t)pages[i].QuadPart;
-        e->npages = npages;
-        e->unmapped = false;
-        e->fbo = fbo;
-        e->base = (uint64_t)(uintptr_t)base_va;
-        e->len = len;
-        e->access = fr_access(flags);
-        e->stag = make_stag(e->idx, e->key);
-        e->fr_applied = e->fr_posted;
-        e->valid = true;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    return fast_register(qp, mr, npages, pages, fbo, len, base_va, flags, true);
 }
 
 static unsigned bind_access(ULONG flags)
@@ -963,22 +990,15 @@ static bool bind_entries(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, struct 
 {
     struct ndk_obj *mwo = NULL;
     *mro = NULL;
-    *m = mem_mr_entry(mr, mro);
-    *w = mem_mw_entry(mw, &mwo);
+    *m = mem_object_entry(mr, NdkObjectTypeMr, mro);
+    *w = mem_object_entry(mw, NdkObjectTypeMw, &mwo);
     return qp && *m && *w && (*mro)->ad->dev == qp->obj.ad->dev && mwo->ad->dev == qp->obj.ad->dev;
 }
 
-NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
-                        ULONG flags)
+/* Lock held: a bind passed its checks at the post. */
+static NTSTATUS bind_posted(struct mem_table *t, struct mem_entry *m, struct mem_entry *w, struct ndk_obj *mro)
 {
-    struct ndk_obj *mro;
-    struct mem_entry *m, *w;
-    if (!bind_entries(qp, mr, mw, &m, &w, &mro))
-        return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->dev->mem;
-    pthread_mutex_lock(&t->lock);
-    NTSTATUS st = bind_checks(m, w, qp, va, len, flags, true);
-    if (st == STATUS_SUCCESS && w->ante != mro) {
+    if (w->ante != mro) {
         /* The window now depends on this MR instead of its previous one. */
         struct mem_entry *old = w->ante ? lookup(t, w->ante_idx) : NULL;
         if (old && old->owner != w->ante)
@@ -986,25 +1006,38 @@ NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va
         if (old && old->closing) {
             /* The old MR's pending close counts this window; the release
              * needs the adapter lock, which posting threads never take. */
-            st = STATUS_INVALID_DEVICE_STATE;
-        } else {
-            if (old)
-                old->nwin--;
-            w->ante = mro;
-            w->ante_idx = m->idx;
-            m->nwin++;
+            return STATUS_INVALID_DEVICE_STATE;
         }
+        if (old)
+            old->nwin--;
+        w->ante = mro;
+        w->ante_idx = m->idx;
+        m->nwin++;
     }
-    if (st == STATUS_SUCCESS) {
-        bump_key(w); /* NdkGetRemoteTokenFromMw answers the new token from now (5.7.1) */
-        w->issued = true;
-    }
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    bump_key(w); /* NdkGetRemoteTokenFromMw answers the new token from now (5.7.1) */
+    w->issued = true;
+    return STATUS_SUCCESS;
 }
 
-NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
-                       ULONG flags)
+/* Lock held: a bind runs. */
+static void bind_apply(struct ndk_qp_impl *qp, struct mem_entry *m, struct mem_entry *w, PVOID va,
+                       SIZE_T len, ULONG flags)
+{
+    w->base = (uint64_t)(uintptr_t)va;
+    w->len = len;
+    w->access = bind_access(flags);
+    w->qp = qp; /* windows are associated with the QP that bound them (R13) */
+    w->qp_serial = qp->serial;
+    w->mr_idx = m->idx;
+    w->mr_stag = m->stag;
+    w->stag = make_stag(w->idx, w->key);
+    w->valid = true;
+}
+
+/* A bind: checked at the post, checked again and applied when it runs
+ * (execute: the MR may have been deregistered since the post). */
+static NTSTATUS bind_window(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                            ULONG flags, bool execute)
 {
     struct ndk_obj *mro;
     struct mem_entry *m, *w;
@@ -1012,21 +1045,25 @@ NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va,
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
-    /* Checked again: the MR may have been deregistered since the post. */
-    NTSTATUS st = bind_checks(m, w, qp, va, len, flags, false);
-    if (st == STATUS_SUCCESS) {
-        w->base = (uint64_t)(uintptr_t)va;
-        w->len = len;
-        w->access = bind_access(flags);
-        w->qp = qp; /* windows are associated with the QP that bound them (R13) */
-        w->qp_serial = qp->serial;
-        w->mr_idx = m->idx;
-        w->mr_stag = m->stag;
-        w->stag = make_stag(w->idx, w->key);
-        w->valid = true;
-    }
+    NTSTATUS st = bind_checks(m, w, qp, va, len, flags, !execute);
+    if (st == STATUS_SUCCESS && execute)
+        bind_apply(qp, m, w, va, len, flags);
+    else if (st == STATUS_SUCCESS)
+        st = bind_posted(t, m, w, mro);
     pthread_mutex_unlock(&t->lock);
     return st;
+}
+
+NTSTATUS mem_check_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                        ULONG flags)
+{
+    return bind_window(qp, mr, mw, va, len, flags, false);
+}
+
+NTSTATUS mem_exec_bind(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len,
+                       ULONG flags)
+{
+    return bind_window(qp, mr, mw, va, len, flags, true);
 }
 
 /* The rules of 5.9.6 shared by the check and the execution. Lock held. */
@@ -1041,34 +1078,37 @@ static NTSTATUS inv_checks(const struct mem_entry *e, const struct ndk_qp_impl *
     return STATUS_SUCCESS;
 }
 
-NTSTATUS mem_check_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw)
+/* An invalidation: checked at the post, checked again and done when it
+ * runs (execute). */
+static NTSTATUS invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw, bool execute)
 {
     struct mem_entry *e = target_entry(qp, mr_or_mw);
     if (!e)
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->dev->mem;
     pthread_mutex_lock(&t->lock);
-    /* Validity is judged at execution: a fast register or bind queued
-     * before this request may make the token valid by then. */
     NTSTATUS st = inv_checks(e, qp);
+    /* Validity is judged at execution only: a fast register or bind queued
+     * before this request may make the token valid by then. An already
+     * invalid one "fails as usual" (5.9.6). */
+    if (execute && st == STATUS_SUCCESS) {
+        if (e->valid)
+            e->valid = false;
+        else
+            st = STATUS_INVALID_DEVICE_STATE;
+    }
     pthread_mutex_unlock(&t->lock);
     return st;
 }
 
+NTSTATUS mem_check_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw)
+{
+    return invalidate(qp, mr_or_mw, false);
+}
+
 NTSTATUS mem_exec_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw)
 {
-    struct mem_entry *e = target_entry(qp, mr_or_mw);
-    if (!e)
-        return STATUS_INVALID_PARAMETER;
-    struct mem_table *t = qp->obj.ad->dev->mem;
-    pthread_mutex_lock(&t->lock);
-    NTSTATUS st = inv_checks(e, qp);
-    if (st == STATUS_SUCCESS && !e->valid)
-        st = STATUS_INVALID_DEVICE_STATE; /* already invalid "fails as usual" (5.9.6) */
-    if (st == STATUS_SUCCESS)
-        e->valid = false;
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    return invalidate(qp, mr_or_mw, true);
 }
 
 /* ------------------------------------------------------------------------ */

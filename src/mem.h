@@ -89,6 +89,11 @@ enum mem_err mem_map_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
  */
 NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
                        ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov);
+/* A receive's SGEs at its post (NdkReceive, NdkSrqReceive): their total
+ * length, in *total, at most max_total octets (STATUS_INVALID_PARAMETER),
+ * and each in writable memory of the PD (mem_map_local, MEM_LOCAL_WRITE). */
+NTSTATUS mem_check_receive(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                           ULONG nsge, uint64_t max_total, uint64_t *total);
 
 /*
  * Remote invalidation by an inbound Send with Invalidate (docs/rules.md

@@ -33,10 +33,18 @@ NTSTATUS mem_frmr_init(struct mem_table *t, struct mem_entry *e, ULONG npages, b
 UINT32 mem_entry_token(struct mem_table *t, struct mem_entry *e);
 /* The octets a valid MR or fast-registered MR covers; 0 otherwise (ndkstat). */
 uint64_t mem_entry_registered_len(struct mem_table *t, struct mem_entry *e);
-/* mr.c / mw.c: the entry behind a consumer's pointer (and its object), or
- * NULL when it is not a live MR / MW. */
-struct mem_entry *mem_mr_entry(const NDK_MR *mr, struct ndk_obj **obj);
-struct mem_entry *mem_mw_entry(const NDK_MW *mw, struct ndk_obj **obj);
+/* An MR or MW object (mr.c, mw.c): the object and its one entry of the
+ * table. The table reaches the entry behind a consumer's pointer through
+ * this shape, never by calling the object files (docs/architecture.md). */
+struct mem_object {
+    struct ndk_obj obj;
+    struct ndk_pd_impl *pd;
+    struct mem_entry *entry;
+};
+/* The entry behind a consumer's MR (type NdkObjectTypeMr) or MW
+ * (NdkObjectTypeMw) pointer, and its object when obj is not NULL; NULL when
+ * the pointer is not a live object of that type. */
+struct mem_entry *mem_object_entry(const void *pub, NDK_OBJECT_TYPE type, struct ndk_obj **obj);
 /* Test hook: where the next index search starts. */
 void mem_test_set_cursor(struct mem_table *t, uint32_t idx);
 

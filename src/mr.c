@@ -26,33 +26,17 @@
  * bit is what asks for remote write. */
 #define MR_FLAG_REMOTE_WRITE_BIT 0x4u
 
-struct ndk_mr_impl {
-    struct ndk_obj obj;
-    struct ndk_pd_impl *pd;
-    struct mem_entry *entry;
-};
-
-static struct ndk_mr_impl *mr_from(const NDK_MR *p)
+static struct mem_object *mr_from(const NDK_MR *p)
 {
     struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeMr);
-    return o ? container_of(o, struct ndk_mr_impl, obj) : NULL;
-}
-
-struct mem_entry *mem_mr_entry(const NDK_MR *p, struct ndk_obj **obj)
-{
-    struct ndk_mr_impl *mr = mr_from(p);
-    if (!mr)
-        return NULL;
-    if (obj)
-        *obj = &mr->obj;
-    return mr->entry;
+    return o ? container_of(o, struct mem_object, obj) : NULL;
 }
 
 static NTSTATUS mr_register(NDK_MR *pNdkMr, MDL *Mdl, SIZE_T Length, ULONG Flags,
                             NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
 {
     (void)RequestCompletion, (void)RequestContext; /* completes inline */
-    struct ndk_mr_impl *mr = mr_from(pNdkMr);
+    struct mem_object *mr = mr_from(pNdkMr);
     if (!mr || Length == 0 || Length > NDK_MAX_REGION || (Flags & ~MR_FLAGS_KNOWN))
         return STATUS_INVALID_PARAMETER;
     /* Local read is always granted. RDMA_READ_SINK is accepted and
@@ -79,7 +63,7 @@ static NTSTATUS mr_deregister(NDK_MR *pNdkMr, NDK_FN_REQUEST_COMPLETION RequestC
                               PVOID RequestContext)
 {
     (void)RequestCompletion, (void)RequestContext; /* completes inline */
-    struct ndk_mr_impl *mr = mr_from(pNdkMr);
+    struct mem_object *mr = mr_from(pNdkMr);
     if (!mr)
         return STATUS_INVALID_PARAMETER;
     return mem_mr_deregister(mr->obj.ad->dev->mem, mr->entry);
@@ -90,7 +74,7 @@ static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BO
                                       PVOID RequestContext)
 {
     (void)RequestCompletion, (void)RequestContext; /* completes inline */
-    struct ndk_mr_impl *mr = mr_from(pNdkMr);
+    struct mem_object *mr = mr_from(pNdkMr);
     if (!mr)
         return STATUS_INVALID_PARAMETER;
     NTSTATUS st = mem_frmr_init(mr->obj.ad->dev->mem, mr->entry, AdapterPageCount, RemoteAccess != FALSE);
@@ -104,7 +88,7 @@ static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BO
  * registered or initialized (5.6.4, 5.6.5). */
 static UINT32 mr_token(NDK_MR *pNdkMr)
 {
-    struct ndk_mr_impl *mr = mr_from(pNdkMr);
+    struct mem_object *mr = mr_from(pNdkMr);
     return mr ? mem_entry_token(mr->obj.ad->dev->mem, mr->entry) : 0;
 }
 
@@ -120,7 +104,7 @@ static const NDK_MR_DISPATCH mr_dispatch = {
 
 static void mr_close_start(struct ndk_obj *obj)
 {
-    struct ndk_mr_impl *mr = container_of(obj, struct ndk_mr_impl, obj);
+    struct mem_object *mr = container_of(obj, struct mem_object, obj);
     /* Windows bound to this MR become its successors now (the adapter lock
      * is held here, never on the posting path that binds them). */
     unsigned n = mem_entry_close_start(obj->ad->dev->mem, mr->entry);
@@ -130,7 +114,7 @@ static void mr_close_start(struct ndk_obj *obj)
 
 static void mr_destroy(struct ndk_obj *obj)
 {
-    struct ndk_mr_impl *mr = container_of(obj, struct ndk_mr_impl, obj);
+    struct mem_object *mr = container_of(obj, struct mem_object, obj);
     mem_entry_free(obj->ad->dev->mem, mr->entry); /* an MR depends on no window */
     mr->entry = NULL;
     ndk_obj_release_successor(&mr->pd->obj);
@@ -138,7 +122,7 @@ static void mr_destroy(struct ndk_obj *obj)
 
 static void mr_free(struct ndk_obj *obj)
 {
-    free(container_of(obj, struct ndk_mr_impl, obj));
+    free(container_of(obj, struct mem_object, obj));
 }
 
 static const struct ndk_obj_ops mr_ops = {
@@ -155,7 +139,7 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister, NDK_FN_CREATE_COMPL
     if (!pdo || !ppNdkMr)
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = pdo->ad;
-    struct ndk_mr_impl *mr = calloc(1, sizeof *mr);
+    struct mem_object *mr = calloc(1, sizeof *mr);
     if (!mr)
         return STATUS_INSUFFICIENT_RESOURCES;
     mr->pd = container_of(pdo, struct ndk_pd_impl, obj);

@@ -15,32 +15,16 @@
 
 #include "mem_internal.h"
 
-struct ndk_mw_impl {
-    struct ndk_obj obj;
-    struct ndk_pd_impl *pd;
-    struct mem_entry *entry;
-};
-
-static struct ndk_mw_impl *mw_from(const NDK_MW *p)
+static struct mem_object *mw_from(const NDK_MW *p)
 {
     struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeMw);
-    return o ? container_of(o, struct ndk_mw_impl, obj) : NULL;
-}
-
-struct mem_entry *mem_mw_entry(const NDK_MW *p, struct ndk_obj **obj)
-{
-    struct ndk_mw_impl *mw = mw_from(p);
-    if (!mw)
-        return NULL;
-    if (obj)
-        *obj = &mw->obj;
-    return mw->entry;
+    return o ? container_of(o, struct mem_object, obj) : NULL;
 }
 
 /* The token of the latest NdkBind that returned (5.7.1); 0 before any. */
 static UINT32 mw_token(NDK_MW *pNdkMw)
 {
-    struct ndk_mw_impl *mw = mw_from(pNdkMw);
+    struct mem_object *mw = mw_from(pNdkMw);
     return mw ? mem_entry_token(mw->obj.ad->dev->mem, mw->entry) : 0;
 }
 
@@ -52,13 +36,13 @@ static const NDK_MW_DISPATCH mw_dispatch = {
 
 static void mw_close_start(struct ndk_obj *obj)
 {
-    struct ndk_mw_impl *mw = container_of(obj, struct ndk_mw_impl, obj);
+    struct mem_object *mw = container_of(obj, struct mem_object, obj);
     mem_entry_close_start(obj->ad->dev->mem, mw->entry); /* no new bind from now */
 }
 
 static void mw_destroy(struct ndk_obj *obj)
 {
-    struct ndk_mw_impl *mw = container_of(obj, struct ndk_mw_impl, obj);
+    struct mem_object *mw = container_of(obj, struct mem_object, obj);
     /* The STag fails from here on; the MR it was bound to may finish a
      * close that waited for this window. */
     struct ndk_obj *ante = mem_entry_free(obj->ad->dev->mem, mw->entry);
@@ -70,7 +54,7 @@ static void mw_destroy(struct ndk_obj *obj)
 
 static void mw_free(struct ndk_obj *obj)
 {
-    free(container_of(obj, struct ndk_mw_impl, obj));
+    free(container_of(obj, struct mem_object, obj));
 }
 
 static const struct ndk_obj_ops mw_ops = {
@@ -87,7 +71,7 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion
     if (!pdo || !ppNdkMw)
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = pdo->ad;
-    struct ndk_mw_impl *mw = calloc(1, sizeof *mw);
+    struct mem_object *mw = calloc(1, sizeof *mw);
     if (!mw)
         return STATUS_INSUFFICIENT_RESOURCES;
     mw->pd = container_of(pdo, struct ndk_pd_impl, obj);

@@ -11,8 +11,12 @@
 #include "wire/mpa.h"
 #include "wire/mpa_negotiation.h"
 
-/* ---- adapter.c ---- */
-struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub);
+/* ---- view.c: what the objects ask of the view they were created through ---- */
+static inline struct ndk_adapter_impl *ndk_adapter_from_pub(NDK_ADAPTER *pub)
+{
+    struct ndk_obj *o = ndk_obj_from_pub(pub, NdkObjectTypeAdapter);
+    return o ? container_of(o, struct ndk_adapter_impl, obj) : NULL;
+}
 /* Is addr one of the adapter's local addresses (or a wildcard)? Takes the
  * adapter lock: call without it. */
 bool ndk_adapter_owns(struct ndk_adapter_impl *ad, const NDK_SOCKADDR *addr);
@@ -20,6 +24,7 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info);
 /* A closed view lost its last object: it is freed between loop
  * iterations. Device lock held. */
 void ndk_view_retire(struct ndk_adapter_impl *view);
+
 /* Engine internals (obj.c, engine.c). */
 void ndk_drain_callbacks(struct ndk_engine *e);
 void ndk_free_deferred(struct ndk_engine *e);

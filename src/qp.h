@@ -304,6 +304,8 @@ void ndk_qp_disconnect(struct ndk_qp_impl *qp);
 bool ndk_qp_sent_term(struct ndk_qp_impl *qp);
 /* Nothing queued or in flight on the initiator side (X1 "DMA finished"). */
 bool ndk_qp_quiescent(struct ndk_qp_impl *qp);
+
+/* ---- qp_fail.c: failing the iWARP connection ---- */
 /*
  * The stream is unusable: our own check failed (send_term: queue the
  * Terminate naming the offender), or the peer's Terminate arrived (term is
@@ -314,6 +316,9 @@ void qp_fatal(struct ndk_qp_impl *qp, const struct ddp_term *term, const uint8_t
               size_t offender_len, bool send_term);
 /* The status a received Terminate gives the request it names. */
 NTSTATUS ndk_status_from_term(uint8_t layer, uint8_t etype, uint8_t code);
+/* The receive engine drops what comes from now on, at most limit octets
+ * (rx_lock held). */
+void qp_rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit);
 
 /* ---- qp_tx.c ---- */
 /* Moves queued messages out while the transport accepts them. sq_lock held. */

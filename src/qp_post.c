@@ -308,13 +308,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         return STATUS_INVALID_DEVICE_REQUEST; /* receives come from the SRQ (5.5.5) */
     if (n > qp->rq_sge)
         return STATUS_INVALID_PARAMETER;
-    uint64_t total = 0;
-    for (ULONG i = 0; i < n; i++)
-        total += sgl[i].Length;
-    if (total > NDK_MAX_TRANSFER)
-        return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
-                                MEM_LOCAL_IOV_MAX, NULL);
+    uint64_t total;
+    NTSTATUS st = mem_check_receive(qp->obj.ad->dev->mem, qp->pd, sgl, n, NDK_MAX_TRANSFER, &total);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_qp_dp *dp = &qp->dp;

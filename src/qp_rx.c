@@ -738,108 +738,125 @@ static bool rx_discard(struct ndk_qp_dp *dp)
     return true;
 }
 
+/* What one step of the receive engine leaves: go on, stop for now (the
+ * input is drained, or a Send waits for its receive), or stop for good. */
+enum rx_step { RX_STEP_ON, RX_STEP_PAUSE, RX_STEP_END };
+
+/* RX_HDR: how many octets of the FPDU at the head to have before decoding
+ * it; 0 for a Terminate too long to be read whole. */
+static size_t rx_header_need(struct ndk_qp_dp *dp)
+{
+    /* Until the length and control octets are in, ask for 16: no header is
+     * shorter (2 + 14), so they are never payload. */
+    if (dp->rx_have < 4)
+        return 2 + DDP_TAGGED_HDR_LEN;
+    dp->rx_ulpdu = ddp_rd16(dp->rx_hdr);
+    size_t hl = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
+    bool term = !(dp->rx_hdr[2] & DDP_CTRL_T) && (dp->rx_hdr[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
+    if (!term)
+        return 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
+    /* A Terminate is read whole with its pad and CRC: it has no payload to
+     * place, and none of it counts before the CRC does (on_header). */
+    size_t need = 2 + dp->rx_ulpdu + mpa_pad_len(dp->rx_ulpdu) + 4;
+    return need > RX_HDR_MAX ? 0 : need;
+}
+
+/* RX_HDR: reads towards the need octets of the header, or lets the Send
+ * read ahead take a whole FPDU (read_send_ahead). */
+static enum rx_step rx_read_header(struct ndk_qp_impl *qp, size_t need, bool spent, int *fpdus)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    int r = read_send_ahead(qp, need, spent);
+    if (r == AHEAD_WAIT)
+        return RX_STEP_PAUSE;
+    if (r == AHEAD_DEAD)
+        return RX_STEP_END;
+    if (r == AHEAD_FPDU)
+        (*fpdus)++;
+    if (r != AHEAD_NO)
+        return RX_STEP_ON;
+    struct iovec v = {dp->rx_hdr + dp->rx_have, need - dp->rx_have};
+    ssize_t n = rx_stage_readv(&dp->rx_stage, dp->tr, &v, 1, rx_how(spent, dp->rx_small));
+    if (n == -EAGAIN)
+        return RX_STEP_PAUSE;
+    if (n <= 0) {
+        rx_lost(qp, n == 0 && dp->rx_have == 0);
+        return RX_STEP_END;
+    }
+    dp->rx_have += (size_t)n;
+    return RX_STEP_ON;
+}
+
+static enum rx_step rx_step_header(struct ndk_qp_impl *qp, bool spent, int *fpdus)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    size_t need = rx_header_need(dp);
+    if (!need) {
+        /* Too long to be read whole: malformed, but the peer's Terminate
+         * all the same; the stream ends, unanswered. */
+        qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        qp_fatal(qp, NULL, NULL, 0, false);
+        return RX_STEP_END;
+    }
+    if (dp->rx_have < need)
+        return rx_read_header(qp, need, spent, fpdus);
+    /* Prefetched octets beyond a (malformed, too short) header belong to
+     * what follows; the decode refuses it anyway. */
+    dp->rx_have = need;
+    if (!on_header(qp))
+        return dp->rx_waiting ? RX_STEP_PAUSE : RX_STEP_END; /* a Send waits for its receive */
+    return RX_STEP_ON;
+}
+
+/* RX_BODY: payload straight into its place, then pad and CRC, in one read. */
+static enum rx_step rx_step_body(struct ndk_qp_impl *qp, bool spent, int *fpdus)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    struct iovec v[RX_IOV_MAX + 2];
+    int nv = 0;
+    size_t skip = dp->rx_payload_done;
+    for (int i = 0; i < dp->rx_iov_n; i++) {
+        if (skip >= dp->rx_iov[i].iov_len) {
+            skip -= dp->rx_iov[i].iov_len;
+            continue;
+        }
+        v[nv++] = (struct iovec){(char *)dp->rx_iov[i].iov_base + skip, dp->rx_iov[i].iov_len - skip};
+        skip = 0;
+    }
+    nv = body_tail(dp, v, nv);
+    ssize_t n = rx_stage_readv(&dp->rx_stage, dp->tr, v, nv, rx_how(spent, rx_body_small(dp)));
+    if (n == -EAGAIN)
+        return RX_STEP_PAUSE;
+    if (n <= 0) {
+        rx_lost(qp, false);
+        return RX_STEP_END;
+    }
+    if (!absorb(dp, v, nv, (size_t)n))
+        return RX_STEP_ON;
+    (*fpdus)++;
+    return on_trailer(qp) ? RX_STEP_ON : RX_STEP_END;
+}
+
+/* Runs the engine until the input is drained or the budget spent; false
+ * once the stream is dead. */
 static bool rx_run(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    struct ndk_transport *tr = dp->tr;
-    if (tr && dp->rx_st == RX_DISCARD)
+    if (dp->tr && dp->rx_st == RX_DISCARD)
         return rx_discard(dp);
-    bool alive = tr && dp->rx_st != RX_DEAD;
     rx_stage_wake(&dp->rx_stage);
+    if (!dp->tr || dp->rx_st == RX_DEAD)
+        return false;
     /* Past the budget, what is already staged is still taken (rx_how). */
-    for (int fpdus = 0; alive && (fpdus < RX_BUDGET_FPDUS || rx_stage_held(&dp->rx_stage));) {
+    for (int fpdus = 0; fpdus < RX_BUDGET_FPDUS || rx_stage_held(&dp->rx_stage);) {
         bool spent = fpdus >= RX_BUDGET_FPDUS;
-        if (dp->rx_st == RX_HDR) {
-            /* Until the length and control octets are in, ask for 16: no
-             * header is shorter (2 + 14), so they are never payload. */
-            size_t need = 2 + DDP_TAGGED_HDR_LEN;
-            if (dp->rx_have >= 4) {
-                dp->rx_ulpdu = ddp_rd16(dp->rx_hdr);
-                size_t hl = ddp_hdr_len(dp->rx_hdr[2], dp->rx_hdr[3]);
-                bool term = !(dp->rx_hdr[2] & DDP_CTRL_T) &&
-                            (dp->rx_hdr[3] & RDMAP_CTRL_OP_MASK) == RDMAP_OP_TERMINATE;
-                need = 2 + (hl < dp->rx_ulpdu ? hl : dp->rx_ulpdu);
-                if (term) {
-                    /* A Terminate is read whole with its pad and CRC: it
-                     * has no payload to place, and none of it counts before
-                     * the CRC does (on_header). */
-                    need = 2 + dp->rx_ulpdu + mpa_pad_len(dp->rx_ulpdu) + 4;
-                    if (need > RX_HDR_MAX) {
-                        /* Too long to be read whole: malformed, but the
-                         * peer's Terminate all the same; the stream ends,
-                         * unanswered. */
-                        qp_set_end_reason(qp, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
-                        qp_fatal(qp, NULL, NULL, 0, false);
-                        alive = false;
-                        break;
-                    }
-                }
-            }
-            if (dp->rx_have < need) {
-                int r = read_send_ahead(qp, need, spent);
-                if (r == AHEAD_WAIT)
-                    break;
-                if (r == AHEAD_DEAD) {
-                    alive = false;
-                    break;
-                }
-                if (r == AHEAD_FPDU)
-                    fpdus++;
-                if (r != AHEAD_NO)
-                    continue;
-                struct iovec v = {dp->rx_hdr + dp->rx_have, need - dp->rx_have};
-                ssize_t n = rx_stage_readv(&dp->rx_stage, tr, &v, 1, rx_how(spent, dp->rx_small));
-                if (n == -EAGAIN)
-                    break;
-                if (n <= 0) {
-                    rx_lost(qp, n == 0 && dp->rx_have == 0);
-                    alive = false;
-                    break;
-                }
-                dp->rx_have += (size_t)n;
-                continue;
-            }
-            /* Prefetched octets beyond a (malformed, too short) header
-             * belong to what follows; the decode refuses it anyway. */
-            dp->rx_have = need;
-            if (!on_header(qp)) {
-                alive = dp->rx_waiting; /* a Send waits for its receive */
-                break;
-            }
-            continue;
-        }
-        if (dp->rx_st != RX_BODY)
-            break;
-        /* Payload straight into its place, then pad and CRC, in one read. */
-        struct iovec v[RX_IOV_MAX + 2];
-        int nv = 0;
-        size_t skip = dp->rx_payload_done;
-        for (int i = 0; i < dp->rx_iov_n; i++) {
-            if (skip >= dp->rx_iov[i].iov_len) {
-                skip -= dp->rx_iov[i].iov_len;
-                continue;
-            }
-            v[nv++] = (struct iovec){(char *)dp->rx_iov[i].iov_base + skip, dp->rx_iov[i].iov_len - skip};
-            skip = 0;
-        }
-        nv = body_tail(dp, v, nv);
-        ssize_t n = rx_stage_readv(&dp->rx_stage, tr, v, nv, rx_how(spent, rx_body_small(dp)));
-        if (n == -EAGAIN)
-            break;
-        if (n <= 0) {
-            rx_lost(qp, false);
-            alive = false;
-            break;
-        }
-        if (!absorb(dp, v, nv, (size_t)n))
-            continue;
-        fpdus++;
-        if (!on_trailer(qp)) {
-            alive = false;
-            break;
-        }
+        enum rx_step step = dp->rx_st == RX_HDR    ? rx_step_header(qp, spent, &fpdus)
+                            : dp->rx_st == RX_BODY ? rx_step_body(qp, spent, &fpdus)
+                                                   : RX_STEP_PAUSE;
+        if (step != RX_STEP_ON)
+            return step == RX_STEP_PAUSE;
     }
-    return alive;
+    return true;
 }
 
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp)

@@ -102,13 +102,8 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext, CONST NDK_SG
     struct ndk_srq_impl *srq = srq_from(pNdkSrq);
     if (!srq || (nSge && !pSgl) || nSge > srq->max_sge)
         return STATUS_INVALID_PARAMETER;
-    uint64_t total = 0;
-    for (ULONG i = 0; i < nSge; i++)
-        total += pSgl[i].Length;
-    if (total > UINT32_MAX)
-        return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = mem_map_local(srq->obj.ad->dev->mem, srq->pd, pSgl, nSge, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
-                                MEM_LOCAL_IOV_MAX, NULL);
+    uint64_t total;
+    NTSTATUS st = mem_check_receive(srq->obj.ad->dev->mem, srq->pd, pSgl, nSge, UINT32_MAX, &total);
     if (st != STATUS_SUCCESS)
         return st;
     pthread_mutex_lock(&srq->lock);

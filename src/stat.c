@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include "mem_internal.h"
+#include "net/stat_server.h"
 #include "objects.h"
 
 /* lifecycle_lock (outer) orders starting and stopping the channel;
@@ -23,7 +24,7 @@ void ndk_stat_adapter_opened(struct ndk_adapter_impl *ad)
     bool first = nadapters++ == 0;
     pthread_mutex_unlock(&list_lock);
     if (first)
-        server = ndk_stat_server_start();
+        server = ndk_stat_server_start(ndk_stat_snapshot);
     pthread_mutex_unlock(&lifecycle_lock);
 }
 
@@ -217,7 +218,7 @@ static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
             term_tx += NDK_STAT_GET(qp->dp.st.term_tx) != 0;
             term_rx += NDK_STAT_GET(qp->dp.st.term_rx) != 0;
         } else if (o->type == NdkObjectTypeMr) {
-            uint64_t len = mem_entry_registered_len(ad->dev->mem, mem_mr_entry((const NDK_MR *)&o->pub, NULL));
+            uint64_t len = mem_entry_registered_len(ad->dev->mem, mem_object_entry(&o->pub, NdkObjectTypeMr, NULL));
             mrs += len != 0;
             mr_bytes += len;
         }

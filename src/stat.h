@@ -61,11 +61,4 @@ void ndk_stat_qp_retire(struct ndk_qp_impl *qp);
  * "process" line (docs/tools.md). malloc'ed, NUL-terminated. */
 char *ndk_stat_snapshot(size_t *len);
 
-/* ---- net/stat_server.c ---- */
-/* The abstract UNIX socket "libndk-stat-PID" and its thread; NULL when
- * disabled (NDK_STAT=0) or it cannot be created (logged, category stat). */
-struct ndk_stat_server;
-struct ndk_stat_server *ndk_stat_server_start(void);
-void ndk_stat_server_stop(struct ndk_stat_server *s);
-
 #endif

@@ -1,50 +1,23 @@
-/* ndk_status_name: readable names for the NTSTATUS values libndk returns. */
+/* ndk_status_name: readable names for the NTSTATUS values libndk returns,
+ * made from the one list of them (ndk/ndkstatus.h). */
 #include <stdio.h>
 
 #include <ndk/ndk.h>
+#include <ndk/ndkstatus.h>
 
-#define NAME(s) {s, #s}
+/* Every STATUS_* macro of ndkpi.h and ndk.h is the number its entry in the
+ * list gives: a macro that drifted from the list fails the build. */
+#define STATUS_MATCHES_LIST(name, value)                                                       \
+    _Static_assert(name == (NTSTATUS)(value), #name " differs from ndk/ndkstatus.h");
+NDK_STATUS_LIST(STATUS_MATCHES_LIST)
+#undef STATUS_MATCHES_LIST
 
+#define STATUS_ENTRY(name, value) {(NTSTATUS)(value), #name},
 static const struct {
     NTSTATUS status;
     const char *name;
-} names[] = {
-    NAME(STATUS_SUCCESS),
-    NAME(STATUS_PENDING),
-    NAME(STATUS_BUFFER_OVERFLOW),
-    NAME(STATUS_UNSUCCESSFUL),
-    NAME(STATUS_ACCESS_VIOLATION),
-    NAME(STATUS_INVALID_PARAMETER),
-    NAME(STATUS_INVALID_DEVICE_REQUEST),
-    NAME(STATUS_NO_MEMORY),
-    NAME(STATUS_BUFFER_TOO_SMALL),
-    NAME(STATUS_INVALID_PARAMETER_MIX),
-    NAME(STATUS_SHARING_VIOLATION),
-    NAME(STATUS_INSUFFICIENT_RESOURCES),
-    NAME(STATUS_IO_TIMEOUT),
-    NAME(STATUS_NOT_SUPPORTED),
-    NAME(STATUS_INVALID_NETWORK_RESPONSE),
-    NAME(STATUS_INTERNAL_ERROR),
-    NAME(STATUS_CANCELLED),
-    NAME(STATUS_REMOTE_RESOURCES),
-    NAME(STATUS_INVALID_ADDRESS),
-    NAME(STATUS_INVALID_DEVICE_STATE),
-    NAME(STATUS_INVALID_BUFFER_SIZE),
-    NAME(STATUS_TOO_MANY_ADDRESSES),
-    NAME(STATUS_ADDRESS_ALREADY_EXISTS),
-    NAME(STATUS_CONNECTION_DISCONNECTED),
-    NAME(STATUS_CONNECTION_RESET),
-    NAME(STATUS_CONNECTION_REFUSED),
-    NAME(STATUS_CONNECTION_INVALID),
-    NAME(STATUS_NETWORK_UNREACHABLE),
-    NAME(STATUS_HOST_UNREACHABLE),
-    NAME(STATUS_REQUEST_ABORTED),
-    NAME(STATUS_CONNECTION_ABORTED),
-    NAME(STATUS_NOT_FOUND),
-    NAME(STATUS_IMPLEMENTATION_LIMIT),
-    NAME(NDIS_STATUS_BAD_VERSION),
-    NAME(NDIS_STATUS_ADAPTER_NOT_READY),
-};
+} names[] = {NDK_STATUS_LIST(STATUS_ENTRY)};
+#undef STATUS_ENTRY
 
 NDK_API const char *ndk_status_name(NTSTATUS Status)
 {

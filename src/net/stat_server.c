@@ -22,18 +22,20 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "net/stat_server.h"
+
 #include "log.h"
-#include "stat.h"
 
 #define NDK_STAT_SEND_TIMEOUT_MS 1000
 
 struct ndk_stat_server {
     int fd;
     int stop[2]; /* a pipe: the write end closing ends the thread */
+    ndk_stat_snapshot_fn snapshot;
     pthread_t thread;
 };
 
-static void answer(int fd)
+static void answer(int fd, ndk_stat_snapshot_fn snapshot)
 {
     struct ucred cred;
     socklen_t len = sizeof cred;
@@ -48,7 +50,7 @@ static void answer(int fd)
         return;
     }
     size_t n = 0;
-    char *snap = ndk_stat_snapshot(&n);
+    char *snap = snapshot(&n);
     for (size_t off = 0; snap && off < n;) {
         ssize_t w = send(fd, snap + off, n - off, MSG_NOSIGNAL);
         if (w < 0 && errno == EINTR)
@@ -77,13 +79,13 @@ static void *serve(void *arg)
         int c = accept4(s->fd, NULL, NULL, SOCK_CLOEXEC);
         if (c < 0)
             continue;
-        answer(c);
+        answer(c, s->snapshot);
         close(c);
     }
     return NULL;
 }
 
-struct ndk_stat_server *ndk_stat_server_start(void)
+struct ndk_stat_server *ndk_stat_server_start(ndk_stat_snapshot_fn snapshot)
 {
     const char *env = getenv("NDK_STAT");
     if (env && strcmp(env, "0") == 0)
@@ -91,6 +93,7 @@ struct ndk_stat_server *ndk_stat_server_start(void)
     struct ndk_stat_server *s = calloc(1, sizeof *s);
     if (!s)
         return NULL;
+    s->snapshot = snapshot;
     s->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
     struct sockaddr_un sa = {.sun_family = AF_UNIX};
     /* sun_path[0] == 0: the abstract namespace. */

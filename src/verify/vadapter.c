@@ -1,10 +1,17 @@
 /* The verifier's adapter table: creates attach a record to each new object
  * (and wrap the callbacks given to them); LAMs are recorded for the memory
- * checks (M2, M3). */
+ * checks (M2, M3). Attaching the verifier to a view, and its watchdog of the
+ * time-based checks. */
 #include <stdlib.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "net/loop.h"
+#include "net/sys.h"
+#include "net/timer.h"
 #include "verify/vcore.h"
+
+#define WATCHDOG_PERIOD_MS 100
 
 #define ADREAL(o) VREAL(o, NDK_ADAPTER_DISPATCH)
 
@@ -52,7 +59,7 @@ static NTSTATUS va_create_cq(NDK_ADAPTER *a, ULONG depth, NDK_FN_CQ_NOTIFICATION
                              PVOID ctx, NDK_CQ **pp)
 {
     struct vobj *ao = vobj_of(a);
-    struct vobj *o = vobj_new(ao->v, NdkObjectTypeCq);
+    struct vobj *o = vobj_new(ao->v, &vcq_type);
     if (!o)
         return ADREAL(ao)->NdkCreateCq(a, depth, fn, fctx, aff, cc, ctx, pp);
     o->u.cq.notify_fn = fn;
@@ -71,7 +78,7 @@ static NTSTATUS va_create_pd(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cc, PVOID 
     struct vobj *ao = vobj_of(a);
     NTSTATUS st = ADREAL(ao)->NdkCreatePd(a, cc, ctx, pp);
     if (st == STATUS_SUCCESS)
-        vobj_attach(ao->v, *pp, NdkObjectTypePd);
+        vobj_attach(ao->v, *pp, &vpd_type);
     return st;
 }
 
@@ -81,7 +88,7 @@ static NTSTATUS va_create_sep(NDK_ADAPTER *a, CONST PSOCKADDR addr, ULONG len,
     struct vobj *ao = vobj_of(a);
     NTSTATUS st = ADREAL(ao)->NdkCreateSharedEndpoint(a, addr, len, cc, ctx, pp);
     if (st == STATUS_SUCCESS)
-        vobj_attach(ao->v, *pp, NdkObjectTypeSharedEndpoint);
+        vobj_attach(ao->v, *pp, &vsep_type);
     return st;
 }
 
@@ -91,7 +98,7 @@ static NTSTATUS va_create_connector(NDK_ADAPTER *a, NDK_FN_CREATE_COMPLETION cc,
     struct vobj *ao = vobj_of(a);
     NTSTATUS st = ADREAL(ao)->NdkCreateConnector(a, cc, ctx, pp);
     if (st == STATUS_SUCCESS)
-        vobj_attach(ao->v, *pp, NdkObjectTypeConnector);
+        vobj_attach(ao->v, *pp, &vconnector_type);
     return st;
 }
 
@@ -99,7 +106,7 @@ static NTSTATUS va_create_listener(NDK_ADAPTER *a, NDK_FN_CONNECT_EVENT_CALLBACK
                                    NDK_FN_CREATE_COMPLETION cc, PVOID ctx, NDK_LISTENER **pp)
 {
     struct vobj *ao = vobj_of(a);
-    struct vobj *o = vobj_new(ao->v, NdkObjectTypeListener);
+    struct vobj *o = vobj_new(ao->v, &vlistener_type);
     if (!o)
         return ADREAL(ao)->NdkCreateListener(a, fn, fctx, cc, ctx, pp);
     o->u.listener.event_fn = fn;
@@ -196,3 +203,56 @@ const NDK_ADAPTER_DISPATCH vadapter_dispatch = {
     .NdkBuildLAM = va_build_lam,
     .NdkReleaseLAM = va_release_lam,
 };
+
+const struct vtype vadapter_type = {NdkObjectTypeAdapter, &vadapter_dispatch, NULL, NULL, NULL};
+
+static void *watchdog_main(void *arg)
+{
+    struct ndk_verifier *v = arg;
+    pthread_mutex_lock(&v->lock);
+    while (!v->stop) {
+        uint64_t wake = ndk_mono_ns() + WATCHDOG_PERIOD_MS * 1000000u;
+        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000u), .tv_nsec = (long)(wake % 1000000000u)};
+        pthread_cond_timedwait(&v->cond, &v->lock, &ts);
+        if (v->stop)
+            break;
+        uint64_t now = loop_now_ms();
+        for (struct vobj *o = v->objs; o; o = o->next) {
+            if (o->state != VS_OPEN)
+                continue;
+            if (o->vt->watch)
+                o->vt->watch(o, now);
+        }
+    }
+    pthread_mutex_unlock(&v->lock);
+    return NULL;
+}
+
+bool ndk_verify_attach(struct ndk_adapter_impl *ad)
+{
+    struct ndk_verifier *v = calloc(1, sizeof *v);
+    if (!v)
+        return false;
+    v->ad = ad;
+    ad->verifier = v;
+    pthread_mutex_init(&v->lock, NULL);
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(&v->cond, &ca);
+    pthread_condattr_destroy(&ca);
+    ndk_adapter_fill_info(ad, &v->info);
+    v->connect_event_ms = ad->opt.VerifyConnectEventMs;
+    v->defer_ms = ad->opt.VerifyDeferMs;
+    v->abort_on_report = vabort_wanted(&ad->opt);
+    v->adapter = vobj_attach(v, &ad->obj.pub, &vadapter_type);
+    if (!v->adapter || !ndk_thread_start(&v->watchdog, watchdog_main, v)) {
+        if (v->adapter)
+            ad->obj.pub.Dispatch = v->adapter->real;
+        ad->obj.verify = NULL;
+        ndk_verify_detach(ad);
+        return false;
+    }
+    v->watchdog_started = true;
+    return true;
+}

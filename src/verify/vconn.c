@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/loop.h"
 #include "verify/vcore.h"
 
 #define CREAL(o) VREAL(o, NDK_CONNECTOR_DISPATCH)
@@ -22,12 +23,12 @@ static void unbind_qp(struct vobj *c)
     c->u.conn.qp = NULL;
 }
 
-void vconn_closed(struct vobj *o)
+static void vconn_closed(struct vobj *o)
 {
     unbind_qp(o);
 }
 
-void vconn_watch(struct vobj *o, uint64_t now)
+static void vconn_watch(struct vobj *o, uint64_t now)
 {
     struct vconnr *c = &o->u.conn;
     if (!c->passive || c->state != VC_INCOMING || c->answered ||
@@ -468,11 +469,11 @@ const NDK_CONNECTOR_DISPATCH vconnector_dispatch = {
 void vlistener_event(void *ctx, NDK_CONNECTOR *pc)
 {
     struct vobj *l = ctx;
-    struct vobj *o = vobj_new(l->v, NdkObjectTypeConnector);
+    struct vobj *o = vobj_new(l->v, &vconnector_type);
     if (o) {
         o->u.conn.passive = true;
         o->u.conn.state = VC_INCOMING;
-        o->u.conn.event_ms = vnow_ms();
+        o->u.conn.event_ms = loop_now_ms();
         vobj_bind(o, pc);
     }
     l->u.listener.event_fn(l->u.listener.event_ctx, pc);
@@ -535,3 +536,8 @@ const NDK_SHARED_ENDPOINT_DISPATCH vsep_dispatch = {
     .NdkQueryExtension = vobj_query_extension,
     .NdkGetLocalAddress = vs_local_address,
 };
+
+const struct vtype vconnector_type = {NdkObjectTypeConnector, &vconnector_dispatch, NULL, vconn_closed,
+                                      vconn_watch};
+const struct vtype vlistener_type = {NdkObjectTypeListener, &vlistener_dispatch, NULL, NULL, NULL};
+const struct vtype vsep_type = {NdkObjectTypeSharedEndpoint, &vsep_dispatch, NULL, NULL, NULL};

@@ -128,8 +128,9 @@ struct vsrq {
     struct vqueue q;
 };
 
+struct vtype;
 struct vobj {
-    const void *table;          /* the checking table (v*.c) */
+    const struct vtype *vt;     /* its type's checking table and hooks */
     NDK_OBJECT_TYPE type;
     const void *real;           /* the provider's dispatch table */
     struct ndk_verifier *v;
@@ -186,9 +187,9 @@ static inline struct vobj *vobj_of(const void *pub)
 /* vobj.c */
 /* A record not yet bound to its object (so that callbacks given to the
  * create can be wrapped); vobj_bind frees it when pub is no live object. */
-struct vobj *vobj_new(struct ndk_verifier *v, NDK_OBJECT_TYPE type);
+struct vobj *vobj_new(struct ndk_verifier *v, const struct vtype *t);
 bool vobj_bind(struct vobj *o, void *pub);
-struct vobj *vobj_attach(struct ndk_verifier *v, void *pub, NDK_OBJECT_TYPE type);
+struct vobj *vobj_attach(struct ndk_verifier *v, void *pub, const struct vtype *t);
 /* Checks a call on o (rule L9); counts it running (L5). Returns false,
  * after reporting, when o was closed: the caller fails the call. */
 bool vobj_enter(struct vobj *o, const char *call);
@@ -200,9 +201,6 @@ NTSTATUS vobj_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION ver,
                               NDK_EXTENSION_INTERFACE *out);
 /* The listener's connect event, wrapped: the new connector gets a record. */
 void vlistener_event(void *ctx, NDK_CONNECTOR *pc);
-uint64_t vnow_ms(void);
-/* True when [p, p+len) is mapped (M4, W9). */
-bool vmapped(uintptr_t p, size_t len);
 /* Reads [p, p+len) safely into a checksum; false when it is not mapped. */
 bool vsum(const NDK_SGE *sge, ULONG nsge, uint32_t *out);
 
@@ -225,29 +223,28 @@ void vfind_emit(const struct vfinding *f, NTSTATUS st);
 const char *vtype_name(NDK_OBJECT_TYPE t);
 bool vabort_wanted(const NDK_OPEN_OPTIONS *opt);
 
-/* The checking tables (v*.c). */
-extern const NDK_ADAPTER_DISPATCH vadapter_dispatch;
-extern const NDK_CQ_DISPATCH vcq_dispatch;
-extern const NDK_PD_DISPATCH vpd_dispatch;
-extern const NDK_MR_DISPATCH vmr_dispatch;
-extern const NDK_MW_DISPATCH vmw_dispatch;
-extern const NDK_SRQ_DISPATCH vsrq_dispatch;
-extern const NDK_QP_DISPATCH vqp_dispatch;
-extern const NDK_CONNECTOR_DISPATCH vconnector_dispatch;
-extern const NDK_LISTENER_DISPATCH vlistener_dispatch;
-extern const NDK_SHARED_ENDPOINT_DISPATCH vsep_dispatch;
+/*
+ * An object type as the verifier checks it: the checking table its
+ * objects' Dispatch points at, and the hooks the generic code (vobj.c,
+ * vclose.c, the watchdog in vadapter.c) calls for it, each NULL when the
+ * type has none (lock held for all three). Each type's file defines its
+ * own, so the generic code never calls a type's file by name.
+ */
+struct vtype {
+    NDK_OBJECT_TYPE type;
+    const void *table;
+    void (*closing)(struct vobj *o, const char *call); /* its close was called */
+    void (*closed)(struct vobj *o);                     /* the object is gone */
+    void (*watch)(struct vobj *o, uint64_t now);        /* the watchdog's look */
+};
+extern const struct vtype vadapter_type;                     /* vadapter.c */
+extern const struct vtype vcq_type;                          /* vcq.c */
+extern const struct vtype vpd_type, vmr_type, vmw_type;      /* vmem.c */
+extern const struct vtype vqp_type, vsrq_type;               /* vqp.c */
+extern const struct vtype vconnector_type, vlistener_type, vsep_type; /* vconn.c */
 
-/* Object-specific hooks of the generic close (lock held). */
-void vqp_closed(struct vobj *o);
-void vconn_closed(struct vobj *o);
-void vmr_closing(struct vobj *o, const char *call);
 /* vqp.c: a completion retrieved from a CQ (lock held). */
 void vqp_completed(struct vobj *cq, const NDK_RESULT_EX *r);
-/* Watchdog checks (lock held). */
-void vqp_watch(struct vobj *o, uint64_t now);
-void vconn_watch(struct vobj *o, uint64_t now);
-void vmr_watch(struct vobj *o);
-
 /* The real provider table of o, as type T. */
 #define VREAL(o, T) ((const T *)(o)->real)
 

@@ -115,3 +115,5 @@ const NDK_CQ_DISPATCH vcq_dispatch = {
     .NdkControlCqInterruptModeration = vcq_moderation,
     .NdkGetCqResultsEx = vcq_results_ex,
 };
+
+const struct vtype vcq_type = {NdkObjectTypeCq, &vcq_dispatch, NULL, NULL, NULL};

@@ -2,6 +2,7 @@
  * creates, and the memory rules M1, M4 and M5 (docs/verifier.md). */
 #include <stdlib.h>
 
+#include "net/memprobe.h"
 #include "verify/vcore.h"
 
 #define PREAL(o) VREAL(o, NDK_PD_DISPATCH)
@@ -23,7 +24,7 @@ static NTSTATUS vp_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_FN_CREATE_COMPLETION 
     if (!vobj_enter(o, "NdkCreateMr"))
         return STATUS_INVALID_DEVICE_STATE;
     NTSTATUS st = PREAL(o)->NdkCreateMr(pd, fast, cc, ctx, pp);
-    struct vobj *m = st == STATUS_SUCCESS ? vobj_attach(o->v, *pp, NdkObjectTypeMr) : NULL;
+    struct vobj *m = st == STATUS_SUCCESS ? vobj_attach(o->v, *pp, &vmr_type) : NULL;
     if (m)
         m->u.mr.fast = fast;
     vobj_leave(o);
@@ -37,7 +38,7 @@ static NTSTATUS vp_create_mw(NDK_PD *pd, NDK_FN_CREATE_COMPLETION cc, PVOID ctx,
         return STATUS_INVALID_DEVICE_STATE;
     NTSTATUS st = PREAL(o)->NdkCreateMw(pd, cc, ctx, pp);
     if (st == STATUS_SUCCESS)
-        vobj_attach(o->v, *pp, NdkObjectTypeMw);
+        vobj_attach(o->v, *pp, &vmw_type);
     vobj_leave(o);
     return st;
 }
@@ -50,7 +51,7 @@ static NTSTATUS vp_create_srq(NDK_PD *pd, ULONG depth, ULONG max_sge, ULONG thre
     if (!vobj_enter(o, "NdkCreateSrq"))
         return STATUS_INVALID_DEVICE_STATE;
     NTSTATUS st = PREAL(o)->NdkCreateSrq(pd, depth, max_sge, threshold, fn, fctx, aff, cc, ctx, pp);
-    struct vobj *s = st == STATUS_SUCCESS ? vobj_new(o->v, NdkObjectTypeSrq) : NULL;
+    struct vobj *s = st == STATUS_SUCCESS ? vobj_new(o->v, &vsrq_type) : NULL;
     if (s) {
         s->u.srq.q.depth = depth;
         s->u.srq.q.max_sge = max_sge;
@@ -63,7 +64,7 @@ static NTSTATUS vp_create_srq(NDK_PD *pd, ULONG depth, ULONG max_sge, ULONG thre
 static void qp_rec(struct vobj *pd, void *pub, NDK_CQ *rcq, NDK_CQ *icq, struct vobj *srq,
                    void *context, ULONG rqd, ULONG iqd, ULONG rsge, ULONG isge)
 {
-    struct vobj *q = vobj_new(pd->v, NdkObjectTypeQp);
+    struct vobj *q = vobj_new(pd->v, &vqp_type);
     if (!q)
         return;
     q->u.qp.rcq = cq_rec(pd, rcq);
@@ -160,7 +161,7 @@ static struct vreq *user_of(struct vobj *m, struct vobj **qp_out)
     return NULL;
 }
 
-void vmr_closing(struct vobj *o, const char *call)
+static void vmr_closing(struct vobj *o, const char *call)
 {
     struct vobj *q = NULL;
     struct vreq *r = o->u.mr.registered || o->u.mr.fast ? user_of(o, &q) : NULL;
@@ -181,10 +182,11 @@ void vmr_closing(struct vobj *o, const char *call)
     o->u.mr.registered = false;
 }
 
-void vmr_watch(struct vobj *o)
+static void vmr_watch(struct vobj *o, uint64_t now)
 {
+    (void)now;
     struct vmr *m = &o->u.mr;
-    if (!m->registered || !m->len || vmapped(m->base, m->len))
+    if (!m->registered || !m->len || ndk_mem_mapped(m->base, m->len))
         return;
     vreport(o, VR_M4, "(registered memory)",
             "keep the memory an MDL describes mapped and in place until NdkDeregisterMr "
@@ -291,3 +293,7 @@ const NDK_MW_DISPATCH vmw_dispatch = {
     .NdkQueryExtension = vobj_query_extension,
     .NdkGetRemoteTokenFromMw = vw_remote_token,
 };
+
+const struct vtype vpd_type = {NdkObjectTypePd, &vpd_dispatch, NULL, NULL, NULL};
+const struct vtype vmr_type = {NdkObjectTypeMr, &vmr_dispatch, vmr_closing, NULL, vmr_watch};
+const struct vtype vmw_type = {NdkObjectTypeMw, &vmw_dispatch, NULL, NULL, NULL};

@@ -1,58 +1,12 @@
-/* The verifier's object records: attaching to an adapter and its objects,
- * the generic checks of every call (L5, L9), close, the watchdog of the
- * time-based checks, and the adapter's close (L17). */
-#include <errno.h>
+/* The verifier's object records: attaching to an object, the generic
+ * checks of every call (L5, L9), and close. */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <sys/uio.h>
-#include <time.h>
-#include <unistd.h>
 
+#include "net/memprobe.h"
 #include "verify/vcore.h"
 #include "wire/crc32c.h"
-
-#define WATCHDOG_PERIOD_MS 100
-
-uint64_t vnow_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
-}
-
-bool vmapped(uintptr_t p, size_t len)
-{
-    if (len == 0)
-        return true;
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = p & ~(pg - 1), hi = (p + len + pg - 1) & ~(pg - 1);
-    unsigned char vec[1024];
-    while (lo < hi) {
-        size_t n = (hi - lo) / pg < sizeof vec ? (size_t)((hi - lo) / pg) : sizeof vec;
-        /* ENOMEM: part of the range is not mapped at all. */
-        if (mincore((void *)lo, n * pg, vec) != 0 && errno == ENOMEM)
-            return false;
-        lo += n * pg;
-    }
-    return true;
-}
-
-/* Reads memory through the kernel, so a range that was unmapped or
- * protected behind our back is an error, not a crash. */
-static bool read_self(uintptr_t p, void *buf, size_t len)
-{
-    struct iovec local = {buf, len}, remote = {(void *)p, len};
-    ssize_t n = process_vm_readv(getpid(), &local, 1, &remote, 1, 0);
-    if (n == (ssize_t)len)
-        return true;
-    if (n < 0 && (errno == ENOSYS || errno == EPERM) && vmapped(p, len)) {
-        memcpy(buf, (const void *)p, len); /* the call is not allowed here */
-        return true;
-    }
-    return false;
-}
 
 bool vsum(const NDK_SGE *sge, ULONG nsge, uint32_t *out)
 {
@@ -63,7 +17,7 @@ bool vsum(const NDK_SGE *sge, ULONG nsge, uint32_t *out)
         size_t left = sge[i].Length;
         while (left) {
             size_t n = left < sizeof buf ? left : sizeof buf;
-            if (!read_self(p, buf, n))
+            if (!ndk_mem_read(p, buf, n))
                 return false;
             reg = crc32c_update(reg, buf, n);
             p += n;
@@ -74,33 +28,13 @@ bool vsum(const NDK_SGE *sge, ULONG nsge, uint32_t *out)
     return true;
 }
 
-static const void *checking_table(NDK_OBJECT_TYPE type)
+struct vobj *vobj_new(struct ndk_verifier *v, const struct vtype *t)
 {
-#define T(tbl) return &tbl
-    switch (type) {
-    case NdkObjectTypeAdapter: T(vadapter_dispatch);
-    case NdkObjectTypeCq: T(vcq_dispatch);
-    case NdkObjectTypePd: T(vpd_dispatch);
-    case NdkObjectTypeMr: T(vmr_dispatch);
-    case NdkObjectTypeMw: T(vmw_dispatch);
-    case NdkObjectTypeSrq: T(vsrq_dispatch);
-    case NdkObjectTypeQp: T(vqp_dispatch);
-    case NdkObjectTypeConnector: T(vconnector_dispatch);
-    case NdkObjectTypeListener: T(vlistener_dispatch);
-    case NdkObjectTypeSharedEndpoint: T(vsep_dispatch);
-    default: return NULL;
-    }
-#undef T
-}
-
-struct vobj *vobj_new(struct ndk_verifier *v, NDK_OBJECT_TYPE type)
-{
-    const void *tbl = checking_table(type);
-    struct vobj *o = tbl ? calloc(1, sizeof *o) : NULL;
+    struct vobj *o = calloc(1, sizeof *o);
     if (!o)
         return NULL;
-    o->table = tbl;
-    o->type = type;
+    o->vt = t;
+    o->type = t->type;
     o->v = v;
     o->state = VS_OPEN;
     return o;
@@ -123,13 +57,13 @@ bool vobj_bind(struct vobj *o, void *pub)
     v->objs = o;
     pthread_mutex_unlock(&v->lock);
     obj->verify = o;
-    ((struct ndk_pub *)pub)->Dispatch = o->table;
+    ((struct ndk_pub *)pub)->Dispatch = o->vt->table;
     return true;
 }
 
-struct vobj *vobj_attach(struct ndk_verifier *v, void *pub, NDK_OBJECT_TYPE type)
+struct vobj *vobj_attach(struct ndk_verifier *v, void *pub, const struct vtype *t)
 {
-    struct vobj *o = vobj_new(v, type);
+    struct vobj *o = vobj_new(v, t);
     return o && vobj_bind(o, pub) ? o : NULL;
 }
 
@@ -170,10 +104,8 @@ static void vobj_closed(struct vobj *o)
     if (o->state == VS_CLOSED)
         return;
     __atomic_store_n(&o->state, VS_CLOSED, __ATOMIC_RELEASE);
-    if (o->type == NdkObjectTypeQp)
-        vqp_closed(o);
-    else if (o->type == NdkObjectTypeConnector)
-        vconn_closed(o);
+    if (o->vt->closed)
+        o->vt->closed(o);
     if (o->prev)
         o->prev->next = o->next;
     else
@@ -232,8 +164,8 @@ NTSTATUS vobj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION fn, void *ct
     __atomic_store_n(&o->state, VS_CLOSING, __ATOMIC_RELEASE);
     o->close_fn = fn;
     o->close_ctx = ctx;
-    if (o->type == NdkObjectTypeMr)
-        vmr_closing(o, call);
+    if (o->vt->closing)
+        o->vt->closing(o, call);
     pthread_mutex_unlock(&v->lock);
     /* Every table has its close first (ndkpi.h). */
     NDK_FN_CLOSE_OBJECT real = *(const NDK_FN_CLOSE_OBJECT *)o->real;
@@ -244,123 +176,4 @@ NTSTATUS vobj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION fn, void *ct
         pthread_mutex_unlock(&v->lock);
     }
     return st;
-}
-
-static void *watchdog_main(void *arg)
-{
-    struct ndk_verifier *v = arg;
-    pthread_mutex_lock(&v->lock);
-    while (!v->stop) {
-        struct timespec ts;
-        clock_gettime(CLOCK_MONOTONIC, &ts);
-        ts.tv_nsec += WATCHDOG_PERIOD_MS * 1000000L;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
-        }
-        pthread_cond_timedwait(&v->cond, &v->lock, &ts);
-        if (v->stop)
-            break;
-        uint64_t now = vnow_ms();
-        for (struct vobj *o = v->objs; o; o = o->next) {
-            if (o->state != VS_OPEN)
-                continue;
-            if (o->type == NdkObjectTypeQp)
-                vqp_watch(o, now);
-            else if (o->type == NdkObjectTypeConnector)
-                vconn_watch(o, now);
-            else if (o->type == NdkObjectTypeMr)
-                vmr_watch(o);
-        }
-    }
-    pthread_mutex_unlock(&v->lock);
-    return NULL;
-}
-
-bool ndk_verify_attach(struct ndk_adapter_impl *ad)
-{
-    struct ndk_verifier *v = calloc(1, sizeof *v);
-    if (!v)
-        return false;
-    v->ad = ad;
-    ad->verifier = v;
-    pthread_mutex_init(&v->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&v->cond, &ca);
-    pthread_condattr_destroy(&ca);
-    ndk_adapter_fill_info(ad, &v->info);
-    v->connect_event_ms = ad->opt.VerifyConnectEventMs;
-    v->defer_ms = ad->opt.VerifyDeferMs;
-    v->abort_on_report = vabort_wanted(&ad->opt);
-    v->adapter = vobj_attach(v, &ad->obj.pub, NdkObjectTypeAdapter);
-    if (!v->adapter || pthread_create(&v->watchdog, NULL, watchdog_main, v) != 0) {
-        if (v->adapter)
-            ad->obj.pub.Dispatch = v->adapter->real;
-        ad->obj.verify = NULL;
-        ndk_verify_detach(ad);
-        return false;
-    }
-    v->watchdog_started = true;
-    return true;
-}
-
-void ndk_verify_adapter_closing(struct ndk_adapter_impl *ad)
-{
-    struct ndk_verifier *v = ad->verifier;
-    pthread_mutex_lock(&v->lock);
-    v->stop = true;
-    pthread_cond_signal(&v->cond);
-    unsigned open[NdkObjectTypeMax] = {0}, total = 0;
-    for (struct vobj *o = v->objs; o; o = o->next)
-        if (o->state == VS_OPEN && o->type != NdkObjectTypeAdapter && o->type < NdkObjectTypeMax) {
-            open[o->type]++;
-            total++;
-        }
-    pthread_mutex_unlock(&v->lock);
-    if (v->watchdog_started)
-        pthread_join(v->watchdog, NULL);
-    v->watchdog_started = false;
-    if (!total)
-        return;
-    char list[256] = "";
-    size_t len = 0;
-    for (int t = 0; t < NdkObjectTypeMax; t++)
-        if (open[t] && len < sizeof list)
-            len += (size_t)snprintf(list + len, sizeof list - len, "%s%u %s", len ? ", " : "",
-                                    open[t], vtype_name((NDK_OBJECT_TYPE)t));
-    vreport(v->adapter, VR_L17, "ndk_close_adapter",
-            "close every object (and wait for its close completion) before closing the adapter",
-            "%u object(s) never closed (%s): torn down without callbacks", total, list);
-}
-
-void ndk_verify_detach(struct ndk_adapter_impl *ad)
-{
-    struct ndk_verifier *v = ad->verifier;
-    if (!v)
-        return;
-    if (v->watchdog_started)
-        ndk_verify_adapter_closing(ad);
-    /* The QPs' records first, while every record they point at exists. */
-    struct vobj *lists[2] = {v->objs, v->closed_head};
-    for (int i = 0; i < 2; i++)
-        for (struct vobj *o = lists[i]; o; o = o->next)
-            if (o->type == NdkObjectTypeQp)
-                vqp_closed(o);
-    for (int i = 0; i < 2; i++)
-        while (lists[i]) {
-            struct vobj *o = lists[i];
-            lists[i] = o->next;
-            free(o);
-        }
-    while (v->lams) {
-        struct vlam *l = v->lams;
-        v->lams = l->next;
-        free(l);
-    }
-    pthread_cond_destroy(&v->cond);
-    pthread_mutex_destroy(&v->lock);
-    free(v);
-    ad->verifier = NULL;
 }

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "net/loop.h"
 #include "verify/vcore.h"
 
 #define QREAL(o) VREAL(o, NDK_QP_DISPATCH)
@@ -36,7 +37,7 @@ static void queue_remove(struct vqueue *q, struct vreq *r)
     q->count--;
 }
 
-void vqp_closed(struct vobj *o)
+static void vqp_closed(struct vobj *o)
 {
     queue_free(&o->u.qp.iq);
     queue_free(&o->u.qp.rq);
@@ -46,7 +47,7 @@ void vqp_closed(struct vobj *o)
     o->u.qp.conn = NULL;
 }
 
-void vqp_watch(struct vobj *o, uint64_t now)
+static void vqp_watch(struct vobj *o, uint64_t now)
 {
     struct vqp *q = &o->u.qp;
     if (!q->defer_since || now - q->defer_since < o->v->defer_ms)
@@ -148,7 +149,7 @@ static NTSTATUS post_end(struct vobj *o, const char *call, enum vkind kind, stru
         struct vqp *p = &o->u.qp;
         if ((flags & NDK_OP_FLAG_DEFER) && st == STATUS_SUCCESS) {
             if (!p->defer_since)
-                p->defer_since = vnow_ms();
+                p->defer_since = loop_now_ms();
             p->defer_count++;
         } else {
             /* A post without DEFER, or an inline failure (D4), ends the chain. */
@@ -465,3 +466,6 @@ void ndk_verify_send_without_receive(struct ndk_qp_impl *qp, uint64_t waited_ms,
                 "(DDP: no buffer)",
                 qp->dp.srq ? " in the QP's SRQ" : "", (unsigned long long)waited_ms);
 }
+
+const struct vtype vqp_type = {NdkObjectTypeQp, &vqp_dispatch, NULL, vqp_closed, vqp_watch};
+const struct vtype vsrq_type = {NdkObjectTypeSrq, &vsrq_dispatch, NULL, NULL, NULL};

@@ -1,18 +1,6 @@
-/* The host's view of the driver: activity, pending work, what is left at
- * unload, and status names. */
+/* The host's view of the driver: pending work, what is left at unload,
+ * and status names (the activity count: activity.c). */
 #include "kit.h"
-
-static uint64_t activity;
-
-void kit_touch(void)
-{
-    __atomic_add_fetch(&activity, 1, __ATOMIC_RELAXED);
-}
-
-uint64_t ndkwdk_activity(void)
-{
-    return __atomic_load_n(&activity, __ATOMIC_RELAXED);
-}
 
 unsigned ndkwdk_busy(char *why, size_t len)
 {
