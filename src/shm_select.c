@@ -14,10 +14,11 @@
  * NULL when it has what the transport needs, else why not. */
 static const char *kernel_refusal(void)
 {
+    /* Two first callers may both look; they find the same. */
     static const char *verdict;
     static bool known;
     if (__atomic_load_n(&known, __ATOMIC_ACQUIRE))
-        return verdict;
+        return __atomic_load_n(&verdict, __ATOMIC_RELAXED);
     const char *why = NULL;
     void *map = NULL;
     int fd = shm_os_region_create(4096, &map);
@@ -32,7 +33,7 @@ static const char *kernel_refusal(void)
         else
             shm_os_close(pfd);
     }
-    verdict = why;
+    __atomic_store_n(&verdict, why, __ATOMIC_RELAXED);
     __atomic_store_n(&known, true, __ATOMIC_RELEASE);
     return why;
 }
