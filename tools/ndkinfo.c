@@ -194,6 +194,10 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
         print_info(&info, probed, verbose);
     else
         tc_ndk_failed(NULL, "NdkQueryAdapterInfo", st, "adapter '%s'", spec);
+    const char *shm_detail = NULL;
+    BOOLEAN shm = ndk_shm_available(ad, &shm_detail);
+    field("same_host_shm", "%s (%s; not yet selected by connections)", shm ? "available" : "unavailable",
+          shm_detail);
     ndk_close_adapter(ad);
     return st;
 }

@@ -183,6 +183,12 @@ typedef struct _NDK_OPEN_OPTIONS {
                                      run with NDK_VERIFY=1 */
 #define NDK_OPEN_FLAG_VERIFY_ABORT 0x100 /* the verifier, and every report ends the process with
                                            abort(), as a bug check (NDK_VERIFY=abort) */
+#define NDK_OPEN_FLAG_NO_SHM 0x200 /* keep this adapter's connections on TCP even when the peer is
+                                      a libndk process of this host and user (the same-host
+                                      shared-memory path, docs/shm.md; also for every adapter
+                                      of a process run with NDK_SHM=0). Today no connection
+                                      selects shared memory yet, so the flag changes nothing
+                                      but what ndk_shm_available answers */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs; while they poll, the
@@ -266,6 +272,13 @@ typedef VOID (*NDK_FN_VERIFIER_REPORT)(PVOID Context, NDK_ADAPTER *pAdapter, con
 NDK_API VOID ndk_verifier_set_report_callback(NDK_FN_VERIFIER_REPORT Report, PVOID Context);
 /* The number of reports made in this process so far, by every adapter. */
 NDK_API ULONG ndk_verifier_findings(VOID);
+
+/* Whether connections of this adapter may carry their operations through
+ * shared memory (docs/shm.md); *pDetail (optional, a static string): the
+ * mode when TRUE ("single copy", or why payloads would be copied), why not
+ * when FALSE (NDK_SHM=0, NDK_OPEN_FLAG_NO_SHM, a kernel without memfd or
+ * pidfd). A local check only: it says nothing of any peer. */
+NDK_API BOOLEAN ndk_shm_available(NDK_ADAPTER *pAdapter, const char **pDetail);
 
 /* "STATUS_CONNECTION_REFUSED" for 0xC0000236, or "0x........" for unknown
  * values (in a static buffer per thread). */
