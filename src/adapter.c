@@ -174,6 +174,8 @@ static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t 
     pthread_mutex_init(&dev->lock, NULL);
     pthread_mutex_init(&dev->live_lock, NULL);
     pthread_cond_init(&dev->cb_done, NULL);
+    dev->age_leases = ndk_qp_age_leases;
+    dev->check_rx_waits = ndk_qp_check_rx_waits;
     dev->mem = mem_table_new();
     if (!dev->mem || !ndk_engines_start(dev, max_engines)) {
         device_free(dev);

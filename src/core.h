@@ -191,6 +191,12 @@ struct ndk_device {
     struct ndk_qp_impl *live_qps;
     unsigned input_leases; /* QPs whose input a busy poller reads (changed under live_lock, atomically) */
     unsigned rx_waits;     /* QPs whose input waits for a receive (atomic; qp.h rx_waiting) */
+    /* The engine's periodic chores, registered by the device's creator
+     * (adapter.c) so that engine.c, below the QP, names no QP file:
+     * ending unrenewed input leases (qp_poll.c) and receive-wait deadlines
+     * (qp_rx.c). */
+    void (*age_leases)(struct ndk_device *dev);
+    void (*check_rx_waits)(struct ndk_device *dev);
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];

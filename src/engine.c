@@ -42,16 +42,16 @@ static void *engine_main(void *arg)
          * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */
         bool leases = chores && __atomic_load_n(&dev->input_leases, __ATOMIC_RELAXED) > 0;
         /* While QPs wait for a receive, look at their deadlines (and SRQs)
-         * every 10 ms (ndk_qp_check_rx_waits). */
+         * every 10 ms (dev->check_rx_waits). */
         bool waits = chores && __atomic_load_n(&dev->rx_waits, __ATOMIC_RELAXED) > 0;
         loop_poll(&e->loop, &dev->lock, leases ? 1 : waits ? 10 : -1);
         uint64_t now = loop_now_ms();
         if (leases && now != leases_aged_ms) {
             leases_aged_ms = now;
-            ndk_qp_age_leases(dev);
+            dev->age_leases(dev);
         }
         if (waits)
-            ndk_qp_check_rx_waits(dev);
+            dev->check_rx_waits(dev);
     }
     pthread_mutex_unlock(&dev->lock);
     return NULL;
