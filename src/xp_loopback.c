@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "iov_copy.h"
 #include "objects.h"
 #include "xp_loopback.h"
 
@@ -54,24 +55,6 @@ static void lo_fatal(struct lo_outcome *o, const struct ddp_term *t)
     o->read_status = ndk_status_from_term(t->layer, t->etype, t->code);
 }
 
-static void iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns)
-{
-    size_t doff = 0, soff = 0;
-    int i = 0, j = 0;
-    while (i < nd && j < ns) {
-        size_t n = dst[i].iov_len - doff;
-        if (n > src[j].iov_len - soff)
-            n = src[j].iov_len - soff;
-        memcpy((char *)dst[i].iov_base + doff, (const char *)src[j].iov_base + soff, n);
-        doff += n;
-        soff += n;
-        if (doff == dst[i].iov_len)
-            i++, doff = 0;
-        if (soff == src[j].iov_len)
-            j++, soff = 0;
-    }
-}
-
 /* The payload of a Send or Write, where the requester registered it. */
 static NTSTATUS lo_source(struct ndk_qp_impl *qp, struct ndk_swqe *w, struct iovec *src, int *ns)
 {
@@ -103,9 +86,9 @@ static enum mem_err lo_remote(struct ndk_qp_impl *peer, uint32_t stag, uint64_t 
         if (e != MEM_OK || np < 0)
             break;
         if (access == MEM_REMOTE_WRITE)
-            iov_copy(remote, nr, piece, np);
+            ndk_iov_copy(remote, nr, piece, np);
         else
-            iov_copy(piece, np, remote, nr);
+            ndk_iov_copy(piece, np, remote, nr);
     }
     return e;
 }
@@ -176,7 +159,7 @@ static NTSTATUS lo_send(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct
                                       : mem_map_local(peer->obj.ad->dev->mem, peer->pd, r.sge, r.nsge,
                                                       MEM_LOCAL_WRITE, dst, MEM_LOCAL_IOV_MAX, &nd);
     if (rst == STATUS_SUCCESS) {
-        iov_copy(dst, nd, src, ns);
+        ndk_iov_copy(dst, nd, src, ns);
         /* The STag goes before the receive completes (docs/rules.md R21). */
         if (inv && mem_invalidate_remote(peer->obj.ad->dev->mem, peer->pd, peer, w->inv_stag) != MEM_OK)
             rst = STATUS_ACCESS_VIOLATION;

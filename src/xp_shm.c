@@ -20,6 +20,7 @@
 
 #include "net/shm.h"
 #include "net/sys.h"
+#include "iov_copy.h"
 #include "objects.h"
 #include "shm_ring.h"
 #include "xp_shm.h"
@@ -138,24 +139,6 @@ static uint32_t room_or_wait(struct shm_ring *r, uint32_t need)
 
 /* ---- helpers ---- */
 
-static void iov_copy(const struct iovec *dst, int nd, const struct iovec *src, int ns)
-{
-    size_t doff = 0, soff = 0;
-    int i = 0, j = 0;
-    while (i < nd && j < ns) {
-        size_t n = dst[i].iov_len - doff;
-        if (n > src[j].iov_len - soff)
-            n = src[j].iov_len - soff;
-        memcpy((char *)dst[i].iov_base + doff, (const char *)src[j].iov_base + soff, n);
-        doff += n;
-        soff += n;
-        if (doff == dst[i].iov_len)
-            i++, doff = 0;
-        if (soff == src[j].iov_len)
-            j++, soff = 0;
-    }
-}
-
 /* The initiator's (address, length) pairs of a single-copy message as
  * iovecs naming the peer's memory; -1 when malformed. */
 static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iovec *out)
@@ -227,9 +210,9 @@ static enum mem_err tagged_move(struct shm_conn *c, uint32_t stag, uint64_t to, 
         if (buf) {
             struct iovec b = {buf + off, (size_t)n};
             if (access == MEM_REMOTE_WRITE)
-                iov_copy(mine, nm, &b, 1);
+                ndk_iov_copy(mine, nm, &b, 1);
             else
-                iov_copy(&b, 1, mine, nm);
+                ndk_iov_copy(&b, 1, mine, nm);
             continue;
         }
         int nt = ndk_iov_slice(peer, npeer, off, n, theirs, MEM_LOCAL_IOV_MAX);
@@ -308,7 +291,7 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             int np = ndk_iov_slice(dst, nd, h->off, h->len, piece, MEM_LOCAL_IOV_MAX);
             struct iovec b = {(void *)payload, h->len};
             if (np >= 0)
-                iov_copy(piece, np, &b, 1);
+                ndk_iov_copy(piece, np, &b, 1);
             c->rs_got += h->len;
         }
     } else {
@@ -514,7 +497,7 @@ static bool read_piece(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
     int np = w->status == STATUS_SUCCESS ? ndk_iov_slice(sink, ns, h->off, h->len, piece, MEM_LOCAL_IOV_MAX) : -1;
     if (np >= 0) {
         struct iovec b = {(void *)payload, h->len};
-        iov_copy(piece, np, &b, 1);
+        ndk_iov_copy(piece, np, &b, 1);
     }
     return true;
 }
@@ -637,7 +620,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
             int np = ndk_iov_slice(v, nv, c->tx_off, n, piece, MEM_LOCAL_IOV_MAX);
             struct iovec b = {m + 1, (size_t)n};
             if (np >= 0)
-                iov_copy(&b, 1, piece, np);
+                ndk_iov_copy(&b, 1, piece, np);
             m->off = c->tx_off;
             m->len = (uint32_t)n;
             c->tx_off += n;
