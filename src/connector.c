@@ -648,6 +648,21 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
     maybe_finish_disconnect(c);
 }
 
+/* A handshake state's socket events: sends more of what is queued (the
+ * Reply, the RTR) and, once it is all out, stops watching for room.
+ * Returns -1 when the stream broke, else whether there is input to read. */
+static int handshake_io(struct ndk_connector_impl *c, uint32_t events)
+{
+    if ((events & EPOLLOUT) && c->tx_len) {
+        int r = flush_tx(c);
+        if (r < 0)
+            return -1;
+        if (r == 0)
+            conn_watch(c, EPOLLIN | EPOLLRDHUP);
+    }
+    return (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) != 0;
+}
+
 static void conn_on_io(struct loop_watch *w, uint32_t events)
 {
     struct ndk_connector_impl *c = container_of(w, struct ndk_connector_impl, watch);
@@ -663,32 +678,22 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         start_mpa_request(c);
         return;
     }
-    case CONN_MPA_REPLY:
-        if ((events & EPOLLOUT) && c->tx_len) {
-            int r = flush_tx(c);
-            if (r < 0) {
-                connect_fail(c, STATUS_CONNECTION_REFUSED, true);
-                return;
-            }
-            if (r == 0)
-                conn_watch(c, EPOLLIN | EPOLLRDHUP);
-        }
-        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP))
+    case CONN_MPA_REPLY: {
+        int r = handshake_io(c, events);
+        if (r < 0)
+            connect_fail(c, STATUS_CONNECTION_REFUSED, true);
+        else if (r)
             read_reply(c);
         return;
-    case CONN_ACCEPTING:
-        if ((events & EPOLLOUT) && c->tx_len) {
-            int r = flush_tx(c);
-            if (r < 0) {
-                accept_fail(c, STATUS_CONNECTION_ABORTED, true);
-                return;
-            }
-            if (r == 0)
-                conn_watch(c, EPOLLIN | EPOLLRDHUP);
-        }
-        if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP))
+    }
+    case CONN_ACCEPTING: {
+        int r = handshake_io(c, events);
+        if (r < 0)
+            accept_fail(c, STATUS_CONNECTION_ABORTED, true);
+        else if (r)
             read_rtr(c);
         return;
+    }
     case CONN_INCOMING:
         if (events & EPOLLIN) {
             if (ndk_stream_peek(c->fd) > 0) {
@@ -1209,28 +1214,30 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
     return st;
 }
 
-static NTSTATUS conn_get_local_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pAddress, ULONG *pAddressLength)
+/* NdkGetLocalAddress and NdkGetPeerAddress: both ends are known from the
+ * connect or the connection request on. */
+static NTSTATUS conn_get_address(NDK_CONNECTOR *pNdkConnector, bool peer, PSOCKADDR pAddress,
+                                 ULONG *pAddressLength)
 {
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c)
         return STATUS_INVALID_PARAMETER;
     pthread_mutex_lock(&c->obj.ad->dev->lock);
-    NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
-                                        : ndk_sockaddr_copy_out(&c->local, pAddress, pAddressLength);
+    NTSTATUS st = c->state == CONN_IDLE
+                      ? STATUS_INVALID_DEVICE_STATE
+                      : ndk_sockaddr_copy_out(peer ? &c->peer : &c->local, pAddress, pAddressLength);
     pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
 }
 
+static NTSTATUS conn_get_local_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pAddress, ULONG *pAddressLength)
+{
+    return conn_get_address(pNdkConnector, false, pAddress, pAddressLength);
+}
+
 static NTSTATUS conn_get_peer_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pAddress, ULONG *pAddressLength)
 {
-    struct ndk_connector_impl *c = conn_from(pNdkConnector);
-    if (!c)
-        return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->dev->lock);
-    NTSTATUS st = c->state == CONN_IDLE ? STATUS_INVALID_DEVICE_STATE
-                                        : ndk_sockaddr_copy_out(&c->peer, pAddress, pAddressLength);
-    pthread_mutex_unlock(&c->obj.ad->dev->lock);
-    return st;
+    return conn_get_address(pNdkConnector, true, pAddress, pAddressLength);
 }
 
 static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COMPLETION RequestCompletion,
