@@ -56,9 +56,9 @@
 
 #include <ndk/ndk.h>
 
+#include "loopback_setup.h"
 #include "wire/mpa.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ENSURE(c)                                                                            \
@@ -95,21 +95,7 @@ enum ev {
     EV_YIELD,            /* 1 ms for the progress thread */
 };
 
-/* Closed objects are freed by the progress thread some loop iterations
- * after their close completed; a leak scan after every input would mostly
- * see those. Leaks are still reported, by LSan at exit. */
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    static char *args[64];
-    int n = *argc < 62 ? *argc : 62;
-    for (int i = 0; i < n; i++)
-        args[i] = (*argv)[i];
-    args[n++] = "-detect_leaks=0";
-    args[n] = NULL;
-    *argc = n;
-    *argv = args;
-    return 0;
-}
+/* LLVMFuzzerInitialize (no leak scan per input): loopback_setup.c. */
 
 /* ---- completions: one lock for all, counted per call ---- */
 
@@ -216,11 +202,6 @@ static struct adapter g_ads[4];
 static int g_lfd = -1;
 static struct sockaddr_in g_dst;
 
-static void cq_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st; /* never armed */
-}
-
 static void init_once(void)
 {
     static bool done;
@@ -241,20 +222,9 @@ static void init_once(void)
         o.TcpConnectTimeoutMs = WAIT_MS;
         o.MpaReplyTimeoutMs = o.MpaRequestTimeoutMs = o.RtrTimeoutMs = o.DisconnectTimeoutMs = TIMEOUT_MS;
         g_ads[i].flags = flags[i];
-        ENSURE(ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &g_ads[i].ad) == STATUS_SUCCESS);
-        NDK_ADAPTER *ad = g_ads[i].ad;
-        ENSURE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &g_ads[i].pd) == STATUS_SUCCESS);
-        ENSURE(ad->Dispatch->NdkCreateCq(ad, 64, cq_notify, NULL, NULL, NULL, NULL, &g_ads[i].cq) ==
-               STATUS_SUCCESS);
+        ENSURE(fuzz_open_lo_adapter(&o, 64, &g_ads[i].ad, &g_ads[i].pd, &g_ads[i].cq));
     }
-    g_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ENSURE(g_lfd >= 0);
-    memset(&g_dst, 0, sizeof g_dst);
-    g_dst.sin_family = AF_INET;
-    g_dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof g_dst;
-    ENSURE(bind(g_lfd, (struct sockaddr *)&g_dst, sizeof g_dst) == 0 && listen(g_lfd, 16) == 0 &&
-           getsockname(g_lfd, (struct sockaddr *)&g_dst, &len) == 0);
+    g_lfd = fuzz_lo_listen(&g_dst);
     done = true;
 }
 

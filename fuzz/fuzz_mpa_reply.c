@@ -33,7 +33,7 @@
  *
  * Every input opens and closes one connection, so the rate is a few thousand
  * per second at best. Leak detection per input is off (see
- * LLVMFuzzerInitialize); a leak still fails the run at exit (LSan).
+ * LLVMFuzzerInitialize in loopback_setup.c); a leak still fails the run at exit (LSan).
  */
 #include <errno.h>
 #include <netinet/in.h>
@@ -52,9 +52,9 @@
 
 #include <ndk/ndk.h>
 
+#include "loopback_setup.h"
 #include "wire/mpa.h"
 
-int LLVMFuzzerInitialize(int *argc, char ***argv);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define ENSURE(c)                                                                            \
@@ -70,23 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const uint8_t caller_pd[5] = {'f', 'u', 'z', 'z', '!'};
 static const ULONG depths[8] = {0, 1, 2, 4, 8, 16, 128, 300};
 
-/* Closed objects are freed by the progress thread some loop iterations
- * after their close completed, so an input usually ends with more
- * allocations than frees, and libFuzzer would then run a whole leak scan
- * after nearly every input (most of the run time). Leaks are still
- * reported, by LSan at exit. */
-int LLVMFuzzerInitialize(int *argc, char ***argv)
-{
-    static char *args[64];
-    int n = *argc < 62 ? *argc : 62;
-    for (int i = 0; i < n; i++)
-        args[i] = (*argv)[i];
-    args[n++] = "-detect_leaks=0";
-    args[n] = NULL;
-    *argc = n;
-    *argv = args;
-    return 0;
-}
+/* LLVMFuzzerInitialize (no leak scan per input): loopback_setup.c. */
 
 /* ---- one-shot events signalled from provider callbacks ---- */
 
@@ -164,11 +148,6 @@ static struct side sides[4];
 static int g_lfd = -1;
 static struct sockaddr_in g_dst;
 
-static void cq_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st; /* never armed */
-}
-
 static bool init_once(void)
 {
     static bool done;
@@ -181,22 +160,10 @@ static bool init_once(void)
         o.Size = sizeof o;
         o.Flags = flags[i];
         sides[i].flags = flags[i];
-        NDK_ADAPTER *ad;
-        if (ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &ad) != STATUS_SUCCESS)
+        if (!fuzz_open_lo_adapter(&o, 16, &sides[i].ad, &sides[i].pd, &sides[i].cq))
             return false;
-        sides[i].ad = ad;
-        ENSURE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &sides[i].pd) == STATUS_SUCCESS);
-        ENSURE(ad->Dispatch->NdkCreateCq(ad, 16, cq_notify, NULL, NULL, NULL, NULL, &sides[i].cq) ==
-               STATUS_SUCCESS);
     }
-    g_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    ENSURE(g_lfd >= 0);
-    memset(&g_dst, 0, sizeof g_dst);
-    g_dst.sin_family = AF_INET;
-    g_dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof g_dst;
-    ENSURE(bind(g_lfd, (struct sockaddr *)&g_dst, sizeof g_dst) == 0 && listen(g_lfd, 16) == 0 &&
-           getsockname(g_lfd, (struct sockaddr *)&g_dst, &len) == 0);
+    g_lfd = fuzz_lo_listen(&g_dst);
     done = true;
     return true;
 }

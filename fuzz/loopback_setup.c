@@ -1,0 +1,57 @@
+/* The set-up the loopback fuzz targets share (loopback_setup.h). */
+#include "loopback_setup.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#define ENSURE(c)                                                                            \
+    do {                                                                                     \
+        if (!(c)) {                                                                          \
+            fprintf(stderr, "fuzz set-up: %s:%d: %s\n", __FILE__, __LINE__, #c);            \
+            abort();                                                                         \
+        }                                                                                    \
+    } while (0)
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    static char *args[64];
+    int n = *argc < 62 ? *argc : 62;
+    for (int i = 0; i < n; i++)
+        args[i] = (*argv)[i];
+    args[n++] = "-detect_leaks=0";
+    args[n] = NULL;
+    *argc = n;
+    *argv = args;
+    return 0;
+}
+
+static void cq_notify(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx, (void)st; /* never armed */
+}
+
+bool fuzz_open_lo_adapter(const NDK_OPEN_OPTIONS *o, ULONG cq_depth, NDK_ADAPTER **ad, NDK_PD **pd,
+                          NDK_CQ **cq)
+{
+    if (ndk_open_adapter("lo", (NDK_VERSION){2, 1}, o, ad) != STATUS_SUCCESS)
+        return false;
+    ENSURE((*ad)->Dispatch->NdkCreatePd(*ad, NULL, NULL, pd) == STATUS_SUCCESS);
+    ENSURE((*ad)->Dispatch->NdkCreateCq(*ad, cq_depth, cq_notify, NULL, NULL, NULL, NULL, cq) ==
+           STATUS_SUCCESS);
+    return true;
+}
+
+int fuzz_lo_listen(struct sockaddr_in *addr)
+{
+    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ENSURE(fd >= 0);
+    memset(addr, 0, sizeof *addr);
+    addr->sin_family = AF_INET;
+    addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof *addr;
+    ENSURE(bind(fd, (struct sockaddr *)addr, sizeof *addr) == 0 && listen(fd, 16) == 0 &&
+           getsockname(fd, (struct sockaddr *)addr, &len) == 0);
+    return fd;
+}
