@@ -83,7 +83,7 @@ int main(int argc, char **argv)
         {"cpu-server", required_argument, NULL, 'S'}, {"cpu-client", required_argument, NULL, 'K'},
         {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
     };
-    uint64_t size = 64, iters = 20000, warmup = 100, v;
+    uint64_t size = 64, iters = 20000, warmup = 100;
     int cpu_server = -1, cpu_client = -1, ch;
     while ((ch = getopt_long(argc, argv, "s:n:w:h", longopts, NULL)) != -1) {
         switch (ch) {
@@ -102,12 +102,8 @@ int main(int argc, char **argv)
         case 'C':
         case 'S':
         case 'K':
-            if (!tb_parse_u64(optarg, 0, CPU_SETSIZE - 1, &v))
+            if (!tb_parse_cpu_opt(ch, optarg, &cpu_server, &cpu_client))
                 goto bad;
-            if (ch != 'K')
-                cpu_server = (int)v;
-            if (ch != 'S')
-                cpu_client = (int)v;
             break;
         case 'h':
             printf("Usage: %s [-s SIZE] [-n ITERS] [-w WARMUP] [--cpu N | --cpu-server N --cpu-client N]\n"
@@ -122,24 +118,17 @@ int main(int argc, char **argv)
     if (optind < argc)
         goto bad;
 
-    struct sockaddr_in addr;
-    int lfd = tb_listen(prog, &addr);
-    if (lfd < 0)
-        return 1;
     uint64_t *rtt = malloc(iters * sizeof *rtt);
     if (!rtt) {
         fprintf(stderr, "%s: out of memory\n", prog);
         return 1;
     }
-    fflush(NULL);
-    pid_t pid = fork();
+    struct sockaddr_in addr;
+    pid_t pid = tb_fork_server(prog, server, cpu_server, size, &addr);
     if (pid < 0) {
-        fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+        free(rtt);
         return 1;
     }
-    if (pid == 0)
-        _exit(server(lfd, cpu_server, size));
-    close(lfd);
     int rc = client(&addr, cpu_client, size, iters, warmup, rtt);
     if (tb_reap(pid, rc != 0) != 0 && rc == 0)
         rc = 1;

@@ -115,7 +115,7 @@ int main(int argc, char **argv)
         {"cpu-client", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
         {NULL, 0, NULL, 0},
     };
-    uint64_t size = 1u << 20, seconds = 5, v;
+    uint64_t size = 1u << 20, seconds = 5;
     int cpu_server = -1, cpu_client = -1, ch;
     while ((ch = getopt_long(argc, argv, "s:D:h", longopts, NULL)) != -1) {
         switch (ch) {
@@ -130,12 +130,8 @@ int main(int argc, char **argv)
         case 'C':
         case 'S':
         case 'K':
-            if (!tb_parse_u64(optarg, 0, CPU_SETSIZE - 1, &v))
+            if (!tb_parse_cpu_opt(ch, optarg, &cpu_server, &cpu_client))
                 goto bad;
-            if (ch != 'K')
-                cpu_server = (int)v;
-            if (ch != 'S')
-                cpu_client = (int)v;
             break;
         case 'h':
             printf("Usage: %s [-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]\n"
@@ -151,18 +147,9 @@ int main(int argc, char **argv)
         goto bad;
 
     struct sockaddr_in addr;
-    int lfd = tb_listen(prog, &addr);
-    if (lfd < 0)
+    pid_t pid = tb_fork_server(prog, server, cpu_server, size, &addr);
+    if (pid < 0)
         return 1;
-    fflush(NULL);
-    pid_t pid = fork();
-    if (pid < 0) {
-        fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
-        return 1;
-    }
-    if (pid == 0)
-        _exit(server(lfd, cpu_server, size));
-    close(lfd);
     uint64_t bytes = 0, ns = 0;
     int rc = client(&addr, cpu_client, size, seconds, &bytes, &ns);
     if (tb_reap(pid, rc != 0) != 0 && rc == 0)

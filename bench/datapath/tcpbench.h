@@ -2,7 +2,8 @@
  * tcpbench.h - what tcp_pingpong and tcp_stream share: the two-process
  * layout of `ndkperf --loopback` (server and client processes over
  * 127.0.0.1, each pinned before it does anything), blocking sockets with a
- * bound on every wait, and option parsing for the placement.
+ * bound on every wait, option parsing for the placement and the fork of
+ * the server process.
  *
  * Everything is static inline: each program is one translation unit and
  * takes what it needs.
@@ -174,6 +175,41 @@ static inline bool tb_write_full(int fd, const void *buf, size_t len)
             return false;
     }
     return true;
+}
+
+/* The placement options --cpu N (both), --cpu-server N and --cpu-client N,
+ * given to getopt_long as 'C', 'S' and 'K'. False when N is no CPU. */
+static inline bool tb_parse_cpu_opt(int ch, const char *arg, int *cpu_server, int *cpu_client)
+{
+    uint64_t v;
+    if (!tb_parse_u64(arg, 0, CPU_SETSIZE - 1, &v))
+        return false;
+    if (ch != 'K')
+        *cpu_server = (int)v;
+    if (ch != 'S')
+        *cpu_client = (int)v;
+    return true;
+}
+
+/* Listens on 127.0.0.1 (its address in *addr) and forks the server
+ * process, which runs server(lfd, cpu, size) and exits with what it
+ * returns. Returns the child's pid, or -1 (said on stderr). */
+static inline pid_t tb_fork_server(const char *prog, int (*server)(int lfd, int cpu, size_t size), int cpu,
+                                   size_t size, struct sockaddr_in *addr)
+{
+    int lfd = tb_listen(prog, addr);
+    if (lfd < 0)
+        return -1;
+    fflush(NULL);
+    pid_t pid = fork();
+    if (pid < 0) {
+        fprintf(stderr, "%s: fork: %s\n", prog, strerror(errno));
+        return -1;
+    }
+    if (pid == 0)
+        _exit(server(lfd, cpu, size));
+    close(lfd);
+    return pid;
 }
 
 /* Waits for the server child; it ends on its own once the client closed
