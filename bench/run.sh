@@ -89,16 +89,8 @@ QUIET_WAIT_ONE=${QUIET_WAIT_ONE:-8}
 QUIET_WAIT_TOTAL=${QUIET_WAIT_TOTAL:-90}
 QUIET_WAITED=0
 BG_MAX=0
-cpu_busy_pct() {
-	local a b i t1=0 t2=0
-	read -r -a a < /proc/stat
-	sleep 0.5
-	read -r -a b < /proc/stat
-	for i in 1 2 3 4 5 6 7 8; do t1=$((t1 + a[i])); t2=$((t2 + b[i])); done
-	local dt=$((t2 - t1)) di=$((b[4] + b[5] - a[4] - a[5]))
-	[ "$dt" -gt 0 ] || { echo 0; return; }
-	echo $(((100 * (dt - di)) / dt))
-}
+# shellcheck source=bench/cpu_busy.sh
+. "$HERE/cpu_busy.sh"
 # Sets BG; waits while the machine is busy, bounded per run and in total.
 wait_quiet() {
 	local waited=0

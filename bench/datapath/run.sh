@@ -85,17 +85,9 @@ median() { # KEY -> median of its values, or empty
 }
 
 # ---------------------------------------------------- a quiet machine ---
-# Busy % of all CPUs over 0.5 s, from /proc/stat (user+nice+system+irq+
-# softirq+steal against the total).
-busy_pct() {
-	local a b i t1=0 t2=0
-	read -r -a a < /proc/stat
-	sleep 0.5
-	read -r -a b < /proc/stat
-	for i in 1 2 3 4 5 6 7 8; do t1=$((t1 + a[i])); t2=$((t2 + b[i])); done
-	local dt=$((t2 - t1)) di=$((b[4] + b[5] - a[4] - a[5]))
-	[ "$dt" -gt 0 ] && echo $((100 * (dt - di) / dt)) || echo 0
-}
+# cpu_busy_pct: busy % of all CPUs over 0.5 s.
+# shellcheck source=bench/cpu_busy.sh
+. "$HERE/../cpu_busy.sh"
 WAITED=0
 BG_MAX=0
 # Waits (bounded) for the machine to be quiet before a measurement: the
@@ -103,11 +95,11 @@ BG_MAX=0
 # someone else.
 quiet() {
 	local waited=0 bg
-	bg=$(busy_pct)
+	bg=$(cpu_busy_pct)
 	while [ "$bg" -gt "$QUIET_PCT" ] && [ "$waited" -lt "$QUIET_WAIT" ] && [ "$WAITED" -lt "$QUIET_TOTAL" ]; do
 		sleep 1
 		waited=$((waited + 2)); WAITED=$((WAITED + 2))
-		bg=$(busy_pct)
+		bg=$(cpu_busy_pct)
 	done
 	[ "$bg" -gt "$BG_MAX" ] && BG_MAX=$bg
 	BG=$bg
