@@ -63,6 +63,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connrate_opts.h"
+
 /* AddressSanitizer and ThreadSanitizer replace malloc with an allocator
  * that does not feed mallinfo2(), and both count its bytes in use. */
 #if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
@@ -191,8 +193,6 @@ struct rec {
 /* State                                                                    */
 /* ------------------------------------------------------------------------ */
 
-enum role { ROLE_BOTH, ROLE_SERVER, ROLE_CLIENT };
-
 /* The private data the client sends. */
 struct conn_pd {
     uint32_t magic, idx, gen;
@@ -224,16 +224,9 @@ struct srec {
 };
 
 static struct {
-    enum role role;
-    bool inflight_mode;
-    unsigned q;
-    double duration_s;
-    long limit_n;
+    struct connrate_opts opt;
     unsigned idle_n;
     bool check_heap; /* --check: fail unless the heap is back at its baseline */
-    unsigned port;
-    unsigned timeout_ms;
-    unsigned lifetime_s;
     unsigned engines; /* --engines: MaxEngines of the opens (0: libndk's default) */
 
     NDK_ADAPTER *cad, *sad; /* client and server adapters */
@@ -421,12 +414,12 @@ static void record_conn(struct slot *s)
     struct rec *r = &g.recs[i];
     uint64_t c = st_get(s, T_CONNECT);
     r->est = clamp32(st_get(s, T_ACTIVE_EST) - c);
-    if (g.role == ROLE_BOTH) {
+    if (g.opt.role == ROLE_BOTH) {
         uint64_t a = st_get(s, T_ACTIVE_EST), p = st_get(s, T_PASSIVE_EST);
         r->both = clamp32((a > p ? a : p) - c);
     }
-    const struct leg *L = g.role == ROLE_BOTH ? legs_one : legs_two;
-    size_t nl = g.role == ROLE_BOTH ? sizeof legs_one / sizeof *L : sizeof legs_two / sizeof *L;
+    const struct leg *L = g.opt.role == ROLE_BOTH ? legs_one : legs_two;
+    size_t nl = g.opt.role == ROLE_BOTH ? sizeof legs_one / sizeof *L : sizeof legs_two / sizeof *L;
     for (size_t k = 0; k < nl; k++)
         r->leg[k] = clamp32(st_get(s, L[k].to) - st_get(s, L[k].from));
 }
@@ -443,7 +436,7 @@ static void slot_next(struct slot *s)
         atomic_fetch_sub(&g.inflight, 1);
         return;
     }
-    if (g.limit_n && atomic_load(&g.started) >= g.limit_n) {
+    if (g.opt.limit_n && atomic_load(&g.started) >= g.opt.limit_n) {
         atomic_fetch_sub(&g.inflight, 1);
         return;
     }
@@ -576,7 +569,7 @@ static void start_conn(struct slot *s)
     uint64_t t0 = now_ns();
     atomic_store(&s->busy_since, t0);
     atomic_store_explicit(&s->t[T_START], t0, memory_order_relaxed);
-    atomic_store(&s->est_left, g.role == ROLE_BOTH ? 2 : 1);
+    atomic_store(&s->est_left, g.opt.role == ROLE_BOTH ? 2 : 1);
 
     NTSTATUS st = g.cad->Dispatch->NdkCreateConnector(g.cad, create_cb, s, &s->conn);
     add_call(C_CREATE_CONN, t0);
@@ -736,7 +729,7 @@ static void srv_connect_event(PVOID ctx, NDK_CONNECTOR *c)
              (unsigned)len, pd.magic);
         return;
     }
-    if (g.role == ROLE_BOTH) {
+    if (g.opt.role == ROLE_BOTH) {
         if (pd.idx >= g.nslots || g.slots[pd.idx].gen != pd.gen) {
             FAIL("server: private data names slot %u gen %u, which is not in flight", pd.idx,
                  pd.gen);
@@ -807,7 +800,7 @@ static void setup_server(void)
     make_pd_cq(g.sad, &g.spd, &g.scq);
     NTSTATUS st = g.sad->Dispatch->NdkCreateListener(g.sad, srv_connect_event, NULL, create_cb,
                                                      NULL, &g.lsn);
-    struct sockaddr_in la = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g.port)};
+    struct sockaddr_in la = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g.opt.port)};
     la.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     struct sync s = {0};
     if (st == STATUS_SUCCESS)
@@ -815,7 +808,7 @@ static void setup_server(void)
                                                   &s),
                        &s, "NdkListen");
     if (st != STATUS_SUCCESS) {
-        fprintf(stderr, "connrate: listener on 127.0.0.1:%u: %s\n", g.port, ndk_status_name(st));
+        fprintf(stderr, "connrate: listener on 127.0.0.1:%u: %s\n", g.opt.port, ndk_status_name(st));
         exit(EXIT_FAILED);
     }
     ULONG len = sizeof la;
@@ -824,7 +817,7 @@ static void setup_server(void)
         fprintf(stderr, "connrate: listener address: %s\n", ndk_status_name(st));
         exit(EXIT_FAILED);
     }
-    g.port = ntohs(la.sin_port);
+    g.opt.port = ntohs(la.sin_port);
 }
 
 static void setup_client(void)
@@ -836,7 +829,7 @@ static void setup_client(void)
     g.src.sin_port = 0;
     g.dst.sin_family = AF_INET;
     g.dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    g.dst.sin_port = htons((uint16_t)g.port);
+    g.dst.sin_port = htons((uint16_t)g.opt.port);
 }
 
 static void alloc_pools(unsigned nslots, unsigned nsrecs)
@@ -913,7 +906,7 @@ static void check_stuck(uint64_t now)
     for (unsigned i = 0; i < g.nslots; i++) {
         struct slot *s = &g.slots[i];
         uint64_t b = atomic_load(&s->busy_since);
-        if (!b || now < b || now - b < (uint64_t)g.timeout_ms * 1000000u)
+        if (!b || now < b || now - b < (uint64_t)g.opt.timeout_ms * 1000000u)
             continue;
         int last = T_START;
         for (int k = 0; k < T_COUNT; k++)
@@ -922,7 +915,7 @@ static void check_stuck(uint64_t now)
         fprintf(stderr,
                 "connrate: FAILED: connection (slot %u gen %u) not finished after %u ms; last "
                 "step reached: %s. Steps seen:",
-                i, s->gen, g.timeout_ms, stamp_names[last]);
+                i, s->gen, g.opt.timeout_ms, stamp_names[last]);
         for (int k = 0; k < T_COUNT; k++)
             if (st_get(s, (enum stamp)k))
                 fprintf(stderr, " %s(+%.1f ms)", stamp_names[k],
@@ -942,18 +935,18 @@ static void watch_run(uint64_t deadline)
         sleep_ms(2);
         check_failed();
         uint64_t now = now_ns();
-        if (!atomic_load(&g.stop) && !g.limit_n && now >= deadline)
+        if (!atomic_load(&g.stop) && !g.opt.limit_n && now >= deadline)
             atomic_store(&g.stop, true);
         if (atomic_load(&g.inflight) == 0)
             break;
         check_stuck(now);
         if (!stopped_at && (atomic_load(&g.stop) ||
-                            (g.limit_n && atomic_load(&g.started) >= g.limit_n)))
+                            (g.opt.limit_n && atomic_load(&g.started) >= g.opt.limit_n)))
             stopped_at = now;
-        if (stopped_at && now - stopped_at > (uint64_t)g.timeout_ms * 2000000u) {
+        if (stopped_at && now - stopped_at > (uint64_t)g.opt.timeout_ms * 2000000u) {
             fprintf(stderr, "connrate: FAILED: %d connections still counted in flight %u ms "
                             "after the run stopped\n",
-                    atomic_load(&g.inflight), 2 * g.timeout_ms);
+                    atomic_load(&g.inflight), 2 * g.opt.timeout_ms);
             _exit(EXIT_FAILED);
         }
     }
@@ -970,10 +963,10 @@ static void watch_until(bool (*cond)(void), const char *what)
         check_failed();
         uint64_t now = now_ns();
         check_stuck(now);
-        if (now - t0 > (uint64_t)g.timeout_ms * 2000000u) {
+        if (now - t0 > (uint64_t)g.opt.timeout_ms * 2000000u) {
             fprintf(stderr, "connrate: FAILED: %s: not done after %u ms (server side: %d "
                             "connections open)\n",
-                    what, 2 * g.timeout_ms, atomic_load(&g.srec_live));
+                    what, 2 * g.opt.timeout_ms, atomic_load(&g.srec_live));
             _exit(EXIT_FAILED);
         }
     }
@@ -1020,7 +1013,7 @@ static double mean_field(size_t off, long n)
 
 static const char *layout_name(void)
 {
-    return g.role == ROLE_BOTH ? "one process, 2 adapters (client + server progress threads)"
+    return g.opt.role == ROLE_BOTH ? "one process, 2 adapters (client + server progress threads)"
                                : "two processes (this is the client)";
 }
 
@@ -1040,12 +1033,12 @@ static void report_run(uint64_t t_begin)
     }
     double e50 = pct_field(offsetof(struct rec, est), n, 0.50, tmp);
     double e99 = pct_field(offsetof(struct rec, est), n, 0.99, tmp);
-    bool both = g.role == ROLE_BOTH;
+    bool both = g.opt.role == ROLE_BOTH;
     double b50 = both ? pct_field(offsetof(struct rec, both), n, 0.50, tmp) : 0;
     double b99 = both ? pct_field(offsetof(struct rec, both), n, 0.99, tmp) : 0;
-    const char *mode = g.inflight_mode ? "inflight" : "serial";
+    const char *mode = g.opt.inflight_mode ? "inflight" : "serial";
 
-    printf("\n## connrate (libndk): %s, q=%u, %s\n\n", mode, g.q, layout_name());
+    printf("\n## connrate (libndk): %s, q=%u, %s\n\n", mode, g.opt.q, layout_name());
     printf("| what | layout | connections | seconds | conn/s | est p50 us | est p99 us | "
            "both-est p50 us | both-est p99 us |\n");
     printf("|---|---|---|---|---|---|---|---|---|\n");
@@ -1054,7 +1047,7 @@ static void report_run(uint64_t t_begin)
         snprintf(b50s, sizeof b50s, "%.1f", b50);
         snprintf(b99s, sizeof b99s, "%.1f", b99);
     }
-    printf("| libndk %s q=%u | %s | %ld | %.2f | %.0f | %.1f | %.1f | %s | %s |\n", mode, g.q,
+    printf("| libndk %s q=%u | %s | %ld | %.2f | %.0f | %.1f | %.1f | %s | %s |\n", mode, g.opt.q,
            both ? "1 proc" : "2 procs", done, secs, rate, e50, e99, b50s, b99s);
     printf("\nest = NdkConnect called -> NdkCompleteConnect succeeded (active side established)\n");
     if (both)
@@ -1094,7 +1087,7 @@ static void report_run(uint64_t t_begin)
                atomic_load(&g.odd_cli_disc_events));
     printf("\nRESULT prog=connrate mode=%s q=%u layout=%s conns=%ld secs=%.3f rate=%.1f "
            "est_p50_us=%.1f est_p99_us=%.1f both_p50_us=%.1f both_p99_us=%.1f\n",
-           mode, g.q, both ? "oneproc" : "twoproc", done, secs, rate, e50, e99, b50, b99);
+           mode, g.opt.q, both ? "oneproc" : "twoproc", done, secs, rate, e50, e99, b50, b99);
     fflush(stdout);
 }
 
@@ -1365,9 +1358,9 @@ static int run_server_only(void)
 {
     alloc_pools(0, 8192);
     setup_server();
-    printf("connrate server: listening on 127.0.0.1:%u\n", g.port);
+    printf("connrate server: listening on 127.0.0.1:%u\n", g.opt.port);
     fflush(stdout);
-    uint64_t end = now_ns() + (uint64_t)g.lifetime_s * 1000000000u;
+    uint64_t end = now_ns() + (uint64_t)g.opt.lifetime_s * 1000000000u;
     while (!g_signalled && now_ns() < end) {
         sleep_ms(10);
         check_failed();
@@ -1385,10 +1378,10 @@ static int run_server_only(void)
 static int run_client(void)
 {
     long cap;
-    if (g.limit_n)
-        cap = g.limit_n;
+    if (g.opt.limit_n)
+        cap = g.opt.limit_n;
     else
-        cap = (long)(g.duration_s * 200000.0);
+        cap = (long)(g.opt.duration_s * 200000.0);
     if (cap < 100000)
         cap = 100000;
     if (cap > 4000000)
@@ -1402,21 +1395,21 @@ static int run_client(void)
     /* Touch every page now, not on the measured path. */
     memset(g.recs, 0, sizeof *g.recs * (size_t)cap);
 
-    alloc_pools(g.q, g.role == ROLE_BOTH ? 4 * g.q + 64 : 0);
-    if (g.role == ROLE_BOTH)
+    alloc_pools(g.opt.q, g.opt.role == ROLE_BOTH ? 4 * g.opt.q + 64 : 0);
+    if (g.opt.role == ROLE_BOTH)
         setup_server();
     setup_client();
 
     uint64_t t_begin = now_ns();
-    uint64_t deadline = t_begin + (uint64_t)(g.duration_s * 1e9);
-    atomic_store(&g.inflight, (int)g.q);
-    for (unsigned i = 0; i < g.q; i++)
+    uint64_t deadline = t_begin + (uint64_t)(g.opt.duration_s * 1e9);
+    atomic_store(&g.inflight, (int)g.opt.q);
+    for (unsigned i = 0; i < g.opt.q; i++)
         start_conn(&g.slots[i]);
     watch_run(deadline);
 
-    bool quiet = g.role != ROLE_BOTH || wait_server_quiet(2000);
+    bool quiet = g.opt.role != ROLE_BOTH || wait_server_quiet(2000);
     report_run(t_begin);
-    if (g.role == ROLE_BOTH)
+    if (g.opt.role == ROLE_BOTH)
         report_server();
     if (!quiet) {
         fprintf(stderr, "connrate: FAILED: %d server-side connections not closed 2 s after the "
@@ -1430,59 +1423,22 @@ static int run_client(void)
 
 int main(int argc, char **argv)
 {
-    g.q = 1;
-    g.duration_s = 5;
-    g.timeout_ms = 10000;
-    g.lifetime_s = 120;
-    g.role = ROLE_BOTH;
-    const char *mode = "serial";
-    bool q_given = false;
-
-    enum { O_IDLE = 256, O_SERVER, O_CLIENT, O_TIMEOUT, O_LIFETIME, O_CHECK, O_ENGINES };
+    connrate_opts_init(&g.opt);
+    enum { O_IDLE = CR_O_OWN, O_CHECK, O_ENGINES };
     static const struct option lopts[] = {
-        {"mode", required_argument, NULL, 'm'},   {"inflight", required_argument, NULL, 'q'},
-        {"duration", required_argument, NULL, 'D'}, {"count", required_argument, NULL, 'n'},
-        {"port", required_argument, NULL, 'p'},   {"idle", required_argument, NULL, O_IDLE},
-        {"server", no_argument, NULL, O_SERVER},  {"client", no_argument, NULL, O_CLIENT},
-        {"timeout", required_argument, NULL, O_TIMEOUT},
-        {"lifetime", required_argument, NULL, O_LIFETIME},
+        CONNRATE_LONG_OPTS,
+        {"idle", required_argument, NULL, O_IDLE},
         {"check", no_argument, NULL, O_CHECK},
         {"engines", required_argument, NULL, O_ENGINES},
-        {"help", no_argument, NULL, 'h'},         {NULL, 0, NULL, 0},
+        {NULL, 0, NULL, 0},
     };
     int o;
-    while ((o = getopt_long(argc, argv, "m:q:D:n:p:h", lopts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, CONNRATE_SHORT_OPTS, lopts, NULL)) != -1) {
+        if (connrate_opt(&g.opt, o, optarg))
+            continue;
         switch (o) {
-        case 'm':
-            mode = optarg;
-            break;
-        case 'q':
-            g.q = (unsigned)strtoul(optarg, NULL, 10);
-            q_given = true;
-            break;
-        case 'D':
-            g.duration_s = strtod(optarg, NULL);
-            break;
-        case 'n':
-            g.limit_n = strtol(optarg, NULL, 10);
-            break;
-        case 'p':
-            g.port = (unsigned)strtoul(optarg, NULL, 10);
-            break;
         case O_IDLE:
             g.idle_n = (unsigned)strtoul(optarg, NULL, 10);
-            break;
-        case O_SERVER:
-            g.role = ROLE_SERVER;
-            break;
-        case O_CLIENT:
-            g.role = ROLE_CLIENT;
-            break;
-        case O_TIMEOUT:
-            g.timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
-            break;
-        case O_LIFETIME:
-            g.lifetime_s = (unsigned)strtoul(optarg, NULL, 10);
             break;
         case O_CHECK:
             g.check_heap = true;
@@ -1495,18 +1451,7 @@ int main(int argc, char **argv)
             return o == 'h' ? 0 : 2;
         }
     }
-    if (strcmp(mode, "serial") == 0) {
-        g.q = 1;
-    } else if (strcmp(mode, "inflight") == 0) {
-        g.inflight_mode = true;
-        if (!q_given)
-            g.q = 64;
-    } else {
-        usage();
-        return 2;
-    }
-    if (g.q < 1 || g.q > 65536 || g.duration_s <= 0 || g.port > 65535 || g.timeout_ms == 0 ||
-        (g.role == ROLE_CLIENT && g.port == 0)) {
+    if (!connrate_opts_done(&g.opt)) {
         usage();
         return 2;
     }
@@ -1521,14 +1466,14 @@ int main(int argc, char **argv)
         setrlimit(RLIMIT_NOFILE, &rl);
     }
     if (g.idle_n) {
-        if (g.role != ROLE_BOTH) {
+        if (g.opt.role != ROLE_BOTH) {
             fprintf(stderr, "connrate: --idle runs both sides in one process\n");
             return 2;
         }
         exec_for_heap_figures(argv);
         return run_idle();
     }
-    if (g.role == ROLE_SERVER)
+    if (g.opt.role == ROLE_SERVER)
         return run_server_only();
     return run_client();
 }

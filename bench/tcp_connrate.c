@@ -41,6 +41,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "connrate_opts.h"
+
 #define EXIT_FAILED 1
 #define EXIT_PORTS 3
 #define BATCH 64
@@ -52,17 +54,8 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
-enum role { ROLE_BOTH, ROLE_SERVER, ROLE_CLIENT };
-
 static struct {
-    enum role role;
-    bool inflight_mode;
-    unsigned q;
-    double duration_s;
-    long limit_n;
-    unsigned port;
-    unsigned timeout_ms;
-    unsigned lifetime_s;
+    struct connrate_opts opt;
     bool kernel_port; /* plain connect(): the kernel picks the local port */
     struct sockaddr_in dst;
 
@@ -113,7 +106,7 @@ static void server_listen(void)
         die_errno("socket", errno);
     int one = 1;
     setsockopt(g.lfd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g.port)};
+    struct sockaddr_in a = {.sin_family = AF_INET, .sin_port = htons((uint16_t)g.opt.port)};
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     if (bind(g.lfd, (struct sockaddr *)&a, sizeof a) < 0)
         die_errno("bind", errno);
@@ -122,7 +115,7 @@ static void server_listen(void)
         die_errno("listen", errno);
     socklen_t len = sizeof a;
     getsockname(g.lfd, (struct sockaddr *)&a, &len);
-    g.port = ntohs(a.sin_port);
+    g.opt.port = ntohs(a.sin_port);
 }
 
 /* The server's event loop; returns when stopped (eventfd, signal or its
@@ -139,7 +132,7 @@ static void *server_main(void *arg)
         ev.data.fd = g.stop_efd;
         epoll_ctl(ep, EPOLL_CTL_ADD, g.stop_efd, &ev);
     }
-    uint64_t end = now_ns() + (uint64_t)g.lifetime_s * 1000000000u;
+    uint64_t end = now_ns() + (uint64_t)g.opt.lifetime_s * 1000000000u;
     struct epoll_event evs[BATCH];
     for (;;) {
         /* The timeout only serves the signal / lifetime checks. */
@@ -251,7 +244,7 @@ static uint64_t last_end;
 
 static void client_start(struct cslot *s)
 {
-    if (stopping || (g.limit_n && started >= g.limit_n)) {
+    if (stopping || (g.opt.limit_n && started >= g.opt.limit_n)) {
         s->state = C_IDLE;
         inflight--;
         return;
@@ -337,13 +330,13 @@ static void client_event(struct cslot *s, uint32_t events)
 
 static void client_check_stuck(uint64_t now)
 {
-    for (unsigned i = 0; i < g.q; i++) {
+    for (unsigned i = 0; i < g.opt.q; i++) {
         struct cslot *s = &slots[i];
-        if (s->state == C_IDLE || now - s->t0 < (uint64_t)g.timeout_ms * 1000000u)
+        if (s->state == C_IDLE || now - s->t0 < (uint64_t)g.opt.timeout_ms * 1000000u)
             continue;
         fprintf(stderr, "tcp_connrate: FAILED: connection (slot %u) not finished after %u ms, "
                         "stuck %s\n",
-                i, g.timeout_ms,
+                i, g.opt.timeout_ms,
                 s->state == C_CONNECTING ? "connecting" : "waiting for the echo");
         _exit(EXIT_FAILED);
     }
@@ -369,8 +362,8 @@ static double pct(uint32_t *v, long n, double p)
 
 static int client_main(void)
 {
-    slots = calloc(g.q, sizeof *slots);
-    g.cap = g.limit_n ? g.limit_n : (long)(g.duration_s * 400000.0);
+    slots = calloc(g.opt.q, sizeof *slots);
+    g.cap = g.opt.limit_n ? g.opt.limit_n : (long)(g.opt.duration_s * 400000.0);
     if (g.cap < 100000)
         g.cap = 100000;
     if (g.cap > 8000000)
@@ -387,11 +380,11 @@ static int client_main(void)
         die_errno("epoll_create1", errno);
 
     uint64_t t_begin = now_ns();
-    uint64_t deadline = t_begin + (uint64_t)(g.duration_s * 1e9);
+    uint64_t deadline = t_begin + (uint64_t)(g.opt.duration_s * 1e9);
     uint64_t next_check = t_begin + 10000000u;
     uint64_t stopped_at = 0;
-    inflight = g.q;
-    for (unsigned i = 0; i < g.q; i++)
+    inflight = g.opt.q;
+    for (unsigned i = 0; i < g.opt.q; i++)
         client_start(&slots[i]);
     struct epoll_event evs[BATCH];
     while (inflight > 0) {
@@ -401,7 +394,7 @@ static int client_main(void)
         for (int i = 0; i < n; i++)
             client_event(evs[i].data.ptr, evs[i].events);
         uint64_t now = now_ns();
-        if (!g.limit_n && now >= deadline)
+        if (!g.opt.limit_n && now >= deadline)
             stopping = true;
         if (g_signalled)
             die(EXIT_FAILED, "interrupted");
@@ -410,10 +403,10 @@ static int client_main(void)
             client_check_stuck(now);
             next_check = now + 10000000u;
         }
-        if (!stopped_at && (stopping || (g.limit_n && started >= g.limit_n)))
+        if (!stopped_at && (stopping || (g.opt.limit_n && started >= g.opt.limit_n)))
             stopped_at = now;
         /* The drain is bounded too, in case the count and the slots disagree. */
-        if (stopped_at && now - stopped_at > (uint64_t)g.timeout_ms * 2000000u)
+        if (stopped_at && now - stopped_at > (uint64_t)g.opt.timeout_ms * 2000000u)
             die(EXIT_FAILED, "connections still counted in flight long after the run stopped");
     }
     double secs = (double)(last_end - t_begin) / 1e9;
@@ -423,14 +416,14 @@ static int client_main(void)
     qsort(g.lat_est, (size_t)n, sizeof *g.lat_est, cmp_u32);
     double r50 = pct(g.lat_rt, n, 0.5), r99 = pct(g.lat_rt, n, 0.99);
     double e50 = pct(g.lat_est, n, 0.5), e99 = pct(g.lat_est, n, 0.99);
-    const char *mode = g.inflight_mode ? "inflight" : "serial";
-    bool one = g.role == ROLE_BOTH;
-    printf("\n## tcp_connrate (raw TCP anchor): %s, q=%u, %s, local port: %s\n\n", mode, g.q,
+    const char *mode = g.opt.inflight_mode ? "inflight" : "serial";
+    bool one = g.opt.role == ROLE_BOTH;
+    printf("\n## tcp_connrate (raw TCP anchor): %s, q=%u, %s, local port: %s\n\n", mode, g.opt.q,
            one ? "one process, server thread + client thread" : "two processes (this is the client)",
            g.kernel_port ? "kernel ephemeral (plain connect)" : "random 49152-65535, bound first");
     printf("| what | layout | connections | seconds | conn/s | rt p50 us | rt p99 us | "
            "est p50 us | est p99 us |\n|---|---|---|---|---|---|---|---|---|\n");
-    printf("| raw TCP %s q=%u | %s | %ld | %.2f | %.0f | %.1f | %.1f | %.1f | %.1f |\n", mode, g.q,
+    printf("| raw TCP %s q=%u | %s | %ld | %.2f | %.0f | %.1f | %.1f | %.1f | %.1f |\n", mode, g.opt.q,
            one ? "1 proc" : "2 procs", completed, secs, rate, r50, r99, e50, e99);
     printf("\nrt = connect() called -> 1-byte echo received; est = connect() called -> "
            "socket writable (TCP established)\n");
@@ -442,7 +435,7 @@ static int client_main(void)
                port_retries);
     printf("\nRESULT prog=tcp_connrate mode=%s q=%u layout=%s port=%s conns=%ld secs=%.3f "
            "rate=%.1f rt_p50_us=%.1f rt_p99_us=%.1f est_p50_us=%.1f est_p99_us=%.1f\n",
-           mode, g.q, one ? "oneproc" : "twoproc", g.kernel_port ? "kernel" : "random", completed,
+           mode, g.opt.q, one ? "oneproc" : "twoproc", g.kernel_port ? "kernel" : "random", completed,
            secs, rate, r50, r99, e50, e99);
     fflush(stdout);
     close(cep);
@@ -479,55 +472,19 @@ static void report_server(void)
 
 int main(int argc, char **argv)
 {
-    g.q = 1;
-    g.duration_s = 5;
-    g.timeout_ms = 10000;
-    g.lifetime_s = 120;
+    connrate_opts_init(&g.opt);
     g.stop_efd = -1;
-    g.role = ROLE_BOTH;
-    const char *mode = "serial";
-    bool q_given = false;
-    enum { O_SERVER = 256, O_CLIENT, O_TIMEOUT, O_LIFETIME, O_KPORT };
+    enum { O_KPORT = CR_O_OWN };
     static const struct option lopts[] = {
-        {"mode", required_argument, NULL, 'm'},     {"inflight", required_argument, NULL, 'q'},
-        {"duration", required_argument, NULL, 'D'}, {"count", required_argument, NULL, 'n'},
-        {"port", required_argument, NULL, 'p'},     {"server", no_argument, NULL, O_SERVER},
-        {"client", no_argument, NULL, O_CLIENT},    {"timeout", required_argument, NULL, O_TIMEOUT},
-        {"lifetime", required_argument, NULL, O_LIFETIME},
+        CONNRATE_LONG_OPTS,
         {"kernel-port", no_argument, NULL, O_KPORT},
-        {"help", no_argument, NULL, 'h'},           {NULL, 0, NULL, 0},
+        {NULL, 0, NULL, 0},
     };
     int o;
-    while ((o = getopt_long(argc, argv, "m:q:D:n:p:h", lopts, NULL)) != -1) {
+    while ((o = getopt_long(argc, argv, CONNRATE_SHORT_OPTS, lopts, NULL)) != -1) {
+        if (connrate_opt(&g.opt, o, optarg))
+            continue;
         switch (o) {
-        case 'm':
-            mode = optarg;
-            break;
-        case 'q':
-            g.q = (unsigned)strtoul(optarg, NULL, 10);
-            q_given = true;
-            break;
-        case 'D':
-            g.duration_s = strtod(optarg, NULL);
-            break;
-        case 'n':
-            g.limit_n = strtol(optarg, NULL, 10);
-            break;
-        case 'p':
-            g.port = (unsigned)strtoul(optarg, NULL, 10);
-            break;
-        case O_SERVER:
-            g.role = ROLE_SERVER;
-            break;
-        case O_CLIENT:
-            g.role = ROLE_CLIENT;
-            break;
-        case O_TIMEOUT:
-            g.timeout_ms = (unsigned)strtoul(optarg, NULL, 10);
-            break;
-        case O_LIFETIME:
-            g.lifetime_s = (unsigned)strtoul(optarg, NULL, 10);
-            break;
         case O_KPORT:
             g.kernel_port = true;
             break;
@@ -539,18 +496,7 @@ int main(int argc, char **argv)
     rng_state ^= (uint32_t)getpid() * 2654435761u ^ (uint32_t)now_ns();
     if (!rng_state)
         rng_state = 1;
-    if (strcmp(mode, "serial") == 0) {
-        g.q = 1;
-    } else if (strcmp(mode, "inflight") == 0) {
-        g.inflight_mode = true;
-        if (!q_given)
-            g.q = 64;
-    } else {
-        usage();
-        return 2;
-    }
-    if (g.q < 1 || g.q > 65536 || g.duration_s <= 0 || g.port > 65535 || g.timeout_ms == 0 ||
-        (g.role == ROLE_CLIENT && g.port == 0)) {
+    if (!connrate_opts_done(&g.opt)) {
         usage();
         return 2;
     }
@@ -558,9 +504,9 @@ int main(int argc, char **argv)
     signal(SIGTERM, on_signal);
     signal(SIGPIPE, SIG_IGN);
 
-    if (g.role == ROLE_SERVER) {
+    if (g.opt.role == ROLE_SERVER) {
         server_listen();
-        printf("tcp_connrate server: listening on 127.0.0.1:%u\n", g.port);
+        printf("tcp_connrate server: listening on 127.0.0.1:%u\n", g.opt.port);
         fflush(stdout);
         server_main(NULL);
         report_server();
@@ -568,7 +514,7 @@ int main(int argc, char **argv)
     }
 
     pthread_t th;
-    if (g.role == ROLE_BOTH) {
+    if (g.opt.role == ROLE_BOTH) {
         server_listen();
         g.stop_efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (g.stop_efd < 0)
@@ -578,9 +524,9 @@ int main(int argc, char **argv)
     }
     g.dst.sin_family = AF_INET;
     g.dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    g.dst.sin_port = htons((uint16_t)g.port);
+    g.dst.sin_port = htons((uint16_t)g.opt.port);
     int rc = client_main();
-    if (g.role == ROLE_BOTH) {
+    if (g.opt.role == ROLE_BOTH) {
         /* Let the server close what it still has (bounded), then stop it. */
         uint64_t t0 = now_ns();
         while (atomic_load(&g.srv_closed) < atomic_load(&g.srv_accepted) &&

@@ -1,0 +1,112 @@
+/*
+ * connrate_opts.h - the command line connrate.c (libndk) and
+ * tcp_connrate.c (raw TCP, the anchor) share, so that bench/run.sh can run
+ * both with the same words: -m serial|inflight, -q, -D, -n, -p, --server,
+ * --client, --timeout, --lifetime. Each program adds its own options.
+ *
+ * Everything is static inline: each program is one translation unit.
+ */
+#ifndef CONNRATE_OPTS_H
+#define CONNRATE_OPTS_H
+
+#include <getopt.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum role { ROLE_BOTH, ROLE_SERVER, ROLE_CLIENT };
+
+struct connrate_opts {
+    enum role role;
+    bool inflight_mode;
+    unsigned q;
+    double duration_s;
+    long limit_n;
+    unsigned port;
+    unsigned timeout_ms;
+    unsigned lifetime_s;
+
+    /* while parsing */
+    const char *mode;
+    bool q_given;
+};
+
+/* getopt_long codes of the shared long options without a short one; a
+ * program's own start at CR_O_OWN. */
+enum { CR_O_SERVER = 256, CR_O_CLIENT, CR_O_TIMEOUT, CR_O_LIFETIME, CR_O_OWN };
+
+#define CONNRATE_SHORT_OPTS "m:q:D:n:p:h"
+#define CONNRATE_LONG_OPTS                                                                                 \
+    {"mode", required_argument, NULL, 'm'}, {"inflight", required_argument, NULL, 'q'},                  \
+        {"duration", required_argument, NULL, 'D'}, {"count", required_argument, NULL, 'n'},             \
+        {"port", required_argument, NULL, 'p'}, {"server", no_argument, NULL, CR_O_SERVER},              \
+        {"client", no_argument, NULL, CR_O_CLIENT}, {"timeout", required_argument, NULL, CR_O_TIMEOUT}, \
+        {"lifetime", required_argument, NULL, CR_O_LIFETIME}, {"help", no_argument, NULL, 'h'}
+
+/* The defaults: serial, 5 s, both sides in one process. */
+static inline void connrate_opts_init(struct connrate_opts *c)
+{
+    memset(c, 0, sizeof *c);
+    c->q = 1;
+    c->duration_s = 5;
+    c->timeout_ms = 10000;
+    c->lifetime_s = 120;
+    c->role = ROLE_BOTH;
+    c->mode = "serial";
+}
+
+/* Takes option o (getopt_long's answer) if it is a shared one. */
+static inline bool connrate_opt(struct connrate_opts *c, int o, const char *arg)
+{
+    switch (o) {
+    case 'm':
+        c->mode = arg;
+        return true;
+    case 'q':
+        c->q = (unsigned)strtoul(arg, NULL, 10);
+        c->q_given = true;
+        return true;
+    case 'D':
+        c->duration_s = strtod(arg, NULL);
+        return true;
+    case 'n':
+        c->limit_n = strtol(arg, NULL, 10);
+        return true;
+    case 'p':
+        c->port = (unsigned)strtoul(arg, NULL, 10);
+        return true;
+    case CR_O_SERVER:
+        c->role = ROLE_SERVER;
+        return true;
+    case CR_O_CLIENT:
+        c->role = ROLE_CLIENT;
+        return true;
+    case CR_O_TIMEOUT:
+        c->timeout_ms = (unsigned)strtoul(arg, NULL, 10);
+        return true;
+    case CR_O_LIFETIME:
+        c->lifetime_s = (unsigned)strtoul(arg, NULL, 10);
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* After the options: the mode's queue depth (inflight: 64 unless -q) and
+ * the checks. False when the command line is wrong. */
+static inline bool connrate_opts_done(struct connrate_opts *c)
+{
+    if (strcmp(c->mode, "serial") == 0) {
+        c->q = 1;
+    } else if (strcmp(c->mode, "inflight") == 0) {
+        c->inflight_mode = true;
+        if (!c->q_given)
+            c->q = 64;
+    } else {
+        return false;
+    }
+    return c->q >= 1 && c->q <= 65536 && c->duration_s > 0 && c->port <= 65535 && c->timeout_ms != 0 &&
+           !(c->role == ROLE_CLIENT && c->port == 0);
+}
+
+#endif
