@@ -270,8 +270,6 @@ static struct {
     char failmsg[512];
 } g;
 
-static volatile sig_atomic_t g_signalled;
-
 /* ------------------------------------------------------------------------ */
 /* Failure                                                                  */
 /* ------------------------------------------------------------------------ */
@@ -1330,12 +1328,6 @@ static int run_idle(void)
 /* main                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_signalled = 1;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
@@ -1455,9 +1447,7 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGPIPE, SIG_IGN);
+    connrate_catch_signals();
 
     /* Two sockets per connection: as many descriptors as allowed. */
     struct rlimit rl;

@@ -10,6 +10,7 @@
 #define CONNRATE_OPTS_H
 
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -107,6 +108,25 @@ static inline bool connrate_opts_done(struct connrate_opts *c)
     }
     return c->q >= 1 && c->q <= 65536 && c->duration_s > 0 && c->port <= 65535 && c->timeout_ms != 0 &&
            !(c->role == ROLE_CLIENT && c->port == 0);
+}
+
+/* Set by SIGINT or SIGTERM; the loops that look at it end the run
+ * (connrate's --server, tcp_connrate's server and, as a failure, client). */
+static volatile sig_atomic_t g_signalled;
+
+static void connrate_on_signal(int sig)
+{
+    (void)sig;
+    g_signalled = 1;
+}
+
+/* SIGINT and SIGTERM set g_signalled; SIGPIPE is ignored (a peer that
+ * went away is seen as a write error). */
+static inline void connrate_catch_signals(void)
+{
+    signal(SIGINT, connrate_on_signal);
+    signal(SIGTERM, connrate_on_signal);
+    signal(SIGPIPE, SIG_IGN);
 }
 
 #endif

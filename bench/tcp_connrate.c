@@ -70,8 +70,6 @@ static struct {
     long cap, nrec;
 } g;
 
-static volatile sig_atomic_t g_signalled;
-
 static void die(int code, const char *what)
 {
     fprintf(stderr, "tcp_connrate: FAILED: %s\n", what);
@@ -446,12 +444,6 @@ static int client_main(void)
 /* main                                                                     */
 /* ------------------------------------------------------------------------ */
 
-static void on_signal(int sig)
-{
-    (void)sig;
-    g_signalled = 1;
-}
-
 static void usage(void)
 {
     fprintf(stderr,
@@ -500,9 +492,7 @@ int main(int argc, char **argv)
         usage();
         return 2;
     }
-    signal(SIGINT, on_signal);
-    signal(SIGTERM, on_signal);
-    signal(SIGPIPE, SIG_IGN);
+    connrate_catch_signals();
 
     if (g.opt.role == ROLE_SERVER) {
         server_listen();
