@@ -56,18 +56,9 @@
 
 #include <ndk/ndk.h>
 
+#include "ensure.h"
 #include "loopback_setup.h"
 #include "wire/mpa.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c)) {                                                                          \
-            fprintf(stderr, "fuzz_cm_events: %s:%d: %s\n", __FILE__, __LINE__, #c);         \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 #define TIMEOUT_MS 10   /* every MPA, RTR and disconnect timeout of the adapters */
 #define WAIT_MS 5000    /* bound of every wait for the provider */

@@ -18,16 +18,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ensure.h"
 #include "wire/ddp.h"
 #include "wire/term.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c))                                                                            \
-            abort();                                                                         \
-    } while (0)
 
 static bool same_term(const struct ddp_term *a, const struct ddp_term *b)
 {

@@ -43,6 +43,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "ensure.h"
 #include "mem.h"
 #include "objects.h"
 #include "quiet_adapter.h"
@@ -50,16 +51,6 @@
 #include "wire/ddp.h"
 #include "wire/mpa.h"
 #include "wire/term.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c)) {                                                                          \
-            fprintf(stderr, "fuzz_fpdu_stream: %s:%d: %s\n", __FILE__, __LINE__, #c);       \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 #define FR_VA 0x100000ull         /* TO of the exposed region's first byte */
 #define SINK_VA (FR_VA + 0x1000)  /* where our Reads land */

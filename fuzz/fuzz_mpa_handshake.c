@@ -16,20 +16,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ensure.h"
 #include "wire/crc32c.h"
 #include "wire/mpa.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 /* Test-only entry point of crc32c.c: the fuzzer also cross-checks the
  * portable CRC against the dispatching one on every input. */
 extern uint32_t crc32c_update_portable(uint32_t reg, const void *data, size_t len);
-
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c))                                                                            \
-            abort();                                                                         \
-    } while (0)
 
 static bool same_frame(const struct mpa_frame *a, const struct mpa_frame *b)
 {

@@ -30,15 +30,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ensure.h"
 #include "wire/mpa_negotiation.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c))                                                                            \
-            abort();                                                                         \
-    } while (0)
 
 #define MAX_IRD 128
 #define MAX_ORD 128

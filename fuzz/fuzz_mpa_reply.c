@@ -52,18 +52,9 @@
 
 #include <ndk/ndk.h>
 
+#include "ensure.h"
 #include "loopback_setup.h"
 #include "wire/mpa.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c)) {                                                                          \
-            fprintf(stderr, "fuzz_mpa_reply: %s:%d: %s\n", __FILE__, __LINE__, #c);         \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 #define WAIT_MS 5000
 #define MAX_RW 128 /* the adapter's IRD/ORD maxima (NDK_ADAPTER_INFO) */

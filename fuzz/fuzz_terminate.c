@@ -45,22 +45,13 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "ensure.h"
 #include "objects.h"
 #include "quiet_adapter.h"
 #include "wire/crc32c.h"
 #include "wire/ddp.h"
 #include "wire/mpa.h"
 #include "wire/term.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c)) {                                                                          \
-            fprintf(stderr, "fuzz_terminate: %s:%d: %s\n", __FILE__, __LINE__, #c);         \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
 
 /* ---- the decoder against the layout ---- */
 

@@ -6,13 +6,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#define ENSURE(c)                                                                            \
-    do {                                                                                     \
-        if (!(c)) {                                                                          \
-            fprintf(stderr, "fuzz set-up: %s:%d: %s\n", __FILE__, __LINE__, #c);            \
-            abort();                                                                         \
-        }                                                                                    \
-    } while (0)
+#include "ensure.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
