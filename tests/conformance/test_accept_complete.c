@@ -19,12 +19,9 @@ static const char *ex_name(bool ex)
  * inline or async. */
 NT_CASE_FAM(accept_after_initiator_gave_up)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
@@ -43,9 +40,7 @@ NT_CASE_FAM(accept_after_initiator_gave_up)
             fprintf(stderr, "    with the %s functions\n", ex_name(ex));
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* Seed 004: "STATUS_IO_TIMEOUT: the peer did not call CompleteConnect".
@@ -94,12 +89,9 @@ NT_CASE_FAM(accept_times_out_without_complete_connect)
  * then CompleteConnect fails ABORTED, inline or async. */
 NT_CASE_FAM(complete_after_acceptor_abandoned)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
@@ -127,9 +119,7 @@ NT_CASE_FAM(complete_after_acceptor_abandoned)
             fprintf(stderr, "    with the %s functions\n", ex_name(ex));
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* Reference 5.10.3: STATUS_CONNECTION_INVALID when Connect has not
@@ -187,12 +177,9 @@ NT_CASE_FAM(complete_before_connect_succeeded)
  * the one registered. */
 NT_CASE_FAM(ex_functions)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     /* accept Ex?, complete Ex? */
     static const bool mix[4][2] = {{true, true}, {true, false}, {false, true}, {false, false}};
     for (int i = 0; i < 4; i++) {
@@ -225,9 +212,7 @@ NT_CASE_FAM(ex_functions)
             fprintf(stderr, "    AcceptEx %d CompleteConnectEx %d\n", mix[i][0], mix[i][1]);
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* The address getters, with the buffer-size pattern: NULL or short buffer
@@ -264,12 +249,9 @@ static void check_getter(NDK_FN_GET_LOCAL_ADDRESS fn, NDK_CONNECTOR *c, int fam,
  * listener's, inside the connect event, after Connect, and established. */
 NT_CASE_FAM(addresses)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
 
     /* The listener's own getter. */
     ULONG len = 0;
@@ -316,9 +298,7 @@ NT_CASE_FAM(addresses)
     CHECK_SA_EQ(&x, &pp);
 
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* Reference 7.1 and 7.8: Connect completes only once the peer accepted,
@@ -326,12 +306,9 @@ NT_CASE_FAM(addresses)
  * follows promptly. Timings are printed. */
 NT_CASE_FAM(three_legs)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int ex = 0; ex < 2; ex++) {
         nt_conn c;
         REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
@@ -369,9 +346,7 @@ NT_CASE_FAM(three_legs)
         CHECK(t_event < 2000 && t_reply < 2000 && t_rtr < 2000);
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* docs/behaviour.md: a client/server initiator (NDK_OPEN_FLAG_NO_P2P, A=0,
@@ -409,12 +384,9 @@ NT_CASE_FAM(client_server_initiator)
  * Accept then fails: the connecting peer abandoned it. */
 NT_CASE_FAM(initiator_rejects_after_accept)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     nt_conn_connect(&c, 2, 2, NULL, 0);
@@ -429,21 +401,16 @@ NT_CASE_FAM(initiator_rejects_after_accept)
     NTSTATUS st = nt_finish(c.complete, NT_WAIT_MS);
     CHECK(st != STATUS_SUCCESS && st != STATUS_PENDING);
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* docs/behaviour.md: calls in the wrong state are STATUS_INVALID_DEVICE_STATE
  * - Accept twice, Connect on a used connector, a QP another connector uses. */
 NT_CASE_FAM(wrong_state_calls)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     REQUIRE(nt_establish(&c));
@@ -488,9 +455,7 @@ NT_CASE_FAM(wrong_state_calls)
     }
     nt_conn_close(&d);
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* Seed 004 / 5.10.3: DisconnectEvent and its context are optional (NULL

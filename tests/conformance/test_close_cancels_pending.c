@@ -42,12 +42,9 @@ NT_CASE_FAM(connect_cancelled_by_close)
 
 NT_CASE_FAM(accept_cancelled_by_close)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     nt_conn_connect(&c, 1, 1, NULL, 0);
@@ -60,19 +57,14 @@ NT_CASE_FAM(accept_cancelled_by_close)
     c.p = NULL;
     CHECK(!tl_event_wait(&c.accept->ev, 2, NT_QUIET_MS));
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 NT_CASE_FAM(disconnect_cancelled_by_close)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int active = 0; active < 2; active++) {
         nt_conn c;
         REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
@@ -88,9 +80,7 @@ NT_CASE_FAM(disconnect_cancelled_by_close)
         *me = NULL;
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 int main(int argc, char **argv)

@@ -66,12 +66,9 @@ static void pends_until(nt_op *ante_close, void *succ)
  * sides; the connection keeps working meanwhile (a graceful disconnect). */
 NT_CASE_FAM(qp_close_pends_for_connector)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     REQUIRE(nt_establish(&c));
@@ -88,9 +85,7 @@ NT_CASE_FAM(qp_close_pends_for_connector)
     pends_until(qa_close, c.a);
     pends_until(qp_close, c.p);
     c.a = c.p = NULL;
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* CQ and PD -> QP: closed first, they pend until the QP is closed. */

@@ -50,12 +50,9 @@ NT_CASE_FAM(no_listener)
  * NdkControlConnectEvents(FALSE): connects work again. */
 NT_CASE_FAM(paused_listener)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
 
     L->l->Dispatch->NdkControlConnectEvents(L->l, TRUE);
     for (int i = 0; i < 2; i++) {
@@ -82,9 +79,7 @@ NT_CASE_FAM(paused_listener)
     nt_conn_close(&c);
     CHECK_EQ(nt_lsn_count(L), 1);
 
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* ListenBacklog = 2: two requests delivered and not answered fill it; the
@@ -167,12 +162,9 @@ NT_CASE_FAM(backlog_exhausted)
  * listener keeps working. */
 NT_CASE_FAM(peer_reject)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     nt_conn_connect(&c, 4, 4, "knock", 5);
@@ -193,9 +185,7 @@ NT_CASE_FAM(peer_reject)
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     CHECK(nt_establish(&c));
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* A peer that accepts the TCP connection and never sends an MPA Reply:
@@ -328,12 +318,9 @@ NT_CASE_FAM(malformed_reply)
  * request was not made, so the passive connector can still be accepted. */
 NT_CASE_FAM(oversize_private_data)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     static unsigned char big[1024];
     memset(big, 0x5A, sizeof big);
 
@@ -372,9 +359,7 @@ NT_CASE_FAM(oversize_private_data)
     CHECK_EQ(nt_count(bad_accept), 0);
     nt_conn_close(&c);
 
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 int main(int argc, char **argv)

@@ -146,12 +146,9 @@ static void gcd_in_connect_completion(nt_op *op, NTSTATUS st)
 /* The window, all the rules inside it, and the refusal before it. */
 NT_CASE_FAM(rules_and_window)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     in_event ie;
     memset(&ie, 0, sizeof ie);
     nt_lsn_set_hook(L, gcd_in_event, &ie);
@@ -205,9 +202,7 @@ NT_CASE_FAM(rules_and_window)
     CHECK_STATUS(nt_finish(c.accept, NT_WAIT_MS), STATUS_SUCCESS);
 
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* Private data arrives exactly as sent, for 0, 1 and the maximum number of
@@ -273,12 +268,9 @@ NT_CASE_FAM(private_data_sizes)
  * After its NdkReject the passive connector is out of its window. */
 NT_CASE_FAM(reject_data_on_active)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     const ULONG sizes[] = {20, 0, ps.info.MaxCalleeData};
     unsigned char rej[512];
     for (unsigned i = 0; i < 3; i++) {
@@ -316,9 +308,7 @@ NT_CASE_FAM(reject_data_on_active)
         CHECK_STATUS(nt_gcd(c.a, NULL, NULL, NULL, &len), STATUS_INVALID_PARAMETER);
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* A connector that never connected, and one whose Connect is still

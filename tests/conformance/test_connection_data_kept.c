@@ -36,12 +36,9 @@ static answer ask(NDK_CONNECTOR *c)
  * is told apart from "recomputed" on both sides. */
 NT_CASE_FAM(same_answers_after_accept_and_complete)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     unsigned char req[17], rep[9];
@@ -100,9 +97,7 @@ NT_CASE_FAM(same_answers_after_accept_and_complete)
     CHECK_EQ(len, sizeof req);
 
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 int main(int argc, char **argv)

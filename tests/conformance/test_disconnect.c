@@ -94,12 +94,9 @@ NT_CASE_FAM(graceful_ex_passive_first)
  * event racing with the local Disconnect is allowed, at most one each. */
 NT_CASE_FAM(both_at_once)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int ex = 0; ex < 2; ex++) {
         nt_conn c;
         REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
@@ -114,9 +111,7 @@ NT_CASE_FAM(both_at_once)
         CHECK(nt_count(c.dev_p) <= 1);
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* 7.7: closing an established connector is the abortive path; the peer
@@ -125,12 +120,9 @@ NT_CASE_FAM(both_at_once)
  * peer reset instead of sending a FIN). */
 NT_CASE_FAM(abortive_close)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int i = 0; i < 4; i++) {
         bool active_closes = i % 2 == 0;
         int f0 = tl_failures;
@@ -152,9 +144,7 @@ NT_CASE_FAM(abortive_close)
             fprintf(stderr, "    %s side closed%s\n", A.name, c.ex ? " (Ex)" : "");
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* docs/behaviour.md: after the peer's FIN a close is graceful - A's pending
@@ -162,12 +152,9 @@ NT_CASE_FAM(abortive_close)
  * of calling NdkDisconnect; A gets no event. */
 NT_CASE_FAM(peer_closes_after_fin)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int active_first = 0; active_first < 2; active_first++) {
         nt_conn c;
         REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
@@ -182,9 +169,7 @@ NT_CASE_FAM(peer_closes_after_fin)
         CHECK(!tl_event_wait(&A.dev->ev, 1, NT_QUIET_MS));
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* docs/behaviour.md: no FIN from the peer within DisconnectTimeoutMs (300
@@ -225,12 +210,9 @@ NT_CASE_FAM(disconnect_timeout)
  * whether its old connector still lives or not. */
 NT_CASE_FAM(no_reuse_after_disconnect)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     REQUIRE(nt_establish(&c));
@@ -290,9 +272,7 @@ NT_CASE_FAM(no_reuse_after_disconnect)
     }
     nt_close(fresh);
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 int main(int argc, char **argv)

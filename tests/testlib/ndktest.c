@@ -676,6 +676,32 @@ nt_lsn *nt_listen(nt_side *s, int fam)
     return nt_listen_on(s, fam, 0);
 }
 
+bool nt_pair_open(nt_side *as, nt_side *ps, nt_lsn **L, int fam)
+{
+    NDK_OPEN_OPTIONS o = nt_opts();
+    *L = NULL;
+    if (!nt_side_open(as, &o))
+        return false;
+    if (!nt_side_open(ps, &o)) {
+        nt_side_close(as);
+        return false;
+    }
+    *L = nt_listen(ps, fam);
+    if (!*L) {
+        nt_side_close(ps);
+        nt_side_close(as);
+        return false;
+    }
+    return true;
+}
+
+void nt_pair_close(nt_side *as, nt_side *ps, nt_lsn *L)
+{
+    nt_lsn_close(L);
+    nt_side_close(as);
+    nt_side_close(ps);
+}
+
 void nt_lsn_close(nt_lsn *L)
 {
     if (L && L->l) {

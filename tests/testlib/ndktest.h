@@ -370,6 +370,15 @@ nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port);
 
 nt_lsn *nt_listen(nt_side *s, int fam);
 
+/* The usual fixture of a connection case: an active and a passive side
+ * opened with nt_opts(), and a listener on the passive side (fam's loopback
+ * address, port picked by the provider). On failure what was opened is
+ * closed and *L is NULL. */
+bool nt_pair_open(nt_side *as, nt_side *ps, nt_lsn **L, int fam);
+
+/* Closes what nt_pair_open opened: the listener, then both sides. */
+void nt_pair_close(nt_side *as, nt_side *ps, nt_lsn *L);
+
 void nt_lsn_close(nt_lsn *L);
 
 /* One connection between an active side and a listener's side. */
