@@ -53,12 +53,7 @@ static void run(enum variant v)
     /* A=1 offering only the Write RTR, IRD 4 / ORD 4. */
     uint8_t req[64];
     size_t rl = rp_frame_v2(req, RP_KEY_REQ, crc ? RP_F_C : 0, RP_W0_A | 4, RP_W1_C | 4, NULL, 0);
-    fd = rp_connect(l->port, NK_WAIT_MS);
-    CHECK(fd >= 0);
-    if (fd < 0 || !rp_send(fd, req, rl))
-        goto out;
-    c = nk_next_event(l, NK_WAIT_MS);
-    CHECK(c != NULL);
+    c = nk_deliver(l, req, rl, &fd);
     qp = nk_qp(w);
     CHECK(qp != NULL);
     if (!c || !qp)

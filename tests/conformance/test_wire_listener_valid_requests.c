@@ -30,13 +30,7 @@ static void siw_request_accepted(void)
     int fd = -1;
     if (!l)
         goto out;
-    fd = rp_connect(l->port, NK_WAIT_MS);
-    CHECK(fd >= 0);
-    if (fd < 0 || !rp_send(fd, rp_siw_request, sizeof rp_siw_request))
-        goto out;
-
-    c = nk_next_event(l, NK_WAIT_MS);
-    CHECK(c != NULL);
+    c = nk_deliver(l, rp_siw_request, sizeof rp_siw_request, &fd);
     if (!c)
         goto out;
     ULONG ird = 0xFFFF, ord = 0xFFFF, len = 0;
@@ -217,12 +211,7 @@ static void rev1_request_gets_rev1_reply(void)
         goto out;
     uint8_t req[32];
     size_t rl = rp_frame_raw(req, RP_KEY_REQ, 0x00, 1, 0, NULL, 0);
-    fd = rp_connect(l->port, NK_WAIT_MS);
-    CHECK(fd >= 0);
-    if (fd < 0 || !rp_send(fd, req, rl))
-        goto out;
-    c = nk_next_event(l, NK_WAIT_MS);
-    CHECK(c != NULL);
+    c = nk_deliver(l, req, rl, &fd);
     if (!c)
         goto out;
     ULONG ird = 0, ord = 0, len = 0;
@@ -278,12 +267,7 @@ static void p2p_case(int crc)
         goto out;
     uint8_t req[64];
     size_t rl = rp_frame_v2(req, RP_KEY_REQ, crc ? RP_F_C : 0, RP_W0_A | 4, RP_W1_C | 8, NULL, 0);
-    fd = rp_connect(l->port, NK_WAIT_MS);
-    CHECK(fd >= 0);
-    if (fd < 0 || !rp_send(fd, req, rl))
-        goto out;
-    c = nk_next_event(l, NK_WAIT_MS);
-    CHECK(c != NULL);
+    c = nk_deliver(l, req, rl, &fd);
     if (!c)
         goto out;
     ULONG ird = 0, ord = 0, len = 0;

@@ -463,6 +463,17 @@ NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms)
     return c;
 }
 
+NDK_CONNECTOR *nk_deliver(nk_listener *l, const void *req, size_t len, int *fd)
+{
+    *fd = rp_connect(l->port, NK_WAIT_MS);
+    CHECK(*fd >= 0);
+    if (*fd < 0 || !rp_send(*fd, req, len))
+        return NULL;
+    NDK_CONNECTOR *c = nk_next_event(l, NK_WAIT_MS);
+    CHECK(c != NULL);
+    return c;
+}
+
 bool nk_no_event(nk_listener *l, unsigned ms, const char *why)
 {
     NDK_CONNECTOR *c = nk_next_event(l, ms);

@@ -255,6 +255,12 @@ nk_listener *nk_listen(nk_world *w);
  * none came. */
 NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms);
 
+/* The opening of a raw-peer case: connects a raw peer to l, sends the MPA
+ * request req and returns the connector libndk delivered for it (checked
+ * as a failure when missing). NULL when the connect, the send or the
+ * delivery fails; *fd is the peer's socket, or -1. */
+NDK_CONNECTOR *nk_deliver(nk_listener *l, const void *req, size_t len, int *fd);
+
 /*
  * Asserts that no connect event comes within ms. A stray connector is
  * reported with what it carries, then closed.
