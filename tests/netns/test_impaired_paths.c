@@ -110,6 +110,25 @@ static bool read_line(int fd, char *buf, size_t cap, unsigned ms)
     return true;
 }
 
+/* Reads and drops what fd still carries until end of file, within ms;
+ * false on a timeout. */
+static bool read_eof(int fd, unsigned ms)
+{
+    uint64_t t0 = tl_now_ns();
+    for (;;) {
+        unsigned spent = ms_since(t0);
+        struct pollfd p = {.fd = fd, .events = POLLIN};
+        if (spent >= ms || poll(&p, 1, (int)(ms - spent)) != 1)
+            return false;
+        char buf[256];
+        ssize_t n = read(fd, buf, sizeof buf);
+        if (n == 0)
+            return true;
+        if (n < 0)
+            return false;
+    }
+}
+
 static bool impair_start(impairer *im, const char *args)
 {
     memset(im, 0, sizeof *im);
@@ -179,11 +198,15 @@ static bool impair_stop(impairer *im)
         if (ok)
             fprintf(stderr, "    %s\n", line);
     }
-    if (!ok)
+    /* Its stdout reaching end of file is its exit; one that has not exited
+     * within the bound is killed, so that waitpid below cannot block. */
+    bool exited = ok && read_eof(im->out, DP_WAIT_MS);
+    if (!exited)
         kill(im->pid, SIGKILL);
     close(im->out);
     int status = 0;
     CHECK(waitpid(im->pid, &status, 0) == im->pid);
+    CHECK(exited);
     CHECK(ok && WIFEXITED(status) && WEXITSTATUS(status) == 0);
     return ok;
 }
