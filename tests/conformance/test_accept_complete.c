@@ -263,9 +263,7 @@ NT_CASE_FAM(addresses)
 
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-    nt_conn_connect(&c, 2, 2, NULL, 0);
-    c.p = nt_incoming(L, 0, NT_WAIT_MS);
-    REQUIRE(c.p);
+    REQUIRE(nt_conn_deliver(&c, 2, 2));
     NDK_SOCKADDR pl, pp, al, ap;
     /* Passive, before Accept: the requester's address at once. */
     check_getter(c.p->Dispatch->NdkGetLocalAddress, c.p, fam, &pl);
@@ -365,9 +363,7 @@ NT_CASE_FAM(client_server_initiator)
     REQUIRE(L);
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-    nt_conn_connect(&c, 2, 2, NULL, 0);
-    c.p = nt_incoming(L, 0, NT_WAIT_MS);
-    REQUIRE(c.p);
+    REQUIRE(nt_conn_deliver(&c, 2, 2));
     nt_conn_accept(&c, 2, 2, NULL, 0);
     CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
     CHECK_STATUS(nt_finish(c.accept, NT_WAIT_MS), STATUS_SUCCESS);
@@ -389,9 +385,7 @@ NT_CASE_FAM(initiator_rejects_after_accept)
     REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-    nt_conn_connect(&c, 2, 2, NULL, 0);
-    c.p = nt_incoming(L, 0, NT_WAIT_MS);
-    REQUIRE(c.p);
+    REQUIRE(nt_conn_deliver(&c, 2, 2));
     nt_conn_accept(&c, 2, 2, NULL, 0);
     CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
     CHECK_STATUS(c.a->Dispatch->NdkReject(c.a, NULL, 0), STATUS_SUCCESS);

@@ -47,9 +47,7 @@ NT_CASE_FAM(accept_cancelled_by_close)
     REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-    nt_conn_connect(&c, 1, 1, NULL, 0);
-    c.p = nt_incoming(L, 0, NT_WAIT_MS);
-    REQUIRE(c.p);
+    REQUIRE(nt_conn_deliver(&c, 1, 1));
     nt_conn_accept(&c, 1, 1, NULL, 0);
     CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
     CHECK_STATUS(c.accept->returned, STATUS_PENDING); /* waits for CompleteConnect */

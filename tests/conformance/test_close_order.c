@@ -215,9 +215,7 @@ NT_CASE_FAM(listener_close_pends_for_delivered)
     REQUIRE(L);
     nt_conn c;
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-    nt_conn_connect(&c, 1, 1, NULL, 0);
-    c.p = nt_incoming(L, 0, NT_WAIT_MS);
-    REQUIRE(c.p);
+    REQUIRE(nt_conn_deliver(&c, 1, 1));
     nt_op *lc = nt_close_start(L->l);
     L->l = NULL;
     pends_until(lc, c.p);

@@ -823,6 +823,13 @@ bool nt_establish_via(nt_conn *c, NDK_SHARED_ENDPOINT *sep)
     return st == STATUS_SUCCESS;
 }
 
+bool nt_conn_deliver(nt_conn *c, ULONG ird, ULONG ord)
+{
+    nt_conn_connect(c, ird, ord, NULL, 0);
+    c->p = nt_incoming(c->L, 0, NT_WAIT_MS);
+    return c->p != NULL;
+}
+
 bool nt_establish(nt_conn *c)
 {
     return nt_establish_via(c, NULL);

@@ -413,6 +413,11 @@ NTSTATUS nt_conn_connect_sep_to(nt_conn *c, NDK_SHARED_ENDPOINT *sep,
 NTSTATUS nt_conn_connect_sep(nt_conn *c, NDK_SHARED_ENDPOINT *sep, ULONG ird,
                              ULONG ord, const void *pd, ULONG pdlen);
 
+/* NdkConnect with ird/ord and no private data, then the connector the
+ * listener delivers for it as c->p; false when none comes within
+ * NT_WAIT_MS. */
+bool nt_conn_deliver(nt_conn *c, ULONG ird, ULONG ord);
+
 NTSTATUS nt_conn_accept(nt_conn *c, ULONG ird, ULONG ord, const void *pd,
                         ULONG pdlen);
 
