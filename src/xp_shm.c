@@ -989,7 +989,7 @@ NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_
     }
     c->qp = qp;
     c->me = creator ? 0 : 1;
-    c->peer_bell = c->pidfd = -1;
+    c->bell = c->peer_bell = c->pidfd = -1;
     c->probe = ndk_random_seed((uint64_t)(uintptr_t)c) | 1;
     bool same_user = false;
     int e = shm_os_peer(sock, &c->peer, &same_user);

@@ -9,6 +9,7 @@
  * killed with SIGKILL seen at once, a peer that closes, and no descriptor
  * left behind. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -889,6 +890,19 @@ static void t_connect_fails(void)
         CHECK_EQ(impl(S.qp)->dp.state, QP_IDLE);
         CHECK(!impl(S.qp)->used);
     }
+    /* Not a socket: refused before any descriptor of its own is made, and
+     * no descriptor of the process (0 included) is closed on the way out. */
+    int pp[2];
+    REQUIRE(pipe2(pp, O_CLOEXEC) == 0);
+    int zero = fcntl(0, F_GETFD) >= 0 ? -1 : open("/dev/null", O_RDONLY);
+    bool cm0;
+    CHECK_EQ(ndk_shm_connect(impl(S.qp), pp[0], true, 1, 1, 10, &cm0), STATUS_CONNECTION_REFUSED);
+    CHECK(fcntl(0, F_GETFD) >= 0);
+    CHECK(!impl(S.qp)->used);
+    close(pp[0]);
+    close(pp[1]);
+    if (zero >= 0)
+        close(zero);
     side_down(&S);
     CHECK_EQ(tl_open_fds(), fds);
     uint64_t pb;
