@@ -742,13 +742,20 @@ static void *service(void *arg)
     int fds[2] = {c->bell, c->pidfd};
     int nfds = c->pidfd >= 0 ? 2 : 1;
     while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+        /* What the peer had published before this pass: the pass takes all
+         * of it that can go now; what stays (a Send waiting for a receive,
+         * a request waiting for response room) has its own wake-up (the
+         * poll below, space_wanted), so only news is looked at again. */
+        uint32_t req_seen = __atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST);
+        uint32_t resp_seen = __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST);
         progress(c, false);
         int timeout = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) ? SHM_RX_WAIT_POLL_MS : -1;
         if (!__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE)) {
             /* Armed, then one more look: a message published before the
              * peer saw the flag is found here, one after it rings. */
             __atomic_store_n(armed, 1, __ATOMIC_SEQ_CST);
-            if (shm_ring_pending(&c->req_in) || shm_ring_pending(&c->resp_in) ||
+            if (__atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST) != req_seen ||
+                __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST) != resp_seen ||
                 __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_SEQ_CST)) {
                 __atomic_store_n(armed, 0, __ATOMIC_RELAXED);
                 if (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))

@@ -14,6 +14,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -44,7 +45,7 @@ struct side {
     uint8_t *buf;
 };
 
-enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_GARBAGE, C_EXIT };
+enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_GARBAGE, C_CPU, C_EXIT };
 
 struct msg {
     uint32_t cmd;
@@ -351,6 +352,12 @@ static void child_serve(int ctl)
         case C_FRMR:
             m.ok = frmr_up(m.a, &m.n);
             break;
+        case C_CPU: {
+            struct timespec t;
+            m.ok = clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0;
+            m.a = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+            break;
+        }
         case C_ZERO:
             for (uint32_t i = 0; i < m.len; i++)
                 if (S.buf[m.a + i])
@@ -666,6 +673,15 @@ static void t_receive_wait(void)
     NDK_SGE big = sge(&S, 0, 65536), small = sge(&S, 0, 100);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &big, 1, 0), STATUS_SUCCESS);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &small, 1, 0), STATUS_SUCCESS);
+    /* While they wait, the child's service thread sleeps between its looks
+     * (it used to spin on the unconsumed Send): a window of 300 ms costs
+     * it far less than 100 ms of processor time. The window measures; it
+     * synchronises nothing. */
+    struct msg c0 = ask(C_CPU, 0, 0, 0, 0, 0);
+    poll(NULL, 0, 300);
+    struct msg c1 = ask(C_CPU, 0, 0, 0, 0, 0);
+    CHECK(c0.ok && c1.ok);
+    CHECK(c1.a - c0.a < 100000000u);
     CHECK(ask(C_RECV, 2, 65536, 0, 0, 0).ok);
     expect_ok(NdkOperationTypeSend, (void *)1);
     expect_ok(NdkOperationTypeSend, (void *)2);
