@@ -82,6 +82,7 @@ struct shm_conn {
     struct ndk_rwqe rs_wqe;
     NTSTATUS rs_status;
     uint64_t rs_got;
+    uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
 };
@@ -267,9 +268,12 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
         c->rs_active = true;
         c->rs_got = 0;
+        c->rs_total = h->total;
         c->rs_status = h->total > c->rs_wqe.total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
     }
-    if (h->off != c->rs_got || h->total > UINT32_MAX || h->off + h->len > h->total) {
+    /* Every piece names the length the receive was checked against: a
+     * peer that grows it later would be placed past the receive's end. */
+    if (h->off != c->rs_got || h->total != c->rs_total || h->total > UINT32_MAX || h->off + h->len > h->total) {
         broken(c, f);
         return true;
     }

@@ -217,12 +217,27 @@ static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
         memcpy(m + 1, &v, sizeof v);
         break;
     }
-    default: /* a Send whose first piece does not start at 0 */
+    case 4: /* a Send whose first piece does not start at 0 */
         m->type = SHM_REQ_SEND;
         m->off = 100;
         m->len = 10;
         m->total = 200;
         break;
+    default: { /* a Send that fits the receive, then grows past it in its last piece */
+        m->type = SHM_REQ_SEND;
+        m->flags = 0;
+        m->len = 40;
+        m->total = 50;
+        struct shm_msg *l =
+            (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(++head & (SHM_SLOTS - 1)) * SHM_SLOT);
+        memset(l, 0, sizeof *l);
+        l->type = SHM_REQ_SEND;
+        l->flags = SHM_F_LAST;
+        l->off = 40;
+        l->len = 60;
+        l->total = 100;
+        break;
+    }
     }
     __atomic_store_n(&ctl->head, head + 1, __ATOMIC_SEQ_CST);
     return true;
@@ -743,12 +758,12 @@ static void t_fast_register(void)
 /* Bad input from the peer (it shares the rings, so it is the wire here):
  * an unknown message, a payload longer than a slot, an impossible ring
  * index, a single-copy source the peer does not map, a Send starting in
- * its middle. Each ends the connection (ABORTED, the parent's
+ * its middle, a Send whose total grows between its pieces. Each ends the connection (ABORTED, the parent's
  * receive flushed, nothing placed), and the process goes on. */
 static void t_garbage(void)
 {
     g_busy = true; /* nobody rings our doorbell: our polls find the input */
-    for (uint32_t kind = 0; kind < 5; kind++) {
+    for (uint32_t kind = 0; kind < 6; kind++) {
         uint64_t pb;
         UINT32 pt;
         REQUIRE(pair_up(false, 0, &pb, &pt));
