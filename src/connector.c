@@ -796,9 +796,15 @@ static void conn_place(struct ndk_connector_impl *c, struct ndk_engine *e)
         return;
     pthread_mutex_lock(&c->mask_lock);
     struct loop *from = conn_loop(c);
-    __atomic_store_n(&c->obj.engine, e, __ATOMIC_RELEASE);
-    loop_watch_move(&e->loop, &c->watch);
-    loop_timer_move(from, &e->loop, &c->timer);
+    /* Should epoll refuse the socket on the QP's engine, the connector
+     * stays where it is, still watched: everything it does runs under the
+     * device lock, so only the placement is lost, never the connection. */
+    if (loop_watch_move(&e->loop, &c->watch) == 0) {
+        __atomic_store_n(&c->obj.engine, e, __ATOMIC_RELEASE);
+        loop_timer_move(from, &e->loop, &c->timer);
+    } else {
+        CONN_LOG(NDK_LL_WARN, NDK_LC_CM, c, "%s", "socket not movable to the QP's engine: stays on its own");
+    }
     pthread_mutex_unlock(&c->mask_lock);
 }
 

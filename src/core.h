@@ -131,9 +131,10 @@ struct ndk_obj {
 };
 
 /*
- * A progress engine: a thread, pinned to one CPU, with its own event loop
- * and callback queue. An object is placed on one engine for its life (a
- * connector moves once, when NdkConnect or NdkAccept gives it its QP):
+ * A progress engine: a thread standing for one CPU (pinned there once an
+ * Affinity names it), with its own event loop and callback queue. An
+ * object is placed on one engine for its life (a connector moves once,
+ * when NdkConnect or NdkAccept gives it its QP):
  * its callbacks run on that engine's thread, its sockets and timers are
  * watched by that engine's loop (docs/architecture.md, Engines).
  */

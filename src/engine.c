@@ -1,7 +1,8 @@
 /*
  * Progress engines: a device runs one per CPU it may use, each a thread
- * pinned to its CPU with its own event loop and callback queue; objects are
- * placed on them (docs/architecture.md, Engines).
+ * with its own event loop and callback queue, pinned to its CPU only once a
+ * consumer's Affinity names it (ndk_engine_place); objects are placed on
+ * them (docs/architecture.md, Engines).
  */
 #include <stdlib.h>
 #include <unistd.h>

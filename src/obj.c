@@ -56,23 +56,38 @@ bool ndk_on_progress_thread(struct ndk_adapter_impl *ad)
     return false;
 }
 
+/* Queues the chain first..last, callbacks of objects on engine e, under one
+ * hold of its lock and with one wake-up. */
+static void cbq_link(struct ndk_engine *e, struct ndk_cb *first, struct ndk_cb *last)
+{
+    pthread_mutex_lock(&e->cbq_lock);
+    for (struct ndk_cb *cb = first;; cb = cb->next) {
+        /* Counted for the object's view: closing it waits for these. */
+        __atomic_add_fetch(&cb->obj->ad->callbacks, 1, __ATOMIC_ACQ_REL);
+        cb->queued = true;
+        if (cb == last)
+            break;
+    }
+    last->next = NULL;
+    if (e->cbq_tail)
+        e->cbq_tail->next = first;
+    else
+        e->cbq_head = first;
+    e->cbq_tail = last;
+    pthread_mutex_unlock(&e->cbq_lock);
+    ndk_kick(e);
+}
+
+static struct ndk_engine *cb_engine(const struct ndk_cb *cb)
+{
+    return __atomic_load_n(&cb->obj->engine, __ATOMIC_ACQUIRE);
+}
+
 /* Queues cb on the engine of its object: one object's callbacks all run on
  * one thread, so never concurrently (C5). */
 static void cbq_append(struct ndk_cb *cb)
 {
-    /* Counted for the object's view: closing it waits for these. */
-    __atomic_add_fetch(&cb->obj->ad->callbacks, 1, __ATOMIC_ACQ_REL);
-    struct ndk_engine *e = __atomic_load_n(&cb->obj->engine, __ATOMIC_ACQUIRE);
-    pthread_mutex_lock(&e->cbq_lock);
-    cb->queued = true;
-    cb->next = NULL;
-    if (e->cbq_tail)
-        e->cbq_tail->next = cb;
-    else
-        e->cbq_head = cb;
-    e->cbq_tail = cb;
-    pthread_mutex_unlock(&e->cbq_lock);
-    ndk_kick(e);
+    cbq_link(cb_engine(cb), cb, cb);
 }
 
 void ndk_kick(struct ndk_engine *e)
@@ -104,10 +119,16 @@ void ndk_post_leave(void)
 {
     if (--post_depth)
         return;
-    struct ndk_cb *cb;
-    while ((cb = post_held_head)) {
-        post_held_head = cb->next;
-        cbq_append(cb);
+    /* Held callbacks of objects on one engine, in a row, are queued
+     * together: one lock hold and one wake-up for the post, not one each. */
+    struct ndk_cb *first;
+    while ((first = post_held_head)) {
+        struct ndk_engine *e = cb_engine(first);
+        struct ndk_cb *last = first;
+        while (last->next && cb_engine(last->next) == e)
+            last = last->next;
+        post_held_head = last->next;
+        cbq_link(e, first, last);
     }
     post_held_tail = NULL;
 }

@@ -82,6 +82,7 @@ struct shm_conn {
     struct ndk_rwqe rs_wqe;
     NTSTATUS rs_status;
     uint64_t rs_got;
+    uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
 };
@@ -267,9 +268,12 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
         c->rs_active = true;
         c->rs_got = 0;
+        c->rs_total = h->total;
         c->rs_status = h->total > c->rs_wqe.total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
     }
-    if (h->off != c->rs_got || h->total > UINT32_MAX || h->off + h->len > h->total) {
+    /* Every piece names the length the receive was checked against: a
+     * peer that grows it later would be placed past the receive's end. */
+    if (h->off != c->rs_got || h->total != c->rs_total || h->total > UINT32_MAX || h->off + h->len > h->total) {
         broken(c, f);
         return true;
     }
@@ -742,13 +746,20 @@ static void *service(void *arg)
     int fds[2] = {c->bell, c->pidfd};
     int nfds = c->pidfd >= 0 ? 2 : 1;
     while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+        /* What the peer had published before this pass: the pass takes all
+         * of it that can go now; what stays (a Send waiting for a receive,
+         * a request waiting for response room) has its own wake-up (the
+         * poll below, space_wanted), so only news is looked at again. */
+        uint32_t req_seen = __atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST);
+        uint32_t resp_seen = __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST);
         progress(c, false);
         int timeout = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) ? SHM_RX_WAIT_POLL_MS : -1;
         if (!__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE)) {
             /* Armed, then one more look: a message published before the
              * peer saw the flag is found here, one after it rings. */
             __atomic_store_n(armed, 1, __ATOMIC_SEQ_CST);
-            if (shm_ring_pending(&c->req_in) || shm_ring_pending(&c->resp_in) ||
+            if (__atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST) != req_seen ||
+                __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST) != resp_seen ||
                 __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_SEQ_CST)) {
                 __atomic_store_n(armed, 0, __ATOMIC_RELAXED);
                 if (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
@@ -989,7 +1000,7 @@ NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_
     }
     c->qp = qp;
     c->me = creator ? 0 : 1;
-    c->peer_bell = c->pidfd = -1;
+    c->bell = c->peer_bell = c->pidfd = -1;
     c->probe = ndk_random_seed((uint64_t)(uintptr_t)c) | 1;
     bool same_user = false;
     int e = shm_os_peer(sock, &c->peer, &same_user);

@@ -86,8 +86,15 @@ int loop_watch_move(struct loop *to, struct loop_watch *w)
 {
     if (!w->added || w->loop == to)
         return 0;
-    loop_watch_del(w->loop, w);
-    return loop_watch_add(to, w, w->fd, w->events, w->fn);
+    /* Into the new loop first: should epoll refuse (ENOMEM, the per-user
+     * watch limit), the socket stays watched where it was instead of by
+     * no loop at all. */
+    struct epoll_event ev = {.events = w->events, .data.ptr = w};
+    if (epoll_ctl(to->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0)
+        return -errno;
+    epoll_ctl(w->loop->epfd, EPOLL_CTL_DEL, w->fd, NULL);
+    w->loop = to;
+    return 0;
 }
 
 void loop_timer_init(struct loop_timer *t, loop_timer_fn fn)

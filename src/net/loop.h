@@ -61,7 +61,8 @@ int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events);
 /* Safe on a watch that was never added. */
 void loop_watch_del(struct loop *l, struct loop_watch *w);
 /* Moves an added watch, with its events, from its loop to `to` (both
- * loops' lock held). An event the old loop already fetched is dropped. */
+ * loops' lock held). An event the old loop already fetched is dropped.
+ * Returns 0, or -errno with the watch still on its old loop. */
 int loop_watch_move(struct loop *to, struct loop_watch *w);
 
 void loop_timer_init(struct loop_timer *t, loop_timer_fn fn);

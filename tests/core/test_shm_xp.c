@@ -9,10 +9,12 @@
  * killed with SIGKILL seen at once, a peer that closes, and no descriptor
  * left behind. */
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -43,7 +45,7 @@ struct side {
     uint8_t *buf;
 };
 
-enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_GARBAGE, C_EXIT };
+enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_GARBAGE, C_CPU, C_EXIT };
 
 struct msg {
     uint32_t cmd;
@@ -215,12 +217,27 @@ static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
         memcpy(m + 1, &v, sizeof v);
         break;
     }
-    default: /* a Send whose first piece does not start at 0 */
+    case 4: /* a Send whose first piece does not start at 0 */
         m->type = SHM_REQ_SEND;
         m->off = 100;
         m->len = 10;
         m->total = 200;
         break;
+    default: { /* a Send that fits the receive, then grows past it in its last piece */
+        m->type = SHM_REQ_SEND;
+        m->flags = 0;
+        m->len = 40;
+        m->total = 50;
+        struct shm_msg *l =
+            (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(++head & (SHM_SLOTS - 1)) * SHM_SLOT);
+        memset(l, 0, sizeof *l);
+        l->type = SHM_REQ_SEND;
+        l->flags = SHM_F_LAST;
+        l->off = 40;
+        l->len = 60;
+        l->total = 100;
+        break;
+    }
     }
     __atomic_store_n(&ctl->head, head + 1, __ATOMIC_SEQ_CST);
     return true;
@@ -350,6 +367,12 @@ static void child_serve(int ctl)
         case C_FRMR:
             m.ok = frmr_up(m.a, &m.n);
             break;
+        case C_CPU: {
+            struct timespec t;
+            m.ok = clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t) == 0;
+            m.a = (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+            break;
+        }
         case C_ZERO:
             for (uint32_t i = 0; i < m.len; i++)
                 if (S.buf[m.a + i])
@@ -665,6 +688,15 @@ static void t_receive_wait(void)
     NDK_SGE big = sge(&S, 0, 65536), small = sge(&S, 0, 100);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &big, 1, 0), STATUS_SUCCESS);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &small, 1, 0), STATUS_SUCCESS);
+    /* While they wait, the child's service thread sleeps between its looks
+     * (it used to spin on the unconsumed Send): a window of 300 ms costs
+     * it far less than 100 ms of processor time. The window measures; it
+     * synchronises nothing. */
+    struct msg c0 = ask(C_CPU, 0, 0, 0, 0, 0);
+    poll(NULL, 0, 300);
+    struct msg c1 = ask(C_CPU, 0, 0, 0, 0, 0);
+    CHECK(c0.ok && c1.ok);
+    CHECK(c1.a - c0.a < 100000000u);
     CHECK(ask(C_RECV, 2, 65536, 0, 0, 0).ok);
     expect_ok(NdkOperationTypeSend, (void *)1);
     expect_ok(NdkOperationTypeSend, (void *)2);
@@ -726,12 +758,12 @@ static void t_fast_register(void)
 /* Bad input from the peer (it shares the rings, so it is the wire here):
  * an unknown message, a payload longer than a slot, an impossible ring
  * index, a single-copy source the peer does not map, a Send starting in
- * its middle. Each ends the connection (ABORTED, the parent's
+ * its middle, a Send whose total grows between its pieces. Each ends the connection (ABORTED, the parent's
  * receive flushed, nothing placed), and the process goes on. */
 static void t_garbage(void)
 {
     g_busy = true; /* nobody rings our doorbell: our polls find the input */
-    for (uint32_t kind = 0; kind < 5; kind++) {
+    for (uint32_t kind = 0; kind < 6; kind++) {
         uint64_t pb;
         UINT32 pt;
         REQUIRE(pair_up(false, 0, &pb, &pt));
@@ -889,6 +921,19 @@ static void t_connect_fails(void)
         CHECK_EQ(impl(S.qp)->dp.state, QP_IDLE);
         CHECK(!impl(S.qp)->used);
     }
+    /* Not a socket: refused before any descriptor of its own is made, and
+     * no descriptor of the process (0 included) is closed on the way out. */
+    int pp[2];
+    REQUIRE(pipe2(pp, O_CLOEXEC) == 0);
+    int zero = fcntl(0, F_GETFD) >= 0 ? -1 : open("/dev/null", O_RDONLY);
+    bool cm0;
+    CHECK_EQ(ndk_shm_connect(impl(S.qp), pp[0], true, 1, 1, 10, &cm0), STATUS_CONNECTION_REFUSED);
+    CHECK(fcntl(0, F_GETFD) >= 0);
+    CHECK(!impl(S.qp)->used);
+    close(pp[0]);
+    close(pp[1]);
+    if (zero >= 0)
+        close(zero);
     side_down(&S);
     CHECK_EQ(tl_open_fds(), fds);
     uint64_t pb;
