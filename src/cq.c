@@ -30,7 +30,9 @@
  * call (`queued` then reads false while the item waits again; nothing reads
  * it for this item). While the mark is set, a satisfied arm is left standing
  * for the trampoline, so there are never two callbacks of one CQ at once
- * (C5).
+ * (C5), and the satisfaction is remembered (owed): the consumer may take
+ * the completion that satisfied it before the trampoline looks, and the
+ * callback is owed all the same.
  *
  * The item is queued with the CQ lock held: the busy count taken by
  * ndk_cb_queue then becomes visible together with the decision to notify, so
@@ -146,6 +148,7 @@ static void cq_queue_locked(struct ndk_cq_impl *cq, NTSTATUS status)
     __atomic_store_n(&cq->armed, -1, __ATOMIC_RELAXED);
     cq->mod_due = false;
     cq->seen_at_cb = cq->pushed;
+    cq->owed = false;
     cq->notify_cb.u.notify.fn = cq_notify_run;
     cq->notify_cb.u.notify.ctx = cq;
     cq->notify_cb.u.notify.status = status;
@@ -157,8 +160,13 @@ static void cq_queue_locked(struct ndk_cq_impl *cq, NTSTATUS status)
  * returns. */
 static void cq_fire_locked(struct ndk_cq_impl *cq, NTSTATUS status)
 {
-    if (!cq->notify_cb.u.notify.fn)
+    if (!cq->notify_cb.u.notify.fn) {
         cq_queue_locked(cq, status);
+    } else if (!cq->owed || status != STATUS_SUCCESS) {
+        /* A CQ error outranks completions in what the owed callback says. */
+        cq->owed = true;
+        cq->owed_status = status;
+    }
 }
 
 static bool mod_on(const struct ndk_cq_impl *cq)
@@ -225,7 +233,9 @@ static void cq_notify_run(void *ctx, NTSTATUS status)
     pthread_mutex_lock(&cq->lock);
     cq->notify_cb.u.notify.fn = NULL;
     NTSTATUS next;
-    if (cq_arm_satisfied(cq, &next))
+    if (cq->owed && cq->armed >= 0)
+        cq_queue_locked(cq, cq->owed_status);
+    else if (cq_arm_satisfied(cq, &next))
         cq_due_locked(cq, next);
     pthread_mutex_unlock(&cq->lock);
 }

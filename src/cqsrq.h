@@ -49,6 +49,13 @@ struct ndk_cq_impl {
     int armed;            /* -1 = not armed, else NDK_CQ_NOTIFY_* (merged) */
     uint64_t pushed;      /* completions ever pushed */
     uint64_t seen_at_cb;  /* value of `pushed` when the last callback was queued */
+    /* An arm was satisfied while the notification item was in use (its
+     * callback queued or running): the trampoline owes that callback even
+     * when the consumer has taken the entries since ("the next completion
+     * placed in the CQ", NdkArmCq), so the decision is kept, not re-derived
+     * from the ring. */
+    bool owed;
+    NTSTATUS owed_status;
     /* Overflowed: unusable, no further completions. The only CQ error a
      * software provider has (the ring is allocated when the CQ is created or
      * resized; nothing can fail later), so notifications report

@@ -603,6 +603,34 @@ static void close_with_queued_notification(void)
     tl_event_destroy(&g_blk_go);
 }
 
+/* An arm satisfied while the previous callback still runs, whose
+ * completion the consumer then takes before that callback returns: the
+ * callback is owed all the same (NdkArmCq: "the next completion placed in
+ * the CQ"), once. */
+static void arm_satisfied_then_drained_during_callback(void)
+{
+    tl_event_init(&g_blk_in);
+    tl_event_init(&g_blk_go);
+    struct tcq a;
+    REQUIRE(tcq_open(&a, 4) == STATUS_SUCCESS);
+    a.inside = blocker_inside;
+    arm(&a, NDK_CQ_NOTIFY_ANY);
+    CHECK(push(&a, STATUS_SUCCESS, NdkOperationTypeSend, 1, false));
+    REQUIRE(tl_event_wait(&g_blk_in, 1, WAIT_MS));
+    /* Inside the first callback: arm, a completion, and the consumer takes
+     * everything. */
+    arm(&a, NDK_CQ_NOTIFY_ANY);
+    CHECK(push(&a, STATUS_SUCCESS, NdkOperationTypeSend, 2, false));
+    CHECK_EQ(drain_all(&a), 2);
+    tl_event_signal(&g_blk_go);
+    CHECK(tl_event_wait(&a.ev, 2, WAIT_MS));
+    flush();
+    CHECK_EQ(tl_event_count(&a.ev), 2);
+    tcq_close(&a);
+    tl_event_destroy(&g_blk_in);
+    tl_event_destroy(&g_blk_go);
+}
+
 /* A CQ with a QP stays open until the QP is closed (successor count). */
 static void close_waits_for_qp(void)
 {
@@ -917,6 +945,7 @@ int main(void)
     RUN(overflow);
     RUN(resize);
     RUN(close_with_queued_notification);
+    RUN(arm_satisfied_then_drained_during_callback);
     RUN(close_waits_for_qp);
     RUN(reentrant_callback);
     RUN(poll_hook);
