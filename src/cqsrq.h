@@ -106,6 +106,10 @@ struct ndk_srq_impl {
     ULONG head, count;
     ULONG threshold;      /* notify when count < threshold */
     bool armed;
+    bool owed;            /* the threshold was met (and the arm spent) while the
+                             notification item was in use: the trampoline
+                             owes the callback even if receives were posted
+                             since (as cq.c's owed) */
     NDK_FN_SRQ_NOTIFICATION_CALLBACK notify;
     void *notify_ctx;
     struct ndk_cb notify_cb;

@@ -48,13 +48,16 @@ static void srq_queue_locked(struct ndk_srq_impl *srq)
 }
 
 /* Lock held: fire the limit notification if it is due. While the item is in
- * use the arm is left standing for the trampoline. Without a consumer
- * callback the arm is spent all the same. */
+ * use the arm is spent and the callback owed to the trampoline. Without a
+ * consumer callback the arm is spent all the same. */
 static void srq_check_locked(struct ndk_srq_impl *srq)
 {
-    if (srq->notify_cb.u.notify.fn || !srq_consume_arm_locked(srq) || !srq->notify)
+    if (!srq_consume_arm_locked(srq) || !srq->notify)
         return;
-    srq_queue_locked(srq);
+    if (srq->notify_cb.u.notify.fn)
+        srq->owed = true; /* the count may rise again before the trampoline looks */
+    else
+        srq_queue_locked(srq);
 }
 
 /* Progress thread, no provider lock held. */
@@ -63,7 +66,9 @@ static void srq_notify_run(void *ctx, NTSTATUS status)
     struct ndk_srq_impl *srq = ctx;
     srq->notify(srq->notify_ctx, status);
     pthread_mutex_lock(&srq->lock);
-    if (srq_consume_arm_locked(srq))
+    bool again = srq->owed || srq_consume_arm_locked(srq);
+    srq->owed = false;
+    if (again)
         srq_queue_locked(srq);
     else
         srq->notify_cb.u.notify.fn = NULL;

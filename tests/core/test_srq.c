@@ -547,6 +547,35 @@ static void close_with_queued_notification(void)
     tl_event_destroy(&g_blk_go);
 }
 
+/* The threshold met while the previous notification's callback still
+ * runs, and the count back above it before that callback returns: the
+ * notification is owed all the same (the count did drop below the armed
+ * threshold), once. */
+static void threshold_met_then_refilled_during_callback(void)
+{
+    tl_event_init(&g_blk_in);
+    tl_event_init(&g_blk_go);
+    struct tsrq a;
+    REQUIRE(tsrq_open(&a, 4, 1, 1, true) == STATUS_SUCCESS);
+    a.inside = block_inside;
+    CHECK_EQ(post(&a, 1, 1, 8), STATUS_SUCCESS);
+    CHECK(take_expect(&a, 1));
+    REQUIRE(tl_event_wait(&g_blk_in, 1, WAIT_MS));
+    /* Inside the first callback: arm at 2 with 2 posted, drop to 1, refill. */
+    CHECK_EQ(post(&a, 2, 1, 8), STATUS_SUCCESS);
+    CHECK_EQ(post(&a, 3, 1, 8), STATUS_SUCCESS);
+    CHECK_EQ(modify(&a, 4, 2), STATUS_SUCCESS);
+    CHECK(take_expect(&a, 2));
+    CHECK_EQ(post(&a, 4, 1, 8), STATUS_SUCCESS);
+    tl_event_signal(&g_blk_go);
+    CHECK(tl_event_wait(&a.ev, 2, WAIT_MS));
+    flush();
+    CHECK_EQ(tl_event_count(&a.ev), 2);
+    tsrq_close(&a);
+    tl_event_destroy(&g_blk_in);
+    tl_event_destroy(&g_blk_go);
+}
+
 /* ---- a taker thread against the poster ---- */
 
 #define NRECV 100000u
@@ -646,6 +675,7 @@ int main(void)
     RUN(no_callback_given);
     RUN(reentrant_callback);
     RUN(close_with_queued_notification);
+    RUN(threshold_met_then_refilled_during_callback);
     RUN(concurrent_take);
 
     g_mr->Dispatch->NdkCloseMr(&g_mr->Header, NULL, NULL);
