@@ -310,6 +310,18 @@ static bool msg_io(int fd, struct msg *m, bool send_it)
 
 /* ---- the child ---- */
 
+/* The QP's end reason once it has one (bounded): a side sends its
+ * Terminate before it records its own end, so the peer may ask a moment
+ * before the reason is there. */
+static ULONG end_reason(NDK_QP *qp)
+{
+    uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
+    ULONG why;
+    while (!(why = ndk_qp_end_reason(impl(qp))) && tl_now_ns() < end)
+        ;
+    return why;
+}
+
 static void child_serve(int ctl)
 {
     struct msg m;
@@ -351,7 +363,7 @@ static void child_serve(int ctl)
             m.ok = same(S.buf + m.a, m.len, m.seed, m.b);
             break;
         case C_REASON:
-            m.status = (int32_t)ndk_qp_end_reason(impl(S.qp));
+            m.status = (int32_t)end_reason(S.qp);
             break;
         case C_BIND:
             /* A window over [a, a + len) of the buffer, remote write. */
@@ -505,15 +517,6 @@ static void pair_down(void)
 }
 
 /* The QP's disconnect reason, once the connection ended (bounded wait). */
-static ULONG end_reason(NDK_QP *qp)
-{
-    uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
-    ULONG why;
-    while (!(why = ndk_qp_end_reason(impl(qp))) && tl_now_ns() < end)
-        ;
-    return why;
-}
-
 static void expect_ok(enum _NDK_OPERATION_TYPE type, void *ctx)
 {
     NDK_RESULT_EX r;
