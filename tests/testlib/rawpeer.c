@@ -467,11 +467,51 @@ NDK_CONNECTOR *nk_deliver(nk_listener *l, const void *req, size_t len, int *fd)
 {
     *fd = rp_connect(l->port, NK_WAIT_MS);
     CHECK(*fd >= 0);
-    if (*fd < 0 || !rp_send(*fd, req, len))
+    if (*fd < 0)
+        return NULL;
+    bool sent = rp_send(*fd, req, len);
+    CHECK(sent);
+    if (!sent)
         return NULL;
     NDK_CONNECTOR *c = nk_next_event(l, NK_WAIT_MS);
     CHECK(c != NULL);
     return c;
+}
+
+bool nk_passive_open(nk_passive *p, nk_world *w)
+{
+    *p = (nk_passive){.w = w, .fd = -1};
+    p->l = w ? nk_listen(w) : NULL;
+    CHECK(p->l != NULL);
+    return p->l != NULL;
+}
+
+bool nk_passive_deliver(nk_passive *p, const void *req, size_t len)
+{
+    p->c = nk_deliver(p->l, req, len, &p->fd);
+    if (!p->c)
+        return false;
+    p->qp = nk_qp(p->w);
+    CHECK(p->qp != NULL);
+    return p->qp != NULL;
+}
+
+void nk_passive_drop(nk_passive *p)
+{
+    NK_CLOSE(p->c);
+    NK_CLOSE(p->qp);
+    if (p->fd >= 0)
+        close(p->fd);
+    p->c = NULL;
+    p->qp = NULL;
+    p->fd = -1;
+}
+
+void nk_passive_close(nk_passive *p)
+{
+    nk_passive_drop(p);
+    nk_close_world(p->w);
+    *p = (nk_passive){.fd = -1};
 }
 
 bool nk_no_event(nk_listener *l, unsigned ms, const char *why)

@@ -262,6 +262,35 @@ NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms);
 NDK_CONNECTOR *nk_deliver(nk_listener *l, const void *req, size_t len, int *fd);
 
 /*
+ * The passive side of a raw-initiator case: a world, its listener, and the
+ * connector, QP and raw socket of the connection under test (NULL, NULL and
+ * -1 until the case makes them).
+ */
+typedef struct nk_passive {
+    nk_world *w;
+    nk_listener *l;
+    NDK_CONNECTOR *c;
+    NDK_QP *qp;
+    int fd;
+} nk_passive;
+
+/* Takes w (NULL when opening it failed) and listens on it; false, and a
+ * failure counted, without a world or a listener. nk_passive_close is due
+ * either way. */
+bool nk_passive_open(nk_passive *p, nk_world *w);
+
+/* nk_deliver of req on p's listener, then a QP for the connector; false
+ * when either is missing (a failure counted). */
+bool nk_passive_deliver(nk_passive *p, const void *req, size_t len);
+
+/* Closes whatever of the connector, the QP and the socket is open; the
+ * world and its listener stay for the next connection. */
+void nk_passive_drop(nk_passive *p);
+
+/* nk_passive_drop, then the world. */
+void nk_passive_close(nk_passive *p);
+
+/*
  * Asserts that no connect event comes within ms. A stray connector is
  * reported with what it carries, then closed.
  */
