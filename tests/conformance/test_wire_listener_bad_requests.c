@@ -333,9 +333,7 @@ static void truncated_request(void)
         expect_dropped(&p, req, k, true, what);
     }
 
-    p.fd = rp_connect(p.l->port, NK_WAIT_MS);
-    CHECK(p.fd >= 0);
-    if (p.fd >= 0) {
+    if (nk_passive_connect(&p)) {
         CHECK(rp_send(p.fd, req, len));
         rp_fin(p.fd);
         p.c = nk_next_event(p.l, 1000);
@@ -411,11 +409,7 @@ static void random_garbage(void)
 static void extra_after_request(bool later)
 {
     nk_passive p;
-    if (!open_passive(&p))
-        goto out;
-    p.fd = rp_connect(p.l->port, NK_WAIT_MS);
-    CHECK(p.fd >= 0);
-    if (p.fd < 0)
+    if (!open_passive(&p) || !nk_passive_connect(&p))
         goto out;
     /* The extra octets look like the start of an FPDU (a Write RTR). */
     uint8_t buf[64];

@@ -486,6 +486,13 @@ bool nk_passive_open(nk_passive *p, nk_world *w)
     return p->l != NULL;
 }
 
+bool nk_passive_connect(nk_passive *p)
+{
+    p->fd = rp_connect(p->l->port, NK_WAIT_MS);
+    CHECK(p->fd >= 0);
+    return p->fd >= 0;
+}
+
 bool nk_passive_deliver(nk_passive *p, const void *req, size_t len)
 {
     p->c = nk_deliver(p->l, req, len, &p->fd);

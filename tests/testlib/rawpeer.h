@@ -279,6 +279,10 @@ typedef struct nk_passive {
  * either way. */
 bool nk_passive_open(nk_passive *p, nk_world *w);
 
+/* A raw connection to p's listener in p->fd; false (a failure counted)
+ * when it could not be made. */
+bool nk_passive_connect(nk_passive *p);
+
 /* nk_deliver of req on p's listener, then a QP for the connector; false
  * when either is missing (a failure counted). */
 bool nk_passive_deliver(nk_passive *p, const void *req, size_t len);
