@@ -840,6 +840,26 @@ void dp_pair_close(dp_pair *x)
     dp_side_close(&x->p);
 }
 
+bool dp_bufs_reg(dp_pair *x, dp_bufs *b, dp_buf_sizes len, uint32_t seed)
+{
+    memset(b, 0, sizeof *b);
+    b->a = dp_buf_reg(&x->a, &b->ms, len.send, 0, seed);
+    b->s = dp_buf_reg(&x->p, &b->src, len.src, NDK_MR_FLAG_ALLOW_REMOTE_READ, seed + 1);
+    b->k = dp_buf_reg(&x->a, &b->sink, len.sink, DP_SINK_FLAGS, 0);
+    b->rb = dp_buf_reg(&x->p, &b->rr, len.recv, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    b->wb = dp_buf_reg(&x->p, &b->wr, len.write, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    return b->a && b->s && b->k && b->rb && b->wb;
+}
+
+void dp_bufs_close(dp_bufs *b)
+{
+    dp_mr_close(&b->ms);
+    dp_mr_close(&b->src);
+    dp_mr_close(&b->sink);
+    dp_mr_close(&b->rr);
+    dp_mr_close(&b->wr);
+}
+
 int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms)
 {
     int fd = rp_connect_sa(&dst->sa, len, ms);
