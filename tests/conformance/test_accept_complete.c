@@ -382,9 +382,8 @@ NT_CASE_FAM(initiator_rejects_after_accept)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_conn_deliver(&c, 2, 2));
     nt_conn_accept(&c, 2, 2, NULL, 0);
     CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
@@ -394,8 +393,7 @@ NT_CASE_FAM(initiator_rejects_after_accept)
     nt_conn_complete(&c);
     NTSTATUS st = nt_finish(c.complete, NT_WAIT_MS);
     CHECK(st != STATUS_SUCCESS && st != STATUS_PENDING);
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 /* docs/behaviour.md: calls in the wrong state are STATUS_INVALID_DEVICE_STATE
@@ -404,9 +402,8 @@ NT_CASE_FAM(wrong_state_calls)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
 
     /* Accept again on the accepted connector. */
@@ -448,8 +445,7 @@ NT_CASE_FAM(wrong_state_calls)
         CHECK_STATUS(nt_finish(d.accept, NT_WAIT_MS), STATUS_SUCCESS);
     }
     nt_conn_close(&d);
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 /* Seed 004 / 5.10.3: DisconnectEvent and its context are optional (NULL
@@ -469,12 +465,9 @@ static void null_ctx_cb(PVOID ctx, NTSTATUS st)
 
 NT_CASE_FAM(optional_callbacks_and_contexts)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     tl_event_init(&null_ctx_ev);
     atomic_store(&null_ctx_calls, 0);
     atomic_store(&null_ctx_bad, 0);
@@ -520,9 +513,7 @@ NT_CASE_FAM(optional_callbacks_and_contexts)
         total += pend;
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
     CHECK_EQ(atomic_load(&null_ctx_bad), 0);
     /* Exactly one completion per STATUS_PENDING, each with the NULL context. */
     CHECK_EQ(atomic_load(&null_ctx_calls), total);

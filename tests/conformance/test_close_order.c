@@ -10,12 +10,9 @@
  * finished, no connect event runs. */
 NT_CASE_FAM(close_completion_is_last)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int active = 0; active < 2; active++) {
         nt_conn c;
         REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
@@ -68,9 +65,8 @@ NT_CASE_FAM(qp_close_pends_for_connector)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
     nt_op *qa_close = nt_close_start(c.qa);
     nt_op *qp_close = nt_close_start(c.qp);
@@ -120,12 +116,9 @@ NT_CASE(cq_pd_close_pend_for_qp)
  * listener and all those connectors are closed, then they are free. */
 NT_CASE_FAM(listener_close_pends_for_accepted)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c1, c2;
     REQUIRE(nt_conn_init(&c1, fam, &as, &ps, L));
     REQUIRE(nt_establish(&c1));
@@ -207,14 +200,10 @@ NT_CASE_FAM(listener_close_pends_for_accepted)
  * well (2.2: "delivery through NdkConnectEventCallback"). */
 NT_CASE_FAM(listener_close_pends_for_delivered)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_conn_deliver(&c, 1, 1));
     nt_op *lc = nt_close_start(L->l);
     L->l = NULL;

@@ -164,9 +164,8 @@ NT_CASE_FAM(peer_reject)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     nt_conn_connect(&c, 4, 4, "knock", 5);
     c.p = nt_incoming(L, 0, NT_WAIT_MS);
     REQUIRE(c.p);
@@ -184,8 +183,7 @@ NT_CASE_FAM(peer_reject)
 
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     CHECK(nt_establish(&c));
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 /* A peer that accepts the TCP connection and never sends an MPA Reply:

@@ -540,14 +540,10 @@ static bool cq_next(NDK_CQ *cq, NDK_RESULT_EX *r, unsigned ms)
  * the MR pends until the window is closed. Binding needs a connected QP. */
 NT_CASE_FAM(close_mr_with_bound_window)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
 
     char *buf = pages_alloc(2);
@@ -600,10 +596,7 @@ NT_CASE_FAM(close_mr_with_bound_window)
     nt_close(mw);
     nt_close(mr);
     nt_close(ro);
-    nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_conn_close(&as, &ps, L, &c);
     free(buf);
 }
 

@@ -883,6 +883,24 @@ void nt_conn_close(nt_conn *c)
     c->qa = c->qp = NULL;
 }
 
+bool nt_pair_conn_open(nt_side *as, nt_side *ps, nt_lsn **L, nt_conn *c, int fam)
+{
+    if (!nt_pair_open(as, ps, L, fam))
+        return false;
+    if (!nt_conn_init(c, fam, as, ps, *L)) {
+        nt_pair_conn_close(as, ps, *L, c);
+        *L = NULL;
+        return false;
+    }
+    return true;
+}
+
+void nt_pair_conn_close(nt_side *as, nt_side *ps, nt_lsn *L, nt_conn *c)
+{
+    nt_conn_close(c);
+    nt_pair_close(as, ps, L);
+}
+
 NTSTATUS nt_gcd(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf, ULONG *len)
 {
     return c->Dispatch->NdkGetConnectionData(c, ird, ord, buf, len);
