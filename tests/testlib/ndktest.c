@@ -238,6 +238,17 @@ NTSTATUS nt_created(nt_op *op, NTSTATUS st, void **pp, void *inline_obj)
     return st;
 }
 
+/* The end of each nt_create_* function: the object (made inline, or
+ * delivered by the completion) into *out, and the final status returned.
+ * A macro because *out has the object's own pointer type. */
+#define NT_RETURN_CREATED(op, st, inline_obj, out)                                           \
+    do {                                                                                     \
+        void *created_ = NULL;                                                               \
+        NTSTATUS final_ = nt_created((op), (st), &created_, (inline_obj));                   \
+        *(out) = created_;                                                                   \
+        return final_;                                                                       \
+    } while (0)
+
 void nt_cq_notify(PVOID ctx, NTSTATUS st)
 {
     (void)ctx;
@@ -250,10 +261,7 @@ NTSTATUS nt_create_cq(NDK_ADAPTER *ad, ULONG depth, NDK_CQ **out)
     NDK_CQ *cq = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateCq(ad, depth, nt_cq_notify, NULL, NULL, nt_create_cb, op,
                                             &cq);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, cq);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, cq, out);
 }
 
 NTSTATUS nt_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
@@ -261,10 +269,7 @@ NTSTATUS nt_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreatePd");
     NDK_PD *pd = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreatePd(ad, nt_create_cb, op, &pd);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, pd);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, pd, out);
 }
 
 NTSTATUS nt_create_qp(NDK_PD *pd, NDK_CQ *cq, ULONG rq, ULONG iq, ULONG rsge,
@@ -274,10 +279,7 @@ NTSTATUS nt_create_qp(NDK_PD *pd, NDK_CQ *cq, ULONG rq, ULONG iq, ULONG rsge,
     NDK_QP *qp = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, rq, iq, rsge, isge, inl,
                                             nt_create_cb, op, &qp);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, qp);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, qp, out);
 }
 
 NTSTATUS nt_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_MR **out)
@@ -285,10 +287,7 @@ NTSTATUS nt_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_MR **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateMr");
     NDK_MR *mr = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateMr(pd, fast, nt_create_cb, op, &mr);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, mr);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, mr, out);
 }
 
 NTSTATUS nt_create_mw(NDK_PD *pd, NDK_MW **out)
@@ -296,10 +295,7 @@ NTSTATUS nt_create_mw(NDK_PD *pd, NDK_MW **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateMw");
     NDK_MW *mw = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateMw(pd, nt_create_cb, op, &mw);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, mw);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, mw, out);
 }
 
 NTSTATUS nt_create_srq(NDK_PD *pd, ULONG depth, NDK_SRQ **out)
@@ -308,10 +304,7 @@ NTSTATUS nt_create_srq(NDK_PD *pd, ULONG depth, NDK_SRQ **out)
     NDK_SRQ *srq = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateSrq(pd, depth, 1, 0, NULL, NULL, NULL, nt_create_cb, op,
                                              &srq);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, srq);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, srq, out);
 }
 
 NTSTATUS nt_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
@@ -319,10 +312,7 @@ NTSTATUS nt_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateConnector");
     NDK_CONNECTOR *c = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateConnector(ad, nt_create_cb, op, &c);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, c);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, c, out);
 }
 
 NTSTATUS nt_create_listener(NDK_ADAPTER *ad, NDK_FN_CONNECT_EVENT_CALLBACK ev,
@@ -331,10 +321,7 @@ NTSTATUS nt_create_listener(NDK_ADAPTER *ad, NDK_FN_CONNECT_EVENT_CALLBACK ev,
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateListener");
     NDK_LISTENER *l = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateListener(ad, ev, ctx, nt_create_cb, op, &l);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, l);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, l, out);
 }
 
 NTSTATUS nt_create_sep(NDK_ADAPTER *ad, const NDK_SOCKADDR *sa, ULONG len,
@@ -344,10 +331,7 @@ NTSTATUS nt_create_sep(NDK_ADAPTER *ad, const NDK_SOCKADDR *sa, ULONG len,
     NDK_SHARED_ENDPOINT *e = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateSharedEndpoint(ad, (PSOCKADDR)&sa->sa, len, nt_create_cb,
                                                         op, &e);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, e);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, e, out);
 }
 
 NDK_FN_CLOSE_OBJECT nt_close_fn(void *obj)
