@@ -82,14 +82,21 @@ void nt_op_fire(nt_op *op)
     atomic_compare_exchange_strong(&op->seq, &zero, s);
 }
 
+/* The last steps of every callback: the case's hook, then the signal its
+ * waiters wait for (after what the callback stored, so a waiter sees it). */
+static void nt_op_finish_cb(nt_op *op, NTSTATUS status)
+{
+    if (op->hook)
+        op->hook(op, status);
+    tl_event_signal(&op->ev);
+}
+
 void nt_req_cb(PVOID ctx, NTSTATUS status)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
     atomic_store(&op->status, status);
-    if (op->hook)
-        op->hook(op, status);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, status);
 }
 
 void nt_create_cb(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
@@ -98,27 +105,21 @@ void nt_create_cb(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
     nt_op_fire(op);
     atomic_store(&op->status, status);
     atomic_store(&op->obj, obj);
-    if (op->hook)
-        op->hook(op, status);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, status);
 }
 
 void nt_close_cb(PVOID ctx)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
-    if (op->hook)
-        op->hook(op, STATUS_SUCCESS);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, STATUS_SUCCESS);
 }
 
 void nt_disc_cb(PVOID ctx)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
-    if (op->hook)
-        op->hook(op, STATUS_SUCCESS);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, STATUS_SUCCESS);
 }
 
 void nt_disc_ex_cb(PVOID ctx, ULONG reason)
@@ -127,9 +128,7 @@ void nt_disc_ex_cb(PVOID ctx, ULONG reason)
     nt_op_fire(op);
     atomic_store(&op->reason, reason);
     atomic_store(&op->ex_called, 1);
-    if (op->hook)
-        op->hook(op, STATUS_SUCCESS);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, STATUS_SUCCESS);
 }
 
 NTSTATUS nt_started(nt_op *op, NTSTATUS returned)
