@@ -12,6 +12,28 @@ static const char *ex_name(bool ex)
     return ex ? "Ex" : "plain";
 }
 
+/* Names the functions an iteration used when it failed (tl_failures moved
+ * past f0). */
+static void note_ex(int f0, bool ex)
+{
+    if (tl_failures != f0)
+        fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+}
+
+/* A connection record, with the plain or the Ex functions, whose Connect
+ * (IRD/ORD 2/2) reached the listener: c->p is the connector of connect
+ * event number idx. False when either did not happen. */
+static bool connect_delivered(nt_conn *c, int fam, nt_side *as, nt_side *ps, nt_lsn *L, bool ex,
+                              unsigned idx)
+{
+    if (!nt_conn_init(c, fam, as, ps, L))
+        return false;
+    c->ex = ex;
+    nt_conn_connect(c, 2, 2, NULL, 0);
+    c->p = nt_incoming(L, idx, NT_WAIT_MS);
+    return c->p != NULL;
+}
+
 /* Seed 004: "STATUS_CONNECTION_ABORTED: the connecting peer abandoned the
  * pending connection establishment". The initiator closes its connector
  * after the passive side got the connect event (its Connect completes
@@ -25,19 +47,14 @@ NT_CASE_FAM(accept_after_initiator_gave_up)
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-        c.ex = ex;
-        nt_conn_connect(&c, 2, 2, NULL, 0);
-        c.p = nt_incoming(L, (unsigned)ex, NT_WAIT_MS);
-        REQUIRE(c.p);
+        REQUIRE(connect_delivered(&c, fam, &as, &ps, L, ex, (unsigned)ex));
         nt_op *cl = nt_close_start(c.a);
         CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_CANCELLED);
         CHECK(nt_close_wait(cl, NT_WAIT_MS));
         c.a = NULL;
         nt_conn_accept(&c, 2, 2, NULL, 0);
         CHECK_STATUS(nt_finish(c.accept, NT_WAIT_MS), STATUS_CONNECTION_ABORTED);
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
         nt_conn_close(&c);
     }
     nt_pair_close(&as, &ps, L);
@@ -58,11 +75,7 @@ NT_CASE_FAM(accept_times_out_without_complete_connect)
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-        c.ex = ex;
-        nt_conn_connect(&c, 2, 2, NULL, 0);
-        c.p = nt_incoming(L, (unsigned)ex, NT_WAIT_MS);
-        REQUIRE(c.p);
+        REQUIRE(connect_delivered(&c, fam, &as, &ps, L, ex, (unsigned)ex));
         uint64_t t0 = tl_now_ns();
         nt_conn_accept(&c, 2, 2, NULL, 0);
         CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
@@ -73,8 +86,7 @@ NT_CASE_FAM(accept_times_out_without_complete_connect)
         CHECK(ms < 3000);
         /* A timed-out establishment gives no disconnect event. */
         CHECK(!tl_event_wait(&c.dev_p->ev, 1, NT_QUIET_MS));
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
         nt_conn_close(&c);
     }
     nt_lsn_close(L);
@@ -95,11 +107,7 @@ NT_CASE_FAM(complete_after_acceptor_abandoned)
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-        c.ex = ex;
-        nt_conn_connect(&c, 2, 2, NULL, 0);
-        c.p = nt_incoming(L, (unsigned)ex, NT_WAIT_MS);
-        REQUIRE(c.p);
+        REQUIRE(connect_delivered(&c, fam, &as, &ps, L, ex, (unsigned)ex));
         nt_conn_accept(&c, 2, 2, NULL, 0);
         CHECK_STATUS(c.accept->returned, STATUS_PENDING);
         CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
@@ -115,8 +123,7 @@ NT_CASE_FAM(complete_after_acceptor_abandoned)
         CHECK_STATUS(nt_finish(c.complete, NT_WAIT_MS), STATUS_CONNECTION_ABORTED);
         /* Not established: no disconnect event either. */
         CHECK(!tl_event_wait(&c.dev_a->ev, 1, NT_QUIET_MS));
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
         nt_conn_close(&c);
     }
     nt_pair_close(&as, &ps, L);
@@ -166,8 +173,7 @@ NT_CASE_FAM(complete_before_connect_succeeded)
         CHECK_STATUS(nt_finish(c.complete, NT_WAIT_MS), STATUS_CONNECTION_INVALID);
         close(dfd);
         nt_conn_close(&c);
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
     }
     nt_side_close(&as);
 }
