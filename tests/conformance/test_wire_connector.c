@@ -160,13 +160,9 @@ static void reply_v2(const struct attempt *a, uint8_t flags, uint16_t w0, uint16
 /* Asserts nothing arrives on the raw side for RP_QUIET_MS. */
 static void expect_quiet(int fd, const char *when)
 {
-    uint8_t got[64];
-    size_t n = 0;
-    if (!rp_quiet(fd, RP_QUIET_MS, got, &n)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] unexpected octets or close %s\n", tl_current, when);
-        rp_hexdump("received", got, n);
-    }
+    char what[128];
+    snprintf(what, sizeof what, "unexpected octets or close %s", when);
+    rp_expect_quiet(fd, what);
 }
 
 /* The nudge libndk sends while a peer has not answered (docs/interop.md):

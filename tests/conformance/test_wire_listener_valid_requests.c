@@ -75,14 +75,7 @@ static void siw_request_accepted(void)
         NDK_SGE ss = nk_sge(&m, 64, 4);
         CHECK_ST(p.qp->Dispatch->NdkSend(p.qp, (PVOID)(uintptr_t)2, &ss, 1, 0), STATUS_SUCCESS);
     }
-    uint8_t early[64];
-    size_t nearly = 0;
-    if (!rp_quiet(p.fd, RP_QUIET_MS, early, &nearly)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] libndk sent before the initiator's first FPDU (TX gating)\n",
-                tl_current);
-        rp_hexdump("sent early", early, nearly);
-    }
+    rp_expect_quiet(p.fd, "libndk sent before the initiator's first FPDU (TX gating)");
     if (!data)
         goto out;
 
@@ -207,13 +200,7 @@ static void rev1_request_gets_rev1_reply(void)
     /* M=C=R=S=0, Rev 1, PD_Length 0: nothing else may follow. */
     if (n == RP_HDR_LEN && rp_check_reply_header(rep, n, 0x00, 0xF0, 1))
         CHECK_EQ(rp_get16(rep + 18), 0);
-    uint8_t extra[64];
-    size_t ne = 0;
-    if (!rp_quiet(p.fd, RP_QUIET_MS, extra, &ne)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] octets after the rev 1 Reply\n", tl_current);
-        rp_hexdump("extra", extra, ne);
-    }
+    rp_expect_quiet(p.fd, "octets after the rev 1 Reply");
 out:
     nk_passive_close(&p);
 }
@@ -254,13 +241,7 @@ static void p2p_case(int crc)
         CHECK_EQ(w1 & RP_IRD_ORD_MASK, 4);
     }
     /* Before the RTR: Accept still pending and nothing sent. */
-    uint8_t early[64];
-    size_t ne = 0;
-    if (!rp_quiet(p.fd, RP_QUIET_MS, early, &ne)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] libndk sent before the RTR\n", tl_current);
-        rp_hexdump("sent", early, ne);
-    }
+    rp_expect_quiet(p.fd, "libndk sent before the RTR");
     if (nk_op_done(&a)) {
         tl_failures++;
         fprintf(stderr, "[%s] Accept completed (%s) before the RTR arrived\n", tl_current,
@@ -282,11 +263,7 @@ static void p2p_case(int crc)
     if (crc != 2) {
         CHECK_ST(st, STATUS_SUCCESS);
         /* A Write RTR needs no answer, and TX stays quiet until we post. */
-        if (!rp_quiet(p.fd, RP_QUIET_MS, early, &ne)) {
-            tl_failures++;
-            fprintf(stderr, "[%s] octets sent after the RTR\n", tl_current);
-            rp_hexdump("sent", early, ne);
-        }
+        rp_expect_quiet(p.fd, "octets sent after the RTR");
     } else {
         if (st == STATUS_SUCCESS || st == NK_NO_COMPLETION) {
             tl_failures++;

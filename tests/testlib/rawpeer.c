@@ -196,6 +196,18 @@ bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst)
     return false;
 }
 
+bool rp_expect_quiet(int fd, const char *what)
+{
+    uint8_t got[64];
+    size_t n = 0;
+    if (rp_quiet(fd, RP_QUIET_MS, got, &n))
+        return true;
+    tl_failures++;
+    fprintf(stderr, "[%s] %s\n", tl_current ? tl_current : "-", what);
+    rp_hexdump("received", got, n);
+    return false;
+}
+
 int rp_listen_sa(struct sockaddr *sa, socklen_t *len)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);

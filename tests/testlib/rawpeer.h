@@ -105,6 +105,10 @@ int rp_wait_end(int fd, unsigned timeout_ms, uint8_t *keep, size_t cap,
 /* True if nothing at all (no octet, no FIN, no RST) arrives for ms. */
 bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst);
 
+/* Asserts rp_quiet for RP_QUIET_MS; otherwise a failure, reported with
+ * `what` (what should not have happened) and the octets that came. */
+bool rp_expect_quiet(int fd, const char *what);
+
 /* A plain listening socket on 127.0.0.1 with a kernel-chosen port. */
 int rp_listen(uint16_t *port);
 
