@@ -72,12 +72,7 @@ NT_CASE_FAM(qp_close_pends_for_connector)
     nt_op *qp_close = nt_close_start(c.qp);
     c.qa = c.qp = NULL;
     CHECK(!tl_event_wait(&qa_close->ev, 1, NT_QUIET_MS));
-    nt_op *da, *dp;
-    nt_disconnect(c.a, &da);
-    CHECK(tl_event_wait(&c.dev_p->ev, 1, NT_WAIT_MS));
-    nt_disconnect(c.p, &dp);
-    CHECK_STATUS(nt_finish(da, NT_WAIT_MS), STATUS_SUCCESS);
-    CHECK_STATUS(nt_finish(dp, NT_WAIT_MS), STATUS_SUCCESS);
+    nt_graceful_disconnect(c.a, c.p, c.dev_p);
     pends_until(qa_close, c.a);
     pends_until(qp_close, c.p);
     c.a = c.p = NULL;
@@ -162,12 +157,7 @@ NT_CASE_FAM(listener_close_pends_for_accepted)
     nt_lsn_close(L3);
 
     /* The accepted connectors still work: one disconnects gracefully. */
-    nt_op *da, *dp;
-    nt_disconnect(c1.p, &dp);
-    CHECK(tl_event_wait(&c1.dev_a->ev, 1, NT_WAIT_MS));
-    nt_disconnect(c1.a, &da);
-    CHECK_STATUS(nt_finish(dp, NT_WAIT_MS), STATUS_SUCCESS);
-    CHECK_STATUS(nt_finish(da, NT_WAIT_MS), STATUS_SUCCESS);
+    nt_graceful_disconnect(c1.p, c1.a, c1.dev_a);
 
     nt_conn_close(&c1);
     CHECK(!tl_event_wait(&lc->ev, 1, NT_QUIET_MS));

@@ -209,12 +209,7 @@ NT_CASE_FAM(no_reuse_after_disconnect)
     nt_conn c;
     REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
-    nt_op *da, *dp;
-    nt_disconnect(c.a, &da);
-    CHECK(tl_event_wait(&c.dev_p->ev, 1, NT_WAIT_MS));
-    nt_disconnect(c.p, &dp);
-    CHECK_STATUS(nt_finish(da, NT_WAIT_MS), STATUS_SUCCESS);
-    CHECK_STATUS(nt_finish(dp, NT_WAIT_MS), STATUS_SUCCESS);
+    nt_graceful_disconnect(c.a, c.p, c.dev_p);
 
     /* The disconnected connector, with a fresh QP. */
     NDK_QP *fresh = nt_qp(&as);

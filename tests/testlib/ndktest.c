@@ -896,6 +896,16 @@ NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out)
     return nt_started(op, c->Dispatch->NdkDisconnect(c, nt_req_cb, op));
 }
 
+void nt_graceful_disconnect(NDK_CONNECTOR *first, NDK_CONNECTOR *other, nt_op *other_ev)
+{
+    nt_op *d1, *d2;
+    nt_disconnect(first, &d1);
+    CHECK(tl_event_wait(&other_ev->ev, 1, NT_WAIT_MS));
+    nt_disconnect(other, &d2);
+    CHECK_STATUS(nt_finish(d1, NT_WAIT_MS), STATUS_SUCCESS);
+    CHECK_STATUS(nt_finish(d2, NT_WAIT_MS), STATUS_SUCCESS);
+}
+
 void nt_watchdog(int sig)
 {
     (void)sig;

@@ -453,6 +453,11 @@ NTSTATUS nt_gcd(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf, ULONG *len)
 
 NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out);
 
+/* A graceful disconnect: first calls NdkDisconnect, the other side sees its
+ * disconnect event (into other_ev), then calls NdkDisconnect too; both
+ * complete STATUS_SUCCESS (rule X1: the first only after the second). */
+void nt_graceful_disconnect(NDK_CONNECTOR *first, NDK_CONNECTOR *other, nt_op *other_ev);
+
 /* ------------------------------------------------------------------------ */
 /* Case wrappers                                                            */
 /* ------------------------------------------------------------------------ */
