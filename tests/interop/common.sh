@@ -133,6 +133,24 @@ GUEST_RUN_FN='run() {
 	{ "$@"; echo "rc=$?"; } 2>&1 | sed "s/^/$n: /"
 }'
 
+# The guest scripts' wait_listen PORT...: returns once ss shows each port
+# listening (about 30 s at most in all), else prints "GUEST-NOT-LISTENING
+# PORT" and returns 1.
+# shellcheck disable=SC2016,SC2034 # expanded in the guest; used by the drivers
+GUEST_LISTEN_FN='wait_listen() {
+	i=0
+	for p in "$@"; do
+		while ! ss -ltn | grep -q ":$p "; do
+			i=$((i + 1))
+			if [ $i -gt 300 ]; then
+				echo "GUEST-NOT-LISTENING $p"
+				return 1
+			fi
+			sleep 0.1
+		done
+	done
+}'
+
 # log_path FILE: FILE itself when it is a path, else $WORK/FILE.
 log_path() {
 	case $1 in

@@ -48,24 +48,48 @@ listen_port() {
 # hexof TEXT: TEXT's octets in lower-case hex, as the peers print them.
 hexof() { printf '%s' "$1" | od -An -tx1 -v | tr -d ' \n'; }
 
-# Shell functions for the guest scripts (busybox sh). run NAME CMD... runs
-# CMD and prefixes each of its lines, and a final "rc=N", with "NAME: ".
-# wait_listen PORT... returns once ss shows each port listening (max ~30 s).
-# Used by the drivers, expanded into their guest scripts as it is.
-# shellcheck disable=SC2034,SC2016
+# The shell functions for the guest scripts (busybox sh), run and
+# wait_listen (common.sh); the drivers expand it into their guest scripts.
+# shellcheck disable=SC2034
 GUEST_LIB="
-$GUEST_RUN_FN"'
-wait_listen() {
-	i=0
-	for p in "$@"; do
-		while ! ss -ltn | grep -q ":$p "; do
-			i=$((i + 1))
-			if [ $i -gt 300 ]; then
-				echo "GUEST-NOT-LISTENING $p"
-				return 1
-			fi
-			sleep 0.1
-		done
-	done
+$GUEST_RUN_FN
+$GUEST_LISTEN_FN
+"
+
+# boot_held_server SECONDS TICKS SERVER_ARGS...: boots the guest ("guest")
+# with one cm_peer server on its port 7174 (killed after SECONDS),
+# forwarded from HPORT on the host, and returns once it listens. The
+# server's lines go live to the console (the driver waits for its
+# CM-ESTABLISHED lines) and to a file the guest script watches: the script
+# ends with the server, or prints GUEST-GIVES-UP as soon as the server
+# missed an event (cm_peer then hangs in rdma_destroy_id: the guest powers
+# off with the connection still open), or GUEST-TIMEOUT after TICKS tenths
+# of a second.
+boot_held_server() {
+	local secs=$1 ticks=$2
+	shift 2
+	HPORT=$(free_port) || die "no free port"
+	cat >"$WORK/guest.sh" <<EOF
+$GUEST_LIB
+{ timeout $secs /root/cm_peer server 7174 $*; echo "server: rc=\$?"; } 2>&1 | tee /tmp/server.log &
+wait_listen 7174 || exit 1
+echo GUEST-LISTENING
+i=0
+while ! grep -q '^server: rc=' /tmp/server.log; do
+	if grep -q '^CM-NO-EVENT' /tmp/server.log; then
+		echo GUEST-GIVES-UP
+		exit 1
+	fi
+	i=\$((i + 1))
+	if [ \$i -gt $ticks ]; then
+		echo GUEST-TIMEOUT
+		exit 1
+	fi
+	sleep 0.1
+done
+EOF
+	run_guest guest "$WORK/guest.sh" -f "$CM_PEER:/root/cm_peer" -p "$HPORT:7174"
+	# The forward accepts on the host as soon as QEMU runs, so connecting
+	# before the marker would only hit a closed guest port.
+	wait_line "$WORK/guest.out" '^GUEST-LISTENING$' 120 guest || die "the guest server did not start"
 }
-'

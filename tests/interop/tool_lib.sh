@@ -51,3 +51,60 @@ need_guest() {
 # extended REGEX; false after SECONDS, or as soon as NAME has ended
 # without printing it.
 wait_line() { wait_count "$1.out" "$2" 1 "$3" "$1"; }
+
+# forward_ports CASE...: a free host port HOST_PORT[CASE] for each case's guest
+# port GPORT[CASE], and the run-guest.sh options that forward them in FWD.
+declare -A HOST_PORT=()
+forward_ports() {
+	local n
+	FWD=()
+	for n in "$@"; do
+		HOST_PORT[$n]=$(free_port) || die "no free port"
+		FWD+=(-p "${HOST_PORT[$n]}:${GPORT[$n]}")
+	done
+}
+
+# boot_guest_servers WHAT: boots the guest ("guest") with one server per
+# case, SERVER[CASE] in the background, its lines prefixed with the case name
+# and then "rc=N", forwarded as FWD says; returns once every GPORT listens
+# (the forwards accept on the host as soon as QEMU runs, so connecting
+# earlier only hits a closed port).
+declare -A SERVER=()
+boot_guest_servers() {
+	local n
+	{
+		echo "$GUEST_RUN_FN"
+		echo "$GUEST_LISTEN_FN"
+		for n in "${CASES[@]}"; do
+			echo "run $n ${SERVER[$n]} &"
+		done
+		echo "wait_listen ${GPORT[*]} || exit 1"
+		echo "echo GUEST-LISTENING"
+		echo "wait"
+	} >"$WORK/guest.sh"
+	run_guest guest "$WORK/guest.sh" "${FWD[@]}"
+	wait_line guest '^GUEST-LISTENING$' 90 || die "the guest's $1 servers did not start"
+}
+
+# split_args ARGS... -- ARGS...: the arguments before the -- in SARGS, those
+# after it in CARGS (a server's and its client's).
+# shellcheck disable=SC2034 # used by the drivers
+split_args() {
+	SARGS=()
+	while [ $# -gt 0 ] && [ "$1" != -- ]; do
+		SARGS+=("$1")
+		shift
+	done
+	shift
+	CARGS=("$@")
+}
+
+# usage NAME MODE ARGS...: TOOL MODE ARGS... is refused as a usage error
+# (exit status 2); NAME.out and NAME.err keep what it printed.
+usage() {
+	local name=$1 mode=$2
+	shift 2
+	"$TOOL" "$mode" "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
+	RC_OF[$name]=$?
+	check_rc "$name" 2 "usage: $(basename "$TOOL") $mode $* is refused"
+}
