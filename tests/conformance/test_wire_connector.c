@@ -124,13 +124,7 @@ static void attempt_end(struct attempt *a)
 {
     /* Connect may still pend after a failed check: closing the connector
      * cancels it, and the close waits for that completion. */
-    NK_CLOSE(a->c);
-    NK_CLOSE(a->qp);
-    if (a->fd >= 0)
-        close(a->fd);
-    a->c = NULL;
-    a->qp = NULL;
-    a->fd = -1;
+    nk_close_conn(&a->c, &a->qp, &a->fd);
 }
 
 /* The opening of a case with one attempt: its rig, then the attempt.

@@ -515,15 +515,20 @@ bool nk_passive_deliver(nk_passive *p, const void *req, size_t len)
     return p->qp != NULL;
 }
 
+void nk_close_conn(NDK_CONNECTOR **c, NDK_QP **qp, int *fd)
+{
+    NK_CLOSE(*c);
+    NK_CLOSE(*qp);
+    if (*fd >= 0)
+        close(*fd);
+    *c = NULL;
+    *qp = NULL;
+    *fd = -1;
+}
+
 void nk_passive_drop(nk_passive *p)
 {
-    NK_CLOSE(p->c);
-    NK_CLOSE(p->qp);
-    if (p->fd >= 0)
-        close(p->fd);
-    p->c = NULL;
-    p->qp = NULL;
-    p->fd = -1;
+    nk_close_conn(&p->c, &p->qp, &p->fd);
 }
 
 void nk_passive_close(nk_passive *p)

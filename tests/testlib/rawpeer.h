@@ -291,6 +291,10 @@ bool nk_passive_connect(nk_passive *p);
  * when either is missing (a failure counted). */
 bool nk_passive_deliver(nk_passive *p, const void *req, size_t len);
 
+/* Closes whichever of *c, *qp and the socket *fd is open, and clears them
+ * (NULL, NULL, -1). */
+void nk_close_conn(NDK_CONNECTOR **c, NDK_QP **qp, int *fd);
+
 /* Closes whatever of the connector, the QP and the socket is open; the
  * world and its listener stay for the next connection. */
 void nk_passive_drop(nk_passive *p);
