@@ -269,8 +269,7 @@ NT_CASE_FAM(half_open_limit_and_request_timeout)
     for (int i = 0; i < 2; i++)
         close(fd[i]);
     nt_conn_close(&c);
-    nt_side_close(&as);
-    close_listener(&ps, L);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* Malformed Requests (bad key, bad revision, PD_Length > 512, bytes after
