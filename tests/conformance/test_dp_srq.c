@@ -78,36 +78,36 @@ static bool have_srq(const dp_side *s)
     return false;
 }
 
-/* The opening of a case: side p, and side a too when it is not NULL; false,
- * with a failure counted and nothing left open, when a side could not be
- * opened or p has no SRQs. srq_case_close is the end. */
-static bool srq_case_open(dp_side *a, dp_side *p)
-{
-    bool ok = dp_side_open(p);
-    CHECK(ok);
-    if (ok && a) {
-        ok = dp_side_open(a);
-        CHECK(ok);
-        if (!ok)
-            dp_side_close(p);
-    }
-    if (ok && !have_srq(p)) {
-        if (a)
-            dp_side_close(a);
-        dp_side_close(p);
-        ok = false;
-    }
-    if (!ok)
-        srqn_reset();
-    return ok;
-}
-
+/* The end of a case: the sides srq_case_open opened, and the notification
+ * records. */
 static void srq_case_close(dp_side *a, dp_side *p)
 {
     if (a)
         dp_side_close(a);
     dp_side_close(p);
     srqn_reset();
+}
+
+/* The opening of a case: side a when it is not NULL, then side p; false,
+ * with a failure counted and nothing left open, when a side could not be
+ * opened or p has no SRQs. */
+static bool srq_case_open(dp_side *a, dp_side *p)
+{
+    bool ok = !a || dp_side_open(a);
+    CHECK(ok);
+    if (ok) {
+        ok = dp_side_open(p);
+        CHECK(ok);
+        if (!ok && a)
+            dp_side_close(a);
+    }
+    if (ok && !have_srq(p)) {
+        srq_case_close(a, p);
+        return false;
+    }
+    if (!ok)
+        srqn_reset();
+    return ok;
 }
 
 /* A connection from a to p whose passive QP takes its receives from srq. */
