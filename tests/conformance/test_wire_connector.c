@@ -549,12 +549,15 @@ static void reply_followed_by_fpdus(void)
     struct rig r;
     struct attempt a;
     nk_mr m = {0};
-    if (!single_start(&r, 0, &a, 4, 4, NULL, 0))
+    attempt_clear(&a);
+    if (!rig_open(&r, 0))
         goto out;
     /* Without a registered buffer for the Send's receive, only the
      * zero-length Write follows the Reply. */
     bool data = nk_mr_register(r.w, &m);
     CHECK(data);
+    if (!attempt_start(&r, &a, 4, 4, NULL, 0))
+        goto out;
     if (data) {
         /* Posted after Connect started but before any octet of the Reply
          * left the responder, so the Send always finds it. */
