@@ -29,7 +29,10 @@
 #include "rawpeer.h"
 #include "testlib.h"
 
-#define REPLY_TIMEOUT_MS 500u /* MpaReplyTimeoutMs of every world here */
+/* MpaReplyTimeoutMs of every world here. Several cases watch the wire for
+ * RP_QUIET_MS (300 ms) after the Request before they answer; the timeout
+ * leaves that window more than a second of a loaded machine's delays. */
+#define REPLY_TIMEOUT_MS 1500u
 
 static const char ulp_pd[] = "hello-request"; /* 13 octets of ULP private data */
 
