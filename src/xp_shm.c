@@ -27,9 +27,10 @@
 
 #define SHM_MAGIC 0x4E444B53u /* "NDKS" */
 #define SHM_VERSION 1u
-/* Tagged accesses are mapped and moved in pieces of at most this many
- * octets, so that a piece of a fast-registered region fits RX_IOV_MAX
- * iovecs, as one FPDU does. */
+/* A tagged access is moved with one system call when our side of it maps
+ * into RX_IOV_MAX iovecs (a normal MR's range is one iovec); a
+ * fast-registered region's scattered pages are moved in pieces of at most
+ * this many octets, which always fit, as one FPDU's do. */
 #define SHM_PIECE (64u * 1024)
 /* While a Send waits for a receive posted to an SRQ, the service thread
  * looks again this often. */
@@ -201,11 +202,19 @@ static enum mem_err tagged_move(struct shm_conn *c, uint32_t stag, uint64_t to, 
 {
     struct ndk_qp_impl *qp = c->qp;
     enum mem_err e = MEM_OK;
-    for (uint64_t off = 0; e == MEM_OK && off < len; off += SHM_PIECE) {
-        uint64_t n = len - off < SHM_PIECE ? len - off : SHM_PIECE;
+    bool pieces = false; /* the range needs more iovecs than RX_IOV_MAX */
+    for (uint64_t off = 0, n; e == MEM_OK && off < len; off += n) {
         struct iovec mine[RX_IOV_MAX], theirs[MEM_LOCAL_IOV_MAX];
         int nm = 0;
+        n = pieces && len - off > SHM_PIECE ? SHM_PIECE : len - off;
         e = mem_map_remote(qp_mem(qp), qp->pd, qp, stag, to + off, n, access, mine, RX_IOV_MAX, &nm);
+        if (e == MEM_BOUNDS && n > SHM_PIECE) {
+            /* Too many iovecs (or truly out of bounds: the piece's own
+             * check says so again). */
+            pieces = true;
+            n = SHM_PIECE;
+            e = mem_map_remote(qp_mem(qp), qp->pd, qp, stag, to + off, n, access, mine, RX_IOV_MAX, &nm);
+        }
         if (e != MEM_OK)
             break;
         if (buf) {
