@@ -127,6 +127,23 @@ static void space_freed(struct shm_conn *c, struct shm_ring *r)
         shm_os_doorbell_ring(c->peer_bell);
 }
 
+/* Slots of an incoming ring go back to its producer once per drained
+ * batch (one store of tail, shm_ring.h), and every quarter ring within a
+ * long one so that the producer can fill on behind us. */
+static void give_back(struct shm_conn *c, struct shm_ring *r)
+{
+    if (shm_ring_release(r))
+        space_freed(c, r);
+}
+
+/* The consumer is done with the slot at the head of r. */
+static void took(struct shm_conn *c, struct shm_ring *r, uint32_t *taken)
+{
+    shm_ring_take(r);
+    if (++*taken % (SHM_SLOTS / 4) == 0)
+        give_back(c, r);
+}
+
 /* Free slots of an outgoing ring; with fewer than need, the consumer is
  * asked to wake us when it frees one (then we look once more, so a slot
  * freed in between is not missed). */
@@ -436,7 +453,8 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
 /* Reads the request ring (rx_lock held). */
 static void take_requests(struct shm_conn *c, struct shm_fail *f)
 {
-    bool corrupt = false, any = false;
+    bool corrupt = false;
+    uint32_t taken = 0;
     const struct shm_msg *m;
     while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->req_in, &corrupt))) {
         /* The peer may still write the slot: its header is read once. */
@@ -464,13 +482,11 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         }
         if (!done)
             break;
-        shm_ring_release(&c->req_in);
-        any = true;
+        took(c, &c->req_in, &taken);
     }
     if (corrupt)
         broken(c, f);
-    if (any)
-        space_freed(c, &c->req_in);
+    give_back(c, &c->req_in);
     wake_peer(c);
 }
 
@@ -519,7 +535,8 @@ static bool read_piece(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
 static void take_responses(struct shm_conn *c, struct shm_fail *f)
 {
     struct ndk_qp_impl *qp = c->qp;
-    bool corrupt = false, any = false;
+    bool corrupt = false;
+    uint32_t taken = 0;
     const struct shm_msg *m;
     while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->resp_in, &corrupt))) {
         struct shm_msg h;
@@ -554,15 +571,13 @@ static void take_responses(struct shm_conn *c, struct shm_fail *f)
             corrupt = true;
             break;
         }
-        shm_ring_release(&c->resp_in);
-        any = true;
+        took(c, &c->resp_in, &taken);
     }
     if (corrupt)
         fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
-    if (any) {
-        space_freed(c, &c->resp_in);
+    give_back(c, &c->resp_in);
+    if (taken)
         ndk_xp_sq_complete(qp);
-    }
 }
 
 /* The payload of a Send or Write, where the requester registered it. */
@@ -730,8 +745,10 @@ static void progress(struct shm_conn *c, bool poller)
         (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0)) {
         if (c->flushed) {
             bool corrupt = false;
+            uint32_t taken = 0;
             while (shm_ring_peek(&c->resp_in, &corrupt))
-                shm_ring_release(&c->resp_in); /* answers to flushed requests */
+                took(c, &c->resp_in, &taken); /* answers to flushed requests */
+            give_back(c, &c->resp_in);
         } else {
             take_responses(c, &f);
             if (!f.fail)
