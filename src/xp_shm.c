@@ -86,6 +86,7 @@ struct shm_conn {
     uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
+    struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
 };
 
 /* What a pass found that ends the connection; applied with no lock held. */
@@ -339,8 +340,8 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
     if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
         st = STATUS_ACCESS_VIOLATION;
     c->rs_active = false;
-    ndk_xp_complete_receive(qp, c->rs_wqe.ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
-                            inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
+    ndk_xp_rcv_add(qp, &c->rcv, c->rs_wqe.ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
+                   inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
             respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
@@ -486,6 +487,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     }
     if (corrupt)
         broken(c, f);
+    ndk_xp_rcv_flush(c->qp, &c->rcv);
     give_back(c, &c->req_in);
     wake_peer(c);
 }
