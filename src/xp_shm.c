@@ -606,6 +606,17 @@ static void put_iovs(struct shm_msg *m, const struct iovec *v, int n)
     m->flags |= SHM_F_IOV | SHM_F_LAST;
 }
 
+/* The request at sq_tx is finished with st; put_requests emits the
+ * completions of all it finished at its end, after the ring publish, in
+ * one push (ndk_xp_sq_complete). */
+static void finished(struct ndk_qp_impl *qp, NTSTATUS st)
+{
+    struct ndk_swqe *w = ndk_xp_sq_next(qp);
+    w->status = st;
+    w->done = true;
+    ndk_xp_sq_taken(qp);
+}
+
 /* One request into the ring (room: free slots). Returns false when it has
  * to wait for room (or for an ORD slot); it is then not taken. */
 static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, uint32_t *used)
@@ -619,7 +630,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     NTSTATUS st = read ? mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
                        : source_of(qp, w, v, &nv);
     if (st != STATUS_SUCCESS) {
-        ndk_xp_sq_finish(qp, st);
+        finished(qp, st);
         return true;
     }
     bool single = !c->copy && w->total > SHM_PAYLOAD && nv <= (int)SHM_IOV_MAX;
@@ -665,7 +676,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     } else if (single) {
         ndk_xp_sq_taken(qp); /* done when the target pulled it */
     } else {
-        ndk_xp_sq_finish(qp, STATUS_SUCCESS); /* in the ring: handed over */
+        finished(qp, STATUS_SUCCESS); /* in the ring: handed over */
     }
     return true;
 }
@@ -678,7 +689,7 @@ static void put_requests(struct shm_conn *c)
     struct ndk_swqe *w;
     while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
         if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
-            ndk_xp_sq_finish(qp, ndk_xp_exec_local(qp, w));
+            finished(qp, ndk_xp_exec_local(qp, w));
             continue;
         }
         if (put_request(c, w, room, &used))
