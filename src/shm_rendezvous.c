@@ -26,6 +26,12 @@
 #include "shm_rendezvous.h"
 #include "xp_shm.h"
 
+/* Accepted connections whose hello has not come: beyond this many, the
+ * one that waited longest is closed. An initiator sends its hello as it
+ * connects, so only processes that connect and stay silent lose theirs,
+ * and they cannot hold the fast path from the others. */
+#define RV_INCOMING_MAX 32
+
 enum rv_state {
     RV_IDLE,
     RV_EXPECT,  /* passive: in its listener's list */
@@ -271,6 +277,7 @@ static void in_free(struct shm_rv_in *in, bool close_fd)
     *in->pprev = in->next;
     if (in->next)
         in->next->pprev = in->pprev;
+    in->ls->nincoming--;
     loop_defer_free(in->ls->loop, &in->dfree);
 }
 
@@ -315,6 +322,12 @@ static void ls_on_io(struct loop_watch *w, uint32_t events)
         int fd = shm_rv_os_accept(ls->fd);
         if (fd < 0)
             return;
+        if (ls->nincoming >= RV_INCOMING_MAX) {
+            struct shm_rv_in *oldest = ls->incoming;
+            while (oldest->next)
+                oldest = oldest->next;
+            in_free(oldest, true);
+        }
         struct shm_rv_in *in = calloc(1, sizeof *in);
         if (!in) {
             shm_os_close(fd);
@@ -332,6 +345,7 @@ static void ls_on_io(struct loop_watch *w, uint32_t events)
             ls->incoming->pprev = &in->next;
         in->pprev = &ls->incoming;
         ls->incoming = in;
+        ls->nincoming++;
     }
 }
 

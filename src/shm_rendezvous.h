@@ -44,6 +44,7 @@ struct shm_rv_listen {
     struct loop *loop;
     struct loop_watch watch;
     struct shm_rv_in *incoming; /* accepted, their first message not read yet */
+    unsigned nincoming;
     struct shm_rv *expect;      /* connections that may be joined */
 };
 

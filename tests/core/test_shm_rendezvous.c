@@ -6,6 +6,7 @@
  * data is exact either way; a peer killed with SIGKILL flushes everything
  * and fires the disconnect event once. The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
+#include <dirent.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -225,6 +226,62 @@ DP_CASE(checks_refuse_keep_tcp)
     dp_pair_close(&x);
 }
 
+/* ---- silent connections to the listener's name ---- */
+
+static unsigned open_fds(void)
+{
+    unsigned n = 0;
+    DIR *d = opendir("/proc/self/fd");
+    if (!d)
+        return 0;
+    while (readdir(d))
+        n++;
+    closedir(d);
+    return n;
+}
+
+#define SILENT 48
+
+static int g_silent[SILENT];
+
+/* Connects SILENT sockets to the listener's name that never say a word,
+ * then lets the initiator ask: it must still get the fast path, and the
+ * listener must hold at most its bound of them (32). */
+static void connect_silent(dp_conn *c)
+{
+    unsigned before = open_fds();
+    for (int i = 0; i < SILENT; i++)
+        g_silent[i] = shm_rv_os_connect(&c->laddr.sa);
+    /* Then one that says something wrong: once the listener closed it, it
+     * has accepted every connection queued before it. */
+    int last = shm_rv_os_connect(&c->laddr.sa);
+    char junk[8] = {0};
+    struct pollfd p = {.fd = last, .events = POLLIN};
+    CHECK(last >= 0 && send(last, junk, sizeof junk, 0) == (ssize_t)sizeof junk);
+    CHECK(last >= 0 && poll(&p, 1, DP_WAIT_MS) == 1 && recv(last, junk, sizeof junk, 0) == 0);
+    unsigned grown = open_fds() - before;
+    if (last >= 0)
+        close(last);
+    fprintf(stderr, "  %u descriptors for %d silent connections and one refused\n", grown, SILENT);
+    CHECK(grown <= SILENT + 1 + 32);
+}
+
+DP_CASE(silent_connections_do_not_hold_the_fast_path)
+{
+    dp_cfg cfg = dp_cfg_default();
+    cfg.before_complete = connect_silent;
+    dp_pair x;
+    REQUIRE(pair_open(&x, 0, 0, &cfg));
+    for (int i = 0; i < SILENT; i++) {
+        CHECK(g_silent[i] >= 0);
+        if (g_silent[i] >= 0)
+            close(g_silent[i]);
+    }
+    CHECK_EQ(qps_on("shm"), 2);
+    traffic_and_disconnect(x.c);
+    dp_pair_close(&x);
+}
+
 /* ---- two processes ---- */
 
 static bool put_u32(int fd, uint32_t v)
@@ -360,5 +417,6 @@ int main(int argc, char **argv)
     RUN_FAM(off_switches_keep_tcp);
     RUN_FAM(mute_peer_keeps_tcp);
     RUN_FAM(checks_refuse_keep_tcp);
+    RUN_FAM(silent_connections_do_not_hold_the_fast_path);
     return tl_finish();
 }
