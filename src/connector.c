@@ -644,13 +644,14 @@ static bool was_reset(struct ndk_connector_impl *c, uint32_t events)
     return ndk_stream_error(c->fd) != 0 || !(events & EPOLLRDHUP);
 }
 
-/* NdkDisconnect is done when our FIN is out (after everything queued) and
- * the peer's FIN has arrived (X1); the QP is then flushed (X5). */
+/* Nothing of ours is queued or in flight (X1 "DMA finished"). */
 static bool quiescent(struct ndk_connector_impl *c)
 {
     return c->shm ? ndk_shm_quiescent(c->qp) : ndk_qp_quiescent(c->qp);
 }
 
+/* NdkDisconnect is done when our FIN is out (after everything queued) and
+ * the peer's FIN has arrived (X1); the QP is then flushed (X5). */
 static void maybe_finish_disconnect(struct ndk_connector_impl *c)
 {
     if (c->state != CONN_DISCONNECTING || !c->peer_fin || !c->qp || !quiescent(c))
@@ -821,7 +822,8 @@ static void conn_on_timer(struct loop_timer *t)
         break;
     case CONN_SHM_RV:
         /* The rendezvous did not settle in time: TCP. */
-        CONN_LOG(NDK_LL_WARN, NDK_LC_CM, c, "same host: the fast path was not set up within %u ms; TCP carries the connection",
+        CONN_LOG(NDK_LL_WARN, NDK_LC_CM, c,
+                 "same host: the fast path was not set up within %u ms; TCP carries the connection",
                  ndk_shm_rendezvous_ms());
         shm_rv_stop(&c->rv);
         ndk_req_complete(&c->complete_req, finish_complete_connect(c, NULL));
@@ -1083,7 +1085,8 @@ static void rv_settled(struct shm_rv *rv, bool shm)
         return;
     struct shm_conn *setup = shm ? shm_rv_take(rv) : NULL;
     if (!setup)
-        CONN_LOG(NDK_LL_WARN, NDK_LC_CM, c, "%s", "same host: the fast path was refused or failed; TCP carries the connection");
+        CONN_LOG(NDK_LL_WARN, NDK_LC_CM, c, "%s",
+                 "same host: the fast path was refused or failed; TCP carries the connection");
     ndk_req_complete(&c->complete_req, finish_complete_connect(c, setup));
 }
 
