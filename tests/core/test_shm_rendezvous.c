@@ -68,6 +68,32 @@ DP_CASE(one_process_selects_shm)
     dp_pair_close(&x);
 }
 
+/* A listener on the wildcard address, connected to through the loopback
+ * address: the initiator finds it under the wildcard's name. */
+DP_CASE(wildcard_listener_selects_shm)
+{
+    dp_pair x;
+    memset(&x, 0, sizeof x);
+    REQUIRE(dp_side_open(&x.a) && dp_side_open(&x.p));
+    /* The listener's address: the run's family, any address. */
+    NDK_SOCKADDR any;
+    dp_loop(&any, 0);
+    if (any.sa.sa_family == AF_INET6)
+        any.in6.sin6_addr = in6addr_any;
+    else
+        any.in4.sin_addr.s_addr = htonl(INADDR_ANY);
+    x.p.host = any;
+    x.c = dp_conn_new(&x.a, &x.p, NULL);
+    REQUIRE(x.c && dp_conn_listen(x.c));
+    /* Connect to the loopback address with the port it got. */
+    x.c->laddrlen = dp_loop(&x.c->laddr, nt_sa_port(&x.c->laddr));
+    memset(&x.p.host, 0, sizeof x.p.host);
+    REQUIRE(dp_conn_connect(x.c));
+    CHECK_EQ(qps_on("shm"), 2);
+    traffic_and_disconnect(x.c);
+    dp_pair_close(&x);
+}
+
 /* NDK_SHM=0 for the process, NDK_OPEN_FLAG_NO_SHM on either side. */
 DP_CASE(off_switches_keep_tcp)
 {
@@ -414,6 +440,7 @@ int main(int argc, char **argv)
     unsetenv("NDK_SHM");
     RUN_FAM(two_processes_select_shm_and_survive_kill);
     RUN_FAM(one_process_selects_shm);
+    RUN_FAM(wildcard_listener_selects_shm);
     RUN_FAM(off_switches_keep_tcp);
     RUN_FAM(mute_peer_keeps_tcp);
     RUN_FAM(checks_refuse_keep_tcp);

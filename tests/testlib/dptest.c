@@ -684,8 +684,11 @@ NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms)
 
 bool dp_conn_establish(dp_conn *c)
 {
-    if (!dp_conn_listen(c))
-        return false;
+    return dp_conn_listen(c) && dp_conn_connect(c);
+}
+
+bool dp_conn_connect(dp_conn *c)
+{
     c->ca = dp_connector_new(c->a);
     if (!c->ca)
         return false;

@@ -455,6 +455,8 @@ NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms);
 /* Connect, Accept, CompleteConnect (the three legs), then the effective
  * IRD/ORD of both sides. */
 bool dp_conn_establish(dp_conn *c);
+/* The same to the listener c->l already listening at c->laddr. */
+bool dp_conn_connect(dp_conn *c);
 
 /* NdkDisconnect on one connector; the final status. */
 NTSTATUS dp_disconnect(NDK_CONNECTOR *k);
