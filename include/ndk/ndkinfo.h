@@ -84,6 +84,11 @@ typedef struct _NDK_ADAPTER_INFO {
 #define NDK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 
+/* A member's offset and a type's size, as on Windows x64. */
+#define NDK_ASSERT_OFFSET_(T, member, offset)                                             \
+    NDK_STATIC_ASSERT(offsetof(T, member) == (offset), #T "." #member)
+#define NDK_ASSERT_SIZE_(T, size) NDK_STATIC_ASSERT(sizeof(T) == (size), #T)
+
 /* Size and signedness of each Windows scalar type, as on Windows x64. */
 #define NDK_ASSERT_SCALAR_(T, size, is_signed)                                            \
     NDK_STATIC_ASSERT(sizeof(T) == (size) && (((T)-1 > (T)0) != (is_signed)), #T)
@@ -108,44 +113,41 @@ NDK_ASSERT_SCALAR_(LONGLONG, 8, 1);
 NDK_ASSERT_SCALAR_(SIZE_T, 8, 0);
 NDK_ASSERT_SCALAR_(ULONG_PTR, 8, 0);
 NDK_ASSERT_SCALAR_(KAFFINITY, 8, 0);
-NDK_STATIC_ASSERT(sizeof(PVOID) == 8, "PVOID");
-NDK_STATIC_ASSERT(sizeof(LARGE_INTEGER) == 8 && offsetof(LARGE_INTEGER, HighPart) == 4,
-                  "LARGE_INTEGER");
-NDK_STATIC_ASSERT(sizeof(PHYSICAL_ADDRESS) == 8, "PHYSICAL_ADDRESS");
-NDK_STATIC_ASSERT(sizeof(GUID) == 16, "GUID");
-NDK_STATIC_ASSERT(sizeof(GROUP_AFFINITY) == 16, "GROUP_AFFINITY");
+NDK_ASSERT_SIZE_(PVOID, 8);
+NDK_ASSERT_SIZE_(LARGE_INTEGER, 8);
+NDK_ASSERT_OFFSET_(LARGE_INTEGER, HighPart, 4);
+NDK_ASSERT_SIZE_(PHYSICAL_ADDRESS, 8);
+NDK_ASSERT_SIZE_(GUID, 16);
+NDK_ASSERT_SIZE_(GROUP_AFFINITY, 16);
 
-NDK_STATIC_ASSERT(sizeof(NDK_VERSION) == 4, "NDK_VERSION");
-NDK_STATIC_ASSERT(offsetof(NDK_VERSION, Major) == 0, "NDK_VERSION.Major");
-NDK_STATIC_ASSERT(offsetof(NDK_VERSION, Minor) == 2, "NDK_VERSION.Minor");
-NDK_STATIC_ASSERT(sizeof(NDK_RDMA_TECHNOLOGY) == 4, "NDK_RDMA_TECHNOLOGY");
+NDK_ASSERT_SIZE_(NDK_VERSION, 4);
+NDK_ASSERT_OFFSET_(NDK_VERSION, Major, 0);
+NDK_ASSERT_OFFSET_(NDK_VERSION, Minor, 2);
+NDK_ASSERT_SIZE_(NDK_RDMA_TECHNOLOGY, 4);
 
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, Version) == 0x00, "Version");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, VendorId) == 0x04, "VendorId");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, DeviceId) == 0x08, "DeviceId");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxRegistrationSize) == 0x10, "MaxRegistrationSize");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxWindowSize) == 0x18, "MaxWindowSize");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, FRMRPageCount) == 0x20, "FRMRPageCount");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInitiatorRequestSge) == 0x24,
-                  "MaxInitiatorRequestSge");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReceiveRequestSge) == 0x28, "MaxReceiveRequestSge");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReadRequestSge) == 0x2C, "MaxReadRequestSge");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxTransferLength) == 0x30, "MaxTransferLength");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInlineDataSize) == 0x34, "MaxInlineDataSize");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInboundReadLimit) == 0x38, "MaxInboundReadLimit");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxOutboundReadLimit) == 0x3C, "MaxOutboundReadLimit");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReceiveQueueDepth) == 0x40, "MaxReceiveQueueDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth) == 0x44,
-                  "MaxInitiatorQueueDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxSrqDepth) == 0x48, "MaxSrqDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCqDepth) == 0x4C, "MaxCqDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, LargeRequestThreshold) == 0x50,
-                  "LargeRequestThreshold");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCallerData) == 0x54, "MaxCallerData");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCalleeData) == 0x58, "MaxCalleeData");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, AdapterFlags) == 0x5C, "AdapterFlags");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, RdmaTechnology) == 0x60, "RdmaTechnology");
-NDK_STATIC_ASSERT(sizeof(NDK_ADAPTER_INFO) == 0x68, "NDK_ADAPTER_INFO size");
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, Version, 0x00);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, VendorId, 0x04);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, DeviceId, 0x08);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxRegistrationSize, 0x10);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxWindowSize, 0x18);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, FRMRPageCount, 0x20);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInitiatorRequestSge, 0x24);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxReceiveRequestSge, 0x28);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxReadRequestSge, 0x2C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxTransferLength, 0x30);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInlineDataSize, 0x34);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInboundReadLimit, 0x38);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxOutboundReadLimit, 0x3C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxReceiveQueueDepth, 0x40);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth, 0x44);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxSrqDepth, 0x48);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxCqDepth, 0x4C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, LargeRequestThreshold, 0x50);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxCallerData, 0x54);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxCalleeData, 0x58);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, AdapterFlags, 0x5C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, RdmaTechnology, 0x60);
+NDK_ASSERT_SIZE_(NDK_ADAPTER_INFO, 0x68);
 #endif
 
 #ifdef __cplusplus
