@@ -300,46 +300,51 @@ VOID ExInitializePushLock(PEX_PUSH_LOCK PushLock)
     *PushLock = 0;
 }
 
+/* Waits until ready(lock) holds, then adds add: 1 for the exclusive
+ * owner, 2 for each shared one. */
+static void push_take(PEX_PUSH_LOCK lock, bool (*ready)(void *), EX_PUSH_LOCK add,
+                      const char *routine, const void *caller)
+{
+    kit_touch();
+    kit_require_irql(APC_LEVEL, routine, caller);
+    pthread_mutex_lock(&kit_disp_lock);
+    kit_disp_wait(ready, lock, NULL, caller, routine);
+    *lock += add;
+    pthread_mutex_unlock(&kit_disp_lock);
+}
+
+/* The exclusive owner leaves the lock free; a shared one takes its 2 off. */
+static void push_drop(PEX_PUSH_LOCK lock, bool exclusive)
+{
+    kit_touch();
+    pthread_mutex_lock(&kit_disp_lock);
+    *lock = exclusive ? 0 : *lock - 2;
+    kit_disp_changed();
+    pthread_mutex_unlock(&kit_disp_lock);
+}
+
 VOID ExAcquirePushLockExclusiveEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    kit_require_irql(APC_LEVEL, "ExAcquirePushLockExclusive", KIT_CALLER);
-    pthread_mutex_lock(&kit_disp_lock);
-    kit_disp_wait(push_free, PushLock, NULL, KIT_CALLER, "ExAcquirePushLockExclusive");
-    *PushLock = 1;
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_take(PushLock, push_free, 1, "ExAcquirePushLockExclusive", KIT_CALLER);
 }
 
 VOID ExReleasePushLockExclusiveEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    pthread_mutex_lock(&kit_disp_lock);
-    *PushLock = 0;
-    kit_disp_changed();
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_drop(PushLock, true);
 }
 
 VOID ExAcquirePushLockSharedEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    kit_require_irql(APC_LEVEL, "ExAcquirePushLockShared", KIT_CALLER);
-    pthread_mutex_lock(&kit_disp_lock);
-    kit_disp_wait(push_not_exclusive, PushLock, NULL, KIT_CALLER, "ExAcquirePushLockShared");
-    *PushLock += 2;
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_take(PushLock, push_not_exclusive, 2, "ExAcquirePushLockShared", KIT_CALLER);
 }
 
 VOID ExReleasePushLockSharedEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    pthread_mutex_lock(&kit_disp_lock);
-    *PushLock -= 2;
-    kit_disp_changed();
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_drop(PushLock, false);
 }
 
 /* ---- rundown protection: bit 0 run down, the rest twice the count ---- */
