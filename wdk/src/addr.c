@@ -8,35 +8,35 @@
 
 #include "kit.h"
 
-static size_t span(const char *s, const char *set)
+/* Copies the leading run of s made of the characters in set into buf, NUL
+ * terminated; *term (if asked) is where the run ends. False when the run is
+ * empty or does not fit. */
+static bool take_run(const char *s, const char *set, const char **term, char *buf, size_t cap)
 {
-    return strspn(s, set);
+    size_t n = strspn(s, set);
+    if (term)
+        *term = s + n;
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return true;
 }
 
 static NTSTATUS v4_parse(const char *s, bool strict, const char **term, struct in_addr *a)
 {
-    size_t n = span(s, strict ? "0123456789." : "0123456789abcdefABCDEFxX.");
     char buf[64];
-    if (term)
-        *term = s + n;
-    if (n == 0 || n >= sizeof buf)
+    if (!take_run(s, strict ? "0123456789." : "0123456789abcdefABCDEFxX.", term, buf, sizeof buf))
         return STATUS_INVALID_PARAMETER;
-    memcpy(buf, s, n);
-    buf[n] = 0;
     int ok = strict ? inet_pton(AF_INET, buf, a) : inet_aton(buf, a);
     return ok == 1 ? STATUS_SUCCESS : STATUS_INVALID_PARAMETER;
 }
 
 static NTSTATUS v6_parse(const char *s, const char **term, struct in6_addr *a)
 {
-    size_t n = span(s, "0123456789abcdefABCDEF:.");
     char buf[64];
-    if (term)
-        *term = s + n;
-    if (n == 0 || n >= sizeof buf)
+    if (!take_run(s, "0123456789abcdefABCDEF:.", term, buf, sizeof buf))
         return STATUS_INVALID_PARAMETER;
-    memcpy(buf, s, n);
-    buf[n] = 0;
     return inet_pton(AF_INET6, buf, a) == 1 ? STATUS_SUCCESS : STATUS_INVALID_PARAMETER;
 }
 

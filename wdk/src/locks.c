@@ -124,20 +124,32 @@ VOID KeReleaseSpinLockForDpc(PKSPIN_LOCK SpinLock, KIRQL OldIrql)
     lower_to(OldIrql, "KeReleaseSpinLockForDpc", KIT_CALLER);
 }
 
+/* In-stack queued spin locks: the handle records the lock (and the IRQL to
+ * return to); the lock itself is the same spin lock. */
+static void queued_take(PKSPIN_LOCK lock, PKLOCK_QUEUE_HANDLE h, const void *caller)
+{
+    spin_take(lock, caller);
+    h->LockQueue.Lock = lock;
+    h->LockQueue.Next = NULL;
+}
+
+static void queued_drop(PKLOCK_QUEUE_HANDLE h, const char *routine, const void *caller)
+{
+    spin_drop(h->LockQueue.Lock, caller);
+    lower_to(h->OldIrql, routine, caller);
+}
+
 VOID KeAcquireInStackQueuedSpinLock(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
     LockHandle->OldIrql = raise_to_dispatch("KeAcquireInStackQueuedSpinLock", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    LockHandle->LockQueue.Lock = SpinLock;
-    LockHandle->LockQueue.Next = NULL;
+    queued_take(SpinLock, LockHandle, KIT_CALLER);
 }
 
 VOID KeReleaseInStackQueuedSpinLock(PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    spin_drop(LockHandle->LockQueue.Lock, KIT_CALLER);
-    lower_to(LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLock", KIT_CALLER);
+    queued_drop(LockHandle, "KeReleaseInStackQueuedSpinLock", KIT_CALLER);
 }
 
 VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock,
@@ -145,9 +157,7 @@ VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock,
 {
     kit_touch();
     need_dispatch("KeAcquireInStackQueuedSpinLockAtDpcLevel", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    LockHandle->LockQueue.Lock = SpinLock;
-    LockHandle->LockQueue.Next = NULL;
+    queued_take(SpinLock, LockHandle, KIT_CALLER);
     LockHandle->OldIrql = DISPATCH_LEVEL;
 }
 
@@ -161,16 +171,13 @@ VOID KeAcquireInStackQueuedSpinLockForDpc(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HAN
 {
     kit_touch();
     LockHandle->OldIrql = raise_to_dispatch("KeAcquireInStackQueuedSpinLockForDpc", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    LockHandle->LockQueue.Lock = SpinLock;
-    LockHandle->LockQueue.Next = NULL;
+    queued_take(SpinLock, LockHandle, KIT_CALLER);
 }
 
 VOID KeReleaseInStackQueuedSpinLockForDpc(PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    spin_drop(LockHandle->LockQueue.Lock, KIT_CALLER);
-    lower_to(LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLockForDpc", KIT_CALLER);
+    queued_drop(LockHandle, "KeReleaseInStackQueuedSpinLockForDpc", KIT_CALLER);
 }
 
 /* ---- fast and guarded mutexes ---- */
