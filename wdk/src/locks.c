@@ -62,6 +62,21 @@ static void lower_to(KIRQL irql, const char *routine, const void *site)
     kit_tls.irql = irql;
 }
 
+/* The raising acquire and the lowering release (KeAcquireSpinLock,
+ * KeReleaseSpinLock and their ForDpc and in-stack queued forms). */
+static KIRQL spin_acquire(PKSPIN_LOCK l, const char *routine, const void *site)
+{
+    KIRQL old = raise_to_dispatch(routine, site);
+    spin_take(l, site);
+    return old;
+}
+
+static void spin_release(PKSPIN_LOCK l, KIRQL irql, const char *routine, const void *site)
+{
+    spin_drop(l, site);
+    lower_to(irql, routine, site);
+}
+
 VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock)
 {
     *SpinLock = 0;
@@ -70,16 +85,13 @@ VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock)
 KIRQL KeAcquireSpinLockRaiseToDpc(PKSPIN_LOCK SpinLock)
 {
     kit_touch();
-    KIRQL old = raise_to_dispatch("KeAcquireSpinLock", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    return old;
+    return spin_acquire(SpinLock, "KeAcquireSpinLock", KIT_CALLER);
 }
 
 VOID KeReleaseSpinLock(PKSPIN_LOCK SpinLock, KIRQL NewIrql)
 {
     kit_touch();
-    spin_drop(SpinLock, KIT_CALLER);
-    lower_to(NewIrql, "KeReleaseSpinLock", KIT_CALLER);
+    spin_release(SpinLock, NewIrql, "KeReleaseSpinLock", KIT_CALLER);
 }
 
 VOID KeAcquireSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock)
@@ -112,44 +124,35 @@ BOOLEAN KeTestSpinLock(PKSPIN_LOCK SpinLock)
 KIRQL KeAcquireSpinLockForDpc(PKSPIN_LOCK SpinLock)
 {
     kit_touch();
-    KIRQL old = raise_to_dispatch("KeAcquireSpinLockForDpc", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    return old;
+    return spin_acquire(SpinLock, "KeAcquireSpinLockForDpc", KIT_CALLER);
 }
 
 VOID KeReleaseSpinLockForDpc(PKSPIN_LOCK SpinLock, KIRQL OldIrql)
 {
     kit_touch();
-    spin_drop(SpinLock, KIT_CALLER);
-    lower_to(OldIrql, "KeReleaseSpinLockForDpc", KIT_CALLER);
+    spin_release(SpinLock, OldIrql, "KeReleaseSpinLockForDpc", KIT_CALLER);
 }
 
-/* In-stack queued spin locks: the handle records the lock (and the IRQL to
- * return to); the lock itself is the same spin lock. */
-static void queued_take(PKSPIN_LOCK lock, PKLOCK_QUEUE_HANDLE h, const void *caller)
+/* In-stack queued spin locks: the lock itself is the same spin lock; the
+ * handle records it (and the IRQL to return to). */
+static void queued_record(PKSPIN_LOCK lock, PKLOCK_QUEUE_HANDLE h)
 {
-    spin_take(lock, caller);
     h->LockQueue.Lock = lock;
     h->LockQueue.Next = NULL;
-}
-
-static void queued_drop(PKLOCK_QUEUE_HANDLE h, const char *routine, const void *caller)
-{
-    spin_drop(h->LockQueue.Lock, caller);
-    lower_to(h->OldIrql, routine, caller);
 }
 
 VOID KeAcquireInStackQueuedSpinLock(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    LockHandle->OldIrql = raise_to_dispatch("KeAcquireInStackQueuedSpinLock", KIT_CALLER);
-    queued_take(SpinLock, LockHandle, KIT_CALLER);
+    LockHandle->OldIrql = spin_acquire(SpinLock, "KeAcquireInStackQueuedSpinLock", KIT_CALLER);
+    queued_record(SpinLock, LockHandle);
 }
 
 VOID KeReleaseInStackQueuedSpinLock(PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    queued_drop(LockHandle, "KeReleaseInStackQueuedSpinLock", KIT_CALLER);
+    spin_release(LockHandle->LockQueue.Lock, LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLock",
+                 KIT_CALLER);
 }
 
 VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock,
@@ -157,7 +160,8 @@ VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock,
 {
     kit_touch();
     need_dispatch("KeAcquireInStackQueuedSpinLockAtDpcLevel", KIT_CALLER);
-    queued_take(SpinLock, LockHandle, KIT_CALLER);
+    spin_take(SpinLock, KIT_CALLER);
+    queued_record(SpinLock, LockHandle);
     LockHandle->OldIrql = DISPATCH_LEVEL;
 }
 
@@ -170,14 +174,16 @@ VOID KeReleaseInStackQueuedSpinLockFromDpcLevel(PKLOCK_QUEUE_HANDLE LockHandle)
 VOID KeAcquireInStackQueuedSpinLockForDpc(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    LockHandle->OldIrql = raise_to_dispatch("KeAcquireInStackQueuedSpinLockForDpc", KIT_CALLER);
-    queued_take(SpinLock, LockHandle, KIT_CALLER);
+    LockHandle->OldIrql =
+        spin_acquire(SpinLock, "KeAcquireInStackQueuedSpinLockForDpc", KIT_CALLER);
+    queued_record(SpinLock, LockHandle);
 }
 
 VOID KeReleaseInStackQueuedSpinLockForDpc(PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    queued_drop(LockHandle, "KeReleaseInStackQueuedSpinLockForDpc", KIT_CALLER);
+    spin_release(LockHandle->LockQueue.Lock, LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLockForDpc",
+                 KIT_CALLER);
 }
 
 /* ---- fast and guarded mutexes ---- */
