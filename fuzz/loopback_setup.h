@@ -1,6 +1,7 @@
-/* What the fuzz targets that drive the provider over loopback TCP
- * (fuzz_cm_events.c, fuzz_mpa_reply.c) share: their libFuzzer set-up,
- * adapters on "lo" and a listening socket for the peer they play. */
+/* What the fuzz targets that drive the provider over TCP (fuzz_cm_events.c,
+ * fuzz_mpa_reply.c) share: their libFuzzer set-up, adapters on "lo" and a
+ * listening socket for the peer they play, all on the fake kernel
+ * (fake_net/fake_kernel.h). */
 #ifndef NDK_FUZZ_LOOPBACK_SETUP_H
 #define NDK_FUZZ_LOOPBACK_SETUP_H
 
@@ -23,7 +24,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 bool fuzz_open_lo_adapter(const NDK_OPEN_OPTIONS *o, ULONG cq_depth, NDK_ADAPTER **ad, NDK_PD **pd,
                           NDK_CQ **cq);
 
-/* A TCP socket listening on 127.0.0.1 at a port the kernel picks; its
+/* A fake TCP socket listening on 127.0.0.1 at a port the fake picks; its
  * address in *addr. Aborts when it cannot be made. */
 int fuzz_lo_listen(struct sockaddr_in *addr);
 
