@@ -13,7 +13,11 @@
  * 2 NDK_OPEN_FLAG_NO_P2P, 3 NDK_OPEN_FLAG_MPA_REV1; bits 2-4 the ORD and bits
  * 5-7 the IRD NdkConnect asks for, from {0, 1, 2, 4, 8, 16, 128, 300}. The
  * rest is what the responder sends, in one write. When those octets are not
- * a whole Reply (nor a wrong one), the responder then closes its side.
+ * a whole Reply (nor a wrong one), the responder then closes its side. In
+ * the end the responder resets the connection and the connector is closed;
+ * with an odd number of octets the engine sees the reset first (octets
+ * after the Reply may still be in the receive engine then), with an even
+ * number the close comes first (both orders happen with a real kernel).
  *
  * Checked for every input (abort() otherwise; ASan/UBSan/LSan watch too):
  *  - the Request on the wire fits the adapter (key, S, Rev, A, the RTR types
@@ -340,6 +344,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     abort_socket(fd);
+    if (reply_len & 1)
+        ENSURE(fake_net_run());
     close_obj(&c->Header, c->Dispatch->NdkCloseConnector);
     close_obj(&qp->Header, qp->Dispatch->NdkCloseQp);
     ENSURE(fake_net_run());
