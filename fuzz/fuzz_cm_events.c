@@ -28,7 +28,8 @@
  *  - once everything is closed, every call that returned STATUS_PENDING
  *    completed exactly once (flushed ones included) and no other did
  *    (bounded wait, 5 s of the fake clock: a lost completion is a finding);
- *  - no connector, QP or listener is left on the adapter.
+ *  - no connector, QP or listener is left on the adapter, and within 5 s
+ *    of the fake clock no socket is left open.
  *
  * FUZZ_CM_TRACE=1 prints every event, what each call returned and every
  * completion (replay: BUILD/fuzz/fuzz_cm_events FILE).
@@ -170,6 +171,7 @@ struct adapter {
 };
 
 static struct adapter g_ads[4];
+static unsigned g_idle_fds; /* descriptors of the fake kernel between inputs */
 static int g_lfd = -1;
 static struct sockaddr_in g_dst;
 
@@ -191,6 +193,8 @@ static void init_once(void)
         ENSURE(fuzz_open_lo_adapter(&o, 64, &g_ads[i].ad, &g_ads[i].pd, &g_ads[i].cq));
     }
     g_lfd = fuzz_lo_listen(&g_dst);
+    ENSURE(fake_net_run());
+    g_idle_fds = fake_net_open_fds();
     done = true;
 }
 
@@ -365,6 +369,12 @@ static void setup(const uint8_t flags)
     ENSURE(S.l->Dispatch->NdkGetLocalAddress(S.l, (PSOCKADDR)&S.laddr, &len) == STATUS_SUCCESS);
 }
 
+static bool back_to_idle_fds(void *arg)
+{
+    (void)arg;
+    return fake_net_open_fds() == g_idle_fds;
+}
+
 struct listener_closing {
     struct req *close;
     unsigned closed; /* passive connectors closed so far */
@@ -413,6 +423,8 @@ static void teardown(void)
     ENSURE(ndk_adapter_object_count(ad, NdkObjectTypeConnector) == 0);
     ENSURE(ndk_adapter_object_count(ad, NdkObjectTypeQp) == 0);
     ENSURE(ndk_adapter_object_count(ad, NdkObjectTypeListener) == 0);
+    /* Every socket closed, a rejected one's lingering close included. */
+    ENSURE(fake_net_wait(back_to_idle_fds, NULL, WAIT_MS));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
