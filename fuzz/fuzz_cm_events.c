@@ -350,7 +350,6 @@ static void peer_connect(unsigned arg)
 
 static void setup(const uint8_t flags)
 {
-    fake_net_seed(1);
     memset(&S, 0, sizeof S);
     S.active_peer = -1;
     g_nreqs = 0;
@@ -433,6 +432,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     init_once();
     g_trace = getenv("FUZZ_CM_TRACE") != NULL;
+    fuzz_seed_from_input(data, size);
     setup(data[0]);
     size_t at = 1;
     unsigned hold = 0; /* events to go before the engines run again */

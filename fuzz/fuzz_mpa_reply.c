@@ -294,7 +294,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ENSURE(ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, &c) == STATUS_SUCCESS);
     struct sockaddr_in src = g_dst;
     src.sin_port = 0;
-    fake_net_seed(1);
+    fuzz_seed_from_input(data, size);
     struct event conn = {0}, complete = {0}, disc = {0};
     NTSTATUS st = c->Dispatch->NdkConnect(c, qp, (PSOCKADDR)&src, sizeof src, (PSOCKADDR)&g_dst, sizeof g_dst, ird,
                                           ord, (PVOID)caller_pd, sizeof caller_pd, request_done, &conn);

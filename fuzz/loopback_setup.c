@@ -38,6 +38,14 @@ bool fuzz_open_lo_adapter(const NDK_OPEN_OPTIONS *o, ULONG cq_depth, NDK_ADAPTER
     return true;
 }
 
+void fuzz_seed_from_input(const uint8_t *data, size_t size)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 0x100000001b3ull;
+    fake_net_seed(h);
+}
+
 int fuzz_lo_listen(struct sockaddr_in *addr)
 {
     int fd = fake_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);

@@ -7,6 +7,8 @@
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <ndk/ndk.h>
 
@@ -23,6 +25,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
  * or CQ that cannot be created aborts. */
 bool fuzz_open_lo_adapter(const NDK_OPEN_OPTIONS *o, ULONG cq_depth, NDK_ADAPTER **ad, NDK_PD **pd,
                           NDK_CQ **cq);
+
+/* Starts the fake kernel's random source (ports, STags) over from the
+ * input's octets: one input, one path; different inputs, different ports. */
+void fuzz_seed_from_input(const uint8_t *data, size_t size);
 
 /* A fake TCP socket listening on 127.0.0.1 at a port the fake picks; its
  * address in *addr. Aborts when it cannot be made. */

@@ -211,6 +211,14 @@ static bool port_taken(const struct file *self, const struct sockaddr_storage *a
     return false;
 }
 
+/* Ports held by other processes of the host (a real kernel always has
+ * some): binding one fails, as it would, so the provider's retry over
+ * ports (net/ports.c) runs too. */
+static bool held_elsewhere(uint16_t port)
+{
+    return port % 61 == 0;
+}
+
 static int do_bind(struct file *f, const struct sockaddr_storage *a)
 {
     struct sockaddr_storage want = *a;
@@ -220,10 +228,10 @@ static int do_bind(struct file *f, const struct sockaddr_storage *a)
                 return fail(EADDRINUSE);
             set_port(&want, next_port);
             next_port = next_port == 60999 ? EPHEMERAL_FIRST : next_port + 1;
-            if (!port_taken(f, &want))
+            if (!held_elsewhere(port_of(&want)) && !port_taken(f, &want))
                 break;
         }
-    } else if (port_taken(f, &want)) {
+    } else if (held_elsewhere(port_of(&want)) || port_taken(f, &want)) {
         return fail(EADDRINUSE);
     }
     f->local = want;

@@ -22,6 +22,8 @@
  * FIN (shutdown or close) makes the peer read 0 after its data; a close
  * with SO_LINGER {1, 0}, or with unread data, resets the peer (its data is
  * still read first, then ECONNRESET), as does sending to a closed peer.
+ * Ports that are multiples of 61 are taken by "other processes": binding
+ * one fails with EADDRINUSE.
  * Descriptors of the fake start at FAKE_FD_BASE; the real calls get every
  * other one.
  */
