@@ -1,7 +1,7 @@
 /*
  * libFuzzer target for the initiator's MPA Reply path: NdkConnect over TCP
- * to a responder this file plays with a plain socket, which answers the
- * Request with the input's octets. Everything between the socket and the
+ * to a responder this file plays with a socket of its own, which answers
+ * the Request with the input's octets. Everything between the socket and the
  * connect completion runs as in production: the connector's Reply reader
  * (wire/mpa.c) and its decisions (connector.c on_reply), on the adapter's
  * progress engine. TCP, the engine's thread and its clock are the fake
@@ -22,9 +22,9 @@
  * Checked for every input (abort() otherwise; ASan/UBSan/LSan watch too):
  *  - the Request on the wire fits the adapter (key, S, Rev, A, the RTR types
  *    offered, CRC, IRD/ORD capped at 128, the private data);
- *  - NdkConnect completes exactly once, before the engine is idle (no
- *    time passes), with the status the
- *    Reply calls for by the rules an independent reading of it gives (RFC 5044
+ *  - NdkConnect completes exactly once, by the time the engine is idle
+ *    (no time passes), with the status the Reply calls for by the rules
+ *    an independent reading of it gives (RFC 5044
  *    and RFC 6581 as the project follows them, docs/behaviour.md "Status
  *    codes"): a cut Reply STATUS_CONNECTION_REFUSED; a malformed one (key,
  *    revision, PD_Length, the S/Rev pair), markers, or S that does not
@@ -281,6 +281,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || !init_once())
         return 0;
+    fuzz_seed_from_input(data, size);
     struct side *sd = &sides[data[0] & 3];
     ULONG ord = depths[(data[0] >> 2) & 7], ird = depths[data[0] >> 5];
     const uint8_t *reply = data + 1;
@@ -294,7 +295,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ENSURE(ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, &c) == STATUS_SUCCESS);
     struct sockaddr_in src = g_dst;
     src.sin_port = 0;
-    fuzz_seed_from_input(data, size);
     struct event conn = {0}, complete = {0}, disc = {0};
     NTSTATUS st = c->Dispatch->NdkConnect(c, qp, (PSOCKADDR)&src, sizeof src, (PSOCKADDR)&g_dst, sizeof g_dst, ird,
                                           ord, (PVOID)caller_pd, sizeof caller_pd, request_done, &conn);
