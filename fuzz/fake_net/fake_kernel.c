@@ -329,11 +329,8 @@ int fake_connect(int fd, const struct sockaddr *a, socklen_t len)
     }
     struct file *c = &files[cfd - FAKE_FD_BASE];
     c->state = T_CONN;
-    c->local = l->local;
-    if (is_any(&c->local)) {
-        struct sockaddr_storage at = f->peer_addr;
-        c->local = at;
-    }
+    /* The accepted end has the address connected to, port included. */
+    c->local = f->peer_addr;
     c->bound = true;
     c->peer_addr = f->local;
     c->in_queue = true;
