@@ -494,6 +494,28 @@ bool dp_pair_open(dp_pair *x, const dp_cfg *cfg);
 /* The caller closed its MRs, MWs and SRQs first (they hold the PD). */
 void dp_pair_close(dp_pair *x);
 
+/*
+ * The buffers of a case that sends, writes and reads over a pair: the Send
+ * source on the active side (stream `seed`), the Read source on the
+ * passive side (stream seed + 1, remote read), the Read sink on the active
+ * side, the receive buffers and the Write target (remote write) on the
+ * passive side; the sizes in that order.
+ */
+typedef struct dp_bufs {
+    dp_mr ms, src, sink, rr, wr;
+    uint8_t *a, *s, *k, *rb, *wb;
+} dp_bufs;
+
+typedef struct dp_buf_sizes {
+    size_t send, src, sink, recv, write;
+} dp_buf_sizes;
+
+/* False when any of the five could not be registered; dp_bufs_close is due
+ * either way, before dp_pair_close. */
+bool dp_bufs_reg(dp_pair *x, dp_bufs *b, dp_buf_sizes len, uint32_t seed);
+
+void dp_bufs_close(dp_bufs *b);
+
 /* ------------------------------------------------------------------------ */
 /* A raw MPA initiator that never sends an FPDU and never reads: a peer that */
 /* is "slow" for ever, so requests stay outstanding on the NDK side.        */
