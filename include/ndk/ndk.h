@@ -39,16 +39,8 @@ extern "C" {
 #define NDK_API
 #endif
 
-/* Status codes of the platform entry points that ntstatus.h has but the NDK
- * pages do not use. */
-#ifndef STATUS_NOT_FOUND
-#define STATUS_NOT_FOUND ((NTSTATUS)0xC0000225L) /* no adapter has that name or address */
-#endif
-#ifndef STATUS_INVALID_NETWORK_RESPONSE
-/* The peer's MPA Reply was malformed or asked for something libndk cannot do
- * (markers, a revision or RTR type it does not support). */
-#define STATUS_INVALID_NETWORK_RESPONSE ((NTSTATUS)0xC00000C3L)
-#endif
+/* The status codes of the platform entry points (STATUS_NOT_FOUND,
+ * STATUS_INVALID_NETWORK_RESPONSE) are in ndk/ndkstatus.h with the others. */
 
 /* The NDK version libndk implements: 2.1. Requests for major 1 (minor <= 2)
  * are served at 1.2, requests for major 2 (minor <= 1) at 2.1 (rules V1 and
@@ -186,9 +178,8 @@ typedef struct _NDK_OPEN_OPTIONS {
 #define NDK_OPEN_FLAG_NO_SHM 0x200 /* keep this adapter's connections on TCP even when the peer is
                                       a libndk process of this host and user (the same-host
                                       shared-memory path, docs/shm.md; also for every adapter
-                                      of a process run with NDK_SHM=0). Today no connection
-                                      selects shared memory yet, so the flag changes nothing
-                                      but what ndk_shm_available answers */
+                                      of a process run with NDK_SHM=0): its listeners offer
+                                      no fast path and its initiators ask for none */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs; while they poll, the

@@ -684,8 +684,11 @@ NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms)
 
 bool dp_conn_establish(dp_conn *c)
 {
-    if (!dp_conn_listen(c))
-        return false;
+    return dp_conn_listen(c) && dp_conn_connect(c);
+}
+
+bool dp_conn_connect(dp_conn *c)
+{
     c->ca = dp_connector_new(c->a);
     if (!c->ca)
         return false;
@@ -728,6 +731,8 @@ bool dp_conn_establish(dp_conn *c)
     len = 0;
     DP_CHECK_ST(c->ca->Dispatch->NdkGetConnectionData(c->ca, &c->ird_a, &c->ord_a, NULL, &len),
                 STATUS_SUCCESS);
+    if (c->cfg.before_complete)
+        c->cfg.before_complete(c);
     dp_req *rcc = dp_req_new("NdkCompleteConnect");
     NTSTATUS ret = c->cfg.disc_ex ? c->ca->Dispatch->NdkCompleteConnectEx(c->ca, dp_disc_ex_a, c,
                                                                           dp_req_cb, rcc)

@@ -378,6 +378,7 @@ NDK_MW *dp_mw_new(dp_side *s);
 /* Queue pairs and connections                                              */
 /* ------------------------------------------------------------------------ */
 
+struct dp_conn;
 typedef struct dp_cfg {
     ULONG rqd, iqd;     /* receive / initiator queue depth */
     ULONG rsge, isge;   /* SGE limits */
@@ -389,6 +390,9 @@ typedef struct dp_cfg {
     bool disc_ex;       /* NdkAcceptEx / NdkCompleteConnectEx: the disconnect
                            reasons land in reason_a / reason_p of dp_conn */
     NDK_SRQ *srq_a, *srq_p; /* CreateQpWithSrq on that side */
+    /* dp_conn_establish: called once Connect completed, before
+     * CompleteConnect (the passive side waits for the RTR then). */
+    void (*before_complete)(struct dp_conn *c);
 } dp_cfg;
 
 dp_cfg dp_cfg_default(void);
@@ -451,6 +455,8 @@ NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms);
 /* Connect, Accept, CompleteConnect (the three legs), then the effective
  * IRD/ORD of both sides. */
 bool dp_conn_establish(dp_conn *c);
+/* The same to the listener c->l already listening at c->laddr. */
+bool dp_conn_connect(dp_conn *c);
 
 /* NdkDisconnect on one connector; the final status. */
 NTSTATUS dp_disconnect(NDK_CONNECTOR *k);
