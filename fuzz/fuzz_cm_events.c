@@ -186,7 +186,9 @@ static void init_once(void)
         NDK_OPEN_OPTIONS o;
         memset(&o, 0, sizeof o);
         o.Size = sizeof o;
-        o.Flags = flags[i];
+        /* The fake kernel (fuzz/fake_net) has no AF_UNIX sockets: the
+         * same-host rendezvous (docs/shm.md) would call the real one. */
+        o.Flags = flags[i] | NDK_OPEN_FLAG_NO_SHM;
         o.TcpConnectTimeoutMs = WAIT_MS;
         o.MpaReplyTimeoutMs = o.MpaRequestTimeoutMs = o.RtrTimeoutMs = o.DisconnectTimeoutMs = TIMEOUT_MS;
         g_ads[i].flags = flags[i];

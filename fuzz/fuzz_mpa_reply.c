@@ -115,7 +115,9 @@ static bool init_once(void)
         NDK_OPEN_OPTIONS o;
         memset(&o, 0, sizeof o);
         o.Size = sizeof o;
-        o.Flags = flags[i];
+        /* The fake kernel (fuzz/fake_net) has no AF_UNIX sockets: the
+         * same-host rendezvous (docs/shm.md) would call the real one. */
+        o.Flags = flags[i] | NDK_OPEN_FLAG_NO_SHM;
         sides[i].flags = flags[i];
         if (!fuzz_open_lo_adapter(&o, 16, &sides[i].ad, &sides[i].pd, &sides[i].cq))
             return false;
