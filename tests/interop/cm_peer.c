@@ -43,7 +43,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -56,6 +55,8 @@
 
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
+
+#include "peer_util.h"
 
 struct options {
     bool server;
@@ -72,41 +73,9 @@ struct options {
     unsigned timeout_s;
 };
 
+const char peer_name[] = "cm_peer";
 static struct options opt;
 static struct rdma_event_channel *channel;
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("cm_peer: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-/* The guest's console interleaves several programs: one flushed line each. */
-static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void out(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
-
-static void hex(char *dst, const void *src, size_t len)
-{
-    static const char digits[] = "0123456789abcdef";
-    const uint8_t *s = src;
-    for (size_t i = 0; i < len; i++) {
-        dst[2 * i] = digits[s[i] >> 4];
-        dst[2 * i + 1] = digits[s[i] & 15];
-    }
-    dst[2 * len] = '\0';
-}
 
 /* Private data as the event shows it. The buffer behind it is librdmacm's
  * and valid only until rdma_ack_cm_event(), so it is formatted right away. */
@@ -408,8 +377,7 @@ out:
 
 /* ------------------------------------------------------------------------ */
 
-static void usage(void) __attribute__((noreturn));
-static void usage(void)
+void usage(void)
 {
     fputs("usage: cm_peer server PORT [--pd TEXT] [--ird N] [--ord N] [--reject] [--count N]\n"
           "                           [--addr A] [--timing] [--timeout S]\n"
@@ -417,18 +385,6 @@ static void usage(void)
           "                           [--timeout S]\n",
           stderr);
     exit(2);
-}
-
-static unsigned long number(const char *s, unsigned long max)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || v > max) {
-        diag("bad number: %s", s);
-        usage();
-    }
-    return v;
 }
 
 static void parse(int argc, char **argv)

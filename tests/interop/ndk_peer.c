@@ -51,7 +51,6 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -61,6 +60,8 @@
 #include <netinet/in.h>
 
 #include <ndk/ndk.h>
+
+#include "peer_util.h"
 
 /* MPA caps PD_Length at 512 octets, so no peer can send more than this. */
 #define PD_BUF_MAX 512
@@ -81,44 +82,8 @@ struct options {
     unsigned timeout_s;
 };
 
+const char peer_name[] = "ndk_peer";
 static struct options opt;
-
-/* ------------------------------------------------------------------------ */
-/* Output                                                                   */
-/* ------------------------------------------------------------------------ */
-
-static void out(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void out(const char *fmt, ...)
-{
-    /* Flushed per line: the driver reads the lines while this program runs
-     * (LISTENING, HOLDING). */
-    va_list ap;
-    va_start(ap, fmt);
-    vprintf(fmt, ap);
-    va_end(ap);
-    fflush(stdout);
-}
-
-static void diag(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static void diag(const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    fputs("ndk_peer: ", stderr);
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
-    va_end(ap);
-}
-
-static void hex(char *dst, const uint8_t *src, size_t len)
-{
-    static const char digits[] = "0123456789abcdef";
-    for (size_t i = 0; i < len; i++) {
-        dst[2 * i] = digits[src[i] >> 4];
-        dst[2 * i + 1] = digits[src[i] & 15];
-    }
-    dst[2 * len] = '\0';
-}
 
 /* ------------------------------------------------------------------------ */
 /* Creating and closing objects                                             */
@@ -800,8 +765,7 @@ out:;
 /* Command line                                                             */
 /* ------------------------------------------------------------------------ */
 
-static void usage(void) __attribute__((noreturn));
-static void usage(void)
+void usage(void)
 {
     fputs("usage: ndk_peer listen PORT [--pd TEXT] [--ird N] [--ord N] [--count N] [--reject]\n"
           "                            [--crc] [--timeout S]\n"
@@ -810,18 +774,6 @@ static void usage(void)
           "                            [--hold] [--timeout S]\n",
           stderr);
     exit(2);
-}
-
-static unsigned long number(const char *s, unsigned long max)
-{
-    char *end;
-    errno = 0;
-    unsigned long v = strtoul(s, &end, 10);
-    if (errno || end == s || *end || v > max) {
-        diag("bad number: %s", s);
-        usage();
-    }
-    return v;
 }
 
 static void parse(int argc, char **argv)

@@ -15,21 +15,10 @@
 # siw_guest lock with the other guest tests: build-guest.sh must not run
 # twice at once, and two TCG guests on a small machine slow each other
 # towards siw's and perftest's timeouts.
-set(NDK_PERFTEST_DIR ${CMAKE_CURRENT_LIST_DIR})
-
 foreach(name perftest_siw_client perftest_siw_server)
-  add_test(NAME interop.${name}
-           COMMAND bash ${NDK_PERFTEST_DIR}/${name}.sh $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 300
-                                                  SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
+  ndk_guest_test(${name} 300 $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
 endforeach()
-add_test(NAME interop.perftest_siw_all
-         COMMAND bash ${NDK_PERFTEST_DIR}/perftest_siw_all.sh $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
-set_tests_properties(interop.perftest_siw_all PROPERTIES LABELS interop TIMEOUT 1200
-                                                          SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
+ndk_guest_test(perftest_siw_all 1200 $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
 
-# interop.perftest_loopback: ndkperf --perftest against itself on the host,
-# no guest: labelled conformance so that it runs without QEMU.
-add_test(NAME interop.perftest_loopback
-         COMMAND bash ${NDK_PERFTEST_DIR}/perftest_loopback.sh $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR})
-set_tests_properties(interop.perftest_loopback PROPERTIES LABELS conformance TIMEOUT 240)
+# interop.perftest_loopback: ndkperf --perftest against itself on the host.
+ndk_loopback_test(perftest_loopback ndkperf 240)

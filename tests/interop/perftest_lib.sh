@@ -87,3 +87,54 @@ check_same_avg() {
 		fail "$6: ${a:-none} in $1, ${b:-none} in $3"
 	fi
 }
+
+# host_listening NAME CASE: waits (20 s at most) for the listening line of
+# the ndkperf server NAME and keeps its port in PORT_OF[CASE].
+declare -A PORT_OF=()
+host_listening() {
+	wait_line "$1" '^ndkperf --perftest .* server: listening on .* port [0-9]+ ' 20 ||
+		die "$1: ndkperf --perftest did not start listening"
+	PORT_OF[$2]=$(sed -nE 's/^ndkperf --perftest .* server: listening on .* port ([0-9]+) .*/\1/p' "$WORK/$1.out" | head -n 1)
+	[ -n "${PORT_OF[$2]}" ] || die "$1: no port in its listening line"
+}
+
+# guest_server CASE SECONDS PREFIX: the guest script's lines (after
+# $GUEST_LISTEN_FN) that run CASE's perftest server on GPORT[CASE], killed
+# after SECONDS; "GUEST-LISTENING CASE" once it listens (the forwards accept
+# on the host as soon as QEMU runs, so connecting earlier only meets a
+# closed port), its output prefixed with "PREFIX: " and "PREFIX: rc=N" when
+# it has ended, then "GUEST-DONE CASE". One server at a time.
+guest_server() {
+	local n=$1 secs=$2 prefix=$3
+	cat <<EOF
+timeout $secs ib_$(test_of "$n") -d siw0 -R -p ${GPORT[$n]} $(test_args "$n") >/tmp/$n.log 2>&1 &
+pid=\$!
+wait_listen ${GPORT[$n]} || true
+echo "GUEST-LISTENING $n"
+wait \$pid
+rc=\$?
+sed "s/^/$prefix: /" /tmp/$n.log
+echo "$prefix: rc=\$rc"
+echo "GUEST-DONE $n"
+EOF
+}
+
+# clients_of_guest PREFIX LISTEN_S RUN_S [OPTION...]: for each case, once
+# the guest's server listens (LISTEN_S at most), ndkperf --perftest as its
+# client PREFIXCASE through HOST_PORT[CASE] with OPTIONs (RUN_S at most), then
+# the server's GUEST-DONE (RUN_S at most).
+clients_of_guest() {
+	local prefix=$1 listen_s=$2 run_s=$3 n
+	shift 3
+	for n in "${CASES[@]}"; do
+		if ! wait_line guest "^GUEST-LISTENING $n\$" "$listen_s"; then
+			fail "$n: the guest's perftest server did not start listening"
+			break
+		fi
+		# shellcheck disable=SC2046
+		start "$prefix$n" timeout "$run_s" "$NDKPERF" --perftest "$(test_of "$n")" -p "${HOST_PORT[$n]}" \
+			$(test_args "$n") "$@" 127.0.0.1
+		wait_exit "$prefix$n" $((run_s + 10))
+		wait_line guest "^GUEST-DONE $n\$" "$run_s" || fail "$n: the guest's perftest server did not end"
+	done
+}

@@ -74,15 +74,8 @@ pair close_client_first send_lat - NDKPERF_PERFTEST_CLOSE=test-first -n 50
 pair close_bw_client_first write_bw - NDKPERF_PERFTEST_CLOSE=test-first -n 50
 
 note "usage: bad command lines"
-usage() {
-	local name=$1
-	shift
-	"$NDKPERF" --perftest "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-	RC_OF[$name]=$?
-	check_rc "$name" 2 "usage: ndkperf --perftest $* is refused"
-}
-usage no-test
-usage unknown-test bogus_bw
-usage all-and-size send_lat -a -s 64
-usage all-bw send_bw -a
+usage no-test --perftest
+usage unknown-test --perftest bogus_bw
+usage all-and-size --perftest send_lat -a -s 64
+usage all-bw --perftest send_bw -a
 finish

@@ -21,21 +21,14 @@ need_guest
 
 CASES=(send_lat_a write_lat_a)
 declare -A GPORT=([send_lat_a]=18521 [write_lat_a]=18522)
-declare -A PORT_OF=() HPORT=()
-fwd=()
-for n in "${CASES[@]}"; do
-	HPORT[$n]=$(free_port) || die "no free port"
-	fwd+=(-p "${HPORT[$n]}:${GPORT[$n]}")
-done
+forward_ports "${CASES[@]}"
 
 # Host servers on ports libndk picks, for the guest's clients.
 for n in "${CASES[@]}"; do
 	# shellcheck disable=SC2046
 	start "h-$n" timeout 1000 "$NDKPERF" --perftest "$(test_of "$n")" -p 0 $(test_args "$n") --timeout 60000 \
 		--accept-timeout 600
-	wait_line "h-$n" '^ndkperf --perftest .* server: listening on .* port [0-9]+ ' 20 ||
-		die "h-$n: ndkperf --perftest did not start listening"
-	PORT_OF[$n]=$(sed -nE 's/^ndkperf --perftest .* server: listening on .* port ([0-9]+) .*/\1/p' "$WORK/h-$n.out" | head -n 1)
+	host_listening "h-$n" "$n"
 done
 
 # The guest: its clients first ("c-NAME: " lines), then one server at a
@@ -45,38 +38,13 @@ done
 	for n in "${CASES[@]}"; do
 		echo "run c-$n timeout 240 ib_$(test_of "$n") -d siw0 -R -p ${PORT_OF[$n]} $(test_args "$n") 10.0.2.2"
 	done
+	echo "$GUEST_LISTEN_FN"
 	for n in "${CASES[@]}"; do
-		cat <<EOF
-timeout 240 ib_$(test_of "$n") -d siw0 -R -p ${GPORT[$n]} $(test_args "$n") >/tmp/$n.log 2>&1 &
-pid=\$!
-i=0
-while ! ss -ltn | grep -q ":${GPORT[$n]} "; do
-	i=\$((i + 1))
-	[ \$i -gt 300 ] && { echo "GUEST-NOT-LISTENING $n"; break; }
-	sleep 0.1
-done
-echo "GUEST-LISTENING $n"
-wait \$pid
-rc=\$?
-sed "s/^/s-$n: /" /tmp/$n.log
-echo "s-$n: rc=\$rc"
-echo "GUEST-DONE $n"
-EOF
+		guest_server "$n" 240 "s-$n"
 	done
 } >"$WORK/guest.sh"
-run_guest guest "$WORK/guest.sh" "${fwd[@]}"
-
-for n in "${CASES[@]}"; do
-	if ! wait_line guest "^GUEST-LISTENING $n\$" 600; then
-		fail "$n: the guest's perftest server did not start listening"
-		break
-	fi
-	# shellcheck disable=SC2046
-	start "c-$n" timeout 300 "$NDKPERF" --perftest "$(test_of "$n")" -p "${HPORT[$n]}" $(test_args "$n") \
-		--timeout 60000 127.0.0.1
-	wait_exit "c-$n" 310
-	wait_line guest "^GUEST-DONE $n\$" 300 || fail "$n: the guest's perftest server did not end"
-done
+run_guest guest "$WORK/guest.sh" "${FWD[@]}"
+clients_of_guest c- 600 300 --timeout 60000
 wait_exit guest 300
 for n in "${CASES[@]}"; do
 	wait_exit "h-$n" 30

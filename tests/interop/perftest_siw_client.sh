@@ -30,7 +30,6 @@ source "$(dirname "$0")/perftest_lib.sh"
 need_guest
 
 CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D)
-declare -A PORT_OF=()
 
 # Servers on ports libndk picks (-p 0); they wait for the guest to boot
 # and for the cases before theirs.
@@ -39,10 +38,7 @@ for n in "${CASES[@]}"; do
 	start "$n" timeout 240 "$NDKPERF" --perftest "$(test_of "$n")" -p 0 $(test_args "$n") --accept-timeout 200
 done
 for n in "${CASES[@]}"; do
-	wait_line "$n" '^ndkperf --perftest .* server: listening on .* port [0-9]+ ' 20 ||
-		die "$n: ndkperf --perftest did not start listening"
-	PORT_OF[$n]=$(sed -nE 's/^ndkperf --perftest .* server: listening on .* port ([0-9]+) .*/\1/p' "$WORK/$n.out" | head -n 1)
-	[ -n "${PORT_OF[$n]}" ] || die "$n: no port in its listening line"
+	host_listening "$n" "$n"
 done
 
 # Each guest client is bounded by `timeout`; its lines are prefixed with

@@ -26,49 +26,17 @@ need_guest
 
 CASES=(write_bw send_bw read_bw send_lat write_lat send_bw_D)
 declare -A GPORT=([write_bw]=18515 [send_bw]=18516 [read_bw]=18517 [send_lat]=18518 [write_lat]=18519 [send_bw_D]=18520)
-declare -A HPORT=()
-fwd=()
-for n in "${CASES[@]}"; do
-	HPORT[$n]=$(free_port) || die "no free port"
-	fwd+=(-p "${HPORT[$n]}:${GPORT[$n]}")
-done
+forward_ports "${CASES[@]}"
 
-# One guest server at a time: "GUEST-LISTENING NAME" once it listens (the
-# forwards accept on the host as soon as QEMU runs, so connecting earlier
-# only meets a closed port), its output prefixed with the case name and
-# "rc=N" when it has ended, then "GUEST-DONE NAME".
+# One guest server at a time (guest_server), each with an ndkperf client.
 {
+	echo "$GUEST_LISTEN_FN"
 	for n in "${CASES[@]}"; do
-		cat <<EOF
-timeout 90 ib_$(test_of "$n") -d siw0 -R -p ${GPORT[$n]} $(test_args "$n") >/tmp/$n.log 2>&1 &
-pid=\$!
-i=0
-while ! ss -ltn | grep -q ":${GPORT[$n]} "; do
-	i=\$((i + 1))
-	[ \$i -gt 300 ] && { echo "GUEST-NOT-LISTENING $n"; break; }
-	sleep 0.1
-done
-echo "GUEST-LISTENING $n"
-wait \$pid
-rc=\$?
-sed "s/^/$n: /" /tmp/$n.log
-echo "$n: rc=\$rc"
-echo "GUEST-DONE $n"
-EOF
+		guest_server "$n" 90 "$n"
 	done
 } >"$WORK/guest.sh"
-run_guest guest "$WORK/guest.sh" "${fwd[@]}"
-
-for n in "${CASES[@]}"; do
-	if ! wait_line guest "^GUEST-LISTENING $n\$" 120; then
-		fail "$n: the guest's perftest server did not start listening"
-		break
-	fi
-	# shellcheck disable=SC2046
-	start "$n" timeout 100 "$NDKPERF" --perftest "$(test_of "$n")" -p "${HPORT[$n]}" $(test_args "$n") 127.0.0.1
-	wait_exit "$n" 110
-	wait_line guest "^GUEST-DONE $n\$" 100 || fail "$n: the guest's perftest server did not end"
-done
+run_guest guest "$WORK/guest.sh" "${FWD[@]}"
+clients_of_guest "" 120 100
 wait_exit guest 120
 
 check_rc guest 0 "the guest script ran to its end"

@@ -11,15 +11,7 @@
 # share the siw_guest lock with the other guest tests: build-guest.sh must
 # not run twice at once, and two TCG guests on a small machine slow each
 # other towards siw's and rping's timeouts.
-set(NDK_RPING_DIR ${CMAKE_CURRENT_LIST_DIR})
-
 foreach(name rping_siw_client rping_siw_server)
-  add_test(NAME interop.${name}
-           COMMAND bash ${NDK_RPING_DIR}/${name}.sh $<TARGET_FILE:ndkping> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 240
-                                                  SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
+  ndk_guest_test(${name} 240 $<TARGET_FILE:ndkping> ${PROJECT_SOURCE_DIR})
 endforeach()
-
-add_test(NAME interop.rping_loopback
-         COMMAND bash ${NDK_RPING_DIR}/rping_loopback.sh $<TARGET_FILE:ndkping> ${PROJECT_SOURCE_DIR})
-set_tests_properties(interop.rping_loopback PROPERTIES LABELS conformance TIMEOUT 120)
+ndk_loopback_test(rping_loopback ndkping 120)

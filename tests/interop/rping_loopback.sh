@@ -32,17 +32,12 @@ client() {
 # pair NAME SIZE SERVER_ARGS -- CLIENT_ARGS: one server, one client, 10
 # pings of SIZE bytes, both must exit 0 and the server count 10 pings.
 pair() {
-	local name=$1 size=$2 sargs=() cargs=()
+	local name=$1 size=$2
 	shift 2
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		sargs+=("$1")
-		shift
-	done
-	shift
-	cargs=("$@")
-	note "$name: -S $size, server ${sargs[*]}, client ${cargs[*]}"
-	start_server "$name-server" -C 10 "${sargs[@]}"
-	client "$name-client" "${PORT_OF[$name-server]}" -C 10 -S "$size" "${cargs[@]}"
+	split_args "$@"
+	note "$name: -S $size, server ${SARGS[*]}, client ${CARGS[*]}"
+	start_server "$name-server" -C 10 "${SARGS[@]}"
+	client "$name-client" "${PORT_OF[$name-server]}" -C 10 -S "$size" "${CARGS[@]}"
 	wait_exit "$name-server" 30
 	check_rc "$name-client" 0 "$name: the client made its 10 pings"
 	check_rc "$name-server" 0 "$name: the server served 10 pings and the disconnect"
@@ -104,18 +99,11 @@ else
 fi
 
 note "usage: rping's limits"
-usage() {
-	local name=$1
-	shift
-	"$NDKPING" --rping "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-	RC_OF[$name]=$?
-	check_rc "$name" 2 "usage: ndkping --rping $* is refused"
-}
-usage no-role -a 127.0.0.1
-usage no-addr -c
-usage small -c -a 127.0.0.1 -S 22
-usage large -c -a 127.0.0.1 -S 1048577
-usage p-on-client -c -a 127.0.0.1 -P
+usage no-role --rping -a 127.0.0.1
+usage no-addr --rping -c
+usage small --rping -c -a 127.0.0.1 -S 22
+usage large --rping -c -a 127.0.0.1 -S 1048577
+usage p-on-client --rping -c -a 127.0.0.1 -P
 "$NDKPING" --rping --help >"$WORK/help.txt" 2>&1
 RC_OF[help]=$?
 check_rc help 0 "usage: --rping --help"

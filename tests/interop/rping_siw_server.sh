@@ -29,43 +29,19 @@ CASES=(p2p-64 p2p-65535 cs-64 cs-65535 crc)
 declare -A GPORT=([p2p-64]=7174 [p2p-65535]=7175 [cs-64]=7176 [cs-65535]=7177 [crc]=7178)
 declare -A SIZE=([p2p-64]=64 [p2p-65535]=65535 [cs-64]=64 [cs-65535]=65535 [crc]=1000)
 declare -A MODE=([p2p-64]="" [p2p-65535]="" [cs-64]=--no-p2p [cs-65535]=--no-p2p [crc]=--crc)
-declare -A HPORT=()
-fwd=()
-for n in "${CASES[@]}"; do
-	HPORT[$n]=$(free_port) || die "no free port"
-	fwd+=(-p "${HPORT[$n]}:${GPORT[$n]}")
-done
+forward_ports "${CASES[@]}"
 
-# The guest servers print their lines prefixed with the case name, then
-# "rc=N"; GUEST-LISTENING once every one listens (the forwards accept on the
-# host as soon as QEMU runs, so connecting earlier only hits a closed port).
-{
-	echo "$GUEST_RUN_FN"
-	for n in "${CASES[@]}"; do
-		v=
-		[ "$n" = p2p-64 ] && v=-v
-		echo "run $n timeout 120 rping -s -a 10.0.2.15 -p ${GPORT[$n]} -C 10 -S ${SIZE[$n]} $v &"
-	done
-	cat <<EOF
-i=0
-for p in ${GPORT[*]}; do
-	while ! ss -ltn | grep -q ":\$p "; do
-		i=\$((i + 1))
-		[ \$i -gt 300 ] && { echo GUEST-NOT-LISTENING \$p; exit 1; }
-		sleep 0.1
-	done
+for n in "${CASES[@]}"; do
+	v=
+	[ "$n" = p2p-64 ] && v=-v
+	SERVER[$n]="timeout 120 rping -s -a 10.0.2.15 -p ${GPORT[$n]} -C 10 -S ${SIZE[$n]} $v"
 done
-echo GUEST-LISTENING
-wait
-EOF
-} >"$WORK/guest.sh"
-run_guest guest "$WORK/guest.sh" "${fwd[@]}"
-wait_line guest '^GUEST-LISTENING$' 90 || die "the guest's rping servers did not start"
+boot_guest_servers rping
 
 for n in "${CASES[@]}"; do
 	note "$n: ndkping --rping -c -S ${SIZE[$n]} ${MODE[$n]}"
 	# shellcheck disable=SC2086 # MODE is one option or none
-	start "$n" timeout 60 "$NDKPING" --rping -c -a 127.0.0.1 -p "${HPORT[$n]}" -C 10 -V \
+	start "$n" timeout 60 "$NDKPING" --rping -c -a 127.0.0.1 -p "${HOST_PORT[$n]}" -C 10 -V \
 		-S "${SIZE[$n]}" ${MODE[$n]} --delay-first 200 -d
 	wait_exit "$n" 70
 done

@@ -23,28 +23,7 @@ need_cm_peer
 build_guest
 
 N=50
-HPORT=$(free_port) || die "no free port"
-cat >"$WORK/guest.sh" <<EOF
-$GUEST_LIB
-{ timeout 150 /root/cm_peer server 7174 --count $N --timing --timeout 10; echo "server: rc=\$?"; } 2>&1 | tee /tmp/server.log &
-wait_listen 7174 || exit 1
-echo GUEST-LISTENING
-i=0
-while ! grep -q '^server: rc=' /tmp/server.log; do
-	if grep -q '^CM-NO-EVENT' /tmp/server.log; then
-		echo GUEST-GIVES-UP
-		exit 1
-	fi
-	i=\$((i + 1))
-	if [ \$i -gt 1500 ]; then
-		echo GUEST-TIMEOUT
-		exit 1
-	fi
-	sleep 0.1
-done
-EOF
-run_guest guest "$WORK/guest.sh" -f "$CM_PEER:/root/cm_peer" -p "$HPORT:7174"
-wait_line "$WORK/guest.out" '^GUEST-LISTENING$' 120 guest || die "the guest server did not start"
+boot_held_server 150 1500 --count "$N" --timing --timeout 10
 
 mkfifo "$WORK/ndk.in"
 start ndk timeout 170 "$NDK_PEER" connect "127.0.0.1:$HPORT" --count "$N" --hold --timeout 40

@@ -28,34 +28,7 @@ source "$(dirname "$0")/lib.sh"
 need_cm_peer
 build_guest
 
-HPORT=$(free_port) || die "no free port"
-cat >"$WORK/guest.sh" <<EOF
-$GUEST_LIB
-# Live on the console (the host waits for CM-ESTABLISHED) and in a file that
-# this script watches.
-{ timeout 120 /root/cm_peer server 7174 --pd hello-from-siw --count 4 --timeout 10; echo "server: rc=\$?"; } 2>&1 | tee /tmp/server.log &
-wait_listen 7174 || exit 1
-echo GUEST-LISTENING
-i=0
-while ! grep -q '^server: rc=' /tmp/server.log; do
-	if grep -q '^CM-NO-EVENT' /tmp/server.log; then
-		# cm_peer now hangs in rdma_destroy_id: power off with the
-		# connection still open (see the driver's header).
-		echo GUEST-GIVES-UP
-		exit 1
-	fi
-	i=\$((i + 1))
-	if [ \$i -gt 1000 ]; then
-		echo GUEST-TIMEOUT
-		exit 1
-	fi
-	sleep 0.1
-done
-EOF
-run_guest guest "$WORK/guest.sh" -f "$CM_PEER:/root/cm_peer" -p "$HPORT:7174"
-# The forward accepts on the host as soon as QEMU runs, so connecting before
-# the marker would only hit a closed guest port.
-wait_line "$WORK/guest.out" '^GUEST-LISTENING$' 120 guest || die "the guest server did not start"
+boot_held_server 120 1000 --pd hello-from-siw --count 4 --timeout 10
 
 # connect_held NAME N OPTIONS...: one held connection; N is how many
 # CM-ESTABLISHED lines the guest has printed once this one is established.

@@ -9,15 +9,7 @@
 #
 # The guest tests skip (77) without the harness, root or a guest build, and
 # share the siw_guest lock with the other guest tests.
-set(NDK_UCMATOSE_DIR ${CMAKE_CURRENT_LIST_DIR})
-
 foreach(name ucmatose_siw_client ucmatose_siw_server)
-  add_test(NAME interop.${name}
-           COMMAND bash ${NDK_UCMATOSE_DIR}/${name}.sh $<TARGET_FILE:ndkping> ${PROJECT_SOURCE_DIR})
-  set_tests_properties(interop.${name} PROPERTIES LABELS interop TIMEOUT 300
-                                                  SKIP_RETURN_CODE 77 RESOURCE_LOCK siw_guest)
+  ndk_guest_test(${name} 300 $<TARGET_FILE:ndkping> ${PROJECT_SOURCE_DIR})
 endforeach()
-
-add_test(NAME interop.ucmatose_loopback
-         COMMAND bash ${NDK_UCMATOSE_DIR}/ucmatose_loopback.sh $<TARGET_FILE:ndkping> ${PROJECT_SOURCE_DIR})
-set_tests_properties(interop.ucmatose_loopback PROPERTIES LABELS conformance TIMEOUT 120)
+ndk_loopback_test(ucmatose_loopback ndkping 120)

@@ -23,17 +23,12 @@ source "$(dirname "$0")/ucmatose_lib.sh"
 # pair NAME SERVER_ARGS -- CLIENT_ARGS: a server, then a client to it;
 # RC_OF holds both exit statuses.
 pair() {
-	local name=$1 sargs=() cargs=()
+	local name=$1
 	shift
-	while [ $# -gt 0 ] && [ "$1" != -- ]; do
-		sargs+=("$1")
-		shift
-	done
-	shift
-	cargs=("$@")
-	note "$name: server ${sargs[*]}, client ${cargs[*]}"
-	start_server "$name-server" "${sargs[@]}"
-	start "$name-client" timeout 60 "$NDKPING" --ucmatose -s 127.0.0.1 -p "${PORT_OF[$name-server]}" "${cargs[@]}"
+	split_args "$@"
+	note "$name: server ${SARGS[*]}, client ${CARGS[*]}"
+	start_server "$name-server" "${SARGS[@]}"
+	start "$name-client" timeout 60 "$NDKPING" --ucmatose -s 127.0.0.1 -p "${PORT_OF[$name-server]}" "${CARGS[@]}"
 	wait_exit "$name-client" 70
 	wait_exit "$name-server" 30
 }
@@ -74,18 +69,11 @@ check mismatch-server.err 'the peer disconnected while this side was waiting for
 	"mismatch: the server says why"
 
 note "usage: what NDK cannot follow"
-usage() {
-	local name=$1
-	shift
-	"$NDKPING" --ucmatose "$@" >"$WORK/$name.out" 2>"$WORK/$name.err"
-	RC_OF[$name]=$?
-	check_rc "$name" 2 "usage: ndkping --ucmatose $* is refused"
-}
-usage port-space -P ib
-usage gid -f gid
-usage no-connections -c 0
-usage server-no-p2p --no-p2p
-usage too-much -C 1000000 -S 1000000
+usage port-space --ucmatose -P ib
+usage gid --ucmatose -f gid
+usage no-connections --ucmatose -c 0
+usage server-no-p2p --ucmatose --no-p2p
+usage too-much --ucmatose -C 1000000 -S 1000000
 "$NDKPING" --ucmatose --help >"$WORK/help.txt" 2>&1
 RC_OF[help]=$?
 check_rc help 0 "usage: --ucmatose --help"

@@ -24,41 +24,17 @@ CASES=(p2p cs cs-big)
 declare -A GPORT=([p2p]=7471 [cs]=7472 [cs-big]=7473)
 declare -A ARGS=([p2p]="-c 10" [cs]="-c 10" [cs-big]="-c 10 -C 20 -S 65536")
 declare -A MODE=([p2p]="" [cs]=--no-p2p [cs-big]=--no-p2p)
-declare -A HPORT=()
-fwd=()
-for n in "${CASES[@]}"; do
-	HPORT[$n]=$(free_port) || die "no free port"
-	fwd+=(-p "${HPORT[$n]}:${GPORT[$n]}")
-done
+forward_ports "${CASES[@]}"
 
-# The guest servers print their lines prefixed with the case name, then
-# "rc=N"; GUEST-LISTENING once every one listens (the forwards accept on the
-# host as soon as QEMU runs, so connecting earlier only hits a closed port).
-{
-	echo "$GUEST_RUN_FN"
-	for n in "${CASES[@]}"; do
-		echo "run $n timeout 150 ucmatose -b 10.0.2.15 -p ${GPORT[$n]} ${ARGS[$n]} &"
-	done
-	cat <<EOF
-i=0
-for p in ${GPORT[*]}; do
-	while ! ss -ltn | grep -q ":\$p "; do
-		i=\$((i + 1))
-		[ \$i -gt 300 ] && { echo GUEST-NOT-LISTENING \$p; exit 1; }
-		sleep 0.1
-	done
+for n in "${CASES[@]}"; do
+	SERVER[$n]="timeout 150 ucmatose -b 10.0.2.15 -p ${GPORT[$n]} ${ARGS[$n]}"
 done
-echo GUEST-LISTENING
-wait
-EOF
-} >"$WORK/guest.sh"
-run_guest guest "$WORK/guest.sh" "${fwd[@]}"
-wait_line guest '^GUEST-LISTENING$' 90 || die "the guest's ucmatose servers did not start"
+boot_guest_servers ucmatose
 
 for n in "${CASES[@]}"; do
 	note "$n: ndkping --ucmatose -s 127.0.0.1 ${ARGS[$n]} ${MODE[$n]}"
 	# shellcheck disable=SC2086 # ARGS and MODE are options
-	start "$n" timeout 90 "$NDKPING" --ucmatose -s 127.0.0.1 -p "${HPORT[$n]}" ${ARGS[$n]} ${MODE[$n]} \
+	start "$n" timeout 90 "$NDKPING" --ucmatose -s 127.0.0.1 -p "${HOST_PORT[$n]}" ${ARGS[$n]} ${MODE[$n]} \
 		--delay-first 200
 	wait_exit "$n" 100
 done

@@ -8,6 +8,7 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/polled.h"
 #include "ndkperf/perftest.h"
 
 
@@ -131,7 +132,7 @@ bool pt_client_bw(struct pt *t, struct tc_bw_samples *bw)
         t->signal_every = (uint32_t)limit;
     /* send_bw: the server's receives, which its credits count. */
     uint64_t window = t->p.rx_depth;
-    volatile const uint8_t *credit = e->target;
+    const uint8_t *credit = e->target;
     uint64_t start = tc_now_ns(), now = start;
     t->samples = bw;
     if (!tc_bw_add(bw, 0, start))
@@ -143,8 +144,7 @@ bool pt_client_bw(struct pt *t, struct tc_bw_samples *bw)
         bool posted_any = false;
         while (t->posted - t->done < limit && more(t, t->posted, start, now)) {
             if (op == OP_SEND) {
-                uint32_t c = (uint32_t)credit[0] | (uint32_t)credit[1] << 8 | (uint32_t)credit[2] << 16 |
-                             (uint32_t)credit[3] << 24;
+                uint32_t c = tc_polled_le32(credit);
                 if (t->posted - c >= window)
                     break;
             }
@@ -292,15 +292,16 @@ oom:
  * iteration `it` is there, taking completions meanwhile. */
 static bool wait_byte(struct pt *t, uint64_t it, uint64_t ms)
 {
-    volatile const uint8_t *in = t->tst.target + t->p.size - 1;
+    const uint8_t *in = t->tst.target + t->p.size - 1;
     struct clock_bound b;
     pt_bound_start(&b, ms);
-    while (*in != (uint8_t)it) {
+    while (tc_polled_byte(in) != (uint8_t)it) {
         if (tst_poll(t) < 0)
             return false;
-        if (*in != (uint8_t)it && !pt_bound_ok(t, &b, "the peer's next RDMA Write")) {
+        uint8_t now = tc_polled_byte(in);
+        if (now != (uint8_t)it && !pt_bound_ok(t, &b, "the peer's next RDMA Write")) {
             tc_complain(t->role, "write_lat iteration %" PRIu64 ": the last byte of the buffer holds %u, not %u",
-                     it, *in, (unsigned)(uint8_t)it);
+                     it, now, (unsigned)(uint8_t)it);
             return false;
         }
     }
@@ -322,7 +323,7 @@ bool pt_pingpong_write(struct pt *t, struct tc_lat_samples *lat)
         }
         if (!pt_sq_wait(t, e->sq_limit - 1, "room for an RDMA Write"))
             return false;
-        *out = (uint8_t)it;
+        tc_polled_store(out, (uint8_t)it);
         t_post = tc_now_ns();
         if (!post_data(t, OP_WRITE, e->source, t->p.size, t->peer.vaddr, t->peer.rkey, it == t->p.iters))
             return false;

@@ -8,6 +8,7 @@
 
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/polled.h"
 #include "ndkperf/test_run.h"
 
 /* One latency iteration: a message and its answer (or the Read's data). */
@@ -25,7 +26,7 @@ static bool one_round_trip(struct run *x, uint8_t *seq, uint64_t t0)
         return true;
     case T_WRITE_LAT:
         *seq = (uint8_t)(*seq % 255 + 1); /* never 0: a fresh buffer holds 0 */
-        e->source[x->size - 1] = *seq;
+        tc_polled_store(e->source + x->size - 1, *seq);
         return post_rdma(e, OP_WRITE, x->size, POST_PLAIN) && wait_byte(x, *seq, t0, "the server's RDMA Write");
     default: /* T_READ_LAT */
         return post_rdma(e, OP_READ, x->size, POST_SIGNAL) && drain_sq(x, "the RDMA Read's completion");

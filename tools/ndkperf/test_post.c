@@ -11,6 +11,7 @@
 #include "lib/bytes.h"
 #include "lib/clock.h"
 #include "lib/log.h"
+#include "lib/polled.h"
 #include "ndkperf/test_run.h"
 
 #define POLLS_PER_CLOCK 64
@@ -471,9 +472,9 @@ bool end_size_ctrl(struct run *x)
 bool wait_byte(struct run *x, uint8_t val, uint64_t start, const char *what)
 {
     struct endpoint *e = x->e;
-    volatile const uint8_t *last = e->target + x->size - 1;
+    const uint8_t *last = e->target + x->size - 1;
     bool yield = e->opt->wait == TC_WAIT_YIELD;
-    for (unsigned polls = 1; *last != val; polls++) {
+    for (unsigned polls = 1; tc_polled_byte(last) != val; polls++) {
         if (!pump(x, false, NULL))
             return false;
         if (x->got_end)

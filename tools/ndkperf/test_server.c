@@ -5,6 +5,7 @@
 #include <stdlib.h>
 
 #include "lib/clock.h"
+#include "lib/polled.h"
 #include "ndkperf/test_run.h"
 
 /* Answers every Send that came; done once the end marker came. */
@@ -58,7 +59,7 @@ static bool server_write_lat(struct run *x)
             return false;
         if (x->got_end)
             break;
-        *out = seq;
+        tc_polled_store(out, seq);
         if (!wait_room(x) || !post_rdma(e, OP_WRITE, x->size, POST_PLAIN))
             return false;
     }
