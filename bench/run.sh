@@ -35,6 +35,9 @@ LAYOUT=${LAYOUT:-auto}
 OUT=${OUT:-/tmp/bench-connrate-$(date +%Y%m%d-%H%M%S)}
 HERE=$(cd "$(dirname "$0")" && pwd)
 CONNRATE=$BUILD/bench/connrate
+# The iWARP connection over TCP is what is measured: both ends run in one
+# process, which the same-host fast path (docs/shm.md) would otherwise take.
+export NDK_SHM=0
 TCPRATE=$BUILD/bench/tcp_connrate
 FAILED=0
 CUR_SPID=""

@@ -25,6 +25,7 @@
 #include "net/stream.h"
 #include "objects.h"
 #include "wire/term.h"
+#include "xp_shm.h"
 
 #define MIN(a, b) ((a) < (b) ? (a) : (b))
 
@@ -44,6 +45,7 @@ static struct loop *conn_loop(struct ndk_connector_impl *c)
 
 static void conn_on_io(struct loop_watch *w, uint32_t events);
 static void maybe_finish_disconnect(struct ndk_connector_impl *c);
+static NTSTATUS finish_complete_connect(struct ndk_connector_impl *c, struct shm_conn *setup);
 
 /* (Re)registers the socket for exactly these events. Errors and hang-ups are
  * always reported by epoll. */
@@ -196,6 +198,9 @@ static void stop_data_path(struct ndk_connector_impl *c)
 
 static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
 {
+    shm_rv_stop(&c->rv);
+    if (abortive && c->shm && c->dp_started)
+        ndk_shm_abort(c->qp);
     stop_data_path(c);
     loop_watch_del(conn_loop(c), &c->watch);
     loop_timer_cancel(conn_loop(c), &c->timer);
@@ -460,14 +465,50 @@ static void accept_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive
     ndk_req_complete(&c->accept_req, st);
 }
 
+/* The shared-memory transport ended on its own (the peer left, its
+ * process ended, a Terminate): as tr_failed, the progress thread then sees
+ * the socket's input end and tears the connection down. Any thread. */
+static void conn_shm_ended(void *arg)
+{
+    struct ndk_connector_impl *c = arg;
+    set_mask_flag(c, &c->input_paused, false);
+    ndk_stream_shutdown_read(c->fd);
+}
+
+/* Attaches the shared-memory transport the rendezvous set up; TCP stays
+ * the control channel. */
+static bool start_shm(struct ndk_connector_impl *c, struct shm_conn *setup)
+{
+    bool copy;
+    const struct mpa_neg *n = &c->neg;
+    if (ndk_shm_setup_attach(setup, n->eff_ird, n->eff_ord, conn_shm_ended, c, &copy) != STATUS_SUCCESS) {
+        c->qp_start_failed = true;
+        return false;
+    }
+    c->shm = true;
+    c->dp_started = true;
+    CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "same host: shared memory (%s), TCP stays the control channel",
+             copy ? "copy mode" : "single copy");
+    return true;
+}
+
 /* false: no memory for the data path's read queues; the caller fails the
- * leg with STATUS_INSUFFICIENT_RESOURCES and aborts the connection. */
-static bool established(struct ndk_connector_impl *c)
+ * leg with STATUS_INSUFFICIENT_RESOURCES and aborts the connection. setup:
+ * the initiator's agreed shared-memory set-up, or NULL (the passive side
+ * takes its own from the rendezvous now: the go came before the RTR). */
+static bool established(struct ndk_connector_impl *c, struct shm_conn *setup)
 {
     loop_timer_cancel(conn_loop(c), &c->timer);
     c->state = CONN_CONNECTED;
     conn_watch(c, EPOLLIN | EPOLLRDHUP);
-    if (c->qp) {
+    if (c->passive)
+        setup = shm_rv_take(&c->rv);
+    if (c->qp && setup) {
+        c->qp->connected = true;
+        c->qp->used = true;
+        if (!start_shm(c, setup))
+            return false;
+    } else if (c->qp) {
         c->qp->connected = true;
         c->qp->used = true;
         c->tr.ops = &socket_transport;
@@ -533,7 +574,7 @@ static void on_rtr(struct ndk_connector_impl *c, enum mpa_neg_event ev)
         accept_fail(c, STATUS_CONNECTION_ABORTED, true);
         return;
     }
-    if (!established(c)) {
+    if (!established(c, NULL)) {
         accept_fail(c, STATUS_INSUFFICIENT_RESOURCES, true);
         return;
     }
@@ -568,6 +609,12 @@ static void on_peer_closed(struct ndk_connector_impl *c, bool reset)
         c->peer_gone = true;
         conn_close_wire(c, true);
         qp_detach_connected(c);
+        break;
+    case CONN_SHM_RV:
+        /* The acceptor went away while NdkCompleteConnect pended. */
+        c->peer_gone = true;
+        conn_dead(c, true);
+        ndk_req_complete(&c->complete_req, STATUS_CONNECTION_ABORTED);
         break;
     case CONN_CONNECTED:
         if (reset) {
@@ -614,14 +661,39 @@ static bool was_reset(struct ndk_connector_impl *c, uint32_t events)
     return ndk_stream_error(c->fd) != 0 || !(events & EPOLLRDHUP);
 }
 
+/* Nothing of ours is queued or in flight (X1 "DMA finished"). */
+static bool quiescent(struct ndk_connector_impl *c)
+{
+    return c->shm ? ndk_shm_quiescent(c->qp) : ndk_qp_quiescent(c->qp);
+}
+
 /* NdkDisconnect is done when our FIN is out (after everything queued) and
  * the peer's FIN has arrived (X1); the QP is then flushed (X5). */
 static void maybe_finish_disconnect(struct ndk_connector_impl *c)
 {
-    if (c->state != CONN_DISCONNECTING || !c->peer_fin || !c->qp || !ndk_qp_quiescent(c->qp))
+    if (c->state != CONN_DISCONNECTING || !c->peer_fin || !c->qp || !quiescent(c))
         return;
     conn_dead(c, false);
     ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
+}
+
+/* Socket events of a connection over shared memory: TCP only says how it
+ * ends. Octets on it mean the peer speaks iWARP to us: it is reset. */
+static void conn_shm_io(struct ndk_connector_impl *c, uint32_t events)
+{
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
+        int n = ndk_stream_peek(c->fd);
+        if (n == -EAGAIN && !(events & (EPOLLERR | EPOLLHUP)))
+            return;
+        /* First what the peer published before it ended the stream: its
+         * last messages, or the Terminate that made it reset. */
+        ndk_shm_drain(c->qp);
+        ULONG why = ndk_qp_end_reason(c->qp);
+        bool reset = n > 0 || was_reset(c, events) || (why && why != NDK_DISCONNECT_REASON_PEER_CLOSED);
+        on_peer_closed(c, reset);
+        return;
+    }
+    maybe_finish_disconnect(c);
 }
 
 /* What connection management makes of an established connection's socket
@@ -663,6 +735,10 @@ static void conn_dp_after(struct ndk_connector_impl *c, uint32_t events, bool al
 static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
 {
     struct ndk_qp_impl *qp = c->qp;
+    if (c->shm) {
+        conn_shm_io(c, events);
+        return;
+    }
     if (events & EPOLLOUT)
         ndk_qp_on_writable(qp);
     if (!c->dp_started)
@@ -804,6 +880,14 @@ static void conn_on_timer(struct loop_timer *t)
         break;
     case CONN_ACCEPTING:
         accept_fail(c, STATUS_IO_TIMEOUT, true);
+        break;
+    case CONN_SHM_RV:
+        /* The rendezvous did not settle in time: TCP. */
+        CONN_LOG(NDK_LL_WARN, NDK_LC_CM, c,
+                 "same host: the fast path was not set up within %u ms; TCP carries the connection",
+                 ndk_shm_rendezvous_ms());
+        shm_rv_stop(&c->rv);
+        ndk_req_complete(&c->complete_req, finish_complete_connect(c, NULL));
         break;
     case CONN_DISCONNECTING:
         conn_dead(c, true);
@@ -1030,9 +1114,55 @@ static NTSTATUS conn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
                           PrivateDataLength, RequestCompletion, RequestContext);
 }
 
+/* NdkCompleteConnect's second half: the RTR, then the data path, over
+ * shared memory when setup is the rendezvous' agreed set-up. Device lock
+ * held. */
+static NTSTATUS finish_complete_connect(struct ndk_connector_impl *c, struct shm_conn *setup)
+{
+    c->state = CONN_REPLIED;
+    /* Peer-to-peer: the RTR. A fresh socket always takes 52 octets;
+     * anything else means it is already broken. */
+    if (c->neg.out_len && send_output(c) != 0) {
+        ndk_shm_setup_abandon(setup);
+        conn_dead(c, true);
+        return STATUS_CONNECTION_ABORTED;
+    }
+    if (!established(c, setup)) {
+        conn_dead(c, true);
+        return STATUS_INSUFFICIENT_RESOURCES;
+    }
+    if (c->dp_started && !c->shm) {
+        c->nudge_next = 0;
+        loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[0]);
+    }
+    return STATUS_SUCCESS;
+}
+
+/* The rendezvous settled (from the loop, device lock held). */
+static void rv_settled(struct shm_rv *rv, bool shm)
+{
+    struct ndk_connector_impl *c = container_of(rv, struct ndk_connector_impl, rv);
+    if (c->state != CONN_SHM_RV)
+        return;
+    struct shm_conn *setup = shm ? shm_rv_take(rv) : NULL;
+    if (!setup)
+        CONN_LOG(NDK_LL_WARN, NDK_LC_CM, c, "%s",
+                 "same host: the fast path was refused or failed; TCP carries the connection");
+    ndk_req_complete(&c->complete_req, finish_complete_connect(c, setup));
+}
+
+/* Whether the initiator asks for the fast path: its adapter allows it, the
+ * connection is peer-to-peer with an RTR the peer's transport need not
+ * answer on TCP (a Read RTR is answered with a Read Response), and a QP
+ * is there to carry it. */
+static bool shm_wanted(struct ndk_connector_impl *c)
+{
+    return c->qp && c->neg.p2p && c->neg.rtr != MPA_RTR_READ && ndk_shm_allowed(c->obj.ad);
+}
+
 static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DISCONNECT_EVENT_CALLBACK fn,
                                         NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn_ex, void *dctx,
-                                        NDK_FN_REQUEST_COMPLETION cb)
+                                        NDK_FN_REQUEST_COMPLETION cb, void *ctx)
 {
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !cb)
@@ -1050,28 +1180,22 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
         goto out;
     }
     mpa_neg_complete(&c->neg);
-    /* Peer-to-peer: the RTR. A fresh socket always takes 52 octets;
-     * anything else means it is already broken. */
-    if (c->neg.out_len && send_output(c) != 0) {
-        conn_dead(c, true);
-        st = STATUS_CONNECTION_ABORTED;
-        goto out;
-    }
     c->disc_fn = fn;
     c->disc_fn_ex = fn_ex;
     c->disc_ctx = dctx;
     /* The window stays open: consumers written for Windows providers call
      * NdkGetConnectionData after NdkCompleteConnect too, and get the same
      * answers (docs/behaviour.md, "Private data"). */
-    if (!established(c)) {
-        conn_dead(c, true);
-        st = STATUS_INSUFFICIENT_RESOURCES;
+    if (shm_wanted(c) && shm_rv_connect(&c->rv, conn_loop(c), c->qp, &c->local, &c->peer, rv_settled)) {
+        /* A listener of this host answered the name: the RTR waits until
+         * the rendezvous settles, at most NDK_SHM_RENDEZVOUS_MS. */
+        c->state = CONN_SHM_RV;
+        ndk_req_begin(&c->complete_req, &c->obj, cb, ctx);
+        loop_timer_arm(conn_loop(c), &c->timer, ndk_shm_rendezvous_ms());
+        st = STATUS_PENDING;
         goto out;
     }
-    if (c->dp_started) {
-        c->nudge_next = 0;
-        loop_timer_arm(conn_loop(c), &c->timer, nudge_at_ms[0]);
-    }
+    st = finish_complete_connect(c, NULL);
 out:
     pthread_mutex_unlock(&c->obj.ad->dev->lock);
     return st;
@@ -1081,9 +1205,8 @@ static NTSTATUS conn_complete_connect(NDK_CONNECTOR *pNdkConnector, NDK_FN_DISCO
                                       PVOID DisconnectEventContext, NDK_FN_REQUEST_COMPLETION RequestCompletion,
                                       PVOID RequestContext)
 {
-    (void)RequestContext;
     return complete_connect_common(pNdkConnector, DisconnectEvent, NULL, DisconnectEventContext,
-                                   RequestCompletion);
+                                   RequestCompletion, RequestContext);
 }
 
 static NTSTATUS conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
@@ -1091,9 +1214,8 @@ static NTSTATUS conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
                                          PVOID DisconnectEventContext,
                                          NDK_FN_REQUEST_COMPLETION RequestCompletion, PVOID RequestContext)
 {
-    (void)RequestContext;
     return complete_connect_common(pNdkConnector, NULL, DisconnectEvent, DisconnectEventContext,
-                                   RequestCompletion);
+                                   RequestCompletion, RequestContext);
 }
 
 /* The Reply is out (r: send_output's result, 0 or 1): peer-to-peer, NdkAccept
@@ -1103,6 +1225,9 @@ static NTSTATUS accept_replied(struct ndk_connector_impl *c, int r, NDK_FN_REQUE
 {
     if (c->neg.p2p) {
         c->state = CONN_ACCEPTING;
+        /* An initiator of this host may ask for shared memory before its RTR. */
+        if (c->listener && ndk_shm_allowed(c->obj.ad))
+            shm_rv_expect(&c->rv, &c->listener->shm, c->qp, &c->local, &c->peer);
         ndk_req_begin(&c->accept_req, &c->obj, cb, ctx);
         conn_watch(c, EPOLLIN | EPOLLRDHUP | (r == 1 ? EPOLLOUT : 0));
         loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.RtrTimeoutMs);
@@ -1115,7 +1240,7 @@ static NTSTATUS accept_replied(struct ndk_connector_impl *c, int r, NDK_FN_REQUE
         conn_dead(c, true);
         return STATUS_CONNECTION_ABORTED;
     }
-    if (!established(c)) {
+    if (!established(c, NULL)) {
         conn_dead(c, true);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
@@ -1329,14 +1454,16 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
          * now on ends in maybe_finish_disconnect, under the lock. */
         conn_dp_lock_events(c);
         CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "disconnecting (NdkDisconnect)");
-        if (c->dp_started) {
+        if (c->dp_started && !c->shm) {
             /* Our FIN goes once everything already queued is out. */
             ndk_qp_disconnect(c->qp);
         } else {
+            /* Over shared memory what is published is the peer's: it
+             * takes it all when it sees our FIN (conn_shm_io). */
             ndk_stream_shutdown_write(c->fd);
             c->fin_sent = true;
         }
-        if (c->peer_fin && (!c->dp_started || ndk_qp_quiescent(c->qp))) {
+        if (c->peer_fin && (!c->dp_started || quiescent(c))) {
             conn_dead(c, false);
             st = STATUS_SUCCESS;
         } else {
@@ -1375,6 +1502,7 @@ static void conn_close_start(struct ndk_obj *obj)
     struct ndk_connector_impl *c = container_of(obj, struct ndk_connector_impl, obj);
     /* L3: everything pending completes (cancelled) before the close does. */
     ndk_req_complete(&c->connect_req, STATUS_CANCELLED);
+    ndk_req_complete(&c->complete_req, STATUS_CANCELLED);
     ndk_req_complete(&c->accept_req, STATUS_CANCELLED);
     ndk_req_complete(&c->disconnect_req, STATUS_CANCELLED);
     /* Closing an established connection is an abort (7.7), unless the peer
@@ -1443,6 +1571,7 @@ static struct ndk_connector_impl *conn_alloc(struct ndk_adapter_impl *ad)
     c->state = CONN_IDLE;
     pthread_mutex_init(&c->mask_lock, NULL);
     loop_timer_init(&c->timer, conn_on_timer);
+    shm_rv_init(&c->rv);
     ndk_obj_init(&c->obj, ad, NdkObjectTypeConnector, &ndk_connector_dispatch, &conn_ops);
     return c;
 }

@@ -263,6 +263,7 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
 
 static void stop_listening(struct ndk_listener_impl *l)
 {
+    shm_rv_listen_stop(&l->shm);
     loop_timer_cancel(listener_loop(l), &l->accept_retry);
     if (l->fd >= 0) {
         loop_watch_del(listener_loop(l), &l->watch);
@@ -321,6 +322,9 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAdd
     l->fd = fd;
     l->local = local;
     l->listening = true;
+    /* Initiators of this host may ask for the fast path (docs/shm.md). */
+    if (ndk_shm_allowed(ad))
+        shm_rv_listen_start(&l->shm, listener_loop(l), &local);
     pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_SUCCESS;
 }
@@ -403,6 +407,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALL
     l->connect_event = ConnectEvent;
     l->connect_ctx = ConnectEventContext;
     l->fd = -1;
+    shm_rv_listen_init(&l->shm);
     pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&l->obj, ad, NdkObjectTypeListener, &listener_dispatch, &listener_ops);
     l->obj.engine = ndk_engine_place(ad->dev, NULL);

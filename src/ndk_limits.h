@@ -67,6 +67,11 @@
  * legs on the wire"): the delay keeps a siw initiator from seeing data
  * right behind the Reply. */
 #define NDK_RELAXED_GATE_MS 100
+/* How long NdkCompleteConnect waits for the same-host rendezvous once a
+ * listener of this host answered (docs/shm.md, Selection): on loopback it
+ * settles in well under a millisecond; past this the connection keeps TCP.
+ * The environment variable NDK_SHM_WAIT_MS overrides it (at most 10 s). */
+#define NDK_SHM_RENDEZVOUS_MS 20
 
 /* Progress engines per device (docs/architecture.md, Engines): one per CPU
  * of the process's affinity mask, at most this many (a processor group's

@@ -6,6 +6,7 @@
 #include "core.h"
 #include "cqsrq.h"
 #include "qp.h"
+#include "shm_rendezvous.h"
 #include "net/ports.h"
 #include "net/tcp.h"
 #include "wire/mpa.h"
@@ -110,6 +111,7 @@ struct ndk_listener_impl {
     unsigned backlog_used; /* delivered, not yet accepted/rejected/closed */
     unsigned halfopen_count;
     struct ndk_halfopen *halfopen;
+    struct shm_rv_listen shm; /* the same-host rendezvous (shm_rendezvous.h) */
 };
 NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,
                              PVOID ConnectEventContext, NDK_FN_CREATE_COMPLETION CreateCompletion,
@@ -121,6 +123,7 @@ enum conn_state {
     CONN_TCP,         /* active: TCP handshake in progress */
     CONN_MPA_REPLY,   /* active: Request sent, waiting for the Reply */
     CONN_REPLIED,     /* active: Connect succeeded, CompleteConnect/Reject next */
+    CONN_SHM_RV,      /* active: CompleteConnect pends on the same-host rendezvous */
     CONN_INCOMING,    /* passive: delivered by the connect event */
     CONN_ACCEPTING,   /* passive: Reply sent, waiting for the RTR */
     CONN_CONNECTED,   /* established */
@@ -155,7 +158,7 @@ struct ndk_connector_impl {
     size_t tx_len, tx_off;
 
     /* requests and events */
-    struct ndk_req connect_req, accept_req, disconnect_req;
+    struct ndk_req connect_req, complete_req, accept_req, disconnect_req;
     NDK_FN_DISCONNECT_EVENT_CALLBACK disc_fn;
     NDK_FN_DISCONNECT_EVENT_CALLBACK_EX disc_fn_ex;
     void *disc_ctx;
@@ -180,6 +183,12 @@ struct ndk_connector_impl {
     bool want_out;
     bool input_leased; /* a busy poller reads the socket: no EPOLLIN */
     bool input_paused; /* the QP waits for a receive: no EPOLLIN, no EPOLLRDHUP */
+
+    /* The same-host fast path (docs/shm.md, Selection): the rendezvous,
+     * and whether the QP runs over shared memory, TCP staying the control
+     * channel (its FIN, its reset). */
+    struct shm_rv rv;
+    bool shm;
 };
 
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,

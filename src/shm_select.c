@@ -9,6 +9,7 @@
 
 #include "net/shm.h"
 #include "objects.h"
+#include "shm_rendezvous.h"
 
 /* What this kernel lets the transport do, looked at once per process:
  * NULL when it has what the transport needs, else why not. */
@@ -56,19 +57,37 @@ static const char *copy_reason(void)
     return scope > 0 ? "copy mode: Yama ptrace_scope is not 0" : NULL;
 }
 
+/* Why the adapter's connections keep TCP, or NULL. */
+static const char *refusal(struct ndk_adapter_impl *ad)
+{
+    const char *env = getenv("NDK_SHM");
+    if (!ad)
+        return "no such adapter";
+    if (env && strcmp(env, "0") == 0)
+        return "off: NDK_SHM=0";
+    if (ad->opt.Flags & NDK_OPEN_FLAG_NO_SHM)
+        return "off: NDK_OPEN_FLAG_NO_SHM";
+    return kernel_refusal();
+}
+
+unsigned ndk_shm_rendezvous_ms(void)
+{
+    const char *env = getenv("NDK_SHM_WAIT_MS");
+    char *end;
+    unsigned long ms = env ? strtoul(env, &end, 10) : 0;
+    if (!env || end == env || *end || ms == 0 || ms > 10000)
+        return NDK_SHM_RENDEZVOUS_MS;
+    return (unsigned)ms;
+}
+
+bool ndk_shm_allowed(struct ndk_adapter_impl *ad)
+{
+    return refusal(ad) == NULL;
+}
+
 NDK_API BOOLEAN ndk_shm_available(NDK_ADAPTER *pAdapter, const char **pDetail)
 {
-    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);
-    const char *env = getenv("NDK_SHM");
-    const char *why = NULL;
-    if (!ad)
-        why = "no such adapter";
-    else if (env && strcmp(env, "0") == 0)
-        why = "off: NDK_SHM=0";
-    else if (ad->opt.Flags & NDK_OPEN_FLAG_NO_SHM)
-        why = "off: NDK_OPEN_FLAG_NO_SHM";
-    else
-        why = kernel_refusal();
+    const char *why = refusal(ndk_adapter_from_pub(pAdapter));
     if (pDetail) {
         const char *copy = why ? NULL : copy_reason();
         *pDetail = why ? why : copy ? copy : "single copy";

@@ -94,8 +94,8 @@ static void put_term(FILE *f, const char *key, uint32_t t)
 
 static const char *conn_state_name(enum conn_state s)
 {
-    static const char *const n[] = {"idle",      "tcp",       "mpa_reply", "replied",      "incoming",
-                                    "accepting", "connected", "disconnecting", "closed"};
+    static const char *const n[] = {"idle",     "tcp",       "mpa_reply", "replied",       "shm_rendezvous",
+                                    "incoming", "accepting", "connected", "disconnecting", "closed"};
     return (unsigned)s < sizeof n / sizeof n[0] ? n[s] : "?";
 }
 
@@ -133,6 +133,7 @@ static void put_qp(FILE *f, struct ndk_qp_impl *qp)
                 out[w->op]++;
         }
     uint32_t reads_out = dp->reads_out, irq = dp->irq_count;
+    const char *transport = dp->xp ? dp->xp->name : "none";
     pthread_mutex_unlock(&dp->sq_lock);
     pthread_mutex_lock(&dp->rq_lock);
     uint32_t rq = dp->rq_count;
@@ -140,10 +141,10 @@ static void put_qp(FILE *f, struct ndk_qp_impl *qp)
     static const char *const states[] = {"idle", "rts", "error"};
     enum qp_state st = dp->state; /* an _Atomic field: an atomic load */
     fprintf(f, "qp id=%u adapter=%u engine=%u state=%s conn=%u pd=%u rcq=%u icq=%u srq=%u rq_depth=%lu"
-               " iq_depth=%lu rq_posted=%u",
+               " iq_depth=%lu rq_posted=%u transport=%s",
             qp->obj.id, qp->obj.ad->obj.id, qp->obj.engine->index, (unsigned)st < 3 ? states[st] : "?",
             qp->conn ? qp->conn->obj.id : 0, qp->pd->obj.id, qp->rcq->obj.id, qp->icq->obj.id,
-            dp->srq ? dp->srq->obj.id : 0, (unsigned long)qp->rq_depth, (unsigned long)qp->iq_admit, rq);
+            dp->srq ? dp->srq->obj.id : 0, (unsigned long)qp->rq_depth, (unsigned long)qp->iq_admit, rq, transport);
     for (int i = 0; i < 6; i++)
         fprintf(f, " out_%s=%u", kinds[i], out[i]);
     fprintf(f, " reads_awaiting_response=%u inbound_reads=%u completions_success=%llu"

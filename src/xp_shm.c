@@ -23,6 +23,7 @@
 #include "iov_copy.h"
 #include "objects.h"
 #include "shm_ring.h"
+#include "wire/term.h"
 #include "xp_shm.h"
 
 #define SHM_MAGIC 0x4E444B53u /* "NDKS" */
@@ -85,6 +86,13 @@ struct shm_conn {
     uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
+    /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
+    int sock;
+    int step;                   /* enum setup_step */
+    bool probe_ok;              /* we could read the peer's probe word */
+    /* the owner's hook: the connection ended on its own (any thread) */
+    void (*ended)(void *arg);
+    void *ended_arg;
 };
 
 /* What a pass found that ends the connection; applied with no lock held. */
@@ -92,12 +100,13 @@ struct shm_fail {
     bool fail;
     ULONG reason;
     NTSTATUS read_status;
+    ULONG perr; /* ProviderErrorCode: a Terminate's control word, as on TCP */
 };
 
 static void fail_set(struct shm_fail *f, ULONG reason, NTSTATUS read_status)
 {
     if (!f->fail)
-        *f = (struct shm_fail){true, reason, read_status};
+        *f = (struct shm_fail){true, reason, read_status, 0};
 }
 
 static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
@@ -528,6 +537,7 @@ static void take_responses(struct shm_conn *c, struct shm_fail *f)
                 else if (w)
                     w->done = true;
                 fail_set(f, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED, rs);
+                f->perr = term_ctrl_pack(h.term_layer, h.term_etype, h.term_code, false, false, false);
             }
         } else if (!w || h.len > SHM_PAYLOAD) {
             corrupt = true;
@@ -695,8 +705,10 @@ static void end_connection(struct shm_conn *c, const struct shm_fail *f)
     drop_partial_send(c);
     __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&c->qp->dp.rx_lock);
-    ndk_xp_fail(c->qp, f->reason, f->read_status, 0);
+    ndk_xp_fail(c->qp, f->reason, f->read_status, f->perr);
     shm_os_doorbell_ring(c->peer_bell);
+    if (c->ended)
+        c->ended(c->ended_arg);
 }
 
 /* One pass over both incoming rings and the initiator queue. A busy poller
@@ -709,6 +721,13 @@ static void progress(struct shm_conn *c, bool poller)
         return;
     uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
     if (left) {
+        /* What the peer answered before it left (a Terminate naming a Read
+         * of ours, say) still counts. */
+        if (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0) {
+            if (!c->flushed)
+                take_responses(c, &f);
+            pthread_mutex_unlock(&dp->sq_lock);
+        }
         fail_set(&f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
                  STATUS_CANCELLED);
         end_connection(c, &f);
@@ -775,7 +794,7 @@ static void *service(void *arg)
             /* The peer process ended (kill -9 included): nothing it had
              * will ever answer. */
             nfds = 1;
-            struct shm_fail f = {true, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED};
+            struct shm_fail f = {true, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED, 0};
             end_connection(c, &f);
         }
     }
@@ -850,6 +869,8 @@ static void shm_local_error(struct ndk_qp_impl *qp)
                                 __ATOMIC_SEQ_CST);
     __atomic_store_n(&c->dead, true, __ATOMIC_RELEASE);
     shm_os_doorbell_ring(c->peer_bell);
+    if (c->ended)
+        c->ended(c->ended_arg);
 }
 
 static void conn_free(struct shm_conn *c)
@@ -911,26 +932,36 @@ static NTSTATUS status_of(int err)
                                                                  : STATUS_CONNECTION_REFUSED;
 }
 
-/* The descriptors and the region: the creator sends, the other receives. */
-static int exchange_region(struct shm_conn *c, int sock, int timeout_ms)
+/* Set-up, step by step: each step waits for one message from the peer.
+ * The creator offers the region and its doorbell, the other answers with
+ * its doorbell; then both probe each other's memory and tell the result. */
+enum setup_step { STEP_REGION, STEP_HELLO, STEP_PROBE, STEP_READY };
+
+/* The creator's first message: the region and its doorbell. */
+static int offer_region(struct shm_conn *c)
+{
+    struct shm_hello hello = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, 1, 0};
+    int fd = shm_os_region_create(SHM_REGION_BYTES, &c->map);
+    if (fd < 0)
+        return fd;
+    c->hdr = c->map;
+    *c->hdr = (struct shm_hdr){.magic = SHM_MAGIC, .version = SHM_VERSION, .slot = SHM_SLOT, .slots = SHM_SLOTS};
+    c->hdr->side[0].probe_addr = (uint64_t)(uintptr_t)&c->probe;
+    c->hdr->side[0].probe_value = c->probe;
+    int fds[2] = {fd, c->bell};
+    int r = shm_os_send(c->sock, &hello, sizeof hello, fds, 2);
+    shm_os_close(fd); /* the mappings keep the region */
+    return r;
+}
+
+/* The creator takes the peer's doorbell; the other maps the region and
+ * answers with its doorbell. */
+static int take_region(struct shm_conn *c, int timeout_ms)
 {
     struct shm_hello hello = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, 1, 0}, got;
     int fds[2], n = 0, r;
     if (c->me == 0) {
-        int fd = shm_os_region_create(SHM_REGION_BYTES, &c->map);
-        if (fd < 0)
-            return fd;
-        c->hdr = c->map;
-        *c->hdr = (struct shm_hdr){.magic = SHM_MAGIC, .version = SHM_VERSION, .slot = SHM_SLOT, .slots = SHM_SLOTS};
-        c->hdr->side[0].probe_addr = (uint64_t)(uintptr_t)&c->probe;
-        c->hdr->side[0].probe_value = c->probe;
-        fds[0] = fd;
-        fds[1] = c->bell;
-        r = shm_os_send(sock, &hello, sizeof hello, fds, 2);
-        shm_os_close(fd); /* the mappings keep the region */
-        if (r)
-            return r;
-        if ((r = shm_os_recv(sock, &got, sizeof got, fds, 1, &n, timeout_ms)))
+        if ((r = shm_os_recv(c->sock, &got, sizeof got, fds, 1, &n, timeout_ms)))
             return r;
         if (n != 1 || got.magic != SHM_MAGIC || !got.ok) {
             for (int i = 0; i < n; i++)
@@ -940,7 +971,7 @@ static int exchange_region(struct shm_conn *c, int sock, int timeout_ms)
         c->peer_bell = fds[0];
         return 0;
     }
-    if ((r = shm_os_recv(sock, &got, sizeof got, fds, 2, &n, timeout_ms)))
+    if ((r = shm_os_recv(c->sock, &got, sizeof got, fds, 2, &n, timeout_ms)))
         return r;
     if (n == 2)
         c->peer_bell = fds[1];
@@ -959,47 +990,80 @@ static int exchange_region(struct shm_conn *c, int sock, int timeout_ms)
     c->hdr->side[1].probe_addr = (uint64_t)(uintptr_t)&c->probe;
     c->hdr->side[1].probe_value = c->probe;
     fds[0] = c->bell;
-    return shm_os_send(sock, &hello, sizeof hello, fds, 1);
+    return shm_os_send(c->sock, &hello, sizeof hello, fds, 1);
 }
 
-/* Can we reach the peer's memory, and can it reach ours? Each side reads
- * the peer's probe word, then both tell each other. */
-static int probe_cma(struct shm_conn *c, int sock, int timeout_ms)
+static bool copy_forced(void)
+{
+    const char *env = getenv("NDK_SHM_COPY");
+    return env && strcmp(env, "1") == 0;
+}
+
+/* Can we reach the peer's memory? We read its probe word and tell it. */
+static int send_probe(struct shm_conn *c)
 {
     const struct shm_side_hdr *p = &c->hdr->side[1 - c->me];
-    const char *env = getenv("NDK_SHM_COPY");
-    bool forced = env && strcmp(env, "1") == 0;
     uint64_t word = 0;
     struct iovec l = {&word, sizeof word}, r = {(void *)(uintptr_t)p->probe_addr, sizeof word};
-    bool ok = !forced && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
-    struct shm_hello mine = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, ok, 0}, theirs;
+    c->probe_ok = !copy_forced() && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
+    struct shm_hello mine = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
+    return shm_os_send(c->sock, &mine, sizeof mine, NULL, 0);
+}
+
+/* ...and can it reach ours? Either failing selects copy mode. */
+static int take_probe(struct shm_conn *c, int timeout_ms)
+{
+    struct shm_hello theirs;
     int n = 0, fd, e;
-    if ((e = shm_os_send(sock, &mine, sizeof mine, NULL, 0)) ||
-        (e = shm_os_recv(sock, &theirs, sizeof theirs, &fd, 1, &n, timeout_ms)))
+    if ((e = shm_os_recv(c->sock, &theirs, sizeof theirs, &fd, 1, &n, timeout_ms)))
         return e;
     if (n)
         shm_os_close(fd);
-    c->copy = !ok || !theirs.ok;
+    c->copy = !c->probe_ok || !theirs.ok;
     static bool logged;
     if (c->copy && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
         NDK_LOG(NDK_LL_INFO, NDK_LC_DP, &c->qp->obj,
                 "shared memory: %s; payloads are copied through the rings (two copies)",
-                forced ? "single copy turned off (NDK_SHM_COPY=1)" : "process_vm_readv is not permitted");
+                copy_forced() ? "single copy turned off (NDK_SHM_COPY=1)" : "process_vm_readv is not permitted");
     return 0;
 }
 
-NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_t ird, uint32_t ord,
-                         int timeout_ms, bool *copy_mode)
+/* The next step, waiting at most timeout_ms for the peer's message. */
+static int setup_step(struct shm_conn *c, int timeout_ms)
 {
-    if (!claim(qp, true))
-        return STATUS_INVALID_DEVICE_STATE;
+    int e;
+    switch (c->step) {
+    case STEP_REGION:
+    case STEP_HELLO:
+        if ((e = take_region(c, timeout_ms)))
+            return e;
+        if ((c->pidfd = shm_os_pidfd(c->peer)) < 0)
+            return c->pidfd;
+        if ((e = send_probe(c)))
+            return e;
+        c->step = STEP_PROBE;
+        return 0;
+    case STEP_PROBE:
+        if ((e = take_probe(c, timeout_ms)))
+            return e;
+        c->step = STEP_READY;
+        return 0;
+    default:
+        return 0;
+    }
+}
+
+struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool creator, int *err)
+{
     struct shm_conn *c = calloc(1, sizeof *c);
     if (!c) {
-        claim(qp, false);
-        return STATUS_INSUFFICIENT_RESOURCES;
+        *err = -ENOMEM;
+        return NULL;
     }
     c->qp = qp;
+    c->sock = sock;
     c->me = creator ? 0 : 1;
+    c->step = creator ? STEP_HELLO : STEP_REGION;
     c->bell = c->peer_bell = c->pidfd = -1;
     c->probe = ndk_random_seed((uint64_t)(uintptr_t)c) | 1;
     bool same_user = false;
@@ -1008,31 +1072,98 @@ NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_
         e = -EACCES;
     if (!e && (c->bell = shm_os_doorbell_new()) < 0)
         e = c->bell;
-    if (!e)
-        e = exchange_region(c, sock, timeout_ms);
-    if (!e && (c->pidfd = shm_os_pidfd(c->peer)) < 0)
-        e = c->pidfd;
-    if (!e)
-        e = probe_cma(c, sock, timeout_ms);
+    if (!e && creator)
+        e = offer_region(c);
     if (e) {
         conn_free(c);
-        claim(qp, false);
-        return status_of(e);
+        *err = e;
+        return NULL;
     }
+    return c;
+}
+
+int ndk_shm_setup_step(struct shm_conn *c)
+{
+    while (c->step != STEP_READY) {
+        int e = setup_step(c, 0);
+        if (e)
+            return e == -ETIMEDOUT ? 1 : e;
+    }
+    return 0;
+}
+
+void ndk_shm_setup_abandon(struct shm_conn *c)
+{
+    if (c)
+        conn_free(c);
+}
+
+NTSTATUS ndk_shm_setup_attach(struct shm_conn *c, uint32_t ird, uint32_t ord, void (*ended)(void *), void *arg,
+                              bool *copy_mode)
+{
+    struct ndk_qp_impl *qp = c->qp;
     uint8_t *base = c->map;
     struct shm_ring *mine[2] = {&c->req_out, &c->resp_out}, *theirs[2] = {&c->req_in, &c->resp_in};
     for (int k = 0; k < 2; k++) {
         shm_ring_attach(mine[k], base + shm_ring_offset(c->me, k), false);
         shm_ring_attach(theirs[k], base + shm_ring_offset(1 - c->me, k), false);
     }
+    c->sock = -1; /* the owner's */
+    c->ended = ended;
+    c->ended_arg = arg;
     *copy_mode = c->copy;
     ndk_qp_attach(qp, &shm_ops, c, ird, ord);
     c->thread_started = ndk_thread_start(&c->thread, service, c);
     if (!c->thread_started) {
+        c->ended = NULL;
         ndk_qp_stop(qp); /* detaches: the connection is freed */
         return STATUS_INSUFFICIENT_RESOURCES;
     }
     return STATUS_SUCCESS;
+}
+
+void ndk_shm_drain(struct ndk_qp_impl *qp)
+{
+    struct shm_conn *c = qp->dp.xp == &shm_ops ? ndk_xp_ctx(qp) : NULL;
+    if (c)
+        progress(c, false);
+}
+
+void ndk_shm_abort(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    struct shm_conn *c = qp->dp.xp == &shm_ops ? ndk_xp_ctx(qp) : NULL;
+    if (c) {
+        uint32_t no = SHM_LEFT_NO;
+        __atomic_compare_exchange_n(&c->hdr->side[c->me].left, &no, SHM_LEFT_ABORTED, false, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST);
+    }
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+}
+
+bool ndk_shm_quiescent(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    bool q = qp->dp.sq_count == 0;
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    return q;
+}
+
+NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_t ird, uint32_t ord,
+                         int timeout_ms, bool *copy_mode)
+{
+    if (!claim(qp, true))
+        return STATUS_INVALID_DEVICE_STATE;
+    int e = 0;
+    struct shm_conn *c = ndk_shm_setup_start(qp, sock, creator, &e);
+    while (c && !e && c->step != STEP_READY)
+        e = setup_step(c, timeout_ms);
+    if (!c || e) {
+        ndk_shm_setup_abandon(c);
+        claim(qp, false);
+        return status_of(e);
+    }
+    return ndk_shm_setup_attach(c, ird, ord, NULL, NULL, copy_mode);
 }
 
 void *ndk_shm_region(struct ndk_qp_impl *qp, int *side)

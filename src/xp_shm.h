@@ -14,6 +14,7 @@
 #include <ndk/ndk.h>
 
 struct ndk_qp_impl;
+struct shm_conn;
 
 /* Joins an idle QP (created, never connected) to the QP of the process at
  * the other end of sock, a connected UNIX stream socket; exactly one side
@@ -29,6 +30,30 @@ struct ndk_qp_impl;
  * exchange off). */
 NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_t ird, uint32_t ord,
                          int timeout_ms, bool *copy_mode);
+
+/* The same set-up without waiting, for a QP its connector owns (the
+ * same-host selection, docs/shm.md): start checks that the peer on sock
+ * runs as our user and, as creator, offers the region; step takes what
+ * sock holds and returns 1 while the peer's next message is awaited, 0
+ * once ready, -errno when the set-up failed. A ready set-up is attached
+ * (the QP in RTS with ird/ord; ended(arg) is called, from any thread, when
+ * the connection ends on its own: the peer left, its process ended, a
+ * Terminate); any other is abandoned. sock stays the caller's. */
+struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool creator, int *err);
+int ndk_shm_setup_step(struct shm_conn *s);
+NTSTATUS ndk_shm_setup_attach(struct shm_conn *s, uint32_t ird, uint32_t ord, void (*ended)(void *arg),
+                              void *arg, bool *copy_mode);
+void ndk_shm_setup_abandon(struct shm_conn *s);
+/* Takes every request and response the peer published so far (its FIN on
+ * the control channel follows what it sent before). No-op on another
+ * transport. */
+void ndk_shm_drain(struct ndk_qp_impl *qp);
+/* The connection is reset, not closed: the peer ends with
+ * NDK_DISCONNECT_REASON_ABORTED, as a TCP reset gives (call before
+ * ndk_qp_stop). No-op on another transport. */
+void ndk_shm_abort(struct ndk_qp_impl *qp);
+/* No request of the QP is outstanding (NdkDisconnect's "DMA finished"). */
+bool ndk_shm_quiescent(struct ndk_qp_impl *qp);
 
 /* For tests that play a broken peer: the shared region of a QP joined
  * with ndk_shm_connect (SHM_REGION_BYTES, shm_ring.h) and which side this

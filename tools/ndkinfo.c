@@ -196,8 +196,7 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
         tc_ndk_failed(NULL, "NdkQueryAdapterInfo", st, "adapter '%s'", spec);
     const char *shm_detail = NULL;
     BOOLEAN shm = ndk_shm_available(ad, &shm_detail);
-    field("same_host_shm", "%s (%s; not yet selected by connections)", shm ? "available" : "unavailable",
-          shm_detail);
+    field("same_host_shm", "%s (%s)", shm ? "available" : "unavailable", shm_detail);
     ndk_close_adapter(ad);
     return st;
 }

@@ -48,6 +48,9 @@ SECS=${SECS:-3}
 OUT=${OUT:-/tmp/ndk-datapath-$(date +%Y%m%d-%H%M%S)}
 PLACEMENTS=${PLACEMENTS:-same cross}
 NDKPERF=${NDKPERF:-$BUILD/tools/ndkperf/ndkperf}
+# iWARP over TCP is what is measured: ndkperf --loopback runs both ends on
+# this host, which the same-host fast path (docs/shm.md) would otherwise take.
+export NDK_SHM=0
 TCP_PINGPONG=${TCP_PINGPONG:-$BUILD/bench/datapath/tcp_pingpong}
 TCP_STREAM=${TCP_STREAM:-$BUILD/bench/datapath/tcp_stream}
 MODERATION=${MODERATION:-100,16}

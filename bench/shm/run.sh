@@ -49,7 +49,7 @@ tcp() {
 	local secs=${SECS%.*}
 	[ "${secs:-0}" -ge 1 ] || secs=1 # ndkperf takes whole seconds
 	case $t in *_lat) args+=(-n "$iters" --wait=spin) ;; *) args+=(-D "$secs") ;; esac
-	timeout 120 "$NDKPERF" "$t" "${args[@]}" "$@" 2>>"$OUT/log" | tee -a "$OUT/log" |
+	NDK_SHM=0 timeout 120 "$NDKPERF" "$t" "${args[@]}" "$@" 2>>"$OUT/log" | tee -a "$OUT/log" |
 		awk -v t="$t" '$1 ~ /^[0-9]+$/ && NF >= 5 {
 			if (t ~ /_lat$/) print $4; else if (t == "send_bw") print $5; else printf "%.3f\n", $4 * 1048576 / 1e9 }'
 }

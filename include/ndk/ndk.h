@@ -186,9 +186,8 @@ typedef struct _NDK_OPEN_OPTIONS {
 #define NDK_OPEN_FLAG_NO_SHM 0x200 /* keep this adapter's connections on TCP even when the peer is
                                       a libndk process of this host and user (the same-host
                                       shared-memory path, docs/shm.md; also for every adapter
-                                      of a process run with NDK_SHM=0). Today no connection
-                                      selects shared memory yet, so the flag changes nothing
-                                      but what ndk_shm_available answers */
+                                      of a process run with NDK_SHM=0): its listeners offer
+                                      no fast path and its initiators ask for none */
 #define NDK_OPEN_FLAG_BUSY_POLL 0x8   /* NdkGetCqResults[Ex] on an empty CQ reads the sockets of
                                          its QPs itself: lowest latency, no thread hop, for
                                          consumers that poll their CQs; while they poll, the

@@ -12,6 +12,28 @@ static const char *ex_name(bool ex)
     return ex ? "Ex" : "plain";
 }
 
+/* Names the functions an iteration used when it failed (tl_failures moved
+ * past f0). */
+static void note_ex(int f0, bool ex)
+{
+    if (tl_failures != f0)
+        fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+}
+
+/* A connection record, with the plain or the Ex functions, whose Connect
+ * (IRD/ORD 2/2) reached the listener: c->p is the connector of connect
+ * event number idx. False when either did not happen. */
+static bool connect_delivered(nt_conn *c, int fam, nt_side *as, nt_side *ps, nt_lsn *L, bool ex,
+                              unsigned idx)
+{
+    if (!nt_conn_init(c, fam, as, ps, L))
+        return false;
+    c->ex = ex;
+    nt_conn_connect(c, 2, 2, NULL, 0);
+    c->p = nt_incoming(L, idx, NT_WAIT_MS);
+    return c->p != NULL;
+}
+
 /* Seed 004: "STATUS_CONNECTION_ABORTED: the connecting peer abandoned the
  * pending connection establishment". The initiator closes its connector
  * after the passive side got the connect event (its Connect completes
@@ -25,19 +47,14 @@ NT_CASE_FAM(accept_after_initiator_gave_up)
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-        c.ex = ex;
-        nt_conn_connect(&c, 2, 2, NULL, 0);
-        c.p = nt_incoming(L, (unsigned)ex, NT_WAIT_MS);
-        REQUIRE(c.p);
+        REQUIRE(connect_delivered(&c, fam, &as, &ps, L, ex, (unsigned)ex));
         nt_op *cl = nt_close_start(c.a);
         CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_CANCELLED);
         CHECK(nt_close_wait(cl, NT_WAIT_MS));
         c.a = NULL;
         nt_conn_accept(&c, 2, 2, NULL, 0);
         CHECK_STATUS(nt_finish(c.accept, NT_WAIT_MS), STATUS_CONNECTION_ABORTED);
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
         nt_conn_close(&c);
     }
     nt_pair_close(&as, &ps, L);
@@ -58,11 +75,7 @@ NT_CASE_FAM(accept_times_out_without_complete_connect)
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-        c.ex = ex;
-        nt_conn_connect(&c, 2, 2, NULL, 0);
-        c.p = nt_incoming(L, (unsigned)ex, NT_WAIT_MS);
-        REQUIRE(c.p);
+        REQUIRE(connect_delivered(&c, fam, &as, &ps, L, ex, (unsigned)ex));
         uint64_t t0 = tl_now_ns();
         nt_conn_accept(&c, 2, 2, NULL, 0);
         CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
@@ -73,8 +86,7 @@ NT_CASE_FAM(accept_times_out_without_complete_connect)
         CHECK(ms < 3000);
         /* A timed-out establishment gives no disconnect event. */
         CHECK(!tl_event_wait(&c.dev_p->ev, 1, NT_QUIET_MS));
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
         nt_conn_close(&c);
     }
     nt_lsn_close(L);
@@ -95,11 +107,7 @@ NT_CASE_FAM(complete_after_acceptor_abandoned)
     for (int ex = 0; ex < 2; ex++) {
         int f0 = tl_failures;
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
-        c.ex = ex;
-        nt_conn_connect(&c, 2, 2, NULL, 0);
-        c.p = nt_incoming(L, (unsigned)ex, NT_WAIT_MS);
-        REQUIRE(c.p);
+        REQUIRE(connect_delivered(&c, fam, &as, &ps, L, ex, (unsigned)ex));
         nt_conn_accept(&c, 2, 2, NULL, 0);
         CHECK_STATUS(c.accept->returned, STATUS_PENDING);
         CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
@@ -115,8 +123,7 @@ NT_CASE_FAM(complete_after_acceptor_abandoned)
         CHECK_STATUS(nt_finish(c.complete, NT_WAIT_MS), STATUS_CONNECTION_ABORTED);
         /* Not established: no disconnect event either. */
         CHECK(!tl_event_wait(&c.dev_a->ev, 1, NT_QUIET_MS));
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
         nt_conn_close(&c);
     }
     nt_pair_close(&as, &ps, L);
@@ -166,8 +173,7 @@ NT_CASE_FAM(complete_before_connect_succeeded)
         CHECK_STATUS(nt_finish(c.complete, NT_WAIT_MS), STATUS_CONNECTION_INVALID);
         close(dfd);
         nt_conn_close(&c);
-        if (tl_failures != f0)
-            fprintf(stderr, "    with the %s functions\n", ex_name(ex));
+        note_ex(f0, ex);
     }
     nt_side_close(&as);
 }
@@ -382,9 +388,8 @@ NT_CASE_FAM(initiator_rejects_after_accept)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_conn_deliver(&c, 2, 2));
     nt_conn_accept(&c, 2, 2, NULL, 0);
     CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
@@ -394,8 +399,7 @@ NT_CASE_FAM(initiator_rejects_after_accept)
     nt_conn_complete(&c);
     NTSTATUS st = nt_finish(c.complete, NT_WAIT_MS);
     CHECK(st != STATUS_SUCCESS && st != STATUS_PENDING);
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 /* docs/behaviour.md: calls in the wrong state are STATUS_INVALID_DEVICE_STATE
@@ -404,9 +408,8 @@ NT_CASE_FAM(wrong_state_calls)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
 
     /* Accept again on the accepted connector. */
@@ -448,8 +451,7 @@ NT_CASE_FAM(wrong_state_calls)
         CHECK_STATUS(nt_finish(d.accept, NT_WAIT_MS), STATUS_SUCCESS);
     }
     nt_conn_close(&d);
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 /* Seed 004 / 5.10.3: DisconnectEvent and its context are optional (NULL
@@ -469,12 +471,9 @@ static void null_ctx_cb(PVOID ctx, NTSTATUS st)
 
 NT_CASE_FAM(optional_callbacks_and_contexts)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     tl_event_init(&null_ctx_ev);
     atomic_store(&null_ctx_calls, 0);
     atomic_store(&null_ctx_bad, 0);
@@ -520,9 +519,7 @@ NT_CASE_FAM(optional_callbacks_and_contexts)
         total += pend;
         nt_conn_close(&c);
     }
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
     CHECK_EQ(atomic_load(&null_ctx_bad), 0);
     /* Exactly one completion per STATUS_PENDING, each with the NULL context. */
     CHECK_EQ(atomic_load(&null_ctx_calls), total);

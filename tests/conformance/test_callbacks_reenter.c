@@ -365,12 +365,9 @@ static void close_listener_in_event(nt_lsn *L, NDK_CONNECTOR *p, unsigned idx)
 
 NT_CASE_FAM(close_listener_inside_connect_event)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_op *lc = NULL;
     nt_lsn_set_hook(L, close_listener_in_event, &lc);
     nt_conn c;

@@ -44,9 +44,8 @@ NT_CASE_FAM(accept_cancelled_by_close)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_conn_deliver(&c, 1, 1));
     nt_conn_accept(&c, 1, 1, NULL, 0);
     CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_SUCCESS);
@@ -54,8 +53,7 @@ NT_CASE_FAM(accept_cancelled_by_close)
     close_cancels(c.p, c.accept);
     c.p = NULL;
     CHECK(!tl_event_wait(&c.accept->ev, 2, NT_QUIET_MS));
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 NT_CASE_FAM(disconnect_cancelled_by_close)

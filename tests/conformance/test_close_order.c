@@ -10,12 +10,9 @@
  * finished, no connect event runs. */
 NT_CASE_FAM(close_completion_is_last)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     for (int active = 0; active < 2; active++) {
         nt_conn c;
         REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
@@ -68,20 +65,14 @@ NT_CASE_FAM(qp_close_pends_for_connector)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
     nt_op *qa_close = nt_close_start(c.qa);
     nt_op *qp_close = nt_close_start(c.qp);
     c.qa = c.qp = NULL;
     CHECK(!tl_event_wait(&qa_close->ev, 1, NT_QUIET_MS));
-    nt_op *da, *dp;
-    nt_disconnect(c.a, &da);
-    CHECK(tl_event_wait(&c.dev_p->ev, 1, NT_WAIT_MS));
-    nt_disconnect(c.p, &dp);
-    CHECK_STATUS(nt_finish(da, NT_WAIT_MS), STATUS_SUCCESS);
-    CHECK_STATUS(nt_finish(dp, NT_WAIT_MS), STATUS_SUCCESS);
+    nt_graceful_disconnect(c.a, c.p, c.dev_p);
     pends_until(qa_close, c.a);
     pends_until(qp_close, c.p);
     c.a = c.p = NULL;
@@ -120,12 +111,9 @@ NT_CASE(cq_pd_close_pend_for_qp)
  * listener and all those connectors are closed, then they are free. */
 NT_CASE_FAM(listener_close_pends_for_accepted)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c1, c2;
     REQUIRE(nt_conn_init(&c1, fam, &as, &ps, L));
     REQUIRE(nt_establish(&c1));
@@ -169,12 +157,7 @@ NT_CASE_FAM(listener_close_pends_for_accepted)
     nt_lsn_close(L3);
 
     /* The accepted connectors still work: one disconnects gracefully. */
-    nt_op *da, *dp;
-    nt_disconnect(c1.p, &dp);
-    CHECK(tl_event_wait(&c1.dev_a->ev, 1, NT_WAIT_MS));
-    nt_disconnect(c1.a, &da);
-    CHECK_STATUS(nt_finish(dp, NT_WAIT_MS), STATUS_SUCCESS);
-    CHECK_STATUS(nt_finish(da, NT_WAIT_MS), STATUS_SUCCESS);
+    nt_graceful_disconnect(c1.p, c1.a, c1.dev_a);
 
     nt_conn_close(&c1);
     CHECK(!tl_event_wait(&lc->ev, 1, NT_QUIET_MS));
@@ -207,14 +190,10 @@ NT_CASE_FAM(listener_close_pends_for_accepted)
  * well (2.2: "delivery through NdkConnectEventCallback"). */
 NT_CASE_FAM(listener_close_pends_for_delivered)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_conn_deliver(&c, 1, 1));
     nt_op *lc = nt_close_start(L->l);
     L->l = NULL;

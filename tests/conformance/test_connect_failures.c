@@ -164,9 +164,8 @@ NT_CASE_FAM(peer_reject)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     nt_conn_connect(&c, 4, 4, "knock", 5);
     c.p = nt_incoming(L, 0, NT_WAIT_MS);
     REQUIRE(c.p);
@@ -184,8 +183,7 @@ NT_CASE_FAM(peer_reject)
 
     REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
     CHECK(nt_establish(&c));
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 /* A peer that accepts the TCP connection and never sends an MPA Reply:
@@ -255,6 +253,22 @@ NT_CASE_FAM(tcp_connect_timeout)
     nt_side_close(&as);
 }
 
+/* A Connect from side as to a raw responder that has taken the TCP
+ * connection and read the MPA Request, and answered nothing yet. False
+ * when the responder or the connection record could not be made. */
+static bool connect_to_raw(nt_conn *c, nt_raw *raw, nt_side *as, int fam)
+{
+    if (!nt_raw_listen(raw, fam))
+        return false;
+    if (!nt_conn_init(c, fam, as, as, NULL))
+        return false;
+    nt_conn_connect_to(c, &raw->addr, raw->len, 1, 1, NULL, 0);
+    CHECK(nt_raw_accept(raw, NT_WAIT_MS));
+    char req[600];
+    CHECK(nt_raw_read(raw, req, sizeof req, NT_WAIT_MS) >= 20);
+    return true;
+}
+
 /* The peer closes (FIN) or resets (RST) its TCP connection before any MPA
  * Reply: STATUS_CONNECTION_REFUSED. */
 NT_CASE_FAM(peer_closes_before_reply)
@@ -264,13 +278,8 @@ NT_CASE_FAM(peer_closes_before_reply)
     REQUIRE(nt_side_open(&as, &o));
     for (int reset = 0; reset < 2; reset++) {
         nt_raw raw;
-        REQUIRE(nt_raw_listen(&raw, fam));
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &as, NULL));
-        nt_conn_connect_to(&c, &raw.addr, raw.len, 1, 1, NULL, 0);
-        CHECK(nt_raw_accept(&raw, NT_WAIT_MS));
-        char req[600];
-        CHECK(nt_raw_read(&raw, req, sizeof req, NT_WAIT_MS) >= 20);
+        REQUIRE(connect_to_raw(&c, &raw, &as, fam));
         if (reset) {
             struct linger lg = {.l_onoff = 1, .l_linger = 0};
             setsockopt(raw.cfd, SOL_SOCKET, SO_LINGER, &lg, sizeof lg);
@@ -298,13 +307,8 @@ NT_CASE_FAM(malformed_reply)
     REQUIRE(nt_side_open(&as, &o));
     for (int i = 0; i < 2; i++) {
         nt_raw raw;
-        REQUIRE(nt_raw_listen(&raw, fam));
         nt_conn c;
-        REQUIRE(nt_conn_init(&c, fam, &as, &as, NULL));
-        nt_conn_connect_to(&c, &raw.addr, raw.len, 1, 1, NULL, 0);
-        CHECK(nt_raw_accept(&raw, NT_WAIT_MS));
-        char req[600];
-        CHECK(nt_raw_read(&raw, req, sizeof req, NT_WAIT_MS) >= 20);
+        REQUIRE(connect_to_raw(&c, &raw, &as, fam));
         CHECK_EQ(send(raw.cfd, frames[i], 20, MSG_NOSIGNAL), 20);
         CHECK_STATUS(nt_finish(c.connect, NT_WAIT_MS), STATUS_INVALID_NETWORK_RESPONSE);
         nt_conn_close(&c);

@@ -19,6 +19,27 @@ static bool all_are(const unsigned char *b, size_t n, unsigned char v)
     return true;
 }
 
+/* NdkGetConnectionData into a buffer of cap bytes (of 600, all set to 0xEE
+ * first) on connector c whose peer sent `sent` (RDS bytes): the first
+ * min(cap, RDS) bytes copied and nothing else touched; STATUS_SUCCESS when
+ * cap >= RDS, else STATUS_BUFFER_TOO_SMALL; RDS stored either way. */
+static void check_copy(NDK_CONNECTOR *c, const unsigned char *sent, ULONG rds, ULONG cap)
+{
+    unsigned char buf[600];
+    memset(buf, 0xEE, sizeof buf);
+    ULONG len = cap;
+    CHECK_STATUS(nt_gcd(c, NULL, NULL, buf, &len),
+                 cap >= rds ? STATUS_SUCCESS : STATUS_BUFFER_TOO_SMALL);
+    CHECK_EQ(len, rds);
+    ULONG n = cap < rds ? cap : rds;
+    CHECK(n == 0 || memcmp(buf, sent, n) == 0);
+    if (!all_are(buf + n, sizeof buf - n, 0xEE)) {
+        tl_failures++;
+        fprintf(stderr, "[%s] a buffer of %lu for %lu bytes: written past them\n", tl_current,
+                (unsigned long)cap, (unsigned long)rds);
+    }
+}
+
 /*
  * Every private-data rule of the seed pages, checked on connector c whose
  * peer sent `sent` (RDS = its length, docs/behaviour.md):
@@ -39,48 +60,19 @@ static void check_data_rules(NDK_CONNECTOR *c, const unsigned char *sent, ULONG 
     len = 300;
     CHECK_STATUS(nt_gcd(c, NULL, NULL, NULL, &len), STATUS_INVALID_PARAMETER);
 
-    unsigned char buf[600];
-    /* Larger than RDS: success, RDS stored, the bytes past RDS untouched. */
-    memset(buf, 0xEE, sizeof buf);
-    len = sizeof buf;
-    CHECK_STATUS(nt_gcd(c, NULL, NULL, buf, &len), STATUS_SUCCESS);
-    CHECK_EQ(len, rds);
-    CHECK(rds == 0 || memcmp(buf, sent, rds) == 0);
-    CHECK(all_are(buf + rds, sizeof buf - rds, 0xEE));
-
-    /* Exactly RDS: success. */
-    if (rds > 0) {
-        memset(buf, 0xEE, sizeof buf);
-        len = rds;
-        CHECK_STATUS(nt_gcd(c, NULL, NULL, buf, &len), STATUS_SUCCESS);
-        CHECK_EQ(len, rds);
-        CHECK(memcmp(buf, sent, rds) == 0);
-        CHECK(all_are(buf + rds, sizeof buf - rds, 0xEE));
-    }
-
-    /* Shorter than RDS: the first len bytes, STATUS_BUFFER_TOO_SMALL, RDS. */
+    /* Larger than RDS, exactly RDS, and shorter than RDS. */
+    check_copy(c, sent, rds, 600);
+    if (rds > 0)
+        check_copy(c, sent, rds, rds);
     static const ULONG shorts[] = {1, 3, 251};
-    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++) {
-        ULONG n = shorts[i];
-        if (n >= rds)
-            continue;
-        memset(buf, 0xEE, sizeof buf);
-        len = n;
-        CHECK_STATUS(nt_gcd(c, NULL, NULL, buf, &len), STATUS_BUFFER_TOO_SMALL);
-        CHECK_EQ(len, rds);
-        CHECK(memcmp(buf, sent, n) == 0);
-        CHECK(all_are(buf + n, sizeof buf - n, 0xEE));
-    }
-    if (rds > 1) {
-        memset(buf, 0xEE, sizeof buf);
-        len = rds - 1;
-        CHECK_STATUS(nt_gcd(c, NULL, NULL, buf, &len), STATUS_BUFFER_TOO_SMALL);
-        CHECK_EQ(len, rds);
-        CHECK(memcmp(buf, sent, rds - 1) == 0);
-        CHECK_EQ(buf[rds - 1], 0xEE);
-    }
+    for (size_t i = 0; i < sizeof shorts / sizeof shorts[0]; i++)
+        if (shorts[i] < rds)
+            check_copy(c, sent, rds, shorts[i]);
+    if (rds > 1)
+        check_copy(c, sent, rds, rds - 1);
 
     /* IRD / ORD outputs: optional, and stable across calls and variants. */
+    unsigned char buf[600];
     ULONG ird = 0xDEAD, ord = 0xBEEF, ird2 = 0xDEAD, ord2 = 0xBEEF;
     len = 0;
     CHECK_STATUS(nt_gcd(c, &ird, &ord, NULL, &len), STATUS_SUCCESS);

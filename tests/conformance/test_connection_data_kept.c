@@ -38,9 +38,8 @@ NT_CASE_FAM(same_answers_after_accept_and_complete)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     unsigned char req[17], rep[9];
     for (unsigned i = 0; i < sizeof req; i++)
         req[i] = (unsigned char)(0x40 + i);
@@ -96,8 +95,7 @@ NT_CASE_FAM(same_answers_after_accept_and_complete)
     CHECK_STATUS(nt_gcd(c.p, NULL, NULL, NULL, &len), STATUS_SUCCESS);
     CHECK_EQ(len, sizeof req);
 
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 int main(int argc, char **argv)

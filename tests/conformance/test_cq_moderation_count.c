@@ -27,27 +27,38 @@ static bool open_moderated(cqfx *f)
     return true;
 }
 
+/* With an arm pending and `notified` notifications so far: `short_of`
+ * more completions do not bring the next one, `rest` more do. */
+static void notified_after(cqfx *f, unsigned short_of, unsigned rest, unsigned notified)
+{
+    deliver(f, short_of);
+    CHECK_NOTIFIED(f->c->cqp, notified);
+    deliver(f, rest);
+    WAIT_NOTIFIED(f->c->cqp, notified + 1);
+}
+
+/* The end of a case: the consumer takes the last n completions, which
+ * brings no further notification, and the fixture closes. */
+static void drain_and_close(cqfx *f, unsigned n, unsigned notified)
+{
+    cqfx_drain_receives(f, n);
+    CHECK_NOTIFIED(f->c->cqp, notified);
+    cqfx_close(f);
+}
+
 DP_CASE(arm_then_completions)
 {
     cqfx f;
     REQUIRE(open_moderated(&f));
     dp_cq *cq = f.c->cqp;
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    deliver(&f, COUNT - 1);
-    CHECK_NOTIFIED(cq, 0);
-    deliver(&f, 1);
-    WAIT_NOTIFIED(cq, 1);
+    notified_after(&f, COUNT - 1, 1, 0);
     DP_CHECK_ST(atomic_load(&cq->last), STATUS_SUCCESS);
     cqfx_drain_receives(&f, COUNT);
     /* The next arm counts afresh. */
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    deliver(&f, COUNT - 1);
-    CHECK_NOTIFIED(cq, 1);
-    deliver(&f, 1);
-    WAIT_NOTIFIED(cq, 2);
-    cqfx_drain_receives(&f, COUNT);
-    CHECK_NOTIFIED(cq, 2);
-    cqfx_close(&f);
+    notified_after(&f, COUNT - 1, 1, 1);
+    drain_and_close(&f, COUNT, 2);
 }
 
 DP_CASE(completions_then_arm)
@@ -60,18 +71,13 @@ DP_CASE(completions_then_arm)
     deliver(&f, 2);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     CHECK_NOTIFIED(cq, 0);
-    deliver(&f, 1);
-    CHECK_NOTIFIED(cq, 0);
-    deliver(&f, 1);
-    WAIT_NOTIFIED(cq, 1);
+    notified_after(&f, 1, 1, 0);
     cqfx_drain_receives(&f, COUNT);
     /* Four already waiting: the arm is answered at once. */
     deliver(&f, COUNT);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     WAIT_NOTIFIED(cq, 2);
-    cqfx_drain_receives(&f, COUNT);
-    CHECK_NOTIFIED(cq, 2);
-    cqfx_close(&f);
+    drain_and_close(&f, COUNT, 2);
 }
 
 DP_CASE(rearm_while_held)
@@ -87,9 +93,7 @@ DP_CASE(rearm_while_held)
     CHECK_NOTIFIED(cq, 0);
     deliver(&f, 2);
     WAIT_NOTIFIED(cq, 1);
-    cqfx_drain_receives(&f, COUNT);
-    CHECK_NOTIFIED(cq, 1);
-    cqfx_close(&f);
+    drain_and_close(&f, COUNT, 1);
 }
 
 DP_CASE(polled_away_while_held)
@@ -100,16 +104,11 @@ DP_CASE(polled_away_while_held)
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
     deliver(&f, 3);
     /* The consumer took them by polling: the count is of what the CQ
-     * holds, so three more are not yet enough... */
+     * holds, so three more are not yet enough, and the fourth in the CQ
+     * is. */
     cqfx_drain_receives(&f, 3);
-    deliver(&f, 3);
-    CHECK_NOTIFIED(cq, 0);
-    /* ...and the fourth in the CQ is. */
-    deliver(&f, 1);
-    WAIT_NOTIFIED(cq, 1);
-    cqfx_drain_receives(&f, COUNT);
-    CHECK_NOTIFIED(cq, 1);
-    cqfx_close(&f);
+    notified_after(&f, 3, 1, 0);
+    drain_and_close(&f, COUNT, 1);
 }
 
 DP_CASE(new_settings_apply_to_held)
@@ -127,13 +126,8 @@ DP_CASE(new_settings_apply_to_held)
     /* A larger count holds the next one longer. */
     cqfx_moderate(cq, MAXUL, 6);
     dp_arm(cq, NDK_CQ_NOTIFY_ANY);
-    deliver(&f, 5);
-    CHECK_NOTIFIED(cq, 1);
-    deliver(&f, 1);
-    WAIT_NOTIFIED(cq, 2);
-    cqfx_drain_receives(&f, 6);
-    CHECK_NOTIFIED(cq, 2);
-    cqfx_close(&f);
+    notified_after(&f, 5, 1, 1);
+    drain_and_close(&f, 6, 2);
 }
 
 int main(int argc, char **argv)

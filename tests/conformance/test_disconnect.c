@@ -28,14 +28,10 @@ static end end_of(nt_conn *c, bool active)
  * STATUS_SUCCESS, A never sees an event (it disconnected first). */
 static void graceful(int fam, bool ex, bool active_first)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     c.ex = ex;
     REQUIRE(nt_establish(&c));
     end A = end_of(&c, active_first), B = end_of(&c, !active_first);
@@ -60,9 +56,7 @@ static void graceful(int fam, bool ex, bool active_first)
     /* Nothing after the close either. */
     CHECK_EQ(nt_count(A.dev), 0);
     CHECK_EQ(nt_count(B.dev), 1);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
     /* After the adapters closed (every callback returned): unchanged. */
     CHECK_EQ(nt_count(A.dev), 0);
     CHECK_EQ(nt_count(B.dev), 1);
@@ -212,16 +206,10 @@ NT_CASE_FAM(no_reuse_after_disconnect)
 {
     nt_side as, ps;
     nt_lsn *L;
-    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
-    nt_op *da, *dp;
-    nt_disconnect(c.a, &da);
-    CHECK(tl_event_wait(&c.dev_p->ev, 1, NT_WAIT_MS));
-    nt_disconnect(c.p, &dp);
-    CHECK_STATUS(nt_finish(da, NT_WAIT_MS), STATUS_SUCCESS);
-    CHECK_STATUS(nt_finish(dp, NT_WAIT_MS), STATUS_SUCCESS);
+    nt_graceful_disconnect(c.a, c.p, c.dev_p);
 
     /* The disconnected connector, with a fresh QP. */
     NDK_QP *fresh = nt_qp(&as);
@@ -271,8 +259,7 @@ NT_CASE_FAM(no_reuse_after_disconnect)
         nt_conn_close(&d);
     }
     nt_close(fresh);
-    nt_conn_close(&c);
-    nt_pair_close(&as, &ps, L);
+    nt_pair_conn_close(&as, &ps, L, &c);
 }
 
 int main(int argc, char **argv)

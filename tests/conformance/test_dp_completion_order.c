@@ -13,23 +13,18 @@ DP_CASE(completion_order)
     dp_pair x;
     REQUIRE(dp_pair_open(&x, NULL));
     dp_conn *c = x.c;
-    dp_mr ms, src, sink, rr, wr;
-    uint8_t *a = dp_buf_reg(&x.a, &ms, 16384, 0, 121);
-    uint8_t *s = dp_buf_reg(&x.p, &src, MiB, NDK_MR_FLAG_ALLOW_REMOTE_READ, 122);
-    uint8_t *k = dp_buf_reg(&x.a, &sink, MiB + 4096, DP_SINK_FLAGS, 0);
-    uint8_t *rb = dp_buf_reg(&x.p, &rr, 8 * 256, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
-    uint8_t *wb = dp_buf_reg(&x.p, &wr, 8192, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
-    REQUIRE(a && s && k && rb && wb);
+    dp_bufs b;
+    REQUIRE(dp_bufs_reg(&x, &b, (dp_buf_sizes){16384, MiB, MiB + 4096, 8 * 256, 8192}, 121));
     for (int i = 0; i < 8; i++) {
-        NDK_SGE r = dp_sge(&rr, (size_t)i * 256, 256);
+        NDK_SGE r = dp_sge(&b.rr, (size_t)i * 256, 256);
         DP_CHECK_ST(dp_recv(c->qp, DP_CTX(200 + i), &r, 1), STATUS_SUCCESS);
     }
     /* Each Send i carries 100 + i bytes of stream 121 from offset 1024 * i. */
     NDK_SGE sg[8];
     for (int i = 0; i < 8; i++)
-        sg[i] = dp_sge(&ms, (size_t)i * 1024, (ULONG)(100 + i));
-    NDK_SGE wg = dp_sge(&ms, 9000, 2000), big = dp_sge(&sink, 0, MiB),
-            small = dp_sge(&sink, MiB, 4096);
+        sg[i] = dp_sge(&b.ms, (size_t)i * 1024, (ULONG)(100 + i));
+    NDK_SGE wg = dp_sge(&b.ms, 9000, 2000), big = dp_sge(&b.sink, 0, MiB),
+            small = dp_sge(&b.sink, MiB, 4096);
     static const NDK_OPERATION_TYPE types[12] = {
         NdkOperationTypeSend, NdkOperationTypeWrite, NdkOperationTypeRead, NdkOperationTypeSend,
         NdkOperationTypeWrite, NdkOperationTypeSend, NdkOperationTypeRead, NdkOperationTypeSend,
@@ -40,11 +35,11 @@ DP_CASE(completion_order)
         switch (types[i]) {
         case NdkOperationTypeSend: st = dp_send(c->qa, DP_CTX(i + 1), &sg[si++], 1, 0); break;
         case NdkOperationTypeWrite:
-            st = dp_write(c->qa, DP_CTX(i + 1), &wg, 1, wb + i * 100, wr.rtok, 0);
+            st = dp_write(c->qa, DP_CTX(i + 1), &wg, 1, b.wb + i * 100, b.wr.rtok, 0);
             break;
         default:
-            st = i == 2 ? dp_read(c->qa, DP_CTX(i + 1), &big, 1, s, src.rtok, 0)
-                        : dp_read(c->qa, DP_CTX(i + 1), &small, 1, s + 4096, src.rtok, 0);
+            st = i == 2 ? dp_read(c->qa, DP_CTX(i + 1), &big, 1, b.s, b.src.rtok, 0)
+                        : dp_read(c->qa, DP_CTX(i + 1), &small, 1, b.s + 4096, b.src.rtok, 0);
             break;
         }
         DP_CHECK_ST(st, STATUS_SUCCESS);
@@ -59,15 +54,11 @@ DP_CASE(completion_order)
     for (ULONG i = 0; i < n; i++) {
         DP_CHECK_CQE(r[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c),
                      DP_CTX(200 + i), 100 + i);
-        DP_CHECK_DATA(rb + i * 256, 100 + i, 121, i * 1024);
+        DP_CHECK_DATA(b.rb + i * 256, 100 + i, 121, i * 1024);
     }
-    DP_CHECK_DATA(k, MiB, 122, 0);
-    DP_CHECK_DATA(k + MiB, 4096, 122, 4096);
-    dp_mr_close(&ms);
-    dp_mr_close(&src);
-    dp_mr_close(&sink);
-    dp_mr_close(&rr);
-    dp_mr_close(&wr);
+    DP_CHECK_DATA(b.k, MiB, 122, 0);
+    DP_CHECK_DATA(b.k + MiB, 4096, 122, 4096);
+    dp_bufs_close(&b);
     dp_pair_close(&x);
 }
 

@@ -4,6 +4,20 @@
  * fast-registered MR. libndk choices relied on are marked "libndk:". */
 #include "dptest.h"
 
+/* NdkFastRegister of f at base on c's passive QP, with request context
+ * DP_CTX(ctx): accepted, and its one completion a success. False when the
+ * post was refused. */
+static bool fast_register(dp_conn *c, dp_frmr *f, unsigned ctx, void *base, ULONG flags)
+{
+    NTSTATUS st = dp_frmr_post(c->qp, DP_CTX(ctx), f, base, flags);
+    DP_CHECK_ST(st, STATUS_SUCCESS);
+    if (st != STATUS_SUCCESS)
+        return false;
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(ctx),
+               -1);
+    return true;
+}
+
 /*
  * SendAndInvalidate of the receiver's fast-registered MR (NdkSendAndInvalidate,
  * C2): the receive completes as NdkOperationTypeReceiveAndInvalidate with the
@@ -26,8 +40,7 @@ DP_CASE(send_and_invalidate)
     dp_frmr f;
     REQUIRE(dp_frmr_init(&x.p, &f, tgt, tlen, TRUE));
     ULONG rw = NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ;
-    DP_REQUIRE_ST(dp_frmr_post(c->qp, DP_CTX(10), &f, tgt, rw), STATUS_SUCCESS);
-    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(10), -1);
+    REQUIRE(fast_register(c, &f, 10, tgt, rw));
     UINT32 tok1 = f.tok;
 
     dp_mr ms, mr, sink;
@@ -63,8 +76,7 @@ DP_CASE(send_and_invalidate)
     DP_CHECK_ST(dp_recv(c->qp, DP_CTX(14), &dead, 1), STATUS_ACCESS_VIOLATION);
 
     /* Second round, read through NdkGetCqResults (C2). */
-    DP_REQUIRE_ST(dp_frmr_post(c->qp, DP_CTX(15), &f, tgt, rw), STATUS_SUCCESS);
-    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(15), -1);
+    REQUIRE(fast_register(c, &f, 15, tgt, rw));
     UINT32 tok2 = f.tok;
     CHECK_EQ(tok2, tok1);
     DP_CHECK_ST(dp_recv(c->qp, DP_CTX(16), &rs, 1), STATUS_SUCCESS);
@@ -119,10 +131,8 @@ DP_CASE(fast_register_write)
     REQUIRE(dp_frmr_init(&x.p, &f, buf, len, TRUE));
     CHECK_EQ(f.fbo, 300);
     uint8_t *base = (uint8_t *)(uintptr_t)(((uint64_t)0x100000 * pg) + f.fbo);
-    DP_REQUIRE_ST(dp_frmr_post(c->qp, DP_CTX(1), &f, base,
-                               NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ),
-                  STATUS_SUCCESS);
-    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeFastRegister, dp_qpctx_p(c), DP_CTX(1), -1);
+    REQUIRE(fast_register(c, &f, 1, base,
+                          NDK_OP_FLAG_ALLOW_REMOTE_WRITE | NDK_OP_FLAG_ALLOW_REMOTE_READ));
     dp_mr ms, rr, sink;
     uint8_t *a = dp_buf_reg(&x.a, &ms, 8192, 0, 111);
     uint8_t *rb = dp_buf_reg(&x.p, &rr, 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);

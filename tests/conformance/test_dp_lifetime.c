@@ -576,6 +576,22 @@ static unsigned accepted_count(const poster *w)
     return n;
 }
 
+/* The pair of the posting-race cases (W4, W5): deep receive queues, and
+ * receive completions on CQs of their own so that the posters' ledgers
+ * see only their own queues. */
+static bool open_posting_pair(dp_pair *x)
+{
+    dp_cfg cfg = dp_cfg_default();
+    cfg.rqd = 1024;
+    cfg.iqd = 64;
+    cfg.split_cq = true;
+    return dp_pair_open(x, &cfg);
+}
+
+/* How many requests the poster has posted when the race starts, in each of
+ * the three rounds of a posting-race case. */
+static const unsigned race_at[3] = {1, 500, 3000};
+
 /*
  * W5: NdkCloseConnector while another thread posts on the connector's QP,
  * at three different moments. Every accepted request completes exactly once
@@ -584,21 +600,16 @@ static unsigned accepted_count(const poster *w)
  */
 DP_CASE(close_connector_while_posting)
 {
-    static const unsigned at[3] = {1, 500, 3000};
     for (int round = 0; round < 3; round++) {
-        dp_cfg cfg = dp_cfg_default();
-        cfg.rqd = 1024;
-        cfg.iqd = 64;
-        cfg.split_cq = true;
         dp_pair x;
-        REQUIRE(dp_pair_open(&x, &cfg));
+        REQUIRE(open_posting_pair(&x));
         dp_conn *c = x.c;
         dp_mr ms;
         peer q;
         REQUIRE(dp_buf_reg(&x.a, &ms, 64 * 64, 0, 5) && peer_setup(&q, c));
         poster w;
         poster_start(&w, c->qa, c->cqa, &ms, &q.wt, 60000);
-        poster_wait_posted(&w, at[round]);
+        poster_wait_posted(&w, race_at[round]);
         dp_close(c->ca); /* concurrently with the poster's posting calls */
         c->ca = NULL;
         pthread_join(w.th, NULL);
@@ -619,14 +630,9 @@ DP_CASE(close_connector_while_posting)
  */
 DP_CASE(flush_while_posting)
 {
-    static const unsigned at[3] = {1, 500, 3000};
     for (int round = 0; round < 3; round++) {
-        dp_cfg cfg = dp_cfg_default();
-        cfg.rqd = 1024;
-        cfg.iqd = 64;
-        cfg.split_cq = true;
         dp_pair x;
-        REQUIRE(dp_pair_open(&x, &cfg));
+        REQUIRE(open_posting_pair(&x));
         dp_conn *c = x.c;
         dp_mr ms, ra;
         peer q;
@@ -636,7 +642,7 @@ DP_CASE(flush_while_posting)
         poster ws, wr;
         poster_start(&ws, c->qa, c->cqa, &ms, &q.wt, 60000);
         poster_start(&wr, c->qa, c->rcqa, &ra, NULL, 800);
-        poster_wait_posted(&ws, at[round]);
+        poster_wait_posted(&ws, race_at[round]);
         c->qa->Dispatch->NdkFlush(c->qa); /* concurrently with both posters */
         pthread_join(ws.th, NULL);
         pthread_join(wr.th, NULL);

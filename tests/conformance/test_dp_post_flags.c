@@ -11,37 +11,29 @@ DP_CASE(silent_success)
     dp_pair x;
     REQUIRE(dp_pair_open(&x, NULL));
     dp_conn *c = x.c;
-    dp_mr ms, src, sink, rr, wr;
-    uint8_t *a = dp_buf_reg(&x.a, &ms, 4096, 0, 71);
-    uint8_t *s = dp_buf_reg(&x.p, &src, 100000, NDK_MR_FLAG_ALLOW_REMOTE_READ, 72);
-    uint8_t *k = dp_buf_reg(&x.a, &sink, 100000, DP_SINK_FLAGS, 0);
-    uint8_t *rb = dp_buf_reg(&x.p, &rr, 8192, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
-    uint8_t *wb = dp_buf_reg(&x.p, &wr, 4096, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
-    REQUIRE(a && s && k && rb && wb);
-    NDK_SGE r1 = dp_sge(&rr, 0, 4096), r2 = dp_sge(&rr, 4096, 4096);
+    dp_bufs b;
+    REQUIRE(dp_bufs_reg(&x, &b, (dp_buf_sizes){4096, 100000, 100000, 8192, 4096}, 71));
+    NDK_SGE r1 = dp_sge(&b.rr, 0, 4096), r2 = dp_sge(&b.rr, 4096, 4096);
     DP_CHECK_ST(dp_recv(c->qp, DP_CTX(1), &r1, 1), STATUS_SUCCESS);
     DP_CHECK_ST(dp_recv(c->qp, DP_CTX(2), &r2, 1), STATUS_SUCCESS);
-    NDK_SGE g1 = dp_sge(&ms, 0, 1000), g2 = dp_sge(&ms, 1000, 500), g3 = dp_sge(&ms, 2000, 10);
-    NDK_SGE ks = dp_sge(&sink, 0, 100000);
+    NDK_SGE g1 = dp_sge(&b.ms, 0, 1000), g2 = dp_sge(&b.ms, 1000, 500),
+            g3 = dp_sge(&b.ms, 2000, 10);
+    NDK_SGE ks = dp_sge(&b.sink, 0, 100000);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(11), &g1, 1, NDK_OP_FLAG_SILENT_SUCCESS), STATUS_SUCCESS);
-    DP_CHECK_ST(dp_write(c->qa, DP_CTX(12), &g2, 1, wb, wr.rtok, NDK_OP_FLAG_SILENT_SUCCESS),
+    DP_CHECK_ST(dp_write(c->qa, DP_CTX(12), &g2, 1, b.wb, b.wr.rtok, NDK_OP_FLAG_SILENT_SUCCESS),
                 STATUS_SUCCESS);
-    DP_CHECK_ST(dp_read(c->qa, DP_CTX(13), &ks, 1, s, src.rtok, NDK_OP_FLAG_SILENT_SUCCESS),
+    DP_CHECK_ST(dp_read(c->qa, DP_CTX(13), &ks, 1, b.s, b.src.rtok, NDK_OP_FLAG_SILENT_SUCCESS),
                 STATUS_SUCCESS);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(14), &g3, 1, 0), STATUS_SUCCESS);
     EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(14), -1);
-    DP_CHECK_DATA(k, 100000, 72, 0);
+    DP_CHECK_DATA(b.k, 100000, 72, 0);
     EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(1), 1000);
     EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(2), 10);
-    DP_CHECK_DATA(rb, 1000, 71, 0);
-    DP_CHECK_DATA(rb + 4096, 10, 71, 2000);
-    DP_CHECK_DATA(wb, 500, 71, 1000);
+    DP_CHECK_DATA(b.rb, 1000, 71, 0);
+    DP_CHECK_DATA(b.rb + 4096, 10, 71, 2000);
+    DP_CHECK_DATA(b.wb, 500, 71, 1000);
     DP_CHECK_QUIET(c->cqa);
-    dp_mr_close(&ms);
-    dp_mr_close(&src);
-    dp_mr_close(&sink);
-    dp_mr_close(&rr);
-    dp_mr_close(&wr);
+    dp_bufs_close(&b);
     dp_pair_close(&x);
 }
 
@@ -53,26 +45,21 @@ DP_CASE(defer_chain)
     dp_pair x;
     REQUIRE(dp_pair_open(&x, NULL));
     dp_conn *c = x.c;
-    dp_mr ms, src, sink, rr, wr;
-    uint8_t *a = dp_buf_reg(&x.a, &ms, 8192, 0, 81);
-    uint8_t *s = dp_buf_reg(&x.p, &src, 8192, NDK_MR_FLAG_ALLOW_REMOTE_READ, 82);
-    uint8_t *k = dp_buf_reg(&x.a, &sink, 8192, DP_SINK_FLAGS, 0);
-    uint8_t *rb = dp_buf_reg(&x.p, &rr, 4 * 1024, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
-    uint8_t *wb = dp_buf_reg(&x.p, &wr, 8192, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
-    REQUIRE(a && s && k && rb && wb);
+    dp_bufs b;
+    REQUIRE(dp_bufs_reg(&x, &b, (dp_buf_sizes){8192, 8192, 8192, 4 * 1024, 8192}, 81));
     for (int i = 0; i < 4; i++) {
-        NDK_SGE r = dp_sge(&rr, (size_t)i * 1024, 1024);
+        NDK_SGE r = dp_sge(&b.rr, (size_t)i * 1024, 1024);
         DP_CHECK_ST(dp_recv(c->qp, DP_CTX(100 + i), &r, 1), STATUS_SUCCESS);
     }
     NDK_SGE g[4];
     for (int i = 0; i < 4; i++)
-        g[i] = dp_sge(&ms, (size_t)i * 1024, (ULONG)(100 + i));
-    NDK_SGE wg = dp_sge(&ms, 5000, 3000), kg = dp_sge(&sink, 0, 8192);
+        g[i] = dp_sge(&b.ms, (size_t)i * 1024, (ULONG)(100 + i));
+    NDK_SGE wg = dp_sge(&b.ms, 5000, 3000), kg = dp_sge(&b.sink, 0, 8192);
     ULONG D = NDK_OP_FLAG_DEFER;
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(1), &g[0], 1, D), STATUS_SUCCESS);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(2), &g[1], 1, D), STATUS_SUCCESS);
-    DP_CHECK_ST(dp_write(c->qa, DP_CTX(3), &wg, 1, wb, wr.rtok, D), STATUS_SUCCESS);
-    DP_CHECK_ST(dp_read(c->qa, DP_CTX(4), &kg, 1, s, src.rtok, D), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_write(c->qa, DP_CTX(3), &wg, 1, b.wb, b.wr.rtok, D), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_read(c->qa, DP_CTX(4), &kg, 1, b.s, b.src.rtok, D), STATUS_SUCCESS);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(5), &g[2], 1, D), STATUS_SUCCESS);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(6), &g[3], 1, 0), STATUS_SUCCESS);
     static const NDK_OPERATION_TYPE types[6] = {NdkOperationTypeSend, NdkOperationTypeSend,
@@ -88,15 +75,11 @@ DP_CASE(defer_chain)
     for (ULONG i = 0; i < n; i++) {
         DP_CHECK_CQE(r[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c),
                      DP_CTX(100 + i), 100 + i);
-        DP_CHECK_DATA(rb + i * 1024, 100 + i, 81, i * 1024);
+        DP_CHECK_DATA(b.rb + i * 1024, 100 + i, 81, i * 1024);
     }
-    DP_CHECK_DATA(wb, 3000, 81, 5000);
-    DP_CHECK_DATA(k, 8192, 82, 0);
-    dp_mr_close(&ms);
-    dp_mr_close(&src);
-    dp_mr_close(&sink);
-    dp_mr_close(&rr);
-    dp_mr_close(&wr);
+    DP_CHECK_DATA(b.wb, 3000, 81, 5000);
+    DP_CHECK_DATA(b.k, 8192, 82, 0);
+    dp_bufs_close(&b);
     dp_pair_close(&x);
 }
 

@@ -78,6 +78,46 @@ static bool have_srq(const dp_side *s)
     return false;
 }
 
+/* The end of a case: the sides srq_case_open opened, and the notification
+ * records. */
+static void srq_case_close(dp_side *a, dp_side *p)
+{
+    if (a)
+        dp_side_close(a);
+    dp_side_close(p);
+    srqn_reset();
+}
+
+/* The opening of a case: side a when it is not NULL, then side p; false,
+ * with a failure counted and nothing left open, when a side could not be
+ * opened or p has no SRQs. */
+static bool srq_case_open(dp_side *a, dp_side *p)
+{
+    bool ok = !a || dp_side_open(a);
+    CHECK(ok);
+    if (ok) {
+        ok = dp_side_open(p);
+        CHECK(ok);
+        if (!ok && a)
+            dp_side_close(a);
+    }
+    if (ok && !have_srq(p)) {
+        srq_case_close(a, p);
+        return false;
+    }
+    if (!ok)
+        srqn_reset();
+    return ok;
+}
+
+/* A connection from a to p whose passive QP takes its receives from srq. */
+static dp_conn *srq_conn_new(dp_side *a, dp_side *p, NDK_SRQ *srq)
+{
+    dp_cfg cfg = dp_cfg_default();
+    cfg.srq_p = srq;
+    return dp_conn_new(a, p, &cfg);
+}
+
 /*
  * NdkCreateSrq and NdkModifySrq limits: MaxSrqDepth and
  * MaxReceiveRequestSge are accepted, one more of either is not; a modify to
@@ -86,12 +126,8 @@ static bool have_srq(const dp_side *s)
 DP_CASE(create_srq_limits)
 {
     dp_side s;
-    REQUIRE(dp_side_open(&s));
-    if (!have_srq(&s)) {
-        dp_side_close(&s);
-        srqn_reset();
+    if (!srq_case_open(NULL, &s))
         return;
-    }
     NDK_SRQ *srq = NULL;
     DP_CHECK_ST(srq_create(&s, s.info.MaxSrqDepth, s.info.MaxReceiveRequestSge, 0, &srq, NULL),
                 STATUS_SUCCESS);
@@ -105,8 +141,7 @@ DP_CASE(create_srq_limits)
     DP_CHECK_ST(srq_create(&s, 16, s.info.MaxReceiveRequestSge + 1, 0, &bad, NULL),
                 STATUS_INVALID_PARAMETER);
     dp_close(bad);
-    dp_side_close(&s);
-    srqn_reset();
+    srq_case_close(NULL, &s);
 }
 
 /*
@@ -118,12 +153,8 @@ DP_CASE(create_srq_limits)
 DP_CASE(srq_receive_limits)
 {
     dp_side s;
-    REQUIRE(dp_side_open(&s));
-    if (!have_srq(&s)) {
-        dp_side_close(&s);
-        srqn_reset();
+    if (!srq_case_open(NULL, &s))
         return;
-    }
     NDK_SRQ *srq = NULL;
     dp_mr mr;
     DP_CHECK_ST(srq_create(&s, 4, 2, 0, &srq, NULL), STATUS_SUCCESS);
@@ -147,8 +178,7 @@ DP_CASE(srq_receive_limits)
     DP_CHECK_ST(srq_post(srq, DP_CTX(2), &out, 1), STATUS_ACCESS_VIOLATION);
     dp_close(srq);
     dp_mr_close(&mr);
-    dp_side_close(&s);
-    srqn_reset();
+    srq_case_close(NULL, &s);
 }
 
 /*
@@ -158,18 +188,11 @@ DP_CASE(srq_receive_limits)
 DP_CASE(receive_on_srq_qp_refused)
 {
     dp_side a, p;
-    REQUIRE(dp_side_open(&a) && dp_side_open(&p));
-    if (!have_srq(&p)) {
-        dp_side_close(&a);
-        dp_side_close(&p);
-        srqn_reset();
+    if (!srq_case_open(&a, &p))
         return;
-    }
     NDK_SRQ *srq = NULL;
     DP_CHECK_ST(srq_create(&p, 8, 1, 0, &srq, NULL), STATUS_SUCCESS);
-    dp_cfg cfg = dp_cfg_default();
-    cfg.srq_p = srq;
-    dp_conn *c = dp_conn_new(&a, &p, &cfg);
+    dp_conn *c = srq_conn_new(&a, &p, srq);
     dp_mr mr;
     REQUIRE(srq && c && dp_buf_reg(&p, &mr, 4096, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0));
     NDK_SGE r = dp_sge(&mr, 0, 64);
@@ -193,9 +216,7 @@ DP_CASE(receive_on_srq_qp_refused)
     dp_mr_close(&mr);
     dp_conn_close(c);
     dp_close(srq);
-    dp_side_close(&a);
-    dp_side_close(&p);
-    srqn_reset();
+    srq_case_close(&a, &p);
 }
 
 /* A 16-byte message naming its sender and sequence number. */
@@ -220,13 +241,8 @@ static void tag_msg(uint8_t *m, unsigned conn, unsigned seq)
 DP_CASE(two_qps_share_srq)
 {
     dp_side a, p;
-    REQUIRE(dp_side_open(&a) && dp_side_open(&p));
-    if (!have_srq(&p)) {
-        dp_side_close(&a);
-        dp_side_close(&p);
-        srqn_reset();
+    if (!srq_case_open(&a, &p))
         return;
-    }
     NDK_SRQ *srq = NULL;
     DP_CHECK_ST(srq_create(&p, 32, 2, 0, &srq, NULL), STATUS_SUCCESS);
     REQUIRE(srq);
@@ -240,11 +256,9 @@ DP_CASE(two_qps_share_srq)
         NDK_SGE g[2] = {dp_sge(&rb, k * 64, 10), dp_sge(&rb, k * 64 + 10, 54)};
         DP_CHECK_ST(srq_post(srq, DP_CTX(100 + k), g, 2), STATUS_SUCCESS);
     }
-    dp_cfg cfg = dp_cfg_default();
-    cfg.srq_p = srq;
     dp_conn *c[2];
     for (int i = 0; i < 2; i++) {
-        c[i] = dp_conn_new(&a, &p, &cfg);
+        c[i] = srq_conn_new(&a, &p, srq);
         REQUIRE(c[i] && dp_conn_establish(c[i]));
     }
     /* One at a time: 1, 2, 2, 1, 1, 2. */
@@ -314,9 +328,7 @@ DP_CASE(two_qps_share_srq)
     dp_mr_close(&rb);
     dp_mr_close(&sb);
     dp_close(srq);
-    dp_side_close(&a);
-    dp_side_close(&p);
-    srqn_reset();
+    srq_case_close(&a, &p);
 }
 
 /*
@@ -329,20 +341,13 @@ DP_CASE(two_qps_share_srq)
 DP_CASE(srq_limit_notification)
 {
     dp_side a, p;
-    REQUIRE(dp_side_open(&a) && dp_side_open(&p));
-    if (!have_srq(&p)) {
-        dp_side_close(&a);
-        dp_side_close(&p);
-        srqn_reset();
+    if (!srq_case_open(&a, &p))
         return;
-    }
     NDK_SRQ *srq = NULL;
     srqn *n = NULL;
     DP_CHECK_ST(srq_create(&p, 16, 1, 0, &srq, &n), STATUS_SUCCESS);
     REQUIRE(srq);
-    dp_cfg cfg = dp_cfg_default();
-    cfg.srq_p = srq;
-    dp_conn *c = dp_conn_new(&a, &p, &cfg);
+    dp_conn *c = srq_conn_new(&a, &p, srq);
     dp_mr rb, sb;
     REQUIRE(c && dp_conn_establish(c) &&
             dp_buf_reg(&p, &rb, 16 * 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0) &&
@@ -411,9 +416,7 @@ DP_CASE(srq_limit_notification)
     dp_mr_close(&sb);
     dp_conn_close(c);
     dp_close(srq);
-    dp_side_close(&a);
-    dp_side_close(&p);
-    srqn_reset();
+    srq_case_close(&a, &p);
 }
 
 int main(int argc, char **argv)

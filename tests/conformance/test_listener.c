@@ -129,12 +129,88 @@ static bool read_reply(int fd, reply *r)
     return true;
 }
 
-static void open_sides(nt_side *ps, NDK_OPEN_OPTIONS *po)
+/* The passive side (opened with *po, or nt_opts() when po is NULL) and a
+ * listener on it; NULL, with nothing left open, when either failed. */
+static nt_lsn *open_listener(nt_side *ps, const NDK_OPEN_OPTIONS *po, int fam)
 {
     NDK_OPEN_OPTIONS o = nt_opts();
-    if (!po)
-        po = &o;
-    CHECK(nt_side_open(ps, po));
+    if (!nt_side_open(ps, po ? po : &o))
+        return NULL;
+    nt_lsn *L = nt_listen(ps, fam);
+    if (!L)
+        nt_side_close(ps);
+    return L;
+}
+
+static void close_listener(nt_side *ps, nt_lsn *L)
+{
+    nt_lsn_close(L);
+    nt_side_close(ps);
+}
+
+/* A raw initiator's connection to L that has sent the n octets of b; -1,
+ * and a failure counted, when the connection could not be made. */
+static int send_request(nt_lsn *L, const unsigned char *b, size_t n)
+{
+    int fd = raw_connect(L);
+    CHECK(fd >= 0);
+    if (fd >= 0)
+        CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
+    return fd;
+}
+
+/* A case with one raw initiator: the passive side, its listener, and the
+ * initiator's socket, which has sent its Request. */
+struct raw_case {
+    nt_side ps;
+    nt_lsn *L;
+    int fd;
+};
+
+/* False, and a failure counted, when the listener or the connection could
+ * not be made; raw_case_close is due either way. */
+static bool raw_case_open(struct raw_case *rc, int fam, const unsigned char *req, size_t n)
+{
+    rc->fd = -1;
+    rc->L = open_listener(&rc->ps, NULL, fam);
+    CHECK(rc->L != NULL);
+    if (rc->L)
+        rc->fd = send_request(rc->L, req, n);
+    return rc->fd >= 0;
+}
+
+static void raw_case_close(struct raw_case *rc)
+{
+    if (rc->fd >= 0)
+        close(rc->fd);
+    if (rc->L)
+        close_listener(&rc->ps, rc->L);
+}
+
+/* What the connect event shows: the Request's ULP private data (pd, len
+ * octets) and the IRD/ORD for our side. */
+static void expect_offer(NDK_CONNECTOR *p, const char *pd, ULONG len, ULONG want_ird,
+                         ULONG want_ord)
+{
+    ULONG ird = 0, ord = 0;
+    unsigned char got[16];
+    ULONG got_len = sizeof got;
+    CHECK_STATUS(nt_gcd(p, &ird, &ord, got, &got_len), STATUS_SUCCESS);
+    CHECK_EQ(got_len, len);
+    CHECK(got_len != len || memcmp(got, pd, len) == 0);
+    CHECK_EQ(ird, want_ird);
+    CHECK_EQ(ord, want_ord);
+}
+
+/* NdkAccept of p on qp, IRD/ORD 2/2 or as given, with private data pd and,
+ * when dev is not NULL, the disconnect event into dev. */
+static nt_op *start_accept(NDK_CONNECTOR *p, NDK_QP *qp, ULONG ird_ord, const char *pd, ULONG len,
+                           nt_op *dev)
+{
+    nt_op *acc = nt_op_new(NT_REQ, "NdkAccept");
+    nt_started(acc, p->Dispatch->NdkAccept(p, qp, ird_ord, ird_ord, (PVOID)pd, len,
+                                           dev ? nt_disc_cb : NULL, dev, nt_req_cb, acc));
+    return acc;
 }
 
 /* MaxHalfOpen = 2: at most two TCP connections wait for their Request; a
@@ -147,9 +223,7 @@ NT_CASE_FAM(half_open_limit_and_request_timeout)
     po.MaxHalfOpen = 2;
     po.MpaRequestTimeoutMs = 300;
     nt_side ps;
-    open_sides(&ps, &po);
-    REQUIRE(ps.ad);
-    nt_lsn *L = nt_listen(&ps, fam);
+    nt_lsn *L = open_listener(&ps, &po, fam);
     REQUIRE(L);
     int fd[3];
     bool data;
@@ -195,9 +269,7 @@ NT_CASE_FAM(half_open_limit_and_request_timeout)
     for (int i = 0; i < 2; i++)
         close(fd[i]);
     nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_close(&as, &ps, L);
 }
 
 /* Malformed Requests (bad key, bad revision, PD_Length > 512, bytes after
@@ -206,9 +278,7 @@ NT_CASE_FAM(half_open_limit_and_request_timeout)
 NT_CASE_FAM(malformed_requests)
 {
     nt_side ps;
-    open_sides(&ps, NULL);
-    REQUIRE(ps.ad);
-    nt_lsn *L = nt_listen(&ps, fam);
+    nt_lsn *L = open_listener(&ps, NULL, fam);
     REQUIRE(L);
     unsigned char b[1200];
     for (int k = 0; k < 4; k++) {
@@ -226,9 +296,8 @@ NT_CASE_FAM(malformed_requests)
             memset(b + n, 0xAB, 8); /* trailing bytes before any Reply */
             n += 8;
         }
-        int fd = raw_connect(L);
+        int fd = send_request(L, b, n);
         REQUIRE(fd >= 0);
-        CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
         bool data;
         uint64_t ms = wait_closed(fd, NT_WAIT_MS, &data);
         if (ms == UINT64_MAX || data)
@@ -238,32 +307,25 @@ NT_CASE_FAM(malformed_requests)
         close(fd);
     }
     CHECK(!tl_event_wait(&L->ev, 1, NT_QUIET_MS));
-    nt_lsn_close(L);
-    nt_side_close(&ps);
+    close_listener(&ps, L);
 }
 
 /* A Request asking for markers (M=1) gets a rejecting Reply (R=1) and no
  * connect event. */
 NT_CASE_FAM(markers_rejected)
 {
-    nt_side ps;
-    open_sides(&ps, NULL);
-    REQUIRE(ps.ad);
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
     unsigned char b[64];
-    size_t n = mpa_request(b, MPA_M, 2, true, 1, 1, NULL, 0);
-    int fd = raw_connect(L);
-    REQUIRE(fd >= 0);
-    CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
-    reply r;
-    CHECK(read_reply(fd, &r));
-    CHECK(r.flags & MPA_R);
-    CHECK(!(r.flags & MPA_M));
-    close(fd);
-    CHECK(!tl_event_wait(&L->ev, 1, NT_QUIET_MS));
-    nt_lsn_close(L);
-    nt_side_close(&ps);
+    struct raw_case rc;
+    if (raw_case_open(&rc, fam, b, mpa_request(b, MPA_M, 2, true, 1, 1, NULL, 0))) {
+        reply r;
+        CHECK(read_reply(rc.fd, &r));
+        CHECK(r.flags & MPA_R);
+        CHECK(!(r.flags & MPA_M));
+        close(rc.fd);
+        rc.fd = -1;
+        CHECK(!tl_event_wait(&rc.L->ev, 1, NT_QUIET_MS));
+    }
+    raw_case_close(&rc);
 }
 
 /* A client/server Request (S=1, revision 2, A=0, as Linux siw sends): the
@@ -272,33 +334,20 @@ NT_CASE_FAM(markers_rejected)
  * third leg), and nothing follows the Reply until the initiator speaks. */
 NT_CASE_FAM(client_server_request)
 {
-    nt_side ps;
-    open_sides(&ps, NULL);
-    REQUIRE(ps.ad);
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
     unsigned char b[64];
-    size_t n = mpa_request(b, 0, 2, true, 3, 5, "siw", 3); /* IRD 3, ORD 5 */
-    int fd = raw_connect(L);
-    REQUIRE(fd >= 0);
-    CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
-    NDK_CONNECTOR *p = nt_incoming(L, 0, NT_WAIT_MS);
+    struct raw_case rc;
+    NDK_CONNECTOR *p = NULL;
+    /* IRD 3, ORD 5 */
+    if (raw_case_open(&rc, fam, b, mpa_request(b, 0, 2, true, 3, 5, "siw", 3)))
+        p = nt_incoming(rc.L, 0, NT_WAIT_MS);
     if (p) {
-        ULONG ird = 0, ord = 0;
-        unsigned char pd[16];
-        ULONG len = sizeof pd;
-        CHECK_STATUS(nt_gcd(p, &ird, &ord, pd, &len), STATUS_SUCCESS);
-        CHECK_EQ(len, 3);
-        CHECK(memcmp(pd, "siw", 3) == 0);
-        CHECK_EQ(ird, 5); /* min(128, requester ORD) */
-        CHECK_EQ(ord, 3); /* min(128, requester IRD) */
-        NDK_QP *qp = nt_qp(&ps);
+        /* IRD min(128, requester ORD), ORD min(128, requester IRD) */
+        expect_offer(p, "siw", 3, 5, 3);
+        NDK_QP *qp = nt_qp(&rc.ps);
         nt_op *dev = nt_op_new(NT_DISC, "disconnect event");
-        nt_op *acc = nt_op_new(NT_REQ, "NdkAccept");
-        nt_started(acc, p->Dispatch->NdkAccept(p, qp, 2, 2, "ok", 2, nt_disc_cb, dev, nt_req_cb,
-                                               acc));
+        nt_op *acc = start_accept(p, qp, 2, "ok", 2, dev);
         reply r;
-        CHECK(read_reply(fd, &r));
+        CHECK(read_reply(rc.fd, &r));
         CHECK_STATUS(nt_finish(acc, NT_WAIT_MS), STATUS_SUCCESS);
         CHECK(!(r.flags & MPA_R));
         CHECK(r.flags & MPA_S);
@@ -309,17 +358,15 @@ NT_CASE_FAM(client_server_request)
         CHECK_EQ(r.w1 & 0x3FFF, 2);
         CHECK(memcmp(r.pd + 4, "ok", 2) == 0);
         /* Nothing more until the initiator's first FPDU. */
-        struct pollfd pf = {.fd = fd, .events = POLLIN};
+        struct pollfd pf = {.fd = rc.fd, .events = POLLIN};
         CHECK_EQ(poll(&pf, 1, (int)NT_QUIET_MS), 0);
-        close(fd);
+        close(rc.fd);
+        rc.fd = -1;
         CHECK(tl_event_wait(&dev->ev, 1, NT_WAIT_MS)); /* the peer went away */
         nt_close(p);
         nt_close(qp);
-    } else {
-        close(fd);
     }
-    nt_lsn_close(L);
-    nt_side_close(&ps);
+    raw_case_close(&rc);
 }
 
 /* An MPA revision 1 Request (no RFC 6581 word): private data as is, the
@@ -327,45 +374,30 @@ NT_CASE_FAM(client_server_request)
  * Reply, and Accept completes without a third leg. */
 NT_CASE_FAM(revision1_request)
 {
-    nt_side ps;
-    open_sides(&ps, NULL);
-    REQUIRE(ps.ad);
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
     unsigned char b[64];
-    size_t n = mpa_request(b, 0, 1, false, 0, 0, "abc", 3);
-    int fd = raw_connect(L);
-    REQUIRE(fd >= 0);
-    CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
-    NDK_CONNECTOR *p = nt_incoming(L, 0, NT_WAIT_MS);
+    struct raw_case rc;
+    NDK_CONNECTOR *p = NULL;
+    if (raw_case_open(&rc, fam, b, mpa_request(b, 0, 1, false, 0, 0, "abc", 3)))
+        p = nt_incoming(rc.L, 0, NT_WAIT_MS);
     if (p) {
-        ULONG ird = 0, ord = 0;
-        unsigned char pd[16];
-        ULONG len = sizeof pd;
-        CHECK_STATUS(nt_gcd(p, &ird, &ord, pd, &len), STATUS_SUCCESS);
-        CHECK_EQ(len, 3);
-        CHECK(memcmp(pd, "abc", 3) == 0);
-        CHECK_EQ(ird, ps.info.MaxInboundReadLimit);
-        CHECK_EQ(ord, ps.info.MaxOutboundReadLimit);
-        NDK_QP *qp = nt_qp(&ps);
-        nt_op *acc = nt_op_new(NT_REQ, "NdkAccept");
-        nt_started(acc, p->Dispatch->NdkAccept(p, qp, 2, 2, "v1", 2, NULL, NULL, nt_req_cb, acc));
+        expect_offer(p, "abc", 3, rc.ps.info.MaxInboundReadLimit,
+                     rc.ps.info.MaxOutboundReadLimit);
+        NDK_QP *qp = nt_qp(&rc.ps);
+        nt_op *acc = start_accept(p, qp, 2, "v1", 2, NULL);
         reply r;
-        CHECK(read_reply(fd, &r));
+        CHECK(read_reply(rc.fd, &r));
         CHECK_STATUS(nt_finish(acc, NT_WAIT_MS), STATUS_SUCCESS);
         CHECK(!(r.flags & MPA_R));
         CHECK(!(r.flags & MPA_S));
         CHECK_EQ(r.rev, 1);
         CHECK_EQ(r.pdlen, 2);
         CHECK(memcmp(r.pd, "v1", 2) == 0);
-        close(fd);
+        close(rc.fd);
+        rc.fd = -1;
         nt_close(p);
         nt_close(qp);
-    } else {
-        close(fd);
     }
-    nt_lsn_close(L);
-    nt_side_close(&ps);
+    raw_case_close(&rc);
 }
 
 /* A peer-to-peer Request: the Reply picks the Write RTR when offered, else
@@ -374,9 +406,7 @@ NT_CASE_FAM(revision1_request)
 NT_CASE_FAM(peer_to_peer_rtr_choice)
 {
     nt_side ps;
-    open_sides(&ps, NULL);
-    REQUIRE(ps.ad);
-    nt_lsn *L = nt_listen(&ps, fam);
+    nt_lsn *L = open_listener(&ps, NULL, fam);
     REQUIRE(L);
     static const struct {
         unsigned w0, w1;  /* offered */
@@ -389,17 +419,15 @@ NT_CASE_FAM(peer_to_peer_rtr_choice)
     for (unsigned i = 0; i < 3; i++) {
         unsigned char b[64];
         size_t n = mpa_request(b, 0, 2, true, offers[i].w0, offers[i].w1, NULL, 0);
-        int fd = raw_connect(L);
+        int fd = send_request(L, b, n);
         REQUIRE(fd >= 0);
-        CHECK_EQ(send(fd, b, n, MSG_NOSIGNAL), (ssize_t)n);
         NDK_CONNECTOR *p = nt_incoming(L, i, NT_WAIT_MS);
         if (!p) {
             close(fd);
             break;
         }
         NDK_QP *qp = nt_qp(&ps);
-        nt_op *acc = nt_op_new(NT_REQ, "NdkAccept");
-        nt_started(acc, p->Dispatch->NdkAccept(p, qp, 4, 4, NULL, 0, NULL, NULL, nt_req_cb, acc));
+        nt_op *acc = start_accept(p, qp, 4, NULL, 0, NULL);
         reply r;
         CHECK(read_reply(fd, &r));
         CHECK(!(r.flags & MPA_R));
@@ -414,8 +442,7 @@ NT_CASE_FAM(peer_to_peer_rtr_choice)
         nt_close(p);
         nt_close(qp);
     }
-    nt_lsn_close(L);
-    nt_side_close(&ps);
+    close_listener(&ps, L);
 }
 
 int main(int argc, char **argv)

@@ -75,6 +75,41 @@ static ULONG lam_bytes(ULONG pages)
                    pages * sizeof(NDK_LOGICAL_ADDRESS));
 }
 
+/* What the one-adapter cases start from: a side and `pages` zeroed pages of
+ * memory to register; NULL (and no side) when either could not be had. */
+static char *case_open(nt_side *s, size_t pages)
+{
+    NDK_OPEN_OPTIONS o = nt_opts();
+    if (!nt_side_open(s, &o))
+        return NULL;
+    char *buf = pages_alloc(pages);
+    if (!buf)
+        nt_side_close(s);
+    return buf;
+}
+
+static void case_close(nt_side *s, char *buf)
+{
+    nt_side_close(s);
+    free(buf);
+}
+
+/* A new MR (fast-register or not) or MW on pd; NULL, and a failure
+ * counted, when NdkCreateMr/NdkCreateMw did not make one. */
+static NDK_MR *new_mr(NDK_PD *pd, BOOLEAN fast)
+{
+    NDK_MR *mr = NULL;
+    CHECK_STATUS(nt_create_mr(pd, fast, &mr), STATUS_SUCCESS);
+    return mr;
+}
+
+static NDK_MW *new_mw(NDK_PD *pd)
+{
+    NDK_MW *mw = NULL;
+    CHECK_STATUS(nt_create_mw(pd, &mw), STATUS_SUCCESS);
+    return mw;
+}
+
 /* ------------------------------------------------------------------------ */
 /* NdkRegisterMr / NdkDeregisterMr / tokens                                 */
 /* ------------------------------------------------------------------------ */
@@ -82,12 +117,9 @@ static ULONG lam_bytes(ULONG pages)
 NT_CASE(register_tokens_deregister)
 {
     nt_side s;
-    NDK_OPEN_OPTIONS o = nt_opts();
-    REQUIRE(nt_side_open(&s, &o));
-    char *buf = pages_alloc(3);
+    char *buf = case_open(&s, 3);
     REQUIRE(buf);
-    NDK_MR *mr = NULL;
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr), STATUS_SUCCESS);
+    NDK_MR *mr = new_mr(s.pd, FALSE);
     REQUIRE(mr);
     /* libndk: no token before the registration (0 is never a token). */
     CHECK_EQ(mr->Dispatch->NdkGetRemoteTokenFromMr(mr), 0);
@@ -122,8 +154,7 @@ NT_CASE(register_tokens_deregister)
     CHECK_EQ(mr->Dispatch->NdkGetLocalTokenFromMr(mr), r2);
 
     /* Two MRs never share a token. */
-    NDK_MR *mr2 = NULL;
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr2), STATUS_SUCCESS);
+    NDK_MR *mr2 = new_mr(s.pd, FALSE);
     REQUIRE(mr2);
     CHECK_STATUS(reg_buf(mr2, buf + 100, 2 * page_size(), NDK_MR_FLAG_ALLOW_REMOTE_WRITE),
                  STATUS_SUCCESS);
@@ -133,19 +164,15 @@ NT_CASE(register_tokens_deregister)
     nt_close(mr2);
     CHECK_STATUS(dereg(mr), STATUS_SUCCESS);
     nt_close(mr);
-    nt_side_close(&s);
-    free(buf);
+    case_close(&s, buf);
 }
 
 NT_CASE(register_flags_and_lengths)
 {
     nt_side s;
-    NDK_OPEN_OPTIONS o = nt_opts();
-    REQUIRE(nt_side_open(&s, &o));
-    char *buf = pages_alloc(2);
+    char *buf = case_open(&s, 2);
     REQUIRE(buf);
-    NDK_MR *mr = NULL;
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr), STATUS_SUCCESS);
+    NDK_MR *mr = new_mr(s.pd, FALSE);
     REQUIRE(mr);
 
     /* Every documented combination of NDK_MR_FLAG_*, RDMA_READ_SINK
@@ -194,8 +221,7 @@ NT_CASE(register_flags_and_lengths)
     CHECK_STATUS(dereg(mr), STATUS_SUCCESS);
 
     nt_close(mr);
-    nt_side_close(&s);
-    free(buf);
+    case_close(&s, buf);
 }
 
 /* The span must be virtually contiguous over Length (NdkRegisterMr): each buffer of
@@ -203,12 +229,9 @@ NT_CASE(register_flags_and_lengths)
 NT_CASE(register_mdl_chains)
 {
     nt_side s;
-    NDK_OPEN_OPTIONS o = nt_opts();
-    REQUIRE(nt_side_open(&s, &o));
-    char *buf = pages_alloc(4);
+    char *buf = case_open(&s, 4);
     REQUIRE(buf);
-    NDK_MR *mr = NULL;
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr), STATUS_SUCCESS);
+    NDK_MR *mr = new_mr(s.pd, FALSE);
     REQUIRE(mr);
 
     /* StartVa + ByteOffset: the first byte is buf + 300. */
@@ -237,8 +260,7 @@ NT_CASE(register_mdl_chains)
     CHECK_EQ(mr->Dispatch->NdkGetRemoteTokenFromMr(mr), 0);
 
     nt_close(mr);
-    nt_side_close(&s);
-    free(buf);
+    case_close(&s, buf);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -263,13 +285,10 @@ static void *init_thread(void *p)
 NT_CASE(fast_register_mr_init)
 {
     nt_side s;
-    NDK_OPEN_OPTIONS o = nt_opts();
-    REQUIRE(nt_side_open(&s, &o));
-    char *buf = pages_alloc(1);
+    char *buf = case_open(&s, 1);
     REQUIRE(buf);
-    NDK_MR *fr = NULL, *normal = NULL;
-    CHECK_STATUS(nt_create_mr(s.pd, TRUE, &fr), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &normal), STATUS_SUCCESS);
+    NDK_MR *fr = new_mr(s.pd, TRUE);
+    NDK_MR *normal = new_mr(s.pd, FALSE);
     REQUIRE(fr && normal);
     CHECK(s.info.FRMRPageCount >= 16); /* ndkinfo: at least 16 */
     CHECK_EQ(fr->Dispatch->NdkGetRemoteTokenFromMr(fr), 0); /* libndk: none yet */
@@ -310,8 +329,7 @@ NT_CASE(fast_register_mr_init)
 
     nt_close(fr);
     nt_close(normal);
-    nt_side_close(&s);
-    free(buf);
+    case_close(&s, buf);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -321,11 +339,9 @@ NT_CASE(fast_register_mr_init)
 NT_CASE(build_lam_buffer_size_and_pages)
 {
     nt_side s;
-    NDK_OPEN_OPTIONS o = nt_opts();
-    REQUIRE(nt_side_open(&s, &o));
-    const size_t ps = page_size();
-    char *buf = pages_alloc(4);
+    char *buf = case_open(&s, 4);
     REQUIRE(buf);
+    const size_t ps = page_size();
     /* 2 pages' worth starting 123 bytes in: 3 pages, FBO 123. */
     MDL m = mdl_of(buf + 123, 2 * ps);
     const ULONG need = lam_bytes(3);
@@ -356,47 +372,46 @@ NT_CASE(build_lam_buffer_size_and_pages)
     CHECK(((unsigned char *)lam)[need] == 0xEE);
     s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
 
-    /* A bigger buffer: *pLAMSize says what was written. */
-    size = need + 64;
-    CHECK_STATUS(build_lam(s.ad, &m, 2 * ps, lam, &size, &fbo), STATUS_SUCCESS);
-    CHECK_EQ(size, need);
-    s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
-
-    /* Page-aligned: FBO 0; one byte more takes another page. */
+    /* Then into a buffer with room to spare: *pLAMSize says what was
+     * written, and the pages and FBO follow the region. */
     MDL a = mdl_of(buf, 4 * ps);
-    size = need + 64;
-    CHECK_STATUS(build_lam(s.ad, &a, ps, lam, &size, &fbo), STATUS_SUCCESS);
-    CHECK_EQ(fbo, 0);
-    CHECK_EQ(lam->AdapterPageCount, 1);
-    CHECK_EQ(size, lam_bytes(1));
-    s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
-    size = need + 64;
-    CHECK_STATUS(build_lam(s.ad, &a, ps + 1, lam, &size, &fbo), STATUS_SUCCESS);
-    CHECK_EQ(lam->AdapterPageCount, 2);
-    s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
-    /* The last byte of a page alone. */
     MDL last = mdl_of(buf + ps - 1, 1);
-    size = need + 64;
-    CHECK_STATUS(build_lam(s.ad, &last, 1, lam, &size, &fbo), STATUS_SUCCESS);
-    CHECK_EQ(fbo, ps - 1);
-    CHECK_EQ(lam->AdapterPageCount, 1);
-    s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
-
-    /* A contiguous chain is one region; a gap fails (NdkBuildLAM). */
     MDL c2 = {.Next = NULL, .StartVa = buf + 1000, .ByteOffset = 0, .ByteCount = (ULONG)ps};
     MDL c1 = {.Next = &c2, .StartVa = buf, .ByteOffset = 0, .ByteCount = 1000};
-    size = need + 64;
-    CHECK_STATUS(build_lam(s.ad, &c1, 1000 + ps, lam, &size, &fbo), STATUS_SUCCESS);
-    CHECK_EQ(lam->AdapterPageCount, 2);
-    s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
-    c2.StartVa = buf + 1001;
-    size = need + 64;
-    CHECK_STATUS(build_lam(s.ad, &c1, 1000 + ps, lam, &size, &fbo), STATUS_INVALID_PARAMETER);
-    /* Longer than the chain, zero length, no MDL. */
-    size = need + 64;
-    CHECK_STATUS(build_lam(s.ad, &last, 2, lam, &size, &fbo), STATUS_INVALID_PARAMETER);
-    CHECK_STATUS(build_lam(s.ad, &last, 0, lam, &size, &fbo), STATUS_INVALID_PARAMETER);
-    CHECK_STATUS(build_lam(s.ad, NULL, 10, lam, &size, &fbo), STATUS_INVALID_PARAMETER);
+    MDL g2 = {.Next = NULL, .StartVa = buf + 1001, .ByteOffset = 0, .ByteCount = (ULONG)ps};
+    MDL g1 = {.Next = &g2, .StartVa = buf, .ByteOffset = 0, .ByteCount = 1000};
+    const struct {
+        const char *what;
+        MDL *mdl;
+        SIZE_T len;
+        NTSTATUS want;
+        ULONG pages, fbo; /* on success */
+    } cases[] = {
+        {"the same region again", &m, 2 * ps, STATUS_SUCCESS, 3, 123},
+        {"page-aligned: FBO 0", &a, ps, STATUS_SUCCESS, 1, 0},
+        {"one byte more takes another page", &a, ps + 1, STATUS_SUCCESS, 2, 0},
+        {"the last byte of a page alone", &last, 1, STATUS_SUCCESS, 1, (ULONG)ps - 1},
+        /* A contiguous chain is one region; a gap fails (NdkBuildLAM). */
+        {"a contiguous MDL chain", &c1, 1000 + ps, STATUS_SUCCESS, 2, 0},
+        {"an MDL chain with a gap", &g1, 1000 + ps, STATUS_INVALID_PARAMETER, 0, 0},
+        {"longer than the MDL", &last, 2, STATUS_INVALID_PARAMETER, 0, 0},
+        {"zero length", &last, 0, STATUS_INVALID_PARAMETER, 0, 0},
+        {"no MDL", NULL, 10, STATUS_INVALID_PARAMETER, 0, 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        int before = tl_failures;
+        size = need + 64;
+        NTSTATUS st = build_lam(s.ad, cases[i].mdl, cases[i].len, lam, &size, &fbo);
+        CHECK_STATUS(st, cases[i].want);
+        if (st == STATUS_SUCCESS) {
+            CHECK_EQ(size, lam_bytes(cases[i].pages));
+            CHECK_EQ(lam->AdapterPageCount, cases[i].pages);
+            CHECK_EQ(fbo, cases[i].fbo);
+            s.ad->Dispatch->NdkReleaseLAM(s.ad, lam);
+        }
+        if (tl_failures != before)
+            fprintf(stderr, "    (NdkBuildLAM of %s)\n", cases[i].what);
+    }
 
     /* Several live mappings of the same memory, released in any order. */
     NDK_LOGICAL_ADDRESS_MAPPING *l2 = calloc(1, need);
@@ -410,8 +425,7 @@ NT_CASE(build_lam_buffer_size_and_pages)
 
     free(l2);
     free(lam);
-    nt_side_close(&s);
-    free(buf);
+    case_close(&s, buf);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -423,9 +437,8 @@ NT_CASE(memory_window_create)
     nt_side s;
     NDK_OPEN_OPTIONS o = nt_opts();
     REQUIRE(nt_side_open(&s, &o));
-    NDK_MW *mw = NULL, *mw2 = NULL;
-    CHECK_STATUS(nt_create_mw(s.pd, &mw), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mw(s.pd, &mw2), STATUS_SUCCESS);
+    NDK_MW *mw = new_mw(s.pd);
+    NDK_MW *mw2 = new_mw(s.pd);
     REQUIRE(mw && mw2);
     CHECK_EQ(mw->Header.ObjectType, NdkObjectTypeMw);
     /* libndk: no token until a bind was posted (NdkGetRemoteTokenFromMw). */
@@ -448,11 +461,9 @@ NT_CASE(query_extension_mr_mw)
     nt_side s;
     NDK_OPEN_OPTIONS o = nt_opts();
     REQUIRE(nt_side_open(&s, &o));
-    NDK_MR *mr = NULL, *fr = NULL;
-    NDK_MW *mw = NULL;
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mr(s.pd, TRUE, &fr), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mw(s.pd, &mw), STATUS_SUCCESS);
+    NDK_MR *mr = new_mr(s.pd, FALSE);
+    NDK_MR *fr = new_mr(s.pd, TRUE);
+    NDK_MW *mw = new_mw(s.pd);
     REQUIRE(mr && fr && mw);
     ext_none(mr->Dispatch->NdkQueryExtension, mr);
     ext_none(fr->Dispatch->NdkQueryExtension, fr);
@@ -468,16 +479,12 @@ NT_CASE(query_extension_mr_mw)
 NT_CASE(close_rules_unbound)
 {
     nt_side s;
-    NDK_OPEN_OPTIONS o = nt_opts();
-    REQUIRE(nt_side_open(&s, &o));
-    char *buf = pages_alloc(1);
+    char *buf = case_open(&s, 1);
     REQUIRE(buf);
-    NDK_MR *mr = NULL, *fr = NULL, *plain = NULL;
-    NDK_MW *mw = NULL;
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &mr), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mr(s.pd, TRUE, &fr), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mr(s.pd, FALSE, &plain), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mw(s.pd, &mw), STATUS_SUCCESS);
+    NDK_MR *mr = new_mr(s.pd, FALSE);
+    NDK_MR *fr = new_mr(s.pd, TRUE);
+    NDK_MR *plain = new_mr(s.pd, FALSE);
+    NDK_MW *mw = new_mw(s.pd);
     REQUIRE(mr && fr && plain && mw);
     CHECK_STATUS(reg_buf(mr, buf, 64, NDK_MR_FLAG_ALLOW_REMOTE_WRITE), STATUS_SUCCESS);
     CHECK_STATUS(init_fr(fr, 4, TRUE), STATUS_SUCCESS);
@@ -502,8 +509,7 @@ NT_CASE(close_rules_unbound)
     NDK_PD *pd2 = NULL;
     CHECK_STATUS(nt_create_pd(s.ad, &pd2), STATUS_SUCCESS);
     REQUIRE(pd2);
-    NDK_MR *keep = NULL;
-    CHECK_STATUS(nt_create_mr(pd2, FALSE, &keep), STATUS_SUCCESS);
+    NDK_MR *keep = new_mr(pd2, FALSE);
     nt_op *pc2 = nt_close_start(pd2);
     CHECK_STATUS(pc2->returned, STATUS_PENDING);
     NDK_MR *late = NULL;
@@ -513,8 +519,7 @@ NT_CASE(close_rules_unbound)
     nt_close(keep);
     CHECK(nt_close_wait(pc2, NT_WAIT_MS));
 
-    nt_side_close(&s);
-    free(buf);
+    case_close(&s, buf);
 }
 
 /* The next completion on cq within ms (polled: the fixture's CQ callback
@@ -535,29 +540,22 @@ static bool cq_next(NDK_CQ *cq, NDK_RESULT_EX *r, unsigned ms)
  * the MR pends until the window is closed. Binding needs a connected QP. */
 NT_CASE_FAM(close_mr_with_bound_window)
 {
-    NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
-    nt_lsn *L = nt_listen(&ps, fam);
-    REQUIRE(L);
+    nt_lsn *L;
     nt_conn c;
-    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    REQUIRE(nt_pair_conn_open(&as, &ps, &L, &c, fam));
     REQUIRE(nt_establish(&c));
 
     char *buf = pages_alloc(2);
     REQUIRE(buf);
-    NDK_MR *mr = NULL;
-    NDK_MW *mw = NULL;
-    CHECK_STATUS(nt_create_mr(as.pd, FALSE, &mr), STATUS_SUCCESS);
-    CHECK_STATUS(nt_create_mw(as.pd, &mw), STATUS_SUCCESS);
+    NDK_MR *mr = new_mr(as.pd, FALSE);
+    NDK_MW *mw = new_mw(as.pd);
     REQUIRE(mr && mw);
     CHECK_STATUS(reg_buf(mr, buf, 2 * page_size(), NDK_MR_FLAG_ALLOW_LOCAL_WRITE), STATUS_SUCCESS);
 
     /* A window over an MR without local write cannot grant remote write
      * (NdkBind): refused inline. */
-    NDK_MR *ro = NULL;
-    CHECK_STATUS(nt_create_mr(as.pd, FALSE, &ro), STATUS_SUCCESS);
+    NDK_MR *ro = new_mr(as.pd, FALSE);
     REQUIRE(ro);
     CHECK_STATUS(reg_buf(ro, buf, page_size(), NDK_MR_FLAG_ALLOW_REMOTE_READ), STATUS_SUCCESS);
 
@@ -598,10 +596,7 @@ NT_CASE_FAM(close_mr_with_bound_window)
     nt_close(mw);
     nt_close(mr);
     nt_close(ro);
-    nt_conn_close(&c);
-    nt_lsn_close(L);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    nt_pair_conn_close(&as, &ps, L, &c);
     free(buf);
 }
 

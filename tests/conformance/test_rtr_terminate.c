@@ -42,26 +42,18 @@ static void run(enum variant v)
 {
     bool crc = v == V_CRC;
     NDK_OPEN_OPTIONS o = nk_options();
-    nk_world *w = nk_open(&o);
-    REQUIRE(w);
-    nk_listener *l = nk_listen(w);
-    NDK_CONNECTOR *c = NULL;
-    NDK_QP *qp = NULL;
-    int fd = -1;
-    if (!l)
+    nk_passive p;
+    if (!nk_passive_open(&p, nk_open(&o)))
         goto out;
     /* A=1 offering only the Write RTR, IRD 4 / ORD 4. */
     uint8_t req[64];
     size_t rl = rp_frame_v2(req, RP_KEY_REQ, crc ? RP_F_C : 0, RP_W0_A | 4, RP_W1_C | 4, NULL, 0);
-    c = nk_deliver(l, req, rl, &fd);
-    qp = nk_qp(w);
-    CHECK(qp != NULL);
-    if (!c || !qp)
+    if (!nk_passive_deliver(&p, req, rl))
         goto out;
-    nk_op a = nk_accept(c, qp, 4, 4, NULL, 0);
+    nk_op a = nk_accept(p.c, p.qp, 4, 4, NULL, 0);
     uint8_t rep[64];
     int end;
-    CHECK_EQ(rp_read(fd, rep, 24, NK_WAIT_MS, &end), 24);
+    CHECK_EQ(rp_read(p.fd, rep, 24, NK_WAIT_MS, &end), 24);
 
     uint8_t term[128];
     size_t tn;
@@ -76,26 +68,22 @@ static void run(enum variant v)
         tn = terminate_fpdu(term, 2, 0, v == V_WITH_HEADERS ? 0x06 : 0x07,
                             v == V_WITH_HEADERS ? 48 : 0, crc);
     }
-    CHECK(rp_send(fd, term, tn));
+    CHECK(rp_send(p.fd, term, tn));
 
     NTSTATUS st = nk_op_wait(&a, NK_WAIT_MS);
     CHECK_ST(st, STATUS_CONNECTION_ABORTED);
     /* libndk closes, and sends nothing before it: no Terminate of its own. */
     uint8_t got[128];
     size_t nb = 0;
-    end = rp_wait_end(fd, NK_WAIT_MS, got, sizeof got, &nb);
+    end = rp_wait_end(p.fd, NK_WAIT_MS, got, sizeof got, &nb);
     CHECK(end == RP_EOF || end == RP_RESET);
     CHECK_EQ(nb, 0);
     if (nb)
         rp_hexdump("libndk answered the Terminate with", got, nb);
     /* The listener goes on serving. */
-    CHECK(nk_roundtrip(w, l, "after a Terminate instead of the RTR"));
+    CHECK(nk_roundtrip(p.w, p.l, "after a Terminate instead of the RTR"));
 out:
-    NK_CLOSE(c);
-    NK_CLOSE(qp);
-    if (fd >= 0)
-        close(fd);
-    nk_close_world(w);
+    nk_passive_close(&p);
 }
 
 static void terminate_ctrl_only(void)

@@ -29,6 +29,69 @@ static NTSTATUS conn_peer(NDK_CONNECTOR *c, NDK_SOCKADDR *sa)
     return c->Dispatch->NdkGetPeerAddress(c, &sa->sa, &len);
 }
 
+/* A shared endpoint on fam's loopback address, port 0; *ea and *elen then
+ * hold the address it got. NULL, and a failure counted, when it could not
+ * be made. */
+static NDK_SHARED_ENDPOINT *new_sep(nt_side *s, int fam, NDK_SOCKADDR *ea, ULONG *elen)
+{
+    NDK_SHARED_ENDPOINT *e = NULL;
+    *elen = nt_sa_loop(fam, 0, ea);
+    CHECK_STATUS(nt_create_sep(s->ad, ea, *elen, &e), STATUS_SUCCESS);
+    if (e)
+        CHECK_STATUS(sep_addr(e, ea, elen), STATUS_SUCCESS);
+    return e;
+}
+
+/* The opening of a connection case: both sides opened with o, and a shared
+ * endpoint on the active side (new_sep). NULL, with nothing left open, when
+ * any of them failed. */
+static NDK_SHARED_ENDPOINT *open_sides_sep(nt_side *as, nt_side *ps, const NDK_OPEN_OPTIONS *o,
+                                           int fam, NDK_SOCKADDR *ea, ULONG *elen)
+{
+    if (!nt_side_open(as, o))
+        return NULL;
+    if (!nt_side_open(ps, o)) {
+        nt_side_close(as);
+        return NULL;
+    }
+    NDK_SHARED_ENDPOINT *e = new_sep(as, fam, ea, elen);
+    if (!e) {
+        nt_side_close(as);
+        nt_side_close(ps);
+    }
+    return e;
+}
+
+/* Closes what open_sides_sep opened (the endpoint unless already closed,
+ * NULL). */
+static void close_sides_sep(nt_side *as, nt_side *ps, NDK_SHARED_ENDPOINT *e)
+{
+    nt_close(e);
+    nt_side_close(as);
+    nt_side_close(ps);
+}
+
+/* A new listener on s, not yet listening; NULL, and a failure counted, when
+ * NdkCreateListener failed. */
+static nt_lsn *new_listener(nt_side *s)
+{
+    nt_lsn *L = nt_lsn_new();
+    CHECK_STATUS(nt_create_listener(s->ad, nt_connect_event, L, &L->l), STATUS_SUCCESS);
+    return L->l ? L : NULL;
+}
+
+/* NdkListen of a new listener at sa: the status; the listener is closed
+ * again. */
+static NTSTATUS listen_once(nt_side *s, const NDK_SOCKADDR *sa, ULONG len)
+{
+    nt_lsn *L = new_listener(s);
+    if (!L)
+        return STATUS_UNSUCCESSFUL;
+    NTSTATUS st = nt_listen_at(L->l, sa, len);
+    nt_lsn_close(L);
+    return st;
+}
+
 /* Port 0: the provider picks an ephemeral port (49152-65535) and reports it
  * through the endpoint's NdkGetLocalAddress, with the buffer-size pattern. */
 NT_CASE_FAM(ephemeral_port)
@@ -78,14 +141,10 @@ NT_CASE_FAM(many_connections)
     enum { N = 8 };
     NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
     NDK_SOCKADDR ea;
-    ULONG elen = nt_sa_loop(fam, 0, &ea);
-    NDK_SHARED_ENDPOINT *e = NULL;
-    CHECK_STATUS(nt_create_sep(as.ad, &ea, elen, &e), STATUS_SUCCESS);
+    ULONG elen;
+    NDK_SHARED_ENDPOINT *e = open_sides_sep(&as, &ps, &o, fam, &ea, &elen);
     REQUIRE(e);
-    CHECK_STATUS(sep_addr(e, &ea, &elen), STATUS_SUCCESS);
 
     nt_lsn *L[N];
     nt_conn c[N];
@@ -142,9 +201,7 @@ NT_CASE_FAM(many_connections)
         nt_conn_close(&c[i]);
         nt_lsn_close(L[i]);
     }
-    nt_close(e);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    close_sides_sep(&as, &ps, e);
 }
 
 /* A second connection with the same 4-tuple (same endpoint, same
@@ -155,12 +212,9 @@ NT_CASE_FAM(same_destination_twice)
 {
     NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
     NDK_SOCKADDR ea;
-    ULONG elen = nt_sa_loop(fam, 0, &ea);
-    NDK_SHARED_ENDPOINT *e = NULL;
-    CHECK_STATUS(nt_create_sep(as.ad, &ea, elen, &e), STATUS_SUCCESS);
+    ULONG elen;
+    NDK_SHARED_ENDPOINT *e = open_sides_sep(&as, &ps, &o, fam, &ea, &elen);
     REQUIRE(e);
     nt_lsn *L = nt_listen(&ps, fam);
     REQUIRE(L);
@@ -197,9 +251,7 @@ NT_CASE_FAM(same_destination_twice)
 
     nt_conn_close(&first);
     nt_lsn_close(L);
-    nt_close(e);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    close_sides_sep(&as, &ps, e);
 }
 
 /* The endpoint's address and port are in use: another shared endpoint, a
@@ -212,22 +264,15 @@ NT_CASE_FAM(address_in_use)
     nt_side s;
     REQUIRE(nt_side_open(&s, &o));
     NDK_SOCKADDR ea;
-    ULONG elen = nt_sa_loop(fam, 0, &ea);
-    NDK_SHARED_ENDPOINT *e = NULL, *e2 = NULL;
-    CHECK_STATUS(nt_create_sep(s.ad, &ea, elen, &e), STATUS_SUCCESS);
+    ULONG elen;
+    NDK_SHARED_ENDPOINT *e = new_sep(&s, fam, &ea, &elen), *e2 = NULL;
     REQUIRE(e);
-    CHECK_STATUS(sep_addr(e, &ea, &elen), STATUS_SUCCESS);
 
     CHECK_STATUS(nt_create_sep(s.ad, &ea, elen, &e2), STATUS_SHARING_VIOLATION);
     nt_close(e2);
     e2 = NULL;
 
-    nt_lsn *L = nt_lsn_new();
-    CHECK_STATUS(nt_create_listener(s.ad, nt_connect_event, L, &L->l), STATUS_SUCCESS);
-    REQUIRE(L->l);
-    CHECK_STATUS(nt_listen_at(L->l, &ea, elen), STATUS_SHARING_VIOLATION);
-    nt_close(L->l);
-    L->l = NULL;
+    CHECK_STATUS(listen_once(&s, &ea, elen), STATUS_SHARING_VIOLATION);
 
     /* NdkConnect from the endpoint's address:port (to a live listener). */
     nt_lsn *L2 = nt_listen(&s, fam);
@@ -265,14 +310,10 @@ NT_CASE_FAM(close_pends_for_connectors)
     enum { N = 3 };
     NDK_OPEN_OPTIONS o = nt_opts();
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
     NDK_SOCKADDR ea;
-    ULONG elen = nt_sa_loop(fam, 0, &ea);
-    NDK_SHARED_ENDPOINT *e = NULL;
-    CHECK_STATUS(nt_create_sep(as.ad, &ea, elen, &e), STATUS_SUCCESS);
+    ULONG elen;
+    NDK_SHARED_ENDPOINT *e = open_sides_sep(&as, &ps, &o, fam, &ea, &elen);
     REQUIRE(e);
-    CHECK_STATUS(sep_addr(e, &ea, &elen), STATUS_SUCCESS);
 
     nt_lsn *L[N];
     nt_conn c[N];
@@ -320,8 +361,7 @@ NT_CASE_FAM(close_pends_for_connectors)
         nt_conn_close(&c[i]);
         nt_lsn_close(L[i]);
     }
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    close_sides_sep(&as, &ps, NULL); /* e closed above */
 }
 
 /* Seed 002's failure codes and private data over a shared endpoint: no
@@ -332,12 +372,9 @@ NT_CASE_FAM(connect_outcomes)
     NDK_OPEN_OPTIONS o = nt_opts();
     o.MpaReplyTimeoutMs = 300;
     nt_side as, ps;
-    REQUIRE(nt_side_open(&as, &o));
-    REQUIRE(nt_side_open(&ps, &o));
     NDK_SOCKADDR ea;
-    ULONG elen = nt_sa_loop(fam, 0, &ea);
-    NDK_SHARED_ENDPOINT *e = NULL;
-    CHECK_STATUS(nt_create_sep(as.ad, &ea, elen, &e), STATUS_SUCCESS);
+    ULONG elen;
+    NDK_SHARED_ENDPOINT *e = open_sides_sep(&as, &ps, &o, fam, &ea, &elen);
     REQUIRE(e);
 
     /* No listener. */
@@ -388,9 +425,7 @@ NT_CASE_FAM(connect_outcomes)
     }
     nt_conn_close(&c3);
     nt_lsn_close(L);
-    nt_close(e);
-    nt_side_close(&as);
-    nt_side_close(&ps);
+    close_sides_sep(&as, &ps, e);
 }
 
 /* An address the adapter does not have: STATUS_INVALID_ADDRESS for a shared
@@ -413,12 +448,7 @@ NT_CASE_FAM(foreign_and_wildcard_address)
     CHECK_STATUS(nt_create_sep(s.ad, &sa, len, &e), STATUS_INVALID_ADDRESS);
     nt_close(e);
     e = NULL;
-    nt_lsn *L = nt_lsn_new();
-    CHECK_STATUS(nt_create_listener(s.ad, nt_connect_event, L, &L->l), STATUS_SUCCESS);
-    REQUIRE(L->l);
-    CHECK_STATUS(nt_listen_at(L->l, &sa, len), STATUS_INVALID_ADDRESS);
-    nt_close(L->l);
-    L->l = NULL;
+    CHECK_STATUS(listen_once(&s, &sa, len), STATUS_INVALID_ADDRESS);
 
     memset(&sa, 0, sizeof sa);
     sa.sa.sa_family = (sa_family_t)fam; /* 0.0.0.0 / ::, port 0 */
@@ -434,9 +464,8 @@ NT_CASE_FAM(foreign_and_wildcard_address)
     nt_close(e);
 
     /* A wildcard listener takes connections to the loopback address. */
-    L = nt_lsn_new();
-    CHECK_STATUS(nt_create_listener(s.ad, nt_connect_event, L, &L->l), STATUS_SUCCESS);
-    REQUIRE(L->l);
+    nt_lsn *L = new_listener(&s);
+    REQUIRE(L);
     CHECK_STATUS(nt_listen_at(L->l, &sa, len), STATUS_SUCCESS);
     NDK_SOCKADDR la;
     ULONG lalen = sizeof la;

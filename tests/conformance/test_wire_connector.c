@@ -29,7 +29,10 @@
 #include "rawpeer.h"
 #include "testlib.h"
 
-#define REPLY_TIMEOUT_MS 500u /* MpaReplyTimeoutMs of every world here */
+/* MpaReplyTimeoutMs of every world here. Several cases watch the wire for
+ * RP_QUIET_MS (300 ms) after the Request before they answer; the timeout
+ * leaves that window more than a second of a loaded machine's delays. */
+#define REPLY_TIMEOUT_MS 1500u
 
 static const char ulp_pd[] = "hello-request"; /* 13 octets of ULP private data */
 
@@ -52,29 +55,67 @@ struct attempt {
     size_t req_len; /* 0 if no whole Request arrived */
 };
 
-/* Starts Connect and takes the Request on the raw side. */
-static bool attempt_start(nk_world *w, int lfd, uint16_t port, struct attempt *a, ULONG ird,
-                          ULONG ord, const void *pd, ULONG pd_len)
+/* A case's world, opened with the case's flags, and the raw responder's
+ * listening socket. */
+struct rig {
+    nk_world *w;
+    int lfd;
+    uint16_t port;
+};
+
+/* False, and a failure counted, when the world or the socket could not be
+ * made; rig_close is due either way. */
+static bool rig_open(struct rig *r, ULONG flags)
+{
+    r->lfd = -1;
+    r->w = open_world(flags);
+    if (r->w)
+        r->lfd = rp_listen(&r->port);
+    CHECK(r->lfd >= 0);
+    return r->lfd >= 0;
+}
+
+static void rig_close(struct rig *r)
+{
+    if (r->lfd >= 0)
+        close(r->lfd);
+    nk_close_world(r->w);
+}
+
+static void attempt_clear(struct attempt *a)
 {
     memset(a, 0, sizeof *a);
     a->fd = -1;
-    a->c = nk_connector(w);
-    a->qp = nk_qp(w);
+}
+
+/* Starts Connect and takes the Request on the raw side; false, and a
+ * failure counted, when either did not happen. attempt_end is due either
+ * way. */
+static bool attempt_start(const struct rig *r, struct attempt *a, ULONG ird, ULONG ord,
+                          const void *pd, ULONG pd_len)
+{
+    attempt_clear(a);
+    a->c = nk_connector(r->w);
+    a->qp = nk_qp(r->w);
+    CHECK(a->c && a->qp);
     if (!a->c || !a->qp)
         return false;
     a->t0 = tl_now_ns();
-    a->op = nk_connect(a->c, a->qp, port, ird, ord, pd, pd_len);
+    a->op = nk_connect(a->c, a->qp, r->port, ird, ord, pd, pd_len);
     if (a->op.st != STATUS_PENDING && a->op.st != STATUS_SUCCESS) {
+        tl_failures++;
         fprintf(stderr, "    Connect failed inline: %s\n", nk_st(a->op.st));
         return false;
     }
-    a->fd = rp_accept(lfd, NK_WAIT_MS);
+    a->fd = rp_accept(r->lfd, NK_WAIT_MS);
     if (a->fd < 0) {
+        tl_failures++;
         fprintf(stderr, "    the raw responder got no connection\n");
         return false;
     }
     a->req_len = rp_read_frame(a->fd, a->req, NK_WAIT_MS);
     if (a->req_len == 0) {
+        tl_failures++;
         fprintf(stderr, "    no whole MPA Request arrived\n");
         rp_hexdump("header", a->req, RP_HDR_LEN);
         return false;
@@ -86,25 +127,39 @@ static void attempt_end(struct attempt *a)
 {
     /* Connect may still pend after a failed check: closing the connector
      * cancels it, and the close waits for that completion. */
-    NK_CLOSE(a->c);
-    NK_CLOSE(a->qp);
-    if (a->fd >= 0)
-        close(a->fd);
-    a->c = NULL;
-    a->qp = NULL;
-    a->fd = -1;
+    nk_close_conn(&a->c, &a->qp, &a->fd);
+}
+
+/* The opening of a case with one attempt: its rig, then the attempt.
+ * single_end is due either way. */
+static bool single_start(struct rig *r, ULONG flags, struct attempt *a, ULONG ird, ULONG ord,
+                         const void *pd, ULONG pd_len)
+{
+    attempt_clear(a);
+    return rig_open(r, flags) && attempt_start(r, a, ird, ord, pd, pd_len);
+}
+
+static void single_end(struct rig *r, struct attempt *a)
+{
+    attempt_end(a);
+    rig_close(r);
+}
+
+/* The responder answers with an enhanced (Rev 2) Reply. */
+static void reply_v2(const struct attempt *a, uint8_t flags, uint16_t w0, uint16_t w1,
+                     const void *pd, size_t pd_len)
+{
+    uint8_t rep[64];
+    size_t rl = rp_frame_v2(rep, RP_KEY_REP, flags, w0, w1, pd, pd_len);
+    CHECK(rp_send(a->fd, rep, rl));
 }
 
 /* Asserts nothing arrives on the raw side for RP_QUIET_MS. */
 static void expect_quiet(int fd, const char *when)
 {
-    uint8_t got[64];
-    size_t n = 0;
-    if (!rp_quiet(fd, RP_QUIET_MS, got, &n)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] unexpected octets or close %s\n", tl_current, when);
-        rp_hexdump("received", got, n);
-    }
+    char what[128];
+    snprintf(what, sizeof what, "unexpected octets or close %s", when);
+    rp_expect_quiet(fd, what);
 }
 
 /* The nudge libndk sends while a peer has not answered (docs/interop.md):
@@ -157,6 +212,20 @@ static void expect_only_nudges(int fd, const uint8_t *rtr, size_t len, const cha
     expect_quiet(fd, when);
 }
 
+/* Once Connect succeeded, CompleteConnect succeeds and sends no RTR: at
+ * most the nudges follow (CRC off). */
+static void complete_without_rtr(struct attempt *a, const char *when)
+{
+    CHECK_ST(nk_op_wait(&a->op, NK_WAIT_MS), STATUS_SUCCESS);
+    if (nk_op_wait(&a->op, 0) != STATUS_SUCCESS)
+        return;
+    nk_op cc = nk_complete(a->c);
+    CHECK_ST(nk_op_wait(&cc, NK_WAIT_MS), STATUS_SUCCESS);
+    uint8_t nudge[20];
+    nudge_bytes(false, nudge);
+    expect_only_nudges(a->fd, nudge, sizeof nudge, when);
+}
+
 /*
  * Checks an enhanced Request: key, M=0 R=0 S=1, C as `crc`, Rev 2, PD_Length
  * = 4 + ULP length, A=1 with the Write RTR offered, the IRD/ORD values, and
@@ -204,27 +273,17 @@ static void check_request_v2(const struct attempt *a, bool crc, unsigned ird, un
 static void p2p_connect(ULONG flags, bool reply_crc)
 {
     bool crc_flag = (flags & NDK_OPEN_FLAG_REQUEST_CRC) != 0;
-    nk_world *w = open_world(flags);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
     struct attempt a;
-    memset(&a, 0, sizeof a);
-    a.fd = -1;
-    if (lfd < 0 || !attempt_start(w, lfd, port, &a, 5, 7, ulp_pd, sizeof ulp_pd - 1)) {
-        tl_failures++;
+    if (!single_start(&r, flags, &a, 5, 7, ulp_pd, sizeof ulp_pd - 1))
         goto out;
-    }
     check_request_v2(&a, crc_flag, 5, 7, ulp_pd, sizeof ulp_pd - 1);
     /* Nothing but the Request before the Reply (RFC 5044). */
     expect_quiet(a.fd, "after the Request");
 
     /* The responder answers IRD 7 (>= our ORD) and ORD 5 (<= our IRD), as
      * RFC 6581 9.1 says, with A=1 and the Write RTR. */
-    uint8_t rep[64];
-    size_t rl = rp_frame_v2(rep, RP_KEY_REP, (uint8_t)(reply_crc ? RP_F_C : 0), RP_W0_A | 7,
-                            RP_W1_C | 5, NULL, 0);
-    CHECK(rp_send(a.fd, rep, rl));
+    reply_v2(&a, (uint8_t)(reply_crc ? RP_F_C : 0), RP_W0_A | 7, RP_W1_C | 5, NULL, 0);
     CHECK_ST(nk_op_wait(&a.op, NK_WAIT_MS), STATUS_SUCCESS);
     if (nk_op_wait(&a.op, 0) != STATUS_SUCCESS)
         goto out;
@@ -255,10 +314,7 @@ static void p2p_connect(ULONG flags, bool reply_crc)
     CHECK_ST(nk_op_wait(&cc, NK_WAIT_MS), STATUS_SUCCESS);
     expect_only_nudges(a.fd, want, sizeof want, "after the RTR");
 out:
-    attempt_end(&a);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    single_end(&r, &a);
 }
 
 static void request_and_write_rtr(void)
@@ -282,10 +338,8 @@ static void request_crc_flag(void)
  * The responder rejects (R=1, no data) to end each attempt. */
 static void request_caps_ird_ord(void)
 {
-    nk_world *w = open_world(0);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
+    bool ok = rig_open(&r, 0);
     static const unsigned cases[][4] = {
         /* asked IRD, ORD -> expected on the wire */
         {1000, 500, 128, 128},
@@ -293,41 +347,26 @@ static void request_caps_ird_ord(void)
         {3, 0, 3, 0},
         {0, 0, 0, 0},
     };
-    for (unsigned i = 0; lfd >= 0 && i < sizeof cases / sizeof cases[0]; i++) {
+    for (unsigned i = 0; ok && i < sizeof cases / sizeof cases[0]; i++) {
         struct attempt a;
-        if (!attempt_start(w, lfd, port, &a, cases[i][0], cases[i][1], NULL, 0)) {
-            tl_failures++;
-            attempt_end(&a);
-            continue;
+        if (attempt_start(&r, &a, cases[i][0], cases[i][1], NULL, 0)) {
+            check_request_v2(&a, false, cases[i][2], cases[i][3], NULL, 0);
+            reply_v2(&a, RP_F_R, 0, 0, NULL, 0);
+            CHECK_ST(nk_op_wait(&a.op, NK_WAIT_MS), STATUS_CONNECTION_REFUSED);
         }
-        check_request_v2(&a, false, cases[i][2], cases[i][3], NULL, 0);
-        uint8_t rep[64];
-        size_t rl = rp_frame_v2(rep, RP_KEY_REP, RP_F_R, 0, 0, NULL, 0);
-        CHECK(rp_send(a.fd, rep, rl));
-        CHECK_ST(nk_op_wait(&a.op, NK_WAIT_MS), STATUS_CONNECTION_REFUSED);
         attempt_end(&a);
     }
-    CHECK(lfd >= 0);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    rig_close(&r);
 }
 
 /* NDK_OPEN_FLAG_MPA_REV1: Rev 1, S=0, no word, PD_Length = the ULP data. A
  * Rev 1 Reply then completes the connection with nothing more on the wire. */
 static void request_rev1(void)
 {
-    nk_world *w = open_world(NDK_OPEN_FLAG_MPA_REV1);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
     struct attempt a;
-    memset(&a, 0, sizeof a);
-    a.fd = -1;
-    if (lfd < 0 || !attempt_start(w, lfd, port, &a, 4, 4, ulp_pd, sizeof ulp_pd - 1)) {
-        tl_failures++;
+    if (!single_start(&r, NDK_OPEN_FLAG_MPA_REV1, &a, 4, 4, ulp_pd, sizeof ulp_pd - 1))
         goto out;
-    }
     CHECK(memcmp(a.req, RP_KEY_REQ, RP_KEY_LEN) == 0);
     CHECK_EQ(a.req[16] & 0xF0, 0); /* M, C, R, S all 0 */
     CHECK_EQ(a.req[17], 1);
@@ -337,59 +376,29 @@ static void request_rev1(void)
     uint8_t rep[32];
     size_t rl = rp_frame_raw(rep, RP_KEY_REP, 0, 1, 0, NULL, 0);
     CHECK(rp_send(a.fd, rep, rl));
-    CHECK_ST(nk_op_wait(&a.op, NK_WAIT_MS), STATUS_SUCCESS);
-    if (nk_op_wait(&a.op, 0) == STATUS_SUCCESS) {
-        nk_op cc = nk_complete(a.c);
-        CHECK_ST(nk_op_wait(&cc, NK_WAIT_MS), STATUS_SUCCESS);
-        uint8_t nudge[20];
-        nudge_bytes(false, nudge);
-        expect_only_nudges(a.fd, nudge, sizeof nudge,
-                          "after CompleteConnect on a Rev 1 connection (no RTR exists)");
-    }
+    complete_without_rtr(&a, "after CompleteConnect on a Rev 1 connection (no RTR exists)");
 out:
-    attempt_end(&a);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    single_end(&r, &a);
 }
 
 /* NDK_OPEN_FLAG_NO_P2P: the siw-style client/server Request, A=0 and no
  * RTR bits; after an A=0 Reply, CompleteConnect sends nothing. */
 static void request_no_p2p(void)
 {
-    nk_world *w = open_world(NDK_OPEN_FLAG_NO_P2P);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
     struct attempt a;
-    memset(&a, 0, sizeof a);
-    a.fd = -1;
-    if (lfd < 0 || !attempt_start(w, lfd, port, &a, 1, 1, NULL, 0)) {
-        tl_failures++;
+    if (!single_start(&r, NDK_OPEN_FLAG_NO_P2P, &a, 1, 1, NULL, 0))
         goto out;
-    }
     CHECK(memcmp(a.req, RP_KEY_REQ, RP_KEY_LEN) == 0);
     CHECK_EQ(a.req[16] & 0xF0, RP_F_S);
     CHECK_EQ(a.req[17], 2);
     CHECK_EQ(a.req_len, 24);
     /* Byte for byte what siw sends (captures/guest-to-host-mpa-request). */
     CHECK(a.req_len == 24 && memcmp(a.req, rp_siw_request, 24) == 0);
-    uint8_t rep[32];
-    size_t rl = rp_frame_v2(rep, RP_KEY_REP, 0, 1, 1, NULL, 0);
-    CHECK(rp_send(a.fd, rep, rl));
-    CHECK_ST(nk_op_wait(&a.op, NK_WAIT_MS), STATUS_SUCCESS);
-    if (nk_op_wait(&a.op, 0) == STATUS_SUCCESS) {
-        nk_op cc = nk_complete(a.c);
-        CHECK_ST(nk_op_wait(&cc, NK_WAIT_MS), STATUS_SUCCESS);
-        uint8_t nudge[20];
-        nudge_bytes(false, nudge);
-        expect_only_nudges(a.fd, nudge, sizeof nudge, "after CompleteConnect in client/server mode");
-    }
+    reply_v2(&a, 0, 1, 1, NULL, 0);
+    complete_without_rtr(&a, "after CompleteConnect in client/server mode");
 out:
-    attempt_end(&a);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    single_end(&r, &a);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -403,19 +412,16 @@ out:
  */
 static void reply_cut_at_every_octet(void)
 {
-    nk_world *w = open_world(0);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
+    bool ok = rig_open(&r, 0);
     uint8_t rep[64];
     size_t len = rp_frame_v2(rep, RP_KEY_REP, 0, RP_W0_A | 4, RP_W1_C | 4, "reply-pd", 8);
-    for (size_t k = 0; lfd >= 0 && k < len + 4; k++) {
+    for (size_t k = 0; ok && k < len + 4; k++) {
         /* k < len: FIN after k octets; the last four: RST after 0, 10, 20, 31. */
         bool rst = k >= len;
         size_t cut = rst ? (size_t[]){0, 10, 20, 31}[k - len] : k;
         struct attempt a;
-        if (!attempt_start(w, lfd, port, &a, 4, 4, NULL, 0)) {
-            tl_failures++;
+        if (!attempt_start(&r, &a, 4, 4, NULL, 0)) {
             attempt_end(&a);
             continue;
         }
@@ -438,10 +444,7 @@ static void reply_cut_at_every_octet(void)
         }
         attempt_end(&a);
     }
-    CHECK(lfd >= 0);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    rig_close(&r);
 }
 
 /*
@@ -452,10 +455,8 @@ static void reply_cut_at_every_octet(void)
  */
 static void reply_malformed(void)
 {
-    nk_world *w = open_world(0);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
+    bool ok = rig_open(&r, 0);
     struct bad {
         const char *what;
         uint8_t frame[64];
@@ -486,10 +487,9 @@ static void reply_malformed(void)
     BAD("M=1 with C=1")->frame[16] |= RP_F_M | RP_F_C;
 #undef BAD
 
-    for (unsigned i = 0; lfd >= 0 && i < nbad; i++) {
+    for (unsigned i = 0; ok && i < nbad; i++) {
         struct attempt a;
-        if (!attempt_start(w, lfd, port, &a, 4, 4, NULL, 0)) {
-            tl_failures++;
+        if (!attempt_start(&r, &a, 4, 4, NULL, 0)) {
             attempt_end(&a);
             continue;
         }
@@ -514,27 +514,17 @@ static void reply_malformed(void)
         }
         attempt_end(&a);
     }
-    CHECK(lfd >= 0);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    rig_close(&r);
 }
 
 /* A responder that takes the Request and never answers: STATUS_IO_TIMEOUT
  * after MpaReplyTimeoutMs (not before it), then our side closes. */
 static void reply_never_comes(void)
 {
-    nk_world *w = open_world(0);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
     struct attempt a;
-    memset(&a, 0, sizeof a);
-    a.fd = -1;
-    if (lfd < 0 || !attempt_start(w, lfd, port, &a, 4, 4, NULL, 0)) {
-        tl_failures++;
+    if (!single_start(&r, 0, &a, 4, 4, NULL, 0))
         goto out;
-    }
     NTSTATUS st = nk_op_wait(&a.op, REPLY_TIMEOUT_MS + NK_WAIT_MS);
     unsigned ms = rp_ms_since(a.t0);
     CHECK_ST(st, STATUS_IO_TIMEOUT);
@@ -548,10 +538,7 @@ static void reply_never_comes(void)
     CHECK(end == RP_EOF || end == RP_RESET);
     CHECK_EQ(nb, 0);
 out:
-    attempt_end(&a);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    single_end(&r, &a);
 }
 
 /*
@@ -562,22 +549,18 @@ out:
  */
 static void reply_followed_by_fpdus(void)
 {
-    nk_world *w = open_world(0);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
     struct attempt a;
-    memset(&a, 0, sizeof a);
-    a.fd = -1;
     nk_mr m = {0};
+    attempt_clear(&a);
+    if (!rig_open(&r, 0))
+        goto out;
     /* Without a registered buffer for the Send's receive, only the
      * zero-length Write follows the Reply. */
-    bool data = nk_mr_register(w, &m);
+    bool data = nk_mr_register(r.w, &m);
     CHECK(data);
-    if (lfd < 0 || !attempt_start(w, lfd, port, &a, 4, 4, NULL, 0)) {
-        tl_failures++;
+    if (!attempt_start(&r, &a, 4, 4, NULL, 0))
         goto out;
-    }
     if (data) {
         /* Posted after Connect started but before any octet of the Reply
          * left the responder, so the Send always finds it. */
@@ -602,7 +585,7 @@ static void reply_followed_by_fpdus(void)
     if (!data)
         goto out;
     NDK_RESULT res;
-    bool got = nk_cq_next(w, &res, NK_WAIT_MS);
+    bool got = nk_cq_next(r.w, &res, NK_WAIT_MS);
     CHECK(got);
     if (got) {
         CHECK(res.RequestContext == (PVOID)(uintptr_t)7);
@@ -613,29 +596,18 @@ static void reply_followed_by_fpdus(void)
 out:
     attempt_end(&a);
     nk_mr_release(&m);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    rig_close(&r);
 }
 
 /* R=1 with private data: STATUS_CONNECTION_REFUSED, and the reject's data
  * (after the RFC 6581 word) readable with NdkGetConnectionData, RDS = 8. */
 static void reply_reject_with_private_data(void)
 {
-    nk_world *w = open_world(0);
-    REQUIRE(w);
-    uint16_t port;
-    int lfd = rp_listen(&port);
+    struct rig r;
     struct attempt a;
-    memset(&a, 0, sizeof a);
-    a.fd = -1;
-    if (lfd < 0 || !attempt_start(w, lfd, port, &a, 4, 4, ulp_pd, sizeof ulp_pd - 1)) {
-        tl_failures++;
+    if (!single_start(&r, 0, &a, 4, 4, ulp_pd, sizeof ulp_pd - 1))
         goto out;
-    }
-    uint8_t rep[64];
-    size_t rl = rp_frame_v2(rep, RP_KEY_REP, RP_F_R, 0, 0, "nope-pd!", 8);
-    CHECK(rp_send(a.fd, rep, rl));
+    reply_v2(&a, RP_F_R, 0, 0, "nope-pd!", 8);
     CHECK_ST(nk_op_wait(&a.op, NK_WAIT_MS), STATUS_CONNECTION_REFUSED);
     ULONG len = 0;
     CHECK_ST(nk_conn_data(a.c, NULL, NULL, NULL, &len), STATUS_SUCCESS);
@@ -653,10 +625,7 @@ static void reply_reject_with_private_data(void)
     CHECK_EQ(len, 8);
     CHECK(memcmp(pd, "nope", 4) == 0 && pd[4] == 0xEE);
 out:
-    attempt_end(&a);
-    if (lfd >= 0)
-        close(lfd);
-    nk_close_world(w);
+    single_end(&r, &a);
 }
 
 int main(void)

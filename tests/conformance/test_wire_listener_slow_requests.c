@@ -43,50 +43,37 @@ static size_t send_slowly(int fd, uint64_t t0, int *end, unsigned *t_end, uint8_
 /* With a 5000 ms request timer a 2.4 s Request is still in time. */
 static void slow_request_accepted(void)
 {
-    nk_world *w = nk_open_responder(5000, 0);
-    REQUIRE(w);
-    nk_listener *l = nk_listen(w);
-    NDK_CONNECTOR *c = NULL;
-    NDK_QP *qp = NULL;
-    int fd = -1;
-    if (!l)
-        goto out;
-    fd = rp_connect(l->port, NK_WAIT_MS);
-    CHECK(fd >= 0);
-    if (fd < 0)
+    nk_passive p;
+    if (!nk_passive_open(&p, nk_open_responder(5000, 0)) || !nk_passive_connect(&p))
         goto out;
     int end;
     unsigned t_end = 0;
     uint8_t got[64];
     size_t nb;
-    size_t sent = send_slowly(fd, tl_now_ns(), &end, &t_end, got, &nb);
+    size_t sent = send_slowly(p.fd, tl_now_ns(), &end, &t_end, got, &nb);
     if (sent != sizeof rp_siw_request || end != RP_OPEN || nb) {
         tl_failures++;
         fprintf(stderr, "[%s] the slow Request was cut off after %zu octets\n", tl_current, sent);
         rp_report_end("slow Request", end, t_end, got, nb);
         goto out;
     }
-    c = nk_next_event(l, NK_WAIT_MS);
-    CHECK(c != NULL);
-    if (!c)
+    p.c = nk_next_event(p.l, NK_WAIT_MS);
+    CHECK(p.c != NULL);
+    if (!p.c)
         goto out;
-    qp = nk_qp(w);
-    CHECK(qp != NULL);
-    if (!qp)
+    p.qp = nk_qp(p.w);
+    CHECK(p.qp != NULL);
+    if (!p.qp)
         goto out;
-    nk_op a = nk_accept(c, qp, 1, 1, NULL, 0);
+    nk_op a = nk_accept(p.c, p.qp, 1, 1, NULL, 0);
     CHECK_ST(nk_op_wait(&a, NK_WAIT_MS), STATUS_SUCCESS);
     uint8_t rep[64];
-    size_t n = rp_read(fd, rep, 24, NK_WAIT_MS, &end);
+    size_t n = rp_read(p.fd, rep, 24, NK_WAIT_MS, &end);
     CHECK_EQ(n, 24);
     if (n == 24)
         rp_check_reply_header(rep, n, RP_F_S, 0xF0, 2);
 out:
-    NK_CLOSE(c);
-    NK_CLOSE(qp);
-    if (fd >= 0)
-        close(fd);
-    nk_close_world(w);
+    nk_passive_close(&p);
 }
 
 /* With a 500 ms request timer the same initiator is closed silently after
@@ -94,26 +81,19 @@ out:
  * timer runs from the accept, not from the last octet). */
 static void slow_request_times_out(void)
 {
-    nk_world *w = nk_open_responder(500, 0);
-    REQUIRE(w);
-    nk_listener *l = nk_listen(w);
-    int fd = -1;
-    if (!l)
-        goto out;
-    fd = rp_connect(l->port, NK_WAIT_MS);
-    CHECK(fd >= 0);
-    if (fd < 0)
+    nk_passive p;
+    if (!nk_passive_open(&p, nk_open_responder(500, 0)) || !nk_passive_connect(&p))
         goto out;
     uint64_t t0 = tl_now_ns();
     int end;
     unsigned t_end = 0;
     uint8_t got[64];
     size_t nb = 0;
-    size_t sent = send_slowly(fd, t0, &end, &t_end, got, &nb);
+    size_t sent = send_slowly(p.fd, t0, &end, &t_end, got, &nb);
     if (end == RP_OPEN) {
         /* Still open (all 24 octets sent, or octets came back): wait. */
         size_t more = 0;
-        end = rp_wait_end(fd, NK_WAIT_MS, got + nb, sizeof got - nb, &more);
+        end = rp_wait_end(p.fd, NK_WAIT_MS, got + nb, sizeof got - nb, &more);
         nb += more;
         t_end = rp_ms_since(t0);
     }
@@ -124,12 +104,10 @@ static void slow_request_times_out(void)
     CHECK(t_end >= 400);  /* not before the timer (some scheduling slack) */
     CHECK(t_end <= 2000); /* and not long after it */
     CHECK(sent < sizeof rp_siw_request);
-    nk_no_event(l, RP_NO_EVENT_MS, "slow Request after the timer");
-    CHECK(nk_roundtrip(w, l, "after the slow initiator"));
+    nk_no_event(p.l, RP_NO_EVENT_MS, "slow Request after the timer");
+    CHECK(nk_roundtrip(p.w, p.l, "after the slow initiator"));
 out:
-    if (fd >= 0)
-        close(fd);
-    nk_close_world(w);
+    nk_passive_close(&p);
 }
 
 /*

@@ -12,6 +12,22 @@
 #include "rawpeer.h"
 #include "testlib.h"
 
+static bool open_passive(nk_passive *p)
+{
+    return nk_passive_open(p, nk_open_responder(RP_BAD_INPUT_REQ_TIMEOUT, 0));
+}
+
+/* What the connect event shows of the Request: no private data (RDS 0)
+ * and the IRD/ORD libndk will use. */
+static void expect_offer(NDK_CONNECTOR *c, ULONG want_ird, ULONG want_ord)
+{
+    ULONG ird = 0xFFFF, ord = 0xFFFF, len = 0; /* NULL buffer: a size probe */
+    CHECK_ST(nk_conn_data(c, &ird, &ord, NULL, &len), STATUS_SUCCESS);
+    CHECK_EQ(len, 0);
+    CHECK_EQ(ird, want_ird);
+    CHECK_EQ(ord, want_ord);
+}
+
 /*
  * The Request a siw rping client sends (captures/guest-to-host-mpa-request):
  * the connect event shows no private data (RDS 0) and IRD/ORD 1/1; the Reply
@@ -21,46 +37,30 @@
  */
 static void siw_request_accepted(void)
 {
-    nk_world *w = nk_open_responder(RP_BAD_INPUT_REQ_TIMEOUT, 0);
-    REQUIRE(w);
-    nk_listener *l = nk_listen(w);
-    NDK_CONNECTOR *c = NULL;
-    NDK_QP *qp = NULL;
+    nk_passive p;
     nk_mr m = {0};
-    int fd = -1;
-    if (!l)
+    if (!open_passive(&p) || !nk_passive_deliver(&p, rp_siw_request, sizeof rp_siw_request))
         goto out;
-    c = nk_deliver(l, rp_siw_request, sizeof rp_siw_request, &fd);
-    if (!c)
-        goto out;
-    ULONG ird = 0xFFFF, ord = 0xFFFF, len = 0;
-    CHECK_ST(nk_conn_data(c, &ird, &ord, NULL, &len), STATUS_SUCCESS);
-    CHECK_EQ(len, 0);
-    CHECK_EQ(ird, 1);
-    CHECK_EQ(ord, 1);
+    expect_offer(p.c, 1, 1);
 
-    qp = nk_qp(w);
-    CHECK(qp != NULL);
-    if (!qp)
-        goto out;
     /* The data exchange needs a registered buffer; without one the Reply and
      * the silence after it are still checked. */
-    bool data = nk_mr_register(w, &m);
+    bool data = nk_mr_register(p.w, &m);
     CHECK(data);
     if (data) {
         /* A receive for the initiator's first message, posted before Accept
          * as an rping server does. */
         NDK_SGE rs = nk_sge(&m, 0, 64);
-        CHECK_ST(qp->Dispatch->NdkReceive(qp, (PVOID)(uintptr_t)1, &rs, 1), STATUS_SUCCESS);
+        CHECK_ST(p.qp->Dispatch->NdkReceive(p.qp, (PVOID)(uintptr_t)1, &rs, 1), STATUS_SUCCESS);
     }
 
-    nk_op a = nk_accept(c, qp, 1, 1, NULL, 0);
+    nk_op a = nk_accept(p.c, p.qp, 1, 1, NULL, 0);
     /* A=0: there is no third leg, Accept completes once the Reply is out. */
     CHECK_ST(nk_op_wait(&a, NK_WAIT_MS), STATUS_SUCCESS);
 
     uint8_t rep[64];
     int end;
-    size_t n = rp_read(fd, rep, 24, NK_WAIT_MS, &end);
+    size_t n = rp_read(p.fd, rep, 24, NK_WAIT_MS, &end);
     CHECK_EQ(n, 24);
     if (n == 24 && rp_check_reply_header(rep, n, RP_F_S, 0xF0, 2)) {
         CHECK_EQ(rp_get16(rep + 18), 4);
@@ -73,28 +73,21 @@ static void siw_request_accepted(void)
     if (data) {
         memcpy(m.buf + 64, "PING", 4);
         NDK_SGE ss = nk_sge(&m, 64, 4);
-        CHECK_ST(qp->Dispatch->NdkSend(qp, (PVOID)(uintptr_t)2, &ss, 1, 0), STATUS_SUCCESS);
+        CHECK_ST(p.qp->Dispatch->NdkSend(p.qp, (PVOID)(uintptr_t)2, &ss, 1, 0), STATUS_SUCCESS);
     }
-    uint8_t early[64];
-    size_t nearly = 0;
-    if (!rp_quiet(fd, RP_QUIET_MS, early, &nearly)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] libndk sent before the initiator's first FPDU (TX gating)\n",
-                tl_current);
-        rp_hexdump("sent early", early, nearly);
-    }
+    rp_expect_quiet(p.fd, "libndk sent before the initiator's first FPDU (TX gating)");
     if (!data)
         goto out;
 
     /* The initiator's first message: a 4-octet Send, QN 0, MSN 1. */
     uint8_t f[64];
     size_t fl = rp_send_fpdu(f, 1, "HELO", 4, false);
-    CHECK(rp_send(fd, f, fl));
+    CHECK(rp_send(p.fd, f, fl));
 
     /* Now our Send goes out: exactly this FPDU (CRC off -> zero CRC). */
     uint8_t want[64], got[64];
     size_t wl = rp_send_fpdu(want, 1, "PING", 4, false);
-    n = rp_read(fd, got, wl, NK_WAIT_MS, &end);
+    n = rp_read(p.fd, got, wl, NK_WAIT_MS, &end);
     if (n != wl || memcmp(got, want, wl) != 0) {
         tl_failures++;
         fprintf(stderr, "[%s] our first Send after the gate (%s)\n", tl_current,
@@ -107,7 +100,7 @@ static void siw_request_accepted(void)
     bool saw_recv = false, saw_send = false;
     for (int i = 0; i < 2; i++) {
         NDK_RESULT res;
-        if (!nk_cq_next(w, &res, NK_WAIT_MS))
+        if (!nk_cq_next(p.w, &res, NK_WAIT_MS))
             break;
         if (res.RequestContext == (PVOID)(uintptr_t)1) {
             saw_recv = true;
@@ -122,12 +115,9 @@ static void siw_request_accepted(void)
     CHECK(saw_recv);
     CHECK(saw_send);
 out:
-    NK_CLOSE(c);
-    NK_CLOSE(qp);
+    nk_passive_drop(&p); /* the QP before its buffer's MR */
     nk_mr_release(&m);
-    if (fd >= 0)
-        close(fd);
-    nk_close_world(w);
+    nk_passive_close(&p);
 }
 
 /* NDK_OPEN_FLAG_RELAXED_TX_GATE (docs/behaviour.md "The three legs on the
@@ -138,41 +128,36 @@ static void relaxed_tx_gate(void)
 {
     NDK_OPEN_OPTIONS o = nk_options();
     o.Flags = NDK_OPEN_FLAG_RELAXED_TX_GATE;
-    nk_world *w = nk_open(&o);
-    REQUIRE(w);
-    nk_listener *l = nk_listen(w);
-    NDK_CONNECTOR *c = NULL;
-    NDK_QP *qp = NULL;
+    nk_passive p;
     nk_mr m = {0};
-    int fd = -1;
-    if (!l)
+    if (!nk_passive_open(&p, nk_open(&o)) || !nk_passive_connect(&p))
         goto out;
-    fd = rp_connect(l->port, NK_WAIT_MS);
-    CHECK(fd >= 0);
     uint64_t t_req = tl_now_ns();
-    if (fd < 0 || !rp_send(fd, rp_siw_request, sizeof rp_siw_request))
+    bool sent = rp_send(p.fd, rp_siw_request, sizeof rp_siw_request);
+    CHECK(sent);
+    if (!sent)
         goto out;
-    c = nk_next_event(l, NK_WAIT_MS);
-    qp = nk_qp(w);
-    CHECK(c != NULL && qp != NULL);
-    if (!c || !qp || !nk_mr_register(w, &m)) {
+    p.c = nk_next_event(p.l, NK_WAIT_MS);
+    p.qp = nk_qp(p.w);
+    CHECK(p.c != NULL && p.qp != NULL);
+    if (!p.c || !p.qp || !nk_mr_register(p.w, &m)) {
         tl_failures++;
         goto out;
     }
-    nk_op a = nk_accept(c, qp, 1, 1, NULL, 0);
+    nk_op a = nk_accept(p.c, p.qp, 1, 1, NULL, 0);
     CHECK_ST(nk_op_wait(&a, NK_WAIT_MS), STATUS_SUCCESS);
     uint8_t rep[64];
     int end;
-    CHECK_EQ(rp_read(fd, rep, 24, NK_WAIT_MS, &end), 24);
+    CHECK_EQ(rp_read(p.fd, rep, 24, NK_WAIT_MS, &end), 24);
     memcpy(m.buf, "PING", 4);
     NDK_SGE ss = nk_sge(&m, 0, 4);
-    CHECK_ST(qp->Dispatch->NdkSend(qp, (PVOID)(uintptr_t)2, &ss, 1, 0), STATUS_SUCCESS);
+    CHECK_ST(p.qp->Dispatch->NdkSend(p.qp, (PVOID)(uintptr_t)2, &ss, 1, 0), STATUS_SUCCESS);
     /* Our Send, though the initiator never sent anything; not before the
      * timer, started after our Request arrived, ran its 100 ms (the loop
      * counts whole milliseconds). */
     uint8_t want[64], got[64];
     size_t wl = rp_send_fpdu(want, 1, "PING", 4, false);
-    size_t n = rp_read(fd, got, wl, NK_WAIT_MS, &end);
+    size_t n = rp_read(p.fd, got, wl, NK_WAIT_MS, &end);
     unsigned after_req = rp_ms_since(t_req);
     if (n != wl || memcmp(got, want, wl) != 0 || after_req < 99) {
         tl_failures++;
@@ -182,69 +167,42 @@ static void relaxed_tx_gate(void)
         rp_hexdump("got", got, n);
     }
     NDK_RESULT res;
-    bool done = nk_cq_next(w, &res, NK_WAIT_MS);
+    bool done = nk_cq_next(p.w, &res, NK_WAIT_MS);
     CHECK(done);
     if (done) {
         CHECK(res.RequestContext == (PVOID)(uintptr_t)2);
         CHECK_ST(res.Status, STATUS_SUCCESS);
     }
 out:
-    NK_CLOSE(c);
-    NK_CLOSE(qp);
+    nk_passive_drop(&p); /* the QP before its buffer's MR */
     nk_mr_release(&m);
-    if (fd >= 0)
-        close(fd);
-    nk_close_world(w);
+    nk_passive_close(&p);
 }
 
 /* An MPA revision 1 Request (no S bit, no IRD/ORD word) gets a revision 1
  * Reply with no word either; IRD/ORD count as the adapter maxima (128). */
 static void rev1_request_gets_rev1_reply(void)
 {
-    nk_world *w = nk_open_responder(RP_BAD_INPUT_REQ_TIMEOUT, 0);
-    REQUIRE(w);
-    nk_listener *l = nk_listen(w);
-    NDK_CONNECTOR *c = NULL;
-    NDK_QP *qp = NULL;
-    int fd = -1;
-    if (!l)
+    nk_passive p;
+    if (!open_passive(&p))
         goto out;
     uint8_t req[32];
     size_t rl = rp_frame_raw(req, RP_KEY_REQ, 0x00, 1, 0, NULL, 0);
-    c = nk_deliver(l, req, rl, &fd);
-    if (!c)
+    if (!nk_passive_deliver(&p, req, rl))
         goto out;
-    ULONG ird = 0, ord = 0, len = 0;
-    CHECK_ST(nk_conn_data(c, &ird, &ord, NULL, &len), STATUS_SUCCESS);
-    CHECK_EQ(len, 0);
-    CHECK_EQ(ird, 128);
-    CHECK_EQ(ord, 128);
-    qp = nk_qp(w);
-    CHECK(qp != NULL);
-    if (!qp)
-        goto out;
-    nk_op a = nk_accept(c, qp, 4, 4, NULL, 0);
+    expect_offer(p.c, 128, 128);
+    nk_op a = nk_accept(p.c, p.qp, 4, 4, NULL, 0);
     CHECK_ST(nk_op_wait(&a, NK_WAIT_MS), STATUS_SUCCESS);
     uint8_t rep[64];
     int end;
-    size_t n = rp_read(fd, rep, RP_HDR_LEN, NK_WAIT_MS, &end);
+    size_t n = rp_read(p.fd, rep, RP_HDR_LEN, NK_WAIT_MS, &end);
     CHECK_EQ(n, RP_HDR_LEN);
     /* M=C=R=S=0, Rev 1, PD_Length 0: nothing else may follow. */
     if (n == RP_HDR_LEN && rp_check_reply_header(rep, n, 0x00, 0xF0, 1))
         CHECK_EQ(rp_get16(rep + 18), 0);
-    uint8_t extra[64];
-    size_t ne = 0;
-    if (!rp_quiet(fd, RP_QUIET_MS, extra, &ne)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] octets after the rev 1 Reply\n", tl_current);
-        rp_hexdump("extra", extra, ne);
-    }
+    rp_expect_quiet(p.fd, "octets after the rev 1 Reply");
 out:
-    NK_CLOSE(c);
-    NK_CLOSE(qp);
-    if (fd >= 0)
-        close(fd);
-    nk_close_world(w);
+    nk_passive_close(&p);
 }
 
 /*
@@ -257,32 +215,19 @@ out:
  */
 static void p2p_case(int crc)
 {
-    nk_world *w = nk_open_responder(RP_BAD_INPUT_REQ_TIMEOUT, 0);
-    REQUIRE(w);
-    nk_listener *l = nk_listen(w);
-    NDK_CONNECTOR *c = NULL;
-    NDK_QP *qp = NULL;
-    int fd = -1;
-    if (!l)
+    nk_passive p;
+    if (!open_passive(&p))
         goto out;
     uint8_t req[64];
     size_t rl = rp_frame_v2(req, RP_KEY_REQ, crc ? RP_F_C : 0, RP_W0_A | 4, RP_W1_C | 8, NULL, 0);
-    c = nk_deliver(l, req, rl, &fd);
-    if (!c)
+    if (!nk_passive_deliver(&p, req, rl))
         goto out;
-    ULONG ird = 0, ord = 0, len = 0;
-    CHECK_ST(nk_conn_data(c, &ird, &ord, NULL, &len), STATUS_SUCCESS);
-    CHECK_EQ(ird, 8); /* min(128, requester ORD 8) */
-    CHECK_EQ(ord, 4); /* min(128, requester IRD 4) */
-    qp = nk_qp(w);
-    CHECK(qp != NULL);
-    if (!qp)
-        goto out;
-    nk_op a = nk_accept(c, qp, 8, 4, NULL, 0);
+    expect_offer(p.c, 8, 4); /* min(128, requester ORD 8), min(128, requester IRD 4) */
+    nk_op a = nk_accept(p.c, p.qp, 8, 4, NULL, 0);
 
     uint8_t rep[64];
     int end;
-    size_t n = rp_read(fd, rep, 24, NK_WAIT_MS, &end);
+    size_t n = rp_read(p.fd, rep, 24, NK_WAIT_MS, &end);
     CHECK_EQ(n, 24);
     if (n == 24 &&
         rp_check_reply_header(rep, n, (uint8_t)(RP_F_S | (crc ? RP_F_C : 0)), 0xF0, 2)) {
@@ -296,13 +241,7 @@ static void p2p_case(int crc)
         CHECK_EQ(w1 & RP_IRD_ORD_MASK, 4);
     }
     /* Before the RTR: Accept still pending and nothing sent. */
-    uint8_t early[64];
-    size_t ne = 0;
-    if (!rp_quiet(fd, RP_QUIET_MS, early, &ne)) {
-        tl_failures++;
-        fprintf(stderr, "[%s] libndk sent before the RTR\n", tl_current);
-        rp_hexdump("sent", early, ne);
-    }
+    rp_expect_quiet(p.fd, "libndk sent before the RTR");
     if (nk_op_done(&a)) {
         tl_failures++;
         fprintf(stderr, "[%s] Accept completed (%s) before the RTR arrived\n", tl_current,
@@ -318,17 +257,13 @@ static void p2p_case(int crc)
     }
     if (crc == 2)
         rtr[19] ^= 0x01;
-    CHECK(rp_send(fd, rtr, sizeof rtr));
+    CHECK(rp_send(p.fd, rtr, sizeof rtr));
 
     NTSTATUS st = nk_op_wait(&a, 2000 + NK_WAIT_MS); /* RtrTimeoutMs is 2000 */
     if (crc != 2) {
         CHECK_ST(st, STATUS_SUCCESS);
         /* A Write RTR needs no answer, and TX stays quiet until we post. */
-        if (!rp_quiet(fd, RP_QUIET_MS, early, &ne)) {
-            tl_failures++;
-            fprintf(stderr, "[%s] octets sent after the RTR\n", tl_current);
-            rp_hexdump("sent", early, ne);
-        }
+        rp_expect_quiet(p.fd, "octets sent after the RTR");
     } else {
         if (st == STATUS_SUCCESS || st == NK_NO_COMPLETION) {
             tl_failures++;
@@ -340,7 +275,7 @@ static void p2p_case(int crc)
         uint8_t got[64];
         size_t nb = 0;
         uint64_t t0 = tl_now_ns();
-        end = rp_wait_end(fd, NK_WAIT_MS, got, sizeof got, &nb);
+        end = rp_wait_end(p.fd, NK_WAIT_MS, got, sizeof got, &nb);
         if (end != RP_EOF && end != RP_RESET) {
             tl_failures++;
             fprintf(stderr, "[%s] connection not closed after the bad-CRC RTR\n", tl_current);
@@ -348,11 +283,7 @@ static void p2p_case(int crc)
         rp_report_end("bad-CRC RTR", end, rp_ms_since(t0), got, nb);
     }
 out:
-    NK_CLOSE(c);
-    NK_CLOSE(qp);
-    if (fd >= 0)
-        close(fd);
-    nk_close_world(w);
+    nk_passive_close(&p);
 }
 
 static void p2p_write_rtr(void)

@@ -246,12 +246,28 @@ ULONG dp_get(dp_cq *c, NDK_RESULT_EX *out, ULONG n)
     return c->cq->Dispatch->NdkGetCqResultsEx(c->cq, out, n);
 }
 
-ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms)
+/* One poll of c into out[from .. from + n), with the Ex or the plain call. */
+typedef ULONG (*dp_poll_fn)(dp_cq *c, void *out, ULONG from, ULONG n);
+
+static ULONG poll_ex(dp_cq *c, void *out, ULONG from, ULONG n)
+{
+    return dp_get(c, (NDK_RESULT_EX *)out + from, n);
+}
+
+static ULONG poll_plain(dp_cq *c, void *out, ULONG from, ULONG n)
+{
+    return c->cq->Dispatch->NdkGetCqResults(c->cq, (NDK_RESULT *)out + from, n);
+}
+
+/* Polls until `want` results or ms passed; between polls it arms the CQ and
+ * polls once more before waiting, so a completion that lands between the
+ * poll and the arm is not missed. */
+static ULONG wait_results(dp_cq *c, dp_poll_fn poll_fn, void *out, ULONG want, unsigned ms)
 {
     ULONG got = 0;
     uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
     while (got < want) {
-        got += dp_get(c, out + got, want - got);
+        got += poll_fn(c, out, got, want - got);
         if (got >= want)
             break;
         uint64_t now = tl_now_ns();
@@ -263,7 +279,7 @@ ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms)
         }
         unsigned before = dp_cq_notified(c);
         dp_arm(c, NDK_CQ_NOTIFY_ANY);
-        got += dp_get(c, out + got, want - got);
+        got += poll_fn(c, out, got, want - got);
         if (got >= want)
             break;
         unsigned left = (unsigned)((deadline - now) / 1000000u) + 1;
@@ -272,30 +288,14 @@ ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms)
     return got;
 }
 
+ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms)
+{
+    return wait_results(c, poll_ex, out, want, ms);
+}
+
 ULONG dp_wait_plain(dp_cq *c, NDK_RESULT *out, ULONG want, unsigned ms)
 {
-    ULONG got = 0;
-    uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
-    while (got < want) {
-        got += c->cq->Dispatch->NdkGetCqResults(c->cq, out + got, want - got);
-        if (got >= want)
-            break;
-        uint64_t now = tl_now_ns();
-        if (now >= deadline)
-            break;
-        if (c->poll_only) {
-            sched_yield();
-            continue;
-        }
-        unsigned before = dp_cq_notified(c);
-        dp_arm(c, NDK_CQ_NOTIFY_ANY);
-        got += c->cq->Dispatch->NdkGetCqResults(c->cq, out + got, want - got);
-        if (got >= want)
-            break;
-        unsigned left = (unsigned)((deadline - now) / 1000000u) + 1;
-        tl_event_wait(&c->notify, before + 1, left);
-    }
-    return got;
+    return wait_results(c, poll_plain, out, want, ms);
 }
 
 ULONG dp_quiet(dp_cq *c, NDK_RESULT_EX *out, ULONG max, unsigned ms)
@@ -684,8 +684,11 @@ NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms)
 
 bool dp_conn_establish(dp_conn *c)
 {
-    if (!dp_conn_listen(c))
-        return false;
+    return dp_conn_listen(c) && dp_conn_connect(c);
+}
+
+bool dp_conn_connect(dp_conn *c)
+{
     c->ca = dp_connector_new(c->a);
     if (!c->ca)
         return false;
@@ -728,6 +731,8 @@ bool dp_conn_establish(dp_conn *c)
     len = 0;
     DP_CHECK_ST(c->ca->Dispatch->NdkGetConnectionData(c->ca, &c->ird_a, &c->ord_a, NULL, &len),
                 STATUS_SUCCESS);
+    if (c->cfg.before_complete)
+        c->cfg.before_complete(c);
     dp_req *rcc = dp_req_new("NdkCompleteConnect");
     NTSTATUS ret = c->cfg.disc_ex ? c->ca->Dispatch->NdkCompleteConnectEx(c->ca, dp_disc_ex_a, c,
                                                                           dp_req_cb, rcc)
@@ -838,6 +843,26 @@ void dp_pair_close(dp_pair *x)
     x->c = NULL;
     dp_side_close(&x->a);
     dp_side_close(&x->p);
+}
+
+bool dp_bufs_reg(dp_pair *x, dp_bufs *b, dp_buf_sizes len, uint32_t seed)
+{
+    memset(b, 0, sizeof *b);
+    b->a = dp_buf_reg(&x->a, &b->ms, len.send, 0, seed);
+    b->s = dp_buf_reg(&x->p, &b->src, len.src, NDK_MR_FLAG_ALLOW_REMOTE_READ, seed + 1);
+    b->k = dp_buf_reg(&x->a, &b->sink, len.sink, DP_SINK_FLAGS, 0);
+    b->rb = dp_buf_reg(&x->p, &b->rr, len.recv, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 0);
+    b->wb = dp_buf_reg(&x->p, &b->wr, len.write, NDK_MR_FLAG_ALLOW_REMOTE_WRITE, 0);
+    return b->a && b->s && b->k && b->rb && b->wb;
+}
+
+void dp_bufs_close(dp_bufs *b)
+{
+    dp_mr_close(&b->ms);
+    dp_mr_close(&b->src);
+    dp_mr_close(&b->sink);
+    dp_mr_close(&b->rr);
+    dp_mr_close(&b->wr);
 }
 
 int dp_raw_connect(const NDK_SOCKADDR *dst, ULONG len, unsigned ms)

@@ -378,6 +378,7 @@ NDK_MW *dp_mw_new(dp_side *s);
 /* Queue pairs and connections                                              */
 /* ------------------------------------------------------------------------ */
 
+struct dp_conn;
 typedef struct dp_cfg {
     ULONG rqd, iqd;     /* receive / initiator queue depth */
     ULONG rsge, isge;   /* SGE limits */
@@ -389,6 +390,9 @@ typedef struct dp_cfg {
     bool disc_ex;       /* NdkAcceptEx / NdkCompleteConnectEx: the disconnect
                            reasons land in reason_a / reason_p of dp_conn */
     NDK_SRQ *srq_a, *srq_p; /* CreateQpWithSrq on that side */
+    /* dp_conn_establish: called once Connect completed, before
+     * CompleteConnect (the passive side waits for the RTR then). */
+    void (*before_complete)(struct dp_conn *c);
 } dp_cfg;
 
 dp_cfg dp_cfg_default(void);
@@ -451,6 +455,8 @@ NDK_CONNECTOR *dp_conn_incoming(dp_conn *c, unsigned ms);
 /* Connect, Accept, CompleteConnect (the three legs), then the effective
  * IRD/ORD of both sides. */
 bool dp_conn_establish(dp_conn *c);
+/* The same to the listener c->l already listening at c->laddr. */
+bool dp_conn_connect(dp_conn *c);
 
 /* NdkDisconnect on one connector; the final status. */
 NTSTATUS dp_disconnect(NDK_CONNECTOR *k);
@@ -493,6 +499,28 @@ bool dp_pair_open(dp_pair *x, const dp_cfg *cfg);
 
 /* The caller closed its MRs, MWs and SRQs first (they hold the PD). */
 void dp_pair_close(dp_pair *x);
+
+/*
+ * The buffers of a case that sends, writes and reads over a pair: the Send
+ * source on the active side (stream `seed`), the Read source on the
+ * passive side (stream seed + 1, remote read), the Read sink on the active
+ * side, the receive buffers and the Write target (remote write) on the
+ * passive side; the sizes in that order.
+ */
+typedef struct dp_bufs {
+    dp_mr ms, src, sink, rr, wr;
+    uint8_t *a, *s, *k, *rb, *wb;
+} dp_bufs;
+
+typedef struct dp_buf_sizes {
+    size_t send, src, sink, recv, write;
+} dp_buf_sizes;
+
+/* False when any of the five could not be registered; dp_bufs_close is due
+ * either way, before dp_pair_close. */
+bool dp_bufs_reg(dp_pair *x, dp_bufs *b, dp_buf_sizes len, uint32_t seed);
+
+void dp_bufs_close(dp_bufs *b);
 
 /* ------------------------------------------------------------------------ */
 /* A raw MPA initiator that never sends an FPDU and never reads: a peer that */

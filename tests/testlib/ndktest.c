@@ -82,14 +82,21 @@ void nt_op_fire(nt_op *op)
     atomic_compare_exchange_strong(&op->seq, &zero, s);
 }
 
+/* The last steps of every callback: the case's hook, then the signal its
+ * waiters wait for (after what the callback stored, so a waiter sees it). */
+static void nt_op_finish_cb(nt_op *op, NTSTATUS status)
+{
+    if (op->hook)
+        op->hook(op, status);
+    tl_event_signal(&op->ev);
+}
+
 void nt_req_cb(PVOID ctx, NTSTATUS status)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
     atomic_store(&op->status, status);
-    if (op->hook)
-        op->hook(op, status);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, status);
 }
 
 void nt_create_cb(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
@@ -98,27 +105,21 @@ void nt_create_cb(PVOID ctx, NTSTATUS status, NDK_OBJECT_HEADER *obj)
     nt_op_fire(op);
     atomic_store(&op->status, status);
     atomic_store(&op->obj, obj);
-    if (op->hook)
-        op->hook(op, status);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, status);
 }
 
 void nt_close_cb(PVOID ctx)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
-    if (op->hook)
-        op->hook(op, STATUS_SUCCESS);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, STATUS_SUCCESS);
 }
 
 void nt_disc_cb(PVOID ctx)
 {
     nt_op *op = ctx;
     nt_op_fire(op);
-    if (op->hook)
-        op->hook(op, STATUS_SUCCESS);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, STATUS_SUCCESS);
 }
 
 void nt_disc_ex_cb(PVOID ctx, ULONG reason)
@@ -127,9 +128,7 @@ void nt_disc_ex_cb(PVOID ctx, ULONG reason)
     nt_op_fire(op);
     atomic_store(&op->reason, reason);
     atomic_store(&op->ex_called, 1);
-    if (op->hook)
-        op->hook(op, STATUS_SUCCESS);
-    tl_event_signal(&op->ev);
+    nt_op_finish_cb(op, STATUS_SUCCESS);
 }
 
 NTSTATUS nt_started(nt_op *op, NTSTATUS returned)
@@ -238,6 +237,17 @@ NTSTATUS nt_created(nt_op *op, NTSTATUS st, void **pp, void *inline_obj)
     return st;
 }
 
+/* The end of each nt_create_* function: the object (made inline, or
+ * delivered by the completion) into *out, and the final status returned.
+ * A macro because *out has the object's own pointer type. */
+#define NT_RETURN_CREATED(op, st, inline_obj, out)                                           \
+    do {                                                                                     \
+        void *created_ = NULL;                                                               \
+        NTSTATUS final_ = nt_created((op), (st), &created_, (inline_obj));                   \
+        *(out) = created_;                                                                   \
+        return final_;                                                                       \
+    } while (0)
+
 void nt_cq_notify(PVOID ctx, NTSTATUS st)
 {
     (void)ctx;
@@ -250,10 +260,7 @@ NTSTATUS nt_create_cq(NDK_ADAPTER *ad, ULONG depth, NDK_CQ **out)
     NDK_CQ *cq = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateCq(ad, depth, nt_cq_notify, NULL, NULL, nt_create_cb, op,
                                             &cq);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, cq);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, cq, out);
 }
 
 NTSTATUS nt_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
@@ -261,10 +268,7 @@ NTSTATUS nt_create_pd(NDK_ADAPTER *ad, NDK_PD **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreatePd");
     NDK_PD *pd = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreatePd(ad, nt_create_cb, op, &pd);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, pd);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, pd, out);
 }
 
 NTSTATUS nt_create_qp(NDK_PD *pd, NDK_CQ *cq, ULONG rq, ULONG iq, ULONG rsge,
@@ -274,10 +278,7 @@ NTSTATUS nt_create_qp(NDK_PD *pd, NDK_CQ *cq, ULONG rq, ULONG iq, ULONG rsge,
     NDK_QP *qp = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, rq, iq, rsge, isge, inl,
                                             nt_create_cb, op, &qp);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, qp);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, qp, out);
 }
 
 NTSTATUS nt_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_MR **out)
@@ -285,10 +286,7 @@ NTSTATUS nt_create_mr(NDK_PD *pd, BOOLEAN fast, NDK_MR **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateMr");
     NDK_MR *mr = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateMr(pd, fast, nt_create_cb, op, &mr);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, mr);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, mr, out);
 }
 
 NTSTATUS nt_create_mw(NDK_PD *pd, NDK_MW **out)
@@ -296,10 +294,7 @@ NTSTATUS nt_create_mw(NDK_PD *pd, NDK_MW **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateMw");
     NDK_MW *mw = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateMw(pd, nt_create_cb, op, &mw);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, mw);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, mw, out);
 }
 
 NTSTATUS nt_create_srq(NDK_PD *pd, ULONG depth, NDK_SRQ **out)
@@ -308,10 +303,7 @@ NTSTATUS nt_create_srq(NDK_PD *pd, ULONG depth, NDK_SRQ **out)
     NDK_SRQ *srq = NULL;
     NTSTATUS st = pd->Dispatch->NdkCreateSrq(pd, depth, 1, 0, NULL, NULL, NULL, nt_create_cb, op,
                                              &srq);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, srq);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, srq, out);
 }
 
 NTSTATUS nt_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
@@ -319,10 +311,7 @@ NTSTATUS nt_create_connector(NDK_ADAPTER *ad, NDK_CONNECTOR **out)
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateConnector");
     NDK_CONNECTOR *c = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateConnector(ad, nt_create_cb, op, &c);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, c);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, c, out);
 }
 
 NTSTATUS nt_create_listener(NDK_ADAPTER *ad, NDK_FN_CONNECT_EVENT_CALLBACK ev,
@@ -331,10 +320,7 @@ NTSTATUS nt_create_listener(NDK_ADAPTER *ad, NDK_FN_CONNECT_EVENT_CALLBACK ev,
     nt_op *op = nt_op_new(NT_CREATE, "NdkCreateListener");
     NDK_LISTENER *l = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateListener(ad, ev, ctx, nt_create_cb, op, &l);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, l);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, l, out);
 }
 
 NTSTATUS nt_create_sep(NDK_ADAPTER *ad, const NDK_SOCKADDR *sa, ULONG len,
@@ -344,10 +330,7 @@ NTSTATUS nt_create_sep(NDK_ADAPTER *ad, const NDK_SOCKADDR *sa, ULONG len,
     NDK_SHARED_ENDPOINT *e = NULL;
     NTSTATUS st = ad->Dispatch->NdkCreateSharedEndpoint(ad, (PSOCKADDR)&sa->sa, len, nt_create_cb,
                                                         op, &e);
-    void *o_ = NULL;
-    NTSTATUS r_ = nt_created(op, st, &o_, e);
-    *out = o_;
-    return r_;
+    NT_RETURN_CREATED(op, st, e, out);
 }
 
 NDK_FN_CLOSE_OBJECT nt_close_fn(void *obj)
@@ -883,6 +866,24 @@ void nt_conn_close(nt_conn *c)
     c->qa = c->qp = NULL;
 }
 
+bool nt_pair_conn_open(nt_side *as, nt_side *ps, nt_lsn **L, nt_conn *c, int fam)
+{
+    if (!nt_pair_open(as, ps, L, fam))
+        return false;
+    if (!nt_conn_init(c, fam, as, ps, *L)) {
+        nt_pair_conn_close(as, ps, *L, c);
+        *L = NULL;
+        return false;
+    }
+    return true;
+}
+
+void nt_pair_conn_close(nt_side *as, nt_side *ps, nt_lsn *L, nt_conn *c)
+{
+    nt_conn_close(c);
+    nt_pair_close(as, ps, L);
+}
+
 NTSTATUS nt_gcd(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf, ULONG *len)
 {
     return c->Dispatch->NdkGetConnectionData(c, ird, ord, buf, len);
@@ -893,6 +894,16 @@ NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out)
     nt_op *op = nt_op_new(NT_REQ, "NdkDisconnect");
     *out = op;
     return nt_started(op, c->Dispatch->NdkDisconnect(c, nt_req_cb, op));
+}
+
+void nt_graceful_disconnect(NDK_CONNECTOR *first, NDK_CONNECTOR *other, nt_op *other_ev)
+{
+    nt_op *d1, *d2;
+    nt_disconnect(first, &d1);
+    CHECK(tl_event_wait(&other_ev->ev, 1, NT_WAIT_MS));
+    nt_disconnect(other, &d2);
+    CHECK_STATUS(nt_finish(d1, NT_WAIT_MS), STATUS_SUCCESS);
+    CHECK_STATUS(nt_finish(d2, NT_WAIT_MS), STATUS_SUCCESS);
 }
 
 void nt_watchdog(int sig)

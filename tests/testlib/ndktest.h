@@ -441,9 +441,22 @@ void nt_close_last(void *obj, nt_op *const *ops, unsigned n);
  * connector's last callback), then both QPs (their antecedents). */
 void nt_conn_close(nt_conn *c);
 
+/* nt_pair_open and one connection record over it (nt_conn_init): the
+ * fixture of a one-connection case. On failure what was opened is closed
+ * and *L is NULL. */
+bool nt_pair_conn_open(nt_side *as, nt_side *ps, nt_lsn **L, nt_conn *c, int fam);
+
+/* nt_conn_close, then nt_pair_close. */
+void nt_pair_conn_close(nt_side *as, nt_side *ps, nt_lsn *L, nt_conn *c);
+
 NTSTATUS nt_gcd(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf, ULONG *len);
 
 NTSTATUS nt_disconnect(NDK_CONNECTOR *c, nt_op **out);
+
+/* A graceful disconnect: first calls NdkDisconnect, the other side sees its
+ * disconnect event (into other_ev), then calls NdkDisconnect too; both
+ * complete STATUS_SUCCESS (rule X1: the first only after the second). */
+void nt_graceful_disconnect(NDK_CONNECTOR *first, NDK_CONNECTOR *other, nt_op *other_ev);
 
 /* ------------------------------------------------------------------------ */
 /* Case wrappers                                                            */

@@ -196,6 +196,18 @@ bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst)
     return false;
 }
 
+bool rp_expect_quiet(int fd, const char *what)
+{
+    uint8_t got[64];
+    size_t n = 0;
+    if (rp_quiet(fd, RP_QUIET_MS, got, &n))
+        return true;
+    tl_failures++;
+    fprintf(stderr, "[%s] %s\n", tl_current ? tl_current : "-", what);
+    rp_hexdump("received", got, n);
+    return false;
+}
+
 int rp_listen_sa(struct sockaddr *sa, socklen_t *len)
 {
     int fd = socket(sa->sa_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -467,11 +479,63 @@ NDK_CONNECTOR *nk_deliver(nk_listener *l, const void *req, size_t len, int *fd)
 {
     *fd = rp_connect(l->port, NK_WAIT_MS);
     CHECK(*fd >= 0);
-    if (*fd < 0 || !rp_send(*fd, req, len))
+    if (*fd < 0)
+        return NULL;
+    bool sent = rp_send(*fd, req, len);
+    CHECK(sent);
+    if (!sent)
         return NULL;
     NDK_CONNECTOR *c = nk_next_event(l, NK_WAIT_MS);
     CHECK(c != NULL);
     return c;
+}
+
+bool nk_passive_open(nk_passive *p, nk_world *w)
+{
+    *p = (nk_passive){.w = w, .fd = -1};
+    p->l = w ? nk_listen(w) : NULL;
+    CHECK(p->l != NULL);
+    return p->l != NULL;
+}
+
+bool nk_passive_connect(nk_passive *p)
+{
+    p->fd = rp_connect(p->l->port, NK_WAIT_MS);
+    CHECK(p->fd >= 0);
+    return p->fd >= 0;
+}
+
+bool nk_passive_deliver(nk_passive *p, const void *req, size_t len)
+{
+    p->c = nk_deliver(p->l, req, len, &p->fd);
+    if (!p->c)
+        return false;
+    p->qp = nk_qp(p->w);
+    CHECK(p->qp != NULL);
+    return p->qp != NULL;
+}
+
+void nk_close_conn(NDK_CONNECTOR **c, NDK_QP **qp, int *fd)
+{
+    NK_CLOSE(*c);
+    NK_CLOSE(*qp);
+    if (*fd >= 0)
+        close(*fd);
+    *c = NULL;
+    *qp = NULL;
+    *fd = -1;
+}
+
+void nk_passive_drop(nk_passive *p)
+{
+    nk_close_conn(&p->c, &p->qp, &p->fd);
+}
+
+void nk_passive_close(nk_passive *p)
+{
+    nk_passive_drop(p);
+    nk_close_world(p->w);
+    *p = (nk_passive){.fd = -1};
 }
 
 bool nk_no_event(nk_listener *l, unsigned ms, const char *why)

@@ -105,6 +105,10 @@ int rp_wait_end(int fd, unsigned timeout_ms, uint8_t *keep, size_t cap,
 /* True if nothing at all (no octet, no FIN, no RST) arrives for ms. */
 bool rp_quiet(int fd, unsigned ms, uint8_t *first, size_t *nfirst);
 
+/* Asserts rp_quiet for RP_QUIET_MS; otherwise a failure, reported with
+ * `what` (what should not have happened) and the octets that came. */
+bool rp_expect_quiet(int fd, const char *what);
+
 /* A plain listening socket on 127.0.0.1 with a kernel-chosen port. */
 int rp_listen(uint16_t *port);
 
@@ -260,6 +264,43 @@ NDK_CONNECTOR *nk_next_event(nk_listener *l, unsigned ms);
  * as a failure when missing). NULL when the connect, the send or the
  * delivery fails; *fd is the peer's socket, or -1. */
 NDK_CONNECTOR *nk_deliver(nk_listener *l, const void *req, size_t len, int *fd);
+
+/*
+ * The passive side of a raw-initiator case: a world, its listener, and the
+ * connector, QP and raw socket of the connection under test (NULL, NULL and
+ * -1 until the case makes them).
+ */
+typedef struct nk_passive {
+    nk_world *w;
+    nk_listener *l;
+    NDK_CONNECTOR *c;
+    NDK_QP *qp;
+    int fd;
+} nk_passive;
+
+/* Takes w (NULL when opening it failed) and listens on it; false, and a
+ * failure counted, without a world or a listener. nk_passive_close is due
+ * either way. */
+bool nk_passive_open(nk_passive *p, nk_world *w);
+
+/* A raw connection to p's listener in p->fd; false (a failure counted)
+ * when it could not be made. */
+bool nk_passive_connect(nk_passive *p);
+
+/* nk_deliver of req on p's listener, then a QP for the connector; false
+ * when either is missing (a failure counted). */
+bool nk_passive_deliver(nk_passive *p, const void *req, size_t len);
+
+/* Closes whichever of *c, *qp and the socket *fd is open, and clears them
+ * (NULL, NULL, -1). */
+void nk_close_conn(NDK_CONNECTOR **c, NDK_QP **qp, int *fd);
+
+/* Closes whatever of the connector, the QP and the socket is open; the
+ * world and its listener stay for the next connection. */
+void nk_passive_drop(nk_passive *p);
+
+/* nk_passive_drop, then the world. */
+void nk_passive_close(nk_passive *p);
 
 /*
  * Asserts that no connect event comes within ms. A stray connector is
