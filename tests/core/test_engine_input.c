@@ -111,6 +111,7 @@ static bool open_side(dp_side *s)
     memset(s, 0, sizeof *s);
     NDK_OPEN_OPTIONS o = dp_options();
     o.MaxEngines = 2;
+    o.Flags |= NDK_OPEN_FLAG_NO_SHM; /* the iWARP engines' input is the subject */
     return dp_side_open_as(s, "lo", &o);
 }
 
