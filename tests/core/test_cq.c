@@ -11,10 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "objects.h"
-#include "testlib.h"
-
-#define WAIT_MS 10000
+#include "one_engine.h"
 
 static NDK_ADAPTER *g_ad;
 static NDK_ADAPTER_INFO g_info;
@@ -46,20 +43,6 @@ static NTSTATUS tcq_open(struct tcq *t, ULONG depth)
     if (st == STATUS_SUCCESS)
         t->impl = container_of(ndk_obj_from_pub(t->cq, NdkObjectTypeCq), struct ndk_cq_impl, obj);
     return st;
-}
-
-struct close_rec {
-    tl_event ev;
-    unsigned order;
-};
-
-static unsigned g_seq; /* orders callbacks in the close test */
-
-static void close_done(PVOID ctx)
-{
-    struct close_rec *c = ctx;
-    c->order = __atomic_add_fetch(&g_seq, 1, __ATOMIC_ACQ_REL);
-    tl_event_signal(&c->ev);
 }
 
 /* Closes and waits for the completion if the close pended. */
@@ -124,16 +107,11 @@ static ULONG drain_all(struct tcq *t)
     return total;
 }
 
-static struct tcq g_barrier;
+static struct barrier g_barrier;
 
-/* Returns once every notification queued before the call has run. */
 static void flush(void)
 {
-    unsigned n = tl_event_count(&g_barrier.ev);
-    arm(&g_barrier, NDK_CQ_NOTIFY_ANY);
-    CHECK(push(&g_barrier, STATUS_SUCCESS, NdkOperationTypeSend, 1, false));
-    CHECK(tl_event_wait(&g_barrier.ev, n + 1, WAIT_MS));
-    drain_all(&g_barrier);
+    barrier_flush(&g_barrier);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -487,6 +465,32 @@ static void req_done(PVOID ctx, NTSTATUS st)
 {
     (void)ctx, (void)st;
     tl_event_signal(&g_req_ev);
+}
+
+/* A batch (ndk_cq_push_n, one lock for all) goes in in order and satisfies
+ * an arm once; one that does not fit goes in up to the depth and the CQ
+ * overflows, as the same entries pushed one by one would. */
+static void push_batch(void)
+{
+    struct tcq t;
+    REQUIRE(tcq_open(&t, 4) == STATUS_SUCCESS);
+    arm(&t, NDK_CQ_NOTIFY_ANY);
+    struct ndk_cqe in[6];
+    for (uintptr_t i = 0; i < 6; i++)
+        in[i] = mk(STATUS_SUCCESS, NdkOperationTypeReceive, i + 1, false);
+    CHECK_EQ(ndk_cq_push_n(t.impl, in, 3), 3);
+    CHECK(tl_event_wait(&t.ev, 1, WAIT_MS));
+    CHECK_EQ(t.last, STATUS_SUCCESS);
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 1);
+    CHECK_EQ(ndk_cq_push_n(t.impl, in + 3, 3), 1); /* one fits; the next overflows */
+    CHECK(ndk_cq_in_error(t.impl));
+    CHECK_EQ(ndk_cq_push_n(t.impl, in, 1), 0);
+    NDK_RESULT r[8];
+    REQUIRE(get(&t, r, 8) == 4);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ((uintptr_t)r[i].RequestContext, (uintptr_t)i + 1);
+    tcq_close(&t);
 }
 
 static void resize(void)
@@ -920,16 +924,9 @@ int main(void)
 {
     /* flush() takes the barrier CQ's notification as proof that every
      * callback queued before it ran: true when all CQs share one engine. */
-    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .MaxEngines = 1};
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &g_ad);
-    if (st != STATUS_SUCCESS) {
-        /* lo always exists: failing to open it is a failure, not a skip. */
-        fprintf(stderr, "FAIL: ndk_open_adapter(lo): %s\n", ndk_status_name(st));
+    if (!open_lo_one_engine(&g_ad, &g_info))
         return 1;
-    }
-    ULONG size = sizeof g_info;
-    if (g_ad->Dispatch->NdkQueryAdapterInfo(g_ad, &g_info, &size) != STATUS_SUCCESS ||
-        tcq_open(&g_barrier, 16) != STATUS_SUCCESS) {
+    if (barrier_open(&g_barrier, g_ad) != STATUS_SUCCESS) {
         fprintf(stderr, "adapter setup failed\n");
         return 1;
     }
@@ -943,6 +940,7 @@ int main(void)
     RUN(solicited_rules);
     RUN(errors_arm_only_on_overflow);
     RUN(overflow);
+    RUN(push_batch);
     RUN(resize);
     RUN(close_with_queued_notification);
     RUN(arm_satisfied_then_drained_during_callback);
@@ -952,7 +950,8 @@ int main(void)
     RUN(producers_polled);
     RUN(producers_notified);
 
-    tcq_close(&g_barrier);
+    close_cq(g_barrier.cq);
+    tl_event_destroy(&g_barrier.ev);
     ndk_close_adapter(g_ad);
     return tl_finish();
 }
