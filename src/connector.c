@@ -56,10 +56,12 @@ static void apply_mask(struct ndk_connector_impl *c)
         events &= ~(uint32_t)EPOLLIN;
     if (c->input_paused)
         events &= ~(uint32_t)(EPOLLIN | EPOLLRDHUP);
-    if (c->watch.added)
+    if (c->watch.added) {
         loop_watch_mod(conn_loop(c), &c->watch, events);
-    else
+    } else {
+        loop_watch_allow_unlocked(&c->watch); /* the data path's, once established */
         loop_watch_add(conn_loop(c), &c->watch, c->fd, events, conn_on_io);
+    }
 }
 
 static void conn_watch(struct ndk_connector_impl *c, uint32_t events)
@@ -152,6 +154,7 @@ static size_t tr_mulpdu(struct ndk_transport *t)
 }
 
 static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events);
+static bool conn_dp_unlocked(struct loop_watch *w, uint32_t events);
 
 static void tr_input_pending(struct ndk_transport *t)
 {
@@ -170,13 +173,25 @@ static const struct ndk_transport_ops socket_transport = {
     .mulpdu = tr_mulpdu,
 };
 
+/* Connection management wants the socket's events under the device lock
+ * again (docs/architecture.md, Threads and locks). An engine already in
+ * conn_dp_unlocked finishes there: it takes the lock for whatever its
+ * input leaves to decide. */
+static void conn_dp_lock_events(struct ndk_connector_impl *c)
+{
+    loop_watch_set_unlocked(&c->watch, NULL);
+}
+
 /* Ends the TCP connection: abortive (RST) or graceful (FIN). */
 static void stop_data_path(struct ndk_connector_impl *c)
 {
     if (c->dp_started && c->qp) {
-        /* After this no thread reads or writes the socket; everything
-         * outstanding on the QP completes (flushed). */
+        /* After this no thread reads or writes the socket (an engine in
+         * the middle of input holds the QP's rx_lock or sq_lock, which
+         * ndk_qp_stop waits for); everything outstanding on the QP
+         * completes (flushed). */
         c->dp_started = false;
+        conn_dp_lock_events(c);
         ndk_qp_stop(c->qp);
     }
 }
@@ -514,6 +529,8 @@ static bool established(struct ndk_connector_impl *c, struct shm_conn *setup)
                 ndk_qp_read_rtr_sent(c->qp);
         }
         c->dp_started = true;
+        c->dp_qp = c->qp;
+        loop_watch_set_unlocked(&c->watch, conn_dp_unlocked);
         if (gated && (c->obj.ad->opt.Flags & NDK_OPEN_FLAG_RELAXED_TX_GATE))
             loop_timer_arm(conn_loop(c), &c->timer, NDK_RELAXED_GATE_MS);
     }
@@ -679,7 +696,42 @@ static void conn_shm_io(struct ndk_connector_impl *c, uint32_t events)
     maybe_finish_disconnect(c);
 }
 
-/* Socket events of an established connection: the QP moves the data. */
+/* What connection management makes of an established connection's socket
+ * events once the QP moved the data (alive: its input goes on). Device lock
+ * held. */
+static void conn_dp_after(struct ndk_connector_impl *c, uint32_t events, bool alive)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    if (!alive) {
+        /* The QP failed (a Terminate either way, a protocol error, a
+         * local failure) or the stream ended. Only the peer's FIN at an
+         * FPDU boundary on a healthy QP, or on a flushed one, is a
+         * graceful disconnect. */
+        bool failed = ndk_qp_failed(qp);
+        if (failed && ndk_qp_sent_term(qp)) {
+            /* We sent a Terminate (or it is still queued): the consumer
+             * hears now; the wire ends when the peer, having read it,
+             * closes (RFC 5040 prefers that to a reset, which could make
+             * its kernel drop the Terminate unread), or when the timer
+             * gives up. Until the peer's FIN the QP reads and drops what
+             * it sent behind the offender (RX_DISCARD): unread, that
+             * would fill our window and hold the FIN back. */
+            if (!c->term_draining) {
+                c->term_draining = true;
+                fire_disconnect_event(c, disconnect_reason(c, true));
+                loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.DisconnectTimeoutMs);
+            }
+            if (!ndk_qp_rx_over(qp) && !(events & (EPOLLERR | EPOLLHUP)))
+                return;
+        }
+        on_peer_closed(c, failed || was_reset(c, events));
+        return;
+    }
+    maybe_finish_disconnect(c);
+}
+
+/* Socket events of an established connection: the QP moves the data.
+ * Device lock held. */
 static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
 {
     struct ndk_qp_impl *qp = c->qp;
@@ -693,35 +745,44 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
         return;
     if (events & (EPOLLERR | EPOLLHUP))
         ndk_qp_rx_give_up(qp); /* a Send waiting for a receive: the stream is gone */
-    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP)) {
-        bool alive = ndk_qp_on_readable(qp);
-        if (!alive) {
-            /* The QP failed (a Terminate either way, a protocol error, a
-             * local failure) or the stream ended. Only the peer's FIN at an
-             * FPDU boundary on a healthy QP, or on a flushed one, is a
-             * graceful disconnect. */
-            bool failed = ndk_qp_failed(qp);
-            if (failed && ndk_qp_sent_term(qp)) {
-                /* We sent a Terminate (or it is still queued): the consumer
-                 * hears now; the wire ends when the peer, having read it,
-                 * closes (RFC 5040 prefers that to a reset, which could make
-                 * its kernel drop the Terminate unread), or when the timer
-                 * gives up. Until the peer's FIN the QP reads and drops what
-                 * it sent behind the offender (RX_DISCARD): unread, that
-                 * would fill our window and hold the FIN back. */
-                if (!c->term_draining) {
-                    c->term_draining = true;
-                    fire_disconnect_event(c, disconnect_reason(c, true));
-                    loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.DisconnectTimeoutMs);
-                }
-                if (!ndk_qp_rx_over(qp) && !(events & (EPOLLERR | EPOLLHUP)))
-                    return;
-            }
-            on_peer_closed(c, failed || was_reset(c, events));
-            return;
-        }
-    }
-    maybe_finish_disconnect(c);
+    bool alive = true;
+    if (events & (EPOLLIN | EPOLLRDHUP | EPOLLERR | EPOLLHUP))
+        alive = ndk_qp_on_readable(qp);
+    conn_dp_after(c, events, alive);
+}
+
+/*
+ * The same without the device lock, on the QP's own rx_lock and sq_lock
+ * (docs/architecture.md, Threads and locks): engines move different QPs'
+ * data at once. The loop calls it while the handler is set (from
+ * established() until connection management takes the events back,
+ * conn_dp_lock_events), possibly for an event fetched just before: a QP
+ * stopped since has no transport any more, and its input reports the
+ * stream dead, which the device lock then finds already handled. The
+ * memory stays: the connector and the QP are freed only after this
+ * engine's next iteration (ndk_free_deferred).
+ */
+static bool conn_dp_unlocked(struct loop_watch *w, uint32_t events)
+{
+    struct ndk_connector_impl *c = container_of(w, struct ndk_connector_impl, watch);
+    if (events & (EPOLLERR | EPOLLHUP))
+        return false; /* the connection broke: connection management's, locked */
+    struct ndk_qp_impl *qp = c->dp_qp;
+    if (events & EPOLLOUT)
+        ndk_qp_on_writable(qp);
+    bool alive = !(events & (EPOLLIN | EPOLLRDHUP)) || ndk_qp_on_readable(qp);
+    /* Read after the input (both sequentially consistent with the store
+     * in conn_dp_lock_events): a state change that needs to hear of this
+     * input (NdkDisconnect waiting for our FIN) either comes after it, and
+     * looks at the QP itself, or is seen here. */
+    if (alive && __atomic_load_n(&c->watch.unlocked, __ATOMIC_SEQ_CST))
+        return true;
+    struct ndk_device *dev = c->obj.ad->dev;
+    pthread_mutex_lock(&dev->lock);
+    if (c->dp_started && c->watch.added)
+        conn_dp_after(c, events, alive);
+    pthread_mutex_unlock(&dev->lock);
+    return true;
 }
 
 /* A handshake state's socket events: sends more of what is queued (the
@@ -1389,6 +1450,9 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
         st = STATUS_CONNECTION_ABORTED;
     } else {
         c->local_disconnect = true;
+        /* Before looking at the QP: input an engine moves unlocked from
+         * now on ends in maybe_finish_disconnect, under the lock. */
+        conn_dp_lock_events(c);
         CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "disconnecting (NdkDisconnect)");
         if (c->dp_started && !c->shm) {
             /* Our FIN goes once everything already queued is out. */

@@ -172,6 +172,9 @@ struct ndk_connector_impl {
     /* The data path's view of the socket (qp.h), once established. */
     struct ndk_transport tr;
     bool dp_started;
+    /* The QP the data path started on: set once, before socket events go
+     * to conn_dp_unlocked (unlike qp, never cleared while one may run). */
+    struct ndk_qp_impl *dp_qp;
     bool qp_start_failed;       /* no memory for the QP's read queues: reset at once */
     bool term_draining;         /* the QP failed; its Terminate is still going out */
     unsigned nudge_next;        /* index of the next nudge (ndk_qp_nudge) in connector.c's schedule */

@@ -12,7 +12,8 @@
  * tests. The protocol decisions are the sans-IO codecs of wire/.
  *
  * Locks, in the order they may be taken: the device lock (connection
- * management; the progress thread holds it while dispatching socket events),
+ * management and the engines' loops; an engine moves an established
+ * connection's data without it, docs/architecture.md, Threads and locks),
  * qp->rx_lock (the receive engine), qp->sq_lock (initiator queue and
  * transmit engine), qp->rq_lock (receive queue), a CQ's or SRQ's lock, the
  * memory table lock, the device's callback-queue lock. Posting threads take
@@ -64,8 +65,8 @@ struct ndk_transport_ops {
     /* Optional, with pause_input. The engine paused while its staging
      * buffer (rx_stage.h) still held input the socket will not signal
      * again: the owner runs its input handler (ndk_qp_on_readable) now, as
-     * if the stream were readable. Called on the progress thread, with the
-     * adapter lock held, as socket events are. */
+     * if the stream were readable. Called on the first engine's thread
+     * (ndk_qp_check_rx_waits), with the device lock held. */
     void (*input_pending)(struct ndk_transport *t);
 };
 
@@ -264,8 +265,10 @@ struct ndk_qp_dp {
     /* A Send found no receive (docs/behaviour.md, "Receiver not ready"):
      * the header stays in rx_hdr and input is paused until a receive comes
      * or rx_wait_until (loop_now_ms) passes; 0: no wait running. Changed
-     * under rx_lock; posting threads and the progress thread's check read
-     * them (atomically) to resume the input. */
+     * under rx_lock (and rx_waiting cleared by qp_live_remove without it,
+     * while an engine may be reading: every access is atomic); posting
+     * threads and the progress thread's check read them to resume the
+     * input. */
     bool rx_waiting;
     uint64_t rx_wait_until;
     bool rx_wait_off;       /* ndk_qp_rx_give_up: no more waits (rx_lock) */
@@ -348,6 +351,10 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* Reads and processes what the transport has (bounded per call). Returns
  * false when the stream ended or failed. */
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp);
+/* Tests only (tests/core/test_engine_input.c), NULL otherwise: called as
+ * ndk_qp_on_readable begins (entering) and ends, with none of the QP's
+ * locks held. */
+extern void (*ndk_qp_input_probe)(struct ndk_qp_impl *qp, bool entering);
 /* The same for busy pollers: skips the QP if its engine is busy elsewhere. */
 void ndk_qp_try_readable(struct ndk_qp_impl *qp);
 /* Receiver not ready (docs/behaviour.md): a Send that found no receive

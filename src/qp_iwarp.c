@@ -50,7 +50,7 @@ static void iw_after_post(struct ndk_qp_impl *qp)
 static void iw_flush(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
-    if (dp->rx_waiting) {
+    if (__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST)) {
         /* The Send that waited for a receive is dropped with the rest. */
         __atomic_store_n(&dp->rx_wait_until, 0, __ATOMIC_RELAXED);
         qp_rx_pause(qp, false);

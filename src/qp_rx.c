@@ -131,7 +131,7 @@ void ndk_qp_rx_resume(struct ndk_qp_impl *qp)
      * and takes the receive (or, past its deadline, terminates). */
     pthread_mutex_lock(&dp->rx_lock);
     bool staged = false;
-    if (dp->rx_waiting && dp->tr) {
+    if (__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST) && dp->tr) {
         dp->tr->ops->pause_input(dp->tr, false);
         staged = rx_stage_held(&dp->rx_stage) > 0;
     }
@@ -147,7 +147,7 @@ void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rx_lock);
     dp->rx_wait_off = true;
-    if (dp->rx_waiting && dp->tr)
+    if (__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST) && dp->tr)
         dp->tr->ops->pause_input(dp->tr, false);
     pthread_mutex_unlock(&dp->rx_lock);
 }
@@ -314,7 +314,7 @@ static bool place_send(struct ndk_qp_impl *qp)
     }
     if (!dp->rx_msg_active) {
         if (ndk_xp_take_receive(qp, &dp->rx_wqe)) {
-            if (dp->rx_waiting)
+            if (__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
                 rx_wait_end(qp, false);
         } else if (!receive_after_wait(qp)) {
             return false;
@@ -537,7 +537,7 @@ static bool on_header(struct ndk_qp_impl *qp)
     bool placed = place(qp);
     /* A Send waiting for its receive has its header decoded again once the
      * input resumes: it is counted then, once. */
-    if (placed || !dp->rx_waiting) {
+    if (placed || !__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST)) {
         NDK_STAT_ADD(dp->st.rx_fpdus[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], 1);
         NDK_STAT_ADD(dp->st.rx_bytes[dp->rx_h.opcode & (NDK_STAT_OPS - 1)], dp->rx_payload);
     }
@@ -803,8 +803,8 @@ static enum rx_step rx_step_header(struct ndk_qp_impl *qp, bool spent, int *fpdu
     /* Prefetched octets beyond a (malformed, too short) header belong to
      * what follows; the decode refuses it anyway. */
     dp->rx_have = need;
-    if (!on_header(qp))
-        return dp->rx_waiting ? RX_STEP_PAUSE : RX_STEP_END; /* a Send waits for its receive */
+    if (!on_header(qp)) /* a Send that waits for its receive pauses the engine */
+        return __atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST) ? RX_STEP_PAUSE : RX_STEP_END;
     return RX_STEP_ON;
 }
 
@@ -859,11 +859,18 @@ static bool rx_run(struct ndk_qp_impl *qp)
     return true;
 }
 
+void (*ndk_qp_input_probe)(struct ndk_qp_impl *qp, bool entering);
+
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp)
 {
+    void (*probe)(struct ndk_qp_impl *, bool) = __atomic_load_n(&ndk_qp_input_probe, __ATOMIC_ACQUIRE);
+    if (probe)
+        probe(qp, true);
     pthread_mutex_lock(&qp->dp.rx_lock);
     bool alive = rx_run(qp);
     pthread_mutex_unlock(&qp->dp.rx_lock);
+    if (probe)
+        probe(qp, false);
     return alive;
 }
 

@@ -48,12 +48,38 @@ void loop_fini(struct loop *l)
     close(l->epfd);
 }
 
+/* What epoll hands back for w: its address, with the low bit set when it
+ * may have an unlocked handler (watches are pointer-aligned). */
+static uint64_t watch_data(const struct loop_watch *w)
+{
+    return (uint64_t)(uintptr_t)w | (w->may_unlock ? 1u : 0u);
+}
+
+static struct loop_watch *watch_of(uint64_t data)
+{
+    return (struct loop_watch *)(uintptr_t)(data & ~(uint64_t)1);
+}
+
+void loop_watch_allow_unlocked(struct loop_watch *w)
+{
+    w->may_unlock = true;
+    /* Stored before epoll can hand out the tagged pointer, so the loop's
+     * unlocked load always reads a store that came after the watch's
+     * memory was set up. */
+    __atomic_store_n(&w->unlocked, NULL, __ATOMIC_RELEASE);
+}
+
+void loop_watch_set_unlocked(struct loop_watch *w, loop_unlocked_fn fn)
+{
+    __atomic_store_n(&w->unlocked, fn, __ATOMIC_SEQ_CST);
+}
+
 int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events, loop_watch_fn fn)
 {
     w->fd = fd;
     w->events = events;
     w->fn = fn;
-    struct epoll_event ev = {.events = events, .data.ptr = w};
+    struct epoll_event ev = {.events = events, .data.u64 = watch_data(w)};
     if (epoll_ctl(l->epfd, EPOLL_CTL_ADD, fd, &ev) < 0)
         return -errno;
     w->added = true;
@@ -67,7 +93,7 @@ int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events)
         return -EINVAL;
     if (w->events == events)
         return 0;
-    struct epoll_event ev = {.events = events, .data.ptr = w};
+    struct epoll_event ev = {.events = events, .data.u64 = watch_data(w)};
     if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, w->fd, &ev) < 0)
         return -errno;
     w->events = events;
@@ -89,7 +115,7 @@ int loop_watch_move(struct loop *to, struct loop_watch *w)
     /* Into the new loop first: should epoll refuse (ENOMEM, the per-user
      * watch limit), the socket stays watched where it was instead of by
      * no loop at all. */
-    struct epoll_event ev = {.events = w->events, .data.ptr = w};
+    struct epoll_event ev = {.events = w->events, .data.u64 = watch_data(w)};
     if (epoll_ctl(to->epfd, EPOLL_CTL_ADD, w->fd, &ev) < 0)
         return -errno;
     epoll_ctl(w->loop->epfd, EPOLL_CTL_DEL, w->fd, NULL);
@@ -210,10 +236,23 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
     struct epoll_event evs[LOOP_BATCH];
     pthread_mutex_unlock(lock);
     int n = epoll_wait(l->epfd, evs, LOOP_BATCH, wait);
+    /* Still unlocked: the events whose owners take them without the lock
+     * (a connection's data path on its QP's own locks) go first, and are
+     * marked done (no events left). */
+    for (int i = 0; i < n; i++) {
+        if (!(evs[i].data.u64 & 1))
+            continue;
+        struct loop_watch *w = watch_of(evs[i].data.u64);
+        loop_unlocked_fn fn = __atomic_load_n(&w->unlocked, __ATOMIC_ACQUIRE);
+        if (fn && fn(w, evs[i].events))
+            evs[i].events = 0;
+    }
     pthread_mutex_lock(lock);
 
     for (int i = 0; i < n; i++) {
-        struct loop_watch *w = evs[i].data.ptr;
+        struct loop_watch *w = watch_of(evs[i].data.u64);
+        if (!evs[i].events)
+            continue;
         if (!w) {
             uint64_t v;
             ssize_t r = read(l->evfd, &v, sizeof v);

@@ -2,8 +2,9 @@
  * loop.h - the progress engine's event loop: epoll for sockets, a sorted
  * timer list, and an eventfd doorbell so other threads can wake it.
  *
- * All loop state is protected by the caller's lock (the adapter lock); the
- * lock is released only while waiting in epoll_wait. Watches and timers are
+ * All loop state is protected by the caller's lock (the device lock); the
+ * lock is released only while waiting in epoll_wait, and while a watch's
+ * unlocked handler runs (loop_watch_set_unlocked). Watches and timers are
  * embedded in their owners, so arming never allocates.
  */
 #ifndef NDK_NET_LOOP_H
@@ -15,6 +16,9 @@
 
 struct loop_watch;
 typedef void (*loop_watch_fn)(struct loop_watch *w, uint32_t events);
+/* Runs without the loop's lock; returns false to have the events handed to
+ * the watch's fn under the lock, as if it were not there. */
+typedef bool (*loop_unlocked_fn)(struct loop_watch *w, uint32_t events);
 
 struct loop;
 
@@ -24,6 +28,10 @@ struct loop_watch {
     loop_watch_fn fn;
     bool added;
     struct loop *loop; /* the loop it was added to: another loop's stale event is skipped */
+    /* loop_watch_allow_unlocked was called: epoll hands the loop a tagged
+     * pointer, the only sign by which it looks at `unlocked` unlocked. */
+    bool may_unlock;
+    loop_unlocked_fn unlocked; /* atomic: any thread sets it, the loop reads it unlocked */
 };
 
 struct loop_timer;
@@ -60,6 +68,17 @@ int loop_watch_add(struct loop *l, struct loop_watch *w, int fd, uint32_t events
 int loop_watch_mod(struct loop *l, struct loop_watch *w, uint32_t events);
 /* Safe on a watch that was never added. */
 void loop_watch_del(struct loop *l, struct loop_watch *w);
+/* Before loop_watch_add: the watch's owner may later hand its events to an
+ * unlocked handler (loop_watch_set_unlocked). */
+void loop_watch_allow_unlocked(struct loop_watch *w);
+/* From now on (any thread, no lock needed), events of the watch go first to
+ * fn, without the loop's lock; NULL: back to fn under the lock only. fn
+ * must not touch the loop's state (watches, timers, loop_kick: it may call
+ * loop_wake), and may run for an event fetched before the watch was
+ * deleted or moved to another loop: the owner knows, under its own locks,
+ * whether the event still means anything. Memory it reaches stays valid
+ * until the loop's next iteration, as for fn. */
+void loop_watch_set_unlocked(struct loop_watch *w, loop_unlocked_fn fn);
 /* Moves an added watch, with its events, from its loop to `to` (both
  * loops' lock held). An event the old loop already fetched is dropped.
  * Returns 0, or -errno with the watch still on its old loop. */
@@ -83,7 +102,8 @@ void loop_set_owner(struct loop *l);
 bool loop_in_owner(const struct loop *l);
 
 /* One iteration: releases *lock while waiting (at most max_wait_ms, -1 = no
- * limit other than timers), re-takes it, then dispatches socket events and
+ * limit other than timers) and while it offers the events to the unlocked
+ * handlers, re-takes it, then dispatches the other socket events and the
  * expired timers. Returns after dispatching. */
 void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms);
 

@@ -1,7 +1,10 @@
 /* Moving a socket's watch between two engines' loops (net/loop.h,
  * loop_watch_move, used when NdkConnect or NdkAccept places a connection
  * on its QP's engine): the watch is on exactly one loop before and after,
- * and a move epoll refuses leaves it where it was, still delivering. */
+ * and a move epoll refuses leaves it where it was, still delivering. A
+ * watch's unlocked handler (loop_watch_set_unlocked, a connection's data
+ * path) gets its events without the lock, on either loop, and hands back
+ * those it declines. */
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -61,8 +64,73 @@ static void t_refused_move_keeps_watch(void)
     loop_fini(&b);
 }
 
+static unsigned g_unlocked_calls;
+static bool g_unlocked_takes; /* what the handler returns */
+static bool g_lock_was_held;
+
+static bool on_unlocked(struct loop_watch *w, uint32_t events)
+{
+    (void)w;
+    (void)events;
+    g_unlocked_calls++;
+    if (pthread_mutex_trylock(&g_lock) == 0)
+        pthread_mutex_unlock(&g_lock);
+    else
+        g_lock_was_held = true;
+    return g_unlocked_takes;
+}
+
+static void t_unlocked_handler(void)
+{
+    struct loop a, b;
+    int p[2];
+    CHECK_EQ(loop_init(&a), 0);
+    CHECK_EQ(loop_init(&b), 0);
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+
+    struct loop_watch w = {0};
+    loop_watch_allow_unlocked(&w);
+    CHECK_EQ(loop_watch_add(&a, &w, p[0], EPOLLIN, on_readable), 0);
+    /* No handler set yet: only fn, under the lock. */
+    CHECK(fired_on(&a) >= 1);
+    CHECK_EQ(g_unlocked_calls, 0);
+
+    loop_watch_set_unlocked(&w, on_unlocked);
+    g_unlocked_takes = true;
+    CHECK_EQ(fired_on(&a), 0);
+    CHECK(g_unlocked_calls >= 1);
+    /* Declined: fn gets the event after all. */
+    g_unlocked_takes = false;
+    g_unlocked_calls = 0;
+    CHECK(fired_on(&a) >= 1);
+    CHECK(g_unlocked_calls >= 1);
+
+    /* The handler goes with the watch; a mask change keeps it. */
+    g_unlocked_takes = true;
+    g_unlocked_calls = 0;
+    CHECK_EQ(loop_watch_move(&b, &w), 0);
+    CHECK_EQ(loop_watch_mod(&b, &w, EPOLLIN | EPOLLRDHUP), 0);
+    CHECK_EQ(fired_on(&b), 0);
+    CHECK(g_unlocked_calls >= 1);
+
+    /* Taken back: fn only. */
+    loop_watch_set_unlocked(&w, NULL);
+    g_unlocked_calls = 0;
+    CHECK(fired_on(&b) >= 1);
+    CHECK_EQ(g_unlocked_calls, 0);
+    CHECK(!g_lock_was_held);
+
+    loop_watch_del(&b, &w);
+    close(p[0]);
+    close(p[1]);
+    loop_fini(&a);
+    loop_fini(&b);
+}
+
 int main(void)
 {
     RUN(t_refused_move_keeps_watch);
+    RUN(t_unlocked_handler);
     return tl_finish();
 }
