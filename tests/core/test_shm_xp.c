@@ -631,6 +631,42 @@ static void t_protection(void)
     }
 }
 
+/* The hook of t_terminate_race, on the parent's service thread: it took
+ * the child's Terminate and has not applied it yet. First the child leaves
+ * and another pass over the rings (the engine's, when it sees the TCP
+ * reset) ends the connection. */
+static void leave_then_drain(struct ndk_qp_impl *qp)
+{
+    ndk_shm_test_failing = NULL;
+    CHECK(ask(C_CLOSE_QP, 0, 0, 0, 0, 0).ok);
+    ndk_shm_drain(qp);
+}
+
+/* A Terminate taken by one thread while another sees the peer gone and
+ * ends the connection first: the refused Read still completes with the
+ * Terminate's status and control word, and the reason stays the
+ * Terminate's (it completed STATUS_CANCELLED, the reason PEER_CLOSED,
+ * when the status waited to be applied by the thread that took it). */
+static void t_terminate_race(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        NDK_SGE g = sge(&S, 0, 64);
+        ndk_shm_test_failing = leave_then_drain;
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)1, &g, 1, pb + READ_AT, pt ^ 0x100, 0), STATUS_SUCCESS);
+        NDK_RESULT_EX r;
+        REQUIRE(next(&S, &r));
+        CHECK(ndk_shm_test_failing == NULL); /* the race was run */
+        CHECK_EQ(r.Status, STATUS_ACCESS_VIOLATION);
+        CHECK(r.ProviderErrorCode != 0);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        ndk_shm_test_failing = NULL;
+        pair_down();
+    }
+}
+
 /* A window bound by the peer: a Write through it lands (single copy and
  * copy mode), one past its end is refused although the MR covers it, and
  * after a Send with Invalidate names it, a Write through it ends the
@@ -954,6 +990,7 @@ int main(void)
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
     RUN(t_protection);
+    RUN(t_terminate_race);
     RUN(t_window);
     RUN(t_receive_wait);
     RUN(t_fast_register);
