@@ -116,6 +116,7 @@ static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
 }
 
 void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
+void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
 
 /* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
 
@@ -770,8 +771,9 @@ static void progress(struct shm_conn *c, bool poller)
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
     }
-    if (f.fail && ndk_shm_test_failing)
-        ndk_shm_test_failing(c->qp);
+    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_failing, __ATOMIC_ACQUIRE);
+    if (f.fail && hook)
+        hook(c->qp);
     if (f.fail)
         end_connection(c, &f);
 }
@@ -828,15 +830,21 @@ static void shm_doorbell(struct ndk_qp_impl *qp)
         put_requests(c);
 }
 
-/* A receive was posted: a Send waiting for one goes on now. */
+/* A receive was posted: a Send waiting for one goes on now, in the
+ * service thread, woken while sq_lock holds the connection: once the lock
+ * is released, detach (ndk_qp_stop, from the connector's thread) may free
+ * it. */
 static void shm_after_post(struct ndk_qp_impl *qp)
 {
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
     bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
     if (waits)
-        progress(c, false);
+        shm_os_doorbell_ring(c->bell);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_posted, __ATOMIC_ACQUIRE);
+    if (waits && hook)
+        hook(qp);
 }
 
 /* NdkFlush: nothing more is placed; what the peer sends is dropped. */

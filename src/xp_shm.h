@@ -63,5 +63,8 @@ void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
  * ends the connection, all locks are released and it is not applied yet;
  * the hook lets another end race it there. NULL in the library. */
 extern void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
+/* Tests only: a receive was posted for a Send that waited, and the
+ * posting thread has released the QP's locks. */
+extern void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
 
 #endif
