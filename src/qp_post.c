@@ -47,26 +47,16 @@ static NTSTATUS sq_admit(struct ndk_qp_impl *qp)
     return STATUS_SUCCESS;
 }
 
-static struct ndk_swqe *sq_slot(struct ndk_qp_impl *qp)
+/* The next free slot, cleared, for a request of kind op with context ctx. */
+static struct ndk_swqe *sq_slot(struct ndk_qp_impl *qp, PVOID ctx, enum swqe_op op)
 {
     struct ndk_swqe *w = &qp->dp.sq[qp_sq_idx(qp, qp->dp.sq_tail)];
     uint8_t *keep_inline = w->inline_data; /* the slot's fixed inline buffer */
     memset(w, 0, sizeof *w);
     w->inline_data = keep_inline;
+    w->ctx = ctx;
+    w->op = (uint8_t)op;
     return w;
-}
-
-static void sq_commit(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
-{
-    w->flags = flags;
-    w->signalled = !(flags & NDK_OP_FLAG_SILENT_SUCCESS);
-    w->status = STATUS_SUCCESS;
-    qp->dp.sq_tail++;
-    qp->dp.sq_count++;
-    /* DEFER is a hint (docs/rules.md D2): hold the request until one without
-     * it is posted, which the consumer promises will come (D5). */
-    if (!(flags & NDK_OP_FLAG_DEFER))
-        qp->dp.xp->doorbell(qp);
 }
 
 /* The end of every post that got past sq_begin: sq_lock is released, then
@@ -78,6 +68,21 @@ static NTSTATUS sq_end(struct ndk_qp_impl *qp, NTSTATUS st)
     if (xp && xp->after_post)
         xp->after_post(qp);
     return st;
+}
+
+/* Queues the filled slot w and ends the post (sq_end). */
+static NTSTATUS sq_post(struct ndk_qp_impl *qp, struct ndk_swqe *w, ULONG flags)
+{
+    w->flags = flags;
+    w->signalled = !(flags & NDK_OP_FLAG_SILENT_SUCCESS);
+    w->status = STATUS_SUCCESS;
+    qp->dp.sq_tail++;
+    qp->dp.sq_count++;
+    /* DEFER is a hint (docs/rules.md D2): hold the request until one without
+     * it is posted, which the consumer promises will come (D5). */
+    if (!(flags & NDK_OP_FLAG_DEFER))
+        qp->dp.xp->doorbell(qp);
+    return sq_end(qp, STATUS_SUCCESS);
 }
 
 /* D4: an inline failure first hands every deferred request to the engine. */
@@ -149,23 +154,37 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
     return STATUS_SUCCESS;
 }
 
+/* The start a Send and a Write share: sq_begin, then a slot of kind op
+ * holding the payload sgl (copied now if inline). On success sq_lock is held
+ * and *qpp, *wp are the QP and the slot. */
+static NTSTATUS sq_begin_payload(NDK_QP *q, PVOID ctx, const NDK_SGE *sgl, ULONG n, ULONG *flags,
+                                 ULONG allowed, enum swqe_op op, struct ndk_qp_impl **qpp,
+                                 struct ndk_swqe **wp)
+{
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = sq_begin(q, true, flags, allowed, &qp);
+    if (st != STATUS_SUCCESS)
+        return st;
+    struct ndk_swqe *w = sq_slot(qp, ctx, op);
+    if ((st = copy_payload_sges(qp, w, sgl, n, qp->iq_sge, *flags)) != STATUS_SUCCESS)
+        return sq_fail(qp, st);
+    *qpp = qp;
+    *wp = w;
+    return STATUS_SUCCESS;
+}
+
 static NTSTATUS post_send(NDK_QP *q, PVOID ctx, const NDK_SGE *sgl, ULONG n, ULONG flags, bool inv,
                           UINT32 token)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, true, &flags, SEND_FLAGS, &qp);
+    struct ndk_swqe *w;
+    NTSTATUS st = sq_begin_payload(q, ctx, sgl, n, &flags, SEND_FLAGS, SWQE_SEND, &qp, &w);
     if (st != STATUS_SUCCESS)
         return st;
-    struct ndk_swqe *w = sq_slot(qp);
-    if ((st = copy_payload_sges(qp, w, sgl, n, qp->iq_sge, flags)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
     bool se = (flags & NDK_OP_FLAG_SEND_AND_SOLICIT_EVENT) != 0;
-    w->ctx = ctx;
-    w->op = SWQE_SEND;
     w->rdmap_op = rdmap_send_opcode(inv, se);
     w->inv_stag = inv ? token : 0;
-    sq_commit(qp, w, flags);
-    return sq_end(qp, STATUS_SUCCESS);
+    return sq_post(qp, w, flags);
 }
 
 static NTSTATUS qp_send(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags)
@@ -182,18 +201,13 @@ static NTSTATUS qp_write(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT
                          ULONG flags)
 {
     struct ndk_qp_impl *qp;
-    NTSTATUS st = sq_begin(q, true, &flags, WRITE_FLAGS, &qp);
+    struct ndk_swqe *w;
+    NTSTATUS st = sq_begin_payload(q, ctx, sgl, n, &flags, WRITE_FLAGS, SWQE_WRITE, &qp, &w);
     if (st != STATUS_SUCCESS)
         return st;
-    struct ndk_swqe *w = sq_slot(qp);
-    if ((st = copy_payload_sges(qp, w, sgl, n, qp->iq_sge, flags)) != STATUS_SUCCESS)
-        return sq_fail(qp, st);
-    w->ctx = ctx;
-    w->op = SWQE_WRITE;
     w->raddr = raddr;
     w->rtoken = rtoken;
-    sq_commit(qp, w, flags);
-    return sq_end(qp, STATUS_SUCCESS);
+    return sq_post(qp, w, flags);
 }
 
 static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT64 raddr, UINT32 rtoken,
@@ -220,17 +234,14 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
                        MEM_LOCAL_IOV_MAX, NULL);
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
-    struct ndk_swqe *w = sq_slot(qp);
+    struct ndk_swqe *w = sq_slot(qp, ctx, SWQE_READ);
     if (n)
         memcpy(w->sge, sgl, n * sizeof *sgl);
     w->nsge = n;
     w->total = (ULONG)total;
-    w->ctx = ctx;
-    w->op = SWQE_READ;
     w->raddr = raddr;
     w->rtoken = rtoken;
-    sq_commit(qp, w, flags);
-    return sq_end(qp, STATUS_SUCCESS);
+    return sq_post(qp, w, flags);
 }
 
 static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, SIZE_T len, ULONG flags)
@@ -241,15 +252,12 @@ static NTSTATUS qp_bind(NDK_QP *q, PVOID ctx, NDK_MR *mr, NDK_MW *mw, PVOID va, 
         return st;
     if ((st = mem_check_bind(qp, mr, mw, va, len, flags)) != STATUS_SUCCESS)
         return sq_fail(qp, st);
-    struct ndk_swqe *w = sq_slot(qp);
-    w->ctx = ctx;
-    w->op = SWQE_BIND;
+    struct ndk_swqe *w = sq_slot(qp, ctx, SWQE_BIND);
     w->mr = mr;
     w->mw = mw;
     w->va = va;
     w->len = len;
-    sq_commit(qp, w, flags);
-    return sq_end(qp, STATUS_SUCCESS);
+    return sq_post(qp, w, flags);
 }
 
 static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
@@ -270,17 +278,14 @@ static NTSTATUS qp_fast_register(NDK_QP *q, PVOID ctx, NDK_MR *mr, ULONG npages,
             return sq_fail(qp, STATUS_INSUFFICIENT_RESOURCES);
         memcpy(copy, pages, npages * sizeof *copy);
     }
-    struct ndk_swqe *w = sq_slot(qp);
-    w->ctx = ctx;
-    w->op = SWQE_FASTREG;
+    struct ndk_swqe *w = sq_slot(qp, ctx, SWQE_FASTREG);
     w->mr = mr;
     w->pages = copy;
     w->npages = npages;
     w->fbo = fbo;
     w->len = len;
     w->va = va;
-    sq_commit(qp, w, flags);
-    return sq_end(qp, STATUS_SUCCESS);
+    return sq_post(qp, w, flags);
 }
 
 static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULONG flags)
@@ -291,12 +296,9 @@ static NTSTATUS qp_invalidate(NDK_QP *q, PVOID ctx, NDK_OBJECT_HEADER *obj, ULON
         return st;
     if ((st = mem_check_invalidate(qp, obj)) != STATUS_SUCCESS)
         return sq_fail(qp, st);
-    struct ndk_swqe *w = sq_slot(qp);
-    w->ctx = ctx;
-    w->op = SWQE_INVALIDATE;
+    struct ndk_swqe *w = sq_slot(qp, ctx, SWQE_INVALIDATE);
     w->target = obj;
-    sq_commit(qp, w, flags);
-    return sq_end(qp, STATUS_SUCCESS);
+    return sq_post(qp, w, flags);
 }
 
 static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)

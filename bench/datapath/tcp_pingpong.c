@@ -24,14 +24,10 @@ static int cmp_u64(const void *a, const void *b)
 /* Echoes every message until the client closes. */
 static int server(int lfd, int cpu, size_t size)
 {
-    if (!tb_pin(prog, cpu))
-        return 1;
-    int fd = tb_accept(prog, lfd);
-    close(lfd);
+    int fd = tb_server_start(prog, lfd, cpu);
     if (fd < 0)
         return 1;
     tb_nodelay(fd);
-    tb_bound_waits(fd);
     char *buf = malloc(size);
     int rc = 1;
     bool eof = false;
@@ -51,13 +47,10 @@ out:
 static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t iters, uint64_t warmup,
                   uint64_t *rtt)
 {
-    if (!tb_pin(prog, cpu))
-        return 1;
-    int fd = tb_connect(prog, addr);
+    int fd = tb_client_start(prog, addr, cpu);
     if (fd < 0)
         return 1;
     tb_nodelay(fd);
-    tb_bound_waits(fd);
     char *buf = calloc(1, size);
     int rc = buf ? 0 : 1;
     for (uint64_t i = 0; rc == 0 && i < warmup + iters; i++) {

@@ -33,13 +33,9 @@ static uint64_t get64(const uint8_t *p)
 /* Reads until the client shuts its side down, then reports. */
 static int server(int lfd, int cpu, size_t size)
 {
-    if (!tb_pin(prog, cpu))
-        return 1;
-    int fd = tb_accept(prog, lfd);
-    close(lfd);
+    int fd = tb_server_start(prog, lfd, cpu);
     if (fd < 0)
         return 1;
-    tb_bound_waits(fd);
     char *buf = malloc(size);
     if (!buf) {
         close(fd);
@@ -75,12 +71,9 @@ static int server(int lfd, int cpu, size_t size)
 static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t seconds, uint64_t *bytes,
                   uint64_t *ns)
 {
-    if (!tb_pin(prog, cpu))
-        return 1;
-    int fd = tb_connect(prog, addr);
+    int fd = tb_client_start(prog, addr, cpu);
     if (fd < 0)
         return 1;
-    tb_bound_waits(fd);
     char *buf = malloc(size);
     int rc = 1;
     if (!buf)

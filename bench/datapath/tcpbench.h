@@ -177,6 +177,27 @@ static inline bool tb_write_full(int fd, const void *buf, size_t len)
     return true;
 }
 
+/* The server process's start: pinned, the one client accepted (the
+ * listener closed), waits bounded. The socket, or -1 (said on stderr). */
+static inline int tb_server_start(const char *prog, int lfd, int cpu)
+{
+    int fd = tb_pin(prog, cpu) ? tb_accept(prog, lfd) : -1;
+    close(lfd);
+    if (fd >= 0)
+        tb_bound_waits(fd);
+    return fd;
+}
+
+/* The client's start: pinned, connected, waits bounded. The socket, or -1
+ * (said on stderr). */
+static inline int tb_client_start(const char *prog, const struct sockaddr_in *addr, int cpu)
+{
+    int fd = tb_pin(prog, cpu) ? tb_connect(prog, addr) : -1;
+    if (fd >= 0)
+        tb_bound_waits(fd);
+    return fd;
+}
+
 /* The placement options --cpu N (both), --cpu-server N and --cpu-client N,
  * given to getopt_long as 'C', 'S' and 'K'. False when N is no CPU. */
 static inline bool tb_parse_cpu_opt(int ch, const char *arg, int *cpu_server, int *cpu_client)

@@ -39,16 +39,8 @@ extern "C" {
 #define NDK_API
 #endif
 
-/* Status codes of the platform entry points that ntstatus.h has but the NDK
- * pages do not use. */
-#ifndef STATUS_NOT_FOUND
-#define STATUS_NOT_FOUND ((NTSTATUS)0xC0000225L) /* no adapter has that name or address */
-#endif
-#ifndef STATUS_INVALID_NETWORK_RESPONSE
-/* The peer's MPA Reply was malformed or asked for something libndk cannot do
- * (markers, a revision or RTR type it does not support). */
-#define STATUS_INVALID_NETWORK_RESPONSE ((NTSTATUS)0xC00000C3L)
-#endif
+/* The status codes of the platform entry points (STATUS_NOT_FOUND,
+ * STATUS_INVALID_NETWORK_RESPONSE) are in ndk/ndkstatus.h with the others. */
 
 /* The NDK version libndk implements: 2.1. Requests for major 1 (minor <= 2)
  * are served at 1.2, requests for major 2 (minor <= 1) at 2.1 (rules V1 and

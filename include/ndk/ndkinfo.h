@@ -1,10 +1,8 @@
 /*
- * ndkinfo.h - NDK adapter capabilities (NDK_VERSION, NDK_ADAPTER_INFO) and
- * the Windows scalar types that NDKPI is written in.
- *
- * NDKPI was designed for LLP64 Windows, where `long` is 32 bits; Linux is
- * LP64. Every Windows type below is therefore mapped to a fixed-width C type
- * so that structure layouts match the x64 Windows ones.
+ * ndkinfo.h - NDK adapter capabilities (NDK_VERSION, NDK_ADAPTER_INFO), with
+ * the Windows scalar types that NDKPI is written in (ndkwintypes.h) and its
+ * SAL annotations (ndksal.h), and checks that each type has its Windows x64
+ * size, signedness and layout.
  */
 #ifndef NDK_NDKINFO_H
 #define NDK_NDKINFO_H
@@ -13,140 +11,12 @@
 #include <stdint.h>
 #include <sys/socket.h>
 
+#include <ndk/ndksal.h>
+#include <ndk/ndkwintypes.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ------------------------------------------------------------------------ */
-/* Windows scalar types. One block, included once through this header by    */
-/* ndkpi.h and ndk.h as well.                                                */
-/* ------------------------------------------------------------------------ */
-/*
- * Guard: a platform header that defines these names first (the WDK kit's
- * ntdef.h) defines NDK_WINTYPES_DEFINED, and this block is skipped. It must
- * then define every name of the block (the scalar types, LARGE_INTEGER,
- * PHYSICAL_ADDRESS, GUID, KAFFINITY, GROUP_AFFINITY, SOCKADDR, PSOCKADDR,
- * VOID, CONST, TRUE, FALSE, NDK_ANON_STRUCT and the SAL annotations used
- * here). The assertions at the end of this header check, whoever defined
- * them, that each type has the size and signedness it has on Windows x64.
- */
-#ifndef NDK_WINTYPES_DEFINED
-#define NDK_WINTYPES_DEFINED
-
-/* ISO C++ has no anonymous structs; GCC/Clang accept them as an extension. */
-#if defined(__cplusplus) && defined(__GNUC__)
-#define NDK_ANON_STRUCT __extension__
-#else
-#define NDK_ANON_STRUCT
-#endif
-
-#ifndef VOID
-#define VOID void
-#endif
-#ifndef CONST
-#define CONST const
-#endif
-#ifndef TRUE
-#define TRUE 1
-#endif
-#ifndef FALSE
-#define FALSE 0
-#endif
-
-/* Never C `long`: it is 64 bits on LP64 Linux but 32 bits on Windows. */
-typedef uint32_t ULONG;
-typedef int32_t LONG;
-typedef int32_t NTSTATUS;
-typedef uint16_t USHORT;
-typedef uint8_t UCHAR;
-typedef char CHAR;
-typedef uint8_t BOOLEAN; /* Windows: UCHAR; only TRUE (1) and FALSE (0) */
-typedef uint32_t UINT32;
-typedef uint64_t UINT64;
-typedef int64_t LONGLONG;
-typedef size_t SIZE_T;       /* pointer-sized, 8 bytes on x64 */
-typedef uintptr_t ULONG_PTR; /* pointer-sized, despite the name */
-typedef void *PVOID;
-
-/* LARGE_INTEGER: a 64-bit signed value that Windows code also reaches as two
- * 32-bit halves (x.LowPart, x.u.LowPart) or as a whole (x.QuadPart). */
-typedef union _LARGE_INTEGER {
-    NDK_ANON_STRUCT struct {
-        ULONG LowPart;
-        LONG HighPart;
-    };
-    struct {
-        ULONG LowPart;
-        LONG HighPart;
-    } u;
-    LONGLONG QuadPart;
-} LARGE_INTEGER;
-typedef LARGE_INTEGER PHYSICAL_ADDRESS;
-
-typedef struct _GUID {
-    uint32_t Data1;
-    uint16_t Data2;
-    uint16_t Data3;
-    uint8_t Data4[8];
-} GUID;
-
-typedef ULONG_PTR KAFFINITY;
-
-/* A processor group and a mask of processors within it (CQ/SRQ affinity). */
-typedef struct _GROUP_AFFINITY {
-    KAFFINITY Mask;
-    USHORT Group;
-    USHORT Reserved[3];
-} GROUP_AFFINITY;
-
-/* NDKPI passes plain socket addresses; on Linux they are the native ones
- * (AF_INET 2, AF_INET6 10; Winsock's AF_INET6 is 23). */
-typedef struct sockaddr SOCKADDR;
-typedef struct sockaddr *PSOCKADDR;
-
-/* SAL annotations: no code, but they say which parameters are inputs,
- * outputs, optional, and how large their buffers are. */
-#ifndef _In_
-#define _In_
-#endif
-#ifndef _In_opt_
-#define _In_opt_
-#endif
-#ifndef _Out_
-#define _Out_
-#endif
-#ifndef _Out_opt_
-#define _Out_opt_
-#endif
-#ifndef _Inout_
-#define _Inout_
-#endif
-#ifndef _Outptr_
-#define _Outptr_
-#endif
-#ifndef _In_reads_
-#define _In_reads_(n)
-#endif
-#ifndef _In_reads_bytes_
-#define _In_reads_bytes_(n)
-#endif
-#ifndef _In_reads_bytes_opt_
-#define _In_reads_bytes_opt_(n)
-#endif
-#ifndef _Out_writes_to_
-#define _Out_writes_to_(cap, cnt)
-#endif
-#ifndef _Out_writes_bytes_to_opt_
-#define _Out_writes_bytes_to_opt_(cap, cnt)
-#endif
-/* Windows IRQL limits; in user space, DISPATCH_LEVEL means "must not block"
- * and PASSIVE_LEVEL "may block, never from a callback" (docs/rules.md T1,
- * T2). */
-#ifndef _IRQL_requires_max_
-#define _IRQL_requires_max_(irql)
-#endif
-
-#endif /* NDK_WINTYPES_DEFINED */
 
 /* ------------------------------------------------------------------------ */
 /* NDK adapter information                                                  */
@@ -214,6 +84,11 @@ typedef struct _NDK_ADAPTER_INFO {
 #define NDK_STATIC_ASSERT(cond, msg) _Static_assert(cond, msg)
 #endif
 
+/* A member's offset and a type's size, as on Windows x64. */
+#define NDK_ASSERT_OFFSET_(T, member, offset)                                             \
+    NDK_STATIC_ASSERT(offsetof(T, member) == (offset), #T "." #member)
+#define NDK_ASSERT_SIZE_(T, size) NDK_STATIC_ASSERT(sizeof(T) == (size), #T)
+
 /* Size and signedness of each Windows scalar type, as on Windows x64. */
 #define NDK_ASSERT_SCALAR_(T, size, is_signed)                                            \
     NDK_STATIC_ASSERT(sizeof(T) == (size) && (((T)-1 > (T)0) != (is_signed)), #T)
@@ -238,44 +113,41 @@ NDK_ASSERT_SCALAR_(LONGLONG, 8, 1);
 NDK_ASSERT_SCALAR_(SIZE_T, 8, 0);
 NDK_ASSERT_SCALAR_(ULONG_PTR, 8, 0);
 NDK_ASSERT_SCALAR_(KAFFINITY, 8, 0);
-NDK_STATIC_ASSERT(sizeof(PVOID) == 8, "PVOID");
-NDK_STATIC_ASSERT(sizeof(LARGE_INTEGER) == 8 && offsetof(LARGE_INTEGER, HighPart) == 4,
-                  "LARGE_INTEGER");
-NDK_STATIC_ASSERT(sizeof(PHYSICAL_ADDRESS) == 8, "PHYSICAL_ADDRESS");
-NDK_STATIC_ASSERT(sizeof(GUID) == 16, "GUID");
-NDK_STATIC_ASSERT(sizeof(GROUP_AFFINITY) == 16, "GROUP_AFFINITY");
+NDK_ASSERT_SIZE_(PVOID, 8);
+NDK_ASSERT_SIZE_(LARGE_INTEGER, 8);
+NDK_ASSERT_OFFSET_(LARGE_INTEGER, HighPart, 4);
+NDK_ASSERT_SIZE_(PHYSICAL_ADDRESS, 8);
+NDK_ASSERT_SIZE_(GUID, 16);
+NDK_ASSERT_SIZE_(GROUP_AFFINITY, 16);
 
-NDK_STATIC_ASSERT(sizeof(NDK_VERSION) == 4, "NDK_VERSION");
-NDK_STATIC_ASSERT(offsetof(NDK_VERSION, Major) == 0, "NDK_VERSION.Major");
-NDK_STATIC_ASSERT(offsetof(NDK_VERSION, Minor) == 2, "NDK_VERSION.Minor");
-NDK_STATIC_ASSERT(sizeof(NDK_RDMA_TECHNOLOGY) == 4, "NDK_RDMA_TECHNOLOGY");
+NDK_ASSERT_SIZE_(NDK_VERSION, 4);
+NDK_ASSERT_OFFSET_(NDK_VERSION, Major, 0);
+NDK_ASSERT_OFFSET_(NDK_VERSION, Minor, 2);
+NDK_ASSERT_SIZE_(NDK_RDMA_TECHNOLOGY, 4);
 
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, Version) == 0x00, "Version");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, VendorId) == 0x04, "VendorId");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, DeviceId) == 0x08, "DeviceId");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxRegistrationSize) == 0x10, "MaxRegistrationSize");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxWindowSize) == 0x18, "MaxWindowSize");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, FRMRPageCount) == 0x20, "FRMRPageCount");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInitiatorRequestSge) == 0x24,
-                  "MaxInitiatorRequestSge");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReceiveRequestSge) == 0x28, "MaxReceiveRequestSge");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReadRequestSge) == 0x2C, "MaxReadRequestSge");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxTransferLength) == 0x30, "MaxTransferLength");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInlineDataSize) == 0x34, "MaxInlineDataSize");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInboundReadLimit) == 0x38, "MaxInboundReadLimit");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxOutboundReadLimit) == 0x3C, "MaxOutboundReadLimit");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxReceiveQueueDepth) == 0x40, "MaxReceiveQueueDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth) == 0x44,
-                  "MaxInitiatorQueueDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxSrqDepth) == 0x48, "MaxSrqDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCqDepth) == 0x4C, "MaxCqDepth");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, LargeRequestThreshold) == 0x50,
-                  "LargeRequestThreshold");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCallerData) == 0x54, "MaxCallerData");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, MaxCalleeData) == 0x58, "MaxCalleeData");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, AdapterFlags) == 0x5C, "AdapterFlags");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_INFO, RdmaTechnology) == 0x60, "RdmaTechnology");
-NDK_STATIC_ASSERT(sizeof(NDK_ADAPTER_INFO) == 0x68, "NDK_ADAPTER_INFO size");
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, Version, 0x00);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, VendorId, 0x04);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, DeviceId, 0x08);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxRegistrationSize, 0x10);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxWindowSize, 0x18);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, FRMRPageCount, 0x20);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInitiatorRequestSge, 0x24);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxReceiveRequestSge, 0x28);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxReadRequestSge, 0x2C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxTransferLength, 0x30);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInlineDataSize, 0x34);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInboundReadLimit, 0x38);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxOutboundReadLimit, 0x3C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxReceiveQueueDepth, 0x40);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxInitiatorQueueDepth, 0x44);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxSrqDepth, 0x48);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxCqDepth, 0x4C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, LargeRequestThreshold, 0x50);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxCallerData, 0x54);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, MaxCalleeData, 0x58);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, AdapterFlags, 0x5C);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_INFO, RdmaTechnology, 0x60);
+NDK_ASSERT_SIZE_(NDK_ADAPTER_INFO, 0x68);
 #endif
 
 #ifdef __cplusplus

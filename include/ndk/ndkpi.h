@@ -16,184 +16,16 @@
 #include <sys/socket.h>
 
 #include <ndk/ndkinfo.h>
+#include <ndk/ndkmdl.h>
+#include <ndk/ndkstatus.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
 
-/* ------------------------------------------------------------------------ */
-/* NTSTATUS values (ntstatus.h / ndis.h numbers; the NDK pages only name    */
-/* them). Guarded so a Windows-compatibility header may define them first.  */
-/* ------------------------------------------------------------------------ */
-
-/* Success and informational codes are >= 0, so STATUS_PENDING counts as
- * success; warnings (0x8...) and errors (0xC...) are negative. */
-#ifndef NT_SUCCESS
-#define NT_SUCCESS(s) (((NTSTATUS)(s)) >= 0)
-#endif
-
+/* NTSTATUS values and NT_SUCCESS: ndk/ndkstatus.h. */
 #ifndef MAXULONG
 #define MAXULONG 0xFFFFFFFFu
-#endif
-
-#ifndef STATUS_SUCCESS
-#define STATUS_SUCCESS ((NTSTATUS)0x00000000L)
-#endif
-#ifndef STATUS_PENDING
-#define STATUS_PENDING ((NTSTATUS)0x00000103L)
-#endif
-#ifndef STATUS_BUFFER_OVERFLOW
-#define STATUS_BUFFER_OVERFLOW ((NTSTATUS)0x80000005L)
-#endif
-#ifndef STATUS_UNSUCCESSFUL
-#define STATUS_UNSUCCESSFUL ((NTSTATUS)0xC0000001L)
-#endif
-#ifndef STATUS_ACCESS_VIOLATION
-#define STATUS_ACCESS_VIOLATION ((NTSTATUS)0xC0000005L)
-#endif
-#ifndef STATUS_INVALID_PARAMETER
-#define STATUS_INVALID_PARAMETER ((NTSTATUS)0xC000000DL)
-#endif
-#ifndef STATUS_INVALID_DEVICE_REQUEST
-#define STATUS_INVALID_DEVICE_REQUEST ((NTSTATUS)0xC0000010L)
-#endif
-#ifndef STATUS_NO_MEMORY
-#define STATUS_NO_MEMORY ((NTSTATUS)0xC0000017L)
-#endif
-#ifndef STATUS_BUFFER_TOO_SMALL
-#define STATUS_BUFFER_TOO_SMALL ((NTSTATUS)0xC0000023L)
-#endif
-#ifndef STATUS_INVALID_PARAMETER_MIX
-#define STATUS_INVALID_PARAMETER_MIX ((NTSTATUS)0xC0000030L)
-#endif
-#ifndef STATUS_SHARING_VIOLATION
-#define STATUS_SHARING_VIOLATION ((NTSTATUS)0xC0000043L)
-#endif
-#ifndef STATUS_INSUFFICIENT_RESOURCES
-#define STATUS_INSUFFICIENT_RESOURCES ((NTSTATUS)0xC000009AL)
-#endif
-#ifndef STATUS_IO_TIMEOUT
-#define STATUS_IO_TIMEOUT ((NTSTATUS)0xC00000B5L)
-#endif
-#ifndef STATUS_NOT_SUPPORTED
-#define STATUS_NOT_SUPPORTED ((NTSTATUS)0xC00000BBL)
-#endif
-#ifndef STATUS_INTERNAL_ERROR
-#define STATUS_INTERNAL_ERROR ((NTSTATUS)0xC00000E5L)
-#endif
-#ifndef STATUS_CANCELLED
-#define STATUS_CANCELLED ((NTSTATUS)0xC0000120L)
-#endif
-#ifndef STATUS_REMOTE_RESOURCES
-#define STATUS_REMOTE_RESOURCES ((NTSTATUS)0xC000013DL)
-#endif
-#ifndef STATUS_INVALID_ADDRESS
-#define STATUS_INVALID_ADDRESS ((NTSTATUS)0xC0000141L)
-#endif
-#ifndef STATUS_INVALID_DEVICE_STATE
-#define STATUS_INVALID_DEVICE_STATE ((NTSTATUS)0xC0000184L)
-#endif
-#ifndef STATUS_INVALID_BUFFER_SIZE
-#define STATUS_INVALID_BUFFER_SIZE ((NTSTATUS)0xC0000206L)
-#endif
-#ifndef STATUS_TOO_MANY_ADDRESSES
-#define STATUS_TOO_MANY_ADDRESSES ((NTSTATUS)0xC0000209L)
-#endif
-#ifndef STATUS_ADDRESS_ALREADY_EXISTS
-#define STATUS_ADDRESS_ALREADY_EXISTS ((NTSTATUS)0xC000020AL)
-#endif
-#ifndef STATUS_CONNECTION_DISCONNECTED
-#define STATUS_CONNECTION_DISCONNECTED ((NTSTATUS)0xC000020CL)
-#endif
-#ifndef STATUS_CONNECTION_RESET
-#define STATUS_CONNECTION_RESET ((NTSTATUS)0xC000020DL)
-#endif
-#ifndef STATUS_CONNECTION_REFUSED
-#define STATUS_CONNECTION_REFUSED ((NTSTATUS)0xC0000236L)
-#endif
-#ifndef STATUS_CONNECTION_INVALID
-#define STATUS_CONNECTION_INVALID ((NTSTATUS)0xC000023AL)
-#endif
-#ifndef STATUS_NETWORK_UNREACHABLE
-#define STATUS_NETWORK_UNREACHABLE ((NTSTATUS)0xC000023CL)
-#endif
-#ifndef STATUS_HOST_UNREACHABLE
-#define STATUS_HOST_UNREACHABLE ((NTSTATUS)0xC000023DL)
-#endif
-#ifndef STATUS_REQUEST_ABORTED
-#define STATUS_REQUEST_ABORTED ((NTSTATUS)0xC0000240L)
-#endif
-#ifndef STATUS_CONNECTION_ABORTED
-#define STATUS_CONNECTION_ABORTED ((NTSTATUS)0xC0000241L)
-#endif
-#ifndef STATUS_IMPLEMENTATION_LIMIT
-#define STATUS_IMPLEMENTATION_LIMIT ((NTSTATUS)0xC000042BL)
-#endif
-
-/* Results of opening an adapter (NDIS names on Windows). */
-#ifndef NDIS_STATUS_SUCCESS
-#define NDIS_STATUS_SUCCESS ((NTSTATUS)0x00000000L)
-#endif
-#ifndef NDIS_STATUS_RESOURCES
-#define NDIS_STATUS_RESOURCES ((NTSTATUS)0xC000009AL) /* = STATUS_INSUFFICIENT_RESOURCES */
-#endif
-#ifndef NDIS_STATUS_BAD_VERSION
-#define NDIS_STATUS_BAD_VERSION ((NTSTATUS)0xC0010004L)
-#endif
-#ifndef NDIS_STATUS_ADAPTER_NOT_READY
-#define NDIS_STATUS_ADAPTER_NOT_READY ((NTSTATUS)0xC0010011L)
-#endif
-
-/* ------------------------------------------------------------------------ */
-/* MDL                                                                      */
-/* ------------------------------------------------------------------------ */
-
-/*
- * A memory descriptor list, laid out as the Windows x64 MDL (wdm.h): the
- * kit's WDK headers and libndk share one layout, because libndk is compiled
- * once and reads the MDLs that consumers build.
- *
- * libndk reads four members, through the accessors below: Next (further
- * MDLs of a chain), StartVa and ByteOffset (MmGetMdlVirtualAddress: the
- * buffer's first byte is StartVa + ByteOffset) and ByteCount
- * (MmGetMdlByteCount). Windows keeps StartVa page-aligned and ByteOffset
- * below PAGE_SIZE; libndk accepts any StartVa, so a Linux consumer may set
- * StartVa to the buffer and leave ByteOffset 0. The buffer must stay mapped
- * (and, for RDMA, in place) while it is registered; only its virtual range
- * is used, never the pages behind it. Size, MdlFlags, Process,
- * MappedSystemVa and the page-frame array that follows the MDL on Windows
- * are the platform's: libndk never reads them.
- *
- * Guard: a platform header that defines MDL first (the WDK kit's wdm.h)
- * defines NDK_MDL_DEFINED, and this header then uses its MDL; the layout
- * assertions at the end still check the members libndk reads.
- */
-#ifndef NDK_MDL_DEFINED
-#define NDK_MDL_DEFINED
-typedef struct _MDL {
-    struct _MDL *Next;
-    int16_t Size;     /* CSHORT: bytes of the MDL and its page-frame array */
-    int16_t MdlFlags; /* CSHORT */
-    USHORT AllocationProcessorNumber;
-    USHORT Reserved;
-    struct _EPROCESS *Process;
-    PVOID MappedSystemVa;
-    PVOID StartVa;    /* start of the buffer (Windows: its first page) */
-    ULONG ByteCount;  /* bytes described, starting at StartVa + ByteOffset */
-    ULONG ByteOffset; /* offset of the first byte from StartVa */
-} MDL, *PMDL;
-#endif
-
-/* Macros, as on Windows. MmGetMdlVirtualAddress is the buffer's first
- * byte: the base VA of a registration. */
-#ifndef MmGetMdlVirtualAddress
-#define MmGetMdlVirtualAddress(Mdl) ((PVOID)((char *)((Mdl)->StartVa) + (Mdl)->ByteOffset))
-#endif
-#ifndef MmGetMdlByteCount
-#define MmGetMdlByteCount(Mdl) ((Mdl)->ByteCount)
-#endif
-#ifndef MmGetMdlByteOffset
-#define MmGetMdlByteOffset(Mdl) ((Mdl)->ByteOffset)
 #endif
 
 /* ------------------------------------------------------------------------ */
@@ -967,19 +799,19 @@ struct _NDK_ADAPTER {
 #if UINTPTR_MAX == 0xFFFFFFFFFFFFFFFFu
 
 /* Enums are 4 bytes under MSVC; GCC and Clang agree for these ranges. */
-NDK_STATIC_ASSERT(sizeof(NDK_OBJECT_TYPE) == 4, "NDK_OBJECT_TYPE");
-NDK_STATIC_ASSERT(sizeof(NDK_OPERATION_TYPE) == 4, "NDK_OPERATION_TYPE");
+NDK_ASSERT_SIZE_(NDK_OBJECT_TYPE, 4);
+NDK_ASSERT_SIZE_(NDK_OPERATION_TYPE, 4);
 
-NDK_STATIC_ASSERT(sizeof(NDK_OBJECT_HEADER_RESERVED_BLOCK) == 0x20, "reserved block");
-NDK_STATIC_ASSERT(offsetof(NDK_OBJECT_HEADER, Version) == 0x00, "Header.Version");
-NDK_STATIC_ASSERT(offsetof(NDK_OBJECT_HEADER, ObjectType) == 0x04, "Header.ObjectType");
-NDK_STATIC_ASSERT(offsetof(NDK_OBJECT_HEADER, NdkReserved) == 0x08, "Header.NdkReserved");
-NDK_STATIC_ASSERT(sizeof(NDK_OBJECT_HEADER) == 0x28, "NDK_OBJECT_HEADER");
+NDK_ASSERT_SIZE_(NDK_OBJECT_HEADER_RESERVED_BLOCK, 0x20);
+NDK_ASSERT_OFFSET_(NDK_OBJECT_HEADER, Version, 0x00);
+NDK_ASSERT_OFFSET_(NDK_OBJECT_HEADER, ObjectType, 0x04);
+NDK_ASSERT_OFFSET_(NDK_OBJECT_HEADER, NdkReserved, 0x08);
+NDK_ASSERT_SIZE_(NDK_OBJECT_HEADER, 0x28);
 
 #define NDK_ASSERT_OBJECT_(T)                                                          \
-    NDK_STATIC_ASSERT(offsetof(T, Header) == 0x00, #T ".Header");                        \
-    NDK_STATIC_ASSERT(offsetof(T, Dispatch) == 0x28, #T ".Dispatch");                    \
-    NDK_STATIC_ASSERT(sizeof(T) == 0x30, #T " size")
+    NDK_ASSERT_OFFSET_(T, Header, 0x00);                                                 \
+    NDK_ASSERT_OFFSET_(T, Dispatch, 0x28);                                               \
+    NDK_ASSERT_SIZE_(T, 0x30)
 NDK_ASSERT_OBJECT_(NDK_ADAPTER);
 NDK_ASSERT_OBJECT_(NDK_CQ);
 NDK_ASSERT_OBJECT_(NDK_PD);
@@ -992,109 +824,98 @@ NDK_ASSERT_OBJECT_(NDK_CONNECTOR);
 NDK_ASSERT_OBJECT_(NDK_LISTENER);
 #undef NDK_ASSERT_OBJECT_
 
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT, Status) == 0x00, "NDK_RESULT.Status");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT, BytesTransferred) == 0x04, "NDK_RESULT.BytesTransferred");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT, QPContext) == 0x08, "NDK_RESULT.QPContext");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT, RequestContext) == 0x10, "NDK_RESULT.RequestContext");
-NDK_STATIC_ASSERT(sizeof(NDK_RESULT) == 0x18, "NDK_RESULT");
+NDK_ASSERT_OFFSET_(NDK_RESULT, Status, 0x00);
+NDK_ASSERT_OFFSET_(NDK_RESULT, BytesTransferred, 0x04);
+NDK_ASSERT_OFFSET_(NDK_RESULT, QPContext, 0x08);
+NDK_ASSERT_OFFSET_(NDK_RESULT, RequestContext, 0x10);
+NDK_ASSERT_SIZE_(NDK_RESULT, 0x18);
 
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT_EX, Status) == 0x00, "NDK_RESULT_EX.Status");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT_EX, BytesTransferred) == 0x04,
-                  "NDK_RESULT_EX.BytesTransferred");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT_EX, QPContext) == 0x08, "NDK_RESULT_EX.QPContext");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT_EX, RequestContext) == 0x10, "NDK_RESULT_EX.RequestContext");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT_EX, Type) == 0x18, "NDK_RESULT_EX.Type");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT_EX, ProviderErrorCode) == 0x1C,
-                  "NDK_RESULT_EX.ProviderErrorCode");
-NDK_STATIC_ASSERT(offsetof(NDK_RESULT_EX, TypeSpecificCompletionOutput) == 0x20,
-                  "NDK_RESULT_EX.TypeSpecificCompletionOutput");
-NDK_STATIC_ASSERT(sizeof(NDK_RESULT_EX) == 0x28, "NDK_RESULT_EX");
+NDK_ASSERT_OFFSET_(NDK_RESULT_EX, Status, 0x00);
+NDK_ASSERT_OFFSET_(NDK_RESULT_EX, BytesTransferred, 0x04);
+NDK_ASSERT_OFFSET_(NDK_RESULT_EX, QPContext, 0x08);
+NDK_ASSERT_OFFSET_(NDK_RESULT_EX, RequestContext, 0x10);
+NDK_ASSERT_OFFSET_(NDK_RESULT_EX, Type, 0x18);
+NDK_ASSERT_OFFSET_(NDK_RESULT_EX, ProviderErrorCode, 0x1C);
+NDK_ASSERT_OFFSET_(NDK_RESULT_EX, TypeSpecificCompletionOutput, 0x20);
+NDK_ASSERT_SIZE_(NDK_RESULT_EX, 0x28);
 
-NDK_STATIC_ASSERT(sizeof(NDK_LOGICAL_ADDRESS) == 8, "NDK_LOGICAL_ADDRESS");
-NDK_STATIC_ASSERT(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterContext) == 0x00, "LAM.AdapterContext");
-NDK_STATIC_ASSERT(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageCount) == 0x08,
-                  "LAM.AdapterPageCount");
-NDK_STATIC_ASSERT(offsetof(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray) == 0x10,
-                  "LAM.AdapterPageArray");
+NDK_ASSERT_SIZE_(NDK_LOGICAL_ADDRESS, 8);
+NDK_ASSERT_OFFSET_(NDK_LOGICAL_ADDRESS_MAPPING, AdapterContext, 0x00);
+NDK_ASSERT_OFFSET_(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageCount, 0x08);
+NDK_ASSERT_OFFSET_(NDK_LOGICAL_ADDRESS_MAPPING, AdapterPageArray, 0x10);
 
-NDK_STATIC_ASSERT(offsetof(NDK_SGE, VirtualAddress) == 0x00, "NDK_SGE.VirtualAddress");
-NDK_STATIC_ASSERT(offsetof(NDK_SGE, LogicalAddress) == 0x00, "NDK_SGE.LogicalAddress");
-NDK_STATIC_ASSERT(offsetof(NDK_SGE, Length) == 0x08, "NDK_SGE.Length");
-NDK_STATIC_ASSERT(offsetof(NDK_SGE, MemoryRegionToken) == 0x0C, "NDK_SGE.MemoryRegionToken");
-NDK_STATIC_ASSERT(sizeof(NDK_SGE) == 0x10, "NDK_SGE");
+NDK_ASSERT_OFFSET_(NDK_SGE, VirtualAddress, 0x00);
+NDK_ASSERT_OFFSET_(NDK_SGE, LogicalAddress, 0x00);
+NDK_ASSERT_OFFSET_(NDK_SGE, Length, 0x08);
+NDK_ASSERT_OFFSET_(NDK_SGE, MemoryRegionToken, 0x0C);
+NDK_ASSERT_SIZE_(NDK_SGE, 0x10);
 
-NDK_STATIC_ASSERT(sizeof(NDK_EXTENSION_INTERFACE) == 8, "NDK_EXTENSION_INTERFACE");
+NDK_ASSERT_SIZE_(NDK_EXTENSION_INTERFACE, 8);
 
 /* The MDL members libndk reads, at their Windows x64 offsets (whichever
  * header defined MDL). */
-NDK_STATIC_ASSERT(offsetof(MDL, Next) == 0x00, "MDL.Next");
-NDK_STATIC_ASSERT(offsetof(MDL, StartVa) == 0x20, "MDL.StartVa");
-NDK_STATIC_ASSERT(offsetof(MDL, ByteCount) == 0x28, "MDL.ByteCount");
-NDK_STATIC_ASSERT(offsetof(MDL, ByteOffset) == 0x2C, "MDL.ByteOffset");
-NDK_STATIC_ASSERT(sizeof(MDL) == 0x30, "MDL size");
+NDK_ASSERT_OFFSET_(MDL, Next, 0x00);
+NDK_ASSERT_OFFSET_(MDL, StartVa, 0x20);
+NDK_ASSERT_OFFSET_(MDL, ByteCount, 0x28);
+NDK_ASSERT_OFFSET_(MDL, ByteOffset, 0x2C);
+NDK_ASSERT_SIZE_(MDL, 0x30);
 
 /* Dispatch tables: sizes, first and last members, and 1.2 / 2.1 additions. */
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_DISPATCH, NdkQueryExtension) == 0x00, "adapter first");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_DISPATCH, NdkQueryAdapterInfo) == 0x08, "adapter info");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_DISPATCH, NdkCreateListener) == 0x30, "adapter listener");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_DISPATCH, NdkBuildLAM) == 0x38, "adapter BuildLAM");
-NDK_STATIC_ASSERT(offsetof(NDK_ADAPTER_DISPATCH, NdkReleaseLAM) == 0x40, "adapter last");
-NDK_STATIC_ASSERT(sizeof(NDK_ADAPTER_DISPATCH) == 0x48, "NDK_ADAPTER_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_DISPATCH, NdkQueryExtension, 0x00);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_DISPATCH, NdkQueryAdapterInfo, 0x08);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_DISPATCH, NdkCreateListener, 0x30);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_DISPATCH, NdkBuildLAM, 0x38);
+NDK_ASSERT_OFFSET_(NDK_ADAPTER_DISPATCH, NdkReleaseLAM, 0x40);
+NDK_ASSERT_SIZE_(NDK_ADAPTER_DISPATCH, 0x48);
 
-NDK_STATIC_ASSERT(offsetof(NDK_CQ_DISPATCH, NdkCloseCq) == 0x00, "cq first");
-NDK_STATIC_ASSERT(offsetof(NDK_CQ_DISPATCH, NdkArmCq) == 0x18, "cq arm");
-NDK_STATIC_ASSERT(offsetof(NDK_CQ_DISPATCH, NdkGetCqResults) == 0x20, "cq results");
-NDK_STATIC_ASSERT(offsetof(NDK_CQ_DISPATCH, NdkGetCqResultsEx) == 0x30, "cq last (1.2)");
-NDK_STATIC_ASSERT(sizeof(NDK_CQ_DISPATCH) == 0x38, "NDK_CQ_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_CQ_DISPATCH, NdkCloseCq, 0x00);
+NDK_ASSERT_OFFSET_(NDK_CQ_DISPATCH, NdkArmCq, 0x18);
+NDK_ASSERT_OFFSET_(NDK_CQ_DISPATCH, NdkGetCqResults, 0x20);
+NDK_ASSERT_OFFSET_(NDK_CQ_DISPATCH, NdkGetCqResultsEx, 0x30);
+NDK_ASSERT_SIZE_(NDK_CQ_DISPATCH, 0x38);
 
-NDK_STATIC_ASSERT(offsetof(NDK_PD_DISPATCH, NdkClosePd) == 0x00, "pd first");
-NDK_STATIC_ASSERT(offsetof(NDK_PD_DISPATCH, NdkCreateQp) == 0x28, "pd create qp");
-NDK_STATIC_ASSERT(offsetof(NDK_PD_DISPATCH, NdkGetPrivilegedMemoryRegionToken) == 0x38, "pd last");
-NDK_STATIC_ASSERT(sizeof(NDK_PD_DISPATCH) == 0x40, "NDK_PD_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_PD_DISPATCH, NdkClosePd, 0x00);
+NDK_ASSERT_OFFSET_(NDK_PD_DISPATCH, NdkCreateQp, 0x28);
+NDK_ASSERT_OFFSET_(NDK_PD_DISPATCH, NdkGetPrivilegedMemoryRegionToken, 0x38);
+NDK_ASSERT_SIZE_(NDK_PD_DISPATCH, 0x40);
 
-NDK_STATIC_ASSERT(offsetof(NDK_MR_DISPATCH, NdkCloseMr) == 0x00, "mr first");
-NDK_STATIC_ASSERT(offsetof(NDK_MR_DISPATCH, NdkRegisterMr) == 0x10, "mr register");
-NDK_STATIC_ASSERT(offsetof(NDK_MR_DISPATCH, NdkGetLocalTokenFromMr) == 0x30, "mr last");
-NDK_STATIC_ASSERT(sizeof(NDK_MR_DISPATCH) == 0x38, "NDK_MR_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_MR_DISPATCH, NdkCloseMr, 0x00);
+NDK_ASSERT_OFFSET_(NDK_MR_DISPATCH, NdkRegisterMr, 0x10);
+NDK_ASSERT_OFFSET_(NDK_MR_DISPATCH, NdkGetLocalTokenFromMr, 0x30);
+NDK_ASSERT_SIZE_(NDK_MR_DISPATCH, 0x38);
 
-NDK_STATIC_ASSERT(offsetof(NDK_MW_DISPATCH, NdkCloseMw) == 0x00, "mw first");
-NDK_STATIC_ASSERT(offsetof(NDK_MW_DISPATCH, NdkGetRemoteTokenFromMw) == 0x10, "mw last");
-NDK_STATIC_ASSERT(sizeof(NDK_MW_DISPATCH) == 0x18, "NDK_MW_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_MW_DISPATCH, NdkCloseMw, 0x00);
+NDK_ASSERT_OFFSET_(NDK_MW_DISPATCH, NdkGetRemoteTokenFromMw, 0x10);
+NDK_ASSERT_SIZE_(NDK_MW_DISPATCH, 0x18);
 
-NDK_STATIC_ASSERT(offsetof(NDK_QP_DISPATCH, NdkCloseQp) == 0x00, "qp first");
-NDK_STATIC_ASSERT(offsetof(NDK_QP_DISPATCH, NdkSend) == 0x18, "qp send");
-NDK_STATIC_ASSERT(offsetof(NDK_QP_DISPATCH, NdkRead) == 0x40, "qp read");
-NDK_STATIC_ASSERT(offsetof(NDK_QP_DISPATCH, NdkWrite) == 0x48, "qp write");
-NDK_STATIC_ASSERT(offsetof(NDK_QP_DISPATCH, NdkSendAndInvalidate) == 0x50, "qp last (1.2)");
-NDK_STATIC_ASSERT(sizeof(NDK_QP_DISPATCH) == 0x58, "NDK_QP_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_QP_DISPATCH, NdkCloseQp, 0x00);
+NDK_ASSERT_OFFSET_(NDK_QP_DISPATCH, NdkSend, 0x18);
+NDK_ASSERT_OFFSET_(NDK_QP_DISPATCH, NdkRead, 0x40);
+NDK_ASSERT_OFFSET_(NDK_QP_DISPATCH, NdkWrite, 0x48);
+NDK_ASSERT_OFFSET_(NDK_QP_DISPATCH, NdkSendAndInvalidate, 0x50);
+NDK_ASSERT_SIZE_(NDK_QP_DISPATCH, 0x58);
 
-NDK_STATIC_ASSERT(offsetof(NDK_SRQ_DISPATCH, NdkCloseSrq) == 0x00, "srq first");
-NDK_STATIC_ASSERT(offsetof(NDK_SRQ_DISPATCH, NdkSrqReceive) == 0x18, "srq last");
-NDK_STATIC_ASSERT(sizeof(NDK_SRQ_DISPATCH) == 0x20, "NDK_SRQ_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_SRQ_DISPATCH, NdkCloseSrq, 0x00);
+NDK_ASSERT_OFFSET_(NDK_SRQ_DISPATCH, NdkSrqReceive, 0x18);
+NDK_ASSERT_SIZE_(NDK_SRQ_DISPATCH, 0x20);
 
-NDK_STATIC_ASSERT(offsetof(NDK_CONNECTOR_DISPATCH, NdkCloseConnector) == 0x00, "connector first");
-NDK_STATIC_ASSERT(offsetof(NDK_CONNECTOR_DISPATCH, NdkConnect) == 0x10, "connector connect");
-NDK_STATIC_ASSERT(offsetof(NDK_CONNECTOR_DISPATCH, NdkAccept) == 0x28, "connector accept");
-NDK_STATIC_ASSERT(offsetof(NDK_CONNECTOR_DISPATCH, NdkGetLocalAddress) == 0x40,
-                  "connector local address");
-NDK_STATIC_ASSERT(offsetof(NDK_CONNECTOR_DISPATCH, NdkDisconnect) == 0x50,
-                  "connector last before 2.1");
-NDK_STATIC_ASSERT(offsetof(NDK_CONNECTOR_DISPATCH, NdkCompleteConnectEx) == 0x58,
-                  "connector CompleteConnectEx (2.1)");
-NDK_STATIC_ASSERT(offsetof(NDK_CONNECTOR_DISPATCH, NdkAcceptEx) == 0x60, "connector last (2.1)");
-NDK_STATIC_ASSERT(sizeof(NDK_CONNECTOR_DISPATCH) == 0x68, "NDK_CONNECTOR_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_CONNECTOR_DISPATCH, NdkCloseConnector, 0x00);
+NDK_ASSERT_OFFSET_(NDK_CONNECTOR_DISPATCH, NdkConnect, 0x10);
+NDK_ASSERT_OFFSET_(NDK_CONNECTOR_DISPATCH, NdkAccept, 0x28);
+NDK_ASSERT_OFFSET_(NDK_CONNECTOR_DISPATCH, NdkGetLocalAddress, 0x40);
+NDK_ASSERT_OFFSET_(NDK_CONNECTOR_DISPATCH, NdkDisconnect, 0x50);
+NDK_ASSERT_OFFSET_(NDK_CONNECTOR_DISPATCH, NdkCompleteConnectEx, 0x58);
+NDK_ASSERT_OFFSET_(NDK_CONNECTOR_DISPATCH, NdkAcceptEx, 0x60);
+NDK_ASSERT_SIZE_(NDK_CONNECTOR_DISPATCH, 0x68);
 
-NDK_STATIC_ASSERT(offsetof(NDK_LISTENER_DISPATCH, NdkCloseListener) == 0x00, "listener first");
-NDK_STATIC_ASSERT(offsetof(NDK_LISTENER_DISPATCH, NdkListen) == 0x10, "listener listen");
-NDK_STATIC_ASSERT(offsetof(NDK_LISTENER_DISPATCH, NdkControlConnectEvents) == 0x20,
-                  "listener last");
-NDK_STATIC_ASSERT(sizeof(NDK_LISTENER_DISPATCH) == 0x28, "NDK_LISTENER_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_LISTENER_DISPATCH, NdkCloseListener, 0x00);
+NDK_ASSERT_OFFSET_(NDK_LISTENER_DISPATCH, NdkListen, 0x10);
+NDK_ASSERT_OFFSET_(NDK_LISTENER_DISPATCH, NdkControlConnectEvents, 0x20);
+NDK_ASSERT_SIZE_(NDK_LISTENER_DISPATCH, 0x28);
 
-NDK_STATIC_ASSERT(offsetof(NDK_SHARED_ENDPOINT_DISPATCH, NdkCloseSharedEndpoint) == 0x00,
-                  "shared endpoint first");
-NDK_STATIC_ASSERT(offsetof(NDK_SHARED_ENDPOINT_DISPATCH, NdkGetLocalAddress) == 0x10,
-                  "shared endpoint last");
-NDK_STATIC_ASSERT(sizeof(NDK_SHARED_ENDPOINT_DISPATCH) == 0x18, "NDK_SHARED_ENDPOINT_DISPATCH");
+NDK_ASSERT_OFFSET_(NDK_SHARED_ENDPOINT_DISPATCH, NdkCloseSharedEndpoint, 0x00);
+NDK_ASSERT_OFFSET_(NDK_SHARED_ENDPOINT_DISPATCH, NdkGetLocalAddress, 0x10);
+NDK_ASSERT_SIZE_(NDK_SHARED_ENDPOINT_DISPATCH, 0x18);
 
 #endif /* 64-bit */
 

@@ -11,10 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "objects.h"
-#include "testlib.h"
-
-#define WAIT_MS 10000
+#include "one_engine.h"
 
 static NDK_ADAPTER *g_ad;
 static NDK_ADAPTER_INFO g_info;
@@ -46,20 +43,6 @@ static NTSTATUS tcq_open(struct tcq *t, ULONG depth)
     if (st == STATUS_SUCCESS)
         t->impl = container_of(ndk_obj_from_pub(t->cq, NdkObjectTypeCq), struct ndk_cq_impl, obj);
     return st;
-}
-
-struct close_rec {
-    tl_event ev;
-    unsigned order;
-};
-
-static unsigned g_seq; /* orders callbacks in the close test */
-
-static void close_done(PVOID ctx)
-{
-    struct close_rec *c = ctx;
-    c->order = __atomic_add_fetch(&g_seq, 1, __ATOMIC_ACQ_REL);
-    tl_event_signal(&c->ev);
 }
 
 /* Closes and waits for the completion if the close pended. */
@@ -124,16 +107,11 @@ static ULONG drain_all(struct tcq *t)
     return total;
 }
 
-static struct tcq g_barrier;
+static struct barrier g_barrier;
 
-/* Returns once every notification queued before the call has run. */
 static void flush(void)
 {
-    unsigned n = tl_event_count(&g_barrier.ev);
-    arm(&g_barrier, NDK_CQ_NOTIFY_ANY);
-    CHECK(push(&g_barrier, STATUS_SUCCESS, NdkOperationTypeSend, 1, false));
-    CHECK(tl_event_wait(&g_barrier.ev, n + 1, WAIT_MS));
-    drain_all(&g_barrier);
+    barrier_flush(&g_barrier);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -920,16 +898,9 @@ int main(void)
 {
     /* flush() takes the barrier CQ's notification as proof that every
      * callback queued before it ran: true when all CQs share one engine. */
-    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .MaxEngines = 1};
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &g_ad);
-    if (st != STATUS_SUCCESS) {
-        /* lo always exists: failing to open it is a failure, not a skip. */
-        fprintf(stderr, "FAIL: ndk_open_adapter(lo): %s\n", ndk_status_name(st));
+    if (!open_lo_one_engine(&g_ad, &g_info))
         return 1;
-    }
-    ULONG size = sizeof g_info;
-    if (g_ad->Dispatch->NdkQueryAdapterInfo(g_ad, &g_info, &size) != STATUS_SUCCESS ||
-        tcq_open(&g_barrier, 16) != STATUS_SUCCESS) {
+    if (barrier_open(&g_barrier, g_ad) != STATUS_SUCCESS) {
         fprintf(stderr, "adapter setup failed\n");
         return 1;
     }
@@ -952,7 +923,8 @@ int main(void)
     RUN(producers_polled);
     RUN(producers_notified);
 
-    tcq_close(&g_barrier);
+    close_cq(g_barrier.cq);
+    tl_event_destroy(&g_barrier.ev);
     ndk_close_adapter(g_ad);
     return tl_finish();
 }

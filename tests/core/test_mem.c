@@ -39,6 +39,7 @@ struct fx {
     uint64_t ps;
     NDK_LOGICAL_ADDRESS_MAPPING *lams[4]; /* fx_cover's, freed by fx_close */
     int nlams;
+    void *pages; /* fx_pages', freed by fx_close */
 };
 
 static struct ndk_pd_impl *pd_impl(NDK_PD *pd)
@@ -64,9 +65,7 @@ static void cq_notify(PVOID ctx, NTSTATUS st)
     (void)ctx, (void)st;
 }
 
-/* flags: NDK_OPEN_FLAG_* of the adapter (NDK_OPEN_FLAG_FRMR_NEW_TOKEN for
- * the cases that follow the key of a fast-register MR). */
-static bool fx_open_flags(struct fx *f, ULONG flags)
+static bool fx_setup(struct fx *f, ULONG flags)
 {
     memset(f, 0, sizeof *f);
     f->ps = (uint64_t)sysconf(_SC_PAGESIZE);
@@ -98,12 +97,8 @@ static bool fx_open_flags(struct fx *f, ULONG flags)
     return true;
 }
 
-static bool fx_open(struct fx *f)
-{
-    return fx_open_flags(f, 0);
-}
-
-/* Objects left open (and LAMs) are torn down by the adapter close. */
+/* Objects left open (and LAMs) are torn down by the adapter close; the
+ * pages after it. */
 static void fx_close(struct fx *f)
 {
     if (f->ad)
@@ -112,6 +107,24 @@ static void fx_close(struct fx *f)
     for (int i = 0; i < f->nlams; i++)
         free(f->lams[i]);
     f->nlams = 0;
+    free(f->pages);
+    f->pages = NULL;
+}
+
+/* flags: NDK_OPEN_FLAG_* of the adapter (NDK_OPEN_FLAG_FRMR_NEW_TOKEN for
+ * the cases that follow the key of a fast-register MR). On failure what
+ * was opened is closed again. */
+static bool fx_open_flags(struct fx *f, ULONG flags)
+{
+    if (fx_setup(f, flags))
+        return true;
+    fx_close(f);
+    return false;
+}
+
+static bool fx_open(struct fx *f)
+{
+    return fx_open_flags(f, 0);
 }
 
 /* NdkBuildLAM of [buf, buf + len), asking for the size first. */
@@ -144,12 +157,22 @@ static bool fx_cover(struct fx *f, void *buf, size_t len)
     return st == STATUS_SUCCESS;
 }
 
-static void *pages_alloc(struct fx *f, size_t n)
+/* n zeroed pages, freed by fx_close (one buffer per fixture). */
+static void *fx_pages(struct fx *f, size_t n)
 {
-    void *p = aligned_alloc(f->ps, n * f->ps);
-    if (p)
-        memset(p, 0, n * f->ps);
-    return p;
+    if (f->pages)
+        return NULL;
+    f->pages = aligned_alloc(f->ps, n * f->ps);
+    if (f->pages)
+        memset(f->pages, 0, n * f->ps);
+    return f->pages;
+}
+
+/* fx_pages, covered by a LAM (fx_cover) so that they may be fast-registered. */
+static void *fx_lam_pages(struct fx *f, size_t n)
+{
+    void *p = fx_pages(f, n);
+    return p && fx_cover(f, p, n * f->ps) ? p : NULL;
 }
 
 static NDK_MR *mr_new(NDK_PD *pd, BOOLEAN fast)
@@ -218,12 +241,9 @@ static NTSTATUS lmap(struct fx *f, const struct ndk_pd_impl *pd, UINT32 tok, uin
 static void remote_bounds(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
+    REQUIRE(fx_open(&f));
     size_t len = 2 * f.ps;
-    char *buf = pages_alloc(&f, 2);
+    char *buf = fx_pages(&f, 2);
     REQUIRE(buf);
     NDK_MR *mr = mr_new(f.pda, FALSE);
     REQUIRE(mr);
@@ -263,18 +283,14 @@ static void remote_bounds(void)
     CHECK_EQ(mem_map_remote(f.t, f.pa, f.a1, s, base, 1, RR, &one, 0, &n), MEM_BOUNDS);
 
     fx_close(&f);
-    free(buf);
 }
 
 static void remote_check_order(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
+    REQUIRE(fx_open(&f));
     size_t len = f.ps;
-    char *buf = pages_alloc(&f, 1);
+    char *buf = fx_pages(&f, 1);
     REQUIRE(buf);
     uint64_t base = (uint64_t)(uintptr_t)buf;
 
@@ -331,7 +347,6 @@ static void remote_check_order(void)
     CHECK_EQ(lmap(&f, f.pa, ltok(w), base, 1, MEM_LOCAL_WRITE), STATUS_SUCCESS);
 
     fx_close(&f);
-    free(buf);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -341,11 +356,8 @@ static void remote_check_order(void)
 static void key_bump_and_deregister(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *buf = pages_alloc(&f, 1);
+    REQUIRE(fx_open(&f));
+    char *buf = fx_pages(&f, 1);
     REQUIRE(buf);
     uint64_t base = (uint64_t)(uintptr_t)buf;
     NDK_MR *mr = mr_new(f.pda, FALSE);
@@ -391,7 +403,6 @@ static void key_bump_and_deregister(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, seen[255], base, 8, RW), MEM_OK);
 
     fx_close(&f);
-    free(buf);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -413,12 +424,9 @@ static NTSTATUS fr_exec(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG n, const NDK_L
 static void frmr_page_split(void)
 {
     struct fx f;
-    if (!fx_open_flags(&f, NDK_OPEN_FLAG_FRMR_NEW_TOKEN)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 6);
-    REQUIRE(b && fx_cover(&f, b, 6 * f.ps));
+    REQUIRE(fx_open_flags(&f, NDK_OPEN_FLAG_FRMR_NEW_TOKEN));
+    char *b = fx_lam_pages(&f, 6);
+    REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_MR *mr = mr_new(f.pda, TRUE);
     REQUIRE(mr);
@@ -535,7 +543,6 @@ static void frmr_page_split(void)
     CHECK_EQ(rmap(&f, f.pa, f.a1, rtok(mr), 2 * ps, 1, RW), MEM_OK);
 
     fx_close(&f);
-    free(b);
 }
 
 /* By default a fast-register MR keeps its token (mem.c): the one read
@@ -545,12 +552,9 @@ static void frmr_page_split(void)
 static void frmr_token_kept(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 4);
-    REQUIRE(b && fx_cover(&f, b, 4 * f.ps));
+    REQUIRE(fx_open(&f));
+    char *b = fx_lam_pages(&f, 4);
+    REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_LOGICAL_ADDRESS p0[1], p2[1];
     p0[0].QuadPart = (LONGLONG)B;
@@ -593,18 +597,14 @@ static void frmr_token_kept(void)
     CHECK_EQ(rtok(mr), tok);
     CHECK_EQ(rmap(&f, f.pa, f.a1, tok, 0x30000, 1, RW), MEM_OK);
     fx_close(&f);
-    free(b);
 }
 
 static void frmr_check_rules(void)
 {
     struct fx f;
-    if (!fx_open_flags(&f, NDK_OPEN_FLAG_FRMR_NEW_TOKEN)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 4);
-    REQUIRE(b && fx_cover(&f, b, 4 * f.ps));
+    REQUIRE(fx_open_flags(&f, NDK_OPEN_FLAG_FRMR_NEW_TOKEN));
+    char *b = fx_lam_pages(&f, 4);
+    REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_LOGICAL_ADDRESS pg[4];
     for (int i = 0; i < 4; i++)
@@ -682,7 +682,6 @@ static void frmr_check_rules(void)
     CHECK_EQ(fr_check(f.a1, fr, 3, pg, 0, ps, B, 0), STATUS_INVALID_PARAMETER);
 
     fx_close(&f);
-    free(b);
 }
 
 /*
@@ -695,11 +694,8 @@ static void frmr_check_rules(void)
 static void frmr_pages_in_lams(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 4);
+    REQUIRE(fx_open(&f));
+    char *b = fx_pages(&f, 4);
     REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_MR *mr = mr_new(f.pda, TRUE);
@@ -770,7 +766,6 @@ static void frmr_pages_in_lams(void)
     free(lam1);
     free(lam1b);
     free(lam2);
-    free(b);
 }
 
 /* A local SGE over a fast registration maps to one iovec per run of
@@ -780,13 +775,10 @@ static void frmr_pages_in_lams(void)
 static void frmr_local_pieces(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
+    REQUIRE(fx_open(&f));
     enum { NP = MEM_LOCAL_IOV_MAX + 1 };
-    char *b = pages_alloc(&f, 2 * NP);
-    REQUIRE(b && fx_cover(&f, b, 2 * NP * f.ps));
+    char *b = fx_lam_pages(&f, 2 * NP);
+    REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_MR *mr = mr_new(f.pda, TRUE);
     REQUIRE(mr);
@@ -822,7 +814,6 @@ static void frmr_local_pieces(void)
     CHECK_EQ(n, MEM_LOCAL_IOV_MAX + 1);
 
     fx_close(&f);
-    free(b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -844,11 +835,8 @@ static NTSTATUS bind_exec(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, uint64
 static void window_rules(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 4);
+    REQUIRE(fx_open(&f));
+    char *b = fx_pages(&f, 4);
     REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     const ULONG RWF = NDK_OP_FLAG_ALLOW_REMOTE_WRITE, RRF = NDK_OP_FLAG_ALLOW_REMOTE_READ;
@@ -927,7 +915,6 @@ static void window_rules(void)
              MEM_INVALID_STAG);
 
     fx_close(&f);
-    free(b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -937,11 +924,8 @@ static void window_rules(void)
 static void local_sges(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 8);
+    REQUIRE(fx_open(&f));
+    char *b = fx_pages(&f, 8);
     REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_MR *rw = mr_new(f.pda, FALSE);
@@ -1055,7 +1039,6 @@ static void local_sges(void)
     free(small);
     for (int i = 0; i < NL; i++)
         free(many[i]);
-    free(b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1065,12 +1048,9 @@ static void local_sges(void)
 static void invalidation(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 2);
-    REQUIRE(b && fx_cover(&f, b, 2 * f.ps));
+    REQUIRE(fx_open(&f));
+    char *b = fx_lam_pages(&f, 2);
+    REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     NDK_LOGICAL_ADDRESS pg[1];
     pg[0].QuadPart = (LONGLONG)B;
@@ -1136,7 +1116,6 @@ static void invalidation(void)
     CHECK_EQ(mem_invalidate_local_token(f.t, f.pa, sw), STATUS_INVALID_PARAMETER);
 
     fx_close(&f);
-    free(b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1241,11 +1220,8 @@ static void index_allocation(void)
 static void mr_close_waits_for_window(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 2);
+    REQUIRE(fx_open(&f));
+    char *b = fx_pages(&f, 2);
     REQUIRE(b);
     uint64_t B = (uint64_t)(uintptr_t)b, ps = f.ps;
     const ULONG RWF = NDK_OP_FLAG_ALLOW_REMOTE_WRITE;
@@ -1290,7 +1266,6 @@ static void mr_close_waits_for_window(void)
     fx_close(&f);
     tl_event_destroy(&ev);
     tl_event_destroy(&ev2);
-    free(b);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -1324,11 +1299,8 @@ static void *hammer_main(void *arg)
 static void concurrent_lookups(void)
 {
     struct fx f;
-    if (!fx_open(&f)) {
-        fx_close(&f);
-        REQUIRE(false);
-    }
-    char *b = pages_alloc(&f, 4);
+    REQUIRE(fx_open(&f));
+    char *b = fx_pages(&f, 4);
     REQUIRE(b);
     NDK_MR *stable = mr_new(f.pda, FALSE);
     REQUIRE(stable);
@@ -1358,7 +1330,6 @@ static void concurrent_lookups(void)
         pthread_join(th[i], NULL);
     CHECK_EQ(h.bad, 0);
     fx_close(&f);
-    free(b);
 }
 
 int main(void)

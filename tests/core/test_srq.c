@@ -10,10 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "objects.h"
-#include "testlib.h"
-
-#define WAIT_MS 10000
+#include "one_engine.h"
 
 static NDK_ADAPTER *g_ad;
 static NDK_ADAPTER_INFO g_info;
@@ -28,28 +25,11 @@ static UINT32 g_tok;
 
 /* ---- barrier ---- */
 
-static NDK_CQ *g_bcq;
-static struct ndk_cq_impl *g_bcq_impl;
-static tl_event g_bev;
-
-static void barrier_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st;
-    tl_event_signal(&g_bev);
-}
+static struct barrier g_barrier;
 
 static void flush(void)
 {
-    unsigned n = tl_event_count(&g_bev);
-    g_bcq->Dispatch->NdkArmCq(g_bcq, NDK_CQ_NOTIFY_ANY);
-    struct ndk_cqe e;
-    memset(&e, 0, sizeof e);
-    e.type = NdkOperationTypeSend;
-    CHECK(ndk_cq_push(g_bcq_impl, &e));
-    CHECK(tl_event_wait(&g_bev, n + 1, WAIT_MS));
-    NDK_RESULT r[4];
-    while (g_bcq->Dispatch->NdkGetCqResults(g_bcq, r, 4))
-        ;
+    barrier_flush(&g_barrier);
 }
 
 /* ---- an SRQ and its notifications ---- */
@@ -82,20 +62,6 @@ static NTSTATUS tsrq_open(struct tsrq *t, ULONG depth, ULONG sge, ULONG threshol
     if (st == STATUS_SUCCESS)
         t->impl = container_of(ndk_obj_from_pub(t->srq, NdkObjectTypeSrq), struct ndk_srq_impl, obj);
     return st;
-}
-
-struct close_rec {
-    tl_event ev;
-    unsigned order;
-};
-
-static unsigned g_seq;
-
-static void close_done(PVOID ctx)
-{
-    struct close_rec *c = ctx;
-    c->order = __atomic_add_fetch(&g_seq, 1, __ATOMIC_ACQ_REL);
-    tl_event_signal(&c->ev);
 }
 
 static void tsrq_close(struct tsrq *t)
@@ -633,23 +599,13 @@ static void concurrent_take(void)
 int main(void)
 {
     /* The barrier holds only among objects of one engine: one engine. */
-    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .MaxEngines = 1};
-    NTSTATUS st = ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &g_ad);
-    if (st != STATUS_SUCCESS) {
-        /* lo always exists: failing to open it is a failure, not a skip. */
-        fprintf(stderr, "FAIL: ndk_open_adapter(lo): %s\n", ndk_status_name(st));
+    if (!open_lo_one_engine(&g_ad, &g_info))
         return 1;
-    }
-    ULONG size = sizeof g_info;
-    tl_event_init(&g_bev);
-    if (g_ad->Dispatch->NdkQueryAdapterInfo(g_ad, &g_info, &size) != STATUS_SUCCESS ||
-        g_ad->Dispatch->NdkCreatePd(g_ad, NULL, NULL, &g_pd) != STATUS_SUCCESS ||
-        g_ad->Dispatch->NdkCreateCq(g_ad, 16, barrier_notify, NULL, NULL, NULL, NULL, &g_bcq) !=
-            STATUS_SUCCESS) {
+    if (g_ad->Dispatch->NdkCreatePd(g_ad, NULL, NULL, &g_pd) != STATUS_SUCCESS ||
+        barrier_open(&g_barrier, g_ad) != STATUS_SUCCESS) {
         fprintf(stderr, "adapter setup failed\n");
         return 1;
     }
-    g_bcq_impl = container_of(ndk_obj_from_pub(g_bcq, NdkObjectTypeCq), struct ndk_cq_impl, obj);
     MDL mdl = {.StartVa = (void *)REG_BASE, .ByteCount = (ULONG)0};
     mdl.ByteCount = 0xFFFFFFFFu;
     MDL mdl2 = {.StartVa = (void *)(REG_BASE + 0xFFFFFFFFu), .ByteCount = 0xFFFFFFFFu};
@@ -680,6 +636,6 @@ int main(void)
 
     g_mr->Dispatch->NdkCloseMr(&g_mr->Header, NULL, NULL);
     ndk_close_adapter(g_ad);
-    tl_event_destroy(&g_bev);
+    tl_event_destroy(&g_barrier.ev);
     return tl_finish();
 }

@@ -3,10 +3,10 @@
  * code, with the sizes and signedness they have on Windows x64.
  *
  * Windows is LLP64 (long is 32 bits), Linux is LP64: every type is mapped to
- * a fixed-width C type, never to C long. The block that ndkinfo.h also
- * defines sits behind NDK_WINTYPES_DEFINED (see ndk/ndkinfo.h), so this
+ * a fixed-width C type, never to C long. The types NDKPI itself uses come
+ * from libndk's ndk/ndkwintypes.h, the one definition both share, so this
  * header and libndk's may be included in either order; ndkinfo.h checks the
- * sizes and signedness whichever defined them.
+ * sizes and signedness.
  */
 #ifndef NDKWDK_NTDEF_H
 #define NDKWDK_NTDEF_H
@@ -16,71 +16,12 @@
 #include <sys/socket.h>
 
 #include <ndkwdk/msvc.h>
+/* The types NDKPI is written in: one definition, shared with libndk. */
+#include <ndk/ndkwintypes.h>
 
 #ifdef __cplusplus
 extern "C" {
 #endif
-
-/* ---- the block shared with ndk/ndkinfo.h ---- */
-#ifndef NDK_WINTYPES_DEFINED
-#define NDK_WINTYPES_DEFINED
-#if defined(__cplusplus) && defined(__GNUC__)
-#define NDK_ANON_STRUCT __extension__
-#else
-#define NDK_ANON_STRUCT
-#endif
-#ifndef VOID
-#define VOID void
-#endif
-#ifndef CONST
-#define CONST const
-#endif
-#ifndef TRUE
-#define TRUE 1
-#endif
-#ifndef FALSE
-#define FALSE 0
-#endif
-typedef uint32_t ULONG;
-typedef int32_t LONG;
-typedef int32_t NTSTATUS;
-typedef uint16_t USHORT;
-typedef uint8_t UCHAR;
-typedef char CHAR;
-typedef uint8_t BOOLEAN;
-typedef uint32_t UINT32;
-typedef uint64_t UINT64;
-typedef int64_t LONGLONG;
-typedef size_t SIZE_T;
-typedef uintptr_t ULONG_PTR;
-typedef void *PVOID;
-typedef union _LARGE_INTEGER {
-    NDK_ANON_STRUCT struct {
-        ULONG LowPart;
-        LONG HighPart;
-    };
-    struct {
-        ULONG LowPart;
-        LONG HighPart;
-    } u;
-    LONGLONG QuadPart;
-} LARGE_INTEGER;
-typedef LARGE_INTEGER PHYSICAL_ADDRESS;
-typedef struct _GUID {
-    uint32_t Data1;
-    uint16_t Data2;
-    uint16_t Data3;
-    uint8_t Data4[8];
-} GUID;
-typedef ULONG_PTR KAFFINITY;
-typedef struct _GROUP_AFFINITY {
-    KAFFINITY Mask;
-    USHORT Group;
-    USHORT Reserved[3];
-} GROUP_AFFINITY;
-typedef struct sockaddr SOCKADDR;
-typedef struct sockaddr *PSOCKADDR;
-#endif /* NDK_WINTYPES_DEFINED */
 
 /* ---- the rest of the scalar types ---- */
 typedef int16_t SHORT;
@@ -198,10 +139,7 @@ typedef struct _LUID {
 #define MAXUINT8 ((UINT8)~(UINT8)0)
 #define MAXDWORD 0xffffffffu
 
-/* ---- statuses ---- */
-#ifndef NT_SUCCESS
-#define NT_SUCCESS(s) (((NTSTATUS)(s)) >= 0)
-#endif
+/* ---- statuses (NT_SUCCESS: ndk/ndkstatus.h, through ntstatus.h) ---- */
 #define NT_INFORMATION(s) ((((ULONG)(s)) >> 30) == 1)
 #define NT_WARNING(s) ((((ULONG)(s)) >> 30) == 2)
 #define NT_ERROR(s) ((((ULONG)(s)) >> 30) == 3)

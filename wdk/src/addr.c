@@ -8,35 +8,35 @@
 
 #include "kit.h"
 
-static size_t span(const char *s, const char *set)
+/* Copies the leading run of s made of the characters in set into buf, NUL
+ * terminated; *term (if asked) is where the run ends. False when the run is
+ * empty or does not fit. */
+static bool take_run(const char *s, const char *set, const char **term, char *buf, size_t cap)
 {
-    return strspn(s, set);
+    size_t n = strspn(s, set);
+    if (term)
+        *term = s + n;
+    if (n == 0 || n >= cap)
+        return false;
+    memcpy(buf, s, n);
+    buf[n] = 0;
+    return true;
 }
 
 static NTSTATUS v4_parse(const char *s, bool strict, const char **term, struct in_addr *a)
 {
-    size_t n = span(s, strict ? "0123456789." : "0123456789abcdefABCDEFxX.");
     char buf[64];
-    if (term)
-        *term = s + n;
-    if (n == 0 || n >= sizeof buf)
+    if (!take_run(s, strict ? "0123456789." : "0123456789abcdefABCDEFxX.", term, buf, sizeof buf))
         return STATUS_INVALID_PARAMETER;
-    memcpy(buf, s, n);
-    buf[n] = 0;
     int ok = strict ? inet_pton(AF_INET, buf, a) : inet_aton(buf, a);
     return ok == 1 ? STATUS_SUCCESS : STATUS_INVALID_PARAMETER;
 }
 
 static NTSTATUS v6_parse(const char *s, const char **term, struct in6_addr *a)
 {
-    size_t n = span(s, "0123456789abcdefABCDEF:.");
     char buf[64];
-    if (term)
-        *term = s + n;
-    if (n == 0 || n >= sizeof buf)
+    if (!take_run(s, "0123456789abcdefABCDEF:.", term, buf, sizeof buf))
         return STATUS_INVALID_PARAMETER;
-    memcpy(buf, s, n);
-    buf[n] = 0;
     return inet_pton(AF_INET6, buf, a) == 1 ? STATUS_SUCCESS : STATUS_INVALID_PARAMETER;
 }
 
@@ -175,58 +175,41 @@ NTSTATUS RtlIpv6StringToAddressExW(PCWSTR AddressString, IN6_ADDR *Address, PULO
     return RtlIpv6StringToAddressExA(buf, Address, ScopeId, Port);
 }
 
+/* The Rtl*AddressToString routines: S has room for the family's longest
+ * text (INET_ADDRSTRLEN or INET6_ADDRSTRLEN characters); each returns the
+ * end of what it wrote. */
+static PSTR addr_to_string_a(int af, const void *addr, PSTR S, socklen_t room)
+{
+    inet_ntop(af, addr, S, room);
+    return S + strlen(S);
+}
+
+static PWSTR addr_to_string_w(int af, const void *addr, PWSTR S)
+{
+    char buf[INET6_ADDRSTRLEN];
+    inet_ntop(af, addr, buf, sizeof buf);
+    widen(buf, S);
+    return S + strlen(buf);
+}
+
 PSTR RtlIpv4AddressToStringA(const IN_ADDR *Addr, PSTR S)
 {
-    inet_ntop(AF_INET, Addr, S, INET_ADDRSTRLEN);
-    return S + strlen(S);
+    return addr_to_string_a(AF_INET, Addr, S, INET_ADDRSTRLEN);
 }
 
 PWSTR RtlIpv4AddressToStringW(const IN_ADDR *Addr, PWSTR S)
 {
-    char buf[INET_ADDRSTRLEN];
-    inet_ntop(AF_INET, Addr, buf, sizeof buf);
-    widen(buf, S);
-    return S + strlen(buf);
+    return addr_to_string_w(AF_INET, Addr, S);
 }
 
 PSTR RtlIpv6AddressToStringA(const IN6_ADDR *Addr, PSTR S)
 {
-    inet_ntop(AF_INET6, Addr, S, INET6_ADDRSTRLEN);
-    return S + strlen(S);
+    return addr_to_string_a(AF_INET6, Addr, S, INET6_ADDRSTRLEN);
 }
 
 PWSTR RtlIpv6AddressToStringW(const IN6_ADDR *Addr, PWSTR S)
 {
-    char buf[INET6_ADDRSTRLEN];
-    inet_ntop(AF_INET6, Addr, buf, sizeof buf);
-    widen(buf, S);
-    return S + strlen(buf);
-}
-
-static NTSTATUS v4_ex(const IN_ADDR *a, USHORT port, char *text)
-{
-    char addr[INET_ADDRSTRLEN];
-    if (!a || !inet_ntop(AF_INET, a, addr, sizeof addr))
-        return STATUS_INVALID_PARAMETER;
-    if (port)
-        snprintf(text, 64, "%s:%u", addr, ntohs(port));
-    else
-        snprintf(text, 64, "%s", addr);
-    return STATUS_SUCCESS;
-}
-
-static NTSTATUS v6_ex(const IN6_ADDR *a, ULONG scope, USHORT port, char *text)
-{
-    char addr[INET6_ADDRSTRLEN], sc[16] = "";
-    if (!a || !inet_ntop(AF_INET6, a, addr, sizeof addr))
-        return STATUS_INVALID_PARAMETER;
-    if (scope)
-        snprintf(sc, sizeof sc, "%%%u", scope);
-    if (port)
-        snprintf(text, 96, "[%s%s]:%u", addr, sc, ntohs(port));
-    else
-        snprintf(text, 96, "%s%s", addr, sc);
-    return STATUS_SUCCESS;
+    return addr_to_string_w(AF_INET6, Addr, S);
 }
 
 /* Copies text out if *len holds it (the NUL included); *len gets the need. */
@@ -245,38 +228,47 @@ static NTSTATUS give(const char *text, void *out, PULONG len, bool wide)
     return STATUS_SUCCESS;
 }
 
+/* The Rtl*AddressToStringEx routines: "a.b.c.d:port" or "[v6%scope]:port",
+ * without the port (and brackets) when it is 0, the scope only for IPv6. */
+static NTSTATUS addr_to_string_ex(int af, const void *a, ULONG scope, USHORT port, void *out,
+                                  PULONG len, bool wide)
+{
+    char addr[INET6_ADDRSTRLEN], sc[16] = "", text[96];
+    if (!len || !a || !inet_ntop(af, a, addr, sizeof addr))
+        return STATUS_INVALID_PARAMETER;
+    if (af == AF_INET6 && scope)
+        snprintf(sc, sizeof sc, "%%%u", scope);
+    if (!port)
+        snprintf(text, sizeof text, "%s%s", addr, sc);
+    else if (af == AF_INET6)
+        snprintf(text, sizeof text, "[%s%s]:%u", addr, sc, ntohs(port));
+    else
+        snprintf(text, sizeof text, "%s:%u", addr, ntohs(port));
+    return give(text, out, len, wide);
+}
+
 NTSTATUS RtlIpv4AddressToStringExA(const IN_ADDR *Address, USHORT Port, PSTR AddressString,
                                    PULONG AddressStringLength)
 {
-    char text[96];
-    if (!AddressStringLength || !NT_SUCCESS(v4_ex(Address, Port, text)))
-        return STATUS_INVALID_PARAMETER;
-    return give(text, AddressString, AddressStringLength, false);
+    return addr_to_string_ex(AF_INET, Address, 0, Port, AddressString, AddressStringLength, false);
 }
 
 NTSTATUS RtlIpv4AddressToStringExW(const IN_ADDR *Address, USHORT Port, PWSTR AddressString,
                                    PULONG AddressStringLength)
 {
-    char text[96];
-    if (!AddressStringLength || !NT_SUCCESS(v4_ex(Address, Port, text)))
-        return STATUS_INVALID_PARAMETER;
-    return give(text, AddressString, AddressStringLength, true);
+    return addr_to_string_ex(AF_INET, Address, 0, Port, AddressString, AddressStringLength, true);
 }
 
 NTSTATUS RtlIpv6AddressToStringExA(const IN6_ADDR *Address, ULONG ScopeId, USHORT Port,
                                    PSTR AddressString, PULONG AddressStringLength)
 {
-    char text[96];
-    if (!AddressStringLength || !NT_SUCCESS(v6_ex(Address, ScopeId, Port, text)))
-        return STATUS_INVALID_PARAMETER;
-    return give(text, AddressString, AddressStringLength, false);
+    return addr_to_string_ex(AF_INET6, Address, ScopeId, Port, AddressString,
+                             AddressStringLength, false);
 }
 
 NTSTATUS RtlIpv6AddressToStringExW(const IN6_ADDR *Address, ULONG ScopeId, USHORT Port,
                                    PWSTR AddressString, PULONG AddressStringLength)
 {
-    char text[96];
-    if (!AddressStringLength || !NT_SUCCESS(v6_ex(Address, ScopeId, Port, text)))
-        return STATUS_INVALID_PARAMETER;
-    return give(text, AddressString, AddressStringLength, true);
+    return addr_to_string_ex(AF_INET6, Address, ScopeId, Port, AddressString,
+                             AddressStringLength, true);
 }

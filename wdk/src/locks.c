@@ -62,6 +62,21 @@ static void lower_to(KIRQL irql, const char *routine, const void *site)
     kit_tls.irql = irql;
 }
 
+/* The raising acquire and the lowering release (KeAcquireSpinLock,
+ * KeReleaseSpinLock and their ForDpc and in-stack queued forms). */
+static KIRQL spin_acquire(PKSPIN_LOCK l, const char *routine, const void *site)
+{
+    KIRQL old = raise_to_dispatch(routine, site);
+    spin_take(l, site);
+    return old;
+}
+
+static void spin_release(PKSPIN_LOCK l, KIRQL irql, const char *routine, const void *site)
+{
+    spin_drop(l, site);
+    lower_to(irql, routine, site);
+}
+
 VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock)
 {
     *SpinLock = 0;
@@ -70,16 +85,13 @@ VOID KeInitializeSpinLock(PKSPIN_LOCK SpinLock)
 KIRQL KeAcquireSpinLockRaiseToDpc(PKSPIN_LOCK SpinLock)
 {
     kit_touch();
-    KIRQL old = raise_to_dispatch("KeAcquireSpinLock", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    return old;
+    return spin_acquire(SpinLock, "KeAcquireSpinLock", KIT_CALLER);
 }
 
 VOID KeReleaseSpinLock(PKSPIN_LOCK SpinLock, KIRQL NewIrql)
 {
     kit_touch();
-    spin_drop(SpinLock, KIT_CALLER);
-    lower_to(NewIrql, "KeReleaseSpinLock", KIT_CALLER);
+    spin_release(SpinLock, NewIrql, "KeReleaseSpinLock", KIT_CALLER);
 }
 
 VOID KeAcquireSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock)
@@ -112,32 +124,35 @@ BOOLEAN KeTestSpinLock(PKSPIN_LOCK SpinLock)
 KIRQL KeAcquireSpinLockForDpc(PKSPIN_LOCK SpinLock)
 {
     kit_touch();
-    KIRQL old = raise_to_dispatch("KeAcquireSpinLockForDpc", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    return old;
+    return spin_acquire(SpinLock, "KeAcquireSpinLockForDpc", KIT_CALLER);
 }
 
 VOID KeReleaseSpinLockForDpc(PKSPIN_LOCK SpinLock, KIRQL OldIrql)
 {
     kit_touch();
-    spin_drop(SpinLock, KIT_CALLER);
-    lower_to(OldIrql, "KeReleaseSpinLockForDpc", KIT_CALLER);
+    spin_release(SpinLock, OldIrql, "KeReleaseSpinLockForDpc", KIT_CALLER);
+}
+
+/* In-stack queued spin locks: the lock itself is the same spin lock; the
+ * handle records it (and the IRQL to return to). */
+static void queued_record(PKSPIN_LOCK lock, PKLOCK_QUEUE_HANDLE h)
+{
+    h->LockQueue.Lock = lock;
+    h->LockQueue.Next = NULL;
 }
 
 VOID KeAcquireInStackQueuedSpinLock(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    LockHandle->OldIrql = raise_to_dispatch("KeAcquireInStackQueuedSpinLock", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    LockHandle->LockQueue.Lock = SpinLock;
-    LockHandle->LockQueue.Next = NULL;
+    LockHandle->OldIrql = spin_acquire(SpinLock, "KeAcquireInStackQueuedSpinLock", KIT_CALLER);
+    queued_record(SpinLock, LockHandle);
 }
 
 VOID KeReleaseInStackQueuedSpinLock(PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    spin_drop(LockHandle->LockQueue.Lock, KIT_CALLER);
-    lower_to(LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLock", KIT_CALLER);
+    spin_release(LockHandle->LockQueue.Lock, LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLock",
+                 KIT_CALLER);
 }
 
 VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock,
@@ -146,8 +161,7 @@ VOID KeAcquireInStackQueuedSpinLockAtDpcLevel(PKSPIN_LOCK SpinLock,
     kit_touch();
     need_dispatch("KeAcquireInStackQueuedSpinLockAtDpcLevel", KIT_CALLER);
     spin_take(SpinLock, KIT_CALLER);
-    LockHandle->LockQueue.Lock = SpinLock;
-    LockHandle->LockQueue.Next = NULL;
+    queued_record(SpinLock, LockHandle);
     LockHandle->OldIrql = DISPATCH_LEVEL;
 }
 
@@ -160,17 +174,16 @@ VOID KeReleaseInStackQueuedSpinLockFromDpcLevel(PKLOCK_QUEUE_HANDLE LockHandle)
 VOID KeAcquireInStackQueuedSpinLockForDpc(PKSPIN_LOCK SpinLock, PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    LockHandle->OldIrql = raise_to_dispatch("KeAcquireInStackQueuedSpinLockForDpc", KIT_CALLER);
-    spin_take(SpinLock, KIT_CALLER);
-    LockHandle->LockQueue.Lock = SpinLock;
-    LockHandle->LockQueue.Next = NULL;
+    LockHandle->OldIrql =
+        spin_acquire(SpinLock, "KeAcquireInStackQueuedSpinLockForDpc", KIT_CALLER);
+    queued_record(SpinLock, LockHandle);
 }
 
 VOID KeReleaseInStackQueuedSpinLockForDpc(PKLOCK_QUEUE_HANDLE LockHandle)
 {
     kit_touch();
-    spin_drop(LockHandle->LockQueue.Lock, KIT_CALLER);
-    lower_to(LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLockForDpc", KIT_CALLER);
+    spin_release(LockHandle->LockQueue.Lock, LockHandle->OldIrql, "KeReleaseInStackQueuedSpinLockForDpc",
+                 KIT_CALLER);
 }
 
 /* ---- fast and guarded mutexes ---- */
@@ -300,46 +313,51 @@ VOID ExInitializePushLock(PEX_PUSH_LOCK PushLock)
     *PushLock = 0;
 }
 
+/* Waits until ready(lock) holds, then adds add: 1 for the exclusive
+ * owner, 2 for each shared one. */
+static void push_take(PEX_PUSH_LOCK lock, bool (*ready)(void *), EX_PUSH_LOCK add,
+                      const char *routine, const void *caller)
+{
+    kit_touch();
+    kit_require_irql(APC_LEVEL, routine, caller);
+    pthread_mutex_lock(&kit_disp_lock);
+    kit_disp_wait(ready, lock, NULL, caller, routine);
+    *lock += add;
+    pthread_mutex_unlock(&kit_disp_lock);
+}
+
+/* The exclusive owner leaves the lock free; a shared one takes its 2 off. */
+static void push_drop(PEX_PUSH_LOCK lock, bool exclusive)
+{
+    kit_touch();
+    pthread_mutex_lock(&kit_disp_lock);
+    *lock = exclusive ? 0 : *lock - 2;
+    kit_disp_changed();
+    pthread_mutex_unlock(&kit_disp_lock);
+}
+
 VOID ExAcquirePushLockExclusiveEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    kit_require_irql(APC_LEVEL, "ExAcquirePushLockExclusive", KIT_CALLER);
-    pthread_mutex_lock(&kit_disp_lock);
-    kit_disp_wait(push_free, PushLock, NULL, KIT_CALLER, "ExAcquirePushLockExclusive");
-    *PushLock = 1;
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_take(PushLock, push_free, 1, "ExAcquirePushLockExclusive", KIT_CALLER);
 }
 
 VOID ExReleasePushLockExclusiveEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    pthread_mutex_lock(&kit_disp_lock);
-    *PushLock = 0;
-    kit_disp_changed();
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_drop(PushLock, true);
 }
 
 VOID ExAcquirePushLockSharedEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    kit_require_irql(APC_LEVEL, "ExAcquirePushLockShared", KIT_CALLER);
-    pthread_mutex_lock(&kit_disp_lock);
-    kit_disp_wait(push_not_exclusive, PushLock, NULL, KIT_CALLER, "ExAcquirePushLockShared");
-    *PushLock += 2;
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_take(PushLock, push_not_exclusive, 2, "ExAcquirePushLockShared", KIT_CALLER);
 }
 
 VOID ExReleasePushLockSharedEx(PEX_PUSH_LOCK PushLock, ULONG Flags)
 {
     (void)Flags;
-    kit_touch();
-    pthread_mutex_lock(&kit_disp_lock);
-    *PushLock -= 2;
-    kit_disp_changed();
-    pthread_mutex_unlock(&kit_disp_lock);
+    push_drop(PushLock, false);
 }
 
 /* ---- rundown protection: bit 0 run down, the rest twice the count ---- */

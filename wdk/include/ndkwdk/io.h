@@ -10,6 +10,9 @@
 #define NDKWDK_IO_H
 
 #include <ndkwdk/rtl.h>
+/* MDL and MmGetMdlVirtualAddress/ByteCount/ByteOffset: one definition,
+ * shared with libndk. */
+#include <ndk/ndkmdl.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -27,23 +30,8 @@ typedef ULONG_PTR PFN_NUMBER, *PPFN_NUMBER;
     ((BYTE_OFFSET(Va) + ((SIZE_T)(Size)) + (PAGE_SIZE - 1)) >> PAGE_SHIFT)
 #define COMPUTE_PAGES_SPANNED(Va, Size) ADDRESS_AND_SIZE_TO_SPAN_PAGES(Va, Size)
 
-/* ---- MDL: the Windows x64 layout, shared with libndk (ndk/ndkpi.h) ---- */
-#ifndef NDK_MDL_DEFINED
-#define NDK_MDL_DEFINED
-typedef struct _MDL {
-    struct _MDL *Next;
-    CSHORT Size;
-    CSHORT MdlFlags;
-    USHORT AllocationProcessorNumber;
-    USHORT Reserved;
-    struct _EPROCESS *Process;
-    PVOID MappedSystemVa;
-    PVOID StartVa;
-    ULONG ByteCount;
-    ULONG ByteOffset;
-} MDL, *PMDL;
-#endif
-
+/* ---- MDL: the Windows x64 layout and its accessors are libndk's
+ * (ndk/ndkmdl.h, included above); the rest is here ---- */
 #define MDL_MAPPED_TO_SYSTEM_VA 0x0001
 #define MDL_PAGES_LOCKED 0x0002
 #define MDL_SOURCE_IS_NONPAGED_POOL 0x0004
@@ -77,15 +65,6 @@ typedef struct _IRP IRP, *PIRP;
  * addresses (docs/porting.md). */
 #define MmGetMdlPfnArray(Mdl) ((PPFN_NUMBER)((Mdl) + 1))
 #define MmGetMdlBaseVa(Mdl) ((Mdl)->StartVa)
-#ifndef MmGetMdlVirtualAddress
-#define MmGetMdlVirtualAddress(Mdl) ((PVOID)((char *)((Mdl)->StartVa) + (Mdl)->ByteOffset))
-#endif
-#ifndef MmGetMdlByteCount
-#define MmGetMdlByteCount(Mdl) ((Mdl)->ByteCount)
-#endif
-#ifndef MmGetMdlByteOffset
-#define MmGetMdlByteOffset(Mdl) ((Mdl)->ByteOffset)
-#endif
 #define MmInitializeMdl(MemoryDescriptorList, BaseVa, Length)                              \
     do {                                                                                   \
         (MemoryDescriptorList)->Next = (PMDL)NULL;                                         \

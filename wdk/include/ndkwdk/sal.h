@@ -8,22 +8,10 @@
 #ifndef NDKWDK_SAL_H
 #define NDKWDK_SAL_H
 
+/* The annotations NDKPI itself uses, shared with libndk's headers. */
+#include <ndk/ndksal.h>
+
 /* Annotations without arguments. */
-#ifndef _In_
-#define _In_
-#endif
-#ifndef _In_opt_
-#define _In_opt_
-#endif
-#ifndef _Out_
-#define _Out_
-#endif
-#ifndef _Out_opt_
-#define _Out_opt_
-#endif
-#ifndef _Inout_
-#define _Inout_
-#endif
 #ifndef _Inout_opt_
 #define _Inout_opt_
 #endif
@@ -41,9 +29,6 @@
 #endif
 #ifndef _Out_z_
 #define _Out_z_
-#endif
-#ifndef _Outptr_
-#define _Outptr_
 #endif
 #ifndef _Outptr_opt_
 #define _Outptr_opt_
@@ -352,17 +337,8 @@
 #define __callback
 #endif
 /* Annotations with arguments (variadic: _When_ and _At_ take commas). */
-#ifndef _In_reads_
-#define _In_reads_(...)
-#endif
 #ifndef _In_reads_opt_
 #define _In_reads_opt_(...)
-#endif
-#ifndef _In_reads_bytes_
-#define _In_reads_bytes_(...)
-#endif
-#ifndef _In_reads_bytes_opt_
-#define _In_reads_bytes_opt_(...)
 #endif
 #ifndef _In_reads_z_
 #define _In_reads_z_(...)
@@ -400,9 +376,6 @@
 #ifndef _Out_writes_opt_z_
 #define _Out_writes_opt_z_(...)
 #endif
-#ifndef _Out_writes_to_
-#define _Out_writes_to_(...)
-#endif
 #ifndef _Out_writes_to_opt_
 #define _Out_writes_to_opt_(...)
 #endif
@@ -414,9 +387,6 @@
 #endif
 #ifndef _Out_writes_bytes_to_
 #define _Out_writes_bytes_to_(...)
-#endif
-#ifndef _Out_writes_bytes_to_opt_
-#define _Out_writes_bytes_to_opt_(...)
 #endif
 #ifndef _Out_writes_bytes_all_
 #define _Out_writes_bytes_all_(...)
@@ -714,9 +684,6 @@
 #endif
 #ifndef _IRQL_requires_
 #define _IRQL_requires_(...)
-#endif
-#ifndef _IRQL_requires_max_
-#define _IRQL_requires_max_(...)
 #endif
 #ifndef _IRQL_requires_min_
 #define _IRQL_requires_min_(...)
