@@ -11,7 +11,8 @@
 #       with CC=clang and -DNDK_FUZZ=ON)
 #   -o  where runs keep their new corpus units, crash artifacts and logs
 #       (default /tmp/ndk-fuzz-campaign); a second campaign with the same
-#       directory continues from there
+#       directory continues from there, and the summary's "all runs" column
+#       adds up the executions of every run there (one log per run)
 #   -m  afterwards, minimise each target's committed corpus
 #       (fuzz/corpus/NAME) together with the units this run found: libFuzzer
 #       -merge=1 keeps the smallest set of files that covers every feature
@@ -40,7 +41,7 @@ while getopts "t:n:j:b:o:mM" opt; do
 	o) out=$OPTARG ;;
 	m) minimize=1 ;;
 	M) minimize=1; fuzz=0 ;;
-	*) sed -n '2,23p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,25p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -64,13 +65,15 @@ fi
 
 # One target: fuzz into OUT/NAME/corpus with the committed corpus as seeds.
 run_one() {
-	local name=$1 bin=$build/fuzz/fuzz_$1 dir=$out/$1
+	local name=$1 bin=$build/fuzz/fuzz_$1 dir=$out/$1 log
 	mkdir -p "$dir/corpus" "$dir/artifacts" "fuzz/corpus/$name"
+	log=$dir/log.$(date +%Y%m%dT%H%M%S)
+	ln -sfn "$(basename "$log")" "$dir/log"
 	local args=(-print_final_stats=1 -timeout=25 -artifact_prefix="$dir/artifacts/")
 	[ "$time_s" != 0 ] && args+=(-max_total_time="$time_s")
 	[ "$execs" != 0 ] && args+=(-runs="$execs")
 	local rc=0
-	"$bin" "${args[@]}" "$dir/corpus" "fuzz/corpus/$name" >"$dir/log" 2>&1 || rc=$?
+	"$bin" "${args[@]}" "$dir/corpus" "fuzz/corpus/$name" >"$log" 2>&1 || rc=$?
 	echo "$rc" >"$dir/rc"
 }
 
@@ -94,12 +97,14 @@ fuzz_all() {
 # reached in instrumented code, ft: features, corp: units/bytes in memory),
 # and the files on disk.
 summary() {
-	local t dir log units rate last cov ft secs files found rc result
-	printf '\n%-16s %12s %9s %6s %7s %16s %8s  %s\n' target executions exec/s cov ft "corpus: kept+new" seconds result
+	local t dir log units total rate last cov ft secs files found rc result
+	printf '\n%-16s %12s %13s %9s %6s %7s %16s %8s  %s\n' target executions "all runs" exec/s cov ft \
+		"corpus: kept+new" seconds result
 	for t in "${targets[@]}"; do
 		dir=$out/$t
 		log=$dir/log
 		units=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n1)
+		total=$(cat "$dir"/log.* | sed -n 's/^stat::number_of_executed_units: *//p' | awk '{s += $1} END {print s + 0}')
 		rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log" | tail -n1)
 		last=$(grep -E '^#[0-9]+' "$log" | grep ' cov: ' | tail -n1 || true)
 		cov=$(sed -n 's/.* cov: \([0-9]*\).*/\1/p' <<<"$last")
@@ -113,7 +118,7 @@ summary() {
 			result="FOUND $found (exit $rc), see $dir/artifacts and $log"
 			status=1
 		fi
-		printf '%-16s %12s %9s %6s %7s %16s %8s  %s\n' "$t" "${units:-?}" "${rate:-?}" "${cov:-?}" "${ft:-?}" \
+		printf '%-16s %12s %13s %9s %6s %7s %16s %8s  %s\n' "$t" "${units:-?}" "$total" "${rate:-?}" "${cov:-?}" "${ft:-?}" \
 			"$files" "${secs:-?}" "$result"
 	done
 }

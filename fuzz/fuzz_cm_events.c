@@ -7,7 +7,10 @@
  * connector; the peer: an MPA Request or Reply (accepting or rejecting),
  * an RTR, raw octets, a FIN or a reset; and time passing beyond the
  * adapter's timeouts (all 10 ms here), so that every timer can fire between
- * any two events.
+ * any two events. TCP, the progress engines' threads and their clock are
+ * the fake kernel's (fake_net/fake_kernel.h): the engines run between two
+ * events unless the input holds them, time passes only when the input says
+ * so, and an input takes the same path every time.
  *
  * Input: [0] bits 0-1 the adapter's flags: 0 default, 1
  * NDK_OPEN_FLAG_REQUEST_CRC, 2 NDK_OPEN_FLAG_NO_P2P, 3
@@ -24,26 +27,19 @@
  *    listener's close completed;
  *  - once everything is closed, every call that returned STATUS_PENDING
  *    completed exactly once (flushed ones included) and no other did
- *    (bounded wait: a lost completion is a finding);
- *  - no connector, QP or listener is left on the adapter.
+ *    (bounded wait, 5 s of the fake clock: a lost completion is a finding);
+ *  - no connector, QP or listener is left on the adapter, and within 5 s
+ *    of the fake clock no socket is left open.
  *
  * FUZZ_CM_TRACE=1 prints every event, what each call returned and every
  * completion (replay: BUILD/fuzz/fuzz_cm_events FILE).
  *
- * Unlike the codec targets this one is not deterministic: the provider's
- * progress thread and real loopback TCP run beside the fuzzer thread, so
- * the same input may take other paths on another run (which is how races
- * between the consumer's calls, the peer and the timers are explored).
- * NdkConnect cannot be given a socket and the adapter's event loop cannot
- * be driven from the caller's thread, so the connector's state machine is
- * not yet fuzzed deterministically; its MPA negotiation is, sans-IO, by
- * fuzz_mpa_negotiation.c. A few hundred inputs per second.
+ * Races between the consumer's calls, the peer and the timers are chosen
+ * by the input: EV_YIELD with an argument holds the engines for that many
+ * events, so calls and peer octets pile up before the engines see any.
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -51,21 +47,22 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <ndk/ndk.h>
 
 #include "ensure.h"
+#include "fake_kernel.h"
 #include "loopback_setup.h"
 #include "wire/mpa.h"
 
 #define TIMEOUT_MS 10   /* every MPA, RTR and disconnect timeout of the adapters */
-#define WAIT_MS 5000    /* bound of every wait for the provider */
+#define WAIT_MS 5000    /* bound of every wait for the provider (fake clock) */
 #define MAX_EVENTS 64
-#define MAX_REQS 64
 #define MAX_PASSIVE 4   /* peer clients, hence passive connectors, per input */
 #define MAX_QPS 16
+/* Requests of one input: NdkListen, one per event, then the closes of
+ * teardown (active connector, listener, passive connectors, QPs). */
+#define MAX_REQS (1 + MAX_EVENTS + 2 + MAX_PASSIVE + MAX_QPS)
 
 enum ev {
     EV_CONNECT,          /* NdkConnect on the active connector; arg bits 0-1: IRD/ORD */
@@ -82,16 +79,13 @@ enum ev {
     EV_P_CLOSE,          /* close passive connector arg & 3 */
     EV_P_PEER_BYTES,     /* peer client arg & 3: bit 2 a Write RTR, else as EV_A_PEER_BYTES */
     EV_P_PEER_END,       /* peer client arg & 3; bit 2: reset, else FIN */
-    EV_TIMER,            /* sleep past the adapter's timeouts */
-    EV_YIELD,            /* 1 ms for the progress thread */
+    EV_TIMER,            /* time passes beyond the adapter's timeouts */
+    EV_YIELD,            /* arg 0: 1 ms passes; else the engines are held for the next arg events */
 };
 
 /* LLVMFuzzerInitialize (no leak scan per input): loopback_setup.c. */
 
-/* ---- completions: one lock for all, counted per call ---- */
-
-static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
-static pthread_cond_t g_cv;
+/* ---- completions, counted per call ---- */
 
 static bool g_trace;
 
@@ -111,12 +105,9 @@ static void completed(PVOID ctx, NTSTATUS st)
     struct req *r = ctx;
     if (g_trace)
         fprintf(stderr, "  %s completed: %s\n", r->what, ndk_status_name(st));
-    pthread_mutex_lock(&g_mu);
     ENSURE(r->done == 0);
     ENSURE(!r->owner_closed || !*r->owner_closed);
     r->done++;
-    pthread_cond_broadcast(&g_cv);
-    pthread_mutex_unlock(&g_mu);
 }
 
 static void disconnect_event(PVOID ctx)
@@ -124,11 +115,9 @@ static void disconnect_event(PVOID ctx)
     struct req *r = ctx;
     if (g_trace)
         fprintf(stderr, "  disconnect event (%s)\n", r->what);
-    pthread_mutex_lock(&g_mu);
     ENSURE(r->disc_events == 0);
     ENSURE(!r->owner_closed || !*r->owner_closed);
     r->disc_events++;
-    pthread_mutex_unlock(&g_mu);
 }
 
 static void close_done(PVOID ctx)
@@ -152,16 +141,15 @@ static void traced(const struct req *r)
         fprintf(stderr, "  %s returned %s\n", r->what, ndk_status_name(r->ret));
 }
 
+static bool req_done(void *r)
+{
+    return ((struct req *)r)->done > 0;
+}
+
 /* Waits (bounded) until r completed; a hang is a finding. */
 static void wait_done(struct req *r)
 {
-    struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += WAIT_MS / 1000;
-    pthread_mutex_lock(&g_mu);
-    while (r->done == 0)
-        ENSURE(pthread_cond_timedwait(&g_cv, &g_mu, &end) == 0);
-    pthread_mutex_unlock(&g_mu);
+    ENSURE(fake_net_wait(req_done, r, WAIT_MS));
 }
 
 static void close_object(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
@@ -171,13 +159,6 @@ static void close_object(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
     ENSURE(r->ret == STATUS_SUCCESS || r->ret == STATUS_PENDING);
     if (r->ret == STATUS_PENDING)
         wait_done(r);
-}
-
-static void sleep_ms(long ms)
-{
-    struct timespec t = {ms / 1000, (ms % 1000) * 1000000L};
-    while (nanosleep(&t, &t) != 0 && errno == EINTR) {
-    }
 }
 
 /* ---- the adapters and the active side's peer listening socket ---- */
@@ -190,6 +171,7 @@ struct adapter {
 };
 
 static struct adapter g_ads[4];
+static unsigned g_idle_fds; /* descriptors of the fake kernel between inputs */
 static int g_lfd = -1;
 static struct sockaddr_in g_dst;
 
@@ -198,24 +180,23 @@ static void init_once(void)
     static bool done;
     if (done)
         return;
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&g_cv, &a);
-    pthread_condattr_destroy(&a);
     static const ULONG flags[4] = {0, NDK_OPEN_FLAG_REQUEST_CRC, NDK_OPEN_FLAG_NO_P2P,
                                    NDK_OPEN_FLAG_RELAXED_TX_GATE};
     for (int i = 0; i < 4; i++) {
         NDK_OPEN_OPTIONS o;
         memset(&o, 0, sizeof o);
         o.Size = sizeof o;
-        o.Flags = flags[i];
+        /* The fake kernel (fuzz/fake_net) has no AF_UNIX sockets: the
+         * same-host rendezvous (docs/shm.md) would call the real one. */
+        o.Flags = flags[i] | NDK_OPEN_FLAG_NO_SHM;
         o.TcpConnectTimeoutMs = WAIT_MS;
         o.MpaReplyTimeoutMs = o.MpaRequestTimeoutMs = o.RtrTimeoutMs = o.DisconnectTimeoutMs = TIMEOUT_MS;
         g_ads[i].flags = flags[i];
         ENSURE(fuzz_open_lo_adapter(&o, 64, &g_ads[i].ad, &g_ads[i].pd, &g_ads[i].cq));
     }
     g_lfd = fuzz_lo_listen(&g_dst);
+    ENSURE(fake_net_run());
+    g_idle_fds = fake_net_open_fds();
     done = true;
 }
 
@@ -245,12 +226,9 @@ static struct {
 static void connect_event(PVOID ctx, NDK_CONNECTOR *c)
 {
     (void)ctx;
-    pthread_mutex_lock(&g_mu);
     ENSURE(!S.listener_closed);
     ENSURE(S.npassive < MAX_PASSIVE); /* one per peer client at most */
     S.passive[S.npassive++].c = c;
-    pthread_cond_broadcast(&g_cv);
-    pthread_mutex_unlock(&g_mu);
 }
 
 static NDK_QP *new_qp(void)
@@ -270,9 +248,7 @@ static const ULONG depths[4] = {0, 1, 4, 200};
 /* The passive connector an event names, if it is still open. */
 static struct conn *passive_conn(unsigned arg)
 {
-    pthread_mutex_lock(&g_mu);
     unsigned n = S.npassive;
-    pthread_mutex_unlock(&g_mu);
     if (n == 0)
         return NULL;
     struct conn *k = &S.passive[(arg & 3) % n];
@@ -284,10 +260,8 @@ static void conn_close(struct conn *k)
     if (!k->c)
         return;
     close_object(&k->c->Header, k->c->Dispatch->NdkCloseConnector);
-    pthread_mutex_lock(&g_mu);
     k->c = NULL;
     k->closed = true;
-    pthread_mutex_unlock(&g_mu);
 }
 
 /* ---- the peer's side ---- */
@@ -295,7 +269,7 @@ static void conn_close(struct conn *k)
 static void peer_send(int fd, const uint8_t *p, size_t n)
 {
     if (fd >= 0 && n)
-        (void)send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
+        (void)fake_send(fd, p, n, MSG_NOSIGNAL | MSG_DONTWAIT);
 }
 
 static void peer_end(int *fd, bool reset)
@@ -304,11 +278,11 @@ static void peer_end(int *fd, bool reset)
         return;
     if (reset) {
         struct linger l = {1, 0};
-        setsockopt(*fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-        close(*fd);
+        fake_setsockopt(*fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+        fake_close(*fd);
         *fd = -1;
     } else {
-        shutdown(*fd, SHUT_WR);
+        fake_shutdown(*fd, SHUT_WR);
     }
 }
 
@@ -349,13 +323,12 @@ static size_t peer_bytes(int fd, const uint8_t *data, size_t size, size_t at)
 }
 
 /* Accepts the active side's TCP connection after an NdkConnect that went
- * pending (the provider connects at once; a wait past WAIT_MS is a
- * finding). */
+ * pending (the provider connects at once: a connection still missing once
+ * the engines are idle is a finding). */
 static void peer_accept(void)
 {
-    struct pollfd p = {.fd = g_lfd, .events = POLLIN};
-    ENSURE(poll(&p, 1, WAIT_MS) == 1);
-    int fd = accept4(g_lfd, NULL, NULL, SOCK_CLOEXEC);
+    ENSURE(fake_net_run());
+    int fd = fake_accept4(g_lfd, NULL, NULL, SOCK_CLOEXEC);
     ENSURE(fd >= 0);
     peer_end(&S.active_peer, true);
     S.active_peer = fd;
@@ -365,9 +338,12 @@ static void peer_connect(unsigned arg)
 {
     if (S.nclients == MAX_PASSIVE)
         return;
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = fake_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ENSURE(fd >= 0);
-    ENSURE(connect(fd, (struct sockaddr *)&S.laddr, sizeof S.laddr) == 0);
+    ENSURE(fake_connect(fd, (struct sockaddr *)&S.laddr, sizeof S.laddr) == 0 || errno == EINPROGRESS);
+    int err = 0;
+    socklen_t len = sizeof err;
+    ENSURE(fake_getsockopt(fd, SOL_SOCKET, SO_ERROR, &err, &len) == 0 && err == 0);
     S.peer_clients[S.nclients++] = fd;
     peer_frame(fd, false, arg, arg & 4);
 }
@@ -394,6 +370,23 @@ static void setup(const uint8_t flags)
     ENSURE(S.l->Dispatch->NdkGetLocalAddress(S.l, (PSOCKADDR)&S.laddr, &len) == STATUS_SUCCESS);
 }
 
+static bool back_to_idle_fds(void *arg)
+{
+    (void)arg;
+    return fake_net_open_fds() == g_idle_fds;
+}
+
+struct listener_closing {
+    struct req *close;
+    unsigned closed; /* passive connectors closed so far */
+};
+
+static bool listener_closed_or_new_connector(void *arg)
+{
+    struct listener_closing *w = arg;
+    return w->close->ret != STATUS_PENDING || w->close->done || w->closed < S.npassive;
+}
+
 static void teardown(void)
 {
     peer_end(&S.active_peer, true);
@@ -406,22 +399,13 @@ static void teardown(void)
     struct req *lc = new_req("close listener", NULL);
     lc->ret = S.l->Dispatch->NdkCloseListener(&S.l->Header, close_done, lc);
     ENSURE(lc->ret == STATUS_SUCCESS || lc->ret == STATUS_PENDING);
-    struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += WAIT_MS / 1000;
-    for (unsigned closed = 0;;) {
-        pthread_mutex_lock(&g_mu);
-        unsigned n = S.npassive;
-        bool done = lc->ret != STATUS_PENDING || lc->done;
-        if (closed == n && !done)
-            ENSURE(pthread_cond_timedwait(&g_cv, &g_mu, &end) == 0);
-        n = S.npassive;
-        done = lc->ret != STATUS_PENDING || lc->done;
-        S.listener_closed = done;
-        pthread_mutex_unlock(&g_mu);
-        for (; closed < n; closed++)
-            conn_close(&S.passive[closed]);
-        if (done)
+    struct listener_closing w = {lc, 0};
+    for (;;) {
+        ENSURE(fake_net_wait(listener_closed_or_new_connector, &w, WAIT_MS));
+        S.listener_closed = lc->ret != STATUS_PENDING || lc->done;
+        for (; w.closed < S.npassive; w.closed++)
+            conn_close(&S.passive[w.closed]);
+        if (S.listener_closed)
             break;
     }
     for (unsigned i = 0; i < S.nqps; i++)
@@ -440,6 +424,8 @@ static void teardown(void)
     ENSURE(ndk_adapter_object_count(ad, NdkObjectTypeConnector) == 0);
     ENSURE(ndk_adapter_object_count(ad, NdkObjectTypeQp) == 0);
     ENSURE(ndk_adapter_object_count(ad, NdkObjectTypeListener) == 0);
+    /* Every socket closed, a rejected one's lingering close included. */
+    ENSURE(fake_net_wait(back_to_idle_fds, NULL, WAIT_MS));
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -448,8 +434,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         return 0;
     init_once();
     g_trace = getenv("FUZZ_CM_TRACE") != NULL;
+    fuzz_seed_from_input(data, size);
     setup(data[0]);
     size_t at = 1;
+    unsigned hold = 0; /* events to go before the engines run again */
     for (unsigned nev = 0; at < size && nev < MAX_EVENTS; nev++) {
         unsigned ev = data[at] & 15, arg = data[at] >> 4;
         at++;
@@ -537,14 +525,21 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
                 peer_end(&S.peer_clients[(arg & 3) % S.nclients], arg & 4);
             break;
         case EV_TIMER:
-            sleep_ms(TIMEOUT_MS + 2);
+            ENSURE(fake_net_advance(TIMEOUT_MS + 2));
             break;
         case EV_YIELD:
-            sleep_ms(1);
+            if (arg)
+                hold = arg + 1; /* this event and the next arg */
+            else
+                ENSURE(fake_net_advance(1));
             break;
         }
         if (r)
             traced(r);
+        if (hold)
+            hold--;
+        else
+            ENSURE(fake_net_run());
     }
     teardown();
     return 0;

@@ -1,23 +1,30 @@
 /*
- * libFuzzer target for the initiator's MPA Reply path: NdkConnect over real
- * loopback TCP to a responder this file plays with a plain socket, which
- * answers the Request with the input's octets. Everything between the
- * socket and the connect completion runs as in production: the connector's
- * Reply reader (wire/mpa.c) and its decisions (connector.c on_reply), on the
- * adapter's progress thread.
+ * libFuzzer target for the initiator's MPA Reply path: NdkConnect over TCP
+ * to a responder this file plays with a socket of its own, which answers
+ * the Request with the input's octets. Everything between the socket and the
+ * connect completion runs as in production: the connector's Reply reader
+ * (wire/mpa.c) and its decisions (connector.c on_reply), on the adapter's
+ * progress engine. TCP, the engine's thread and its clock are the fake
+ * kernel's (fake_net/fake_kernel.h): the engine runs when this file calls
+ * fake_net_run, and an input takes the same path every time.
  *
  * Input: [0] bits 0-1 the adapter: 0 default (MPA v2, peer-to-peer, offering
  * the Write and, with ORD >= 1, the Read RTR), 1 NDK_OPEN_FLAG_REQUEST_CRC,
  * 2 NDK_OPEN_FLAG_NO_P2P, 3 NDK_OPEN_FLAG_MPA_REV1; bits 2-4 the ORD and bits
  * 5-7 the IRD NdkConnect asks for, from {0, 1, 2, 4, 8, 16, 128, 300}. The
  * rest is what the responder sends, in one write. When those octets are not
- * a whole Reply (nor a wrong one), the responder then closes its side.
+ * a whole Reply (nor a wrong one), the responder then closes its side. In
+ * the end the responder resets the connection and the connector is closed;
+ * with an odd number of octets the engine sees the reset first (octets
+ * after the Reply may still be in the receive engine then), with an even
+ * number the close comes first (both orders happen with a real kernel).
  *
  * Checked for every input (abort() otherwise; ASan/UBSan/LSan watch too):
  *  - the Request on the wire fits the adapter (key, S, Rev, A, the RTR types
  *    offered, CRC, IRD/ORD capped at 128, the private data);
- *  - NdkConnect completes exactly once, within 5 s, with the status the
- *    Reply calls for by the rules an independent reading of it gives (RFC 5044
+ *  - NdkConnect completes exactly once, by the time the engine is idle
+ *    (no time passes), with the status the Reply calls for by the rules
+ *    an independent reading of it gives (RFC 5044
  *    and RFC 6581 as the project follows them, docs/behaviour.md "Status
  *    codes"): a cut Reply STATUS_CONNECTION_REFUSED; a malformed one (key,
  *    revision, PD_Length, the S/Rev pair), markers, or S that does not
@@ -31,15 +38,11 @@
  *    exactly the RTR chosen (Write preferred, with CRC when either side asked
  *    for it), or nothing when the Reply has A=0.
  *
- * Every input opens and closes one connection, so the rate is a few thousand
- * per second at best. Leak detection per input is off (see
- * LLVMFuzzerInitialize in loopback_setup.c); a leak still fails the run at exit (LSan).
+ * Leak detection per input is off (see LLVMFuzzerInitialize in
+ * loopback_setup.c); a leak still fails the run at exit (LSan).
  */
 #include <errno.h>
 #include <netinet/in.h>
-#include <netinet/tcp.h>
-#include <poll.h>
-#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -47,16 +50,14 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <time.h>
-#include <unistd.h>
 
 #include <ndk/ndk.h>
 
 #include "ensure.h"
+#include "fake_kernel.h"
 #include "loopback_setup.h"
 #include "wire/mpa.h"
 
-#define WAIT_MS 5000
 #define MAX_RW 128 /* the adapter's IRD/ORD maxima (NDK_ADAPTER_INFO) */
 static const uint8_t caller_pd[5] = {'f', 'u', 'z', 'z', '!'};
 static const ULONG depths[8] = {0, 1, 2, 4, 8, 16, 128, 300};
@@ -66,37 +67,15 @@ static const ULONG depths[8] = {0, 1, 2, 4, 8, 16, 128, 300};
 /* ---- one-shot events signalled from provider callbacks ---- */
 
 struct event {
-    pthread_mutex_t mu;
-    pthread_cond_t cv;
     unsigned count;
     NTSTATUS status;
 };
 
-static void event_init(struct event *e)
-{
-    pthread_mutex_init(&e->mu, NULL);
-    pthread_condattr_t a;
-    pthread_condattr_init(&a);
-    pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
-    pthread_cond_init(&e->cv, &a);
-    pthread_condattr_destroy(&a);
-    e->count = 0;
-}
-
-static void event_fini(struct event *e)
-{
-    pthread_cond_destroy(&e->cv);
-    pthread_mutex_destroy(&e->mu);
-}
-
 static void request_done(PVOID ctx, NTSTATUS st)
 {
     struct event *e = ctx;
-    pthread_mutex_lock(&e->mu);
     e->count++;
     e->status = st;
-    pthread_cond_signal(&e->cv);
-    pthread_mutex_unlock(&e->mu);
 }
 
 static void close_done(PVOID ctx)
@@ -104,26 +83,13 @@ static void close_done(PVOID ctx)
     request_done(ctx, STATUS_SUCCESS);
 }
 
-/* Waits (bounded) for the first completion; a hang is a finding. */
+/* The first completion, once the engine has nothing left to do: one
+ * still missing then is a lost completion (a finding). */
 static NTSTATUS event_wait(struct event *e)
 {
-    struct timespec end;
-    clock_gettime(CLOCK_MONOTONIC, &end);
-    end.tv_sec += WAIT_MS / 1000;
-    pthread_mutex_lock(&e->mu);
-    while (e->count == 0)
-        ENSURE(pthread_cond_timedwait(&e->cv, &e->mu, &end) == 0);
-    NTSTATUS st = e->status;
-    pthread_mutex_unlock(&e->mu);
-    return st;
-}
-
-static unsigned event_count(struct event *e)
-{
-    pthread_mutex_lock(&e->mu);
-    unsigned n = e->count;
-    pthread_mutex_unlock(&e->mu);
-    return n;
+    ENSURE(fake_net_run());
+    ENSURE(e->count > 0);
+    return e->status;
 }
 
 /* ---- the adapters and the responder's listening socket ---- */
@@ -149,7 +115,9 @@ static bool init_once(void)
         NDK_OPEN_OPTIONS o;
         memset(&o, 0, sizeof o);
         o.Size = sizeof o;
-        o.Flags = flags[i];
+        /* The fake kernel (fuzz/fake_net) has no AF_UNIX sockets: the
+         * same-host rendezvous (docs/shm.md) would call the real one. */
+        o.Flags = flags[i] | NDK_OPEN_FLAG_NO_SHM;
         sides[i].flags = flags[i];
         if (!fuzz_open_lo_adapter(&o, 16, &sides[i].ad, &sides[i].pd, &sides[i].cq))
             return false;
@@ -161,21 +129,17 @@ static bool init_once(void)
 
 /* ---- the responder's socket ---- */
 
-static bool readable(int fd)
-{
-    struct pollfd p = {.fd = fd, .events = POLLIN};
-    return poll(&p, 1, WAIT_MS) == 1;
-}
-
-/* Reads exactly n octets (bounded); false on EOF or error. */
+/* Reads exactly n octets, once the engine has sent what it will; false on
+ * EOF or error, a shortfall is a finding. */
 static bool read_exact(int fd, uint8_t *buf, size_t n)
 {
+    ENSURE(fake_net_run());
     size_t have = 0;
     while (have < n) {
-        ENSURE(readable(fd));
-        ssize_t r = recv(fd, buf + have, n - have, 0);
-        if (r <= 0)
+        ssize_t r = fake_recv(fd, buf + have, n - have, 0);
+        if (r == 0 || (r < 0 && errno != EAGAIN))
             return false;
+        ENSURE(r > 0);
         have += (size_t)r;
     }
     return true;
@@ -184,12 +148,13 @@ static bool read_exact(int fd, uint8_t *buf, size_t n)
 /* Everything until the connector's side ends (FIN or reset), at most cap. */
 static size_t read_to_end(int fd, uint8_t *buf, size_t cap)
 {
+    ENSURE(fake_net_run());
     size_t have = 0;
     for (;;) {
-        ENSURE(readable(fd));
-        ssize_t r = recv(fd, buf + have, cap - have, 0);
-        if (r <= 0)
+        ssize_t r = fake_recv(fd, buf + have, cap - have, 0);
+        if (r == 0 || (r < 0 && errno != EAGAIN))
             return have;
+        ENSURE(r > 0); /* EAGAIN: the side did not end */
         have += (size_t)r;
         ENSURE(have < cap);
     }
@@ -198,8 +163,8 @@ static size_t read_to_end(int fd, uint8_t *buf, size_t cap)
 static void abort_socket(int fd)
 {
     struct linger l = {1, 0}; /* RST: no TIME_WAIT left behind per input */
-    setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
-    close(fd);
+    fake_setsockopt(fd, SOL_SOCKET, SO_LINGER, &l, sizeof l);
+    fake_close(fd);
 }
 
 /* The Request as the wire has it must fit the adapter. */
@@ -305,21 +270,20 @@ static void check_connection_data(NDK_CONNECTOR *c, const struct verdict *v)
 
 static void close_obj(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn)
 {
-    struct event e;
-    event_init(&e);
+    struct event e = {0};
     NTSTATUS st = fn(h, close_done, &e);
     ENSURE(st == STATUS_SUCCESS || st == STATUS_PENDING);
     if (st == STATUS_PENDING)
         event_wait(&e);
     else
-        ENSURE(event_count(&e) == 0);
-    event_fini(&e);
+        ENSURE(e.count == 0);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     if (size < 1 || !init_once())
         return 0;
+    fuzz_seed_from_input(data, size);
     struct side *sd = &sides[data[0] & 3];
     ULONG ord = depths[(data[0] >> 2) & 7], ird = depths[data[0] >> 5];
     const uint8_t *reply = data + 1;
@@ -333,20 +297,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     ENSURE(ad->Dispatch->NdkCreateConnector(ad, NULL, NULL, &c) == STATUS_SUCCESS);
     struct sockaddr_in src = g_dst;
     src.sin_port = 0;
-    struct event conn, complete, disc;
-    event_init(&conn);
-    event_init(&complete);
-    event_init(&disc);
+    struct event conn = {0}, complete = {0}, disc = {0};
     NTSTATUS st = c->Dispatch->NdkConnect(c, qp, (PSOCKADDR)&src, sizeof src, (PSOCKADDR)&g_dst, sizeof g_dst, ird,
                                           ord, (PVOID)caller_pd, sizeof caller_pd, request_done, &conn);
     ENSURE(st == STATUS_PENDING);
 
     /* The responder: take the connection, read the Request, answer. */
-    ENSURE(readable(g_lfd));
-    int fd = accept4(g_lfd, NULL, NULL, SOCK_CLOEXEC);
+    int fd = fake_accept4(g_lfd, NULL, NULL, SOCK_CLOEXEC);
     ENSURE(fd >= 0);
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
     uint8_t qbuf[MPA_FRAME_MAX];
     ENSURE(read_exact(fd, qbuf, MPA_HDR_LEN));
     size_t qlen = MPA_HDR_LEN + (size_t)(qbuf[18] << 8 | qbuf[19]);
@@ -361,9 +319,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct verdict v;
     judge(&rr, reply, reply_len, &q, sd->flags, ird, ord, &v);
     if (reply_len)
-        ENSURE(send(fd, reply, reply_len, MSG_NOSIGNAL) == (ssize_t)reply_len);
+        ENSURE(fake_send(fd, reply, reply_len, MSG_NOSIGNAL) == (ssize_t)reply_len);
     if (v.close_after)
-        shutdown(fd, SHUT_WR);
+        fake_shutdown(fd, SHUT_WR);
 
     st = event_wait(&conn);
     if (st != v.status) {
@@ -388,11 +346,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         }
     }
     abort_socket(fd);
+    if (reply_len & 1)
+        ENSURE(fake_net_run());
     close_obj(&c->Header, c->Dispatch->NdkCloseConnector);
     close_obj(&qp->Header, qp->Dispatch->NdkCloseQp);
-    ENSURE(event_count(&conn) == 1 && event_count(&complete) == 0);
-    event_fini(&conn);
-    event_fini(&complete);
-    event_fini(&disc);
+    ENSURE(fake_net_run());
+    ENSURE(conn.count == 1 && complete.count == 0);
     return 0;
 }

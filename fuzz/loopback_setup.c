@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 
 #include "ensure.h"
+#include "fake_kernel.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
@@ -37,15 +38,23 @@ bool fuzz_open_lo_adapter(const NDK_OPEN_OPTIONS *o, ULONG cq_depth, NDK_ADAPTER
     return true;
 }
 
+void fuzz_seed_from_input(const uint8_t *data, size_t size)
+{
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a */
+    for (size_t i = 0; i < size; i++)
+        h = (h ^ data[i]) * 0x100000001b3ull;
+    fake_net_seed(h);
+}
+
 int fuzz_lo_listen(struct sockaddr_in *addr)
 {
-    int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int fd = fake_socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     ENSURE(fd >= 0);
     memset(addr, 0, sizeof *addr);
     addr->sin_family = AF_INET;
     addr->sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     socklen_t len = sizeof *addr;
-    ENSURE(bind(fd, (struct sockaddr *)addr, sizeof *addr) == 0 && listen(fd, 16) == 0 &&
-           getsockname(fd, (struct sockaddr *)addr, &len) == 0);
+    ENSURE(fake_bind(fd, (struct sockaddr *)addr, sizeof *addr) == 0 && fake_listen(fd, 16) == 0 &&
+           fake_getsockname(fd, (struct sockaddr *)addr, &len) == 0);
     return fd;
 }

@@ -1,11 +1,14 @@
-/* What the fuzz targets that drive the provider over loopback TCP
- * (fuzz_cm_events.c, fuzz_mpa_reply.c) share: their libFuzzer set-up,
- * adapters on "lo" and a listening socket for the peer they play. */
+/* What the fuzz targets that drive the provider over TCP (fuzz_cm_events.c,
+ * fuzz_mpa_reply.c) share: their libFuzzer set-up, adapters on "lo" and a
+ * listening socket for the peer they play, all on the fake kernel
+ * (fake_net/fake_kernel.h). */
 #ifndef NDK_FUZZ_LOOPBACK_SETUP_H
 #define NDK_FUZZ_LOOPBACK_SETUP_H
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include <ndk/ndk.h>
 
@@ -23,7 +26,11 @@ int LLVMFuzzerInitialize(int *argc, char ***argv);
 bool fuzz_open_lo_adapter(const NDK_OPEN_OPTIONS *o, ULONG cq_depth, NDK_ADAPTER **ad, NDK_PD **pd,
                           NDK_CQ **cq);
 
-/* A TCP socket listening on 127.0.0.1 at a port the kernel picks; its
+/* Starts the fake kernel's random source (ports, STags) over from the
+ * input's octets: one input, one path; different inputs, different ports. */
+void fuzz_seed_from_input(const uint8_t *data, size_t size);
+
+/* A fake TCP socket listening on 127.0.0.1 at a port the fake picks; its
  * address in *addr. Aborts when it cannot be made. */
 int fuzz_lo_listen(struct sockaddr_in *addr);
 

@@ -256,12 +256,11 @@ static void cq_mod_expired(struct loop_watch *w, uint32_t events)
     pthread_mutex_unlock(&cq->lock);
 }
 
-bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
+/* Lock held. */
+static bool cq_push_locked(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 {
-    pthread_mutex_lock(&cq->lock);
     if (cq->overflowed) {
         /* 8.1: after an overflow no further completions are reported. */
-        pthread_mutex_unlock(&cq->lock);
         return false;
     }
     if (cq->count == cq->depth) {
@@ -273,7 +272,6 @@ bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
                 (unsigned long)cq->depth);
         if (cq->armed >= 0)
             cq_fire_locked(cq, STATUS_BUFFER_OVERFLOW);
-        pthread_mutex_unlock(&cq->lock);
         return false;
     }
     *cq_at(cq, cq->count) = *e;
@@ -286,8 +284,22 @@ bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
         cq_due_locked(cq, STATUS_SUCCESS);
     else if (cq->armed >= 0 && cqe_satisfies(cq->armed, e))
         cq_due_locked(cq, STATUS_SUCCESS);
-    pthread_mutex_unlock(&cq->lock);
     return true;
+}
+
+bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
+{
+    return ndk_cq_push_n(cq, e, 1) == 1;
+}
+
+size_t ndk_cq_push_n(struct ndk_cq_impl *cq, const struct ndk_cqe *e, size_t n)
+{
+    size_t done = 0;
+    pthread_mutex_lock(&cq->lock);
+    while (done < n && cq_push_locked(cq, &e[done]))
+        done++;
+    pthread_mutex_unlock(&cq->lock);
+    return done;
 }
 
 bool ndk_cq_in_error(struct ndk_cq_impl *cq)

@@ -85,6 +85,9 @@ struct ndk_cq_impl {
  * told STATUS_BUFFER_OVERFLOW through the notification (any arm type).
  * Queues the notification callback when an arm is satisfied. */
 bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e);
+/* Appends e[0..n) in order under one lock; returns how many went in (fewer
+ * than n only when the CQ is or became overflowed: the rest are dropped). */
+size_t ndk_cq_push_n(struct ndk_cq_impl *cq, const struct ndk_cqe *e, size_t n);
 /* True once the CQ overflowed. */
 bool ndk_cq_in_error(struct ndk_cq_impl *cq);
 

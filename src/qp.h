@@ -394,6 +394,8 @@ uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i);
 /* Appends a completion; when the CQ overflows, the QP fails (its
  * transport is told: LOCAL_ERROR). */
 void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e);
+/* e[0..n) in order, with the CQ's lock taken once. */
+void qp_push_cqes(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e, size_t n);
 /* Records why the data path ends the connection, unless a reason is set. */
 void qp_set_end_reason(struct ndk_qp_impl *qp, ULONG reason);
 /* Completion and error helpers for the transports in this directory. */

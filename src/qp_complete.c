@@ -59,15 +59,22 @@ ULONG ndk_qp_end_reason(struct ndk_qp_impl *qp)
 
 void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e)
 {
-    if (e->status == STATUS_SUCCESS)
-        NDK_STAT_ADD(qp->dp.st.cqe_success, 1);
-    else if (e->status == STATUS_CANCELLED)
-        NDK_STAT_ADD(qp->dp.st.cqe_cancelled, 1);
-    else
-        NDK_STAT_ADD(qp->dp.st.cqe_error, 1);
+    qp_push_cqes(qp, cq, e, 1);
+}
+
+void qp_push_cqes(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        if (e[i].status == STATUS_SUCCESS)
+            NDK_STAT_ADD(qp->dp.st.cqe_success, 1);
+        else if (e[i].status == STATUS_CANCELLED)
+            NDK_STAT_ADD(qp->dp.st.cqe_cancelled, 1);
+        else
+            NDK_STAT_ADD(qp->dp.st.cqe_error, 1);
+    }
     /* A full CQ makes it and every QP using it unusable (docs/behaviour.md, Completions):
      * the entry is lost and the connection is torn down. */
-    if (!ndk_cq_push(cq, e) && qp->dp.state == QP_RTS) {
+    if (ndk_cq_push_n(cq, e, n) < n && qp->dp.state == QP_RTS) {
         qp->dp.state = QP_ERROR;
         qp_set_end_reason(qp, NDK_DISCONNECT_REASON_LOCAL_ERROR);
         if (qp->dp.xp && qp->dp.xp->local_error)
@@ -75,24 +82,32 @@ void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct nd
     }
 }
 
+#define SQ_CQE_BATCH 32
+
 /* Emits the CQEs of finished requests from the head, in posting order
  * (RFC 5040 rule 15: a Send after an unanswered Read completes after it). */
 void ndk_xp_sq_complete(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
+    /* Pushed in batches: the CQ's lock once per batch, not per entry. */
+    struct ndk_cqe e[SQ_CQE_BATCH];
+    size_t n = 0;
     while (dp->sq_count) {
         struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, dp->sq_head)];
         if (!w->done)
             break;
         if (w->status != STATUS_SUCCESS || w->signalled) {
-            struct ndk_cqe e = {
+            e[n++] = (struct ndk_cqe){
                 .status = w->status,
                 .qp_ctx = qp->context,
                 .req_ctx = w->ctx,
                 .type = swqe_type[w->op],
                 .provider_error = w->status == STATUS_SUCCESS ? 0 : w->perr,
             };
-            qp_push_cqe(qp, qp->icq, &e);
+            if (n == SQ_CQE_BATCH) {
+                qp_push_cqes(qp, qp->icq, e, n);
+                n = 0;
+            }
         }
         free(w->pages);
         w->pages = NULL;
@@ -101,6 +116,8 @@ void ndk_xp_sq_complete(struct ndk_qp_impl *qp)
         dp->sq_head++;
         dp->sq_count--;
     }
+    if (n)
+        qp_push_cqes(qp, qp->icq, e, n);
 }
 
 /* Completes every outstanding initiator request with STATUS_CANCELLED,
@@ -272,6 +289,34 @@ void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st,
         .solicited = se,
     };
     qp_push_cqe(qp, qp->rcq, &e);
+}
+
+void ndk_xp_rcv_add(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b, void *req_ctx, NTSTATUS st, ULONG bytes,
+                    bool inv, uint32_t token, bool se)
+{
+    if (b->n == NDK_XP_RCV_BATCH)
+        ndk_xp_rcv_flush(qp, b);
+    b->r[b->n++] = (struct ndk_xp_rcv){req_ctx, st, bytes, token, inv, se};
+}
+
+void ndk_xp_rcv_flush(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b)
+{
+    struct ndk_cqe e[NDK_XP_RCV_BATCH];
+    for (unsigned i = 0; i < b->n; i++) {
+        const struct ndk_xp_rcv *r = &b->r[i];
+        e[i] = (struct ndk_cqe){
+            .status = r->st,
+            .bytes = r->bytes,
+            .qp_ctx = qp->context,
+            .req_ctx = r->ctx,
+            .type = r->inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
+            .type_specific = r->inv ? r->token : 0,
+            .solicited = r->se,
+        };
+    }
+    if (b->n)
+        qp_push_cqes(qp, qp->rcq, e, b->n);
+    b->n = 0;
 }
 
 enum ddp_stag_fault ndk_xp_stag_fault(enum mem_err e)

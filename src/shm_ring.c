@@ -9,7 +9,7 @@ void shm_ring_attach(struct shm_ring *r, void *mem, bool init)
     r->slots = (uint8_t *)mem + sizeof(struct shm_ring_ctl);
     if (init)
         memset(r->ctl, 0, sizeof *r->ctl);
-    r->mine = r->theirs = 0;
+    r->mine = r->theirs = r->freed = 0;
 }
 
 uint32_t shm_ring_room(struct shm_ring *r, uint32_t need)
@@ -52,10 +52,18 @@ const struct shm_msg *shm_ring_peek(struct shm_ring *r, bool *corrupt)
     return (const struct shm_msg *)(const void *)(r->slots + (size_t)(r->mine & (SHM_SLOTS - 1)) * SHM_SLOT);
 }
 
-void shm_ring_release(struct shm_ring *r)
+void shm_ring_take(struct shm_ring *r)
 {
     r->mine++;
+}
+
+bool shm_ring_release(struct shm_ring *r)
+{
+    if (r->freed == r->mine)
+        return false;
+    r->freed = r->mine;
     __atomic_store_n(&r->ctl->tail, r->mine, __ATOMIC_SEQ_CST);
+    return true;
 }
 
 bool shm_ring_pending(const struct shm_ring *r)

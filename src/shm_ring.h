@@ -8,12 +8,14 @@
  * The producer alone writes `head`, the consumer alone writes `tail`, each
  * on its own cache line; each side keeps its own copy of the other's index
  * and reads the shared one only when that copy says full (producer) or
- * empty (consumer). Publishing is a store of head after the slot is
- * written; releasing a slot is a store of tail after it was read. Both,
- * and the loads of the other side's index, are sequentially consistent:
- * the owner's wake-up flags (a consumer that arms, then looks at head; a
- * producer that publishes, then looks at the flag) need one total order
- * so that no wake-up is lost.
+ * empty (consumer). Publishing is a store of head after the slots are
+ * written; releasing is a store of tail after they were read, once for
+ * every slot taken since the last release (a drained batch costs one
+ * store, and one cache-line transfer to the producer). Both, and the loads
+ * of the other side's index, are sequentially consistent: the owner's
+ * wake-up flags (a consumer that arms, then looks at head; a producer
+ * that publishes, then looks at the flag) need one total order so that no
+ * wake-up is lost.
  */
 #ifndef NDK_SHM_RING_H
 #define NDK_SHM_RING_H
@@ -94,8 +96,9 @@ static inline size_t shm_ring_offset(int side, bool responses)
 struct shm_ring {
     struct shm_ring_ctl *ctl;
     uint8_t *slots;
-    uint32_t mine;   /* producer: next head; consumer: next tail */
+    uint32_t mine;   /* producer: next head; consumer: the next slot to take */
     uint32_t theirs; /* last value of the other side's index we read */
+    uint32_t freed;  /* consumer: the tail last stored (taken slots up to mine are still ours) */
 };
 
 /* Views the ring at mem (SHM_RING_BYTES octets, 64-aligned). init: zero the
@@ -112,11 +115,15 @@ struct shm_msg *shm_ring_slot(struct shm_ring *r, uint32_t i);
 void shm_ring_publish(struct shm_ring *r, uint32_t n);
 
 /* ---- consumer ---- */
-/* The oldest published slot not yet released, or NULL when there is none.
+/* The oldest published slot not yet taken, or NULL when there is none.
  * *corrupt is set when the producer's index is impossible. */
 const struct shm_msg *shm_ring_peek(struct shm_ring *r, bool *corrupt);
-/* Gives the oldest slot back to the producer. */
-void shm_ring_release(struct shm_ring *r);
+/* The consumer is done with the slot shm_ring_peek returned and goes on to
+ * the next; the slot stays out of the producer's reach until released. */
+void shm_ring_take(struct shm_ring *r);
+/* Gives every slot taken since the last release back to the producer, with
+ * one store; false when there was none. */
+bool shm_ring_release(struct shm_ring *r);
 /* Is anything published and not released (fresh reads of both shared
  * indexes; safe from a thread that is not the consumer)? */
 bool shm_ring_pending(const struct shm_ring *r);

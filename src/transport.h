@@ -62,9 +62,10 @@
  * held, flush and forget with rx_lock and sq_lock held (forget: sq_lock),
  * poll and lease_input with the device's live_lock held, after_post with
  * no lock. ndk_xp_sq_* need sq_lock held; ndk_xp_take_receive takes the
- * receive queue's (or SRQ's) own lock; ndk_xp_complete_receive and
- * ndk_xp_sq_complete only the CQ's; ndk_xp_fail takes rx_lock and sq_lock
- * itself, so call it with neither held.
+ * receive queue's (or SRQ's) own lock; ndk_xp_complete_receive,
+ * ndk_xp_rcv_* and ndk_xp_sq_complete only the CQ's (once per batch);
+ * ndk_xp_fail takes rx_lock and sq_lock itself, so call it with neither
+ * held.
  */
 #ifndef NDK_TRANSPORT_H
 #define NDK_TRANSPORT_H
@@ -152,6 +153,27 @@ bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out);
  * `token`; se: the Send asked for a solicited event. */
 void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes,
                              bool inv, uint32_t token, bool se);
+
+/* Receive completions held back during one pass over the input and pushed
+ * to the receive CQ together (ndk_xp_rcv_flush), so that its lock is taken
+ * once per batch; they keep their order. The caller flushes before
+ * anything else completes a receive of the QP (a flush, ndk_xp_fail). */
+#define NDK_XP_RCV_BATCH 32
+struct ndk_xp_rcv {
+    void *ctx;
+    NTSTATUS st;
+    ULONG bytes;
+    uint32_t token;
+    bool inv, se;
+};
+struct ndk_xp_rcv_batch {
+    unsigned n;
+    struct ndk_xp_rcv r[NDK_XP_RCV_BATCH];
+};
+/* As ndk_xp_complete_receive, into b (a full batch is flushed first). */
+void ndk_xp_rcv_add(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b, void *req_ctx, NTSTATUS st, ULONG bytes,
+                    bool inv, uint32_t token, bool se);
+void ndk_xp_rcv_flush(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b);
 
 /* ---- errors ---- */
 /* The fault class of a refused memory check, for ddp_term_for_write and

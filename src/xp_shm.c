@@ -28,9 +28,10 @@
 
 #define SHM_MAGIC 0x4E444B53u /* "NDKS" */
 #define SHM_VERSION 1u
-/* Tagged accesses are mapped and moved in pieces of at most this many
- * octets, so that a piece of a fast-registered region fits RX_IOV_MAX
- * iovecs, as one FPDU does. */
+/* A tagged access is moved with one system call when our side of it maps
+ * into RX_IOV_MAX iovecs (a normal MR's range is one iovec); a
+ * fast-registered region's scattered pages are moved in pieces of at most
+ * this many octets, which always fit, as one FPDU's do. */
 #define SHM_PIECE (64u * 1024)
 /* While a Send waits for a receive posted to an SRQ, the service thread
  * looks again this often. */
@@ -87,6 +88,7 @@ struct shm_conn {
     uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
+    struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
     int sock;
     int step;                   /* enum setup_step */
@@ -137,6 +139,23 @@ static void space_freed(struct shm_conn *c, struct shm_ring *r)
     if (__atomic_load_n(&r->ctl->space_wanted, __ATOMIC_SEQ_CST) &&
         __atomic_exchange_n(&r->ctl->space_wanted, 0, __ATOMIC_SEQ_CST))
         shm_os_doorbell_ring(c->peer_bell);
+}
+
+/* Slots of an incoming ring go back to its producer once per drained
+ * batch (one store of tail, shm_ring.h), and every quarter ring within a
+ * long one so that the producer can fill on behind us. */
+static void give_back(struct shm_conn *c, struct shm_ring *r)
+{
+    if (shm_ring_release(r))
+        space_freed(c, r);
+}
+
+/* The consumer is done with the slot at the head of r. */
+static void took(struct shm_conn *c, struct shm_ring *r, uint32_t *taken)
+{
+    shm_ring_take(r);
+    if (++*taken % (SHM_SLOTS / 4) == 0)
+        give_back(c, r);
 }
 
 /* Free slots of an outgoing ring; with fewer than need, the consumer is
@@ -214,11 +233,19 @@ static enum mem_err tagged_move(struct shm_conn *c, uint32_t stag, uint64_t to, 
 {
     struct ndk_qp_impl *qp = c->qp;
     enum mem_err e = MEM_OK;
-    for (uint64_t off = 0; e == MEM_OK && off < len; off += SHM_PIECE) {
-        uint64_t n = len - off < SHM_PIECE ? len - off : SHM_PIECE;
+    bool pieces = false; /* the range needs more iovecs than RX_IOV_MAX */
+    for (uint64_t off = 0, n; e == MEM_OK && off < len; off += n) {
         struct iovec mine[RX_IOV_MAX], theirs[MEM_LOCAL_IOV_MAX];
         int nm = 0;
+        n = pieces && len - off > SHM_PIECE ? SHM_PIECE : len - off;
         e = mem_map_remote(qp_mem(qp), qp->pd, qp, stag, to + off, n, access, mine, RX_IOV_MAX, &nm);
+        if (e == MEM_BOUNDS && n > SHM_PIECE) {
+            /* Too many iovecs (or truly out of bounds: the piece's own
+             * check says so again). */
+            pieces = true;
+            n = SHM_PIECE;
+            e = mem_map_remote(qp_mem(qp), qp->pd, qp, stag, to + off, n, access, mine, RX_IOV_MAX, &nm);
+        }
         if (e != MEM_OK)
             break;
         if (buf) {
@@ -326,8 +353,8 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
     if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
         st = STATUS_ACCESS_VIOLATION;
     c->rs_active = false;
-    ndk_xp_complete_receive(qp, c->rs_wqe.ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
-                            inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
+    ndk_xp_rcv_add(qp, &c->rcv, c->rs_wqe.ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
+                   inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
             respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
@@ -440,7 +467,8 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
 /* Reads the request ring (rx_lock held). */
 static void take_requests(struct shm_conn *c, struct shm_fail *f)
 {
-    bool corrupt = false, any = false;
+    bool corrupt = false;
+    uint32_t taken = 0;
     const struct shm_msg *m;
     while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->req_in, &corrupt))) {
         /* The peer may still write the slot: its header is read once. */
@@ -468,13 +496,12 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         }
         if (!done)
             break;
-        shm_ring_release(&c->req_in);
-        any = true;
+        took(c, &c->req_in, &taken);
     }
     if (corrupt)
         broken(c, f);
-    if (any)
-        space_freed(c, &c->req_in);
+    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    give_back(c, &c->req_in);
     wake_peer(c);
 }
 
@@ -523,7 +550,8 @@ static bool read_piece(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
 static void take_responses(struct shm_conn *c, struct shm_fail *f)
 {
     struct ndk_qp_impl *qp = c->qp;
-    bool corrupt = false, any = false;
+    bool corrupt = false;
+    uint32_t taken = 0;
     const struct shm_msg *m;
     while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->resp_in, &corrupt))) {
         struct shm_msg h;
@@ -568,15 +596,13 @@ static void take_responses(struct shm_conn *c, struct shm_fail *f)
             corrupt = true;
             break;
         }
-        shm_ring_release(&c->resp_in);
-        any = true;
+        took(c, &c->resp_in, &taken);
     }
     if (corrupt)
         fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
-    if (any) {
-        space_freed(c, &c->resp_in);
+    give_back(c, &c->resp_in);
+    if (taken)
         ndk_xp_sq_complete(qp);
-    }
 }
 
 /* The payload of a Send or Write, where the requester registered it. */
@@ -603,6 +629,17 @@ static void put_iovs(struct shm_msg *m, const struct iovec *v, int n)
     m->flags |= SHM_F_IOV | SHM_F_LAST;
 }
 
+/* The request at sq_tx is finished with st; put_requests emits the
+ * completions of all it finished at its end, after the ring publish, in
+ * one push (ndk_xp_sq_complete). */
+static void finished(struct ndk_qp_impl *qp, NTSTATUS st)
+{
+    struct ndk_swqe *w = ndk_xp_sq_next(qp);
+    w->status = st;
+    w->done = true;
+    ndk_xp_sq_taken(qp);
+}
+
 /* One request into the ring (room: free slots). Returns false when it has
  * to wait for room (or for an ORD slot); it is then not taken. */
 static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, uint32_t *used)
@@ -616,7 +653,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     NTSTATUS st = read ? mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
                        : source_of(qp, w, v, &nv);
     if (st != STATUS_SUCCESS) {
-        ndk_xp_sq_finish(qp, st);
+        finished(qp, st);
         return true;
     }
     bool single = !c->copy && w->total > SHM_PAYLOAD && nv <= (int)SHM_IOV_MAX;
@@ -662,7 +699,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     } else if (single) {
         ndk_xp_sq_taken(qp); /* done when the target pulled it */
     } else {
-        ndk_xp_sq_finish(qp, STATUS_SUCCESS); /* in the ring: handed over */
+        finished(qp, STATUS_SUCCESS); /* in the ring: handed over */
     }
     return true;
 }
@@ -675,7 +712,7 @@ static void put_requests(struct shm_conn *c)
     struct ndk_swqe *w;
     while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
         if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
-            ndk_xp_sq_finish(qp, ndk_xp_exec_local(qp, w));
+            finished(qp, ndk_xp_exec_local(qp, w));
             continue;
         }
         if (put_request(c, w, room, &used))
@@ -757,8 +794,10 @@ static void progress(struct shm_conn *c, bool poller)
         (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0)) {
         if (c->flushed) {
             bool corrupt = false;
+            uint32_t taken = 0;
             while (shm_ring_peek(&c->resp_in, &corrupt))
-                shm_ring_release(&c->resp_in); /* answers to flushed requests */
+                took(c, &c->resp_in, &taken); /* answers to flushed requests */
+            give_back(c, &c->resp_in);
         } else {
             take_responses(c, &f);
             if (!f.fail)

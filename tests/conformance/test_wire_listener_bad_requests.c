@@ -48,7 +48,7 @@ static void expect_still_serving(nk_passive *p, const char *what)
 {
     (void)nk_no_event(p->l, RP_NO_EVENT_MS, what);
     char tag[96];
-    snprintf(tag, sizeof tag, "after %s", what);
+    snprintf(tag, sizeof tag, "after %.80s", what);
     if (!nk_roundtrip(p->w, p->l, tag)) {
         tl_failures++;
         fprintf(stderr, "[%s] %s: the listener no longer serves\n", tl_current, what);

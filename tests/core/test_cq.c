@@ -467,6 +467,32 @@ static void req_done(PVOID ctx, NTSTATUS st)
     tl_event_signal(&g_req_ev);
 }
 
+/* A batch (ndk_cq_push_n, one lock for all) goes in in order and satisfies
+ * an arm once; one that does not fit goes in up to the depth and the CQ
+ * overflows, as the same entries pushed one by one would. */
+static void push_batch(void)
+{
+    struct tcq t;
+    REQUIRE(tcq_open(&t, 4) == STATUS_SUCCESS);
+    arm(&t, NDK_CQ_NOTIFY_ANY);
+    struct ndk_cqe in[6];
+    for (uintptr_t i = 0; i < 6; i++)
+        in[i] = mk(STATUS_SUCCESS, NdkOperationTypeReceive, i + 1, false);
+    CHECK_EQ(ndk_cq_push_n(t.impl, in, 3), 3);
+    CHECK(tl_event_wait(&t.ev, 1, WAIT_MS));
+    CHECK_EQ(t.last, STATUS_SUCCESS);
+    flush();
+    CHECK_EQ(tl_event_count(&t.ev), 1);
+    CHECK_EQ(ndk_cq_push_n(t.impl, in + 3, 3), 1); /* one fits; the next overflows */
+    CHECK(ndk_cq_in_error(t.impl));
+    CHECK_EQ(ndk_cq_push_n(t.impl, in, 1), 0);
+    NDK_RESULT r[8];
+    REQUIRE(get(&t, r, 8) == 4);
+    for (int i = 0; i < 4; i++)
+        CHECK_EQ((uintptr_t)r[i].RequestContext, (uintptr_t)i + 1);
+    tcq_close(&t);
+}
+
 static void resize(void)
 {
     tl_event_init(&g_req_ev);
@@ -914,6 +940,7 @@ int main(void)
     RUN(solicited_rules);
     RUN(errors_arm_only_on_overflow);
     RUN(overflow);
+    RUN(push_batch);
     RUN(resize);
     RUN(close_with_queued_notification);
     RUN(arm_satisfied_then_drained_during_callback);

@@ -1,7 +1,8 @@
 /* The rings of the shared-memory transport (src/shm_ring.h), sans IO: one
  * producer view and one consumer view of the same memory, as the two
- * processes hold them. Order, fullness, wrap-around of the free-running
- * indexes, and an impossible head from a corrupt peer. */
+ * processes hold them. Order, fullness, slots given back in batches,
+ * wrap-around of the free-running indexes, and an impossible head from a
+ * corrupt peer. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -39,6 +40,7 @@ static bool take(uint32_t *id)
     memcpy(&body, m + 1, 4);
     CHECK_EQ(body, m->id);
     *id = m->id;
+    shm_ring_take(&C);
     shm_ring_release(&C);
     return true;
 }
@@ -79,13 +81,39 @@ static void t_full(void)
     free(g_mem);
 }
 
+/* Slots taken go back to the producer only at the release, all with one
+ * store of tail: until then the producer sees no room from them. */
+static void t_batch_release(void)
+{
+    rings_up();
+    for (uint32_t i = 0; i < SHM_SLOTS; i++)
+        put(i);
+    bool corrupt = false;
+    for (uint32_t i = 0; i < 10; i++) {
+        const struct shm_msg *m = shm_ring_peek(&C, &corrupt);
+        REQUIRE(m != NULL);
+        CHECK_EQ(m->id, i);
+        shm_ring_take(&C);
+    }
+    CHECK(!corrupt);
+    CHECK_EQ(__atomic_load_n(&C.ctl->tail, __ATOMIC_SEQ_CST), 0);
+    CHECK_EQ(shm_ring_room(&P, 1), 0);
+    CHECK(shm_ring_release(&C));
+    CHECK_EQ(__atomic_load_n(&C.ctl->tail, __ATOMIC_SEQ_CST), 10);
+    CHECK_EQ(shm_ring_room(&P, 1), 10);
+    CHECK(!shm_ring_release(&C)); /* nothing taken since */
+    uint32_t id;
+    CHECK(take(&id) && id == 10);
+    free(g_mem);
+}
+
 /* Batches of several slots published at once, across the 32-bit wrap of
  * the indexes (started just below it). */
 static void t_wrap(void)
 {
     rings_up();
     uint32_t start = UINT32_MAX - 100;
-    P.mine = P.theirs = C.mine = C.theirs = start;
+    P.mine = P.theirs = C.mine = C.theirs = C.freed = start;
     P.ctl->head = P.ctl->tail = start;
     uint32_t next_put = 0, next_take = 0;
     for (int round = 0; round < 40; round++) {
@@ -133,6 +161,7 @@ int main(void)
 {
     RUN(t_order_and_empty);
     RUN(t_full);
+    RUN(t_batch_release);
     RUN(t_wrap);
     RUN(t_corrupt_head);
     return tl_finish();

@@ -71,8 +71,10 @@ struct msg {
 
 static struct side S;
 static NDK_MW *g_mw; /* the child's window (C_BIND) */
-/* The child's fast-register MR (C_FRMR) and the LAM of its pages. */
-#define FR_PAGES 32
+/* The child's fast-register MR (C_FRMR) and the LAM of its pages: more
+ * pages than one transfer's iovecs (RX_IOV_MAX), so that a Write or Read
+ * through all of it is moved in pieces. */
+#define FR_PAGES 96
 #define FR_AT (3u << 20)
 static NDK_MR *g_fr;
 static union {

@@ -1,0 +1,177 @@
+/* The fake kernel's threads: each pthread_create of src/net/ (a progress
+ * engine) becomes a coroutine on the fuzzing thread. It runs only inside
+ * fake_net_run, until it waits in epoll_wait with nothing ready
+ * (fake_thread_block); the fuzzing thread and the engines never run at the
+ * same time, so an input takes the same path every time. ASan is told of
+ * every stack switch. */
+#include "fake_kernel.h"
+
+#include <errno.h>
+#include <sanitizer/asan_interface.h>
+#include <sanitizer/lsan_interface.h>
+#include <stdlib.h>
+#include <sys/mman.h>
+#include <ucontext.h>
+
+#define MAX_THREADS 8
+#define STACK_BYTES (128u << 10) /* ASan clears its shadow (16 KiB) at every switch to it */
+#define MAX_ROUNDS 100000 /* of fake_net_run: more is a livelock */
+
+struct coroutine {
+    ucontext_t ctx;
+    void *stack;
+    void *(*fn)(void *);
+    void *arg;
+    bool started, finished;
+    bool worked; /* left fake_epoll_wait since it was resumed */
+    void *fake_stack; /* ASan's, kept while the coroutine is switched out */
+    int epfd;         /* what it waits for in fake_epoll_wait */
+    uint64_t until;
+};
+
+static struct coroutine threads[MAX_THREADS];
+static unsigned nthreads;
+static struct coroutine *current; /* NULL: the fuzzing thread */
+static ucontext_t main_ctx;
+static void *main_fake_stack;
+static const void *main_stack_bottom;
+static size_t main_stack_size;
+
+static void trampoline(void)
+{
+    __sanitizer_finish_switch_fiber(NULL, &main_stack_bottom, &main_stack_size);
+    current->fn(current->arg);
+    current->finished = true;
+    /* Back to the scheduler for good: this stack is not used again. */
+    __sanitizer_start_switch_fiber(NULL, main_stack_bottom, main_stack_size);
+    setcontext(&main_ctx);
+}
+
+int fake_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg)
+{
+    (void)attr;
+    if (nthreads == MAX_THREADS)
+        return EAGAIN;
+    struct coroutine *c = &threads[nthreads];
+    c->stack = mmap(NULL, STACK_BYTES, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (c->stack == MAP_FAILED)
+        return EAGAIN;
+    /* An overflow faults on the lowest page instead of writing below. */
+    mprotect(c->stack, 4096, PROT_NONE);
+    /* LSan looks for pointers on thread stacks, not on this one: what only
+     * a suspended engine holds would be reported as leaked. */
+    __lsan_register_root_region((char *)c->stack + 4096, STACK_BYTES - 4096);
+    if (getcontext(&c->ctx) != 0) {
+        munmap(c->stack, STACK_BYTES);
+        return EAGAIN;
+    }
+    c->ctx.uc_stack.ss_sp = c->stack;
+    c->ctx.uc_stack.ss_size = STACK_BYTES;
+    c->ctx.uc_link = NULL;
+    makecontext(&c->ctx, trampoline, 0);
+    c->fn = fn;
+    c->arg = arg;
+    *t = (pthread_t)(uintptr_t)(nthreads + 1); /* never a real thread's id */
+    nthreads++;
+    return 0;
+}
+
+static void resume(struct coroutine *c)
+{
+    current = c;
+    c->worked = false;
+    __sanitizer_start_switch_fiber(&main_fake_stack, c->stack, STACK_BYTES);
+    swapcontext(&main_ctx, &c->ctx);
+    __sanitizer_finish_switch_fiber(main_fake_stack, NULL, NULL);
+    current = NULL;
+}
+
+bool fake_thread_block(int epfd, uint64_t until)
+{
+    struct coroutine *c = current;
+    if (!c)
+        return false;
+    c->epfd = epfd;
+    c->until = until;
+    __sanitizer_start_switch_fiber(&c->fake_stack, main_stack_bottom, main_stack_size);
+    swapcontext(&c->ctx, &main_ctx);
+    __sanitizer_finish_switch_fiber(c->fake_stack, &main_stack_bottom, &main_stack_size);
+    return true;
+}
+
+void fake_thread_worked(void)
+{
+    if (current)
+        current->worked = true;
+}
+
+bool fake_net_run(void)
+{
+    if (current)
+        return true; /* a callback on an engine: the engines run already */
+    for (unsigned round = 0; round < MAX_ROUNDS; round++) {
+        bool any = false;
+        for (unsigned i = 0; i < nthreads; i++) {
+            struct coroutine *c = &threads[i];
+            /* Only one with something to do is switched to: every switch
+             * costs ASan a clearing of the stack's shadow. */
+            if (c->finished || (c->started && !fake_epoll_ready(c->epfd, c->until)))
+                continue;
+            /* A coroutine returns from resume() when it blocks again: it
+             * did something if its epoll_wait returned in between. */
+            resume(c);
+            if (!c->started || c->worked || c->finished)
+                any = true;
+            c->started = true;
+        }
+        if (!any)
+            return true;
+    }
+    return false;
+}
+
+bool fake_net_wait(bool (*done)(void *), void *arg, uint64_t max_ms)
+{
+    uint64_t end = fake_now_ns() + max_ms * 1000000ull;
+    for (;;) {
+        if (!fake_net_run())
+            return false;
+        if (done(arg))
+            return true;
+        /* Nothing to do until the earliest deadline an engine waits for. */
+        uint64_t next = UINT64_MAX;
+        for (unsigned i = 0; i < nthreads; i++)
+            if (!threads[i].finished && threads[i].until < next)
+                next = threads[i].until;
+        if (next > end)
+            return false;
+        uint64_t now = fake_now_ns();
+        fake_net_advance(next > now ? (next - now + 999999) / 1000000 : 1);
+    }
+}
+
+int fake_pthread_join(pthread_t t, void **ret)
+{
+    uintptr_t i = (uintptr_t)t;
+    if (i == 0 || i > nthreads)
+        return pthread_join(t, ret);
+    struct coroutine *c = &threads[i - 1];
+    for (unsigned round = 0; !c->finished && round < MAX_ROUNDS; round++)
+        fake_net_run();
+    if (!c->finished)
+        abort(); /* an engine that does not stop when told: a finding */
+    if (ret)
+        *ret = NULL;
+    return 0;
+}
+
+pthread_t fake_pthread_self(void)
+{
+    return current ? (pthread_t)(uintptr_t)(current - threads + 1) : pthread_self();
+}
+
+int fake_pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set)
+{
+    (void)t, (void)size, (void)set;
+    return EINVAL; /* a coroutine has no CPU of its own */
+}
