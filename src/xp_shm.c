@@ -78,6 +78,7 @@ struct shm_conn {
     /* initiator side (sq_lock) */
     uint64_t tx_off;            /* octets of the request at sq_tx already in the ring */
     uint32_t reads_out;
+    ULONG term_reason, term_perr; /* a Terminate we took: how it ends the connection */
     bool tx_stalled;            /* requests wait for ring room or an ORD slot (atomic) */
     /* target side (rx_lock) */
     bool rs_active;             /* a Send being placed into rs_wqe */
@@ -115,6 +116,9 @@ static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
 {
     return qp->obj.ad->dev->mem;
 }
+
+void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
+void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
 
 /* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
 
@@ -554,19 +558,28 @@ static void take_responses(struct shm_conn *c, struct shm_fail *f)
         memcpy(&h, m, sizeof h);
         struct ndk_swqe *w = named(qp, h.id);
         if (h.type == SHM_RESP_TERM) {
-            NTSTATUS rs = STATUS_CANCELLED;
             if (!(h.flags & SHM_F_NAMED)) {
                 fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
             } else {
+                ULONG perr = term_ctrl_pack(h.term_layer, h.term_etype, h.term_code, false, false, false);
                 /* A Terminate condemns a request of ours only if it names a
-                 * Read; a Send or Write it names was handed over. */
-                if (w && w->op == SWQE_READ)
-                    rs = ndk_status_from_term(h.term_layer, h.term_etype, h.term_code);
-                else if (w)
+                 * Read; a Send or Write it names was handed over. The Read
+                 * gets its status here, under sq_lock: the connection may
+                 * end in another thread before this one applies f (the
+                 * peer's left flag or its TCP reset seen by the engine),
+                 * whose flush cancels only what is not done. */
+                if (w && w->op == SWQE_READ) {
+                    w->status = ndk_status_from_term(h.term_layer, h.term_etype, h.term_code);
+                    w->perr = perr;
+                    read_done(c, w);
+                } else if (w) {
                     w->done = true;
-                fail_set(f, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED, rs);
-                f->perr = term_ctrl_pack(h.term_layer, h.term_etype, h.term_code, false, false, false);
+                }
+                fail_set(f, NDK_DISCONNECT_REASON_TERMINATE_RECEIVED, STATUS_CANCELLED);
+                f->perr = perr;
             }
+            c->term_reason = f->reason;
+            c->term_perr = f->perr;
         } else if (!w || h.len > SHM_PAYLOAD) {
             corrupt = true;
             break;
@@ -763,6 +776,10 @@ static void progress(struct shm_conn *c, bool poller)
         if (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0) {
             if (!c->flushed)
                 take_responses(c, &f);
+            /* Or the Terminate another thread took just before and has
+             * not applied yet: its reason, not "peer left". */
+            if (!f.fail && c->term_reason)
+                f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
             pthread_mutex_unlock(&dp->sq_lock);
         }
         fail_set(&f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
@@ -793,6 +810,9 @@ static void progress(struct shm_conn *c, bool poller)
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
     }
+    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_failing, __ATOMIC_ACQUIRE);
+    if (f.fail && hook)
+        hook(c->qp);
     if (f.fail)
         end_connection(c, &f);
 }
@@ -849,15 +869,21 @@ static void shm_doorbell(struct ndk_qp_impl *qp)
         put_requests(c);
 }
 
-/* A receive was posted: a Send waiting for one goes on now. */
+/* A receive was posted: a Send waiting for one goes on now, in the
+ * service thread, woken while sq_lock holds the connection: once the lock
+ * is released, detach (ndk_qp_stop, from the connector's thread) may free
+ * it. */
 static void shm_after_post(struct ndk_qp_impl *qp)
 {
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
     bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
     if (waits)
-        progress(c, false);
+        shm_os_doorbell_ring(c->bell);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
+    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_posted, __ATOMIC_ACQUIRE);
+    if (waits && hook)
+        hook(qp);
 }
 
 /* NdkFlush: nothing more is placed; what the peer sends is dropped. */

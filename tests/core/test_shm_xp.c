@@ -45,7 +45,21 @@ struct side {
     uint8_t *buf;
 };
 
-enum cmd { C_INFO, C_RECV, C_REAP, C_CHECK, C_REASON, C_CLOSE_QP, C_BIND, C_ZERO, C_FRMR, C_GARBAGE, C_CPU, C_EXIT };
+enum cmd {
+    C_INFO,
+    C_RECV,
+    C_REAP,
+    C_CHECK,
+    C_REASON,
+    C_CLOSE_QP,
+    C_BIND,
+    C_ZERO,
+    C_FRMR,
+    C_GARBAGE,
+    C_CPU,
+    C_SEND,
+    C_EXIT
+};
 
 struct msg {
     uint32_t cmd;
@@ -73,6 +87,7 @@ static NTSTATUS g_req_st;
 static int g_ctl = -1;
 static pid_t g_child;
 static bool g_copy;
+static ULONG g_parent_grace_ms; /* pair_up's ReceiveGraceMs for the parent (0: the default) */
 static tl_event g_closed;
 
 static struct ndk_qp_impl *impl(NDK_QP *qp)
@@ -392,6 +407,12 @@ static void child_serve(int ctl)
                 if (S.buf[m.a + i])
                     m.ok = 0;
             break;
+        case C_SEND: {
+            /* A Send of len octets of the buffer at a. */
+            NDK_SGE g = sge(&S, m.a, m.len);
+            m.ok = S.qp->Dispatch->NdkSend(S.qp, NULL, &g, 1, 0) == STATUS_SUCCESS;
+            break;
+        }
         case C_CLOSE_QP:
             close_obj(&S.qp->Header);
             S.qp = NULL;
@@ -478,7 +499,7 @@ static bool pair_up(bool copy, ULONG child_grace_ms, uint64_t *peer_buf, UINT32 
     struct pollfd p = {.fd = lfd, .events = POLLIN};
     sock[0] = g_child > 0 && poll(&p, 1, WAIT_MS) == 1 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
     close(lfd);
-    if (sock[0] < 0 || !side_up(&S, 0)) {
+    if (sock[0] < 0 || !side_up(&S, g_parent_grace_ms)) {
         if (sock[0] >= 0)
             close(sock[0]);
         return false;
@@ -631,6 +652,98 @@ static void t_protection(void)
         refused(copy, true, 64 * 1024, READ_AT, true, STATUS_ACCESS_VIOLATION);
         refused(copy, true, 8192, BUF - 4096, false, STATUS_REMOTE_RESOURCES);
     }
+}
+
+/* The hook of t_terminate_race, on the parent's service thread: it took
+ * the child's Terminate and has not applied it yet. First the child leaves
+ * and another pass over the rings (the engine's, when it sees the TCP
+ * reset) ends the connection. */
+static bool g_raced;
+static void leave_then_drain(struct ndk_qp_impl *qp)
+{
+    __atomic_store_n(&ndk_shm_test_failing, NULL, __ATOMIC_RELEASE);
+    CHECK(ask(C_CLOSE_QP, 0, 0, 0, 0, 0).ok);
+    ndk_shm_drain(qp);
+    __atomic_store_n(&g_raced, true, __ATOMIC_RELEASE);
+}
+
+/* A Terminate taken by one thread while another sees the peer gone and
+ * ends the connection first: the refused Read still completes with the
+ * Terminate's status and control word, and the reason stays the
+ * Terminate's (it completed STATUS_CANCELLED, the reason PEER_CLOSED,
+ * when the status waited to be applied by the thread that took it). */
+static void t_terminate_race(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        NDK_SGE g = sge(&S, 0, 64);
+        g_raced = false;
+        __atomic_store_n(&ndk_shm_test_failing, leave_then_drain, __ATOMIC_RELEASE);
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)1, &g, 1, pb + READ_AT, pt ^ 0x100, 0), STATUS_SUCCESS);
+        NDK_RESULT_EX r;
+        REQUIRE(next(&S, &r));
+        CHECK_EQ(r.Status, STATUS_ACCESS_VIOLATION);
+        CHECK(r.ProviderErrorCode != 0);
+        CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
+        /* The race was run (the Read completes before the hook does). */
+        uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
+        while (!__atomic_load_n(&g_raced, __ATOMIC_ACQUIRE) && tl_now_ns() < end)
+            ;
+        CHECK(__atomic_load_n(&g_raced, __ATOMIC_ACQUIRE));
+        __atomic_store_n(&ndk_shm_test_failing, NULL, __ATOMIC_RELEASE);
+        pair_down();
+    }
+}
+
+/* The hook of t_post_vs_stop, in the thread that posted the receive: the
+ * connection is stopped (as the connector's thread does on a reset) while
+ * that post has not returned yet. */
+static bool g_posted;
+static void stop_after_post(struct ndk_qp_impl *qp)
+{
+    __atomic_store_n(&ndk_shm_test_posted, NULL, __ATOMIC_RELEASE);
+    g_posted = true;
+    ndk_qp_stop(qp);
+}
+
+/* A receive posted for a Send that waits, and the QP stopped before the
+ * post returned: the post does not touch the connection after releasing
+ * the QP's lock (it ran a pass over the freed rings: ASan reports the use
+ * after free). The receive completes once, placed or flushed. */
+static void t_post_vs_stop(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    g_parent_grace_ms = 60000;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    g_parent_grace_ms = 0;
+    CHECK(ask(C_SEND, 0, 100, 0, 0, 0).ok);
+    /* The Send is in our request ring; a pass of ours finds no receive,
+     * and from then the Send waits for one (the grace is a minute). */
+    int side;
+    uint8_t *region = ndk_shm_region(impl(S.qp), &side);
+    REQUIRE(region);
+    struct shm_ring_ctl *in = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(1 - side, false));
+    uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
+    while (__atomic_load_n(&in->head, __ATOMIC_SEQ_CST) == __atomic_load_n(&in->tail, __ATOMIC_SEQ_CST) &&
+           tl_now_ns() < end)
+        ;
+    REQUIRE(__atomic_load_n(&in->head, __ATOMIC_SEQ_CST) != __atomic_load_n(&in->tail, __ATOMIC_SEQ_CST));
+    ndk_shm_drain(impl(S.qp));
+    g_posted = false;
+    __atomic_store_n(&ndk_shm_test_posted, stop_after_post, __ATOMIC_RELEASE);
+    NDK_SGE g = sge(&S, 0, 100);
+    CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)5, &g, 1), STATUS_SUCCESS);
+    __atomic_store_n(&ndk_shm_test_posted, NULL, __ATOMIC_RELEASE);
+    CHECK(g_posted);
+    NDK_RESULT_EX r;
+    REQUIRE(next(&S, &r));
+    CHECK(r.RequestContext == (void *)5);
+    CHECK(r.Status == STATUS_SUCCESS || r.Status == STATUS_CANCELLED);
+    CHECK_EQ(S.cq->Dispatch->NdkGetCqResultsEx(S.cq, &r, 1), 0u);
+    pair_down();
 }
 
 /* A window bound by the peer: a Write through it lands (single copy and
@@ -956,6 +1069,8 @@ int main(void)
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
     RUN(t_protection);
+    RUN(t_terminate_race);
+    RUN(t_post_vs_stop);
     RUN(t_window);
     RUN(t_receive_wait);
     RUN(t_fast_register);
