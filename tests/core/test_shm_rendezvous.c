@@ -6,7 +6,6 @@
  * data is exact either way; a peer killed with SIGKILL flushes everything
  * and fires the disconnect event once. The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
-#include <dirent.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -254,18 +253,6 @@ DP_CASE(checks_refuse_keep_tcp)
 
 /* ---- silent connections to the listener's name ---- */
 
-static unsigned open_fds(void)
-{
-    unsigned n = 0;
-    DIR *d = opendir("/proc/self/fd");
-    if (!d)
-        return 0;
-    while (readdir(d))
-        n++;
-    closedir(d);
-    return n;
-}
-
 #define SILENT 48
 
 static int g_silent[SILENT];
@@ -275,7 +262,7 @@ static int g_silent[SILENT];
  * listener must hold at most its bound of them (32). */
 static void connect_silent(dp_conn *c)
 {
-    unsigned before = open_fds();
+    unsigned before = tl_open_fds();
     for (int i = 0; i < SILENT; i++)
         g_silent[i] = shm_rv_os_connect(&c->laddr.sa);
     /* Then one that says something wrong: once the listener closed it, it
@@ -285,7 +272,7 @@ static void connect_silent(dp_conn *c)
     struct pollfd p = {.fd = last, .events = POLLIN};
     CHECK(last >= 0 && send(last, junk, sizeof junk, 0) == (ssize_t)sizeof junk);
     CHECK(last >= 0 && poll(&p, 1, DP_WAIT_MS) == 1 && recv(last, junk, sizeof junk, 0) == 0);
-    unsigned grown = open_fds() - before;
+    unsigned grown = tl_open_fds() - before;
     if (last >= 0)
         close(last);
     fprintf(stderr, "  %u descriptors for %d silent connections and one refused\n", grown, SILENT);
