@@ -321,8 +321,10 @@ static void side_open(struct side *s, const char *name, bool crc)
     o.Size = sizeof o;
     /* A new remote token for every fast registration, so that the capture
      * shows two different invalidated keys (by default a fast-register MR
-     * keeps its token, docs/behaviour.md). */
-    o.Flags = NDK_OPEN_FLAG_FRMR_NEW_TOKEN | (crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0);
+     * keeps its token, docs/behaviour.md). Both ends are libndk on this
+     * host, so the same-host fast path (docs/shm.md) would carry the
+     * operations past the capture: it is off. */
+    o.Flags = NDK_OPEN_FLAG_FRMR_NEW_TOKEN | NDK_OPEN_FLAG_NO_SHM | (crc ? NDK_OPEN_FLAG_REQUEST_CRC : 0);
     NDK_VERSION v = {NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION};
     NTSTATUS st = ndk_open_adapter("lo", v, &o, &s->ad);
     if (st != STATUS_SUCCESS)
