@@ -124,20 +124,27 @@ static void fail(struct shm_rv *rv)
         rv->settled(rv, false);
 }
 
+/* The peer's message of this kind carrying our secret: 1 it came, 0 none
+ * yet, -1 anything else (the rendezvous has then failed). */
+static int take_answer(struct shm_rv *rv, uint32_t kind)
+{
+    struct shm_rv_msg m;
+    int r = recv_msg(rv->fd, kind, &m);
+    if (r > 0 && memcmp(m.secret, rv->secret, sizeof m.secret) != 0)
+        r = -1;
+    if (r < 0)
+        fail(rv);
+    return r;
+}
+
 /* Moves the rendezvous on with what its socket holds. */
 static void progress(struct shm_rv *rv)
 {
-    struct shm_rv_msg m;
     int r, err = 0;
     switch (rv->state) {
     case RV_WAIT_OK:
-        r = recv_msg(rv->fd, SHM_RV_OK, &m);
-        if (r == 0)
+        if (take_answer(rv, SHM_RV_OK) <= 0)
             return;
-        if (r < 0 || memcmp(m.secret, rv->secret, sizeof m.secret) != 0) {
-            fail(rv);
-            return;
-        }
         rv->setup = ndk_shm_setup_start(rv->qp, rv->fd, false, &err);
         if (!rv->setup) {
             fail(rv);
@@ -167,13 +174,8 @@ static void progress(struct shm_rv *rv)
         rv->state = RV_READY;
         __attribute__((fallthrough));
     case RV_READY:
-        r = recv_msg(rv->fd, SHM_RV_GO, &m);
-        if (r == 0)
+        if (take_answer(rv, SHM_RV_GO) <= 0)
             return;
-        if (r < 0 || memcmp(m.secret, rv->secret, sizeof m.secret) != 0) {
-            fail(rv);
-            return;
-        }
         rv->state = RV_GO;
         close_socket(rv);
         return;
