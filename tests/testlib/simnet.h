@@ -266,6 +266,12 @@ struct sim_net {
     /* Called after every write that put octets in dir[id], before any of
      * them can be delivered: a test may rewrite them (a forged field). */
     void (*after_write)(struct sim_net *net, int id);
+    /* The shared-memory model (simshm.c, NDK_SIM_TRANSPORT=shm): the QPs
+     * are joined by the same-host transport, not the byte logs, which stay
+     * empty. shm_ended[i]: side i's transport ended on its own. */
+    bool shm;
+    bool shm_copy; /* payloads go through the rings (copy mode) */
+    bool shm_ended[2];
 };
 
 extern NDK_ADAPTER *sim_adapters[2];
@@ -331,6 +337,24 @@ bool sim_step(struct sim_net *net);
  * engine that keeps asking for work without making progress. */
 bool sim_run(struct sim_net *net);
 
+/* ---- the shared-memory model (simshm.c) ---- */
+
+/* NDK_SIM_TRANSPORT=shm: sim_net_new makes networks of the shared-memory
+ * model. Its service threads move the data in real time, so runs over it
+ * are not replayed by their seed; sim_run waits for them, bounded. */
+bool sim_shm_wanted(void);
+
+/* Joins the two QPs through the shared-memory transport (sim_net_start). */
+bool sim_shm_start(struct sim_net *net);
+
+/* sim_run over it: true once no completion is owed and nothing is in
+ * flight; a side whose transport ended is stopped, as the connector does. */
+bool sim_shm_run(struct sim_net *net);
+
+/* Both sides disconnect gracefully: each takes what the peer published,
+ * then both QPs are stopped. */
+void sim_shm_close(struct sim_net *net);
+
 /* ------------------------------------------------------------------------ */
 /* Set-up and teardown                                                      */
 /* ------------------------------------------------------------------------ */
@@ -353,7 +377,8 @@ uint64_t sim_addr(const struct sim_buf *b, size_t off);
 struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t arena_len);
 
 /* The connection is established: the data path starts on our transport, as
- * the connector would start it (A active, B passive). */
+ * the connector would start it (A active, B passive); over the
+ * shared-memory model, the two QPs are joined (a failure is a test failure). */
 void sim_net_start(struct sim_net *net);
 
 bool sim_close_obj(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn);
