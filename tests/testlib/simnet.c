@@ -552,6 +552,7 @@ struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t are
     net->verbose = getenv("NDK_SIM_TRACE") != NULL;
     net->teardown_on_rx_end = true;
     net->shm = sim_shm_wanted();
+    net->cut_req = -1;
     net->rng.s = seed;
     for (int i = 0; i < 2; i++) {
         struct sim_side *sd = &net->side[i];
@@ -733,6 +734,7 @@ int sim_new_req(struct sim_net *net, int s, enum sim_kind kind, ULONG flags)
         abort();
     }
     int idx = net->nreq++;
+    sim_shm_cut_due(net, idx);
     struct sim_req *r = &net->req[idx];
     memset(r, 0, sizeof *r);
     r->side = s;

@@ -272,6 +272,11 @@ struct sim_net {
     bool shm;
     bool shm_copy; /* payloads go through the rings (copy mode) */
     bool shm_ended[2];
+    /* A connection lost over it (sim_shm_cut_at): side cut_side leaves
+     * (abortively with cut_abort) as request cut_req is about to be posted;
+     * -1: never. */
+    int cut_req, cut_side;
+    bool cut_abort;
 };
 
 extern NDK_ADAPTER *sim_adapters[2];
@@ -354,6 +359,15 @@ bool sim_shm_run(struct sim_net *net);
 /* Both sides disconnect gracefully: each takes what the peer published,
  * then both QPs are stopped. */
 void sim_shm_close(struct sim_net *net);
+
+/* The connection is lost as request `req` is about to be posted: side
+ * `side` leaves (its QP stopped, as when its process ends; abort: reset,
+ * the peer's reason is NDK_DISCONNECT_REASON_ABORTED). The script goes on
+ * posting; the peer's transport sees it and ends. */
+void sim_shm_cut_at(struct sim_net *net, int req, int side, bool abort);
+
+/* Called by sim_new_req: cuts when request idx is the one. */
+void sim_shm_cut_due(struct sim_net *net, int idx);
 
 /* ------------------------------------------------------------------------ */
 /* Set-up and teardown                                                      */

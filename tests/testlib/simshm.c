@@ -160,3 +160,19 @@ void sim_shm_close(struct sim_net *net)
     sim_stop(net, SIM_A);
     sim_stop(net, SIM_B);
 }
+
+void sim_shm_cut_at(struct sim_net *net, int req, int side, bool abort)
+{
+    net->cut_req = req;
+    net->cut_side = side;
+    net->cut_abort = abort;
+}
+
+void sim_shm_cut_due(struct sim_net *net, int idx)
+{
+    if (!net->shm || idx != net->cut_req || net->end[net->cut_side].stopped)
+        return;
+    if (net->cut_abort)
+        ndk_shm_abort(net->side[net->cut_side].impl);
+    sim_stop(net, net->cut_side);
+}
