@@ -24,8 +24,13 @@
  * sent a Terminate, once the peer closed (sim_net.teardown_on_rx_end). NDK_SIM_TRACE=1
  * prints every scheduler step, post and queued Terminate.
  *
- * The helpers are compiled once into ndk_testlib (simnet.c), over the
- * provider's internals: a test that uses them links ndk_core.
+ * NDK_SIM_TRANSPORT=shm selects the shared-memory model instead (simshm.c,
+ * docs/shm.md): the QPs are joined by the same-host transport, whose own
+ * threads move the data in real time; the scripts and checks stay, the
+ * byte logs stay empty, and sim_run waits for the exchange to settle.
+ *
+ * The helpers are compiled once into ndk_testlib (simnet.c, simshm.c), over
+ * the provider's internals: a test that uses them links ndk_core.
  */
 #ifndef NDK_TESTS_SIMNET_H
 #define NDK_TESTS_SIMNET_H
