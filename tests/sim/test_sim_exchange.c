@@ -106,10 +106,7 @@ static void run_exchange_shm(uint64_t seed, const struct sim_cfg *cfg, bool copy
     printf("[exchange over shm] seed 0x%016" PRIx64 " ird %u/%u ord %u/%u %s\n", seed, cfg->ird[0], cfg->ird[1],
            cfg->ord[0], cfg->ord[1], copy ? "copy mode" : "single copy");
     int failures_before = tl_failures;
-    if (copy)
-        setenv("NDK_SHM_COPY", "1", 1);
-    else
-        unsetenv("NDK_SHM_COPY");
+    sim_shm_force_copy(copy);
     struct sim_net *net = sim_net_new(cfg, seed, 1u << 20);
     REQUIRE(net);
     sim_net_start(net);
@@ -137,7 +134,7 @@ static void run_exchange_shm(uint64_t seed, const struct sim_cfg *cfg, bool copy
     if (tl_failures != failures_before)
         fprintf(stderr, "replay (same configuration): NDK_SIM_TRANSPORT=shm NDK_SIM_SEED=0x%016" PRIx64 "\n", seed);
     sim_net_free(net);
-    unsetenv("NDK_SHM_COPY");
+    sim_shm_force_copy(false);
 }
 
 static uint64_t g_base;

@@ -354,6 +354,10 @@ bool sim_run(struct sim_net *net);
  * are not replayed by their seed; sim_run waits for them, bounded. */
 bool sim_shm_wanted(void);
 
+/* Copy mode (payloads through the rings) for the networks started next:
+ * NDK_SHM_COPY=1, read at set-up (docs/shm.md, Messages). */
+void sim_shm_force_copy(bool on);
+
 /* Joins the two QPs through the shared-memory transport (sim_net_start). */
 bool sim_shm_start(struct sim_net *net);
 

@@ -26,6 +26,14 @@ bool sim_shm_wanted(void)
     return t && !strcmp(t, "shm");
 }
 
+void sim_shm_force_copy(bool on)
+{
+    if (on)
+        setenv("NDK_SHM_COPY", "1", 1);
+    else
+        unsetenv("NDK_SHM_COPY");
+}
+
 static bool past(uint64_t t0, unsigned ms)
 {
     return tl_now_ns() - t0 > (uint64_t)ms * 1000000u;
