@@ -248,18 +248,3 @@ int shm_os_push(pid_t pid, const struct iovec *local, int nl, const struct iovec
 {
     return transfer(pid, local, nl, remote, nr, true);
 }
-
-int shm_os_wait(const int *fds, int n, int timeout_ms, bool *ready)
-{
-    struct pollfd p[8];
-    if (n > 8)
-        return -EINVAL;
-    for (int i = 0; i < n; i++)
-        p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-    int r = poll(p, (nfds_t)n, timeout_ms);
-    if (r < 0)
-        return errno == EINTR ? 0 : -errno;
-    for (int i = 0; i < n; i++)
-        ready[i] = (p[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
-    return r;
-}

@@ -50,8 +50,4 @@ int shm_os_peer(int sock, pid_t *pid, bool *same_user);
 int shm_os_pull(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
 int shm_os_push(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
 
-/* Waits until one of fds is readable or timeout_ms (-1: no limit) passed;
- * ready[i] tells which. Returns the number ready. */
-int shm_os_wait(const int *fds, int n, int timeout_ms, bool *ready);
-
 #endif
