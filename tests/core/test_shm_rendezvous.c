@@ -4,7 +4,7 @@
  * answers, and initiators that fail a check (a 4-tuple that is not theirs,
  * a process that does not own the TCP socket, another user) keep TCP; the
  * data is exact either way; a peer killed with SIGKILL flushes everything
- * and fires the disconnect event once. The transport each QP uses is read
+ * and fires the disconnect event once; 64 connections add no thread. The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
 #include <dirent.h>
 #include <sys/un.h>
@@ -85,8 +85,8 @@ static unsigned threads_now(void)
 /* Many same-host connections are served by the adapters' progress
  * engines (docs/shm.md, Wake-ups and threads): the process runs no thread
  * more with DP_MAX_CONNS of them than with none, and every one carries a
- * Send and its receive both ways of the wake-up (the peer was asleep,
- * armed, when each message came). */
+ * Send into a posted receive (the passive side was idle, armed, so its
+ * engine is woken through the eventfd watch). */
 DP_CASE(many_connections_add_no_thread)
 {
     dp_side a, p;
