@@ -242,7 +242,7 @@ struct dp_cq {
     void *user;
 };
 
-#define DP_MAX_CQS 64
+#define DP_MAX_CQS 128 /* two per connection of DP_MAX_CONNS */
 
 void dp_cq_cb(PVOID ctx, NTSTATUS status);
 
