@@ -89,12 +89,9 @@ NTSTATUS vobj_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION ver,
                               NDK_EXTENSION_INTERFACE *out)
 {
     struct vobj *o = vobj_of(h);
-    if (!vobj_enter(o, "NdkQueryExtension"))
-        return STATUS_INVALID_DEVICE_STATE;
     /* Every table has NdkQueryExtension second, except the adapter's. */
-    NTSTATUS st = ((const NDK_FN_QUERY_EXTENSION_INTERFACE *)o->real)[1](h, id, ver, out);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkQueryExtension", STATUS_INVALID_DEVICE_STATE,
+             ((const NDK_FN_QUERY_EXTENSION_INTERFACE *)o->real)[1](h, id, ver, out));
 }
 
 /* Lock held: the object is gone; its record goes to the quarantine. */
