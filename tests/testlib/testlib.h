@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 extern int tl_failures;
 extern const char *tl_current;
@@ -87,6 +88,10 @@ bool tl_event_wait(tl_event *e, unsigned n, unsigned timeout_ms);
 unsigned tl_event_count(tl_event *e);
 
 uint64_t tl_now_ns(void);
+
+/* The time ms from now on clock, as pthread_cond_timedwait takes it (a
+ * condition variable's clock: CLOCK_REALTIME unless set otherwise). */
+struct timespec tl_deadline(clockid_t clock, unsigned ms);
 
 /* Moves the calling thread into a network namespace of its own (only lo,
  * down). Call it first, before any thread exists: a namespace applies to
