@@ -479,27 +479,12 @@ void nt_audit(unsigned *from, bool pending_may_stay);
 void nt_case_end(void);
 
 /* A case with no address family. */
-#define NT_CASE(name)                                                                        \
-    static void name##_body(void);                                                           \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        nt_case_begin(#name);                                                                \
-        name##_body();                                                                       \
-        nt_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(void)
+#define NT_CASE(name) TL_CASE_BETWEEN(name, nt_case_begin, nt_case_end, (void), ())
 
 /* A connection case, over 127.0.0.1 or ::1: the family of the run
  * (tl_family(): IPv4, or IPv6 when the program was started with --ipv6).
  * main runs it with RUN_FAM and calls tl_init first. */
 #define NT_CASE_FAM(name)                                                                    \
-    static void name##_body(int fam);                                                        \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        nt_case_begin(#name);                                                                \
-        name##_body(tl_family());                                                            \
-        nt_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(int fam)
+    TL_CASE_BETWEEN(name, nt_case_begin, nt_case_end, (int fam), (tl_family()))
 
 #endif

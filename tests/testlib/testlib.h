@@ -63,6 +63,19 @@ int tl_family(void);
 bool tl_run_fam(const char *name, tl_case_fn fn);
 #define RUN_FAM(fn) tl_run_fam(#fn, fn)
 
+/* A case `name` whose body runs between begin(#name) and end(): a harness's
+ * per-case set-up and checks (DP_CASE, NT_CASE). arg is what the body is
+ * called with, decl its parameter list. */
+#define TL_CASE_BETWEEN(name, begin, end, decl, arg)                                         \
+    static void name##_body decl;                                                            \
+    static void name(void)                                                                   \
+    {                                                                                        \
+        begin(#name);                                                                        \
+        name##_body arg;                                                                     \
+        end();                                                                               \
+    }                                                                                        \
+    static void name##_body decl
+
 /* Ends the program's report: prints "N passed, N failed" and returns the
  * exit status: 1 if a case failed or none ran, else 77 (CTest's
  * SKIP_RETURN_CODE) after tl_skip_all, else 0. */
