@@ -364,6 +364,12 @@ nt_lsn *nt_lsn_new(void);
 /* NdkListen on sa; returns the final status (inline or completion). */
 NTSTATUS nt_listen_at(NDK_LISTENER *l, const NDK_SOCKADDR *sa, ULONG len);
 
+/* Creates a listener on s and calls NdkListen on fam's loopback address at
+ * port; returns NdkListen's status (a failed create is a failure of the
+ * case) and, when it listens, the listener in *out with its bound address
+ * read back into L->addr. A listener that does not listen is closed. */
+NTSTATUS nt_listen_try(nt_side *s, int fam, unsigned port, nt_lsn **out);
+
 /* A listener created on s and listening on fam's loopback address, with
  * the port the provider picked read back into L->addr. */
 nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port);
