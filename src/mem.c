@@ -788,6 +788,34 @@ struct mem_entry *mem_object_entry(const void *pub, NDK_OBJECT_TYPE type, struct
     return container_of(o, struct mem_object, obj)->entry;
 }
 
+NTSTATUS mem_object_create(struct ndk_obj *pdo, enum mem_kind kind, NDK_OBJECT_TYPE type,
+                           const void *dispatch, const struct ndk_obj_ops *ops,
+                           struct mem_object **out)
+{
+    struct ndk_adapter_impl *ad = pdo->ad;
+    struct mem_object *m = calloc(1, sizeof *m);
+    if (!m)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    m->pd = container_of(pdo, struct ndk_pd_impl, obj);
+    NTSTATUS st = mem_entry_new(ad->dev->mem, kind, m->pd, &m->obj, &m->entry);
+    if (st != STATUS_SUCCESS) {
+        free(m);
+        return st;
+    }
+    pthread_mutex_lock(&ad->dev->lock);
+    if (pdo->closing) {
+        pthread_mutex_unlock(&ad->dev->lock);
+        mem_entry_free(ad->dev->mem, m->entry);
+        free(m);
+        return STATUS_INVALID_PARAMETER;
+    }
+    ndk_obj_add_successor(pdo);
+    ndk_obj_init(&m->obj, ad, type, dispatch, ops);
+    pthread_mutex_unlock(&ad->dev->lock);
+    *out = m;
+    return STATUS_SUCCESS;
+}
+
 /* The entry behind an MR or MW header, if it belongs to qp's adapter. */
 static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *h)
 {

@@ -138,29 +138,13 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister, NDK_FN_CREATE_COMPL
     struct ndk_obj *pdo = ndk_obj_from_pub(pNdkPd, NdkObjectTypePd);
     if (!pdo || !ppNdkMr)
         return STATUS_INVALID_PARAMETER;
-    struct ndk_adapter_impl *ad = pdo->ad;
-    struct mem_object *mr = calloc(1, sizeof *mr);
-    if (!mr)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    mr->pd = container_of(pdo, struct ndk_pd_impl, obj);
     /* The STag index is the MR's for its whole life: re-registration only
      * moves the key, so a full table fails here, never at registration. */
-    NTSTATUS st = mem_entry_new(ad->dev->mem, FastRegister ? MEM_KIND_FRMR : MEM_KIND_MR, mr->pd,
-                                &mr->obj, &mr->entry);
-    if (st != STATUS_SUCCESS) {
-        free(mr);
+    struct mem_object *mr;
+    NTSTATUS st = mem_object_create(pdo, FastRegister ? MEM_KIND_FRMR : MEM_KIND_MR,
+                                    NdkObjectTypeMr, &mr_dispatch, &mr_ops, &mr);
+    if (st != STATUS_SUCCESS)
         return st;
-    }
-    pthread_mutex_lock(&ad->dev->lock);
-    if (pdo->closing) {
-        pthread_mutex_unlock(&ad->dev->lock);
-        mem_entry_free(ad->dev->mem, mr->entry);
-        free(mr);
-        return STATUS_INVALID_PARAMETER;
-    }
-    ndk_obj_add_successor(pdo);
-    ndk_obj_init(&mr->obj, ad, NdkObjectTypeMr, &mr_dispatch, &mr_ops);
-    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkMr = (NDK_MR *)&mr->obj.pub;
     return STATUS_SUCCESS;
 }

@@ -70,26 +70,10 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion
     struct ndk_obj *pdo = ndk_obj_from_pub(pNdkPd, NdkObjectTypePd);
     if (!pdo || !ppNdkMw)
         return STATUS_INVALID_PARAMETER;
-    struct ndk_adapter_impl *ad = pdo->ad;
-    struct mem_object *mw = calloc(1, sizeof *mw);
-    if (!mw)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    mw->pd = container_of(pdo, struct ndk_pd_impl, obj);
-    NTSTATUS st = mem_entry_new(ad->dev->mem, MEM_KIND_MW, mw->pd, &mw->obj, &mw->entry);
-    if (st != STATUS_SUCCESS) {
-        free(mw);
+    struct mem_object *mw;
+    NTSTATUS st = mem_object_create(pdo, MEM_KIND_MW, NdkObjectTypeMw, &mw_dispatch, &mw_ops, &mw);
+    if (st != STATUS_SUCCESS)
         return st;
-    }
-    pthread_mutex_lock(&ad->dev->lock);
-    if (pdo->closing) {
-        pthread_mutex_unlock(&ad->dev->lock);
-        mem_entry_free(ad->dev->mem, mw->entry);
-        free(mw);
-        return STATUS_INVALID_PARAMETER;
-    }
-    ndk_obj_add_successor(pdo);
-    ndk_obj_init(&mw->obj, ad, NdkObjectTypeMw, &mw_dispatch, &mw_ops);
-    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkMw = (NDK_MW *)&mw->obj.pub;
     return STATUS_SUCCESS;
 }
