@@ -76,6 +76,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dlist.h"
 #include "mem.h"
 #include "net/sys.h"
 #include "objects.h"
@@ -346,14 +347,8 @@ struct ndk_obj *mem_entry_free(struct mem_table *t, struct mem_entry *e)
         *slot = NULL;
     }
     t->live--;
-    if (e->kind == MEM_KIND_FRMR) {
-        if (e->fr_prev)
-            e->fr_prev->fr_next = e->fr_next;
-        else
-            t->frmrs = e->fr_next;
-        if (e->fr_next)
-            e->fr_next->fr_prev = e->fr_prev;
-    }
+    if (e->kind == MEM_KIND_FRMR)
+        DLIST_UNLINK(t->frmrs, e, fr_prev, fr_next);
     if (e->ante) {
         /* Found by index and owner: during adapter teardown the MR may be
          * gone already. */

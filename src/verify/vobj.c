@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlist.h"
 #include "net/memprobe.h"
 #include "verify/vcore.h"
 #include "wire/crc32c.h"
@@ -103,12 +104,7 @@ static void vobj_closed(struct vobj *o)
     __atomic_store_n(&o->state, VS_CLOSED, __ATOMIC_RELEASE);
     if (o->vt->closed)
         o->vt->closed(o);
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        v->objs = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
+    DLIST_UNLINK(v->objs, o, prev, next);
     o->next = NULL;
     o->prev = v->closed_tail;
     if (v->closed_tail)
