@@ -811,6 +811,11 @@ NTSTATUS mem_object_create(struct ndk_obj *pdo, enum mem_kind kind, NDK_OBJECT_T
     return STATUS_SUCCESS;
 }
 
+void mem_object_free(struct ndk_obj *obj)
+{
+    free(container_of(obj, struct mem_object, obj));
+}
+
 /* The entry behind an MR or MW header, if it belongs to qp's adapter. */
 static struct mem_entry *target_entry(const struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *h)
 {

@@ -11,7 +11,6 @@
  * stays usable until then. When the close finishes, the STag is freed and
  * every token of the MR (and of windows over it) fails.
  */
-#include <stdlib.h>
 
 #include "mem.h"
 #include "objects.h"
@@ -120,15 +119,10 @@ static void mr_destroy(struct ndk_obj *obj)
     ndk_obj_release_successor(&mr->pd->obj);
 }
 
-static void mr_free(struct ndk_obj *obj)
-{
-    free(container_of(obj, struct mem_object, obj));
-}
-
 static const struct ndk_obj_ops mr_ops = {
     .close_start = mr_close_start,
     .destroy = mr_destroy,
-    .free = mr_free,
+    .free = mem_object_free,
 };
 
 NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister, NDK_FN_CREATE_COMPLETION CreateCompletion,

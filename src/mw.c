@@ -8,7 +8,6 @@
  * pends until the window is closed (9.4). Closing the window frees its STag
  * and releases that MR.
  */
-#include <stdlib.h>
 
 #include "mem.h"
 #include "objects.h"
@@ -52,15 +51,10 @@ static void mw_destroy(struct ndk_obj *obj)
     ndk_obj_release_successor(&mw->pd->obj);
 }
 
-static void mw_free(struct ndk_obj *obj)
-{
-    free(container_of(obj, struct mem_object, obj));
-}
-
 static const struct ndk_obj_ops mw_ops = {
     .close_start = mw_close_start,
     .destroy = mw_destroy,
-    .free = mw_free,
+    .free = mem_object_free,
 };
 
 NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
