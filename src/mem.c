@@ -811,6 +811,13 @@ NTSTATUS mem_object_create(struct ndk_obj *pdo, enum mem_kind kind, NDK_OBJECT_T
     return STATUS_SUCCESS;
 }
 
+UINT32 mem_object_token(const void *pub, NDK_OBJECT_TYPE type)
+{
+    struct ndk_obj *o = NULL;
+    struct mem_entry *e = mem_object_entry(pub, type, &o);
+    return e ? mem_entry_token(o->ad->dev->mem, e) : 0;
+}
+
 void mem_object_free(struct ndk_obj *obj)
 {
     free(container_of(obj, struct mem_object, obj));

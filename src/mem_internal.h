@@ -52,6 +52,10 @@ struct mem_entry *mem_object_entry(const void *pub, NDK_OBJECT_TYPE type, struct
 NTSTATUS mem_object_create(struct ndk_obj *pdo, enum mem_kind kind, NDK_OBJECT_TYPE type,
                            const void *dispatch, const struct ndk_obj_ops *ops,
                            struct mem_object **out);
+/* NdkGetRemoteTokenFromMr, NdkGetLocalTokenFromMr and
+ * NdkGetRemoteTokenFromMw: the entry's token (mem_entry_token), 0 when pub
+ * is no live object of that type. */
+UINT32 mem_object_token(const void *pub, NDK_OBJECT_TYPE type);
 /* The ndk_obj_ops free of both. */
 void mem_object_free(struct ndk_obj *obj);
 /* Test hook: where the next index search starts. */

@@ -87,8 +87,7 @@ static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BO
  * registered or initialized (5.6.4, 5.6.5). */
 static UINT32 mr_token(NDK_MR *pNdkMr)
 {
-    struct mem_object *mr = mr_from(pNdkMr);
-    return mr ? mem_entry_token(mr->obj.ad->dev->mem, mr->entry) : 0;
+    return mem_object_token(pNdkMr, NdkObjectTypeMr);
 }
 
 static const NDK_MR_DISPATCH mr_dispatch = {

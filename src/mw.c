@@ -14,17 +14,10 @@
 
 #include "mem_internal.h"
 
-static struct mem_object *mw_from(const NDK_MW *p)
-{
-    struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeMw);
-    return o ? container_of(o, struct mem_object, obj) : NULL;
-}
-
 /* The token of the latest NdkBind that returned (5.7.1); 0 before any. */
 static UINT32 mw_token(NDK_MW *pNdkMw)
 {
-    struct mem_object *mw = mw_from(pNdkMw);
-    return mw ? mem_entry_token(mw->obj.ad->dev->mem, mw->entry) : 0;
+    return mem_object_token(pNdkMw, NdkObjectTypeMw);
 }
 
 static const NDK_MW_DISPATCH mw_dispatch = {
