@@ -1,8 +1,8 @@
 /*
  * netns_stream.h - what the two-host netns tests (test_path_faults.c,
  * test_impaired_paths.c) share: shell commands, the three namespaces
- * (client, router, server) and entering them, and a verified stream of
- * RDMA Writes, Reads and Sends.
+ * (client, router, server) and entering them, the two hosts' adapters and
+ * their connection, and a verified stream of RDMA Writes, Reads and Sends.
  *
  * The stream: chunk i of n is operation i % 3 (a Write into the server's
  * memory, a Read from it, a Send into a receive posted beforehand), each
