@@ -571,14 +571,6 @@ void dp_case_begin(const char *name);
 
 void dp_case_end(void);
 
-#define DP_CASE(name)                                                                        \
-    static void name##_body(void);                                                           \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        dp_case_begin(#name);                                                                \
-        name##_body();                                                                       \
-        dp_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(void)
+#define DP_CASE(name) TL_CASE_BETWEEN(name, dp_case_begin, dp_case_end, (void), ())
 
 #endif
