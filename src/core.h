@@ -219,6 +219,9 @@ struct ndk_adapter_impl {
     bool closed;          /* ndk_close_adapter returned; kept while objects remain */
     struct ndk_obj *objects; /* every live object created through this view */
     unsigned callbacks;   /* queued or running callbacks of its objects (device lock) */
+    /* The engine of the newest CQ created through this view, where its
+     * listeners go (ndk_engine_place_listener; device lock), or NULL. */
+    struct ndk_engine *cq_engine;
     /* What ndkstat shows of this view (stat.h; device lock): its own
      * objects' counters, apart from other views of the device. */
     struct ndk_adapter_stats st;
@@ -275,10 +278,14 @@ static inline struct ndk_engine *ndk_dev_engine0(struct ndk_device *dev)
 {
     return &dev->engines[0];
 }
-/* Places a CQ or SRQ (affinity: the consumer's GROUP_AFFINITY, or NULL) or
- * a listener (NULL): an engine on one of the affinity's CPUs, else the
- * least loaded one, whose load grows by one. Device lock held. */
+/* Places a CQ or SRQ (affinity: the consumer's GROUP_AFFINITY, or NULL):
+ * an engine on one of the affinity's CPUs, else the least loaded one,
+ * whose load grows by one. Device lock held. */
 struct ndk_engine *ndk_engine_place(struct ndk_device *dev, const GROUP_AFFINITY *affinity);
+/* Places a listener created through ad: on the engine of the view's newest
+ * CQ, whose load grows by one, else as ndk_engine_place does without an
+ * affinity. Device lock held. */
+struct ndk_engine *ndk_engine_place_listener(struct ndk_adapter_impl *ad);
 /* Gives back what ndk_engine_place counted. Device lock held. */
 void ndk_engine_unplace(struct ndk_engine *e);
 

@@ -570,6 +570,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
     pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&cq->obj, ad, NdkObjectTypeCq, &cq_dispatch, &cq_ops);
     cq->obj.engine = ndk_engine_place(ad->dev, Affinity);
+    ad->cq_engine = cq->obj.engine;
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkCq = (NDK_CQ *)&cq->obj.pub;
     return STATUS_SUCCESS;

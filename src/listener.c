@@ -410,7 +410,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALL
     shm_rv_listen_init(&l->shm);
     pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&l->obj, ad, NdkObjectTypeListener, &listener_dispatch, &listener_ops);
-    l->obj.engine = ndk_engine_place(ad->dev, NULL);
+    l->obj.engine = ndk_engine_place_listener(ad);
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkListener = (NDK_LISTENER *)&l->obj.pub;
     return STATUS_SUCCESS;

@@ -1,6 +1,7 @@
 /* Progress engines (docs/architecture.md, Engines): a CQ whose Affinity
  * names a CPU gets its notifications on the engine of that CPU, pinned
- * there; CQs without one go to the least loaded engine; a QP whose CQs sit
+ * there; CQs without one go to the least loaded engine; a listener goes to
+ * its view's newest CQ's engine; a QP whose CQs sit
  * on two engines completes every request exactly once; closing views with
  * connections on several engines delivers what was queued and nothing
  * after. NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED is reported only with more
@@ -202,6 +203,58 @@ DP_CASE(least_loaded_placement)
     dp_side_close(&p);
 }
 
+static _Atomic int g_connect_event_tid;
+
+static void connect_event_where(PVOID ctx, NDK_CONNECTOR *c)
+{
+    atomic_store(&g_connect_event_tid, (int)syscall(SYS_gettid));
+    dp_connect_event(ctx, c);
+}
+
+/* A listener goes to the engine of its view's newest CQ, where the
+ * connections it accepts onto that CQ then need not move: its connect
+ * event runs on the thread of that CQ's notifications. The active view's
+ * CQ is made first, so the least loaded engine would be the other one. */
+DP_CASE(listener_on_its_views_cq_engine)
+{
+    dp_side a, p;
+    REQUIRE(open_side(&a) && open_side(&p));
+    static where wa, wp;
+    dp_cq *ca = cq_on(&a, NULL, &wa), *cp = cq_on(&p, NULL, &wp);
+    REQUIRE(ca && cp);
+    dp_conn *c = dp_conn_record();
+    c->a = &a;
+    c->p = &p;
+    c->cfg = dp_cfg_default();
+    c->cqa = c->rcqa = ca;
+    c->cqp = c->rcqp = cp;
+    c->qa = dp_qp_create(&a, ca, ca, NULL, dp_qpctx_a(c), &c->cfg, NULL);
+    c->qp = dp_qp_create(&p, cp, cp, NULL, dp_qpctx_p(c), &c->cfg, NULL);
+    REQUIRE(c->qa && c->qp);
+    dp_req *r = dp_req_new("NdkCreateListener");
+    NDK_LISTENER *l = NULL;
+    NTSTATUS st;
+    NTSTATUS ret = p.ad->Dispatch->NdkCreateListener(p.ad, connect_event_where, c, dp_create_cb, r, &l);
+    c->l = dp_created(r, ret, l, &st);
+    REQUIRE(c->l);
+    NDK_SOCKADDR sa;
+    ULONG len = dp_side_addr(&p, &sa, 0);
+    r = dp_req_new("NdkListen");
+    DP_CHECK_ST(dp_finish(r, c->l->Dispatch->NdkListen(c->l, &sa.sa, len, dp_req_cb, r), DP_WAIT_MS),
+                STATUS_SUCCESS);
+    c->laddrlen = sizeof c->laddr;
+    DP_CHECK_ST(c->l->Dispatch->NdkGetLocalAddress(c->l, &c->laddr.sa, &c->laddrlen), STATUS_SUCCESS);
+    REQUIRE(dp_conn_connect(c));
+    CHECK(notified_roundtrip(c, 50));
+    check_where(&wa, -1, "active CQ");
+    check_where(&wp, -1, "passive CQ");
+    CHECK(atomic_load(&wa.tid) != atomic_load(&wp.tid));
+    CHECK_EQ(atomic_load(&g_connect_event_tid), atomic_load(&wp.tid));
+    dp_conn_close(c);
+    dp_side_close(&a);
+    dp_side_close(&p);
+}
+
 enum { SPLIT_N = 48 };
 
 /* A QP whose initiator CQ is on one engine and receive CQ on the other:
@@ -379,6 +432,7 @@ int main(int argc, char **argv)
     RUN(multi_engine_flag);
     RUN_FAM(affinity_names_the_engine);
     RUN_FAM(least_loaded_placement);
+    RUN_FAM(listener_on_its_views_cq_engine);
     RUN_FAM(split_cqs_on_two_engines);
     RUN_FAM(close_with_connections_on_engines);
     return tl_finish();
