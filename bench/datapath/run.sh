@@ -34,7 +34,7 @@
 # bandwidth_PLACEMENT.png against message size, beside the table in $OUT;
 # bench/publish_plots.sh copies them into the README.
 #
-# Third-party anchors run only when installed (nothing is installed here):
+# Third-party anchors run only when installed (.ci/run installs none of them):
 # ucx_perftest (ucx-utils), fi_pingpong (libfabric-bin), sockperf, iperf3,
 # each pinned with taskset like the ndkperf run it is compared with; UCX and
 # libfabric over their tcp transports on lo. Every process runs under
