@@ -273,7 +273,11 @@ ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms);
 /* As dp_wait_ex, through NdkGetCqResults (NDK_RESULT). */
 ULONG dp_wait_plain(dp_cq *c, NDK_RESULT *out, ULONG want, unsigned ms);
 
-/* Exactly `want` completions or a failure naming how many came. */
+/* Exactly `want` completions or a failure naming how many came. The
+ * entries that never arrived read as DP_MISSING (all bits set), so the
+ * case's later checks of them fail plainly instead of reading whatever
+ * the array held. */
+#define DP_MISSING ((NTSTATUS)0xFFFFFFFFu)
 #define DP_WAIT(c, out, want)                                                                \
     do {                                                                                     \
         ULONG dp_w_got_ = dp_wait_ex((c), (out), (want), DP_WAIT_MS);                        \
@@ -282,6 +286,10 @@ ULONG dp_wait_plain(dp_cq *c, NDK_RESULT *out, ULONG want, unsigned ms);
             fprintf(stderr, "%s:%d: [%s] %lu of %lu completions arrived on %s\n", __FILE__,   \
                     __LINE__, tl_current ? tl_current : "-", (unsigned long)dp_w_got_,       \
                     (unsigned long)(want), #c);                                              \
+            for (ULONG dp_w_i_ = dp_w_got_; dp_w_i_ < (ULONG)(want); dp_w_i_++) {            \
+                memset(&(out)[dp_w_i_], 0, sizeof (out)[dp_w_i_]);                          \
+                (out)[dp_w_i_].Status = DP_MISSING;                                          \
+            }                                                                                \
         }                                                                                    \
     } while (0)
 
