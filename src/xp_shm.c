@@ -772,16 +772,18 @@ static void progress(struct shm_conn *c, bool poller)
     uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
     if (left) {
         /* What the peer answered before it left (a Terminate naming a Read
-         * of ours, say) still counts. */
-        if (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0) {
-            if (!c->flushed)
-                take_responses(c, &f);
-            /* Or the Terminate another thread took just before and has
-             * not applied yet: its reason, not "peer left". */
-            if (!f.fail && c->term_reason)
-                f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
-            pthread_mutex_unlock(&dp->sq_lock);
-        }
+         * of ours, say) still counts. A busy poller that cannot take it
+         * now leaves the ending to a thread that can: the service thread,
+         * which the peer rang as it left, waits for the lock. */
+        if (poller ? pthread_mutex_trylock(&dp->sq_lock) != 0 : pthread_mutex_lock(&dp->sq_lock) != 0)
+            return;
+        if (!c->flushed)
+            take_responses(c, &f);
+        /* Or the Terminate another thread took just before and has not
+         * applied yet: its reason, not "peer left". */
+        if (!f.fail && c->term_reason)
+            f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
+        pthread_mutex_unlock(&dp->sq_lock);
         fail_set(&f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
                  STATUS_CANCELLED);
         end_connection(c, &f);
