@@ -119,6 +119,7 @@ static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
 
 void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
 void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
+void (*ndk_shm_test_answered)(struct ndk_qp_impl *qp);
 
 /* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
 
@@ -190,6 +191,20 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 
 /* ---- the target: checks and placement (rx_lock) ---- */
 
+/* Publishes the next n filled response slots. The receives this pass
+ * completed so far go to the CQ first: an initiator whose Read behind
+ * Sends completed finds their receives complete at the target, as on TCP,
+ * where each receive completes before the next message is taken (the
+ * Read's answer used to overtake the pass's batch). */
+static void answer(struct shm_conn *c, uint32_t n)
+{
+    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    shm_ring_publish(&c->resp_out, n);
+    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_answered, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook(c->qp);
+}
+
 static void send_term(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t)
 {
     /* One response slot is always kept for this (take_requests). */
@@ -203,7 +218,7 @@ static void send_term(struct shm_conn *c, const struct shm_msg *req, const struc
     m->term_layer = t->layer;
     m->term_etype = t->etype;
     m->term_code = t->code;
-    shm_ring_publish(&c->resp_out, 1);
+    answer(c, 1);
 }
 
 static void respond(struct shm_conn *c, uint8_t type, uint32_t id, uint8_t flags)
@@ -213,7 +228,7 @@ static void respond(struct shm_conn *c, uint8_t type, uint32_t id, uint8_t flags
     m->type = type;
     m->flags = flags;
     m->id = id;
-    shm_ring_publish(&c->resp_out, 1);
+    answer(c, 1);
 }
 
 /* Our check refused the peer's request: the Terminate goes to the peer and
@@ -457,7 +472,7 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         m->total = h->total;
         c->rd_off += n;
         m->flags = c->rd_off == h->total ? SHM_F_LAST : 0;
-        shm_ring_publish(&c->resp_out, 1);
+        answer(c, 1);
         wake_peer(c);
     } while (c->rd_off < h->total);
     c->rd_off = 0;

@@ -58,6 +58,7 @@ enum cmd {
     C_GARBAGE,
     C_CPU,
     C_SEND,
+    C_ANSWERED,
     C_EXIT
 };
 
@@ -339,6 +340,14 @@ static ULONG end_reason(NDK_QP *qp)
     return why;
 }
 
+/* The child's receive completions in its CQ when it last published a
+ * response (ndk_shm_test_answered, on its service thread). */
+static ULONG g_cqes_at_answer;
+static void count_at_answer(struct ndk_qp_impl *qp)
+{
+    __atomic_store_n(&g_cqes_at_answer, __atomic_load_n(&qp->rcq->count, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
 static void child_serve(int ctl)
 {
     struct msg m;
@@ -413,6 +422,9 @@ static void child_serve(int ctl)
             m.ok = S.qp->Dispatch->NdkSend(S.qp, NULL, &g, 1, 0) == STATUS_SUCCESS;
             break;
         }
+        case C_ANSWERED:
+            m.n = __atomic_load_n(&g_cqes_at_answer, __ATOMIC_RELAXED);
+            break;
         case C_CLOSE_QP:
             close_obj(&S.qp->Header);
             S.qp = NULL;
@@ -430,6 +442,7 @@ static int child_main(int ctl, int sock, bool copy, ULONG grace_ms)
 {
     if (copy)
         setenv("NDK_SHM_COPY", "1", 1);
+    __atomic_store_n(&ndk_shm_test_answered, count_at_answer, __ATOMIC_RELEASE);
     struct msg m = {0};
     bool cm = false;
     if (side_up(&S, grace_ms)) {
@@ -693,6 +706,34 @@ static void t_terminate_race(void)
             ;
         CHECK(__atomic_load_n(&g_raced, __ATOMIC_ACQUIRE));
         __atomic_store_n(&ndk_shm_test_failing, NULL, __ATOMIC_RELEASE);
+        pair_down();
+    }
+}
+
+/* Sends, then a Read, taken by the target in one pass: the Read's answer
+ * goes out only once the Sends' receives are in the target's CQ, so the
+ * initiator that saw its Read complete knows they completed (the answer
+ * went first, the pass's receives after it). */
+static void t_answer_after_receives(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        const uint32_t sends = 8;
+        CHECK(ask(C_RECV, sends, 64, 0, 0, 0).ok);
+        /* One chain (NDK_OP_FLAG_DEFER): one publish, one pass. */
+        for (uint32_t i = 0; i < sends; i++) {
+            NDK_SGE g = sge(&S, 64 * (uint64_t)i, 64);
+            CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &g, 1, NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_DEFER),
+                     STATUS_SUCCESS);
+        }
+        NDK_SGE g = sge(&S, 65536, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)2, &g, 1, pb + READ_AT, pt, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeRead, (void *)2);
+        CHECK_EQ(ask(C_ANSWERED, 0, 0, 0, 0, 0).n, sends);
+        struct msg m = ask(C_REAP, sends, 64, 0, 0, 0);
+        CHECK(m.ok && m.status == 0);
         pair_down();
     }
 }
@@ -1135,6 +1176,7 @@ int main(void)
     RUN(t_ops_copy_mode);
     RUN(t_protection);
     RUN(t_terminate_race);
+    RUN(t_answer_after_receives);
     RUN(t_left_contended);
     RUN(t_post_vs_stop);
     RUN(t_window);
