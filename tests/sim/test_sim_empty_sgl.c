@@ -12,6 +12,9 @@
  * that is undefined behaviour (C11 7.24.1p2), and the sanitizer build stops
  * the process on it. This file is apart from test_sim_exchange.c so that
  * such a stop does not hide the other results.
+ *
+ * NDK_SIM_TRANSPORT=shm (CTest's shm.sim.test_sim_empty_sgl) runs it, as
+ * it is, over the shared-memory model (simnet.h).
  */
 #include "simnet.h"
 

@@ -14,6 +14,12 @@
  * an FPDU boundary, both ways) and nothing more completes.
  *
  * Every run prints its seed; NDK_SIM_SEED=<seed> replays that run alone.
+ *
+ * NDK_SIM_TRANSPORT=shm (CTest's shm.sim.test_sim_exchange) runs the same
+ * script over the shared-memory model (simnet.h) instead, single-copy and
+ * in copy mode, with the same checks but the wire's: the seed then picks
+ * IRD/ORD and the buffers' contents, and the transport's threads the
+ * timing (real time, not replayed).
  */
 #include "simnet.h"
 
@@ -92,9 +98,62 @@ static void run_exchange(uint64_t seed, const struct sim_cfg *cfg)
     sim_net_free(net);
 }
 
+/* The script over the shared-memory model: the same checks of requests
+ * and memory, then both sides disconnect gracefully and nothing more
+ * completes. copy: NDK_SHM_COPY=1 (payloads through the rings). */
+static void run_exchange_shm(uint64_t seed, const struct sim_cfg *cfg, bool copy)
+{
+    printf("[exchange over shm] seed 0x%016" PRIx64 " ird %u/%u ord %u/%u %s\n", seed, cfg->ird[0], cfg->ird[1],
+           cfg->ord[0], cfg->ord[1], copy ? "copy mode" : "single copy");
+    int failures_before = tl_failures;
+    sim_shm_force_copy(copy);
+    struct sim_net *net = sim_net_new(cfg, seed, 1u << 20);
+    REQUIRE(net);
+    sim_net_start(net);
+    if (copy)
+        CHECK(net->shm_copy);
+    else if (net->shm_copy)
+        printf("process_vm_readv is not permitted here: this run is in copy mode too\n");
+    sim_exchange_script(net, false, true);
+    CHECK(sim_run(net));
+    CHECK_EQ(sim_check_requests(net, true, false), 0);
+    CHECK_EQ(sim_check_memory(net, true), 0);
+    unsigned before = 0;
+    for (int i = 0; i < net->nreq; i++)
+        before += net->req[i].cqes;
+    for (int i = 0; i < 2; i++)
+        CHECK(!net->end[i].stopped); /* neither transport ended on its own */
+    sim_shm_close(net);
+    CHECK(sim_run(net));
+    unsigned after = 0;
+    for (int i = 0; i < net->nreq; i++)
+        after += net->req[i].cqes;
+    CHECK_EQ(after, before); /* nothing was outstanding to flush */
+    CHECK_EQ(net->unknown_cqes, 0);
+    CHECK_EQ(net->dir[SIM_A].len + net->dir[SIM_B].len, 0); /* no octet went by the byte logs */
+    if (tl_failures != failures_before)
+        fprintf(stderr, "replay (same configuration): NDK_SIM_TRANSPORT=shm NDK_SIM_SEED=0x%016" PRIx64 "\n", seed);
+    sim_net_free(net);
+    sim_shm_force_copy(false);
+}
+
 static uint64_t g_base;
 static uint64_t g_replay;
 static bool g_have_replay;
+
+#define SHM_RUNS 16
+
+static void test_shm_exchange(void)
+{
+    for (unsigned i = 0; i < SHM_RUNS; i++) {
+        uint64_t seed = g_have_replay ? g_replay : sim_mix(g_base, 2000 + i);
+        struct sim_cfg cfg;
+        sim_cfg_from_seed(&cfg, seed);
+        run_exchange_shm(seed, &cfg, i % 2);
+        if (g_have_replay && i == 1)
+            break;
+    }
+}
 
 /*
  * FPDUs follow the MSS as the transport reports it (TCP's grows after
@@ -210,7 +269,11 @@ int main(void)
     if (!sim_open_adapters())
         return 1; /* lo always exists: failing to open it is a failure, not a skip */
     g_have_replay = sim_seed_from_env(&g_replay);
-    if (g_have_replay) {
+    if (sim_shm_wanted()) {
+        g_base = sim_fresh_seed();
+        printf("base seed 0x%016" PRIx64 "\n", g_base);
+        RUN(test_shm_exchange);
+    } else if (g_have_replay) {
         printf("replaying NDK_SIM_SEED=0x%016" PRIx64 "\n", g_replay);
         RUN(test_replay);
     } else {

@@ -38,6 +38,10 @@
  * byte offset of both directions, both ways (eof, reset). --full runs the
  * full exchange script (payloads of many FPDUs) instead of the compact one.
  * NDK_SIM_SEED=<run seed> with the same --first S [--full] replays one run.
+ *
+ * NDK_SIM_TRANSPORT=shm (CTest's shm.sim.test_sim_faults) loses the
+ * connection over the shared-memory model instead: before each request of
+ * the compact script (run_shm_cut).
  */
 #include "simnet.h"
 
@@ -67,6 +71,31 @@ static uint64_t cut_seed(int d, int mode, size_t k)
 {
     return (sim_mix(g_base, k * 4 + (uint64_t)(mode * 2 + d)) & ~(uint64_t)0x3FFFFF) | (uint64_t)k << 2 |
            (uint64_t)mode << 1 | (uint64_t)d;
+}
+
+/* Counts the run's outcomes per request (print_totals). */
+static void tally(const struct sim_net *net)
+{
+    for (int i = 0; i < net->nreq; i++) {
+        const struct sim_req *r = &net->req[i];
+        if (!r->accepted)
+            g_refused++;
+        else if (!r->cqes)
+            g_silent++;
+        else if (r->res.Status == STATUS_SUCCESS)
+            g_ok++;
+        else
+            g_flushed++;
+        /* A flushed receive or Read whose sink got some of its bytes. */
+        for (int j = 0; r->cqes && r->res.Status != STATUS_SUCCESS && j < r->ndst; j++) {
+            const struct sim_span *sp = &r->dst[j];
+            if (sp->len && memcmp(sp->buf->p + sp->off, sp->buf->init + sp->off, sp->len) != 0) {
+                g_partial++;
+                break;
+            }
+        }
+    }
+    g_runs++;
 }
 
 /* One replay with direction d cut after k bytes (k SIZE_MAX: no cut).
@@ -113,26 +142,7 @@ static struct sim_net *run_cut(uint64_t seed, int d, int mode, size_t k, bool ke
         while (sim_next_fpdu(net->dir[i].log, net->dir[i].len, &pos, &f))
             CHECK(!sim_is_terminate(&f));
     }
-    for (int i = 0; i < net->nreq; i++) {
-        const struct sim_req *r = &net->req[i];
-        if (!r->accepted)
-            g_refused++;
-        else if (!r->cqes)
-            g_silent++;
-        else if (r->res.Status == STATUS_SUCCESS)
-            g_ok++;
-        else
-            g_flushed++;
-        /* A flushed receive or Read whose sink got some of its bytes. */
-        for (int j = 0; r->cqes && r->res.Status != STATUS_SUCCESS && j < r->ndst; j++) {
-            const struct sim_span *sp = &r->dst[j];
-            if (sp->len && memcmp(sp->buf->p + sp->off, sp->buf->init + sp->off, sp->len) != 0) {
-                g_partial++;
-                break;
-            }
-        }
-    }
-    g_runs++;
+    tally(net);
     if (tl_failures != failures_before) {
         g_bad_runs++;
         sim_dump_terminates(net);
@@ -227,6 +237,55 @@ static void test_cut_b_to_a_reset(void)
     sweep(1, CUT_RESET);
 }
 
+/*
+ * Over the shared-memory model (NDK_SIM_TRANSPORT=shm, simnet.h) there are
+ * no bytes to cut: the connection is lost as each request of the compact
+ * script is about to be posted, by A or B leaving (its QP stopped, as when
+ * its process ends), plainly or abortively. The script goes on, the rest
+ * disconnects, and the same checks hold but the wire's. Real time: how far
+ * the transport got with earlier requests when the cut comes varies.
+ * Returns the script's number of requests (req -1: no cut).
+ */
+static int run_shm_cut(int req, int side, bool abort)
+{
+    struct sim_net *net = sim_net_new(&g_cfg, sim_mix(g_base, (uint64_t)req), (64u << 10) + 8 * g_cfg.mulpdu);
+    if (!net) {
+        CHECK(!"set-up");
+        return 0;
+    }
+    int failures_before = tl_failures;
+    sim_shm_cut_at(net, req, side, abort);
+    sim_net_start(net);
+    sim_exchange_script(net, true, false);
+    CHECK(sim_run(net));
+    sim_shm_close(net);
+    CHECK(sim_run(net));
+    sim_drain(net);
+    bool clean = req < 0;
+    CHECK_EQ(sim_check_requests(net, clean, false), 0);
+    CHECK_EQ(sim_check_memory(net, clean), 0);
+    CHECK_EQ(net->dir[SIM_A].len + net->dir[SIM_B].len, 0); /* no octet went by the byte logs */
+    tally(net);
+    if (tl_failures != failures_before) {
+        g_bad_runs++;
+        fprintf(stderr, "failed: %s %s as request %d was posted (base 0x%016" PRIx64 ")\n", side ? "B" : "A",
+                abort ? "aborted" : "left", req, g_base);
+    }
+    int n = net->nreq;
+    sim_net_free(net);
+    return n;
+}
+
+static void test_shm_cuts(void)
+{
+    int n = run_shm_cut(-1, SIM_A, false);
+    REQUIRE(n > 0);
+    printf("[faults] over shared memory: %d requests, each side leaving or aborting before each\n", n);
+    for (int req = 0; req < n && g_bad_runs < 20; req++)
+        for (int k = 0; k < 4; k++)
+            run_shm_cut(req, k & 1, k >> 1);
+}
+
 /* One seed of the long mode: its configuration and base. */
 static void use_seed(uint64_t s)
 {
@@ -303,7 +362,11 @@ int main(int argc, char **argv)
     sim_cfg_from_seed(&g_cfg, SIM_RANDOM | 1u << 2 | 0u << 3 | 2u << 8 | 2u << 10);
     if (have_first)
         use_seed(first);
-    if (sim_seed_from_env(&g_replay)) {
+    if (sim_shm_wanted()) {
+        g_base = sim_fresh_seed();
+        RUN(test_shm_cuts);
+        print_totals();
+    } else if (sim_seed_from_env(&g_replay)) {
         RUN(test_replay);
     } else if (seeds) {
         if (!have_first)

@@ -16,6 +16,10 @@
  * time) inside every read, under whole, byte-at-a-time and random delivery.
  *
  * Random runs print their seeds; NDK_SIM_SEED=<base seed> replays them.
+ *
+ * NDK_SIM_TRANSPORT=shm (CTest's shm.sim.test_sim_frmr_local) runs the
+ * same script over the shared-memory model (simnet.h), single-copy (the
+ * target's process_vm_* follow the page list) and in copy mode.
  */
 #include "simnet.h"
 
@@ -72,8 +76,12 @@ static void run(enum sim_mode mode, bool crc, size_t mulpdu, uint64_t seed)
     cfg.crc = crc;
     cfg.mulpdu = mulpdu;
     cfg.ord[0] = cfg.ord[1] = cfg.ird[0] = cfg.ird[1] = 4;
-    printf("[frmr-local] mode %s crc %d mulpdu %zu seed 0x%016" PRIx64 "\n", sim_mode_name[mode], crc, mulpdu,
-           seed);
+    if (sim_shm_wanted())
+        printf("[frmr-local] over shared memory%s, seed 0x%016" PRIx64 "\n",
+               getenv("NDK_SHM_COPY") ? " (copy mode)" : "", seed);
+    else
+        printf("[frmr-local] mode %s crc %d mulpdu %zu seed 0x%016" PRIx64 "\n", sim_mode_name[mode], crc, mulpdu,
+               seed);
     int failures_before = tl_failures;
     struct sim_net *net = sim_net_new(&cfg, seed, 64u << 10);
     REQUIRE(net);
@@ -157,6 +165,15 @@ static void test_bytewise(void)
     run(SIM_BYTE, true, 1000, sim_mix(g_base, 101));
 }
 
+static void test_shm(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        sim_shm_force_copy(copy);
+        run(SIM_WHOLE, true, 256, sim_mix(g_base, 300 + (uint64_t)copy));
+    }
+    sim_shm_force_copy(false);
+}
+
 static void test_random_chunks(void)
 {
     for (unsigned i = 0; i < 20; i++)
@@ -173,6 +190,11 @@ int main(void)
     if (!sim_seed_from_env(&g_base))
         g_base = sim_fresh_seed();
     printf("[frmr-local] base seed 0x%016" PRIx64 " (NDK_SIM_SEED replays it)\n", g_base);
+    if (sim_shm_wanted()) {
+        RUN(test_shm);
+        sim_close_adapters();
+        return tl_finish();
+    }
     RUN(test_whole);
     RUN(test_bytewise);
     RUN(test_random_chunks);

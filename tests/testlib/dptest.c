@@ -163,6 +163,11 @@ bool dp_side_open_flags(dp_side *s, ULONG flags)
     return dp_side_open_as(s, "lo", &o);
 }
 
+bool dp_over_shm(const dp_side *a, const dp_side *b)
+{
+    return ndk_shm_available(a->ad, NULL) && ndk_shm_available(b->ad, NULL);
+}
+
 bool dp_side_open(dp_side *s)
 {
     return dp_side_open_flags(s, 0);

@@ -203,6 +203,12 @@ bool dp_side_open_as(dp_side *s, const char *adapter, const NDK_OPEN_OPTIONS *o)
 /* Opens "lo" with the suite's options and these open flags. */
 bool dp_side_open_flags(dp_side *s, ULONG flags);
 
+/* Do connections between the two sides' adapters (same host) take the
+ * same-host fast path (docs/shm.md, Selection: both allow it)? For the few
+ * cases whose expectations depend on the transport; the label shm fails a
+ * run whose connection fell back to TCP, so this is what carried it. */
+bool dp_over_shm(const dp_side *a, const dp_side *b);
+
 bool dp_side_open(dp_side *s);
 
 #define dp_close_fn nt_close_fn

@@ -467,6 +467,8 @@ bool sim_step(struct sim_net *net)
 
 bool sim_run(struct sim_net *net)
 {
+    if (net->shm)
+        return sim_shm_run(net);
     unsigned idle = 0;
     for (uint64_t n = 0; n < 50000000; n++) {
         bool moved = sim_step(net);
@@ -549,6 +551,8 @@ struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t are
     net->seed = seed;
     net->verbose = getenv("NDK_SIM_TRACE") != NULL;
     net->teardown_on_rx_end = true;
+    net->shm = sim_shm_wanted();
+    net->cut_req = -1;
     net->rng.s = seed;
     for (int i = 0; i < 2; i++) {
         struct sim_side *sd = &net->side[i];
@@ -604,6 +608,10 @@ static void sim_stage_apply(const struct sim_cfg *c)
 void sim_net_start(struct sim_net *net)
 {
     const struct sim_cfg *c = &net->cfg;
+    if (net->shm) {
+        CHECK(sim_shm_start(net));
+        return;
+    }
     sim_stage_apply(c);
     if (c->read_rtr) {
         /* B's connector answered A's Read RTR before B's data path started:
@@ -726,6 +734,7 @@ int sim_new_req(struct sim_net *net, int s, enum sim_kind kind, ULONG flags)
         abort();
     }
     int idx = net->nreq++;
+    sim_shm_cut_due(net, idx);
     struct sim_req *r = &net->req[idx];
     memset(r, 0, sizeof *r);
     r->side = s;

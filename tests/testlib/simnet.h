@@ -24,8 +24,13 @@
  * sent a Terminate, once the peer closed (sim_net.teardown_on_rx_end). NDK_SIM_TRACE=1
  * prints every scheduler step, post and queued Terminate.
  *
- * The helpers are compiled once into ndk_testlib (simnet.c), over the
- * provider's internals: a test that uses them links ndk_core.
+ * NDK_SIM_TRANSPORT=shm selects the shared-memory model instead (simshm.c,
+ * docs/shm.md): the QPs are joined by the same-host transport, whose own
+ * threads move the data in real time; the scripts and checks stay, the
+ * byte logs stay empty, and sim_run waits for the exchange to settle.
+ *
+ * The helpers are compiled once into ndk_testlib (simnet.c, simshm.c), over
+ * the provider's internals: a test that uses them links ndk_core.
  */
 #ifndef NDK_TESTS_SIMNET_H
 #define NDK_TESTS_SIMNET_H
@@ -266,6 +271,17 @@ struct sim_net {
     /* Called after every write that put octets in dir[id], before any of
      * them can be delivered: a test may rewrite them (a forged field). */
     void (*after_write)(struct sim_net *net, int id);
+    /* The shared-memory model (simshm.c, NDK_SIM_TRANSPORT=shm): the QPs
+     * are joined by the same-host transport, not the byte logs, which stay
+     * empty. shm_ended[i]: side i's transport ended on its own. */
+    bool shm;
+    bool shm_copy; /* payloads go through the rings (copy mode) */
+    bool shm_ended[2];
+    /* A connection lost over it (sim_shm_cut_at): side cut_side leaves
+     * (abortively with cut_abort) as request cut_req is about to be posted;
+     * -1: never. */
+    int cut_req, cut_side;
+    bool cut_abort;
 };
 
 extern NDK_ADAPTER *sim_adapters[2];
@@ -331,6 +347,37 @@ bool sim_step(struct sim_net *net);
  * engine that keeps asking for work without making progress. */
 bool sim_run(struct sim_net *net);
 
+/* ---- the shared-memory model (simshm.c) ---- */
+
+/* NDK_SIM_TRANSPORT=shm: sim_net_new makes networks of the shared-memory
+ * model. Its service threads move the data in real time, so runs over it
+ * are not replayed by their seed; sim_run waits for them, bounded. */
+bool sim_shm_wanted(void);
+
+/* Copy mode (payloads through the rings) for the networks started next:
+ * NDK_SHM_COPY=1, read at set-up (docs/shm.md, Messages). */
+void sim_shm_force_copy(bool on);
+
+/* Joins the two QPs through the shared-memory transport (sim_net_start). */
+bool sim_shm_start(struct sim_net *net);
+
+/* sim_run over it: true once no completion is owed and nothing is in
+ * flight; a side whose transport ended is stopped, as the connector does. */
+bool sim_shm_run(struct sim_net *net);
+
+/* Both sides disconnect gracefully: each takes what the peer published,
+ * then both QPs are stopped. */
+void sim_shm_close(struct sim_net *net);
+
+/* The connection is lost as request `req` is about to be posted: side
+ * `side` leaves (its QP stopped, as when its process ends; abort: reset,
+ * the peer's reason is NDK_DISCONNECT_REASON_ABORTED). The script goes on
+ * posting; the peer's transport sees it and ends. */
+void sim_shm_cut_at(struct sim_net *net, int req, int side, bool abort);
+
+/* Called by sim_new_req: cuts when request idx is the one. */
+void sim_shm_cut_due(struct sim_net *net, int idx);
+
 /* ------------------------------------------------------------------------ */
 /* Set-up and teardown                                                      */
 /* ------------------------------------------------------------------------ */
@@ -353,7 +400,8 @@ uint64_t sim_addr(const struct sim_buf *b, size_t off);
 struct sim_net *sim_net_new(const struct sim_cfg *cfg, uint64_t seed, size_t arena_len);
 
 /* The connection is established: the data path starts on our transport, as
- * the connector would start it (A active, B passive). */
+ * the connector would start it (A active, B passive); over the
+ * shared-memory model, the two QPs are joined (a failure is a test failure). */
 void sim_net_start(struct sim_net *net);
 
 bool sim_close_obj(NDK_OBJECT_HEADER *h, NDK_FN_CLOSE_OBJECT fn);

@@ -17,8 +17,32 @@ static bool skipped_all;
 static bool initialised;
 static int family = AF_INET;
 
+/* Is name in the comma-separated list (each entry after `skip` octets)? */
+static bool listed(const char *list, const char *name, size_t skip)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p;) {
+        size_t len = strcspn(p, ",");
+        if (len == n + skip && !strncmp(p + skip, name, n) && (!skip || *p == '-'))
+            return true;
+        p += len + (p[len] == ',');
+    }
+    return false;
+}
+
+/* TL_CASES (testlib.h): "-a" leaves a out, "a" runs a alone. */
+static bool case_selected(const char *name)
+{
+    const char *list = getenv("TL_CASES");
+    if (!list || !*list)
+        return true;
+    return *list == '-' ? !listed(list, name, 1) : listed(list, name, 0);
+}
+
 static bool run_case(const char *name, const char *suffix, tl_case_fn fn)
 {
+    if (!case_selected(name))
+        return true;
     int before = tl_failures;
     tl_current = name;
     uint64_t t0 = tl_now_ns();

@@ -48,6 +48,11 @@ typedef void (*tl_case_fn)(void);
 bool tl_run(const char *name, tl_case_fn fn);
 #define RUN(fn) tl_run(#fn, fn)
 
+/* TL_CASES picks a program's cases (for CTest, which registers a case that
+ * a known defect fails on one transport as a test of its own, disabled):
+ * "a,b" runs only the cases a and b; "-a" runs all but a. A case left out
+ * is neither passed nor failed. */
+
 /*
  * Address families. A program whose cases connect runs them over one family
  * per process: IPv4 by default, IPv6 when started with --ipv6, so that CTest
