@@ -23,6 +23,7 @@
 #include "iov_copy.h"
 #include "objects.h"
 #include "shm_ring.h"
+#include "verify/verify.h"
 #include "wire/term.h"
 #include "xp_shm.h"
 
@@ -293,6 +294,21 @@ static void broken(struct shm_conn *c, struct shm_fail *f)
     fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
 }
 
+/* The wait of a Send for a receive ends: one came, or (terminated) the
+ * grace period passed. The NDK verifier reports the Send either way (rule
+ * W10), as it does for the iWARP receive engine (qp_rx.c). */
+static void rx_wait_ended(struct shm_conn *c, bool terminated)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    uint64_t until = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
+    if (qp->obj.verify) {
+        uint64_t began = until - qp->obj.ad->opt.ReceiveGraceMs, now = loop_now_ms();
+        ndk_verify_send_without_receive(qp, until && now > began ? now - began : 0, terminated);
+    }
+    /* Atomic: posting threads and the service thread read it. */
+    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+}
+
 /* A Send (or a piece of one). Returns false when it must wait for a
  * receive (it stays at the head of the ring). */
 static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
@@ -315,12 +331,13 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             }
             if (until && now < until)
                 return false;
-            __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+            rx_wait_ended(c, true);
             ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER, false);
             refuse(c, h, &t, f);
             return true;
         }
-        __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+        if (c->rx_wait_until)
+            rx_wait_ended(c, false);
         c->rs_active = true;
         c->rs_got = 0;
         c->rs_total = h->total;
