@@ -324,12 +324,15 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
             uint64_t now = loop_now_ms();
             uint64_t until = c->rx_wait_until;
-            if (!until && !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)) {
+            /* No wait after NdkDisconnect (ndk_qp_rx_give_up, rx_lock):
+             * no receive will come, the Terminate goes now. */
+            bool may_wait = !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE) && !qp->dp.rx_wait_off;
+            if (!until && may_wait) {
                 /* Atomic: posting threads and the service thread read it. */
                 __atomic_store_n(&c->rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
                 return false;
             }
-            if (until && now < until)
+            if (until && now < until && may_wait)
                 return false;
             rx_wait_ended(c, true);
             ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER, false);
