@@ -503,7 +503,7 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
 static void take_requests(struct shm_conn *c, struct shm_fail *f)
 {
     bool corrupt = false;
-    uint32_t taken = 0, answered = c->resp_out.mine;
+    uint32_t taken = 0;
     const struct shm_msg *m;
     while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->req_in, &corrupt))) {
         /* The peer may still write the slot: its header is read once. */
@@ -537,12 +537,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         broken(c, f);
     ndk_xp_rcv_flush(c->qp, &c->rcv);
     give_back(c, &c->req_in);
-    /* Only responses are news for the peer (slots it waits for are
-     * space_freed's): a pass of Sends and Writes in the slot, which answer
-     * nothing, rings no doorbell, which would wake the peer's service
-     * thread on the CPU its poster runs on. */
-    if (c->resp_out.mine != answered)
-        wake_peer(c);
+    wake_peer(c);
 }
 
 /* ---- the initiator (sq_lock) ---- */
