@@ -76,6 +76,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "dlist.h"
 #include "mem.h"
 #include "net/sys.h"
 #include "objects.h"
@@ -346,14 +347,8 @@ struct ndk_obj *mem_entry_free(struct mem_table *t, struct mem_entry *e)
         *slot = NULL;
     }
     t->live--;
-    if (e->kind == MEM_KIND_FRMR) {
-        if (e->fr_prev)
-            e->fr_prev->fr_next = e->fr_next;
-        else
-            t->frmrs = e->fr_next;
-        if (e->fr_next)
-            e->fr_next->fr_prev = e->fr_prev;
-    }
+    if (e->kind == MEM_KIND_FRMR)
+        DLIST_UNLINK(t->frmrs, e, fr_prev, fr_next);
     if (e->ante) {
         /* Found by index and owner: during adapter teardown the MR may be
          * gone already. */
@@ -786,6 +781,46 @@ struct mem_entry *mem_object_entry(const void *pub, NDK_OBJECT_TYPE type, struct
     if (obj)
         *obj = o;
     return container_of(o, struct mem_object, obj)->entry;
+}
+
+NTSTATUS mem_object_create(struct ndk_obj *pdo, enum mem_kind kind, NDK_OBJECT_TYPE type,
+                           const void *dispatch, const struct ndk_obj_ops *ops,
+                           struct mem_object **out)
+{
+    struct ndk_adapter_impl *ad = pdo->ad;
+    struct mem_object *m = calloc(1, sizeof *m);
+    if (!m)
+        return STATUS_INSUFFICIENT_RESOURCES;
+    m->pd = container_of(pdo, struct ndk_pd_impl, obj);
+    NTSTATUS st = mem_entry_new(ad->dev->mem, kind, m->pd, &m->obj, &m->entry);
+    if (st != STATUS_SUCCESS) {
+        free(m);
+        return st;
+    }
+    pthread_mutex_lock(&ad->dev->lock);
+    if (pdo->closing) {
+        pthread_mutex_unlock(&ad->dev->lock);
+        mem_entry_free(ad->dev->mem, m->entry);
+        free(m);
+        return STATUS_INVALID_PARAMETER;
+    }
+    ndk_obj_add_successor(pdo);
+    ndk_obj_init(&m->obj, ad, type, dispatch, ops);
+    pthread_mutex_unlock(&ad->dev->lock);
+    *out = m;
+    return STATUS_SUCCESS;
+}
+
+UINT32 mem_object_token(const void *pub, NDK_OBJECT_TYPE type)
+{
+    struct ndk_obj *o = NULL;
+    struct mem_entry *e = mem_object_entry(pub, type, &o);
+    return e ? mem_entry_token(o->ad->dev->mem, e) : 0;
+}
+
+void mem_object_free(struct ndk_obj *obj)
+{
+    free(container_of(obj, struct mem_object, obj));
 }
 
 /* The entry behind an MR or MW header, if it belongs to qp's adapter. */

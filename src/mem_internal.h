@@ -45,6 +45,19 @@ struct mem_object {
  * (NdkObjectTypeMw) pointer, and its object when obj is not NULL; NULL when
  * the pointer is not a live object of that type. */
 struct mem_entry *mem_object_entry(const void *pub, NDK_OBJECT_TYPE type, struct ndk_obj **obj);
+/* NdkCreateMr and NdkCreateMw once their arguments are checked: a new
+ * object of type on the PD pdo, holding a new entry of kind, and counted as
+ * a successor of the PD. STATUS_INSUFFICIENT_RESOURCES without memory or a
+ * free index; STATUS_INVALID_PARAMETER once the PD's close started. */
+NTSTATUS mem_object_create(struct ndk_obj *pdo, enum mem_kind kind, NDK_OBJECT_TYPE type,
+                           const void *dispatch, const struct ndk_obj_ops *ops,
+                           struct mem_object **out);
+/* NdkGetRemoteTokenFromMr, NdkGetLocalTokenFromMr and
+ * NdkGetRemoteTokenFromMw: the entry's token (mem_entry_token), 0 when pub
+ * is no live object of that type. */
+UINT32 mem_object_token(const void *pub, NDK_OBJECT_TYPE type);
+/* The ndk_obj_ops free of both. */
+void mem_object_free(struct ndk_obj *obj);
 /* Test hook: where the next index search starts. */
 void mem_test_set_cursor(struct mem_table *t, uint32_t idx);
 

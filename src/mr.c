@@ -11,7 +11,6 @@
  * stays usable until then. When the close finishes, the STag is freed and
  * every token of the MR (and of windows over it) fails.
  */
-#include <stdlib.h>
 
 #include "mem.h"
 #include "objects.h"
@@ -88,8 +87,7 @@ static NTSTATUS mr_init_fast_register(NDK_MR *pNdkMr, ULONG AdapterPageCount, BO
  * registered or initialized (5.6.4, 5.6.5). */
 static UINT32 mr_token(NDK_MR *pNdkMr)
 {
-    struct mem_object *mr = mr_from(pNdkMr);
-    return mr ? mem_entry_token(mr->obj.ad->dev->mem, mr->entry) : 0;
+    return mem_object_token(pNdkMr, NdkObjectTypeMr);
 }
 
 static const NDK_MR_DISPATCH mr_dispatch = {
@@ -120,15 +118,10 @@ static void mr_destroy(struct ndk_obj *obj)
     ndk_obj_release_successor(&mr->pd->obj);
 }
 
-static void mr_free(struct ndk_obj *obj)
-{
-    free(container_of(obj, struct mem_object, obj));
-}
-
 static const struct ndk_obj_ops mr_ops = {
     .close_start = mr_close_start,
     .destroy = mr_destroy,
-    .free = mr_free,
+    .free = mem_object_free,
 };
 
 NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister, NDK_FN_CREATE_COMPLETION CreateCompletion,
@@ -138,29 +131,13 @@ NTSTATUS ndk_create_mr(NDK_PD *pNdkPd, BOOLEAN FastRegister, NDK_FN_CREATE_COMPL
     struct ndk_obj *pdo = ndk_obj_from_pub(pNdkPd, NdkObjectTypePd);
     if (!pdo || !ppNdkMr)
         return STATUS_INVALID_PARAMETER;
-    struct ndk_adapter_impl *ad = pdo->ad;
-    struct mem_object *mr = calloc(1, sizeof *mr);
-    if (!mr)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    mr->pd = container_of(pdo, struct ndk_pd_impl, obj);
     /* The STag index is the MR's for its whole life: re-registration only
      * moves the key, so a full table fails here, never at registration. */
-    NTSTATUS st = mem_entry_new(ad->dev->mem, FastRegister ? MEM_KIND_FRMR : MEM_KIND_MR, mr->pd,
-                                &mr->obj, &mr->entry);
-    if (st != STATUS_SUCCESS) {
-        free(mr);
+    struct mem_object *mr;
+    NTSTATUS st = mem_object_create(pdo, FastRegister ? MEM_KIND_FRMR : MEM_KIND_MR,
+                                    NdkObjectTypeMr, &mr_dispatch, &mr_ops, &mr);
+    if (st != STATUS_SUCCESS)
         return st;
-    }
-    pthread_mutex_lock(&ad->dev->lock);
-    if (pdo->closing) {
-        pthread_mutex_unlock(&ad->dev->lock);
-        mem_entry_free(ad->dev->mem, mr->entry);
-        free(mr);
-        return STATUS_INVALID_PARAMETER;
-    }
-    ndk_obj_add_successor(pdo);
-    ndk_obj_init(&mr->obj, ad, NdkObjectTypeMr, &mr_dispatch, &mr_ops);
-    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkMr = (NDK_MR *)&mr->obj.pub;
     return STATUS_SUCCESS;
 }

@@ -8,24 +8,16 @@
  * pends until the window is closed (9.4). Closing the window frees its STag
  * and releases that MR.
  */
-#include <stdlib.h>
 
 #include "mem.h"
 #include "objects.h"
 
 #include "mem_internal.h"
 
-static struct mem_object *mw_from(const NDK_MW *p)
-{
-    struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeMw);
-    return o ? container_of(o, struct mem_object, obj) : NULL;
-}
-
 /* The token of the latest NdkBind that returned (5.7.1); 0 before any. */
 static UINT32 mw_token(NDK_MW *pNdkMw)
 {
-    struct mem_object *mw = mw_from(pNdkMw);
-    return mw ? mem_entry_token(mw->obj.ad->dev->mem, mw->entry) : 0;
+    return mem_object_token(pNdkMw, NdkObjectTypeMw);
 }
 
 static const NDK_MW_DISPATCH mw_dispatch = {
@@ -52,15 +44,10 @@ static void mw_destroy(struct ndk_obj *obj)
     ndk_obj_release_successor(&mw->pd->obj);
 }
 
-static void mw_free(struct ndk_obj *obj)
-{
-    free(container_of(obj, struct mem_object, obj));
-}
-
 static const struct ndk_obj_ops mw_ops = {
     .close_start = mw_close_start,
     .destroy = mw_destroy,
-    .free = mw_free,
+    .free = mem_object_free,
 };
 
 NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion, PVOID RequestContext,
@@ -70,26 +57,10 @@ NTSTATUS ndk_create_mw(NDK_PD *pNdkPd, NDK_FN_CREATE_COMPLETION CreateCompletion
     struct ndk_obj *pdo = ndk_obj_from_pub(pNdkPd, NdkObjectTypePd);
     if (!pdo || !ppNdkMw)
         return STATUS_INVALID_PARAMETER;
-    struct ndk_adapter_impl *ad = pdo->ad;
-    struct mem_object *mw = calloc(1, sizeof *mw);
-    if (!mw)
-        return STATUS_INSUFFICIENT_RESOURCES;
-    mw->pd = container_of(pdo, struct ndk_pd_impl, obj);
-    NTSTATUS st = mem_entry_new(ad->dev->mem, MEM_KIND_MW, mw->pd, &mw->obj, &mw->entry);
-    if (st != STATUS_SUCCESS) {
-        free(mw);
+    struct mem_object *mw;
+    NTSTATUS st = mem_object_create(pdo, MEM_KIND_MW, NdkObjectTypeMw, &mw_dispatch, &mw_ops, &mw);
+    if (st != STATUS_SUCCESS)
         return st;
-    }
-    pthread_mutex_lock(&ad->dev->lock);
-    if (pdo->closing) {
-        pthread_mutex_unlock(&ad->dev->lock);
-        mem_entry_free(ad->dev->mem, mw->entry);
-        free(mw);
-        return STATUS_INVALID_PARAMETER;
-    }
-    ndk_obj_add_successor(pdo);
-    ndk_obj_init(&mw->obj, ad, NdkObjectTypeMw, &mw_dispatch, &mw_ops);
-    pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkMw = (NDK_MW *)&mw->obj.pub;
     return STATUS_SUCCESS;
 }

@@ -97,8 +97,8 @@ struct ndk_xp_ops {
      * transport checks its own state). No lock is held, so detach
      * (ndk_qp_stop, another thread) may free the transport's context at
      * any moment: find and use it only under sq_lock, and touch nothing of
-     * it after letting go (xp_shm.c's shm_after_post only wakes its
-     * service thread, under the lock). */
+     * it after letting go (xp_shm.c's shm_after_post only rings its
+     * eventfd for the engine, under the lock). */
     void (*after_post)(struct ndk_qp_impl *qp);
     /* NdkFlush, on a QP that has had this transport (it may be in error
      * already, or detached): nothing more goes out but what must, to keep

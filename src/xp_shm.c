@@ -10,13 +10,15 @@
  *     the response ring run under the QP's sq_lock;
  *   - the target side: reading the request ring, checking and placing, and
  *     writing the response ring run under rx_lock;
- *   - each side's service thread (or a busy poller) runs both when the
- *     peer rings its eventfd. Errors are applied afterwards with no QP lock
- *     held (ndk_xp_fail takes them).
+ *   - the progress engine of the QP (its loop watches the eventfd the peer
+ *     rings, serve()), or a busy poller, runs both, on those locks alone.
+ *     Errors are applied afterwards with no QP lock held (ndk_xp_fail
+ *     takes them).
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/epoll.h>
 
 #include "net/shm.h"
 #include "net/sys.h"
@@ -34,9 +36,13 @@
  * fast-registered region's scattered pages are moved in pieces of at most
  * this many octets, which always fit, as one FPDU's do. */
 #define SHM_PIECE (64u * 1024)
-/* While a Send waits for a receive posted to an SRQ, the service thread
- * looks again this often. */
+/* While a Send waits for a receive posted to an SRQ, the engine looks
+ * again this often. */
 #define SHM_RX_WAIT_POLL_MS 10
+/* Passes one wake-up may run while the peer keeps publishing; then the
+ * connection rings its own doorbell and lets the engine's other
+ * connections have their turn. */
+#define SHM_SERVE_PASSES 16
 
 struct shm_side_hdr {
     _Alignas(SHM_LINE) uint32_t armed; /* asleep: ring my eventfd to wake me */
@@ -70,9 +76,14 @@ struct shm_conn {
     int bell, peer_bell, pidfd; /* my eventfd, the peer's, the peer's pidfd */
     bool copy;                  /* payloads through the rings (no process_vm_*) */
     uint64_t probe;             /* the word the peer probes */
-    pthread_t thread;
-    bool thread_started;
-    bool stop;                  /* detach: the service thread ends (atomic) */
+    /* Served by the loop of the QP's engine: the eventfd, the peer's
+     * pidfd and the ticker are watches whose handlers run without the
+     * loop's lock (loop.h, loop_watch_set_unlocked). */
+    struct loop *loop;
+    struct loop_watch bell_watch, pidfd_watch, ticker_watch;
+    int ticker;                 /* a timerfd: set while a Send waits for a receive */
+    bool ticking;               /* it is set (the engine's handlers only) */
+    bool stop;                  /* detach: the handlers do nothing more (atomic) */
     bool dead;                  /* the connection failed or ended (atomic) */
     bool leased;                /* a busy poller reads the rings (atomic) */
     bool flushed;               /* NdkFlush: nothing more is placed (rx_lock and sq_lock) */
@@ -305,7 +316,7 @@ static void rx_wait_ended(struct shm_conn *c, bool terminated)
         uint64_t began = until - qp->obj.ad->opt.ReceiveGraceMs, now = loop_now_ms();
         ndk_verify_send_without_receive(qp, until && now > began ? now - began : 0, terminated);
     }
-    /* Atomic: posting threads and the service thread read it. */
+    /* Atomic: posting threads and the engine read it. */
     __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
 }
 
@@ -328,7 +339,7 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
              * no receive will come, the Terminate goes now. */
             bool may_wait = !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE) && !qp->dp.rx_wait_off;
             if (!until && may_wait) {
-                /* Atomic: posting threads and the service thread read it. */
+                /* Atomic: posting threads and the engine read it. */
                 __atomic_store_n(&c->rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
                 return false;
             }
@@ -769,7 +780,7 @@ static void put_requests(struct shm_conn *c)
     ndk_xp_sq_complete(qp);
 }
 
-/* ---- progress: the service thread, busy pollers, posts ---- */
+/* ---- progress: the engine, busy pollers, posts ---- */
 
 /* The receive a Send was being placed into completes (flushed) before the
  * queue's others. rx_lock held. */
@@ -808,8 +819,8 @@ static void progress(struct shm_conn *c, bool poller)
     if (left) {
         /* What the peer answered before it left (a Terminate naming a Read
          * of ours, say) still counts. A busy poller that cannot take it
-         * now leaves the ending to a thread that can: the service thread,
-         * which the peer rang as it left, waits for the lock. */
+         * now leaves the ending to a thread that can: the engine, whose
+         * doorbell the peer rang as it left (on_bell), waits for the lock. */
         if (poller ? pthread_mutex_trylock(&dp->sq_lock) != 0 : pthread_mutex_lock(&dp->sq_lock) != 0)
             return;
         if (!c->flushed)
@@ -854,47 +865,124 @@ static void progress(struct shm_conn *c, bool poller)
         end_connection(c, &f);
 }
 
-static void *service(void *arg)
+/* One wake-up on the engine: passes over the rings until a last look
+ * after arming finds nothing new. */
+static void serve(struct shm_conn *c)
 {
-    struct shm_conn *c = arg;
     uint32_t *armed = &c->hdr->side[c->me].armed;
-    int fds[2] = {c->bell, c->pidfd};
-    int nfds = c->pidfd >= 0 ? 2 : 1;
-    while (!__atomic_load_n(&c->stop, __ATOMIC_ACQUIRE)) {
+    __atomic_store_n(armed, 0, __ATOMIC_RELAXED);
+    for (int pass = 0;; pass++) {
         /* What the peer had published before this pass: the pass takes all
          * of it that can go now; what stays (a Send waiting for a receive,
          * a request waiting for response room) has its own wake-up (the
-         * poll below, space_wanted), so only news is looked at again. */
+         * ticker, space_wanted), so only news is looked at again. */
         uint32_t req_seen = __atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST);
         uint32_t resp_seen = __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST);
         progress(c, false);
-        int timeout = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) ? SHM_RX_WAIT_POLL_MS : -1;
-        if (!__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE)) {
-            /* Armed, then one more look: a message published before the
-             * peer saw the flag is found here, one after it rings. */
-            __atomic_store_n(armed, 1, __ATOMIC_SEQ_CST);
-            if (__atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST) != req_seen ||
-                __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST) != resp_seen ||
-                __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_SEQ_CST)) {
-                __atomic_store_n(armed, 0, __ATOMIC_RELAXED);
-                if (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
-                    continue;
-            }
-        }
-        bool ready[2] = {false, false};
-        shm_os_wait(fds, nfds, timeout, ready);
+        if (__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE))
+            break; /* the busy poller reads; the lease's end rings the bell */
+        /* Armed, then one more look: a message published before the peer
+         * saw the flag is found here, one after it rings. */
+        __atomic_store_n(armed, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST) == req_seen &&
+            __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST) == resp_seen &&
+            !__atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_SEQ_CST))
+            break;
         __atomic_store_n(armed, 0, __ATOMIC_RELAXED);
-        if (ready[0])
-            shm_os_doorbell_drain(c->bell);
-        if (nfds == 2 && ready[1]) {
-            /* The peer process ended (kill -9 included): nothing it had
-             * will ever answer. */
-            nfds = 1;
-            struct shm_fail f = {true, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED, 0};
-            end_connection(c, &f);
+        if (__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
+            break;
+        if (pass == SHM_SERVE_PASSES) {
+            shm_os_doorbell_ring(c->bell); /* the loop comes back to us */
+            break;
         }
     }
-    return NULL;
+    bool wait = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) != 0;
+    if (wait != c->ticking) {
+        shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
+        c->ticking = wait;
+    }
+}
+
+/* The doorbell: the peer published (or freed room), a receive came for a
+ * waiting Send, a busy poller's lease ended. The engine's handlers run for
+ * an event fetched before detach deleted the watch too, until
+ * loop_unlocked_barrier: c is still whole then, and stop says it is over. */
+static bool on_bell(struct loop_watch *w, uint32_t events)
+{
+    (void)events;
+    struct shm_conn *c = container_of(w, struct shm_conn, bell_watch);
+    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
+        return true;
+    shm_os_doorbell_drain(c->bell);
+    serve(c);
+    return true;
+}
+
+/* A Send waits for a receive: the engine looks again. */
+static bool on_tick(struct loop_watch *w, uint32_t events)
+{
+    (void)events;
+    struct shm_conn *c = container_of(w, struct shm_conn, ticker_watch);
+    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
+        return true;
+    shm_os_doorbell_drain(c->ticker);
+    serve(c);
+    return true;
+}
+
+/* The peer process ended (kill -9 included): nothing it had will ever
+ * answer. The watch is one-shot: an ended process's pidfd stays readable. */
+static bool on_peer_exit(struct loop_watch *w, uint32_t events)
+{
+    (void)events;
+    struct shm_conn *c = container_of(w, struct shm_conn, pidfd_watch);
+    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
+        return true;
+    struct shm_fail f = {true, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED, 0};
+    end_connection(c, &f);
+    return true;
+}
+
+/* The loop's locked dispatch never sees these watches' events (their
+ * handlers take them all). */
+static void on_locked(struct loop_watch *w, uint32_t events)
+{
+    (void)w, (void)events;
+}
+
+/* The connection's descriptors onto the engine's loop, without the loop's
+ * lock (loop.h: watches served only unlocked). */
+static int watch(struct shm_conn *c)
+{
+    struct {
+        struct loop_watch *w;
+        int fd;
+        uint32_t events;
+        loop_unlocked_fn fn;
+    } ws[] = {{&c->bell_watch, c->bell, EPOLLIN, on_bell},
+              {&c->ticker_watch, c->ticker, EPOLLIN, on_tick},
+              {&c->pidfd_watch, c->pidfd, EPOLLIN | EPOLLONESHOT, on_peer_exit}};
+    for (size_t i = 0; i < sizeof ws / sizeof ws[0]; i++) {
+        if (ws[i].fd < 0)
+            continue;
+        loop_watch_allow_unlocked(ws[i].w);
+        loop_watch_set_unlocked(ws[i].w, ws[i].fn);
+        int e = loop_watch_add(c->loop, ws[i].w, ws[i].fd, ws[i].events, on_locked);
+        if (e)
+            return e;
+    }
+    return 0;
+}
+
+/* Off the loop: once this returns no handler runs for c or ever will. */
+static void unwatch(struct shm_conn *c)
+{
+    if (!c->loop)
+        return;
+    loop_watch_del(c->loop, &c->bell_watch);
+    loop_watch_del(c->loop, &c->ticker_watch);
+    loop_watch_del(c->loop, &c->pidfd_watch);
+    loop_unlocked_barrier(c->loop);
 }
 
 /* ---- struct ndk_xp_ops ---- */
@@ -906,8 +994,8 @@ static void shm_doorbell(struct ndk_qp_impl *qp)
         put_requests(c);
 }
 
-/* A receive was posted: a Send waiting for one goes on now, in the
- * service thread, woken while sq_lock holds the connection: once the lock
+/* A receive was posted: a Send waiting for one goes on now, on the
+ * engine, woken while sq_lock holds the connection: once the lock
  * is released, detach (ndk_qp_stop, from the connector's thread) may free
  * it. */
 static void shm_after_post(struct ndk_qp_impl *qp)
@@ -957,7 +1045,7 @@ static bool shm_lease_input(struct ndk_qp_impl *qp, bool on)
         return false;
     __atomic_store_n(&c->leased, on, __ATOMIC_RELEASE);
     if (!on)
-        shm_os_doorbell_ring(c->bell); /* the service thread looks and arms */
+        shm_os_doorbell_ring(c->bell); /* the engine looks and arms */
     return true;
 }
 
@@ -981,6 +1069,7 @@ static void conn_free(struct shm_conn *c)
     shm_os_close(c->bell);
     shm_os_close(c->peer_bell);
     shm_os_close(c->pidfd);
+    shm_os_close(c->ticker);
     free(c);
 }
 
@@ -991,10 +1080,8 @@ static void shm_detach(struct ndk_qp_impl *qp, void *ctx)
     __atomic_compare_exchange_n(&c->hdr->side[c->me].left, &no, SHM_LEFT_CLOSED, false, __ATOMIC_SEQ_CST,
                                 __ATOMIC_SEQ_CST);
     shm_os_doorbell_ring(c->peer_bell);
-    __atomic_store_n(&c->stop, true, __ATOMIC_RELEASE);
-    shm_os_doorbell_ring(c->bell);
-    if (c->thread_started)
-        ndk_thread_join(c->thread);
+    __atomic_store_n(&c->stop, true, __ATOMIC_SEQ_CST);
+    unwatch(c);
     pthread_mutex_lock(&qp->dp.rx_lock);
     drop_partial_send(c);
     pthread_mutex_unlock(&qp->dp.rx_lock);
@@ -1166,7 +1253,7 @@ struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool crea
     c->sock = sock;
     c->me = creator ? 0 : 1;
     c->step = creator ? STEP_HELLO : STEP_REGION;
-    c->bell = c->peer_bell = c->pidfd = -1;
+    c->bell = c->peer_bell = c->pidfd = c->ticker = -1;
     c->probe = ndk_random_seed((uint64_t)(uintptr_t)c) | 1;
     bool same_user = false;
     int e = shm_os_peer(sock, &c->peer, &same_user);
@@ -1174,6 +1261,8 @@ struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool crea
         e = -EACCES;
     if (!e && (c->bell = shm_os_doorbell_new()) < 0)
         e = c->bell;
+    if (!e && (c->ticker = shm_os_ticker_new()) < 0)
+        e = c->ticker;
     if (!e && creator)
         e = offer_region(c);
     if (e) {
@@ -1214,13 +1303,15 @@ NTSTATUS ndk_shm_setup_attach(struct shm_conn *c, uint32_t ird, uint32_t ord, vo
     c->ended = ended;
     c->ended_arg = arg;
     *copy_mode = c->copy;
+    c->loop = &qp->obj.engine->loop;
     ndk_qp_attach(qp, &shm_ops, c, ird, ord);
-    c->thread_started = ndk_thread_start(&c->thread, service, c);
-    if (!c->thread_started) {
+    if (watch(c)) {
         c->ended = NULL;
         ndk_qp_stop(qp); /* detaches: the connection is freed */
         return STATUS_INSUFFICIENT_RESOURCES;
     }
+    /* The first pass, which arms: until then the peer does not ring. */
+    shm_os_doorbell_ring(c->bell);
     return STATUS_SUCCESS;
 }
 

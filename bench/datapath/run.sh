@@ -189,6 +189,21 @@ rate_modes() {
 	echo "events mod|--wait=events --moderation=$MODERATION"
 }
 
+# ndk_runs MODES TEST KEY:PARSER[,KEY:PARSER] ARGS...: ndkperf TEST over
+# loopback with ARGS, placed by $PIN, once per way of waiting that MODES
+# lists for placement $pl; each PARSER's value from the log is added under
+# KEY|$pl|ndk|MODE.
+ndk_runs() {
+	local modes=$1 test=$2 adds=$3 mode opts a
+	shift 3
+	while IFS='|' read -r mode opts; do
+		run "ndk_${test}_${pl}_${mode}_$rep" 60 "$NDKPERF" "$test" --loopback "$@" $PIN $opts --no-progress || continue
+		for a in ${adds//,/ }; do
+			add "${a%%:*}|$pl|ndk|$mode" "$("${a#*:}" "$LOG")"
+		done
+	done < <("$modes" "$pl")
+}
+
 P_FI=$(pick_port 41151); P_UCX=$(pick_port 41161); P_SP=$(pick_port 41111); P_IP=$(pick_port 41121)
 
 {
@@ -210,10 +225,7 @@ for rep in $(seq "$REPS"); do
 		# Latency: 64-byte ping-pong, half round trip.
 		run "tcp_pingpong_${pl}_$rep" 60 "$TCP_PINGPONG" -s 64 -n "$LAT_ITERS" $PIN &&
 			add "lat|$pl|tcp_pingpong" "$(kv "$LOG" typical)"
-		while IFS='|' read -r mode opts; do
-			run "ndk_send_lat_${pl}_${mode}_$rep" 60 "$NDKPERF" send_lat --loopback -s 64 -n "$LAT_ITERS" $PIN $opts --no-progress &&
-				add "lat|$pl|ndk|$mode" "$(ndk_lat "$LOG")"
-		done < <(ndk_modes "$pl")
+		ndk_runs ndk_modes send_lat lat:ndk_lat -s 64 -n "$LAT_ITERS"
 		if have sockperf; then
 			pair "sockperf_pp_${pl}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
 				"sockperf pp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" &&
@@ -235,15 +247,9 @@ for rep in $(seq "$REPS"); do
 		# Bandwidth: one stream of 1 MiB messages.
 		run "tcp_stream_${pl}_$rep" 60 "$TCP_STREAM" -s 1048576 -D "$SECS" $PIN &&
 			add "bw|$pl|tcp_stream" "$(kv "$LOG" MB_per_sec)"
-		while IFS='|' read -r mode opts; do
-			run "ndk_write_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" write_bw --loopback -s 1048576 -D "$SECS" $PIN $opts --no-progress &&
-				add "bw|$pl|ndk|$mode" "$(ndk_bw "$LOG")"
-		done < <(ndk_modes "$pl")
+		ndk_runs ndk_modes write_bw bw:ndk_bw -s 1048576 -D "$SECS"
 		# RDMA Read: the same 1 MiB stream pulled by the client.
-		while IFS='|' read -r mode opts; do
-			run "ndk_read_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" read_bw --loopback -s 1048576 -D "$SECS" $PIN $opts --no-progress &&
-				add "rbw|$pl|ndk|$mode" "$(ndk_bw "$LOG")"
-		done < <(ndk_modes "$pl")
+		ndk_runs ndk_modes read_bw rbw:ndk_bw -s 1048576 -D "$SECS"
 		if have ucx_perftest; then
 			pair "ucx_put_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
 				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t ucp_put_bw -s 1048576 -n 500 -w 50" &&
@@ -256,11 +262,7 @@ for rep in $(seq "$REPS"); do
 		fi
 
 		# Message rate: 64-byte messages, one direction.
-		while IFS='|' read -r mode opts; do
-			run "ndk_send_bw_${pl}_${mode}_$rep" 60 "$NDKPERF" send_bw --loopback -s 64 -D "$SECS" $PIN $opts --no-progress &&
-				add "rate|$pl|ndk|$mode" "$(ndk_rate "$LOG")" &&
-				add "npm|$pl|ndk|$mode" "$(ndk_npm "$LOG")"
-		done < <(rate_modes "$pl")
+		ndk_runs rate_modes send_bw rate:ndk_rate,npm:ndk_npm -s 64 -D "$SECS"
 		if have ucx_perftest; then
 			pair "ucx_tag_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
 				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t tag_bw -s 64 -n 300000 -w 10000" &&

@@ -79,23 +79,18 @@ int main(int argc, char **argv)
     uint64_t size = 64, iters = 20000, warmup = 100;
     int cpu_server = -1, cpu_client = -1, ch;
     while ((ch = getopt_long(argc, argv, "s:n:w:h", longopts, NULL)) != -1) {
+        int common = tb_common_opt(ch, optarg, &size, &cpu_server, &cpu_client);
+        if (common == 0)
+            goto bad;
+        if (common == 1)
+            continue;
         switch (ch) {
-        case 's':
-            if (!tb_parse_u64(optarg, 1, 1u << 30, &size))
-                goto bad;
-            break;
         case 'n':
             if (!tb_parse_u64(optarg, 1, 100000000, &iters))
                 goto bad;
             break;
         case 'w':
             if (!tb_parse_u64(optarg, 0, 100000000, &warmup))
-                goto bad;
-            break;
-        case 'C':
-        case 'S':
-        case 'K':
-            if (!tb_parse_cpu_opt(ch, optarg, &cpu_server, &cpu_client))
                 goto bad;
             break;
         case 'h':

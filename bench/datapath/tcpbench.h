@@ -198,18 +198,29 @@ static inline int tb_client_start(const char *prog, const struct sockaddr_in *ad
     return fd;
 }
 
-/* The placement options --cpu N (both), --cpu-server N and --cpu-client N,
- * given to getopt_long as 'C', 'S' and 'K'. False when N is no CPU. */
-static inline bool tb_parse_cpu_opt(int ch, const char *arg, int *cpu_server, int *cpu_client)
+/* The options both programs take: -s SIZE (1 byte to 1 GiB) and the
+ * placement options --cpu N (both), --cpu-server N and --cpu-client N,
+ * given to getopt_long as 'C', 'S' and 'K'. Returns 1 when ch is one of
+ * them, 0 when its value is bad, -1 when ch is another option. */
+static inline int tb_common_opt(int ch, const char *arg, uint64_t *size, int *cpu_server, int *cpu_client)
 {
     uint64_t v;
-    if (!tb_parse_u64(arg, 0, CPU_SETSIZE - 1, &v))
-        return false;
-    if (ch != 'K')
-        *cpu_server = (int)v;
-    if (ch != 'S')
-        *cpu_client = (int)v;
-    return true;
+    switch (ch) {
+    case 's':
+        return tb_parse_u64(arg, 1, 1u << 30, size);
+    case 'C':
+    case 'S':
+    case 'K':
+        if (!tb_parse_u64(arg, 0, CPU_SETSIZE - 1, &v))
+            return 0;
+        if (ch != 'K')
+            *cpu_server = (int)v;
+        if (ch != 'S')
+            *cpu_client = (int)v;
+        return 1;
+    default:
+        return -1;
+    }
 }
 
 /* Listens on 127.0.0.1 (its address in *addr) and forks the server

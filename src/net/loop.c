@@ -3,6 +3,7 @@
 #include <stdlib.h>
 
 #include <errno.h>
+#include <sched.h>
 #include <stddef.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
@@ -22,6 +23,7 @@ int loop_init(struct loop *l)
 {
     l->timers_head = l->timers_tail = NULL;
     l->kicked = false;
+    l->fetch_gen = 0;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (l->epfd < 0)
         return -errno;
@@ -235,6 +237,7 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
 
     struct epoll_event evs[LOOP_BATCH];
     pthread_mutex_unlock(lock);
+    __atomic_add_fetch(&l->fetch_gen, 1, __ATOMIC_SEQ_CST); /* odd: events may be fetched */
     int n = epoll_wait(l->epfd, evs, LOOP_BATCH, wait);
     /* Still unlocked: the events whose owners take them without the lock
      * (a connection's data path on its QP's own locks) go first, and are
@@ -247,6 +250,9 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
         if (fn && fn(w, evs[i].events))
             evs[i].events = 0;
     }
+    /* Even: the unlocked handlers are out (loop_unlocked_barrier); what
+     * they did happens before a barrier that reads this. */
+    __atomic_add_fetch(&l->fetch_gen, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(lock);
 
     for (int i = 0; i < n; i++) {
@@ -274,6 +280,18 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
         timer_unlink(l, t);
         t->fn(t);
     }
+}
+
+void loop_unlocked_barrier(struct loop *l)
+{
+    uint64_t g = __atomic_load_n(&l->fetch_gen, __ATOMIC_SEQ_CST);
+    if (!(g & 1))
+        return; /* between iterations: the next epoll_wait fetches no deleted watch */
+    loop_wake(l);
+    /* Bounded by the handlers running now, which never wait for the
+     * caller (loop.h). */
+    while (__atomic_load_n(&l->fetch_gen, __ATOMIC_SEQ_CST) == g)
+        sched_yield();
 }
 
 void loop_defer_free(struct loop *l, struct loop_dfree *node)

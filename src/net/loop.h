@@ -58,6 +58,9 @@ struct loop {
     struct loop_timer *timers_head, *timers_tail; /* sorted by deadline */
     bool kicked;
     struct loop_dfree *dfree_list;
+    /* Odd from just before epoll_wait until the unlocked handlers of what
+     * it fetched have run (atomic; loop_unlocked_barrier). */
+    uint64_t fetch_gen;
 };
 
 int loop_init(struct loop *l);
@@ -79,6 +82,18 @@ void loop_watch_allow_unlocked(struct loop_watch *w);
  * whether the event still means anything. Memory it reaches stays valid
  * until the loop's next iteration, as for fn. */
 void loop_watch_set_unlocked(struct loop_watch *w, loop_unlocked_fn fn);
+/* A watch whose unlocked handler is set before loop_watch_add and always
+ * takes its events (returns true) is never looked at under the loop's
+ * lock: its owner adds and deletes it without that lock, from any thread
+ * (the epoll set is the kernel's to guard), and after deleting it waits
+ * with loop_unlocked_barrier before freeing it. */
+/* Returns once every unlocked handler that had started, or whose event
+ * had been fetched, when it was called has returned: a watch deleted
+ * before the call is not named by the loop any more. Wakes the loop if it
+ * waits in epoll_wait. Any thread, with or without the loop's lock, that
+ * holds nothing such a handler waits for (so never one inside an unlocked
+ * handler of this loop). */
+void loop_unlocked_barrier(struct loop *l);
 /* Moves an added watch, with its events, from its loop to `to` (both
  * loops' lock held). An event the old loop already fetched is dropped.
  * Returns 0, or -errno with the watch still on its old loop. */

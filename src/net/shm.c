@@ -8,6 +8,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/timerfd.h>
 #include <unistd.h>
 
 #include "net/shm.h"
@@ -76,6 +77,19 @@ void shm_os_doorbell_drain(int fd)
     uint64_t v;
     ssize_t n = read(fd, &v, sizeof v);
     (void)n;
+}
+
+int shm_os_ticker_new(void)
+{
+    int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+    return fd < 0 ? -errno : fd;
+}
+
+void shm_os_ticker_set(int fd, int period_ms)
+{
+    struct timespec p = {period_ms / 1000, (long)(period_ms % 1000) * 1000000};
+    struct itimerspec t = {.it_interval = p, .it_value = p};
+    timerfd_settime(fd, 0, &t, NULL);
 }
 
 int shm_os_pidfd(pid_t pid)
@@ -233,19 +247,4 @@ int shm_os_pull(pid_t pid, const struct iovec *local, int nl, const struct iovec
 int shm_os_push(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr)
 {
     return transfer(pid, local, nl, remote, nr, true);
-}
-
-int shm_os_wait(const int *fds, int n, int timeout_ms, bool *ready)
-{
-    struct pollfd p[8];
-    if (n > 8)
-        return -EINVAL;
-    for (int i = 0; i < n; i++)
-        p[i] = (struct pollfd){.fd = fds[i], .events = POLLIN};
-    int r = poll(p, (nfds_t)n, timeout_ms);
-    if (r < 0)
-        return errno == EINTR ? 0 : -errno;
-    for (int i = 0; i < n; i++)
-        ready[i] = (p[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0;
-    return r;
 }

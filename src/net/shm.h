@@ -1,9 +1,10 @@
 /*
  * net/shm.h - the operating system under the shared-memory transport
  * (docs/shm.md): the shared region (an anonymous memfd, never a named
- * file), eventfd doorbells, the peer's pidfd, descriptors passed over a
- * UNIX socket, the peer's credentials, and single-copy transfers into and
- * out of the peer's memory (process_vm_readv / process_vm_writev).
+ * file), eventfd doorbells, timerfd tickers, the peer's pidfd, descriptors
+ * passed over a UNIX socket, the peer's credentials, and single-copy
+ * transfers into and out of the peer's memory (process_vm_readv /
+ * process_vm_writev).
  * Every function returns 0 (or a count) on success, -errno on failure.
  */
 #ifndef NDK_NET_SHM_H
@@ -24,7 +25,12 @@ void shm_os_region_unmap(void *map, size_t len);
 /* An eventfd (non-blocking, close-on-exec); its fd. */
 int shm_os_doorbell_new(void);
 void shm_os_doorbell_ring(int fd);
+/* Reads a doorbell, or a ticker, back to not readable. */
 void shm_os_doorbell_drain(int fd);
+/* A ticker: a timerfd (non-blocking, close-on-exec) that, once set,
+ * becomes readable every period_ms (0: never again). */
+int shm_os_ticker_new(void);
+void shm_os_ticker_set(int fd, int period_ms);
 /* A pidfd of pid: readable once that process ended. */
 int shm_os_pidfd(pid_t pid);
 void shm_os_close(int fd);
@@ -43,9 +49,5 @@ int shm_os_peer(int sock, pid_t *pid, bool *same_user);
  * writes ours into the peer. */
 int shm_os_pull(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
 int shm_os_push(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
-
-/* Waits until one of fds is readable or timeout_ms (-1: no limit) passed;
- * ready[i] tells which. Returns the number ready. */
-int shm_os_wait(const int *fds, int n, int timeout_ms, bool *ready);
 
 #endif

@@ -399,21 +399,15 @@ static NTSTATUS vc_get_connection_data(NDK_CONNECTOR *pc, ULONG *ird, ULONG *ord
 static NTSTATUS vc_local_address(NDK_CONNECTOR *pc, PSOCKADDR a, ULONG *len)
 {
     struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkGetLocalAddress"))
-        return STATUS_INVALID_DEVICE_STATE;
-    NTSTATUS st = CREAL(o)->NdkGetLocalAddress(pc, a, len);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkGetLocalAddress", STATUS_INVALID_DEVICE_STATE,
+             CREAL(o)->NdkGetLocalAddress(pc, a, len));
 }
 
 static NTSTATUS vc_peer_address(NDK_CONNECTOR *pc, PSOCKADDR a, ULONG *len)
 {
     struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkGetPeerAddress"))
-        return STATUS_INVALID_DEVICE_STATE;
-    NTSTATUS st = CREAL(o)->NdkGetPeerAddress(pc, a, len);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkGetPeerAddress", STATUS_INVALID_DEVICE_STATE,
+             CREAL(o)->NdkGetPeerAddress(pc, a, len));
 }
 
 static void vc_disconnect_done(void *ctx, NTSTATUS st)
@@ -485,30 +479,20 @@ static NTSTATUS vl_listen(NDK_LISTENER *pl, CONST PSOCKADDR a, ULONG len,
                           NDK_FN_REQUEST_COMPLETION fn, PVOID ctx)
 {
     struct vobj *o = vobj_of(pl);
-    if (!vobj_enter(o, "NdkListen"))
-        return STATUS_INVALID_DEVICE_STATE;
-    NTSTATUS st = LREAL(o)->NdkListen(pl, a, len, fn, ctx);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkListen", STATUS_INVALID_DEVICE_STATE, LREAL(o)->NdkListen(pl, a, len, fn, ctx));
 }
 
 static NTSTATUS vl_local_address(NDK_LISTENER *pl, PSOCKADDR a, ULONG *len)
 {
     struct vobj *o = vobj_of(pl);
-    if (!vobj_enter(o, "NdkGetLocalAddress"))
-        return STATUS_INVALID_DEVICE_STATE;
-    NTSTATUS st = LREAL(o)->NdkGetLocalAddress(pl, a, len);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkGetLocalAddress", STATUS_INVALID_DEVICE_STATE,
+             LREAL(o)->NdkGetLocalAddress(pl, a, len));
 }
 
 static VOID vl_control(NDK_LISTENER *pl, BOOLEAN pause)
 {
     struct vobj *o = vobj_of(pl);
-    if (!vobj_enter(o, "NdkControlConnectEvents"))
-        return;
-    LREAL(o)->NdkControlConnectEvents(pl, pause);
-    vobj_leave(o);
+    VFORWARD_VOID(o, "NdkControlConnectEvents", LREAL(o)->NdkControlConnectEvents(pl, pause));
 }
 
 const NDK_LISTENER_DISPATCH vlistener_dispatch = {
@@ -524,11 +508,8 @@ const NDK_LISTENER_DISPATCH vlistener_dispatch = {
 static NTSTATUS vs_local_address(NDK_SHARED_ENDPOINT *ps, PSOCKADDR a, ULONG *len)
 {
     struct vobj *o = vobj_of(ps);
-    if (!vobj_enter(o, "NdkGetLocalAddress"))
-        return STATUS_INVALID_DEVICE_STATE;
-    NTSTATUS st = VREAL(o, NDK_SHARED_ENDPOINT_DISPATCH)->NdkGetLocalAddress(ps, a, len);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkGetLocalAddress", STATUS_INVALID_DEVICE_STATE,
+             VREAL(o, NDK_SHARED_ENDPOINT_DISPATCH)->NdkGetLocalAddress(ps, a, len));
 }
 
 const NDK_SHARED_ENDPOINT_DISPATCH vsep_dispatch = {

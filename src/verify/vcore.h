@@ -248,4 +248,22 @@ void vqp_completed(struct vobj *cq, const NDK_RESULT_EX *r);
 /* The real provider table of o, as type T. */
 #define VREAL(o, T) ((const T *)(o)->real)
 
+/* The body of a call the verifier only admits (vobj_enter) and hands on:
+ * the real provider's answer, or `closed` when o was closed. */
+#define VFORWARD(o, call, closed, expr)                                                            \
+    do {                                                                                           \
+        if (!vobj_enter(o, call))                                                                  \
+            return closed;                                                                         \
+        __typeof__(expr) r_ = (expr);                                                              \
+        vobj_leave(o);                                                                             \
+        return r_;                                                                                 \
+    } while (0)
+#define VFORWARD_VOID(o, call, expr)                                                               \
+    do {                                                                                           \
+        if (!vobj_enter(o, call))                                                                  \
+            return;                                                                                \
+        expr;                                                                                      \
+        vobj_leave(o);                                                                             \
+    } while (0)
+
 #endif

@@ -99,11 +99,8 @@ static ULONG vcq_results_ex(NDK_CQ *cq, NDK_RESULT_EX *res, ULONG n)
 static NTSTATUS vcq_moderation(NDK_CQ *cq, ULONG interval, ULONG count)
 {
     struct vobj *o = vobj_of(cq);
-    if (!vobj_enter(o, "NdkControlCqInterruptModeration"))
-        return STATUS_INVALID_DEVICE_STATE;
-    NTSTATUS st = CQREAL(o)->NdkControlCqInterruptModeration(cq, interval, count);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkControlCqInterruptModeration", STATUS_INVALID_DEVICE_STATE,
+             CQREAL(o)->NdkControlCqInterruptModeration(cq, interval, count));
 }
 
 const NDK_CQ_DISPATCH vcq_dispatch = {

@@ -114,10 +114,8 @@ static NTSTATUS vp_create_qp_srq(NDK_PD *pd, NDK_CQ *rcq, NDK_CQ *icq, NDK_SRQ *
 static VOID vp_privileged_token(NDK_PD *pd, UINT32 *token)
 {
     struct vobj *o = vobj_of(pd);
-    if (!vobj_enter(o, "NdkGetPrivilegedMemoryRegionToken"))
-        return;
-    PREAL(o)->NdkGetPrivilegedMemoryRegionToken(pd, token);
-    vobj_leave(o);
+    VFORWARD_VOID(o, "NdkGetPrivilegedMemoryRegionToken",
+                  PREAL(o)->NdkGetPrivilegedMemoryRegionToken(pd, token));
 }
 
 const NDK_PD_DISPATCH vpd_dispatch = {
@@ -249,21 +247,13 @@ static NTSTATUS vm_init_fast(NDK_MR *mr, ULONG pages, BOOLEAN remote, NDK_FN_REQ
 static UINT32 vm_remote_token(NDK_MR *mr)
 {
     struct vobj *o = vobj_of(mr);
-    if (!vobj_enter(o, "NdkGetRemoteTokenFromMr"))
-        return 0;
-    UINT32 t = MREAL(o)->NdkGetRemoteTokenFromMr(mr);
-    vobj_leave(o);
-    return t;
+    VFORWARD(o, "NdkGetRemoteTokenFromMr", 0, MREAL(o)->NdkGetRemoteTokenFromMr(mr));
 }
 
 static UINT32 vm_local_token(NDK_MR *mr)
 {
     struct vobj *o = vobj_of(mr);
-    if (!vobj_enter(o, "NdkGetLocalTokenFromMr"))
-        return 0;
-    UINT32 t = MREAL(o)->NdkGetLocalTokenFromMr(mr);
-    vobj_leave(o);
-    return t;
+    VFORWARD(o, "NdkGetLocalTokenFromMr", 0, MREAL(o)->NdkGetLocalTokenFromMr(mr));
 }
 
 const NDK_MR_DISPATCH vmr_dispatch = {
@@ -281,11 +271,8 @@ const NDK_MR_DISPATCH vmr_dispatch = {
 static UINT32 vw_remote_token(NDK_MW *mw)
 {
     struct vobj *o = vobj_of(mw);
-    if (!vobj_enter(o, "NdkGetRemoteTokenFromMw"))
-        return 0;
-    UINT32 t = VREAL(o, NDK_MW_DISPATCH)->NdkGetRemoteTokenFromMw(mw);
-    vobj_leave(o);
-    return t;
+    VFORWARD(o, "NdkGetRemoteTokenFromMw", 0,
+             VREAL(o, NDK_MW_DISPATCH)->NdkGetRemoteTokenFromMw(mw));
 }
 
 const NDK_MW_DISPATCH vmw_dispatch = {

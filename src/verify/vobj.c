@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "dlist.h"
 #include "net/memprobe.h"
 #include "verify/vcore.h"
 #include "wire/crc32c.h"
@@ -89,12 +90,9 @@ NTSTATUS vobj_query_extension(NDK_OBJECT_HEADER *h, GUID *id, NDK_VERSION ver,
                               NDK_EXTENSION_INTERFACE *out)
 {
     struct vobj *o = vobj_of(h);
-    if (!vobj_enter(o, "NdkQueryExtension"))
-        return STATUS_INVALID_DEVICE_STATE;
     /* Every table has NdkQueryExtension second, except the adapter's. */
-    NTSTATUS st = ((const NDK_FN_QUERY_EXTENSION_INTERFACE *)o->real)[1](h, id, ver, out);
-    vobj_leave(o);
-    return st;
+    VFORWARD(o, "NdkQueryExtension", STATUS_INVALID_DEVICE_STATE,
+             ((const NDK_FN_QUERY_EXTENSION_INTERFACE *)o->real)[1](h, id, ver, out));
 }
 
 /* Lock held: the object is gone; its record goes to the quarantine. */
@@ -106,12 +104,7 @@ static void vobj_closed(struct vobj *o)
     __atomic_store_n(&o->state, VS_CLOSED, __ATOMIC_RELEASE);
     if (o->vt->closed)
         o->vt->closed(o);
-    if (o->prev)
-        o->prev->next = o->next;
-    else
-        v->objs = o->next;
-    if (o->next)
-        o->next->prev = o->prev;
+    DLIST_UNLINK(v->objs, o, prev, next);
     o->next = NULL;
     o->prev = v->closed_tail;
     if (v->closed_tail)

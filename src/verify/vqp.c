@@ -201,10 +201,7 @@ static NTSTATUS post_other_end(struct vobj *o, const char *call, struct vreq *r,
 static VOID vq_flush(NDK_QP *qp)
 {
     struct vobj *o = vobj_of(qp);
-    if (!vobj_enter(o, "NdkFlush"))
-        return;
-    QREAL(o)->NdkFlush(qp);
-    vobj_leave(o);
+    VFORWARD_VOID(o, "NdkFlush", QREAL(o)->NdkFlush(qp));
 }
 
 static NTSTATUS vq_send(NDK_QP *qp, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, ULONG flags)

@@ -38,19 +38,6 @@ static bool hold_over(enum probe_mode mode)
     return mode == PROBE_PAIR ? g_max >= 2 : g_released;
 }
 
-static struct timespec deadline_in(unsigned ms)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_REALTIME, &t); /* the condition variable's clock */
-    t.tv_sec += ms / 1000;
-    t.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t.tv_nsec >= 1000000000L) {
-        t.tv_sec++;
-        t.tv_nsec -= 1000000000L;
-    }
-    return t;
-}
-
 static void probe(struct ndk_qp_impl *qp, bool entering)
 {
     (void)qp;
@@ -67,7 +54,7 @@ static void probe(struct ndk_qp_impl *qp, bool entering)
     enum probe_mode mode = g_mode;
     if (mode != PROBE_COUNT && !hold_over(mode)) {
         g_mode = PROBE_COUNT; /* one engine is held, once */
-        struct timespec until = deadline_in(HOLD_MS);
+        struct timespec until = tl_deadline(CLOCK_REALTIME, HOLD_MS);
         while (!hold_over(mode) && pthread_cond_timedwait(&g_cv, &g_mu, &until) != ETIMEDOUT)
             ;
         g_timed_out = !hold_over(mode);
@@ -98,7 +85,7 @@ static void probe_stop(void)
 static bool wait_entered(void)
 {
     pthread_mutex_lock(&g_mu);
-    struct timespec until = deadline_in(DP_WAIT_MS);
+    struct timespec until = tl_deadline(CLOCK_REALTIME, DP_WAIT_MS);
     while (!g_entered && pthread_cond_timedwait(&g_cv, &g_mu, &until) != ETIMEDOUT)
         ;
     bool entered = g_entered > 0;

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "objects.h"
+#include "ndktest.h"
 #include "testlib.h"
 #include "xp_loopback.h"
 
@@ -29,7 +30,6 @@ struct side {
 
 static struct side A, B;
 static struct ndk_lo_pair *g_pair;
-static tl_event g_closed;
 
 static struct ndk_qp_impl *impl(NDK_QP *qp)
 {
@@ -65,30 +65,13 @@ static bool side_up(struct side *s)
            (s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr), true);
 }
 
-static void on_closed(PVOID ctx)
-{
-    (void)ctx;
-    tl_event_signal(&g_closed);
-}
-
-/* Every object's dispatch table starts with its close function. */
-static void close_obj(NDK_OBJECT_HEADER *h)
-{
-    unsigned n = tl_event_count(&g_closed);
-    NDK_FN_CLOSE_OBJECT close = *(const NDK_FN_CLOSE_OBJECT *)((struct ndk_pub *)h)->Dispatch;
-    NTSTATUS st = close(h, on_closed, NULL);
-    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
-    if (st == STATUS_PENDING)
-        CHECK(tl_event_wait(&g_closed, n + 1, 10000));
-}
-
 static void side_down(struct side *s)
 {
     if (s->qp)
-        close_obj(&s->qp->Header);
-    close_obj(&s->mr->Header);
-    close_obj(&s->cq->Header);
-    close_obj(&s->pd->Header);
+        nt_close(s->qp);
+    nt_close(s->mr);
+    nt_close(s->cq);
+    nt_close(s->pd);
     ndk_close_adapter(s->ad);
     free(s->buf);
     memset(s, 0, sizeof *s);
@@ -230,7 +213,7 @@ static void t_window_send_invalidate(void)
     CHECK_EQ(ndk_qp_end_reason(impl(B.qp)), NDK_DISCONNECT_REASON_TERMINATE_SENT);
     CHECK_EQ(ndk_qp_end_reason(impl(A.qp)), NDK_DISCONNECT_REASON_TERMINATE_RECEIVED);
     CHECK_EQ(A.qp->Dispatch->NdkWrite(A.qp, (void *)4, &w, 1, 0, wtok, 0), STATUS_CONNECTION_INVALID);
-    close_obj(&mw->Header);
+    nt_close(mw);
     pair_down();
 }
 
@@ -291,7 +274,7 @@ static void t_send_refused(void)
 static void t_peer_closed(void)
 {
     REQUIRE(pair_up());
-    close_obj(&B.qp->Header);
+    nt_close(B.qp);
     B.qp = NULL;
     NDK_SGE w = sge(&A, 0, 64);
     CHECK_EQ(A.qp->Dispatch->NdkWrite(A.qp, (void *)1, &w, 1, (UINT64)(uintptr_t)B.buf, B.rtok, 0),
@@ -318,7 +301,6 @@ static void t_connect_once(void)
 
 int main(void)
 {
-    tl_event_init(&g_closed);
     RUN(t_send_receive);
     RUN(t_write_read);
     RUN(t_defer);

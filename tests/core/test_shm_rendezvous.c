@@ -4,8 +4,9 @@
  * answers, and initiators that fail a check (a 4-tuple that is not theirs,
  * a process that does not own the TCP socket, another user) keep TCP; the
  * data is exact either way; a peer killed with SIGKILL flushes everything
- * and fires the disconnect event once. The transport each QP uses is read
+ * and fires the disconnect event once; 64 connections add no thread. The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
+#include <dirent.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -65,6 +66,52 @@ DP_CASE(one_process_selects_shm)
     CHECK_EQ(qps_on("iwarp"), 0);
     traffic_and_disconnect(x.c);
     dp_pair_close(&x);
+}
+
+/* The threads of this process (/proc/self/task); 0 when unreadable. */
+static unsigned threads_now(void)
+{
+    DIR *d = opendir("/proc/self/task");
+    if (!d)
+        return 0;
+    unsigned n = 0;
+    for (struct dirent *e; (e = readdir(d));)
+        if (e->d_name[0] != '.')
+            n++;
+    closedir(d);
+    return n;
+}
+
+/* Many same-host connections are served by the adapters' progress
+ * engines (docs/shm.md, Wake-ups and threads): the process runs no thread
+ * more with DP_MAX_CONNS of them than with none, and every one carries a
+ * Send into a posted receive (the passive side was idle, armed, so its
+ * engine is woken through the eventfd watch). */
+DP_CASE(many_connections_add_no_thread)
+{
+    dp_side a, p;
+    memset(&a, 0, sizeof a);
+    memset(&p, 0, sizeof p);
+    REQUIRE(dp_side_open(&a) && dp_side_open(&p));
+    unsigned before = threads_now();
+    REQUIRE(before > 0);
+    dp_conn *c[DP_MAX_CONNS];
+    unsigned n = 0;
+    while (n < sizeof c / sizeof c[0]) {
+        c[n] = dp_conn_new(&a, &p, NULL);
+        REQUIRE(c[n]);
+        REQUIRE(dp_conn_establish(c[n]));
+        n++;
+    }
+    CHECK_EQ(qps_on("shm"), 2 * n);
+    CHECK_EQ(threads_now(), before);
+    for (unsigned i = 0; i < n; i++)
+        CHECK(dp_roundtrip(c[i], 100, i));
+    CHECK_EQ(threads_now(), before);
+    for (unsigned i = 0; i < n; i++)
+        dp_conn_close(c[i]);
+    dp_side_close(&a);
+    dp_side_close(&p);
 }
 
 /* A listener on the wildcard address, connected to through the loopback
@@ -428,6 +475,7 @@ int main(int argc, char **argv)
     RUN_FAM(two_processes_select_shm_and_survive_kill);
     RUN_FAM(one_process_selects_shm);
     RUN_FAM(wildcard_listener_selects_shm);
+    RUN_FAM(many_connections_add_no_thread);
     RUN_FAM(off_switches_keep_tcp);
     RUN_FAM(mute_peer_keeps_tcp);
     RUN_FAM(checks_refuse_keep_tcp);

@@ -341,7 +341,7 @@ static ULONG end_reason(NDK_QP *qp)
 }
 
 /* The child's receive completions in its CQ when it last published a
- * response (ndk_shm_test_answered, on its service thread). */
+ * response (ndk_shm_test_answered, on its engine). */
 static ULONG g_cqes_at_answer;
 static void count_at_answer(struct ndk_qp_impl *qp)
 {
@@ -667,10 +667,10 @@ static void t_protection(void)
     }
 }
 
-/* The hook of t_terminate_race, on the parent's service thread: it took
+/* The hook of t_terminate_race, on the parent's engine: its pass took
  * the child's Terminate and has not applied it yet. First the child leaves
- * and another pass over the rings (the engine's, when it sees the TCP
- * reset) ends the connection. */
+ * and another pass over the rings (ndk_shm_drain, the connector's when it
+ * sees the TCP reset) ends the connection. */
 static bool g_raced;
 static void leave_then_drain(struct ndk_qp_impl *qp)
 {
@@ -912,7 +912,7 @@ static void t_receive_wait(void)
     NDK_SGE big = sge(&S, 0, 65536), small = sge(&S, 0, 100);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &big, 1, 0), STATUS_SUCCESS);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &small, 1, 0), STATUS_SUCCESS);
-    /* While they wait, the child's service thread sleeps between its looks
+    /* While they wait, the child's engine sleeps between its looks
      * (it used to spin on the unconsumed Send): a window of 300 ms costs
      * it far less than 100 ms of processor time. The window measures; it
      * synchronises nothing. */

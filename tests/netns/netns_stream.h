@@ -1,8 +1,8 @@
 /*
  * netns_stream.h - what the two-host netns tests (test_path_faults.c,
  * test_impaired_paths.c) share: shell commands, the three namespaces
- * (client, router, server) and entering them, and a verified stream of
- * RDMA Writes, Reads and Sends.
+ * (client, router, server) and entering them, the two hosts' adapters and
+ * their connection, and a verified stream of RDMA Writes, Reads and Sends.
  *
  * The stream: chunk i of n is operation i % 3 (a Write into the server's
  * memory, a Read from it, a Send into a receive posted beforehand), each
@@ -18,6 +18,7 @@
 #ifndef _GNU_SOURCE
 #define _GNU_SOURCE /* setns() */
 #endif
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <sched.h>
 #include <stdarg.h>
@@ -81,6 +82,44 @@ static void enter(const dp_side *s)
         fprintf(stderr, "setns: %s\n", strerror(errno));
         abort();
     }
+}
+
+/* The options of both tests' hosts: a dead path is found in
+ * user_timeout_ms (TCP_USER_TIMEOUT) and by keep-alives after about 3 s. */
+static NDK_OPEN_OPTIONS host_options(ULONG user_timeout_ms)
+{
+    NDK_OPEN_OPTIONS o = dp_options();
+    o.TcpUserTimeoutMs = user_timeout_ms;
+    o.KeepAliveIdleSeconds = 1;
+    o.KeepAliveIntervalSeconds = 1;
+    o.KeepAliveProbes = 2;
+    return o;
+}
+
+/* Opens the client's and the server's adapter, each in its namespace at
+ * its IPv4 address. */
+static bool hosts_open(dp_side *cli, dp_side *srv, const char *cli_addr, const char *srv_addr,
+                       const NDK_OPEN_OPTIONS *o)
+{
+    memset(cli, 0, sizeof *cli);
+    memset(srv, 0, sizeof *srv);
+    cli->enter = srv->enter = enter;
+    cli->netns = fd_cli;
+    srv->netns = fd_srv;
+    cli->host.in4.sin_family = srv->host.in4.sin_family = AF_INET;
+    inet_pton(AF_INET, cli_addr, &cli->host.in4.sin_addr);
+    inet_pton(AF_INET, srv_addr, &srv->host.in4.sin_addr);
+    return dp_side_open_as(cli, "fc", o) && dp_side_open_as(srv, "fs", o);
+}
+
+/* An established connection from the client to the server (disconnect
+ * events with NdkCompleteConnectEx's callback), or NULL. */
+static dp_conn *connect_hosts(dp_side *cli, dp_side *srv)
+{
+    dp_cfg cfg = dp_cfg_default();
+    cfg.disc_ex = true;
+    dp_conn *c = dp_conn_new(cli, srv, &cfg);
+    return c && dp_conn_establish(c) ? c : NULL;
 }
 
 /* How long after t0 something happened, in ms. */

@@ -220,44 +220,18 @@ static bool impair_stop(impairer *im)
 
 /* Set-up timeouts far above what the impairments cost (a lost SYN waits
  * 1 s, then 2 s more); the user timeout as given. */
-static NDK_OPEN_OPTIONS options(ULONG user_timeout_ms)
-{
-    NDK_OPEN_OPTIONS o = dp_options();
-    o.TcpConnectTimeoutMs = 10000;
-    o.MpaReplyTimeoutMs = o.MpaRequestTimeoutMs = o.RtrTimeoutMs = 10000;
-    o.TcpUserTimeoutMs = user_timeout_ms;
-    o.KeepAliveIdleSeconds = 1;
-    o.KeepAliveIntervalSeconds = 1;
-    o.KeepAliveProbes = 2;
-    return o;
-}
-
 static bool open_hosts(dp_side *cli, dp_side *srv, ULONG user_timeout_ms)
 {
-    NDK_OPEN_OPTIONS o = options(user_timeout_ms);
-    memset(cli, 0, sizeof *cli);
-    memset(srv, 0, sizeof *srv);
-    cli->enter = srv->enter = enter;
-    cli->netns = fd_cli;
-    srv->netns = fd_srv;
-    cli->host.in4.sin_family = srv->host.in4.sin_family = AF_INET;
-    inet_pton(AF_INET, "10.202.0.1", &cli->host.in4.sin_addr);
-    inet_pton(AF_INET, "10.202.0.2", &srv->host.in4.sin_addr);
-    return dp_side_open_as(cli, "fc", &o) && dp_side_open_as(srv, "fs", &o);
+    NDK_OPEN_OPTIONS o = host_options(user_timeout_ms);
+    o.TcpConnectTimeoutMs = 10000;
+    o.MpaReplyTimeoutMs = o.MpaRequestTimeoutMs = o.RtrTimeoutMs = 10000;
+    return hosts_open(cli, srv, "10.202.0.1", "10.202.0.2", &o);
 }
 
 static void close_hosts(dp_side *cli, dp_side *srv)
 {
     dp_side_close(cli);
     dp_side_close(srv);
-}
-
-static dp_conn *connect_hosts(dp_side *cli, dp_side *srv)
-{
-    dp_cfg cfg = dp_cfg_default();
-    cfg.disc_ex = true;
-    dp_conn *c = dp_conn_new(cli, srv, &cfg);
-    return c && dp_conn_establish(c) ? c : NULL;
 }
 
 /* ------------------------------------------------------------------------ */

@@ -90,41 +90,15 @@ static void link_set(const char *dev, bool up)
 
 /* Fast detection for the test: the user timeout in ms, keepalive 1 s idle,
  * probes 1 s apart. */
-static NDK_OPEN_OPTIONS options(ULONG user_timeout_ms)
-{
-    NDK_OPEN_OPTIONS o = dp_options();
-    o.TcpUserTimeoutMs = user_timeout_ms;
-    o.KeepAliveIdleSeconds = 1;
-    o.KeepAliveIntervalSeconds = 1;
-    o.KeepAliveProbes = 2;
-    return o;
-}
-
 static bool open_hosts_with(dp_side *cli, dp_side *srv, const NDK_OPEN_OPTIONS *o)
 {
-    memset(cli, 0, sizeof *cli);
-    memset(srv, 0, sizeof *srv);
-    cli->enter = srv->enter = enter;
-    cli->netns = fd_cli;
-    srv->netns = fd_srv;
-    cli->host.in4.sin_family = srv->host.in4.sin_family = AF_INET;
-    inet_pton(AF_INET, "10.201.1.2", &cli->host.in4.sin_addr);
-    inet_pton(AF_INET, "10.201.2.2", &srv->host.in4.sin_addr);
-    return dp_side_open_as(cli, "fc", o) && dp_side_open_as(srv, "fs", o);
+    return hosts_open(cli, srv, "10.201.1.2", "10.201.2.2", o);
 }
 
 static bool open_hosts(dp_side *cli, dp_side *srv, ULONG user_timeout_ms)
 {
-    NDK_OPEN_OPTIONS o = options(user_timeout_ms);
+    NDK_OPEN_OPTIONS o = host_options(user_timeout_ms);
     return open_hosts_with(cli, srv, &o);
-}
-
-static dp_conn *connect_hosts(dp_side *cli, dp_side *srv)
-{
-    dp_cfg cfg = dp_cfg_default();
-    cfg.disc_ex = true;
-    dp_conn *c = dp_conn_new(cli, srv, &cfg);
-    return c && dp_conn_establish(c) ? c : NULL;
 }
 
 /* Holds a link down for a while, on its own thread, so the test thread can
@@ -337,7 +311,7 @@ DP_CASE(outage_during_connection_setup)
 DP_CASE(short_outage_as_the_syn_leaves)
 {
     dp_side cli, srv;
-    NDK_OPEN_OPTIONS o = options(LONG_USER_TIMEOUT_MS);
+    NDK_OPEN_OPTIONS o = host_options(LONG_USER_TIMEOUT_MS);
     o.TcpConnectTimeoutMs = 10000;
     REQUIRE(open_hosts_with(&cli, &srv, &o));
     dp_conn *c = dp_conn_new(&cli, &srv, NULL);

@@ -59,22 +59,14 @@ static int hold_port(unsigned port)
 
 static NTSTATUS listen_port0(nt_side *s, unsigned *port)
 {
-    nt_lsn *L = nt_lsn_new();
-    NTSTATUS st = nt_create_listener(s->ad, nt_connect_event, L, &L->l);
-    CHECK_STATUS(st, STATUS_SUCCESS);
-    if (st != STATUS_SUCCESS)
-        return st;
-    NDK_SOCKADDR sa;
-    ULONG len = nt_sa_loop(AF_INET, 0, &sa);
-    st = nt_listen_at(L->l, &sa, len);
-    if (st == STATUS_SUCCESS && port) {
-        L->addrlen = sizeof L->addr;
-        CHECK_STATUS(L->l->Dispatch->NdkGetLocalAddress(L->l, &L->addr.sa, &L->addrlen),
-                     STATUS_SUCCESS);
-        *port = nt_sa_port(&L->addr);
+    nt_lsn *L;
+    NTSTATUS st = nt_listen_try(s, AF_INET, 0, &L);
+    if (L) {
+        if (port)
+            *port = nt_sa_port(&L->addr);
+        nt_close(L->l);
+        L->l = NULL;
     }
-    nt_close(L->l);
-    L->l = NULL;
     return st;
 }
 

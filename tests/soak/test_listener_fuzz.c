@@ -204,52 +204,9 @@ static void take_stray(nk_world *w, NDK_CONNECTOR *c)
  * events met meanwhile are the fuzzer's. */
 static bool good_client(nk_world *w, nk_listener *l)
 {
-    bool ok = false;
-    NDK_CONNECTOR *act = nk_connector(w), *pas = NULL;
-    NDK_QP *qa = nk_qp(w), *qb = nk_qp(w);
-    if (!act || !qa || !qb)
-        goto out;
-    nk_op c = nk_connect(act, qa, port, 4, 4, GOOD_TAG, sizeof GOOD_TAG - 1);
-    uint64_t dl = rp_deadline(2 * NK_WAIT_MS);
-    while (!pas && rp_ms_left(dl) > 0) {
-        NDK_CONNECTOR *e = nk_next_event(l, 20);
-        if (!e) {
-            if (nk_op_done(&c) && nk_op_wait(&c, 0) != STATUS_SUCCESS)
-                break;
-            continue;
-        }
-        uint8_t got[64];
-        ULONG glen = sizeof got;
-        if (nk_conn_data(e, NULL, NULL, got, &glen) == STATUS_SUCCESS && glen == sizeof GOOD_TAG - 1 &&
-            memcmp(got, GOOD_TAG, glen) == 0)
-            pas = e;
-        else
-            take_stray(w, e);
-    }
-    if (!pas) {
-        fprintf(stderr, "    good client: no connect event (Connect: %s)\n", nk_st(nk_op_wait(&c, NK_WAIT_MS)));
-        goto out;
-    }
-    nk_op a = nk_accept(pas, qb, 4, 4, NULL, 0);
-    NTSTATUS st = nk_op_wait(&c, NK_WAIT_MS), sa = STATUS_SUCCESS;
-    if (st == STATUS_SUCCESS) {
-        nk_op cc = nk_complete(act);
-        st = nk_op_wait(&cc, NK_WAIT_MS);
-    }
-    sa = nk_op_wait(&a, NK_WAIT_MS);
-    ok = st == STATUS_SUCCESS && sa == STATUS_SUCCESS;
-    if (!ok)
-        fprintf(stderr, "    good client: Connect/CompleteConnect %s, Accept %s\n", nk_st(st), nk_st(sa));
-out:
-    NK_CLOSE(act);
-    NK_CLOSE(pas);
-    NK_CLOSE(qa);
-    NK_CLOSE(qb);
-    return ok;
+    return nk_roundtrip_among(w, l, GOOD_TAG, 2 * NK_WAIT_MS, take_stray);
 }
 
-/* Good clients for `seconds` (while the request pool lasts); false at the
- * first failure. */
 static bool good_clients_for(nk_world *w, nk_listener *l, unsigned seconds, unsigned *done)
 {
     uint64_t dl = rp_deadline(seconds * 1000u);

@@ -242,7 +242,7 @@ struct dp_cq {
     void *user;
 };
 
-#define DP_MAX_CQS 64
+#define DP_MAX_CQS 128 /* two per connection of DP_MAX_CONNS */
 
 void dp_cq_cb(PVOID ctx, NTSTATUS status);
 
@@ -571,14 +571,6 @@ void dp_case_begin(const char *name);
 
 void dp_case_end(void);
 
-#define DP_CASE(name)                                                                        \
-    static void name##_body(void);                                                           \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        dp_case_begin(#name);                                                                \
-        name##_body();                                                                       \
-        dp_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(void)
+#define DP_CASE(name) TL_CASE_BETWEEN(name, dp_case_begin, dp_case_end, (void), ())
 
 #endif

@@ -629,25 +629,35 @@ NTSTATUS nt_listen_at(NDK_LISTENER *l, const NDK_SOCKADDR *sa, ULONG len)
     return nt_finish(op, NT_WAIT_MS);
 }
 
-nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port)
+NTSTATUS nt_listen_try(nt_side *s, int fam, unsigned port, nt_lsn **out)
 {
+    *out = NULL;
     nt_lsn *L = nt_lsn_new();
     NTSTATUS st = nt_create_listener(s->ad, nt_connect_event, L, &L->l);
     CHECK_STATUS(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS)
-        return NULL;
+        return st;
     NDK_SOCKADDR sa;
     ULONG len = nt_sa_loop(fam, port, &sa);
     st = nt_listen_at(L->l, &sa, len);
-    CHECK_STATUS(st, STATUS_SUCCESS);
     if (st != STATUS_SUCCESS) {
         nt_close(L->l);
         L->l = NULL;
-        return NULL;
+        return st;
     }
     L->addrlen = sizeof L->addr;
-    st = L->l->Dispatch->NdkGetLocalAddress(L->l, &L->addr.sa, &L->addrlen);
-    CHECK_STATUS(st, STATUS_SUCCESS);
+    CHECK_STATUS(L->l->Dispatch->NdkGetLocalAddress(L->l, &L->addr.sa, &L->addrlen),
+                 STATUS_SUCCESS);
+    *out = L;
+    return st;
+}
+
+nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port)
+{
+    nt_lsn *L;
+    CHECK_STATUS(nt_listen_try(s, fam, port, &L), STATUS_SUCCESS);
+    if (!L)
+        return NULL;
     CHECK_EQ(L->addrlen, nt_sa_len(fam));
     CHECK_EQ(L->addr.sa.sa_family, fam);
     CHECK(nt_sa_port(&L->addr) != 0);

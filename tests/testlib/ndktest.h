@@ -364,6 +364,12 @@ nt_lsn *nt_lsn_new(void);
 /* NdkListen on sa; returns the final status (inline or completion). */
 NTSTATUS nt_listen_at(NDK_LISTENER *l, const NDK_SOCKADDR *sa, ULONG len);
 
+/* Creates a listener on s and calls NdkListen on fam's loopback address at
+ * port; returns NdkListen's status (a failed create is a failure of the
+ * case) and, when it listens, the listener in *out with its bound address
+ * read back into L->addr. A listener that does not listen is closed. */
+NTSTATUS nt_listen_try(nt_side *s, int fam, unsigned port, nt_lsn **out);
+
 /* A listener created on s and listening on fam's loopback address, with
  * the port the provider picked read back into L->addr. */
 nt_lsn *nt_listen_on(nt_side *s, int fam, unsigned port);
@@ -479,27 +485,12 @@ void nt_audit(unsigned *from, bool pending_may_stay);
 void nt_case_end(void);
 
 /* A case with no address family. */
-#define NT_CASE(name)                                                                        \
-    static void name##_body(void);                                                           \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        nt_case_begin(#name);                                                                \
-        name##_body();                                                                       \
-        nt_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(void)
+#define NT_CASE(name) TL_CASE_BETWEEN(name, nt_case_begin, nt_case_end, (void), ())
 
 /* A connection case, over 127.0.0.1 or ::1: the family of the run
  * (tl_family(): IPv4, or IPv6 when the program was started with --ipv6).
  * main runs it with RUN_FAM and calls tl_init first. */
 #define NT_CASE_FAM(name)                                                                    \
-    static void name##_body(int fam);                                                        \
-    static void name(void)                                                                   \
-    {                                                                                        \
-        nt_case_begin(#name);                                                                \
-        name##_body(tl_family());                                                            \
-        nt_case_end();                                                                       \
-    }                                                                                        \
-    static void name##_body(int fam)
+    TL_CASE_BETWEEN(name, nt_case_begin, nt_case_end, (int fam), (tl_family()))
 
 #endif

@@ -68,6 +68,12 @@ size_t rp_unhex(const char *s, uint8_t *out, size_t cap);
  * data): captures/guest-to-host-mpa-request.txt, byte for byte. */
 extern const uint8_t rp_siw_request[24];
 
+/* FPDUs with CRC on, as Linux siw sent them in the rping-crc captures (both
+ * directions), in hex; the trailing 4 octets are the CRC field as seen on
+ * the wire. None is an RTR. */
+#define RP_SIW_CRC_FPDUS 12
+extern const char *const rp_siw_crc_fpdus[RP_SIW_CRC_FPDUS];
+
 /*
  * Writes a startup frame: key, flags octet, Rev, PD_Length = pd_length (which
  * the caller may set to lie about the data), then the private data octets

@@ -581,7 +581,20 @@ NTSTATUS nk_conn_data(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf,
     return c->Dispatch->NdkGetConnectionData(c, ird, ord, buf, len);
 }
 
-bool nk_roundtrip(nk_world *w, nk_listener *l, const char *tag)
+/* Whether the connect event e carries tag as its private data; *glen and
+ * the status say what it carried. */
+static NTSTATUS carries_tag(NDK_CONNECTOR *e, const char *tag, ULONG tlen, ULONG *glen)
+{
+    uint8_t got[256];
+    *glen = sizeof got;
+    NTSTATUS st = nk_conn_data(e, NULL, NULL, got, glen);
+    if (st == STATUS_SUCCESS && (*glen != tlen || memcmp(got, tag, tlen) != 0))
+        st = STATUS_UNSUCCESSFUL;
+    return st;
+}
+
+bool nk_roundtrip_among(nk_world *w, nk_listener *l, const char *tag, unsigned wait_ms,
+                        void (*stray)(nk_world *w, NDK_CONNECTOR *c))
 {
     bool ok = false;
     NDK_CONNECTOR *act = nk_connector(w), *pas = NULL;
@@ -592,28 +605,37 @@ bool nk_roundtrip(nk_world *w, nk_listener *l, const char *tag)
     }
     ULONG tlen = (ULONG)strlen(tag);
     nk_op c = nk_connect(act, qa, l->port, 4, 4, tag, tlen);
-    /* Wait for the connect event, but stop early once Connect has already
+    /* Wait for our connect event, but stop early once Connect has already
      * failed: then no event is coming. */
-    uint64_t dl = rp_deadline(NK_WAIT_MS);
-    while (!(pas = nk_next_event(l, 20)) && rp_ms_left(dl) > 0)
-        if (nk_op_done(&c) && nk_op_wait(&c, 0) != STATUS_SUCCESS)
-            break;
+    uint64_t dl = rp_deadline(wait_ms);
+    while (!pas && rp_ms_left(dl) > 0) {
+        NDK_CONNECTOR *e = nk_next_event(l, 20);
+        if (!e) {
+            if (nk_op_done(&c) && nk_op_wait(&c, 0) != STATUS_SUCCESS)
+                break;
+            continue;
+        }
+        ULONG glen;
+        NTSTATUS st = carries_tag(e, tag, tlen, &glen);
+        if (st == STATUS_SUCCESS) {
+            pas = e;
+        } else if (stray) {
+            stray(w, e);
+        } else {
+            fprintf(stderr, "    roundtrip %s: the connect event is not ours (%s, %u octets)\n", tag,
+                    nk_st(st), (unsigned)glen);
+            NK_CLOSE(e);
+            goto out;
+        }
+    }
     if (!pas) {
         fprintf(stderr, "    roundtrip %s: no connect event (Connect: %s)\n", tag,
                 nk_st(nk_op_wait(&c, 0)));
         (void)nk_op_wait(&c, NK_WAIT_MS);
         goto out;
     }
-    uint8_t got[256];
-    ULONG glen = sizeof got;
-    NTSTATUS st = nk_conn_data(pas, NULL, NULL, got, &glen);
-    if (st != STATUS_SUCCESS || glen != tlen || memcmp(got, tag, tlen) != 0) {
-        fprintf(stderr, "    roundtrip %s: the connect event is not ours (%s, %u octets)\n", tag,
-                nk_st(st), (unsigned)glen);
-        goto out;
-    }
     nk_op a = nk_accept(pas, qb, 4, 4, NULL, 0);
-    st = nk_op_wait(&c, NK_WAIT_MS);
+    NTSTATUS st = nk_op_wait(&c, NK_WAIT_MS);
     if (st != STATUS_SUCCESS) {
         fprintf(stderr, "    roundtrip %s: Connect: %s\n", tag, nk_st(st));
         (void)nk_op_wait(&a, NK_WAIT_MS);
@@ -634,6 +656,11 @@ out:
     NK_CLOSE(qa);
     NK_CLOSE(qb);
     return ok;
+}
+
+bool nk_roundtrip(nk_world *w, nk_listener *l, const char *tag)
+{
+    return nk_roundtrip_among(w, l, tag, NK_WAIT_MS, NULL);
 }
 
 bool nk_mr_register(nk_world *w, nk_mr *m)

@@ -328,6 +328,11 @@ NTSTATUS nk_conn_data(NDK_CONNECTOR *c, ULONG *ird, ULONG *ord, void *buf,
  * so a stray event left by an earlier bad input is caught here too.
  */
 bool nk_roundtrip(nk_world *w, nk_listener *l, const char *tag);
+/* The same among other connect events (a fuzzer's): each event that is not
+ * ours goes to stray, which takes it over, and ours is awaited up to
+ * wait_ms. Without stray, as nk_roundtrip: a foreign event fails it. */
+bool nk_roundtrip_among(nk_world *w, nk_listener *l, const char *tag, unsigned wait_ms,
+                        void (*stray)(nk_world *w, NDK_CONNECTOR *c));
 
 /* A registered buffer for Send/Receive payloads. */
 typedef struct nk_mr {

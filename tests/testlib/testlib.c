@@ -170,14 +170,7 @@ unsigned tl_event_count(tl_event *e)
 
 bool tl_event_wait(tl_event *e, unsigned n, unsigned timeout_ms)
 {
-    struct timespec dl;
-    clock_gettime(CLOCK_MONOTONIC, &dl);
-    dl.tv_sec += timeout_ms / 1000;
-    dl.tv_nsec += (long)(timeout_ms % 1000) * 1000000L;
-    if (dl.tv_nsec >= 1000000000L) {
-        dl.tv_sec++;
-        dl.tv_nsec -= 1000000000L;
-    }
+    struct timespec dl = tl_deadline(CLOCK_MONOTONIC, timeout_ms);
     pthread_mutex_lock(&e->mu);
     int rc = 0;
     while (e->count < n && rc != ETIMEDOUT)
@@ -185,6 +178,19 @@ bool tl_event_wait(tl_event *e, unsigned n, unsigned timeout_ms)
     bool ok = e->count >= n;
     pthread_mutex_unlock(&e->mu);
     return ok;
+}
+
+struct timespec tl_deadline(clockid_t clock, unsigned ms)
+{
+    struct timespec t;
+    clock_gettime(clock, &t);
+    t.tv_sec += ms / 1000;
+    t.tv_nsec += (long)(ms % 1000) * 1000000L;
+    if (t.tv_nsec >= 1000000000L) {
+        t.tv_sec++;
+        t.tv_nsec -= 1000000000L;
+    }
+    return t;
 }
 
 uint64_t tl_now_ns(void)

@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <time.h>
 
 extern int tl_failures;
 extern const char *tl_current;
@@ -67,6 +68,19 @@ int tl_family(void);
 bool tl_run_fam(const char *name, tl_case_fn fn);
 #define RUN_FAM(fn) tl_run_fam(#fn, fn)
 
+/* A case `name` whose body runs between begin(#name) and end(): a harness's
+ * per-case set-up and checks (DP_CASE, NT_CASE). arg is what the body is
+ * called with, decl its parameter list. */
+#define TL_CASE_BETWEEN(name, begin, end, decl, arg)                                         \
+    static void name##_body decl;                                                            \
+    static void name(void)                                                                   \
+    {                                                                                        \
+        begin(#name);                                                                        \
+        name##_body arg;                                                                     \
+        end();                                                                               \
+    }                                                                                        \
+    static void name##_body decl
+
 /* Ends the program's report: prints "N passed, N failed" and returns the
  * exit status: 1 if a case failed or none ran, else 77 (CTest's
  * SKIP_RETURN_CODE) after tl_skip_all, else 0. */
@@ -92,6 +106,10 @@ bool tl_event_wait(tl_event *e, unsigned n, unsigned timeout_ms);
 unsigned tl_event_count(tl_event *e);
 
 uint64_t tl_now_ns(void);
+
+/* The time ms from now on clock, as pthread_cond_timedwait takes it (a
+ * condition variable's clock: CLOCK_REALTIME unless set otherwise). */
+struct timespec tl_deadline(clockid_t clock, unsigned ms);
 
 /* Moves the calling thread into a network namespace of its own (only lo,
  * down). Call it first, before any thread exists: a namespace applies to

@@ -69,14 +69,7 @@ static const char *vt_find(const char *rule)
 
 const char *vt_wait(const char *rule, unsigned ms)
 {
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += ms / 1000;
-    until.tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (until.tv_nsec >= 1000000000L) {
-        until.tv_sec++;
-        until.tv_nsec -= 1000000000L;
-    }
+    struct timespec until = tl_deadline(CLOCK_REALTIME, ms);
     pthread_mutex_lock(&vt_lock);
     const char *found = vt_find(rule);
     while (!*found && pthread_cond_timedwait(&vt_cond, &vt_lock, &until) == 0)

@@ -135,46 +135,11 @@ static void test_iwarp_fpdu_vectors(void)
                      40, "F5 1F 8C 94");
 }
 
-/* FPDUs with CRC on, as recorded in the rping-crc captures (both directions;
- * the trailing 4 octets are the CRC field as seen on the wire). */
-static const char *const capture_fpdus[] = {
-    /* guest-to-host-rping-crc.txt */
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 55 8b 81 c7 e3 70 31 55 "
-    "4d 00 00 00 00 40 d2 d2 b3 96",
-    "00 2e 41 41 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00 00 00 ab c1 00 00 00 00 00 00 01 "
-    "00 00 00 00 00 40 31 55 4d 00 00 00 55 8b 81 c7 e3 70 20 59 3c 8f",
-    "00 4e c1 42 00 ab c1 00 00 00 00 00 00 01 00 00 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 "
-    "42 43 44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f "
-    "60 61 62 63 64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 9e f3 27 47",
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
-    "00 00 00 00 00 00 84 60 9a 12",
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 55 8b 81 c7 e5 50 4d 5e "
-    "20 00 00 00 00 40 d3 27 dc 6b",
-    "00 4e c1 40 4d 5e 20 00 00 00 55 8b 81 c7 e5 50 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 "
-    "42 43 44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f "
-    "60 61 62 63 64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 20 53 c2 c7",
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
-    "00 00 00 00 00 00 b3 e6 84 05",
-    /* host-to-guest-rping-crc.txt */
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 00 00 00 02 00 00 00 ab "
-    "c2 00 00 00 00 40 f7 ad 73 8f",
-    "00 2e 41 41 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00 00 1f 93 e4 00 00 00 7f 8d fc 00 "
-    "0e 00 00 00 00 40 00 ab c2 00 00 00 00 00 00 02 00 00 0b 47 44 cf",
-    "00 4e c1 42 1f 93 e4 00 00 00 7f 8d fc 00 0e 00 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 "
-    "42 43 44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f "
-    "60 61 62 63 64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 1f 46 a5 6d",
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 00 00 01 00 00 00 ab "
-    "c1 00 00 00 00 40 a8 8e af 10",
-    "00 4e c1 40 00 ab c1 00 00 00 00 00 00 01 00 00 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 "
-    "42 43 44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f "
-    "60 61 62 63 64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 ef b7 64 36",
-};
-
 static void test_siw_capture_crcs(void)
 {
-    for (size_t i = 0; i < sizeof(capture_fpdus) / sizeof(capture_fpdus[0]); i++) {
+    for (size_t i = 0; i < RP_SIW_CRC_FPDUS; i++) {
         uint8_t b[128];
-        size_t n = rp_unhex(capture_fpdus[i], b, sizeof(b));
+        size_t n = rp_unhex(rp_siw_crc_fpdus[i], b, sizeof(b));
         REQUIRE(n <= sizeof(b) && n >= 8 && n % 4 == 0);
         size_t body = n - 4;
         uint32_t field = (uint32_t)b[body] | (uint32_t)b[body + 1] << 8 |

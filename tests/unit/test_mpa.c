@@ -959,34 +959,16 @@ static void test_classify_garbage(void)
 
 /* ---------------- siw capture FPDUs: peek and rebuild ---------------- */
 
-static const char *const capture_fpdus[] = {
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 01 00 00 00 00 00 00 55 8b 81 c7 e3 70 31 55 "
-    "4d 00 00 00 00 40 d2 d2 b3 96",
-    "00 2e 41 41 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00 00 00 ab c1 00 00 00 00 00 00 01 "
-    "00 00 00 00 00 40 31 55 4d 00 00 00 55 8b 81 c7 e3 70 20 59 3c 8f",
-    "00 4e c1 42 00 ab c1 00 00 00 00 00 00 01 00 00 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 "
-    "42 43 44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f "
-    "60 61 62 63 64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 9e f3 27 47",
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 55 8b 81 c7 e5 50 4d 5e "
-    "20 00 00 00 00 40 d3 27 dc 6b",
-    "00 2e 41 41 00 00 00 00 00 00 00 01 00 00 00 01 00 00 00 00 1f 93 e4 00 00 00 7f 8d fc 00 "
-    "0e 00 00 00 00 40 00 ab c2 00 00 00 00 00 00 02 00 00 0b 47 44 cf",
-    "00 4e c1 40 00 ab c1 00 00 00 00 00 00 01 00 00 72 64 6d 61 2d 70 69 6e 67 2d 30 3a 20 41 "
-    "42 43 44 45 46 47 48 49 4a 4b 4c 4d 4e 4f 50 51 52 53 54 55 56 57 58 59 5a 5b 5c 5d 5e 5f "
-    "60 61 62 63 64 65 66 67 68 69 6a 6b 6c 6d 6e 6f 70 71 72 00 ef b7 64 36",
-    "00 22 41 43 00 00 00 00 00 00 00 00 00 00 00 02 00 00 00 00 00 00 00 00 00 00 00 00 00 00 "
-    "00 00 00 00 00 00 b3 e6 84 05",
-};
-
 static void test_capture_fpdus(void)
 {
-    /* All of them back to back, as in a TCP stream behind the Reply. */
+    /* All of siw's (rawframe.h) back to back, as in a TCP stream behind the
+     * Reply. */
     static uint8_t stream[1024];
     size_t total = 0;
     size_t sizes[16];
-    size_t count = sizeof(capture_fpdus) / sizeof(capture_fpdus[0]);
+    size_t count = RP_SIW_CRC_FPDUS;
     for (size_t k = 0; k < count; k++) {
-        sizes[k] = rp_unhex(capture_fpdus[k], stream + total, sizeof(stream) - total);
+        sizes[k] = rp_unhex(rp_siw_crc_fpdus[k], stream + total, sizeof(stream) - total);
         uint8_t *b = exact_copy(stream + total, sizes[k]);
         REQUIRE(b);
         size_t flen = 0, ulen = 0;

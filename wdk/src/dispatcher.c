@@ -92,12 +92,18 @@ LONG KeResetEvent(PRKEVENT Event)
     return prev;
 }
 
-LONG KeReadStateEvent(PRKEVENT Event)
+/* KeReadStateEvent, KeReadStateSemaphore: the state as it is now. */
+static LONG read_state(const DISPATCHER_HEADER *h)
 {
     pthread_mutex_lock(&kit_disp_lock);
-    LONG s = Event->Header.SignalState;
+    LONG s = h->SignalState;
     pthread_mutex_unlock(&kit_disp_lock);
     return s;
+}
+
+LONG KeReadStateEvent(PRKEVENT Event)
+{
+    return read_state(&Event->Header);
 }
 
 VOID KeInitializeSemaphore(PRKSEMAPHORE Semaphore, LONG Count, LONG Limit)
@@ -134,10 +140,7 @@ LONG KeReleaseSemaphore(PRKSEMAPHORE Semaphore, KPRIORITY Increment, LONG Adjust
 
 LONG KeReadStateSemaphore(PRKSEMAPHORE Semaphore)
 {
-    pthread_mutex_lock(&kit_disp_lock);
-    LONG s = Semaphore->Header.SignalState;
-    pthread_mutex_unlock(&kit_disp_lock);
-    return s;
+    return read_state(&Semaphore->Header);
 }
 
 /* ---- waits ---- */

@@ -87,6 +87,17 @@ static void thread_end(struct kit_thread *t)
     kit_thread_release(t);
 }
 
+/* A thread nobody joins: its end is signalled through the kit_thread. */
+static int start_detached(pthread_t *tid, void *(*fn)(void *), void *arg)
+{
+    pthread_attr_t a;
+    pthread_attr_init(&a);
+    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+    int rc = pthread_create(tid, &a, fn, arg);
+    pthread_attr_destroy(&a);
+    return rc;
+}
+
 static void *system_thread_main(void *arg)
 {
     struct kit_thread *t = arg;
@@ -117,11 +128,7 @@ NTSTATUS PsCreateSystemThread(PHANDLE ThreadHandle, ULONG DesiredAccess,
     t->context = StartContext;
     t->refs = 2; /* the thread itself and the handle */
     t->handle_open = true;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t->tid, &a, system_thread_main, t);
-    pthread_attr_destroy(&a);
+    int rc = start_detached(&t->tid, system_thread_main, t);
     if (rc != 0) {
         t->refs = 1;
         kit_thread_release(t);
@@ -283,11 +290,7 @@ int ndkwdk_run_on_thread(const char *role, void (*fn)(void *), void *arg, unsign
     c->t = t;
     c->fn = fn;
     c->arg = arg;
-    pthread_attr_t a;
-    pthread_attr_init(&a);
-    pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
-    int rc = pthread_create(&t->tid, &a, host_thread_main, c);
-    pthread_attr_destroy(&a);
+    int rc = start_detached(&t->tid, host_thread_main, c);
     if (rc != 0) {
         free(c);
         t->refs = 1;
