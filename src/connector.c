@@ -1459,7 +1459,10 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
             ndk_qp_disconnect(c->qp);
         } else {
             /* Over shared memory what is published is the peer's: it
-             * takes it all when it sees our FIN (conn_shm_io). */
+             * takes it all when it sees our FIN (conn_shm_io). A Send of
+             * its waiting for a receive gets the Terminate now. */
+            if (c->dp_started)
+                ndk_qp_rx_give_up(c->qp);
             ndk_stream_shutdown_write(c->fd);
             c->fin_sent = true;
         }

@@ -266,7 +266,7 @@ static bool cq_push_locked(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
     if (cq->count == cq->depth) {
         /* 8.1 / 5.2.4: the CQ is now unusable; an armed notification of any
          * type reports STATUS_BUFFER_OVERFLOW, and a later arm does too. */
-        cq->overflowed = true;
+        __atomic_store_n(&cq->overflowed, true, __ATOMIC_RELAXED);
         NDK_LOG(NDK_LL_ERROR, NDK_LC_CQ, &cq->obj,
                 "overflowed (depth %lu): completions are lost, the QPs completing here fail",
                 (unsigned long)cq->depth);
@@ -275,7 +275,7 @@ static bool cq_push_locked(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
         return false;
     }
     *cq_at(cq, cq->count) = *e;
-    cq->count++;
+    __atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELAXED);
     cq->pushed++;
     /* Older entries were already weighed against this arm when it was made
      * or when they arrived, so only the new one needs a look (O(1)); a
@@ -347,14 +347,18 @@ static ULONG cq_drain(NDK_CQ *pNdkCq, NDK_RESULT *r, NDK_RESULT_EX *rx, ULONG n)
     struct ndk_cq_impl *cq = cq_from(pNdkCq);
     if (!cq || n == 0 || (!r && !rx))
         return 0;
-    void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&cq->poll_hook, __ATOMIC_ACQUIRE);
-    if (hook) {
+    /* count and overflowed change under the lock with atomic stores: an
+     * empty poll reads them without it. A completion pushed while we look
+     * is found by the next poll, as if this one had come a moment earlier;
+     * one the caller knows of (its callback ran) happened before, and is
+     * seen. */
+    if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED)) {
+        void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&cq->poll_hook, __ATOMIC_ACQUIRE);
         /* The hook may take QP and adapter locks, which come before ours. */
-        pthread_mutex_lock(&cq->lock);
-        bool idle = cq->count == 0 && !cq->overflowed;
-        pthread_mutex_unlock(&cq->lock);
-        if (idle)
+        if (hook && !__atomic_load_n(&cq->overflowed, __ATOMIC_RELAXED))
             hook(cq);
+        if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED))
+            return 0;
     }
     pthread_mutex_lock(&cq->lock);
     ULONG got = n < cq->count ? n : cq->count;
@@ -380,7 +384,7 @@ static ULONG cq_drain(NDK_CQ *pNdkCq, NDK_RESULT *r, NDK_RESULT_EX *rx, ULONG n)
         }
     }
     cq->head = (cq->head + got) % cq->depth;
-    cq->count -= got;
+    __atomic_store_n(&cq->count, cq->count - got, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&cq->lock);
     return got;
 }

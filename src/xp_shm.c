@@ -25,6 +25,7 @@
 #include "iov_copy.h"
 #include "objects.h"
 #include "shm_ring.h"
+#include "verify/verify.h"
 #include "wire/term.h"
 #include "xp_shm.h"
 
@@ -130,6 +131,7 @@ static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
 
 void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
 void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
+void (*ndk_shm_test_answered)(struct ndk_qp_impl *qp);
 
 /* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
 
@@ -201,6 +203,20 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 
 /* ---- the target: checks and placement (rx_lock) ---- */
 
+/* Publishes the next n filled response slots. The receives this pass
+ * completed so far go to the CQ first: an initiator whose Read behind
+ * Sends completed finds their receives complete at the target, as on TCP,
+ * where each receive completes before the next message is taken (the
+ * Read's answer used to overtake the pass's batch). */
+static void answer(struct shm_conn *c, uint32_t n)
+{
+    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    shm_ring_publish(&c->resp_out, n);
+    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_answered, __ATOMIC_ACQUIRE);
+    if (hook)
+        hook(c->qp);
+}
+
 static void send_term(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t)
 {
     /* One response slot is always kept for this (take_requests). */
@@ -214,7 +230,7 @@ static void send_term(struct shm_conn *c, const struct shm_msg *req, const struc
     m->term_layer = t->layer;
     m->term_etype = t->etype;
     m->term_code = t->code;
-    shm_ring_publish(&c->resp_out, 1);
+    answer(c, 1);
 }
 
 static void respond(struct shm_conn *c, uint8_t type, uint32_t id, uint8_t flags)
@@ -224,7 +240,7 @@ static void respond(struct shm_conn *c, uint8_t type, uint32_t id, uint8_t flags
     m->type = type;
     m->flags = flags;
     m->id = id;
-    shm_ring_publish(&c->resp_out, 1);
+    answer(c, 1);
 }
 
 /* Our check refused the peer's request: the Terminate goes to the peer and
@@ -289,6 +305,21 @@ static void broken(struct shm_conn *c, struct shm_fail *f)
     fail_set(f, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED);
 }
 
+/* The wait of a Send for a receive ends: one came, or (terminated) the
+ * grace period passed. The NDK verifier reports the Send either way (rule
+ * W10), as it does for the iWARP receive engine (qp_rx.c). */
+static void rx_wait_ended(struct shm_conn *c, bool terminated)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    uint64_t until = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
+    if (qp->obj.verify) {
+        uint64_t began = until - qp->obj.ad->opt.ReceiveGraceMs, now = loop_now_ms();
+        ndk_verify_send_without_receive(qp, until && now > began ? now - began : 0, terminated);
+    }
+    /* Atomic: posting threads and the engine read it. */
+    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+}
+
 /* A Send (or a piece of one). Returns false when it must wait for a
  * receive (it stays at the head of the ring). */
 static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
@@ -304,19 +335,23 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
             uint64_t now = loop_now_ms();
             uint64_t until = c->rx_wait_until;
-            if (!until && !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)) {
+            /* No wait after NdkDisconnect (ndk_qp_rx_give_up, rx_lock):
+             * no receive will come, the Terminate goes now. */
+            bool may_wait = !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE) && !qp->dp.rx_wait_off;
+            if (!until && may_wait) {
                 /* Atomic: posting threads and the engine read it. */
                 __atomic_store_n(&c->rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
                 return false;
             }
-            if (until && now < until)
+            if (until && now < until && may_wait)
                 return false;
-            __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+            rx_wait_ended(c, true);
             ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER, false);
             refuse(c, h, &t, f);
             return true;
         }
-        __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+        if (c->rx_wait_until)
+            rx_wait_ended(c, false);
         c->rs_active = true;
         c->rs_got = 0;
         c->rs_total = h->total;
@@ -468,7 +503,7 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         m->total = h->total;
         c->rd_off += n;
         m->flags = c->rd_off == h->total ? SHM_F_LAST : 0;
-        shm_ring_publish(&c->resp_out, 1);
+        answer(c, 1);
         wake_peer(c);
     } while (c->rd_off < h->total);
     c->rd_off = 0;
@@ -783,16 +818,18 @@ static void progress(struct shm_conn *c, bool poller)
     uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
     if (left) {
         /* What the peer answered before it left (a Terminate naming a Read
-         * of ours, say) still counts. */
-        if (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0) {
-            if (!c->flushed)
-                take_responses(c, &f);
-            /* Or the Terminate another thread took just before and has
-             * not applied yet: its reason, not "peer left". */
-            if (!f.fail && c->term_reason)
-                f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
-            pthread_mutex_unlock(&dp->sq_lock);
-        }
+         * of ours, say) still counts. A busy poller that cannot take it
+         * now leaves the ending to a thread that can: the engine, whose
+         * doorbell the peer rang as it left (on_bell), waits for the lock. */
+        if (poller ? pthread_mutex_trylock(&dp->sq_lock) != 0 : pthread_mutex_lock(&dp->sq_lock) != 0)
+            return;
+        if (!c->flushed)
+            take_responses(c, &f);
+        /* Or the Terminate another thread took just before and has not
+         * applied yet: its reason, not "peer left". */
+        if (!f.fail && c->term_reason)
+            f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
+        pthread_mutex_unlock(&dp->sq_lock);
         fail_set(&f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
                  STATUS_CANCELLED);
         end_connection(c, &f);

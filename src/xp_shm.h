@@ -66,5 +66,7 @@ extern void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
 /* Tests only: a receive was posted for a Send that waited, and the
  * posting thread has released the QP's locks. */
 extern void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
+/* Tests only: the target published a response (rx_lock held). */
+extern void (*ndk_shm_test_answered)(struct ndk_qp_impl *qp);
 
 #endif

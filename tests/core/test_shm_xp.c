@@ -58,6 +58,7 @@ enum cmd {
     C_GARBAGE,
     C_CPU,
     C_SEND,
+    C_ANSWERED,
     C_EXIT
 };
 
@@ -339,6 +340,14 @@ static ULONG end_reason(NDK_QP *qp)
     return why;
 }
 
+/* The child's receive completions in its CQ when it last published a
+ * response (ndk_shm_test_answered, on its engine). */
+static ULONG g_cqes_at_answer;
+static void count_at_answer(struct ndk_qp_impl *qp)
+{
+    __atomic_store_n(&g_cqes_at_answer, __atomic_load_n(&qp->rcq->count, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+}
+
 static void child_serve(int ctl)
 {
     struct msg m;
@@ -413,6 +422,9 @@ static void child_serve(int ctl)
             m.ok = S.qp->Dispatch->NdkSend(S.qp, NULL, &g, 1, 0) == STATUS_SUCCESS;
             break;
         }
+        case C_ANSWERED:
+            m.n = __atomic_load_n(&g_cqes_at_answer, __ATOMIC_RELAXED);
+            break;
         case C_CLOSE_QP:
             close_obj(&S.qp->Header);
             S.qp = NULL;
@@ -430,6 +442,7 @@ static int child_main(int ctl, int sock, bool copy, ULONG grace_ms)
 {
     if (copy)
         setenv("NDK_SHM_COPY", "1", 1);
+    __atomic_store_n(&ndk_shm_test_answered, count_at_answer, __ATOMIC_RELEASE);
     struct msg m = {0};
     bool cm = false;
     if (side_up(&S, grace_ms)) {
@@ -693,6 +706,99 @@ static void t_terminate_race(void)
             ;
         CHECK(__atomic_load_n(&g_raced, __ATOMIC_ACQUIRE));
         __atomic_store_n(&ndk_shm_test_failing, NULL, __ATOMIC_RELEASE);
+        pair_down();
+    }
+}
+
+/* Sends, then a Read, taken by the target in one pass: the Read's answer
+ * goes out only once the Sends' receives are in the target's CQ, so the
+ * initiator that saw its Read complete knows they completed (the answer
+ * went first, the pass's receives after it). */
+static void t_answer_after_receives(void)
+{
+    for (int copy = 0; copy < 2; copy++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(copy, 0, &pb, &pt));
+        const uint32_t sends = 8;
+        CHECK(ask(C_RECV, sends, 64, 0, 0, 0).ok);
+        /* One chain (NDK_OP_FLAG_DEFER): one publish, one pass. */
+        for (uint32_t i = 0; i < sends; i++) {
+            NDK_SGE g = sge(&S, 64 * (uint64_t)i, 64);
+            CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &g, 1, NDK_OP_FLAG_SILENT_SUCCESS | NDK_OP_FLAG_DEFER),
+                     STATUS_SUCCESS);
+        }
+        NDK_SGE g = sge(&S, 65536, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)2, &g, 1, pb + READ_AT, pt, 0), STATUS_SUCCESS);
+        expect_ok(NdkOperationTypeRead, (void *)2);
+        CHECK_EQ(ask(C_ANSWERED, 0, 0, 0, 0, 0).n, sends);
+        struct msg m = ask(C_REAP, sends, 64, 0, 0, 0);
+        CHECK(m.ok && m.status == 0);
+        pair_down();
+    }
+}
+
+/* A busy poller's pass, in its own thread (t_left_contended). */
+static bool g_polled;
+static void *poll_once(void *arg)
+{
+    struct ndk_qp_impl *qp = arg;
+    qp->dp.xp->poll(qp);
+    __atomic_store_n(&g_polled, true, __ATOMIC_RELEASE);
+    return NULL;
+}
+
+/* The peer answers a Read (its data; or a Terminate naming it), then
+ * leaves, while another thread of ours holds sq_lock: a busy poller that
+ * cannot take the lock leaves the response ring, and the ending, to the
+ * thread that can. The Read completes with the peer's answer, not
+ * STATUS_CANCELLED (the poller ended the connection with the responses
+ * untaken). */
+static void t_left_contended(void)
+{
+    for (int bad = 0; bad < 2; bad++) {
+        uint64_t pb;
+        UINT32 pt;
+        REQUIRE(pair_up(false, 0, &pb, &pt));
+        struct ndk_qp_impl *qp = impl(S.qp);
+        int side;
+        uint8_t *region = ndk_shm_region(qp, &side);
+        REQUIRE(region);
+        struct shm_ring_ctl *in = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(1 - side, true));
+        /* The child answers only once sq_lock is ours. */
+        int ws;
+        REQUIRE(kill(g_child, SIGSTOP) == 0 && waitpid(g_child, &ws, WUNTRACED) == g_child && WIFSTOPPED(ws));
+        memset(S.buf, 0, 64);
+        NDK_SGE g = sge(&S, 0, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)1, &g, 1, pb + READ_AT, bad ? pt ^ 0x100 : pt, 0),
+                 STATUS_SUCCESS);
+        pthread_mutex_lock(&qp->dp.sq_lock);
+        kill(g_child, SIGCONT);
+        uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
+        while (__atomic_load_n(&in->head, __ATOMIC_SEQ_CST) == __atomic_load_n(&in->tail, __ATOMIC_SEQ_CST) &&
+               tl_now_ns() < end)
+            ;
+        CHECK(__atomic_load_n(&in->head, __ATOMIC_SEQ_CST) != __atomic_load_n(&in->tail, __ATOMIC_SEQ_CST));
+        CHECK(ask(C_CLOSE_QP, 0, 0, 0, 0, 0).ok);
+        /* The poller's pass returns at once; one that ended the connection
+         * waits for sq_lock in the flush (the wait is bounded, and only
+         * makes the failure quick). */
+        g_polled = false;
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, poll_once, qp) == 0);
+        end = tl_now_ns() + 1000000000ull;
+        while (!__atomic_load_n(&g_polled, __ATOMIC_ACQUIRE) && tl_now_ns() < end)
+            ;
+        pthread_mutex_unlock(&qp->dp.sq_lock);
+        pthread_join(t, NULL);
+        NDK_RESULT_EX r;
+        REQUIRE(next(&S, &r));
+        CHECK(r.RequestContext == (void *)1);
+        CHECK_EQ(r.Status, bad ? STATUS_ACCESS_VIOLATION : STATUS_SUCCESS);
+        if (!bad)
+            CHECK(same(S.buf, 64, SEED_B, 0));
+        CHECK_EQ(end_reason(S.qp),
+                 bad ? NDK_DISCONNECT_REASON_TERMINATE_RECEIVED : NDK_DISCONNECT_REASON_PEER_CLOSED);
         pair_down();
     }
 }
@@ -1070,6 +1176,8 @@ int main(void)
     RUN(t_ops_copy_mode);
     RUN(t_protection);
     RUN(t_terminate_race);
+    RUN(t_answer_after_receives);
+    RUN(t_left_contended);
     RUN(t_post_vs_stop);
     RUN(t_window);
     RUN(t_receive_wait);
