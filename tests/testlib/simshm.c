@@ -3,7 +3,7 @@
  * sim_net joined by the same-host transport (src/xp_shm.c, docs/shm.md)
  * instead of the byte logs, so that the same scripts run over both.
  *
- * That transport moves data on a service thread per side, woken through
+ * That transport moves data on each side's progress engine, woken through
  * eventfds, and copies with process_vm_readv/writev: nothing here can
  * schedule it step by step. A run is therefore real time, not a function
  * of its seed: sim_run waits (bounded) until the exchange has settled, and
@@ -40,7 +40,7 @@ static bool past(uint64_t t0, unsigned ms)
 }
 
 /* The transport ended on its own (the peer left, a Terminate): called
- * from its service thread; sim_run stops the QP, as the connector does. */
+ * from its progress engine; sim_run stops the QP, as the connector does. */
 static void shm_ended(void *arg)
 {
     __atomic_store_n((bool *)arg, true, __ATOMIC_RELEASE);
@@ -153,7 +153,7 @@ bool sim_shm_run(struct sim_net *net)
             fprintf(stderr, "sim: the shared-memory exchange did not settle within %u ms\n", SIM_SHM_WAIT_MS);
             return false;
         }
-        poll(NULL, 0, 1); /* the service threads work meanwhile */
+        poll(NULL, 0, 1); /* the engines work meanwhile */
     }
 }
 
