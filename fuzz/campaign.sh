@@ -2,7 +2,7 @@
 # Runs libndk's libFuzzer targets and prints, per target, the executions,
 # the coverage, the corpus size and what was found.
 #
-#   fuzz/campaign.sh [-t SECONDS] [-n EXECUTIONS] [-j JOBS] [-b BUILD] [-o OUT] [-m | -M] [TARGET...]
+#   fuzz/campaign.sh [-t SECONDS] [-n EXECUTIONS] [-j JOBS] [-b BUILD] [-o OUT] [-x FLAG]... [-m | -M] [TARGET...]
 #
 #   -t  time per target (default 60 s; 0: no time limit, -n must be given)
 #   -n  stop a target after this many executions (default: none)
@@ -13,6 +13,9 @@
 #       (default /tmp/ndk-fuzz-campaign); a second campaign with the same
 #       directory continues from there, and the summary's "all runs" column
 #       adds up the executions of every run there (one log per run)
+#   -x  one more libFuzzer flag for every run (repeatable), e.g. -x -entropic=0:
+#       plain scheduling instead of the entropic one, whose per-feature
+#       bookkeeping is two fifths of fuzz_fpdu_stream's time (docs/fuzzing.md)
 #   -m  afterwards, minimise each target's committed corpus
 #       (fuzz/corpus/NAME) together with the units this run found: libFuzzer
 #       -merge=1 keeps the smallest set of files that covers every feature
@@ -32,16 +35,18 @@ build=build-fuzz
 out=/tmp/ndk-fuzz-campaign
 minimize=0
 fuzz=1
-while getopts "t:n:j:b:o:mM" opt; do
+extra=()
+while getopts "t:n:j:b:o:x:mM" opt; do
 	case $opt in
 	t) time_s=$OPTARG ;;
 	n) execs=$OPTARG ;;
 	j) jobs=$OPTARG ;;
 	b) build=$OPTARG ;;
 	o) out=$OPTARG ;;
+	x) extra+=("$OPTARG") ;;
 	m) minimize=1 ;;
 	M) minimize=1; fuzz=0 ;;
-	*) sed -n '2,25p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,28p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -72,6 +77,7 @@ run_one() {
 	local args=(-print_final_stats=1 -timeout=25 -artifact_prefix="$dir/artifacts/")
 	[ "$time_s" != 0 ] && args+=(-max_total_time="$time_s")
 	[ "$execs" != 0 ] && args+=(-runs="$execs")
+	args+=("${extra[@]}")
 	local rc=0
 	"$bin" "${args[@]}" "$dir/corpus" "fuzz/corpus/$name" >"$log" 2>&1 || rc=$?
 	echo "$rc" >"$dir/rc"
