@@ -188,8 +188,26 @@ void ndk_log_emit(enum ndk_log_level lvl, enum ndk_log_cat cat, const struct ndk
     ndk_log_init();
     if (!NDK_LOG_ON(lvl, cat))
         return; /* the first line of the process, before the configuration */
+    /* The rate limiter decides first: a line it drops costs no formatting
+     * (a peer that provokes one warning per message must not buy a
+     * formatted line and a getpid per message). Formatting under the lock
+     * keeps the lines in the order their tokens were taken. */
+    pthread_mutex_lock(&log_lock);
+    struct bucket *b = &buckets[cat];
+    if (!bucket_take(b)) {
+        b->suppressed++;
+        pthread_mutex_unlock(&log_lock);
+        return;
+    }
     char ts[40], who[IF_NAMESIZE + 32], msg[512], line[700];
     ndk_log_sink_time(ts, sizeof ts);
+    if (b->suppressed) {
+        char note[160];
+        snprintf(note, sizeof note, "%s libndk[%ld] warn %s - -: %llu messages suppressed", ts, (long)getpid(),
+                 cat_names[cat], (unsigned long long)b->suppressed);
+        b->suppressed = 0;
+        write_line(NDK_LL_WARN, note);
+    }
     if (!obj)
         snprintf(who, sizeof who, "- -");
     else if (obj->type == NdkObjectTypeAdapter)
@@ -203,21 +221,7 @@ void ndk_log_emit(enum ndk_log_level lvl, enum ndk_log_cat cat, const struct ndk
     va_end(ap);
     snprintf(line, sizeof line, "%s libndk[%ld] %s %s %s: %s", ts, (long)getpid(), level_names[lvl],
              cat_names[cat], who, msg);
-
-    pthread_mutex_lock(&log_lock);
-    struct bucket *b = &buckets[cat];
-    if (!bucket_take(b)) {
-        b->suppressed++;
-    } else {
-        if (b->suppressed) {
-            char note[160];
-            snprintf(note, sizeof note, "%s libndk[%ld] warn %s - -: %llu messages suppressed", ts,
-                     (long)getpid(), cat_names[cat], (unsigned long long)b->suppressed);
-            b->suppressed = 0;
-            write_line(NDK_LL_WARN, note);
-        }
-        write_line(lvl, line);
-    }
+    write_line(lvl, line);
     pthread_mutex_unlock(&log_lock);
 }
 
