@@ -200,7 +200,12 @@ void ndk_tcp_set_liveness(int fd, const NDK_OPEN_OPTIONS *o)
     set_capped(fd, IPPROTO_TCP, TCP_KEEPIDLE, o->KeepAliveIdleSeconds, 32767);
     if (o->KeepAliveIntervalSeconds != NDK_OPEN_OPTION_SYSTEM)
         set_capped(fd, IPPROTO_TCP, TCP_KEEPINTVL, o->KeepAliveIntervalSeconds, 32767);
-    if (o->KeepAliveProbes != NDK_OPEN_OPTION_SYSTEM)
+    /* With a user timeout, Linux ends a connection whose probes went
+     * unanswered for that long and never counts them (tcp(7),
+     * TCP_USER_TIMEOUT): the count would be a system call per connecting
+     * socket that changes nothing. */
+    bool user_timeout = o->TcpUserTimeoutMs != NDK_OPEN_OPTION_SYSTEM && o->TcpUserTimeoutMs != 0;
+    if (o->KeepAliveProbes != NDK_OPEN_OPTION_SYSTEM && !user_timeout)
         set_capped(fd, IPPROTO_TCP, TCP_KEEPCNT, o->KeepAliveProbes, 127);
 }
 
@@ -347,12 +352,10 @@ int ndk_tcp_listen(int fd, int backlog)
 int ndk_tcp_accept(int lfd, NDK_SOCKADDR *peer)
 {
     socklen_t plen = sizeof *peer;
+    /* TCP_NODELAY comes from the listener (ndk_tcp_socket): Linux copies
+     * it into every socket the listener accepts. */
     int fd = accept4(lfd, &peer->sa, &plen, SOCK_NONBLOCK | SOCK_CLOEXEC);
-    if (fd < 0)
-        return -errno;
-    int one = 1;
-    setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
-    return fd;
+    return fd < 0 ? -errno : fd;
 }
 
 void ndk_tcp_local_addr(int fd, NDK_SOCKADDR *out)

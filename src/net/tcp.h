@@ -39,8 +39,9 @@ int ndk_tcp_socket(int family);
  * scale and the MSS, and accepted sockets inherit the listener's settings. */
 void ndk_tcp_set_buffers(int fd, ULONG sndbuf, ULONG rcvbuf);
 /* Dead-peer detection (NDK_OPEN_OPTIONS TcpUserTimeoutMs and KeepAlive*,
- * resolved: never 0; NDK_OPEN_OPTION_SYSTEM leaves the system's). Accepted
- * sockets inherit the listener's. */
+ * resolved: never 0; NDK_OPEN_OPTION_SYSTEM leaves the system's; the probe
+ * count only without a user timeout, which replaces it). Accepted sockets
+ * inherit the listener's. */
 void ndk_tcp_set_liveness(int fd, const NDK_OPEN_OPTIONS *o);
 /* Close with an RST instead of a FIN (abortive teardown). */
 void ndk_tcp_abort(int fd);
@@ -54,8 +55,9 @@ void ndk_tcp_v6only(int fd);
 /* Starts a non-blocking connect: 0 (under way, or done) or -errno. */
 int ndk_tcp_connect(int fd, const NDK_SOCKADDR *dst);
 int ndk_tcp_listen(int fd, int backlog);
-/* The next connection of a listening socket, non-blocking, close-on-exec,
- * with TCP_NODELAY; fd or -errno (-EAGAIN: none waits). */
+/* The next connection of a listening socket made by ndk_tcp_socket,
+ * non-blocking, close-on-exec, with TCP_NODELAY (the listener's); fd or
+ * -errno (-EAGAIN: none waits). */
 int ndk_tcp_accept(int lfd, NDK_SOCKADDR *peer);
 /* The address the socket is bound to. */
 void ndk_tcp_local_addr(int fd, NDK_SOCKADDR *out);
