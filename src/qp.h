@@ -351,10 +351,6 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* Reads and processes what the transport has (bounded per call). Returns
  * false when the stream ended or failed. */
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp);
-/* Tests only (tests/core/test_engine_input.c), NULL otherwise: called as
- * ndk_qp_on_readable begins (entering) and ends, with none of the QP's
- * locks held. */
-extern void (*ndk_qp_input_probe)(struct ndk_qp_impl *qp, bool entering);
 /* The same for busy pollers: skips the QP if its engine is busy elsewhere. */
 void ndk_qp_try_readable(struct ndk_qp_impl *qp);
 /* Receiver not ready (docs/behaviour.md): a Send that found no receive
