@@ -327,10 +327,10 @@ void qp_rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit);
 /* Moves queued messages out while the transport accepts them. sq_lock held. */
 void qp_tx_progress(struct ndk_qp_impl *qp);
 /* Payloads of at most ndk_tx_stage_threshold octets are copied into the
- * transmit staging buffer of ndk_tx_stage_size octets (0: no staging);
- * globals so that the simulation tests can vary them. */
-extern size_t ndk_tx_stage_threshold;
-extern size_t ndk_tx_stage_size;
+ * transmit staging buffer of ndk_tx_stage_size octets (0: no staging),
+ * fixed at build time (NDK_TX_STAGE_THRESHOLD, NDK_TX_STAGE_SIZE). */
+extern const size_t ndk_tx_stage_threshold;
+extern const size_t ndk_tx_stage_size;
 void ndk_qp_on_writable(struct ndk_qp_impl *qp);
 /* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
 void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);
