@@ -1004,7 +1004,8 @@ static void shm_after_post(struct ndk_qp_impl *qp)
     if (waits)
         shm_os_doorbell_ring(c->bell);
     pthread_mutex_unlock(&qp->dp.sq_lock);
-    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&qp->obj.ad->dev->test_hooks.shm_posted, __ATOMIC_ACQUIRE);
+    void (*hook)(struct ndk_qp_impl *) =
+        __atomic_load_n(&qp->obj.ad->dev->test_hooks.shm_posted, __ATOMIC_ACQUIRE);
     if (waits && hook)
         hook(qp);
 }

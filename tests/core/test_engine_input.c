@@ -5,9 +5,10 @@
  * under it.
  *
  * The probe here, the qp_input test hook of the sides' device (core.h),
- * sees every entry to a QP's input: it can hold an engine there, bounded, until a second engine enters
- * (which the device lock would prevent) or until the test has closed the
- * connection under it (which the device lock would block). Links the
+ * sees every entry to a QP's input: it can hold an engine there, bounded,
+ * until a second engine enters (which the device lock would prevent) or
+ * until the test has closed the connection under it (which the device
+ * lock would block). Links the
  * provider's internals (ndk_core) for the hook; everything else goes
  * through NDKPI. Needs two CPUs (two engines), else skipped. */
 #include <errno.h>

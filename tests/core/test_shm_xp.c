@@ -444,7 +444,8 @@ static int child_main(int ctl, int sock, bool copy, ULONG grace_ms)
         setenv("NDK_SHM_COPY", "1", 1);
     struct msg m = {0};
     bool cm = false;
-    if (side_up(&S, grace_ms) && ndk_test_hooks_set(S.ad, &(struct ndk_test_hooks){.shm_answered = count_at_answer})) {
+    const struct ndk_test_hooks hooks = {.shm_answered = count_at_answer};
+    if (side_up(&S, grace_ms) && ndk_test_hooks_set(S.ad, &hooks)) {
         fill(S.buf + READ_AT, 1u << 20, SEED_B, 0);
         m.status = ndk_shm_connect(impl(S.qp), sock, false, NDK_MAX_IRD, NDK_MAX_ORD, WAIT_MS, &cm);
     } else {
