@@ -1,5 +1,6 @@
 /* The adapter: opening by interface or address, NDK_ADAPTER_INFO, the
- * device and its views, and blocking close (the engines: engine.c). */
+ * device and its views (with its test hooks, core.h), and blocking close
+ * (the engines: engine.c). */
 #include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
@@ -283,6 +284,21 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     ndk_stat_adapter_opened(ad);
     *ppAdapter = (NDK_ADAPTER *)&ad->obj.pub;
     return STATUS_SUCCESS;
+}
+
+bool ndk_test_hooks_set(NDK_ADAPTER *pAdapter, const struct ndk_test_hooks *hooks)
+{
+    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);
+    if (!ad)
+        return false;
+    const struct ndk_test_hooks none = {0};
+    const struct ndk_test_hooks *h = hooks ? hooks : &none;
+    struct ndk_test_hooks *to = &ad->dev->test_hooks;
+    __atomic_store_n(&to->qp_input, h->qp_input, __ATOMIC_RELEASE);
+    __atomic_store_n(&to->shm_failing, h->shm_failing, __ATOMIC_RELEASE);
+    __atomic_store_n(&to->shm_posted, h->shm_posted, __ATOMIC_RELEASE);
+    __atomic_store_n(&to->shm_answered, h->shm_answered, __ATOMIC_RELEASE);
+    return true;
 }
 
 NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Type)

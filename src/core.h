@@ -154,6 +154,33 @@ struct ndk_engine {
 };
 
 /*
+ * Test hooks: functions the tests that link the provider's internals
+ * (tests/core) set on a device, through one of its adapters, to stand in a
+ * race's other thread at a chosen point. Each is read with one atomic load
+ * where it would run and is NULL in every consumer; there is no
+ * process-wide hook (docs/architecture.md, Test hooks).
+ */
+struct ndk_qp_impl;
+struct ndk_test_hooks {
+    /* As ndk_qp_on_readable begins (entering) and ends, none of the QP's
+     * locks held (qp_rx.c; tests/core/test_engine_input.c). */
+    void (*qp_input)(struct ndk_qp_impl *qp, bool entering);
+    /* A pass of the same-host rings found what ends the connection, all
+     * locks released, not applied yet (xp_shm.c). */
+    void (*shm_failing)(struct ndk_qp_impl *qp);
+    /* A receive was posted for a Send that waited, and the posting thread
+     * released the QP's locks (xp_shm.c). */
+    void (*shm_posted)(struct ndk_qp_impl *qp);
+    /* The target published a response, rx_lock held (xp_shm.c). */
+    void (*shm_answered)(struct ndk_qp_impl *qp);
+};
+/* Sets the hooks of the adapter's device, every view of it included, to
+ * *hooks (NULL: none); a hook already entered may still run. Each field is
+ * stored on its own. False if ad is not an open adapter. Tests only
+ * (adapter.c). */
+bool ndk_test_hooks_set(NDK_ADAPTER *ad, const struct ndk_test_hooks *hooks);
+
+/*
  * The device: one per network interface, shared by every adapter instance
  * (view) opened on it (docs/architecture.md). It owns what must be one per
  * interface: the memory table (tokens are valid across views), the lock,
@@ -198,6 +225,8 @@ struct ndk_device {
      * (qp_rx.c). */
     void (*age_leases)(struct ndk_device *dev);
     void (*check_rx_waits)(struct ndk_device *dev);
+
+    struct ndk_test_hooks test_hooks; /* each field atomic; all NULL but in tests */
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];

@@ -327,10 +327,10 @@ void qp_rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit);
 /* Moves queued messages out while the transport accepts them. sq_lock held. */
 void qp_tx_progress(struct ndk_qp_impl *qp);
 /* Payloads of at most ndk_tx_stage_threshold octets are copied into the
- * transmit staging buffer of ndk_tx_stage_size octets (0: no staging);
- * globals so that the simulation tests can vary them. */
-extern size_t ndk_tx_stage_threshold;
-extern size_t ndk_tx_stage_size;
+ * transmit staging buffer of ndk_tx_stage_size octets (0: no staging),
+ * fixed at build time (NDK_TX_STAGE_THRESHOLD, NDK_TX_STAGE_SIZE). */
+extern const size_t ndk_tx_stage_threshold;
+extern const size_t ndk_tx_stage_size;
 void ndk_qp_on_writable(struct ndk_qp_impl *qp);
 /* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
 void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);
@@ -351,10 +351,6 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp);
 /* Reads and processes what the transport has (bounded per call). Returns
  * false when the stream ended or failed. */
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp);
-/* Tests only (tests/core/test_engine_input.c), NULL otherwise: called as
- * ndk_qp_on_readable begins (entering) and ends, with none of the QP's
- * locks held. */
-extern void (*ndk_qp_input_probe)(struct ndk_qp_impl *qp, bool entering);
 /* The same for busy pollers: skips the QP if its engine is busy elsewhere. */
 void ndk_qp_try_readable(struct ndk_qp_impl *qp);
 /* Receiver not ready (docs/behaviour.md): a Send that found no receive

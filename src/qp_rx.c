@@ -859,11 +859,11 @@ static bool rx_run(struct ndk_qp_impl *qp)
     return true;
 }
 
-void (*ndk_qp_input_probe)(struct ndk_qp_impl *qp, bool entering);
-
+/* The device's qp_input test hook (core.h) sees each call. */
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp)
 {
-    void (*probe)(struct ndk_qp_impl *, bool) = __atomic_load_n(&ndk_qp_input_probe, __ATOMIC_ACQUIRE);
+    void (*probe)(struct ndk_qp_impl *, bool) =
+        __atomic_load_n(&qp->obj.ad->dev->test_hooks.qp_input, __ATOMIC_ACQUIRE);
     if (probe)
         probe(qp, true);
     pthread_mutex_lock(&qp->dp.rx_lock);

@@ -34,8 +34,8 @@ enum { TX_NONE = 0, TX_SQ = 1, TX_IRQ = 2 };
 #ifndef NDK_TX_STAGE_SIZE
 #define NDK_TX_STAGE_SIZE 8192
 #endif
-size_t ndk_tx_stage_threshold = NDK_TX_STAGE_THRESHOLD;
-size_t ndk_tx_stage_size = NDK_TX_STAGE_SIZE;
+const size_t ndk_tx_stage_threshold = NDK_TX_STAGE_THRESHOLD;
+const size_t ndk_tx_stage_size = NDK_TX_STAGE_SIZE;
 
 static void batch_reset(struct ndk_qp_dp *dp)
 {

@@ -129,10 +129,6 @@ static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
     return qp->obj.ad->dev->mem;
 }
 
-void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
-void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
-void (*ndk_shm_test_answered)(struct ndk_qp_impl *qp);
-
 /* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
 
 /* After a publish (a sequentially consistent store of head, shm_ring.h):
@@ -212,7 +208,8 @@ static void answer(struct shm_conn *c, uint32_t n)
 {
     ndk_xp_rcv_flush(c->qp, &c->rcv);
     shm_ring_publish(&c->resp_out, n);
-    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_answered, __ATOMIC_ACQUIRE);
+    void (*hook)(struct ndk_qp_impl *) =
+        __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_answered, __ATOMIC_ACQUIRE);
     if (hook)
         hook(c->qp);
 }
@@ -858,7 +855,8 @@ static void progress(struct shm_conn *c, bool poller)
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
     }
-    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_failing, __ATOMIC_ACQUIRE);
+    void (*hook)(struct ndk_qp_impl *) =
+        __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_failing, __ATOMIC_ACQUIRE);
     if (f.fail && hook)
         hook(c->qp);
     if (f.fail)
@@ -1006,7 +1004,8 @@ static void shm_after_post(struct ndk_qp_impl *qp)
     if (waits)
         shm_os_doorbell_ring(c->bell);
     pthread_mutex_unlock(&qp->dp.sq_lock);
-    void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_posted, __ATOMIC_ACQUIRE);
+    void (*hook)(struct ndk_qp_impl *) =
+        __atomic_load_n(&qp->obj.ad->dev->test_hooks.shm_posted, __ATOMIC_ACQUIRE);
     if (waits && hook)
         hook(qp);
 }

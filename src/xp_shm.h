@@ -59,14 +59,5 @@ bool ndk_shm_quiescent(struct ndk_qp_impl *qp);
  * with ndk_shm_connect (SHM_REGION_BYTES, shm_ring.h) and which side this
  * process is; NULL when the QP has no such connection. */
 void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
-/* Tests only (tests/core/test_shm_xp.c): a pass of the rings found what
- * ends the connection, all locks are released and it is not applied yet;
- * the hook lets another end race it there. NULL in the library. */
-extern void (*ndk_shm_test_failing)(struct ndk_qp_impl *qp);
-/* Tests only: a receive was posted for a Send that waited, and the
- * posting thread has released the QP's locks. */
-extern void (*ndk_shm_test_posted)(struct ndk_qp_impl *qp);
-/* Tests only: the target published a response (rx_lock held). */
-extern void (*ndk_shm_test_answered)(struct ndk_qp_impl *qp);
 
 #endif

@@ -4,11 +4,12 @@
  * about to enter it, completes everything exactly once and frees nothing
  * under it.
  *
- * ndk_qp_input_probe (qp.h) sees every entry to a QP's input: the probe
- * here can hold an engine there, bounded, until a second engine enters
- * (which the device lock would prevent) or until the test has closed the
- * connection under it (which the device lock would block). Links the
- * provider's internals (ndk_core) for the probe; everything else goes
+ * The probe here, the qp_input test hook of the sides' device (core.h),
+ * sees every entry to a QP's input: it can hold an engine there, bounded,
+ * until a second engine enters (which the device lock would prevent) or
+ * until the test has closed the connection under it (which the device
+ * lock would block). Links the
+ * provider's internals (ndk_core) for the hook; everything else goes
  * through NDKPI. Needs two CPUs (two engines), else skipped. */
 #include <errno.h>
 #include <pthread.h>
@@ -62,17 +63,21 @@ static void probe(struct ndk_qp_impl *qp, bool entering)
     pthread_mutex_unlock(&g_mu);
 }
 
-static void probe_start(enum probe_mode mode)
+/* Installs the probe on both sides' adapters (two views of one device
+ * here, "lo"). */
+static void probe_start(enum probe_mode mode, dp_side *a, dp_side *p)
 {
     pthread_mutex_lock(&g_mu);
     g_mode = mode;
     g_max = g_entered = 0;
     g_released = g_timed_out = false;
     pthread_mutex_unlock(&g_mu);
-    __atomic_store_n(&ndk_qp_input_probe, probe, __ATOMIC_RELEASE);
+    const struct ndk_test_hooks hooks = {.qp_input = probe};
+    CHECK(ndk_test_hooks_set(a->ad, &hooks) && ndk_test_hooks_set(p->ad, &hooks));
 }
 
-/* The probe stays installed: an engine may be about to call it. */
+/* The probe stays installed until the sides close: an engine may be about
+ * to call it. */
 static void probe_stop(void)
 {
     pthread_mutex_lock(&g_mu);
@@ -139,7 +144,7 @@ DP_CASE(engines_move_input_at_once)
     size_t len = 2 * 3 * PER_DIR * MSG;
     REQUIRE(dp_buf_reg(&a, &ma, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 1) &&
             dp_buf_reg(&p, &mp, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 2));
-    probe_start(PROBE_PAIR);
+    probe_start(PROBE_PAIR, &a, &p);
     traffic(c1->qa, &ma, c1->qp, &mp, 0, 0x1000);
     traffic(c1->qp, &mp, c1->qa, &ma, 0, 0x2000);
     traffic(c2->qa, &ma, c2->qp, &mp, 3 * PER_DIR, 0x3000);
@@ -200,7 +205,7 @@ DP_CASE(close_while_an_engine_is_in_input)
         NDK_SGE s = dp_sge(&mp, k * MSG, MSG);
         DP_CHECK_ST(dp_recv(c->qp, DP_CTX(0x100 + k), &s, 1), STATUS_SUCCESS);
     }
-    probe_start(PROBE_HOLD);
+    probe_start(PROBE_HOLD, &a, &p);
     NDK_SGE s = dp_sge(&ma, 0, MSG);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(0x200), &s, 1, 0), STATUS_SUCCESS);
     REQUIRE(wait_entered());

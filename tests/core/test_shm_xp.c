@@ -341,7 +341,7 @@ static ULONG end_reason(NDK_QP *qp)
 }
 
 /* The child's receive completions in its CQ when it last published a
- * response (ndk_shm_test_answered, on its engine). */
+ * response (its device's shm_answered test hook, on its engine). */
 static ULONG g_cqes_at_answer;
 static void count_at_answer(struct ndk_qp_impl *qp)
 {
@@ -442,10 +442,10 @@ static int child_main(int ctl, int sock, bool copy, ULONG grace_ms)
 {
     if (copy)
         setenv("NDK_SHM_COPY", "1", 1);
-    __atomic_store_n(&ndk_shm_test_answered, count_at_answer, __ATOMIC_RELEASE);
     struct msg m = {0};
     bool cm = false;
-    if (side_up(&S, grace_ms)) {
+    const struct ndk_test_hooks hooks = {.shm_answered = count_at_answer};
+    if (side_up(&S, grace_ms) && ndk_test_hooks_set(S.ad, &hooks)) {
         fill(S.buf + READ_AT, 1u << 20, SEED_B, 0);
         m.status = ndk_shm_connect(impl(S.qp), sock, false, NDK_MAX_IRD, NDK_MAX_ORD, WAIT_MS, &cm);
     } else {
@@ -674,7 +674,7 @@ static void t_protection(void)
 static bool g_raced;
 static void leave_then_drain(struct ndk_qp_impl *qp)
 {
-    __atomic_store_n(&ndk_shm_test_failing, NULL, __ATOMIC_RELEASE);
+    ndk_test_hooks_set(S.ad, NULL);
     CHECK(ask(C_CLOSE_QP, 0, 0, 0, 0, 0).ok);
     ndk_shm_drain(qp);
     __atomic_store_n(&g_raced, true, __ATOMIC_RELEASE);
@@ -693,7 +693,7 @@ static void t_terminate_race(void)
         REQUIRE(pair_up(copy, 0, &pb, &pt));
         NDK_SGE g = sge(&S, 0, 64);
         g_raced = false;
-        __atomic_store_n(&ndk_shm_test_failing, leave_then_drain, __ATOMIC_RELEASE);
+        CHECK(ndk_test_hooks_set(S.ad, &(struct ndk_test_hooks){.shm_failing = leave_then_drain}));
         CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)1, &g, 1, pb + READ_AT, pt ^ 0x100, 0), STATUS_SUCCESS);
         NDK_RESULT_EX r;
         REQUIRE(next(&S, &r));
@@ -705,7 +705,7 @@ static void t_terminate_race(void)
         while (!__atomic_load_n(&g_raced, __ATOMIC_ACQUIRE) && tl_now_ns() < end)
             ;
         CHECK(__atomic_load_n(&g_raced, __ATOMIC_ACQUIRE));
-        __atomic_store_n(&ndk_shm_test_failing, NULL, __ATOMIC_RELEASE);
+        ndk_test_hooks_set(S.ad, NULL);
         pair_down();
     }
 }
@@ -809,7 +809,7 @@ static void t_left_contended(void)
 static bool g_posted;
 static void stop_after_post(struct ndk_qp_impl *qp)
 {
-    __atomic_store_n(&ndk_shm_test_posted, NULL, __ATOMIC_RELEASE);
+    ndk_test_hooks_set(S.ad, NULL);
     g_posted = true;
     ndk_qp_stop(qp);
 }
@@ -839,10 +839,10 @@ static void t_post_vs_stop(void)
     REQUIRE(__atomic_load_n(&in->head, __ATOMIC_SEQ_CST) != __atomic_load_n(&in->tail, __ATOMIC_SEQ_CST));
     ndk_shm_drain(impl(S.qp));
     g_posted = false;
-    __atomic_store_n(&ndk_shm_test_posted, stop_after_post, __ATOMIC_RELEASE);
+    CHECK(ndk_test_hooks_set(S.ad, &(struct ndk_test_hooks){.shm_posted = stop_after_post}));
     NDK_SGE g = sge(&S, 0, 100);
     CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)5, &g, 1), STATUS_SUCCESS);
-    __atomic_store_n(&ndk_shm_test_posted, NULL, __ATOMIC_RELEASE);
+    ndk_test_hooks_set(S.ad, NULL);
     CHECK(g_posted);
     NDK_RESULT_EX r;
     REQUIRE(next(&S, &r));
