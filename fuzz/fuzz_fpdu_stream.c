@@ -338,15 +338,8 @@ static const size_t stage_sizes[8] = {0, 0, 17, 1, 100, 1000, 4002, 65552};
 
 static void set_stage(unsigned i)
 {
-    static size_t def_threshold, def_size;
-    static bool saved;
-    if (!saved) {
-        def_threshold = ndk_rx_stage_threshold;
-        def_size = ndk_rx_stage_size;
-        saved = true;
-    }
-    ndk_rx_stage_threshold = i ? stage_thresholds[i] : def_threshold;
-    ndk_rx_stage_size = i ? stage_sizes[i] : def_size;
+    ndk_test_rx_stage_set(g_ad, i ? stage_thresholds[i] : NDK_RX_STAGE_THRESHOLD,
+                          i ? stage_sizes[i] : NDK_RX_STAGE_SIZE);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

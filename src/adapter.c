@@ -177,6 +177,7 @@ static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t 
     pthread_cond_init(&dev->cb_done, NULL);
     dev->age_leases = ndk_qp_age_leases;
     dev->check_rx_waits = ndk_qp_check_rx_waits;
+    dev->rx_stage = (struct rx_stage_cfg){NDK_RX_STAGE_THRESHOLD, NDK_RX_STAGE_SIZE};
     dev->mem = mem_table_new();
     if (!dev->mem || !ndk_engines_start(dev, max_engines)) {
         device_free(dev);
@@ -298,6 +299,16 @@ bool ndk_test_hooks_set(NDK_ADAPTER *pAdapter, const struct ndk_test_hooks *hook
     __atomic_store_n(&to->shm_failing, h->shm_failing, __ATOMIC_RELEASE);
     __atomic_store_n(&to->shm_posted, h->shm_posted, __ATOMIC_RELEASE);
     __atomic_store_n(&to->shm_answered, h->shm_answered, __ATOMIC_RELEASE);
+    return true;
+}
+
+bool ndk_test_rx_stage_set(NDK_ADAPTER *pAdapter, size_t threshold, size_t size)
+{
+    struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pAdapter);
+    if (!ad)
+        return false;
+    __atomic_store_n(&ad->dev->rx_stage.threshold, threshold, __ATOMIC_RELAXED);
+    __atomic_store_n(&ad->dev->rx_stage.size, size, __ATOMIC_RELAXED);
     return true;
 }
 

@@ -26,6 +26,7 @@
 #include "log.h"
 #include "stat.h"
 #include "net/loop.h"
+#include "rx_stage.h"
 
 #define NDK_OBJ_MAGIC 0x4E444B4Fu /* "NDKO" */
 
@@ -180,6 +181,11 @@ struct ndk_test_hooks {
  * (adapter.c). */
 bool ndk_test_hooks_set(NDK_ADAPTER *ad, const struct ndk_test_hooks *hooks);
 
+/* Sets the receive staging (rx_stage.h) that the data paths of the
+ * adapter's device start with from now on, every view included; the sim
+ * and the FPDU-stream fuzzer vary it. False when ad is not an adapter. */
+bool ndk_test_rx_stage_set(NDK_ADAPTER *ad, size_t threshold, size_t size);
+
 /*
  * The device: one per network interface, shared by every adapter instance
  * (view) opened on it (docs/architecture.md). It owns what must be one per
@@ -227,6 +233,9 @@ struct ndk_device {
     void (*check_rx_waits)(struct ndk_device *dev);
 
     struct ndk_test_hooks test_hooks; /* each field atomic; all NULL but in tests */
+    /* The receive staging new data paths start with (rx_stage.h): the
+     * defaults, or what ndk_test_rx_stage_set chose; fields atomic. */
+    struct rx_stage_cfg rx_stage;
 
     /* Local addresses, cached; re-read when an address is not found. */
     NDK_SOCKADDR addrs[NDK_MAX_ADAPTER_ADDRESSES];

@@ -119,6 +119,14 @@ static const struct ndk_xp_ops iwarp_ops = {
 };
 
 
+/* The receive staging of the QP's device, as a data path starts. */
+static struct rx_stage_cfg stage_cfg(const struct ndk_qp_impl *qp)
+{
+    const struct rx_stage_cfg *c = &qp->obj.ad->dev->rx_stage;
+    return (struct rx_stage_cfg){__atomic_load_n(&c->threshold, __ATOMIC_RELAXED),
+                                 __atomic_load_n(&c->size, __ATOMIC_RELAXED)};
+}
+
 bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
                   uint32_t ord, size_t mulpdu, bool tx_gated)
 {
@@ -138,7 +146,7 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     if (tx_cap > ndk_tx_stage_size)
         tx_cap = ndk_tx_stage_size;
     uint8_t *tx_stage = tx_cap ? malloc(tx_cap) : NULL;
-    if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || !rx_stage_init(&stage)) {
+    if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || !rx_stage_init(&stage, stage_cfg(qp))) {
         free(orq);
         free(irq);
         free(tx_stage);

@@ -7,30 +7,16 @@
 
 #include "qp.h"
 
-/* Chosen by measurement with bench/datapath (README there, "Staging");
- * a build may set others (-DNDK_RX_STAGE_THRESHOLD=..., e.g. to measure). */
-#ifndef NDK_RX_STAGE_THRESHOLD
-#define NDK_RX_STAGE_THRESHOLD 8192
-#endif
-/* One read then takes hundreds of small FPDUs, and one whole FPDU of the
- * largest size MPA allows (a 16-bit ULPDU length, 2 + 65535 + pad + CRC)
- * fits. 0 turns staging off. */
-#ifndef NDK_RX_STAGE_SIZE
-#define NDK_RX_STAGE_SIZE (65536 + 16)
-#endif
-size_t ndk_rx_stage_threshold = NDK_RX_STAGE_THRESHOLD;
-size_t ndk_rx_stage_size = NDK_RX_STAGE_SIZE;
-
-bool rx_stage_init(struct rx_stage *s)
+bool rx_stage_init(struct rx_stage *s, struct rx_stage_cfg cfg)
 {
     memset(s, 0, sizeof *s);
-    size_t cap = ndk_rx_stage_size;
+    size_t cap = cfg.size;
     if (!cap)
         return true;
     /* The buffer itself comes with the first staged read (fill): an idle
      * connection, and one that only moves large payloads, costs no 64 KiB. */
     s->cap = cap;
-    s->threshold = ndk_rx_stage_threshold;
+    s->threshold = cfg.threshold;
     return true;
 }
 

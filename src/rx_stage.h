@@ -22,14 +22,28 @@
 
 struct ndk_transport;
 
-/* Defaults for new connections: payloads of at most `threshold` octets are
- * staged; `size` octets of buffer per connection, held only while a burst
- * is being read: taken at a staged read, given back when drained and the
- * socket had no more (0: no staging). Globals
- * so that the simulation tests can vary them; read when a data path
- * starts. */
-extern size_t ndk_rx_stage_threshold;
-extern size_t ndk_rx_stage_size;
+/* Payloads of at most `threshold` octets are staged; `size` octets of
+ * buffer per connection, held only while a burst is being read: taken at a
+ * staged read, given back when drained and the socket had no more (0: no
+ * staging). Each device keeps the configuration its new data paths start
+ * with (struct ndk_device.rx_stage, the defaults below); the sim and the
+ * FPDU-stream fuzzer vary it through ndk_test_rx_stage_set (core.h). */
+struct rx_stage_cfg {
+    size_t threshold;
+    size_t size;
+};
+
+/* Chosen by measurement with bench/datapath (README there, "Staging");
+ * a build may set others (-DNDK_RX_STAGE_THRESHOLD=..., e.g. to measure). */
+#ifndef NDK_RX_STAGE_THRESHOLD
+#define NDK_RX_STAGE_THRESHOLD 8192
+#endif
+/* One read then takes hundreds of small FPDUs, and one whole FPDU of the
+ * largest size MPA allows (a 16-bit ULPDU length, 2 + 65535 + pad + CRC)
+ * fits. 0 turns staging off. */
+#ifndef NDK_RX_STAGE_SIZE
+#define NDK_RX_STAGE_SIZE (65536 + 16)
+#endif
 
 struct rx_stage {
     uint8_t *buf;
@@ -46,8 +60,9 @@ enum rx_stage_how {
     RX_STAGE_ONLY,   /* not at all (-EAGAIN): the engine's budget is spent */
 };
 
-/* Allocates the buffer with the defaults above. False without memory. */
-bool rx_stage_init(struct rx_stage *s);
+/* A stage configured by cfg; its buffer comes with the first staged read.
+ * False without memory. */
+bool rx_stage_init(struct rx_stage *s, struct rx_stage_cfg cfg);
 void rx_stage_fini(struct rx_stage *s);
 static inline size_t rx_stage_held(const struct rx_stage *s)
 {

@@ -594,15 +594,10 @@ fail:
 /* The staging configuration of c, for the data paths started next. */
 static void sim_stage_apply(const struct sim_cfg *c)
 {
-    static size_t def_threshold, def_size;
-    static bool saved;
-    if (!saved) {
-        def_threshold = ndk_rx_stage_threshold;
-        def_size = ndk_rx_stage_size;
-        saved = true;
-    }
-    ndk_rx_stage_threshold = c->stage_threshold == SIZE_MAX ? def_threshold : c->stage_threshold;
-    ndk_rx_stage_size = c->stage_size == SIZE_MAX ? def_size : c->stage_size;
+    size_t threshold = c->stage_threshold == SIZE_MAX ? NDK_RX_STAGE_THRESHOLD : c->stage_threshold;
+    size_t size = c->stage_size == SIZE_MAX ? NDK_RX_STAGE_SIZE : c->stage_size;
+    for (int i = 0; i < 2; i++)
+        ndk_test_rx_stage_set(sim_adapters[i], threshold, size);
 }
 
 void sim_net_start(struct sim_net *net)
