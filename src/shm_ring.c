@@ -31,22 +31,32 @@ uint32_t shm_ring_room(struct shm_ring *r, uint32_t need)
     return SHM_UNITS - used;
 }
 
+/* Units of pad before a message of n units at head + at: a batch starts
+ * on a boundary of SHM_BATCH_ALIGN units, and a message never wraps (the
+ * units up to the ring's end carry the pad). */
+static uint32_t pad_before(const struct shm_ring *r, uint32_t at, uint32_t n)
+{
+    uint32_t pos = (r->mine + at) & (SHM_UNITS - 1), left = SHM_UNITS - pos;
+    if (!at)
+        return (SHM_BATCH_ALIGN - pos % SHM_BATCH_ALIGN) % SHM_BATCH_ALIGN;
+    return n <= left ? 0 : left;
+}
+
 uint32_t shm_ring_cost(const struct shm_ring *r, uint32_t at, uint32_t len)
 {
-    uint32_t n = shm_msg_units(len), left = SHM_UNITS - ((r->mine + at) & (SHM_UNITS - 1));
-    return n <= left ? n : left + n;
+    uint32_t n = shm_msg_units(len);
+    return pad_before(r, at, n) + n;
 }
 
 struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len)
 {
-    uint32_t n = shm_msg_units(len), left = SHM_UNITS - ((r->mine + *at) & (SHM_UNITS - 1));
-    if (n > left) {
-        /* A message never wraps: the units up to the end carry a pad. */
+    uint32_t n = shm_msg_units(len), skip = pad_before(r, *at, n);
+    if (skip) {
         struct shm_msg *pad = (struct shm_msg *)(void *)unit_at(r, r->mine + *at);
         memset(pad, 0, sizeof *pad);
         pad->type = SHM_PAD;
-        pad->len = left * SHM_UNIT - (uint32_t)sizeof *pad;
-        *at += left;
+        pad->len = skip * SHM_UNIT - (uint32_t)sizeof *pad;
+        *at += skip;
     }
     struct shm_msg *m = (struct shm_msg *)(void *)unit_at(r, r->mine + *at);
     memset(m, 0, sizeof *m);

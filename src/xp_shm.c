@@ -220,11 +220,10 @@ static void answer(struct shm_conn *c, uint32_t n)
 
 static void send_term(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t)
 {
-    /* One response unit is always kept for this (take_requests); a message
-     * of one unit never needs a pad. */
-    if (!shm_ring_room(&c->resp_out, 1))
+    /* Room for this is always kept (take_requests, take_read). */
+    uint32_t used = 0, need = shm_ring_cost(&c->resp_out, 0, 0);
+    if (shm_ring_room(&c->resp_out, need) < need)
         return;
-    uint32_t used = 0;
     struct shm_msg *m = shm_ring_put(&c->resp_out, &used, 0);
     m->type = SHM_RESP_TERM;
     m->flags = req ? SHM_F_NAMED : 0;
@@ -482,11 +481,11 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         }
         return true;
     }
-    /* Copied through the ring: one response message per piece, and a
-     * unit kept for a Terminate. */
+    /* Copied through the ring: one response message per piece, and room
+     * kept for a Terminate (a batch of its own). */
     do {
         uint32_t n = h->total - c->rd_off < SHM_PAYLOAD ? (uint32_t)(h->total - c->rd_off) : SHM_PAYLOAD;
-        uint32_t need = shm_ring_cost(&c->resp_out, 0, n) + 1, used = 0;
+        uint32_t need = shm_ring_cost(&c->resp_out, 0, n) + SHM_BATCH_ALIGN, used = 0;
         if (room_or_wait(&c->resp_out, need) < need)
             return false;
         struct shm_msg *m = shm_ring_put(&c->resp_out, &used, n);
@@ -524,8 +523,8 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         bool done = true;
         if (c->flushed) {
             /* NdkFlush: what the peer sends is dropped, never placed. */
-        } else if (room_or_wait(&c->resp_out, 2) < 2) {
-            break; /* a response and the Terminate's unit */
+        } else if (room_or_wait(&c->resp_out, 2 * SHM_BATCH_ALIGN) < 2 * SHM_BATCH_ALIGN) {
+            break; /* a response and a Terminate, each a batch of its own */
         } else if (h.type == SHM_REQ_SEND) {
             done = take_send(c, &h, payload, f);
         } else if (h.type == SHM_REQ_WRITE) {

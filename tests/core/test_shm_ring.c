@@ -23,23 +23,41 @@ static void rings_at(uint32_t start)
     P.ctl->head = P.ctl->tail = start;
 }
 
-/* A message of len octets (at least 4) whose payload is id, then its
- * octets' offsets; published alone. */
-static void put_len(uint32_t id, uint32_t len)
+/* Writes a message of len octets (at least 4) at head + *used: its
+ * payload is id, then its octets' offsets. */
+static void write_msg(uint32_t *used, uint32_t id, uint32_t len)
 {
-    uint32_t used = 0;
-    struct shm_msg *m = shm_ring_put(&P, &used, len);
+    struct shm_msg *m = shm_ring_put(&P, used, len);
     m->id = id;
     uint8_t *p = (uint8_t *)(m + 1);
     memcpy(p, &id, 4);
     for (uint32_t i = 4; i < len; i++)
         p[i] = (uint8_t)i;
+}
+
+/* A message published alone (a batch of its own). */
+static void put_len(uint32_t id, uint32_t len)
+{
+    uint32_t used = 0;
+    write_msg(&used, id, len);
     shm_ring_publish(&P, used);
 }
 
 static void put(uint32_t id)
 {
     put_len(id, 4);
+}
+
+/* n small messages, ids first.., published in batches of 32 (as a DEFER
+ * chain is). */
+static void put_many(uint32_t first, uint32_t n)
+{
+    for (uint32_t done = 0; done < n;) {
+        uint32_t used = 0;
+        for (uint32_t k = 0; k < 32 && done < n; k++, done++)
+            write_msg(&used, first + done, 4);
+        shm_ring_publish(&P, used);
+    }
 }
 
 /* Takes and releases the next message, checking its payload. */
@@ -96,14 +114,14 @@ static void t_units(void)
     CHECK_EQ(shm_msg_units(SHM_PAYLOAD), SHM_MSG_MAX / SHM_UNIT);
 }
 
-/* A ring holds SHM_UNITS small messages; room comes back as they are
- * released. */
+/* A ring holds SHM_UNITS small messages published in batches; room comes
+ * back as they are released. */
 static void t_full(void)
 {
     rings_at(0);
-    for (uint32_t i = 0; i < SHM_UNITS; i++) {
+    for (uint32_t i = 0; i < SHM_UNITS; i += 32) {
         REQUIRE(shm_ring_room(&P, 1) == SHM_UNITS - i);
-        put(i);
+        put_many(i, 32);
     }
     CHECK_EQ(shm_ring_room(&P, 1), 0);
     uint32_t id;
@@ -122,8 +140,7 @@ static void t_full(void)
 static void t_batch_release(void)
 {
     rings_at(0);
-    for (uint32_t i = 0; i < SHM_UNITS; i++)
-        put(i);
+    put_many(0, SHM_UNITS);
     bool corrupt = false;
     struct shm_msg h;
     for (uint32_t i = 0; i < 10; i++) {
@@ -143,20 +160,46 @@ static void t_batch_release(void)
     free(g_mem);
 }
 
-/* A message of several units that would cross the ring's end goes to its
- * start, behind a pad the consumer skips; its cost counts the pad, and
- * the pad's units come back with the message's. */
+/* Messages published one at a time each start a batch, on a boundary of
+ * SHM_BATCH_ALIGN units, behind a pad the consumer skips. */
+static void t_batch_aligned(void)
+{
+    rings_at(0);
+    put(1);
+    CHECK_EQ(P.mine, 1);
+    CHECK_EQ(shm_ring_cost(&P, 0, 4), SHM_BATCH_ALIGN); /* a pad of 7 units, then 1 */
+    put(2);
+    CHECK_EQ(P.mine, SHM_BATCH_ALIGN + 1);
+    const struct shm_msg *pad = (const struct shm_msg *)(const void *)(C.units + SHM_UNIT);
+    CHECK_EQ(pad->type, SHM_PAD);
+    uint32_t id;
+    CHECK(take(&id) && id == 1);
+    CHECK(take(&id) && id == 2);
+    CHECK(!take(&id));
+    CHECK_EQ(__atomic_load_n(&C.ctl->tail, __ATOMIC_SEQ_CST), SHM_BATCH_ALIGN + 1);
+    free(g_mem);
+}
+
+/* Within a batch, a message that would cross the ring's end goes to its
+ * start, behind a pad the consumer skips; its cost counts the pad, and the
+ * pad's units come back with the message's. */
 static void t_pad_at_end(void)
 {
-    rings_at(SHM_UNITS - 3); /* three units before the end */
-    CHECK_EQ(shm_ring_cost(&P, 0, SHM_PAYLOAD), 3 + SHM_MSG_MAX / SHM_UNIT);
-    CHECK_EQ(shm_ring_cost(&P, 0, 200), 3); /* 264 octets: three units, no pad */
-    put_len(7, SHM_PAYLOAD);
-    CHECK_EQ(P.mine, SHM_UNITS + SHM_MSG_MAX / SHM_UNIT);
-    const struct shm_msg *pad = (const struct shm_msg *)(const void *)(C.units + (SHM_UNITS - 3) * SHM_UNIT);
+    rings_at(SHM_UNITS - SHM_BATCH_ALIGN);
+    uint32_t used = 0;
+    write_msg(&used, 6, 200); /* 264 octets: three units */
+    CHECK_EQ(used, 3);
+    uint32_t left = SHM_BATCH_ALIGN - 3;
+    CHECK_EQ(shm_ring_cost(&P, used, SHM_PAYLOAD), left + SHM_BATCH_ALIGN);
+    CHECK_EQ(shm_ring_cost(&P, used, (left - 1) * SHM_UNIT), left); /* fits exactly: no pad */
+    write_msg(&used, 7, SHM_PAYLOAD);
+    shm_ring_publish(&P, used);
+    CHECK_EQ(P.mine, SHM_UNITS + SHM_BATCH_ALIGN);
+    const struct shm_msg *pad = (const struct shm_msg *)(const void *)(C.units + (SHM_UNITS - left) * SHM_UNIT);
     CHECK_EQ(pad->type, SHM_PAD);
-    CHECK_EQ(shm_msg_units(pad->len), 3);
+    CHECK_EQ(shm_msg_units(pad->len), left);
     uint32_t id, len;
+    CHECK(take_len(&id, &len) && id == 6 && len == 200);
     CHECK(take_len(&id, &len) && id == 7 && len == SHM_PAYLOAD);
     CHECK_EQ(C.mine, P.mine);
     CHECK_EQ(__atomic_load_n(&C.ctl->tail, __ATOMIC_SEQ_CST), P.mine);
@@ -165,20 +208,24 @@ static void t_pad_at_end(void)
 }
 
 /* A message that exactly fills the ring's last units needs no pad; the
- * next starts at unit 0. */
+ * next one of the batch starts at unit 0. */
 static void t_exact_tail(void)
 {
-    rings_at(SHM_UNITS - SHM_MSG_MAX / SHM_UNIT);
-    CHECK_EQ(shm_ring_cost(&P, 0, SHM_PAYLOAD), SHM_MSG_MAX / SHM_UNIT);
-    put_len(1, SHM_PAYLOAD);
-    CHECK_EQ(P.mine, SHM_UNITS);
-    CHECK_EQ(shm_ring_cost(&P, 0, SHM_PAYLOAD), SHM_MSG_MAX / SHM_UNIT);
-    put_len(2, 100);
+    rings_at(SHM_UNITS - SHM_BATCH_ALIGN);
+    uint32_t used = 0, fill = (SHM_BATCH_ALIGN - 3) * SHM_UNIT - (uint32_t)sizeof(struct shm_msg);
+    write_msg(&used, 1, 200); /* three units */
+    CHECK_EQ(shm_ring_cost(&P, used, fill), SHM_BATCH_ALIGN - 3);
+    write_msg(&used, 2, fill);
+    CHECK_EQ(used, SHM_BATCH_ALIGN);
+    CHECK_EQ(shm_ring_cost(&P, used, 100), 2);
+    write_msg(&used, 3, 100);
+    shm_ring_publish(&P, used);
     const struct shm_msg *first = (const struct shm_msg *)(const void *)C.units;
-    CHECK_EQ(first->id, 2);
+    CHECK_EQ(first->id, 3);
     uint32_t id, len;
-    CHECK(take_len(&id, &len) && id == 1 && len == SHM_PAYLOAD);
-    CHECK(take_len(&id, &len) && id == 2 && len == 100);
+    CHECK(take_len(&id, &len) && id == 1 && len == 200);
+    CHECK(take_len(&id, &len) && id == 2 && len == fill);
+    CHECK(take_len(&id, &len) && id == 3 && len == 100);
     CHECK(!take(&id));
     free(g_mem);
 }
@@ -235,8 +282,7 @@ static void t_corrupt_head(void)
     free(g_mem);
     /* A tail past the producer's head leaves no room. */
     rings_at(0);
-    for (uint32_t i = 0; i < SHM_UNITS; i++)
-        put(i);
+    put_many(0, SHM_UNITS);
     __atomic_store_n(&P.ctl->tail, UINT32_MAX - 10, __ATOMIC_RELEASE);
     CHECK_EQ(shm_ring_room(&P, 1), 0);
     free(g_mem);
@@ -281,6 +327,7 @@ int main(void)
     RUN(t_units);
     RUN(t_full);
     RUN(t_batch_release);
+    RUN(t_batch_aligned);
     RUN(t_pad_at_end);
     RUN(t_exact_tail);
     RUN(t_wrap);

@@ -1015,8 +1015,8 @@ static void t_garbage(void)
     g_busy = false;
 }
 
-/* A peer that stops (SIGSTOP) fills the ring: posts succeed until the
- * initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
+/* A peer that stops (SIGSTOP) fills the ring with SHM_UNITS 64-octet
+ * Sends: posts succeed until the initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
  * once it runs again every message arrives, in order, intact. */
 static void t_back_pressure(void)
 {
@@ -1032,7 +1032,9 @@ static void t_back_pressure(void)
     for (; posted <= total; posted++) {
         memcpy(S.buf + posted * 64, &posted, 4);
         NDK_SGE g = sge(&S, posted * 64, 64);
-        if ((st = S.qp->Dispatch->NdkSend(S.qp, (void *)(uintptr_t)posted, &g, 1, 0)) != STATUS_SUCCESS)
+        /* In DEFER chains of 32: a chain is one batch, packed (shm_ring.h). */
+        ULONG fl = posted % 32 == 31 ? 0 : NDK_OP_FLAG_DEFER;
+        if ((st = S.qp->Dispatch->NdkSend(S.qp, (void *)(uintptr_t)posted, &g, 1, fl)) != STATUS_SUCCESS)
             break;
     }
     CHECK_EQ(st, STATUS_INSUFFICIENT_RESOURCES);
