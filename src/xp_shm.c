@@ -100,6 +100,7 @@ struct shm_conn {
     uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
+    bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
     struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
     int sock;
@@ -518,6 +519,8 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0;
     struct shm_msg h; /* read once: the peer may still write the ring */
     const uint8_t *payload;
+    /* A receive posted from now on rings again (shm_after_post). */
+    __atomic_store_n(&c->rx_kicked, false, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail &&
            (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
         bool done = true;
@@ -1011,7 +1014,10 @@ static void shm_after_post(struct ndk_qp_impl *qp)
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
     bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
-    if (waits)
+    /* One ring per pass is enough: the pass takes every receive posted
+     * before it began (a receiver reposting as it reaps would otherwise
+     * make a system call per receive while Sends wait). */
+    if (waits && !__atomic_exchange_n(&c->rx_kicked, true, __ATOMIC_SEQ_CST))
         shm_os_doorbell_ring(c->bell);
     pthread_mutex_unlock(&qp->dp.sq_lock);
     void (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&ndk_shm_test_posted, __ATOMIC_ACQUIRE);
