@@ -10,6 +10,7 @@ void shm_ring_attach(struct shm_ring *r, void *mem, bool init)
     if (init)
         memset(r->ctl, 0, sizeof *r->ctl);
     r->mine = r->theirs = r->freed = r->cur = 0;
+    r->last = NULL;
 }
 
 static uint8_t *unit_at(const struct shm_ring *r, uint32_t index)
@@ -31,14 +32,11 @@ uint32_t shm_ring_room(struct shm_ring *r, uint32_t need)
     return SHM_UNITS - used;
 }
 
-/* Units of pad before a message of n units at head + at: a batch starts
- * on a boundary of SHM_BATCH_ALIGN units, and a message never wraps (the
- * units up to the ring's end carry the pad). */
+/* Units of pad before a message of n units at head + at: a message never
+ * wraps (the units up to the ring's end carry the pad). */
 static uint32_t pad_before(const struct shm_ring *r, uint32_t at, uint32_t n)
 {
-    uint32_t pos = (r->mine + at) & (SHM_UNITS - 1), left = SHM_UNITS - pos;
-    if (!at)
-        return (SHM_BATCH_ALIGN - pos % SHM_BATCH_ALIGN) % SHM_BATCH_ALIGN;
+    uint32_t left = SHM_UNITS - ((r->mine + at) & (SHM_UNITS - 1));
     return n <= left ? 0 : left;
 }
 
@@ -62,11 +60,19 @@ struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len)
     memset(m, 0, sizeof *m);
     m->len = len;
     *at += n;
+    r->last = m;
     return m;
 }
 
 void shm_ring_publish(struct shm_ring *r, uint32_t n)
 {
+    uint32_t end = r->mine + n, gap = (SHM_BATCH_ALIGN - end % SHM_BATCH_ALIGN) % SHM_BATCH_ALIGN;
+    /* The room as our copy of tail says: never more than there is. */
+    if (gap && n && r->last && gap <= SHM_UNITS - (end - r->theirs)) {
+        r->last->units = (uint8_t)(shm_msg_units(r->last->len) + gap);
+        n += gap;
+    }
+    r->last = NULL;
     r->mine += n;
     __atomic_store_n(&r->ctl->head, r->mine, __ATOMIC_SEQ_CST);
 }
@@ -88,8 +94,8 @@ const uint8_t *shm_ring_peek(struct shm_ring *r, struct shm_msg *h, bool *corrup
         memcpy(h, at, sizeof *h);
         /* The producer publishes whole messages, so theirs (a value of
          * head) ends on a message's end; and none crosses the ring's end. */
-        uint32_t n = h->len <= SHM_PAYLOAD ? shm_msg_units(h->len) : UINT32_MAX;
-        if (n > r->theirs - r->mine || n > SHM_UNITS - (r->mine & (SHM_UNITS - 1))) {
+        uint32_t own = h->len <= SHM_PAYLOAD ? shm_msg_units(h->len) : UINT32_MAX, n = h->units ? h->units : own;
+        if (own == UINT32_MAX || n < own || n > r->theirs - r->mine || n > SHM_UNITS - (r->mine & (SHM_UNITS - 1))) {
             *corrupt = true;
             return NULL;
         }

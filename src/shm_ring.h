@@ -32,11 +32,13 @@
 #define SHM_UNITS 2048u   /* a power of two */
 #define SHM_MSG_MAX 1024u /* octets of the largest message, header included */
 _Static_assert((SHM_UNITS & (SHM_UNITS - 1)) == 0, "unit indexes wrap by masking");
-/* A batch of messages (what one publish makes visible) starts on a
- * boundary of SHM_MSG_MAX octets: messages published one at a time sit as
- * far apart as the largest message, since a 64-octet round trip measured
- * 1.2x slower with each message in the units right after the last one,
- * while messages published together (a DEFER chain) are packed. */
+/* A batch of messages (what one publish makes visible) ends on a boundary
+ * of SHM_MSG_MAX octets when the ring has room: its last message spans
+ * the units up to it (struct shm_msg.units). Messages published one at a
+ * time sit as far apart as the largest message, since a 64-octet round
+ * trip measured 1.2x slower with each message in the units right after
+ * the last one, while messages published together (a DEFER chain) are
+ * packed. */
 #define SHM_BATCH_ALIGN (SHM_MSG_MAX / SHM_UNIT)
 _Static_assert(SHM_MSG_MAX % SHM_UNIT == 0 && SHM_UNITS % SHM_BATCH_ALIGN == 0,
                "the largest messages tile the ring");
@@ -66,7 +68,8 @@ struct shm_msg {
     uint8_t type;
     uint8_t flags;
     uint8_t term_layer, term_etype, term_code;
-    uint8_t pad0[3];
+    uint8_t units;     /* units the message spans, up to the next batch; 0: shm_msg_units(len) */
+    uint8_t pad0[2];
     uint32_t id;       /* the initiator's request number (its queue index) */
     uint32_t len;      /* payload octets in this message (it takes shm_msg_units(len) units) */
     uint32_t stag;     /* Write, Read: the target's STag; Send: the STag to invalidate */
@@ -120,6 +123,7 @@ struct shm_ring {
     uint32_t theirs; /* last value of the other side's index we read */
     uint32_t freed;  /* consumer: the tail last stored (taken units up to mine are still ours) */
     uint32_t cur;    /* consumer: units of the message shm_ring_peek returned */
+    struct shm_msg *last; /* producer: the message shm_ring_put wrote last */
 };
 
 /* Views the ring at mem (SHM_RING_BYTES octets, 64-aligned). init: zero the
@@ -131,14 +135,14 @@ void shm_ring_attach(struct shm_ring *r, void *mem, bool init);
  * fewer than need (1..SHM_UNITS). */
 uint32_t shm_ring_room(struct shm_ring *r, uint32_t need);
 /* Units a message with len octets of payload costs written at head + at:
- * its own, and a pad before it to the batch boundary (at 0) or when it
- * would cross the ring's end. */
+ * its own, and a pad before it when it would cross the ring's end. */
 uint32_t shm_ring_cost(const struct shm_ring *r, uint32_t at, uint32_t len);
 /* The message at head + *at (the caller checked its cost against the
  * room), its header zeroed and its len set, to fill; a pad is written
  * before it when needed; *at advances past both. */
 struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len);
-/* Makes the next n filled units visible to the consumer. */
+/* Makes the next n filled units visible to the consumer; the last message
+ * spans on to the batch boundary when the ring has room for that. */
 void shm_ring_publish(struct shm_ring *r, uint32_t n);
 
 /* ---- consumer ---- */
@@ -146,8 +150,8 @@ void shm_ring_publish(struct shm_ring *r, uint32_t n);
  * copied to *h, read once since the peer may still write it, and its
  * payload returned; NULL when there is none. *corrupt is set (and NULL
  * returned) when the producer's index is impossible or the header's
- * length is: past SHM_PAYLOAD, past what was published, or across the
- * ring's end. The payload's h->len octets are then inside the ring. */
+ * length or span is: a length past SHM_PAYLOAD, a span shorter than the
+ * length, past what was published, or across the ring's end. The payload's h->len octets are then inside the ring. */
 const uint8_t *shm_ring_peek(struct shm_ring *r, struct shm_msg *h, bool *corrupt);
 /* The consumer is done with the message shm_ring_peek returned and goes on
  * to the next; its units stay out of the producer's reach until released. */

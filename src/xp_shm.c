@@ -482,11 +482,11 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         }
         return true;
     }
-    /* Copied through the ring: one response message per piece, and room
-     * kept for a Terminate (a batch of its own). */
+    /* Copied through the ring: one response message per piece, and a
+     * unit kept for a Terminate. */
     do {
         uint32_t n = h->total - c->rd_off < SHM_PAYLOAD ? (uint32_t)(h->total - c->rd_off) : SHM_PAYLOAD;
-        uint32_t need = shm_ring_cost(&c->resp_out, 0, n) + SHM_BATCH_ALIGN, used = 0;
+        uint32_t need = shm_ring_cost(&c->resp_out, 0, n) + 1, used = 0;
         if (room_or_wait(&c->resp_out, need) < need)
             return false;
         struct shm_msg *m = shm_ring_put(&c->resp_out, &used, n);
@@ -519,15 +519,18 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0;
     struct shm_msg h; /* read once: the peer may still write the ring */
     const uint8_t *payload;
-    /* A receive posted from now on rings again (shm_after_post). */
-    __atomic_store_n(&c->rx_kicked, false, __ATOMIC_SEQ_CST);
+    /* A receive posted from now on rings again (shm_after_post). Read
+     * first: the store is a fence, and a flag set since rang for a pass
+     * that reads it after the eventfd's system calls. */
+    if (__atomic_load_n(&c->rx_kicked, __ATOMIC_RELAXED))
+        __atomic_store_n(&c->rx_kicked, false, __ATOMIC_SEQ_CST);
     while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail &&
            (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
         bool done = true;
         if (c->flushed) {
             /* NdkFlush: what the peer sends is dropped, never placed. */
-        } else if (room_or_wait(&c->resp_out, 2 * SHM_BATCH_ALIGN) < 2 * SHM_BATCH_ALIGN) {
-            break; /* a response and a Terminate, each a batch of its own */
+        } else if (room_or_wait(&c->resp_out, 2) < 2) {
+            break; /* a response and the Terminate's unit */
         } else if (h.type == SHM_REQ_SEND) {
             done = take_send(c, &h, payload, f);
         } else if (h.type == SHM_REQ_WRITE) {

@@ -1,9 +1,9 @@
 /* The rings of the shared-memory transport (src/shm_ring.h), sans IO: one
  * producer view and one consumer view of the same memory, as the two
  * processes hold them. Order, fullness in units, units given back in
- * batches, messages of several units with a pad at the ring's end,
- * wrap-around of the free-running indexes, and a corrupt peer's index or
- * lengths. */
+ * batches, batches that end on a boundary, messages of several units with
+ * a pad at the ring's end, wrap-around of the free-running indexes, and a
+ * corrupt peer's index, lengths or spans. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,23 +160,31 @@ static void t_batch_release(void)
     free(g_mem);
 }
 
-/* Messages published one at a time each start a batch, on a boundary of
- * SHM_BATCH_ALIGN units, behind a pad the consumer skips. */
+/* A batch ends on a boundary of SHM_BATCH_ALIGN units: its last message
+ * spans the units up to it, when the ring has room for them. */
 static void t_batch_aligned(void)
 {
     rings_at(0);
     put(1);
-    CHECK_EQ(P.mine, 1);
-    CHECK_EQ(shm_ring_cost(&P, 0, 4), SHM_BATCH_ALIGN); /* a pad of 7 units, then 1 */
+    CHECK_EQ(P.mine, SHM_BATCH_ALIGN);
+    const struct shm_msg *first = (const struct shm_msg *)(const void *)C.units;
+    CHECK_EQ(first->units, SHM_BATCH_ALIGN);
     put(2);
-    CHECK_EQ(P.mine, SHM_BATCH_ALIGN + 1);
-    const struct shm_msg *pad = (const struct shm_msg *)(const void *)(C.units + SHM_UNIT);
-    CHECK_EQ(pad->type, SHM_PAD);
+    CHECK_EQ(P.mine, 2 * SHM_BATCH_ALIGN);
     uint32_t id;
     CHECK(take(&id) && id == 1);
     CHECK(take(&id) && id == 2);
     CHECK(!take(&id));
-    CHECK_EQ(__atomic_load_n(&C.ctl->tail, __ATOMIC_SEQ_CST), SHM_BATCH_ALIGN + 1);
+    CHECK_EQ(__atomic_load_n(&C.ctl->tail, __ATOMIC_SEQ_CST), 2 * SHM_BATCH_ALIGN);
+    free(g_mem);
+    /* Without the room, the batch ends where its last message does. */
+    rings_at(5);
+    uint32_t used = 0;
+    for (uint32_t i = 0; i < SHM_UNITS - 1; i++)
+        write_msg(&used, i, 4);
+    shm_ring_publish(&P, used);
+    CHECK_EQ(P.mine, 5 + SHM_UNITS - 1);
+    CHECK_EQ(shm_ring_room(&P, 1), 1);
     free(g_mem);
 }
 
@@ -237,9 +245,9 @@ static void t_wrap(void)
     rings_at(UINT32_MAX - 100);
     static const uint32_t sizes[] = {4, 64, 65, 300, SHM_PAYLOAD, 500, 4, 900};
     uint32_t next_put = 0, next_take = 0, pads = 0;
-    for (int round = 0; round < 400; round++) {
+    for (int round = 0; round < 2000; round++) {
         uint32_t room = shm_ring_room(&P, 1), used = 0;
-        for (int i = 0; i < 7; i++) {
+        for (int i = 0; i < 1 + round % 7; i++) {
             uint32_t len = sizes[next_put % 8];
             uint32_t cost = shm_ring_cost(&P, used, len);
             if (cost > room - used)
@@ -306,8 +314,26 @@ static bool refused(uint32_t at, uint8_t type, uint32_t len, uint32_t published)
     return !p && corrupt;
 }
 
+/* As refused, for a message with a span of its own (struct shm_msg.units). */
+static bool refused_span(uint32_t at, uint32_t len, uint8_t units, uint32_t published)
+{
+    rings_at(at);
+    struct shm_msg *m = (struct shm_msg *)(void *)(P.units + (size_t)at * SHM_UNIT);
+    memset(m, 0, sizeof *m);
+    m->type = SHM_REQ_SEND;
+    m->len = len;
+    m->units = units;
+    __atomic_store_n(&P.ctl->head, at + published, __ATOMIC_SEQ_CST);
+    bool corrupt = false;
+    struct shm_msg h;
+    const uint8_t *p = shm_ring_peek(&C, &h, &corrupt);
+    free(g_mem);
+    return !p && corrupt;
+}
+
 /* Lengths from a corrupt peer: past the largest payload, past what was
- * published, across the ring's end (a message or a pad), a huge one. */
+ * published, across the ring's end (a message or a pad), a huge one; and
+ * spans shorter than the length, past what was published or the end. */
 static void t_corrupt_len(void)
 {
     CHECK(refused(0, SHM_REQ_SEND, SHM_PAYLOAD + 1, 64));
@@ -316,6 +342,10 @@ static void t_corrupt_len(void)
     CHECK(refused(SHM_UNITS - 1, SHM_REQ_SEND, 100, 2));            /* two units from the last */
     CHECK(refused(SHM_UNITS - 2, SHM_PAD, SHM_PAYLOAD, 10));        /* a pad past the end */
     CHECK(refused(SHM_UNITS - 2, SHM_PAD, SHM_UNIT + 64 + 1, 10)); /* three units of pad from two */
+    CHECK(refused_span(0, 300, 2, 64));               /* three units of length in a span of two */
+    CHECK(refused_span(0, 4, 9, 8));                  /* a span past what was published */
+    CHECK(refused_span(SHM_UNITS - 4, 4, 8, 64));     /* a span across the end */
+    CHECK(!refused_span(SHM_UNITS - 4, 4, 4, 64));    /* to the end: taken */
     /* The same lengths where they fit are taken. */
     CHECK(!refused(0, SHM_REQ_SEND, SHM_PAYLOAD, 8));
     CHECK(!refused(SHM_UNITS - 2, SHM_REQ_SEND, 100, 2));
