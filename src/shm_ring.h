@@ -142,7 +142,8 @@ uint32_t shm_ring_cost(const struct shm_ring *r, uint32_t at, uint32_t len);
  * before it when needed; *at advances past both. */
 struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len);
 /* Makes the next n filled units visible to the consumer; the last message
- * spans on to the batch boundary when the ring has room for that. */
+ * spans on to the batch boundary when the ring has room for that and a
+ * unit more. */
 void shm_ring_publish(struct shm_ring *r, uint32_t n);
 
 /* ---- consumer ---- */
