@@ -67,11 +67,16 @@ struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len)
 void shm_ring_publish(struct shm_ring *r, uint32_t n)
 {
     uint32_t end = r->mine + n, gap = (SHM_BATCH_ALIGN - end % SHM_BATCH_ALIGN) % SHM_BATCH_ALIGN;
-    /* The room as our copy of tail says (never more than there is), less
-     * a unit: the consumer's reserve for a Terminate stays (xp_shm.c). */
-    if (gap && n && r->last && gap < SHM_UNITS - (end - r->theirs)) {
-        r->last->units = (uint8_t)(shm_msg_units(r->last->len) + gap);
-        n += gap;
+    if (gap && n && r->last) {
+        /* The room less a unit (the consumer's reserve for a Terminate
+         * stays, xp_shm.c); tail is read when our copy says too little,
+         * or a stale copy would pack messages published one by one. */
+        if (end - r->theirs > SHM_UNITS - gap - 1)
+            r->theirs = __atomic_load_n(&r->ctl->tail, __ATOMIC_SEQ_CST);
+        if (end - r->theirs <= SHM_UNITS - gap - 1) {
+            r->last->units = (uint8_t)(shm_msg_units(r->last->len) + gap);
+            n += gap;
+        }
     }
     r->last = NULL;
     r->mine += n;

@@ -177,6 +177,15 @@ static void t_batch_aligned(void)
     CHECK(!take(&id));
     CHECK_EQ(__atomic_load_n(&C.ctl->tail, __ATOMIC_SEQ_CST), 2 * SHM_BATCH_ALIGN);
     free(g_mem);
+    /* Laps of single messages, each taken at once: every one spans its
+     * batch, though the producer's copy of tail goes stale in between. */
+    rings_at(0);
+    for (uint32_t i = 0; i < 3 * SHM_UNITS / SHM_BATCH_ALIGN; i++) {
+        put(i);
+        CHECK(take(&id) && id == i);
+    }
+    CHECK_EQ(P.mine, 3 * SHM_UNITS);
+    free(g_mem);
     /* Without the room, the batch ends where its last message does. */
     rings_at(5);
     uint32_t used = 0;
