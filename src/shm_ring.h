@@ -1,16 +1,16 @@
 /*
  * shm_ring.h - the rings of the shared-memory transport (docs/shm.md):
  * one producer and one consumer, in two processes, over memory both map.
- * Sans-IO: no system call; a ring is a control block and a slot array at
+ * Sans-IO: no system call; a ring is a control block and a unit array at
  * an address the caller gives, and the caller decides what a full or an
  * empty ring means (wait, wake the peer).
  *
  * The producer alone writes `head`, the consumer alone writes `tail`, each
  * on its own cache line; each side keeps its own copy of the other's index
  * and reads the shared one only when that copy says full (producer) or
- * empty (consumer). Publishing is a store of head after the slots are
+ * empty (consumer). Publishing is a store of head after the units are
  * written; releasing is a store of tail after they were read, once for
- * every slot taken since the last release (a drained batch costs one
+ * every unit taken since the last release (a drained batch costs one
  * store, and one cache-line transfer to the producer). Both, and the loads
  * of the other side's index, are sequentially consistent: the owner's
  * wake-up flags (a consumer that arms, then looks at head; a producer
@@ -25,9 +25,23 @@
 #include <stdint.h>
 
 #define SHM_LINE 64
-#define SHM_SLOT 1024u  /* octets per slot: a message header and its payload */
-#define SHM_SLOTS 256u  /* slots per ring (a power of two) */
-_Static_assert((SHM_SLOTS & (SHM_SLOTS - 1)) == 0, "slot indexes wrap by masking");
+/* A ring is SHM_UNITS units of SHM_UNIT octets; a message (a 64-octet
+ * header, then its payload) takes whole contiguous units, so a small one
+ * takes one unit and the ring holds thousands of them (docs/shm.md). */
+#define SHM_UNIT 128u
+#define SHM_UNITS 2048u   /* a power of two */
+#define SHM_MSG_MAX 1024u /* octets of the largest message, header included */
+_Static_assert((SHM_UNITS & (SHM_UNITS - 1)) == 0, "unit indexes wrap by masking");
+/* A batch of messages (what one publish makes visible) ends on a boundary
+ * of SHM_MSG_MAX octets when the ring has room: its last message spans
+ * the units up to it (struct shm_msg.units). Messages published one at a
+ * time sit as far apart as the largest message, since a 64-octet round
+ * trip measured 1.2x slower with each message in the units right after
+ * the last one, while messages published together (a DEFER chain) are
+ * packed. */
+#define SHM_BATCH_ALIGN (SHM_MSG_MAX / SHM_UNIT)
+_Static_assert(SHM_MSG_MAX % SHM_UNIT == 0 && SHM_UNITS % SHM_BATCH_ALIGN == 0,
+               "the largest messages tile the ring");
 
 /* Message types (struct shm_msg.type). */
 enum shm_msg_type {
@@ -38,6 +52,8 @@ enum shm_msg_type {
     SHM_RESP_READ,     /* a piece of a Read's data (or, with no payload and
                           SHM_F_PULLED, the end of a single-copy Read) */
     SHM_RESP_TERM,     /* the target refused request `id`: the connection ends */
+    SHM_PAD,           /* no message: fills the ring's last units when the next
+                          message would cross its end (the consumer skips it) */
 };
 
 /* Flags (struct shm_msg.flags). */
@@ -47,14 +63,15 @@ enum shm_msg_type {
 #define SHM_F_INVALIDATE 0x08 /* Send with Invalidate: stag is the one to invalidate */
 #define SHM_F_NAMED 0x10  /* SHM_RESP_TERM names a request (id); else the connection broke */
 
-/* The header of every slot: 64 octets, then the payload. */
+/* The header of every message: 64 octets, then the payload. */
 struct shm_msg {
     uint8_t type;
     uint8_t flags;
     uint8_t term_layer, term_etype, term_code;
-    uint8_t pad0[3];
+    uint8_t units;     /* units the message spans, up to the next batch; 0: shm_msg_units(len) */
+    uint8_t pad0[2];
     uint32_t id;       /* the initiator's request number (its queue index) */
-    uint32_t len;      /* payload octets in this slot */
+    uint32_t len;      /* payload octets in this message (it takes shm_msg_units(len) units) */
     uint32_t stag;     /* Write, Read: the target's STag; Send: the STag to invalidate */
     uint32_t niov;     /* SHM_F_IOV: pairs in the payload */
     uint64_t to;       /* Write, Read: the target's TO */
@@ -63,7 +80,13 @@ struct shm_msg {
     uint8_t pad1[16];
 };
 _Static_assert(sizeof(struct shm_msg) == SHM_LINE, "one cache line of header");
-#define SHM_PAYLOAD (SHM_SLOT - sizeof(struct shm_msg))
+#define SHM_PAYLOAD (SHM_MSG_MAX - sizeof(struct shm_msg))
+
+/* Units a message with len octets of payload takes (len <= SHM_PAYLOAD). */
+static inline uint32_t shm_msg_units(uint32_t len)
+{
+    return (uint32_t)((sizeof(struct shm_msg) + len + SHM_UNIT - 1) / SHM_UNIT);
+}
 
 /* An (address, length) pair of the initiator's memory (SHM_F_IOV). */
 struct shm_iov {
@@ -77,10 +100,10 @@ struct shm_ring_ctl {
     _Alignas(SHM_LINE) uint32_t head;
     _Alignas(SHM_LINE) uint32_t tail;
     /* The producer found the ring full and waits for room: the consumer
-     * wakes it after freeing a slot. */
+     * wakes it after freeing units. */
     _Alignas(SHM_LINE) uint32_t space_wanted;
 };
-#define SHM_RING_BYTES (sizeof(struct shm_ring_ctl) + (size_t)SHM_SLOTS * SHM_SLOT)
+#define SHM_RING_BYTES (sizeof(struct shm_ring_ctl) + (size_t)SHM_UNITS * SHM_UNIT)
 
 /* The shared region (docs/shm.md): a page of header, then four rings;
  * side s (0: the side that made the region) produces its requests into
@@ -95,10 +118,12 @@ static inline size_t shm_ring_offset(int side, bool responses)
 /* One side's view of a ring: the shared part and its private copies. */
 struct shm_ring {
     struct shm_ring_ctl *ctl;
-    uint8_t *slots;
-    uint32_t mine;   /* producer: next head; consumer: the next slot to take */
+    uint8_t *units;
+    uint32_t mine;   /* producer: next head; consumer: the unit of the next message to take */
     uint32_t theirs; /* last value of the other side's index we read */
-    uint32_t freed;  /* consumer: the tail last stored (taken slots up to mine are still ours) */
+    uint32_t freed;  /* consumer: the tail last stored (taken units up to mine are still ours) */
+    uint32_t cur;    /* consumer: units of the message shm_ring_peek returned */
+    struct shm_msg *last; /* producer: the message shm_ring_put wrote last */
 };
 
 /* Views the ring at mem (SHM_RING_BYTES octets, 64-aligned). init: zero the
@@ -106,22 +131,33 @@ struct shm_ring {
 void shm_ring_attach(struct shm_ring *r, void *mem, bool init);
 
 /* ---- producer ---- */
-/* Free slots, reading the consumer's tail when the private copy says
- * fewer than need (1..SHM_SLOTS). */
+/* Free units, reading the consumer's tail when the private copy says
+ * fewer than need (1..SHM_UNITS). */
 uint32_t shm_ring_room(struct shm_ring *r, uint32_t need);
-/* The slot at head + i (i < shm_ring_room), to fill. */
-struct shm_msg *shm_ring_slot(struct shm_ring *r, uint32_t i);
-/* Makes the next n filled slots visible to the consumer. */
+/* Units a message with len octets of payload costs written at head + at:
+ * its own, and a pad before it when it would cross the ring's end. */
+uint32_t shm_ring_cost(const struct shm_ring *r, uint32_t at, uint32_t len);
+/* The message at head + *at (the caller checked its cost against the
+ * room), its header zeroed and its len set, to fill; a pad is written
+ * before it when needed; *at advances past both. */
+struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len);
+/* Makes the next n filled units visible to the consumer; the last message
+ * spans on to the batch boundary when the ring has room for that and a
+ * unit more. */
 void shm_ring_publish(struct shm_ring *r, uint32_t n);
 
 /* ---- consumer ---- */
-/* The oldest published slot not yet taken, or NULL when there is none.
- * *corrupt is set when the producer's index is impossible. */
-const struct shm_msg *shm_ring_peek(struct shm_ring *r, bool *corrupt);
-/* The consumer is done with the slot shm_ring_peek returned and goes on to
- * the next; the slot stays out of the producer's reach until released. */
+/* The oldest published message not yet taken (pads skipped): its header
+ * copied to *h, read once since the peer may still write it, and its
+ * payload returned; NULL when there is none. *corrupt is set (and NULL
+ * returned) when the producer's index is impossible or the header's
+ * length or span is: a length past SHM_PAYLOAD, a span shorter than the
+ * length, past what was published, or across the ring's end. The payload's h->len octets are then inside the ring. */
+const uint8_t *shm_ring_peek(struct shm_ring *r, struct shm_msg *h, bool *corrupt);
+/* The consumer is done with the message shm_ring_peek returned and goes on
+ * to the next; its units stay out of the producer's reach until released. */
 void shm_ring_take(struct shm_ring *r);
-/* Gives every slot taken since the last release back to the producer, with
+/* Gives every unit taken since the last release back to the producer, with
  * one store; false when there was none. */
 bool shm_ring_release(struct shm_ring *r);
 /* Is anything published and not released (fresh reads of both shared

@@ -30,7 +30,7 @@
 #include "xp_shm.h"
 
 #define SHM_MAGIC 0x4E444B53u /* "NDKS" */
-#define SHM_VERSION 1u
+#define SHM_VERSION 2u
 /* A tagged access is moved with one system call when our side of it maps
  * into RX_IOV_MAX iovecs (a normal MR's range is one iovec); a
  * fast-registered region's scattered pages are moved in pieces of at most
@@ -53,7 +53,7 @@ struct shm_side_hdr {
 enum { SHM_LEFT_NO, SHM_LEFT_CLOSED, SHM_LEFT_ABORTED };
 
 struct shm_hdr {
-    uint32_t magic, version, slot, slots;
+    uint32_t magic, version, unit, units;
     struct shm_side_hdr side[2];
 };
 _Static_assert(sizeof(struct shm_hdr) <= SHM_HDR_BYTES, "the header fits its page");
@@ -100,6 +100,7 @@ struct shm_conn {
     uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
+    bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
     struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
     int sock;
@@ -141,7 +142,7 @@ static void wake_peer(struct shm_conn *c)
         shm_os_doorbell_ring(c->peer_bell);
 }
 
-/* A consumer freed slots (a sequentially consistent store of tail): a
+/* A consumer freed units (a sequentially consistent store of tail): a
  * producer that found the ring full is woken. */
 static void space_freed(struct shm_conn *c, struct shm_ring *r)
 {
@@ -150,7 +151,7 @@ static void space_freed(struct shm_conn *c, struct shm_ring *r)
         shm_os_doorbell_ring(c->peer_bell);
 }
 
-/* Slots of an incoming ring go back to its producer once per drained
+/* Units of an incoming ring go back to its producer once per drained
  * batch (one store of tail, shm_ring.h), and every quarter ring within a
  * long one so that the producer can fill on behind us. */
 static void give_back(struct shm_conn *c, struct shm_ring *r)
@@ -159,17 +160,18 @@ static void give_back(struct shm_conn *c, struct shm_ring *r)
         space_freed(c, r);
 }
 
-/* The consumer is done with the slot at the head of r. */
+/* The consumer is done with the message at the head of r. */
 static void took(struct shm_conn *c, struct shm_ring *r, uint32_t *taken)
 {
     shm_ring_take(r);
-    if (++*taken % (SHM_SLOTS / 4) == 0)
+    ++*taken;
+    if (r->mine - r->freed >= SHM_UNITS / 4)
         give_back(c, r);
 }
 
-/* Free slots of an outgoing ring; with fewer than need, the consumer is
- * asked to wake us when it frees one (then we look once more, so a slot
- * freed in between is not missed). */
+/* Free units of an outgoing ring; with fewer than need, the consumer is
+ * asked to wake us when it frees some (then we look once more, so units
+ * freed in between are not missed). */
 static uint32_t room_or_wait(struct shm_ring *r, uint32_t need)
 {
     uint32_t room = shm_ring_room(r, need);
@@ -199,7 +201,7 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 
 /* ---- the target: checks and placement (rx_lock) ---- */
 
-/* Publishes the next n filled response slots. The receives this pass
+/* Publishes the next n filled response units. The receives this pass
  * completed so far go to the CQ first: an initiator whose Read behind
  * Sends completed finds their receives complete at the target, as on TCP,
  * where each receive completes before the next message is taken (the
@@ -216,28 +218,28 @@ static void answer(struct shm_conn *c, uint32_t n)
 
 static void send_term(struct shm_conn *c, const struct shm_msg *req, const struct ddp_term *t)
 {
-    /* One response slot is always kept for this (take_requests). */
-    if (!shm_ring_room(&c->resp_out, 1))
+    /* Room for this is always kept (take_requests, take_read). */
+    uint32_t used = 0, need = shm_ring_cost(&c->resp_out, 0, 0);
+    if (shm_ring_room(&c->resp_out, need) < need)
         return;
-    struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
-    memset(m, 0, sizeof *m);
+    struct shm_msg *m = shm_ring_put(&c->resp_out, &used, 0);
     m->type = SHM_RESP_TERM;
     m->flags = req ? SHM_F_NAMED : 0;
     m->id = req ? req->id : 0;
     m->term_layer = t->layer;
     m->term_etype = t->etype;
     m->term_code = t->code;
-    answer(c, 1);
+    answer(c, used);
 }
 
 static void respond(struct shm_conn *c, uint8_t type, uint32_t id, uint8_t flags)
 {
-    struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
-    memset(m, 0, sizeof *m);
+    uint32_t used = 0;
+    struct shm_msg *m = shm_ring_put(&c->resp_out, &used, 0);
     m->type = type;
     m->flags = flags;
     m->id = id;
-    answer(c, 1);
+    answer(c, used);
 }
 
 /* Our check refused the peer's request: the Terminate goes to the peer and
@@ -250,7 +252,7 @@ static void refuse(struct shm_conn *c, const struct shm_msg *req, const struct d
 
 /* Moves len octets between (stag, to) of our memory, checked piece by
  * piece for access, and either the peer's iovecs (single copy: pulled or
- * pushed) or a buffer here (a slot's payload). Returns MEM_OK or the
+ * pushed) or a buffer here (a message's payload). Returns MEM_OK or the
  * refused check; a transfer that failed sets *xfer_err (-errno). */
 static enum mem_err tagged_move(struct shm_conn *c, uint32_t stag, uint64_t to, uint64_t len, unsigned access,
                                 const struct iovec *peer, int npeer, uint8_t *buf, int *xfer_err)
@@ -477,13 +479,14 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         }
         return true;
     }
-    /* Copied through the ring: one response slot per piece, one kept for
-     * a Terminate. */
+    /* Copied through the ring: one response message per piece, and a
+     * unit kept for a Terminate. */
     do {
-        if (room_or_wait(&c->resp_out, 2) < 2)
+        uint32_t n = h->total - c->rd_off < SHM_PAYLOAD ? (uint32_t)(h->total - c->rd_off) : SHM_PAYLOAD;
+        uint32_t need = shm_ring_cost(&c->resp_out, 0, n) + 1, used = 0;
+        if (room_or_wait(&c->resp_out, need) < need)
             return false;
-        uint64_t n = h->total - c->rd_off < SHM_PAYLOAD ? h->total - c->rd_off : SHM_PAYLOAD;
-        struct shm_msg *m = shm_ring_slot(&c->resp_out, 0);
+        struct shm_msg *m = shm_ring_put(&c->resp_out, &used, n);
         int xerr = 0;
         enum mem_err e = tagged_move(c, h->stag, h->to + c->rd_off, n, MEM_REMOTE_READ, NULL, 0,
                                      (uint8_t *)(m + 1), &xerr);
@@ -496,11 +499,10 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         m->type = SHM_RESP_READ;
         m->id = h->id;
         m->off = c->rd_off;
-        m->len = (uint32_t)n;
         m->total = h->total;
         c->rd_off += n;
         m->flags = c->rd_off == h->total ? SHM_F_LAST : 0;
-        answer(c, 1);
+        answer(c, used);
         wake_peer(c);
     } while (c->rd_off < h->total);
     c->rd_off = 0;
@@ -512,21 +514,20 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
 {
     bool corrupt = false;
     uint32_t taken = 0;
-    const struct shm_msg *m;
-    while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->req_in, &corrupt))) {
-        /* The peer may still write the slot: its header is read once. */
-        struct shm_msg h;
-        memcpy(&h, m, sizeof h);
-        const uint8_t *payload = (const uint8_t *)(m + 1);
-        if (h.len > SHM_PAYLOAD) {
-            corrupt = true;
-            break;
-        }
+    struct shm_msg h; /* read once: the peer may still write the ring */
+    const uint8_t *payload;
+    /* A receive posted from now on rings again (shm_after_post). Read
+     * first: the store is a fence, and a flag set since rang for a pass
+     * that reads it after the eventfd's system calls. */
+    if (__atomic_load_n(&c->rx_kicked, __ATOMIC_RELAXED))
+        __atomic_store_n(&c->rx_kicked, false, __ATOMIC_SEQ_CST);
+    while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail &&
+           (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
         bool done = true;
         if (c->flushed) {
             /* NdkFlush: what the peer sends is dropped, never placed. */
         } else if (room_or_wait(&c->resp_out, 2) < 2) {
-            break; /* a response and the Terminate's slot */
+            break; /* a response and the Terminate's unit */
         } else if (h.type == SHM_REQ_SEND) {
             done = take_send(c, &h, payload, f);
         } else if (h.type == SHM_REQ_WRITE) {
@@ -595,10 +596,10 @@ static void take_responses(struct shm_conn *c, struct shm_fail *f)
     struct ndk_qp_impl *qp = c->qp;
     bool corrupt = false;
     uint32_t taken = 0;
-    const struct shm_msg *m;
-    while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail && (m = shm_ring_peek(&c->resp_in, &corrupt))) {
-        struct shm_msg h;
-        memcpy(&h, m, sizeof h);
+    struct shm_msg h;
+    const uint8_t *payload;
+    while (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && !f->fail &&
+           (payload = shm_ring_peek(&c->resp_in, &h, &corrupt))) {
         struct ndk_swqe *w = named(qp, h.id);
         if (h.type == SHM_RESP_TERM) {
             if (!(h.flags & SHM_F_NAMED)) {
@@ -623,13 +624,13 @@ static void take_responses(struct shm_conn *c, struct shm_fail *f)
             }
             c->term_reason = f->reason;
             c->term_perr = f->perr;
-        } else if (!w || h.len > SHM_PAYLOAD) {
+        } else if (!w) {
             corrupt = true;
             break;
         } else if (h.type == SHM_RESP_ACK && w->op != SWQE_READ) {
             w->done = true;
         } else if (h.type == SHM_RESP_READ && w->op == SWQE_READ) {
-            if (!(h.flags & SHM_F_IOV) && !read_piece(c, w, &h, (const uint8_t *)(m + 1))) {
+            if (!(h.flags & SHM_F_IOV) && !read_piece(c, w, &h, payload)) {
                 corrupt = true;
                 break;
             }
@@ -668,7 +669,6 @@ static void put_iovs(struct shm_msg *m, const struct iovec *v, int n)
     for (int i = 0; i < n; i++)
         p[i] = (struct shm_iov){(uint64_t)(uintptr_t)v[i].iov_base, v[i].iov_len};
     m->niov = (uint32_t)n;
-    m->len = (uint32_t)(n * sizeof *p);
     m->flags |= SHM_F_IOV | SHM_F_LAST;
 }
 
@@ -683,14 +683,17 @@ static void finished(struct ndk_qp_impl *qp, NTSTATUS st)
     ndk_xp_sq_taken(qp);
 }
 
-/* One request into the ring (room: free slots). Returns false when it has
- * to wait for room (or for an ORD slot); it is then not taken. */
-static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, uint32_t *used)
+/* One request into the ring (room: free units, *used of them filled).
+ * Returns false when it has to wait for room, *need then the units its
+ * next message takes at *used, or for an ORD slot (*need 0); it is then
+ * not taken. */
+static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, uint32_t *used, uint32_t *need)
 {
     struct ndk_qp_impl *qp = c->qp;
     struct iovec v[MEM_LOCAL_IOV_MAX];
     int nv = 0;
     bool read = w->op == SWQE_READ;
+    *need = 0;
     if (read && c->reads_out >= qp->dp.ord)
         return false;
     NTSTATUS st = read ? mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
@@ -701,10 +704,16 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     }
     bool single = !c->copy && w->total > SHM_PAYLOAD && nv <= (int)SHM_IOV_MAX;
     do {
-        if (*used >= room)
+        uint32_t len = single ? (uint32_t)(nv * sizeof(struct shm_iov))
+                       : read ? 0
+                       : w->total - c->tx_off < SHM_PAYLOAD ? (uint32_t)(w->total - c->tx_off)
+                                                            : SHM_PAYLOAD;
+        uint32_t cost = shm_ring_cost(&c->req_out, *used, len);
+        if (cost > room - *used) {
+            *need = cost;
             return false;
-        struct shm_msg *m = shm_ring_slot(&c->req_out, (*used)++);
-        memset(m, 0, sizeof *m);
+        }
+        struct shm_msg *m = shm_ring_put(&c->req_out, used, len);
         m->type = w->op == SWQE_SEND ? SHM_REQ_SEND : w->op == SWQE_WRITE ? SHM_REQ_WRITE : SHM_REQ_READ;
         m->id = qp->dp.sq_tx;
         m->total = w->total;
@@ -720,17 +729,15 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
             if (single)
                 put_iovs(m, v, nv);
             else
-                m->flags |= SHM_F_LAST; /* answered with the data in response slots */
+                m->flags |= SHM_F_LAST; /* answered with the data in response messages */
         } else {
-            uint64_t n = w->total - c->tx_off < SHM_PAYLOAD ? w->total - c->tx_off : SHM_PAYLOAD;
             struct iovec piece[MEM_LOCAL_IOV_MAX];
-            int np = ndk_iov_slice(v, nv, c->tx_off, n, piece, MEM_LOCAL_IOV_MAX);
-            struct iovec b = {m + 1, (size_t)n};
+            int np = ndk_iov_slice(v, nv, c->tx_off, len, piece, MEM_LOCAL_IOV_MAX);
+            struct iovec b = {m + 1, len};
             if (np >= 0)
                 ndk_iov_copy(&b, 1, piece, np);
             m->off = c->tx_off;
-            m->len = (uint32_t)n;
-            c->tx_off += n;
+            c->tx_off += len;
             if (c->tx_off == w->total)
                 m->flags |= SHM_F_LAST;
         }
@@ -751,17 +758,23 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
 static void put_requests(struct shm_conn *c)
 {
     struct ndk_qp_impl *qp = c->qp;
-    uint32_t room = room_or_wait(&c->req_out, 1), used = 0;
+    uint32_t room = room_or_wait(&c->req_out, 1), used = 0, need;
     struct ndk_swqe *w;
     while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
         if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
             finished(qp, ndk_xp_exec_local(qp, w));
             continue;
         }
-        if (put_request(c, w, room, &used))
+        if (put_request(c, w, room, &used, &need))
             continue;
-        if (!used)
-            break; /* no room, or the ORD is used up: a response brings us back */
+        if (!used) {
+            /* Too little room for its next message: the consumer is asked
+             * to wake us once it frees units (or a response brings us back
+             * when the ORD is used up). */
+            if (need && (room = room_or_wait(&c->req_out, need)) >= need)
+                continue;
+            break;
+        }
         /* What is written goes now; then room is looked for again. */
         shm_ring_publish(&c->req_out, used);
         wake_peer(c);
@@ -840,7 +853,8 @@ static void progress(struct shm_conn *c, bool poller)
         if (c->flushed) {
             bool corrupt = false;
             uint32_t taken = 0;
-            while (shm_ring_peek(&c->resp_in, &corrupt))
+            struct shm_msg h;
+            while (shm_ring_peek(&c->resp_in, &h, &corrupt))
                 took(c, &c->resp_in, &taken); /* answers to flushed requests */
             give_back(c, &c->resp_in);
         } else {
@@ -1001,7 +1015,10 @@ static void shm_after_post(struct ndk_qp_impl *qp)
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
     bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
-    if (waits)
+    /* One ring per pass is enough: the pass takes every receive posted
+     * before it began (a receiver reposting as it reaps would otherwise
+     * make a system call per receive while Sends wait). */
+    if (waits && !__atomic_exchange_n(&c->rx_kicked, true, __ATOMIC_SEQ_CST))
         shm_os_doorbell_ring(c->bell);
     pthread_mutex_unlock(&qp->dp.sq_lock);
     void (*hook)(struct ndk_qp_impl *) =
@@ -1133,7 +1150,7 @@ static int offer_region(struct shm_conn *c)
     if (fd < 0)
         return fd;
     c->hdr = c->map;
-    *c->hdr = (struct shm_hdr){.magic = SHM_MAGIC, .version = SHM_VERSION, .slot = SHM_SLOT, .slots = SHM_SLOTS};
+    *c->hdr = (struct shm_hdr){.magic = SHM_MAGIC, .version = SHM_VERSION, .unit = SHM_UNIT, .units = SHM_UNITS};
     c->hdr->side[0].probe_addr = (uint64_t)(uintptr_t)&c->probe;
     c->hdr->side[0].probe_value = c->probe;
     int fds[2] = {fd, c->bell};
@@ -1173,7 +1190,7 @@ static int take_region(struct shm_conn *c, int timeout_ms)
     if (r)
         return r;
     c->hdr = c->map;
-    if (c->hdr->magic != SHM_MAGIC || c->hdr->slot != SHM_SLOT || c->hdr->slots != SHM_SLOTS)
+    if (c->hdr->magic != SHM_MAGIC || c->hdr->unit != SHM_UNIT || c->hdr->units != SHM_UNITS)
         return -EPROTO;
     c->hdr->side[1].probe_addr = (uint64_t)(uintptr_t)&c->probe;
     c->hdr->side[1].probe_value = c->probe;

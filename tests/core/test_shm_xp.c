@@ -27,7 +27,7 @@
 
 #define BUF (4u << 20)
 #define DEPTH 32
-#define CQ_DEPTH 1024
+#define CQ_DEPTH 4096
 #define WAIT_MS 10000
 /* The child's buffer: receives, Write targets, Read sources. */
 #define RECV_AT 0
@@ -136,7 +136,7 @@ static bool side_up(struct side *s, ULONG grace_ms)
            s->ad->Dispatch->NdkCreatePd(s->ad, NULL, NULL, &s->pd) == STATUS_SUCCESS &&
            s->ad->Dispatch->NdkCreateCq(s->ad, CQ_DEPTH, cq_notify, NULL, NULL, NULL, NULL, &s->cq) ==
                STATUS_SUCCESS &&
-           s->pd->Dispatch->NdkCreateQp(s->pd, s->cq, s->cq, s, 512, DEPTH, 4, 4, 64, NULL, NULL, &s->qp) ==
+           s->pd->Dispatch->NdkCreateQp(s->pd, s->cq, s->cq, s, 4096, DEPTH, 4, 4, 64, NULL, NULL, &s->qp) ==
                STATUS_SUCCESS &&
            s->pd->Dispatch->NdkCreateMr(s->pd, FALSE, NULL, NULL, &s->mr) == STATUS_SUCCESS &&
            s->mr->Dispatch->NdkRegisterMr(s->mr, &mdl, BUF,
@@ -206,22 +206,22 @@ static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
     struct shm_ring_ctl *ctl = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(side, false));
     uint32_t head = __atomic_load_n(&ctl->head, __ATOMIC_SEQ_CST);
     struct shm_msg *m =
-        (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(head & (SHM_SLOTS - 1)) * SHM_SLOT);
+        (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(head & (SHM_UNITS - 1)) * SHM_UNIT);
     memset(m, 0, sizeof *m);
     m->flags = SHM_F_LAST;
     switch (kind) {
     case 0: /* an unknown type */
         m->type = 99;
         break;
-    case 1: /* a payload longer than a slot */
+    case 1: /* a payload longer than a message holds */
         m->type = SHM_REQ_WRITE;
-        m->len = SHM_SLOT;
-        m->total = SHM_SLOT;
+        m->len = SHM_MSG_MAX;
+        m->total = SHM_MSG_MAX;
         m->stag = tok;
         m->to = at;
         break;
     case 2: /* a head more than a ring ahead */
-        head += SHM_SLOTS + 4;
+        head += SHM_UNITS + 4;
         break;
     case 3: { /* a single-copy Write from memory this process does not map */
         struct shm_iov v = {4096, 8192};
@@ -241,13 +241,20 @@ static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
         m->len = 10;
         m->total = 200;
         break;
+    case 5: /* a Write whose length runs past the one unit published */
+        m->type = SHM_REQ_WRITE;
+        m->len = 300;
+        m->total = 300;
+        m->stag = tok;
+        m->to = at;
+        break;
     default: { /* a Send that fits the receive, then grows past it in its last piece */
         m->type = SHM_REQ_SEND;
         m->flags = 0;
         m->len = 40;
         m->total = 50;
         struct shm_msg *l =
-            (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(++head & (SHM_SLOTS - 1)) * SHM_SLOT);
+            (struct shm_msg *)(void *)((uint8_t *)(ctl + 1) + (size_t)(++head & (SHM_UNITS - 1)) * SHM_UNIT);
         memset(l, 0, sizeof *l);
         l->type = SHM_REQ_SEND;
         l->flags = SHM_F_LAST;
@@ -980,14 +987,15 @@ static void t_fast_register(void)
 }
 
 /* Bad input from the peer (it shares the rings, so it is the wire here):
- * an unknown message, a payload longer than a slot, an impossible ring
- * index, a single-copy source the peer does not map, a Send starting in
- * its middle, a Send whose total grows between its pieces. Each ends the connection (ABORTED, the parent's
+ * an unknown message, a payload longer than a message holds, an impossible
+ * ring index, a single-copy source the peer does not map, a Send starting
+ * in its middle, a length past what was published, a Send whose total
+ * grows between its pieces. Each ends the connection (ABORTED, the parent's
  * receive flushed, nothing placed), and the process goes on. */
 static void t_garbage(void)
 {
     g_busy = true; /* nobody rings our doorbell: our polls find the input */
-    for (uint32_t kind = 0; kind < 6; kind++) {
+    for (uint32_t kind = 0; kind < 7; kind++) {
         uint64_t pb;
         UINT32 pt;
         REQUIRE(pair_up(false, 0, &pb, &pt));
@@ -1007,15 +1015,15 @@ static void t_garbage(void)
     g_busy = false;
 }
 
-/* A peer that stops (SIGSTOP) fills the ring: posts succeed until the
- * initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
+/* A peer that stops (SIGSTOP) fills the ring with SHM_UNITS 64-octet
+ * Sends: posts succeed until the initiator queue is full, then fail with STATUS_INSUFFICIENT_RESOURCES;
  * once it runs again every message arrives, in order, intact. */
 static void t_back_pressure(void)
 {
     uint64_t pb;
     UINT32 pt;
     REQUIRE(pair_up(false, 0, &pb, &pt));
-    const uint32_t total = SHM_SLOTS + DEPTH;
+    const uint32_t total = SHM_UNITS + DEPTH; /* a 64-octet Send takes one unit */
     REQUIRE(ask(C_RECV, total, 64, 0, 0, 0).ok);
     int ws;
     REQUIRE(kill(g_child, SIGSTOP) == 0 && waitpid(g_child, &ws, WUNTRACED) == g_child && WIFSTOPPED(ws));
@@ -1024,7 +1032,9 @@ static void t_back_pressure(void)
     for (; posted <= total; posted++) {
         memcpy(S.buf + posted * 64, &posted, 4);
         NDK_SGE g = sge(&S, posted * 64, 64);
-        if ((st = S.qp->Dispatch->NdkSend(S.qp, (void *)(uintptr_t)posted, &g, 1, 0)) != STATUS_SUCCESS)
+        /* In DEFER chains of 32: a chain is one batch, packed (shm_ring.h). */
+        ULONG fl = posted % 32 == 31 ? 0 : NDK_OP_FLAG_DEFER;
+        if ((st = S.qp->Dispatch->NdkSend(S.qp, (void *)(uintptr_t)posted, &g, 1, fl)) != STATUS_SUCCESS)
             break;
     }
     CHECK_EQ(st, STATUS_INSUFFICIENT_RESOURCES);
