@@ -5,6 +5,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 
+#include "dlist.h"
 #include "mpa_stream.h"
 #include "net/linger.h"
 #include "net/stream.h"
@@ -48,12 +49,7 @@ static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
         else
             ndk_stream_close(h->fd);
     }
-    if (h->prev)
-        h->prev->next = h->next;
-    else
-        l->halfopen = h->next;
-    if (h->next)
-        h->next->prev = h->prev;
+    DLIST_UNLINK(l->halfopen, h, prev, next);
     l->halfopen_count--;
     /* An event for this entry may still sit in the loop's current batch:
      * its watch says "removed", and the memory must stay valid until then. */
