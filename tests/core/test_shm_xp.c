@@ -20,6 +20,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ndktest.h"
 #include "objects.h"
 #include "shm_ring.h"
 #include "testlib.h"
@@ -89,7 +90,6 @@ static int g_ctl = -1;
 static pid_t g_child;
 static bool g_copy;
 static ULONG g_parent_grace_ms; /* pair_up's ReceiveGraceMs for the parent (0: the default) */
-static tl_event g_closed;
 
 static struct ndk_qp_impl *impl(NDK_QP *qp)
 {
@@ -268,41 +268,25 @@ static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
     return true;
 }
 
-static void on_closed(PVOID ctx)
-{
-    (void)ctx;
-    tl_event_signal(&g_closed);
-}
-
-static void close_obj(NDK_OBJECT_HEADER *h)
-{
-    unsigned n = tl_event_count(&g_closed);
-    NDK_FN_CLOSE_OBJECT close = *(const NDK_FN_CLOSE_OBJECT *)((struct ndk_pub *)h)->Dispatch;
-    NTSTATUS st = close(h, on_closed, NULL);
-    CHECK(st == STATUS_SUCCESS || st == STATUS_PENDING);
-    if (st == STATUS_PENDING)
-        CHECK(tl_event_wait(&g_closed, n + 1, WAIT_MS));
-}
-
 static void side_down(struct side *s)
 {
     if (s->qp)
-        close_obj(&s->qp->Header);
+        nt_close(s->qp);
     if (g_mw)
-        close_obj(&g_mw->Header);
+        nt_close(g_mw);
     g_mw = NULL;
     if (g_lam_built)
         s->ad->Dispatch->NdkReleaseLAM(s->ad, &g_lam.lam);
     g_lam_built = false;
     if (g_fr)
-        close_obj(&g_fr->Header);
+        nt_close(g_fr);
     g_fr = NULL;
     if (s->mr)
-        close_obj(&s->mr->Header);
+        nt_close(s->mr);
     if (s->cq)
-        close_obj(&s->cq->Header);
+        nt_close(s->cq);
     if (s->pd)
-        close_obj(&s->pd->Header);
+        nt_close(s->pd);
     if (s->ad)
         ndk_close_adapter(s->ad);
     free(s->buf);
@@ -433,7 +417,7 @@ static void child_serve(int ctl)
             m.n = __atomic_load_n(&g_cqes_at_answer, __ATOMIC_RELAXED);
             break;
         case C_CLOSE_QP:
-            close_obj(&S.qp->Header);
+            nt_close(S.qp);
             S.qp = NULL;
             break;
         case C_EXIT:
@@ -1180,7 +1164,6 @@ static void t_connect_fails(void)
 
 int main(void)
 {
-    tl_event_init(&g_closed);
     tl_event_init(&g_req);
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
