@@ -24,6 +24,7 @@
 
 #include "net/linger.h"
 #include "log.h"
+#include "ndk_limits.h"
 #include "stat.h"
 #include "net/loop.h"
 #include "rx_stage.h"
@@ -260,6 +261,9 @@ struct ndk_adapter_impl {
     /* The engine of the newest CQ created through this view, where its
      * listeners go (ndk_engine_place_listener; device lock), or NULL. */
     struct ndk_engine *cq_engine;
+    /* Per engine (by index), the CQs, SRQs and listeners of this view on
+     * it (ndk_engine_place; device lock). */
+    unsigned engine_load[NDK_MAX_ENGINES];
     /* What ndkstat shows of this view (stat.h; device lock): its own
      * objects' counters, apart from other views of the device. */
     struct ndk_adapter_stats st;
@@ -316,15 +320,15 @@ static inline struct ndk_engine *ndk_dev_engine0(struct ndk_device *dev)
 {
     return &dev->engines[0];
 }
-/* Places a CQ or SRQ (affinity: the consumer's GROUP_AFFINITY, or NULL):
- * an engine on one of the affinity's CPUs, else the least loaded one,
- * whose load grows by one. Device lock held. */
-struct ndk_engine *ndk_engine_place(struct ndk_device *dev, const GROUP_AFFINITY *affinity);
+/* Places a CQ or SRQ created through ad (affinity: the consumer's
+ * GROUP_AFFINITY, or NULL): an engine on one of the affinity's CPUs, else
+ * one with the fewest of the view's objects, the least loaded of those;
+ * its load and the view's count there grow by one. Device lock held. */
+struct ndk_engine *ndk_engine_place(struct ndk_adapter_impl *ad, const GROUP_AFFINITY *affinity);
 /* Places a listener created through ad: on the engine of the view's newest
- * CQ, whose load grows by one, else as ndk_engine_place does without an
- * affinity. Device lock held. */
+ * CQ, else as ndk_engine_place does without an affinity. Device lock held. */
 struct ndk_engine *ndk_engine_place_listener(struct ndk_adapter_impl *ad);
-/* Gives back what ndk_engine_place counted. Device lock held. */
-void ndk_engine_unplace(struct ndk_engine *e);
+/* Gives back what placing obj counted. Device lock held. */
+void ndk_engine_unplace(struct ndk_obj *obj);
 
 #endif

@@ -522,7 +522,7 @@ static void cq_destroy(struct ndk_obj *obj)
         ndk_timer_close(cq->mod_timerfd);
         cq->mod_timerfd = -1;
     }
-    ndk_engine_unplace(obj->engine);
+    ndk_engine_unplace(obj);
 }
 
 static void cq_free(struct ndk_obj *obj)
@@ -543,7 +543,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
 {
     /* Affinity is a preference the consumer may not rely on (5.3.2): the
      * CQ's notifications run on the engine of one of its CPUs when there is
-     * one, else on the least loaded engine (ndk_engine_place). Creation
+     * one, else on another engine (ndk_engine_place). Creation
      * completes inline, so CreateCompletion is never called (C7). */
     (void)CreateCompletion, (void)RequestContext;
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
@@ -573,7 +573,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
     cq->notify_cb.obj = &cq->obj;
     pthread_mutex_lock(&ad->dev->lock);
     ndk_obj_init(&cq->obj, ad, NdkObjectTypeCq, &cq_dispatch, &cq_ops);
-    cq->obj.engine = ndk_engine_place(ad->dev, Affinity);
+    cq->obj.engine = ndk_engine_place(ad, Affinity);
     ad->cq_engine = cq->obj.engine;
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkCq = (NDK_CQ *)&cq->obj.pub;

@@ -137,23 +137,52 @@ static bool affinity_names(const GROUP_AFFINITY *a, int cpu)
     return (a->Mask >> ((unsigned)cpu % 64u)) & 1u;
 }
 
-struct ndk_engine *ndk_engine_place(struct ndk_device *dev, const GROUP_AFFINITY *affinity)
+/* Counts obj's placement on e: the engine's load and its view's share. */
+static struct ndk_engine *engine_take(struct ndk_adapter_impl *ad, struct ndk_engine *e)
 {
+    e->load++;
+    ad->engine_load[e->index]++;
+    return e;
+}
+
+/* Is a a better engine than b for a new object of view ad: fewer of the
+ * view's objects, then less load? */
+static bool engine_better(const struct ndk_adapter_impl *ad, const struct ndk_engine *a,
+                          const struct ndk_engine *b)
+{
+    if (ad->engine_load[a->index] != ad->engine_load[b->index])
+        return ad->engine_load[a->index] < ad->engine_load[b->index];
+    return a->load < b->load;
+}
+
+/*
+ * Without an affinity, a view's objects spread over the engines first,
+ * and the device's load decides among engines where the view has as many:
+ * one consumer's CQs then use every CPU. Two views of one process that
+ * make their CQs in turn, one per connection end (bench/multiqp: a client
+ * CQ, then a server CQ), so get both ends of a connection on one engine
+ * and the connections spread over the engines; by device load alone, every
+ * client CQ landed on one engine and every server CQ on the other, so
+ * every message woke the other engine.
+ */
+struct ndk_engine *ndk_engine_place(struct ndk_adapter_impl *ad, const GROUP_AFFINITY *affinity)
+{
+    struct ndk_device *dev = ad->dev;
     struct ndk_engine *best = NULL;
     /* Affinity is a preference (NdkCreateCq): when none of its CPUs has an
-     * engine, placement falls back to the least loaded engine. */
+     * engine, placement falls back to the other engines. */
     bool named = false;
     for (int pass = affinity && affinity->Mask ? 0 : 1; pass < 2 && !best; pass++) {
         for (unsigned i = 0; i < dev->nengines; i++) {
             struct ndk_engine *e = &dev->engines[i];
             if (pass == 0 && !affinity_names(affinity, e->cpu))
                 continue;
-            if (!best || e->load < best->load)
+            if (!best || engine_better(ad, e, best))
                 best = e;
         }
         named = pass == 0;
     }
-    best->load++;
+    engine_take(ad, best);
     /*
      * Pinned only on request: a pinned thread cannot move when others
      * load its CPU, and every hand-off to it then waits for that CPU (on a
@@ -177,14 +206,13 @@ struct ndk_engine *ndk_engine_place(struct ndk_device *dev, const GROUP_AFFINITY
  */
 struct ndk_engine *ndk_engine_place_listener(struct ndk_adapter_impl *ad)
 {
-    struct ndk_engine *e = ad->cq_engine;
-    if (!e)
-        return ndk_engine_place(ad->dev, NULL);
-    e->load++;
-    return e;
+    if (!ad->cq_engine)
+        return ndk_engine_place(ad, NULL);
+    return engine_take(ad, ad->cq_engine);
 }
 
-void ndk_engine_unplace(struct ndk_engine *e)
+void ndk_engine_unplace(struct ndk_obj *obj)
 {
-    e->load--;
+    obj->engine->load--;
+    obj->ad->engine_load[obj->engine->index]--;
 }

@@ -373,7 +373,7 @@ static void listener_release(struct ndk_obj *obj)
 static void listener_destroy(struct ndk_obj *obj)
 {
     listener_release(obj);
-    ndk_engine_unplace(obj->engine);
+    ndk_engine_unplace(obj);
 }
 
 static void listener_free(struct ndk_obj *obj)

@@ -201,7 +201,7 @@ static void srq_destroy(struct ndk_obj *obj)
 {
     struct ndk_srq_impl *srq = container_of(obj, struct ndk_srq_impl, obj);
     ndk_obj_release_successor(&srq->pd->obj);
-    ndk_engine_unplace(obj->engine);
+    ndk_engine_unplace(obj);
 }
 
 static void srq_free(struct ndk_obj *obj)
@@ -269,7 +269,7 @@ NTSTATUS ndk_create_srq(NDK_PD *pNdkPd, ULONG SrqDepth, ULONG MaxReceiveRequestS
     }
     ndk_obj_add_successor(pdo);
     ndk_obj_init(&srq->obj, ad, NdkObjectTypeSrq, &srq_dispatch, &srq_ops);
-    srq->obj.engine = ndk_engine_place(ad->dev, Affinity);
+    srq->obj.engine = ndk_engine_place(ad, Affinity);
     pthread_mutex_unlock(&ad->dev->lock);
     *ppNdkSrq = (NDK_SRQ *)&srq->obj.pub;
     return STATUS_SUCCESS;

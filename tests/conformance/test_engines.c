@@ -1,10 +1,10 @@
 /* Progress engines (docs/architecture.md, Engines): a CQ whose Affinity
  * names a CPU gets its notifications on the engine of that CPU, pinned
- * there; CQs without one go to the least loaded engine; a listener goes to
- * its view's newest CQ's engine; a QP whose CQs sit
- * on two engines completes every request exactly once; closing views with
- * connections on several engines delivers what was queued and nothing
- * after. NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED is reported only with more
+ * there; CQs without one go to an engine with the fewest of their view's
+ * objects, the least loaded of those; a listener goes to its view's newest
+ * CQ's engine; a QP whose CQs sit on two engines completes every request
+ * exactly once; closing views with connections on several engines
+ * delivers what was queued and nothing after. NDK_ADAPTER_FLAG_MULTI_ENGINE_SUPPORTED is reported only with more
  * than one engine (MaxEngines).
  *
  * The program needs two CPUs in its affinity mask; with fewer it is
@@ -177,7 +177,7 @@ DP_CASE(affinity_names_the_engine)
     dp_side_close(&p);
 }
 
-/* Without an Affinity, CQs go to the least loaded engine: two created in a
+/* Without an Affinity, CQs spread over the engines: two created in a
  * row on a fresh device sit on different engines (threads). */
 DP_CASE(least_loaded_placement)
 {
@@ -195,6 +195,34 @@ DP_CASE(least_loaded_placement)
     }
     check_where(&w1, -1, "first CQ");
     check_where(&w2, -1, "second CQ");
+    CHECK(atomic_load(&w1.tid) != atomic_load(&w2.tid));
+    CHECK(atomic_load(&wp1.tid) != atomic_load(&wp2.tid));
+    dp_conn_close(c1);
+    dp_conn_close(c2);
+    dp_side_close(&a);
+    dp_side_close(&p);
+}
+
+/* Without an Affinity, a view's CQs spread over the engines first: two
+ * views that make their CQs in turn (one for each end of a connection, as
+ * a benchmark in one process does) each get one CQ on each engine, not
+ * all of one view's on the engine the other view's just left. */
+DP_CASE(views_spread_their_cqs)
+{
+    dp_side a, p;
+    REQUIRE(open_side(&a) && open_side(&p));
+    static where w1, w2, wp1, wp2;
+    dp_cq *a1 = cq_on(&a, NULL, &w1), *p1 = cq_on(&p, NULL, &wp1);
+    dp_cq *a2 = cq_on(&a, NULL, &w2), *p2 = cq_on(&p, NULL, &wp2);
+    dp_conn *c1 = conn_on(&a, &p, a1, a1, p1, p1);
+    dp_conn *c2 = conn_on(&a, &p, a2, a2, p2, p2);
+    REQUIRE(c1 && c2);
+    CHECK(notified_roundtrip(c1, 60));
+    CHECK(notified_roundtrip(c2, 61));
+    check_where(&w1, -1, "first active CQ");
+    check_where(&w2, -1, "second active CQ");
+    check_where(&wp1, -1, "first passive CQ");
+    check_where(&wp2, -1, "second passive CQ");
     CHECK(atomic_load(&w1.tid) != atomic_load(&w2.tid));
     CHECK(atomic_load(&wp1.tid) != atomic_load(&wp2.tid));
     dp_conn_close(c1);
@@ -432,6 +460,7 @@ int main(int argc, char **argv)
     RUN(multi_engine_flag);
     RUN_FAM(affinity_names_the_engine);
     RUN_FAM(least_loaded_placement);
+    RUN_FAM(views_spread_their_cqs);
     RUN_FAM(listener_on_its_views_cq_engine);
     RUN_FAM(split_cqs_on_two_engines);
     RUN_FAM(close_with_connections_on_engines);

@@ -131,7 +131,7 @@ static void traffic(NDK_QP *from, dp_mr *mf, NDK_QP *to, dp_mr *mt, unsigned at,
 }
 
 /* Two connections, Sends both ways on each: their four QPs sit on both
- * engines (CQs go to the least loaded), so the engine the probe holds in
+ * engines (CQs spread over the engines), so the engine the probe holds in
  * one QP's input leaves input of a QP on the other engine, which must
  * come in meanwhile. Every message arrives. */
 DP_CASE(engines_move_input_at_once)
