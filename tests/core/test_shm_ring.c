@@ -305,31 +305,16 @@ static void t_corrupt_head(void)
     free(g_mem);
 }
 
-/* The peer writes a header at unit `at` with len and type, and publishes
+/* The peer writes a header at unit `at` with type, len and span `units`
+ * (struct shm_msg.units; 0: the message's own size), and publishes
  * `published` units from there; the consumer must refuse it without
  * reading outside the ring (ASan watches the allocation's end). */
-static bool refused(uint32_t at, uint8_t type, uint32_t len, uint32_t published)
+static bool refused_msg(uint32_t at, uint8_t type, uint32_t len, uint8_t units, uint32_t published)
 {
     rings_at(at);
     struct shm_msg *m = (struct shm_msg *)(void *)(P.units + (size_t)at * SHM_UNIT);
     memset(m, 0, sizeof *m);
     m->type = type;
-    m->len = len;
-    __atomic_store_n(&P.ctl->head, at + published, __ATOMIC_SEQ_CST);
-    bool corrupt = false;
-    struct shm_msg h;
-    const uint8_t *p = shm_ring_peek(&C, &h, &corrupt);
-    free(g_mem);
-    return !p && corrupt;
-}
-
-/* As refused, for a message with a span of its own (struct shm_msg.units). */
-static bool refused_span(uint32_t at, uint32_t len, uint8_t units, uint32_t published)
-{
-    rings_at(at);
-    struct shm_msg *m = (struct shm_msg *)(void *)(P.units + (size_t)at * SHM_UNIT);
-    memset(m, 0, sizeof *m);
-    m->type = SHM_REQ_SEND;
     m->len = len;
     m->units = units;
     __atomic_store_n(&P.ctl->head, at + published, __ATOMIC_SEQ_CST);
@@ -338,6 +323,16 @@ static bool refused_span(uint32_t at, uint32_t len, uint8_t units, uint32_t publ
     const uint8_t *p = shm_ring_peek(&C, &h, &corrupt);
     free(g_mem);
     return !p && corrupt;
+}
+
+static bool refused(uint32_t at, uint8_t type, uint32_t len, uint32_t published)
+{
+    return refused_msg(at, type, len, 0, published);
+}
+
+static bool refused_span(uint32_t at, uint32_t len, uint8_t units, uint32_t published)
+{
+    return refused_msg(at, SHM_REQ_SEND, len, units, published);
 }
 
 /* Lengths from a corrupt peer: past the largest payload, past what was
