@@ -89,6 +89,12 @@ const char *vt_line(char *buf, size_t n, const char *id_words, const char *call,
     return buf;
 }
 
+const char *vt_rule(char *buf, size_t n, const char *id_words)
+{
+    snprintf(buf, n, "%.*s", (int)strcspn(id_words, " "), id_words);
+    return buf;
+}
+
 bool vt_side_open(dp_side *s, ULONG connect_event_ms, ULONG defer_ms)
 {
     memset(s, 0, sizeof *s);
@@ -112,4 +118,47 @@ bool vt_pair_open_ms(dp_pair *x, const dp_cfg *cfg, ULONG connect_event_ms, ULON
 bool vt_pair_open(dp_pair *x, const dp_cfg *cfg)
 {
     return vt_pair_open_ms(x, cfg, 0, 0);
+}
+
+bool vt_sends_open(vt_sends *v, ULONG defer_ms)
+{
+    memset(v, 0, sizeof *v);
+    if (!vt_pair_open_ms(&v->x, NULL, 0, defer_ms) ||
+        !dp_buf_reg(&v->x.p, &v->rm, 64, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, 1))
+        return false;
+    v->sbuf = dp_buf_reg(&v->x.a, &v->sm, 64, 0, 2);
+    v->rs = dp_sge(&v->rm, 0, 64);
+    v->ss = dp_sge(&v->sm, 0, 64);
+    return v->sbuf != NULL;
+}
+
+void vt_sends_close(vt_sends *v, ULONG na, ULONG np)
+{
+    NDK_RESULT_EX r[8];
+    if (na > 0)
+        CHECK_EQ(dp_wait_ex(v->x.c->cqa, r, na, DP_WAIT_MS), na);
+    if (np > 0)
+        CHECK_EQ(dp_wait_ex(v->x.c->cqp, r, np, DP_WAIT_MS), np);
+    dp_mr_close(&v->rm);
+    dp_mr_close(&v->sm);
+    dp_pair_close(&v->x);
+}
+
+bool vt_lone_qp_open(vt_lone_qp *l, const dp_cfg *cfg)
+{
+    memset(l, 0, sizeof *l);
+    if (!vt_side_open(&l->s, 0, 0))
+        return false;
+    l->cq = dp_cq_new(&l->s, 16);
+    if (!l->cq)
+        return false;
+    l->qp = dp_qp_create(&l->s, l->cq, l->cq, NULL, NULL, cfg, NULL);
+    return l->qp != NULL;
+}
+
+void vt_lone_qp_close(vt_lone_qp *l)
+{
+    dp_close(l->qp);
+    dp_cq_close(l->cq);
+    dp_side_close(&l->s);
 }

@@ -42,6 +42,19 @@ const char *vt_line(char *buf, size_t n, const char *id_words, const char *call,
         }                                                                                      \
     } while (0)
 
+/* The rule a report's id words name: their first word ("W6 (at most ...)" -> "W6"). */
+const char *vt_rule(char *buf, size_t n, const char *id_words);
+
+/* The first report of the rule id_words names came within ms and is
+ * exactly the line vt_line makes of these words. */
+#define VT_CHECK_REPORT(ms, id_words, call, type, obj, ad, detail, advice)                      \
+    do {                                                                                       \
+        char rule_[16], want_[1024];                                                           \
+        VT_CHECK_LINE(vt_wait(vt_rule(rule_, sizeof rule_, (id_words)), (ms)),                 \
+                      vt_line(want_, sizeof want_, (id_words), (call), (type), (obj), (ad),     \
+                              (detail), (advice)));                                            \
+    } while (0)
+
 /* A line with a time in it: the part before and the part after. */
 #define VT_CHECK_AROUND(got, head, tail)                                                       \
     do {                                                                                       \
@@ -62,5 +75,36 @@ bool vt_side_open(dp_side *s, ULONG connect_event_ms, ULONG defer_ms);
 bool vt_pair_open_ms(dp_pair *x, const dp_cfg *cfg, ULONG connect_event_ms, ULONG defer_ms);
 
 bool vt_pair_open(dp_pair *x, const dp_cfg *cfg);
+
+/* The set-up of the tests that post Sends and watch what the verifier
+ * says of them: a verified connection (with this VerifyDeferMs, 0: the
+ * default), a 64-byte receive buffer registered on the passive side (rs
+ * covers it) and a 64-byte send buffer on the active side (ss covers it,
+ * sbuf is its memory). */
+typedef struct vt_sends {
+    dp_pair x;
+    dp_mr rm, sm;
+    uint8_t *sbuf;
+    NDK_SGE rs, ss;
+} vt_sends;
+
+bool vt_sends_open(vt_sends *v, ULONG defer_ms);
+
+/* Retrieves the completions of the test's posts still in the CQs (na on
+ * the active side's, np on the passive side's; checked), then closes it
+ * all. */
+void vt_sends_close(vt_sends *v, ULONG na, ULONG np);
+
+/* One verified adapter with a CQ of depth 16 and an unconnected QP on it
+ * made with cfg: the set-up of the tests of a post's own arguments. */
+typedef struct vt_lone_qp {
+    dp_side s;
+    dp_cq *cq;
+    NDK_QP *qp;
+} vt_lone_qp;
+
+bool vt_lone_qp_open(vt_lone_qp *l, const dp_cfg *cfg);
+
+void vt_lone_qp_close(vt_lone_qp *l);
 
 #endif

@@ -11,15 +11,13 @@ DP_CASE(accept_twice)
     dp_req *r = dp_req_new("NdkAccept (again)");
     NTSTATUS st = cp->Dispatch->NdkAccept(cp, x.c->qp, 1, 1, NULL, 0, NULL, NULL, dp_req_cb, r);
     CHECK(st != STATUS_SUCCESS && st != STATUS_PENDING);
-    char want[1024], detail[256];
+    char detail[256];
     snprintf(detail, sizeof detail,
              "the connector is answered already (Accept or CompleteConnect was called); the "
              "call returned %s", ndk_status_name(st));
-    VT_CHECK_LINE(vt_wait("N2", 0),
-                  vt_line(want, sizeof want,
-                          "N2 (Accept, Reject and CompleteConnect once each, on the right side)",
-                          "NdkAccept", "connector", cp, x.p.ad, detail,
-                          "call NdkAccept once, on a connector from a connect event"));
+    VT_CHECK_REPORT(0, "N2 (Accept, Reject and CompleteConnect once each, on the right side)",
+                    "NdkAccept", "connector", cp, x.p.ad, detail,
+                    "call NdkAccept once, on a connector from a connect event");
     dp_pair_close(&x);
 }
 

@@ -10,13 +10,11 @@ DP_CASE(adapter_closed_with_objects_open)
     REQUIRE(dp_cq_new(&s, 16));
     NDK_ADAPTER *ad = s.ad;
     dp_close_adapter(ad);
-    char want[1024];
-    VT_CHECK_LINE(vt_wait("L17", 0),
-                  vt_line(want, sizeof want, "L17 (every object is closed before its adapter)",
-                          "ndk_close_adapter", "adapter", ad, ad,
-                          "2 object(s) never closed (1 CQ, 1 PD): torn down without callbacks",
-                          "close every object (and wait for its close completion) before "
-                          "closing the adapter"));
+    VT_CHECK_REPORT(0, "L17 (every object is closed before its adapter)", "ndk_close_adapter",
+                    "adapter", ad, ad,
+                    "2 object(s) never closed (1 CQ, 1 PD): torn down without callbacks",
+                    "close every object (and wait for its close completion) before "
+                    "closing the adapter");
     CHECK(vt_count() == 1);
 }
 

@@ -22,14 +22,12 @@ DP_CASE(cq_overflow_reported)
      * refused already. */
     for (uintptr_t i = 0; i < 4; i++)
         dp_send(x.c->qa, DP_CTX(20 + i), &ss, 1, NDK_OP_FLAG_SILENT_SUCCESS);
-    char want[1024];
-    VT_CHECK_LINE(vt_wait("C8", DP_WAIT_MS),
-                  vt_line(want, sizeof want, "C8 (a CQ is deep enough for every completion it is owed)",
-                          "NdkCqNotificationCallback", "CQ", x.c->rcqp->cq, x.p.ad,
-                          "the CQ overflowed: depth 2, 4 request(s) outstanding on its queues "
-                          "(signalled or not); its QPs fail with a local error",
-                          "create the CQ (or NdkResizeCq it) at least as deep as the queues that "
-                          "complete into it, and retrieve its completions before they pile up"));
+    VT_CHECK_REPORT(DP_WAIT_MS, "C8 (a CQ is deep enough for every completion it is owed)",
+                    "NdkCqNotificationCallback", "CQ", x.c->rcqp->cq, x.p.ad,
+                    "the CQ overflowed: depth 2, 4 request(s) outstanding on its queues "
+                    "(signalled or not); its QPs fail with a local error",
+                    "create the CQ (or NdkResizeCq it) at least as deep as the queues that "
+                    "complete into it, and retrieve its completions before they pile up");
     dp_mr_close(&rm);
     dp_mr_close(&sm);
     dp_pair_close(&x);

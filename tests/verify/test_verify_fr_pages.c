@@ -18,13 +18,12 @@ DP_CASE(fast_register_pages_outside_lams)
     NTSTATUS st = x.c->qa->Dispatch->NdkFastRegister(x.c->qa, DP_CTX(1), f.mr, 1, &page, 0, pg,
                                                      (void *)(uintptr_t)page.QuadPart, 0);
     CHECK(st != STATUS_SUCCESS);
-    char want[1024], detail[256];
+    char detail[256];
     snprintf(detail, sizeof detail, "page 0 of 1 (0x%llx) lies in no live LAM of this adapter",
              (unsigned long long)page.QuadPart);
-    VT_CHECK_LINE(vt_wait("M3", 0),
-                  vt_line(want, sizeof want, "M3 (fast-registration pages come from live LAMs)",
-                          "NdkFastRegister", "QP", x.c->qa, x.a.ad, detail,
-                          "take the page array from a LAM of NdkBuildLAM that is not released"));
+    VT_CHECK_REPORT(0, "M3 (fast-registration pages come from live LAMs)", "NdkFastRegister", "QP",
+                    x.c->qa, x.a.ad, detail,
+                    "take the page array from a LAM of NdkBuildLAM that is not released");
     dp_frmr_close(&f);
     dp_pair_close(&x);
 }

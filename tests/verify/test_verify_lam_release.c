@@ -17,17 +17,15 @@ DP_CASE(lam_released_under_registration)
     NDK_LOGICAL_ADDRESS_MAPPING *lam = f.lam;
     x.a.ad->Dispatch->NdkReleaseLAM(x.a.ad, lam);
     f.lam = NULL;
-    char want[1024], detail[256];
+    char detail[256];
     snprintf(detail, sizeof detail,
              "LAM %p released while a NdkFastRegister (RequestContext %p) that uses its pages has "
              "not completed; the fast registrations over it map nothing from now on",
              (void *)lam, DP_CTX(1));
-    VT_CHECK_LINE(vt_wait("M2", 0),
-                  vt_line(want, sizeof want,
-                          "M2 (no release of a LAM that a fast registration uses)",
-                          "NdkReleaseLAM", "QP", x.c->qa, x.a.ad, detail,
-                          "retrieve the completions of the requests that use a LAM's pages before "
-                          "releasing it"));
+    VT_CHECK_REPORT(0, "M2 (no release of a LAM that a fast registration uses)", "NdkReleaseLAM",
+                    "QP", x.c->qa, x.a.ad, detail,
+                    "retrieve the completions of the requests that use a LAM's pages before "
+                    "releasing it");
     NDK_RESULT_EX r;
     CHECK(dp_wait_ex(x.c->cqa, &r, 1, DP_WAIT_MS) == 1);
     dp_frmr_close(&f);

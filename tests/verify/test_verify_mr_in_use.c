@@ -13,16 +13,14 @@ DP_CASE(deregister_under_receive)
     NDK_SGE sge = dp_sge(&m, 0, 64);
     DP_CHECK_ST(dp_recv(x.c->qp, DP_CTX(7), &sge, 1), STATUS_SUCCESS);
     DP_CHECK_ST(dp_mr_dereg(&m), STATUS_SUCCESS);
-    char want[1024], detail[256];
+    char detail[256];
     snprintf(detail, sizeof detail,
              "a NdkReceive (RequestContext %p) on QP %p names it and has not completed", DP_CTX(7),
              (void *)x.c->qp);
-    VT_CHECK_LINE(vt_wait("M1", 0),
-                  vt_line(want, sizeof want,
-                          "M1 (no deregistration of memory that outstanding requests name)",
-                          "NdkDeregisterMr", "MR", m.mr, x.p.ad, detail,
-                          "wait for the completions of the requests that name the MR before "
-                          "deregistering or closing it"));
+    VT_CHECK_REPORT(0, "M1 (no deregistration of memory that outstanding requests name)",
+                    "NdkDeregisterMr", "MR", m.mr, x.p.ad, detail,
+                    "wait for the completions of the requests that name the MR before "
+                    "deregistering or closing it");
     dp_mr_close(&m);
     dp_pair_close(&x);
 }

@@ -19,14 +19,13 @@ DP_CASE(deregister_under_window)
     NDK_RESULT_EX r;
     CHECK(dp_wait_ex(x.c->cqa, &r, 1, DP_WAIT_MS) == 1 && r.Status == STATUS_SUCCESS);
     DP_CHECK_ST(dp_mr_dereg(&m), STATUS_SUCCESS);
-    char want[1024], detail[256];
+    char detail[256];
     snprintf(detail, sizeof detail,
              "MW %p is still bound over it; the window maps nothing from now on", (void *)mw);
-    VT_CHECK_LINE(vt_wait("M5", 0),
-                  vt_line(want, sizeof want, "M5 (no deregistration of an MR under a bound window)",
-                          "NdkDeregisterMr", "MR", m.mr, x.a.ad, detail,
-                          "invalidate (NdkInvalidate) or close the windows bound over the MR "
-                          "first"));
+    VT_CHECK_REPORT(0, "M5 (no deregistration of an MR under a bound window)", "NdkDeregisterMr",
+                    "MR", m.mr, x.a.ad, detail,
+                    "invalidate (NdkInvalidate) or close the windows bound over the MR "
+                    "first");
     dp_close(mw);
     dp_mr_close(&m);
     dp_pair_close(&x);
