@@ -388,6 +388,21 @@ static void test_reader_trailing_fpdu(void)
 
 /* Feeds the frame whole and octet by octet; both must fail with want, and a
  * further feed on the failed reader must repeat it without taking octets. */
+/* Decodes one whole Request given in hex, as the responder's reader (PD
+ * limit 256) reads it; f's private data stays in r. */
+static enum mpa_result decode_request(const char *hex, struct mpa_reader *r, struct mpa_frame *f)
+{
+    uint8_t tmp[64];
+    size_t n = rp_unhex(hex, tmp, sizeof(tmp)), used;
+    uint8_t *b = exact_copy(tmp, n);
+    if (!b)
+        return MPA_NEED_MORE;
+    mpa_reader_init(r, false, 256);
+    enum mpa_result res = feed_all(r, b, n, &used, f);
+    free(b);
+    return res;
+}
+
 static void expect_error(const char *hex, bool expect_reply, uint16_t limit, enum mpa_result want)
 {
     static uint8_t tmp[MPA_FRAME_MAX + 64];
@@ -457,24 +472,16 @@ static void test_reader_errors(void)
     expect_error(KEY_REQ "10 02 FF FF", false, 256, MPA_ERR_PD_LEN);
     /* Reserved flag bits are ignored, not errors. */
     {
-        uint8_t tmp[64];
-        size_t n = rp_unhex(KEY_REQ "1F 02 00 04 00 01 00 01", tmp, sizeof(tmp));
         struct mpa_reader r;
         struct mpa_frame f;
-        size_t used;
-        mpa_reader_init(&r, false, 256);
-        CHECK_EQ(feed_all(&r, tmp, n, &used, &f), MPA_DONE);
+        CHECK_EQ(decode_request(KEY_REQ "1F 02 00 04 00 01 00 01", &r, &f), MPA_DONE);
         CHECK(f.enhanced && !f.markers && !f.crc && !f.reject);
     }
     /* B/C/D without A are ignored on receipt; IRD/ORD still reported. */
     {
-        uint8_t tmp[64];
-        size_t n = rp_unhex(KEY_REQ "10 02 00 04 40 05 C0 06", tmp, sizeof(tmp));
         struct mpa_reader r;
         struct mpa_frame f;
-        size_t used;
-        mpa_reader_init(&r, false, 256);
-        CHECK_EQ(feed_all(&r, tmp, n, &used, &f), MPA_DONE);
+        CHECK_EQ(decode_request(KEY_REQ "10 02 00 04 40 05 C0 06", &r, &f), MPA_DONE);
         CHECK(!f.p2p);
         CHECK_EQ(f.rtr, 0);
         CHECK_EQ(f.ird, 5);
@@ -570,32 +577,41 @@ static void test_choose_rtr(void)
     struct mpa_frame v1 = {.rev = 1};
     CHECK_EQ(mpa_choose_rtr(&v1, true), 0);
     /* A decoded cxgb4-style Request (A + Read only) with a Read-capable ULP. */
-    uint8_t tmp[64];
-    size_t n = rp_unhex(KEY_REQ "50 02 00 04 80 01 40 01", tmp, sizeof(tmp));
     struct mpa_reader r;
     struct mpa_frame f;
-    size_t used;
-    mpa_reader_init(&r, false, 256);
-    REQUIRE(feed_all(&r, tmp, n, &used, &f) == MPA_DONE);
+    REQUIRE(decode_request(KEY_REQ "50 02 00 04 80 01 40 01", &r, &f) == MPA_DONE);
     CHECK_EQ(mpa_choose_rtr(&f, true), MPA_RTR_READ);
     CHECK_EQ(mpa_choose_rtr(&f, false), MPA_RTR_WRITE);
 }
 
 /* ---------------- FPDU framing ---------------- */
 
+/* Known answers of a size function: fn(in) == want. */
+struct size_answer {
+    size_t in, want;
+};
+
+static void check_answers(const char *name, size_t (*fn)(size_t), const struct size_answer *a,
+                          size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        size_t got = fn(a[i].in);
+        CHECK_EQ(got, a[i].want);
+        if (got != a[i].want)
+            fprintf(stderr, "    in %s(%zu)\n", name, a[i].in);
+    }
+}
+
+#define CHECK_ANSWERS(fn, table) check_answers(#fn, fn, table, sizeof(table) / sizeof((table)[0]))
+
 static void test_mulpdu(void)
 {
-    CHECK_EQ(mpa_mulpdu(1448), 1442);
-    CHECK_EQ(mpa_mulpdu(1460), 1454);
-    CHECK_EQ(mpa_mulpdu(1449), 1442);
-    CHECK_EQ(mpa_mulpdu(1450), 1442);
-    CHECK_EQ(mpa_mulpdu(1451), 1442);
-    CHECK_EQ(mpa_mulpdu(536), 530);
-    CHECK_EQ(mpa_mulpdu(8948), 8942);
-    CHECK_EQ(mpa_mulpdu(65483), 65474); /* siw over loopback */
-    CHECK_EQ(mpa_mulpdu(0), 0);
-    CHECK_EQ(mpa_mulpdu(6), 0);
-    CHECK_EQ(mpa_mulpdu(7), 0);
+    static const struct size_answer mulpdu[] = {
+        {1448, 1442}, {1460, 1454}, {1449, 1442}, {1450, 1442},
+        {1451, 1442}, {536, 530},   {8948, 8942}, {65483, 65474}, /* siw over loopback */
+        {0, 0},       {6, 0},       {7, 0},
+    };
+    CHECK_ANSWERS(mpa_mulpdu, mulpdu);
     for (size_t emss = 8; emss <= 65541; emss++) {
         size_t m = mpa_mulpdu(emss);
         if (m != emss - (6 + emss % 4)) {
@@ -613,17 +629,12 @@ static void test_mulpdu(void)
 
 static void test_pad_and_len(void)
 {
-    CHECK_EQ(mpa_pad_len(0), 2);
-    CHECK_EQ(mpa_pad_len(14), 0);
-    CHECK_EQ(mpa_pad_len(18), 0);
-    CHECK_EQ(mpa_pad_len(19), 3);
-    CHECK_EQ(mpa_pad_len(46), 0);
-    CHECK_EQ(mpa_pad_len(16), 2);
-    CHECK_EQ(mpa_pad_len(17), 1);
-    CHECK_EQ(mpa_fpdu_len(14), 20);
-    CHECK_EQ(mpa_fpdu_len(46), 52);
-    CHECK_EQ(mpa_fpdu_len(22), 28);
-    CHECK_EQ(mpa_fpdu_len(19), 28);
+    static const struct size_answer pad[] = {
+        {0, 2}, {14, 0}, {18, 0}, {19, 3}, {46, 0}, {16, 2}, {17, 1},
+    };
+    static const struct size_answer fpdu[] = {{14, 20}, {46, 52}, {22, 28}, {19, 28}};
+    CHECK_ANSWERS(mpa_pad_len, pad);
+    CHECK_ANSWERS(mpa_fpdu_len, fpdu);
 }
 
 static void test_crc_store(void)
