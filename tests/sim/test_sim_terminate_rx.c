@@ -88,6 +88,17 @@ static void a_terminates(const struct sim_net *net, unsigned *n, uint32_t *ctrl)
     }
 }
 
+/* The Terminate of the reference in u: RDMAP protection error, invalid
+ * STag, with the offending Read Request's DDP and RDMAP headers (its 46
+ * octets in rr). Returns its length. */
+static size_t invalid_stag_terminate(uint8_t u[TERM_LEN_MAX], const uint8_t rr[46])
+{
+    struct ddp_term t;
+    ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_PROTECTION, TERM_RP_INVALID_STAG, true);
+    t.ddp_hdr = true;
+    return term_encode(u, TERM_LEN_MAX, &t, 46, rr, 46, rr + 18);
+}
+
 /* The reference: a good Terminate naming the Read decides its status. */
 static void test_terminate_names_read(void)
 {
@@ -95,11 +106,8 @@ static void test_terminate_names_read(void)
     uint8_t rr[46];
     struct sim_net *net = read_out(&req, rr);
     REQUIRE(net);
-    struct ddp_term t;
-    ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_PROTECTION, TERM_RP_INVALID_STAG, true);
-    t.ddp_hdr = true;
     uint8_t u[TERM_LEN_MAX];
-    size_t len = term_encode(u, sizeof u, &t, 46, rr, sizeof rr, rr + 18);
+    size_t len = invalid_stag_terminate(u, rr);
     CHECK_EQ(len, 70);
     const struct sim_req *r = deliver(net, req, u, len, false);
     CHECK_EQ(r->cqes, 1);
@@ -118,11 +126,8 @@ static void test_terminate_with_bad_crc(void)
     uint8_t rr[46];
     struct sim_net *net = read_out(&req, rr);
     REQUIRE(net);
-    struct ddp_term t;
-    ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_PROTECTION, TERM_RP_INVALID_STAG, true);
-    t.ddp_hdr = true;
     uint8_t u[TERM_LEN_MAX];
-    size_t len = term_encode(u, sizeof u, &t, 46, rr, sizeof rr, rr + 18);
+    size_t len = invalid_stag_terminate(u, rr);
     const struct sim_req *r = deliver(net, req, u, len, true);
     CHECK_EQ(r->cqes, 1);
     CHECK_EQ(r->res.Status, STATUS_CANCELLED);
