@@ -155,6 +155,44 @@ static void check_where(const where *w, int cpu, const char *what)
     }
 }
 
+/* Two connections between a and p, each on a CQ of its own at either end,
+ * made without an Affinity: all of a's CQs first, or (in_turn) a's and p's
+ * in turn, as two views of one process do. */
+typedef struct two_conns {
+    where wa[2], wp[2];
+    dp_conn *c[2];
+} two_conns;
+
+static bool two_conns_open(two_conns *t, dp_side *a, dp_side *p, bool in_turn)
+{
+    dp_cq *ca[2], *cp[2];
+    for (int i = 0; i < 2; i++) {
+        ca[i] = cq_on(a, NULL, &t->wa[i]);
+        if (in_turn)
+            cp[i] = cq_on(p, NULL, &t->wp[i]);
+    }
+    for (int i = 0; !in_turn && i < 2; i++)
+        cp[i] = cq_on(p, NULL, &t->wp[i]);
+    for (int i = 0; i < 2; i++)
+        t->c[i] = conn_on(a, p, ca[i], ca[i], cp[i], cp[i]);
+    return t->c[0] && t->c[1];
+}
+
+/* At each end the two CQs are notified on different engines (threads). */
+static void check_two_engines(const two_conns *t)
+{
+    CHECK(atomic_load(&t->wa[0].tid) != atomic_load(&t->wa[1].tid));
+    CHECK(atomic_load(&t->wp[0].tid) != atomic_load(&t->wp[1].tid));
+}
+
+static void two_conns_close(two_conns *t, dp_side *a, dp_side *p)
+{
+    dp_conn_close(t->c[0]);
+    dp_conn_close(t->c[1]);
+    dp_side_close(a);
+    dp_side_close(p);
+}
+
 /* A CQ with Affinity for the second CPU gets its notifications on that
  * CPU's engine, pinned there; one for the first CPU on the other engine. */
 DP_CASE(affinity_names_the_engine)
@@ -183,24 +221,16 @@ DP_CASE(least_loaded_placement)
 {
     dp_side a, p;
     REQUIRE(open_side(&a) && open_side(&p));
-    static where w1, w2, wp1, wp2;
-    dp_cq *a1 = cq_on(&a, NULL, &w1), *a2 = cq_on(&a, NULL, &w2);
-    dp_cq *p1 = cq_on(&p, NULL, &wp1), *p2 = cq_on(&p, NULL, &wp2);
-    dp_conn *c1 = conn_on(&a, &p, a1, a1, p1, p1);
-    dp_conn *c2 = conn_on(&a, &p, a2, a2, p2, p2);
-    REQUIRE(c1 && c2);
+    static two_conns t;
+    REQUIRE(two_conns_open(&t, &a, &p, false));
     for (uint32_t i = 0; i < 3; i++) {
-        CHECK(notified_roundtrip(c1, 20 + i));
-        CHECK(notified_roundtrip(c2, 30 + i));
+        CHECK(notified_roundtrip(t.c[0], 20 + i));
+        CHECK(notified_roundtrip(t.c[1], 30 + i));
     }
-    check_where(&w1, -1, "first CQ");
-    check_where(&w2, -1, "second CQ");
-    CHECK(atomic_load(&w1.tid) != atomic_load(&w2.tid));
-    CHECK(atomic_load(&wp1.tid) != atomic_load(&wp2.tid));
-    dp_conn_close(c1);
-    dp_conn_close(c2);
-    dp_side_close(&a);
-    dp_side_close(&p);
+    check_where(&t.wa[0], -1, "first CQ");
+    check_where(&t.wa[1], -1, "second CQ");
+    check_two_engines(&t);
+    two_conns_close(&t, &a, &p);
 }
 
 /* Without an Affinity, a view's CQs spread over the engines first: two
@@ -211,24 +241,16 @@ DP_CASE(views_spread_their_cqs)
 {
     dp_side a, p;
     REQUIRE(open_side(&a) && open_side(&p));
-    static where w1, w2, wp1, wp2;
-    dp_cq *a1 = cq_on(&a, NULL, &w1), *p1 = cq_on(&p, NULL, &wp1);
-    dp_cq *a2 = cq_on(&a, NULL, &w2), *p2 = cq_on(&p, NULL, &wp2);
-    dp_conn *c1 = conn_on(&a, &p, a1, a1, p1, p1);
-    dp_conn *c2 = conn_on(&a, &p, a2, a2, p2, p2);
-    REQUIRE(c1 && c2);
-    CHECK(notified_roundtrip(c1, 60));
-    CHECK(notified_roundtrip(c2, 61));
-    check_where(&w1, -1, "first active CQ");
-    check_where(&w2, -1, "second active CQ");
-    check_where(&wp1, -1, "first passive CQ");
-    check_where(&wp2, -1, "second passive CQ");
-    CHECK(atomic_load(&w1.tid) != atomic_load(&w2.tid));
-    CHECK(atomic_load(&wp1.tid) != atomic_load(&wp2.tid));
-    dp_conn_close(c1);
-    dp_conn_close(c2);
-    dp_side_close(&a);
-    dp_side_close(&p);
+    static two_conns t;
+    REQUIRE(two_conns_open(&t, &a, &p, true));
+    CHECK(notified_roundtrip(t.c[0], 60));
+    CHECK(notified_roundtrip(t.c[1], 61));
+    check_where(&t.wa[0], -1, "first active CQ");
+    check_where(&t.wa[1], -1, "second active CQ");
+    check_where(&t.wp[0], -1, "first passive CQ");
+    check_where(&t.wp[1], -1, "second passive CQ");
+    check_two_engines(&t);
+    two_conns_close(&t, &a, &p);
 }
 
 static _Atomic int g_connect_event_tid;
