@@ -44,18 +44,8 @@ DP_CASE(completion_order)
         }
         DP_CHECK_ST(st, STATUS_SUCCESS);
     }
-    NDK_RESULT_EX r[12];
-    ULONG n = dp_wait_ex(c->cqa, r, 12, DP_WAIT_MS);
-    CHECK_EQ(n, 12);
-    for (ULONG i = 0; i < n; i++)
-        DP_CHECK_CQE(r[i], STATUS_SUCCESS, types[i], dp_qpctx_a(c), DP_CTX(i + 1), -1);
-    n = dp_wait_ex(c->cqp, r, 8, DP_WAIT_MS);
-    CHECK_EQ(n, 8);
-    for (ULONG i = 0; i < n; i++) {
-        DP_CHECK_CQE(r[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c),
-                     DP_CTX(200 + i), 100 + i);
-        DP_CHECK_DATA(b.rb + i * 256, 100 + i, 121, i * 1024);
-    }
+    dp_check_posted_in_order(c, types, 12);
+    dp_check_sends_in_order(c, 8, 200, b.rb, 256, 121);
     DP_CHECK_DATA(b.k, MiB, 122, 0);
     DP_CHECK_DATA(b.k + MiB, 4096, 122, 4096);
     dp_bufs_close(&b);

@@ -65,18 +65,8 @@ DP_CASE(defer_chain)
     static const NDK_OPERATION_TYPE types[6] = {NdkOperationTypeSend, NdkOperationTypeSend,
                                                 NdkOperationTypeWrite, NdkOperationTypeRead,
                                                 NdkOperationTypeSend, NdkOperationTypeSend};
-    NDK_RESULT_EX r[6];
-    ULONG n = dp_wait_ex(c->cqa, r, 6, DP_WAIT_MS);
-    CHECK_EQ(n, 6);
-    for (ULONG i = 0; i < n; i++)
-        DP_CHECK_CQE(r[i], STATUS_SUCCESS, types[i], dp_qpctx_a(c), DP_CTX(i + 1), -1);
-    n = dp_wait_ex(c->cqp, r, 4, DP_WAIT_MS);
-    CHECK_EQ(n, 4);
-    for (ULONG i = 0; i < n; i++) {
-        DP_CHECK_CQE(r[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c),
-                     DP_CTX(100 + i), 100 + i);
-        DP_CHECK_DATA(b.rb + i * 1024, 100 + i, 81, i * 1024);
-    }
+    dp_check_posted_in_order(c, types, 6);
+    dp_check_sends_in_order(c, 4, 100, b.rb, 1024, 81);
     DP_CHECK_DATA(b.wb, 3000, 81, 5000);
     DP_CHECK_DATA(b.k, 8192, 82, 0);
     dp_bufs_close(&b);

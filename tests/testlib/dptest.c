@@ -348,6 +348,30 @@ unsigned dp_count_ctx(const NDK_RESULT_EX *r, ULONG n, void *ctx)
     return k;
 }
 
+void dp_check_posted_in_order(dp_conn *c, const NDK_OPERATION_TYPE *types, ULONG n)
+{
+    NDK_RESULT_EX r[32];
+    REQUIRE(n <= 32);
+    ULONG got = dp_wait_ex(c->cqa, r, n, DP_WAIT_MS);
+    CHECK_EQ(got, n);
+    for (ULONG i = 0; i < got; i++)
+        DP_CHECK_CQE(r[i], STATUS_SUCCESS, types[i], dp_qpctx_a(c), DP_CTX(i + 1), -1);
+}
+
+void dp_check_sends_in_order(dp_conn *c, ULONG n, uintptr_t ctx0, const uint8_t *rb, size_t stride,
+                             uint32_t seed)
+{
+    NDK_RESULT_EX r[32];
+    REQUIRE(n <= 32);
+    ULONG got = dp_wait_ex(c->cqp, r, n, DP_WAIT_MS);
+    CHECK_EQ(got, n);
+    for (ULONG i = 0; i < got; i++) {
+        DP_CHECK_CQE(r[i], STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c),
+                     DP_CTX(ctx0 + i), 100 + i);
+        DP_CHECK_DATA(rb + i * stride, 100 + i, seed, i * 1024);
+    }
+}
+
 NDK_MR *dp_mr_create(NDK_PD *pd, BOOLEAN fast)
 {
     NDK_MR *o = NULL;

@@ -503,6 +503,17 @@ NTSTATUS dp_read(NDK_QP *qp, void *ctx, const NDK_SGE *sgl, ULONG n,
  * connection still carries traffic. */
 bool dp_roundtrip(dp_conn *c, size_t len, uint32_t seed);
 
+/* The n requests posted on c's active QP with contexts DP_CTX(1) to
+ * DP_CTX(n) completed successfully in posting order, request i of
+ * types[i] (n at most 32). */
+void dp_check_posted_in_order(dp_conn *c, const NDK_OPERATION_TYPE *types, ULONG n);
+
+/* n Sends arrived in order on c's passive QP: Send i carried 100 + i
+ * bytes of stream seed from offset 1024 * i into the receive posted with
+ * DP_CTX(ctx0 + i) at rb + i * stride (n at most 32). */
+void dp_check_sends_in_order(dp_conn *c, ULONG n, uintptr_t ctx0, const uint8_t *rb, size_t stride,
+                             uint32_t seed);
+
 /* Two adapters and one established connection between them. */
 typedef struct dp_pair {
     dp_side a, p;
