@@ -118,9 +118,7 @@ static void exchange(struct sim_net *net)
     CHECK(sim_run(net));
     sim_stop(net, SIM_A);
     sim_stop(net, SIM_B);
-    sim_drain(net);
-    CHECK_EQ(sim_check_requests(net, true, false), 0);
-    CHECK_EQ(sim_check_memory(net, true), 0);
+    sim_check_clean(net);
 }
 
 /* The set-up as the connector would do it, then the exchange. */

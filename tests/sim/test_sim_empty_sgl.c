@@ -51,11 +51,8 @@ static void test_null_sgl_zero_length(void)
         net->req[r->peer].peer = idx;
     }
     CHECK(sim_run(net));
-    sim_drain(net);
-    for (int i = 0; i < net->nreq; i++)
-        CHECK_EQ(net->req[i].post_status, STATUS_SUCCESS);
-    CHECK_EQ(sim_check_requests(net, true, false), 0);
-    CHECK_EQ(sim_check_memory(net, true), 0);
+    sim_check_posts_ok(net);
+    sim_check_clean(net);
     sim_null_sgl = false;
     sim_net_free(net);
 }

@@ -55,9 +55,7 @@ static void run_exchange(uint64_t seed, const struct sim_cfg *cfg)
     sim_net_start(net);
     sim_exchange_script(net, false, true);
     CHECK(sim_run(net));
-    sim_drain(net);
-    CHECK_EQ(sim_check_requests(net, true, false), 0);
-    CHECK_EQ(sim_check_memory(net, true), 0);
+    sim_check_clean(net);
     for (int i = 0; i < 2; i++) {
         CHECK_EQ(net->end[i].failed_calls, 0);
         CHECK(!net->end[i].stopped);
@@ -182,9 +180,7 @@ static void test_fpdus_follow_mss(void)
     size_t off2 = sim_alloc(net, SIM_B, len);
     int w2 = sim_write1(net, SIM_A, len, 0, B->arena, off2, B->tok_main, sim_addr(B->arena, off2));
     CHECK(sim_run(net));
-    sim_drain(net);
-    CHECK_EQ(sim_check_requests(net, true, false), 0);
-    CHECK_EQ(sim_check_memory(net, true), 0);
+    sim_check_clean(net);
     CHECK_EQ(net->req[w].cqes, 1);
     CHECK_EQ(net->req[w2].cqes, 1);
     CHECK(net->end[SIM_A].mulpdu_calls >= 4); /* every MiB or so, not per FPDU */

@@ -137,11 +137,8 @@ static void run(enum sim_mode mode, bool crc, size_t mulpdu, uint64_t seed)
     sim_read_sges(net, SIM_B, sge, nsge, sp, nsp, 0, A->arena, roff, A->tok_main, sim_addr(A->arena, roff));
     CHECK(sim_run(net));
 
-    sim_drain(net);
-    for (int i = 0; i < net->nreq; i++)
-        CHECK_EQ(net->req[i].post_status, STATUS_SUCCESS);
-    CHECK_EQ(sim_check_requests(net, true, false), 0);
-    CHECK_EQ(sim_check_memory(net, true), 0);
+    sim_check_posts_ok(net);
+    sim_check_clean(net);
     /* Page 1 is in no request's view of the region. */
     CHECK(memcmp(r.fb->p + ps, r.fb->init + ps, ps) == 0);
     if (tl_failures != failures_before)

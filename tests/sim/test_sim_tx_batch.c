@@ -24,11 +24,8 @@ static void chain_in_one_writev(int crc)
         sim_send1(net, SIM_A, 64, i + 1 < CHAIN ? NDK_OP_FLAG_DEFER : 0);
     CHECK_EQ(net->end[SIM_A].writev_calls - before, 1u);
     CHECK(sim_run(net));
-    sim_drain(net);
-    for (int i = 0; i < net->nreq; i++)
-        CHECK_EQ(net->req[i].post_status, STATUS_SUCCESS);
-    CHECK_EQ(sim_check_requests(net, true, false), 0);
-    CHECK_EQ(sim_check_memory(net, true), 0);
+    sim_check_posts_ok(net);
+    sim_check_clean(net);
     sim_net_free(net);
 }
 

@@ -1077,6 +1077,19 @@ unsigned sim_check_requests(struct sim_net *net, bool strict, bool allow_errors)
     return bad;
 }
 
+void sim_check_posts_ok(const struct sim_net *net)
+{
+    for (int i = 0; i < net->nreq; i++)
+        CHECK_EQ(net->req[i].post_status, STATUS_SUCCESS);
+}
+
+void sim_check_clean(struct sim_net *net)
+{
+    sim_drain(net);
+    CHECK_EQ(sim_check_requests(net, true, false), 0);
+    CHECK_EQ(sim_check_memory(net, true), 0);
+}
+
 unsigned sim_check_memory(struct sim_net *net, bool exact)
 {
     unsigned bad = 0;

@@ -529,6 +529,14 @@ unsigned sim_check_requests(struct sim_net *net, bool strict, bool allow_errors)
  * request targets it) its expected value; exact: everything expected. */
 unsigned sim_check_memory(struct sim_net *net, bool exact);
 
+/* Every post returned STATUS_SUCCESS (checked). */
+void sim_check_posts_ok(const struct sim_net *net);
+
+/* A clean exchange, checked: takes the completions left (sim_drain), then
+ * every request succeeded (strict) and every buffer holds exactly what it
+ * should. */
+void sim_check_clean(struct sim_net *net);
+
 /* ------------------------------------------------------------------------ */
 /* Wire images                                                              */
 /* ------------------------------------------------------------------------ */
