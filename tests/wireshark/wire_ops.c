@@ -855,6 +855,17 @@ static void frmr_free(struct side *b, struct frmr *f)
     memset(f, 0, sizeof *f);
 }
 
+/* A's request (context ctx) was posted (st) and completed successfully as
+ * an operation of this type. */
+static bool completed(struct side *a, NTSTATUS st, void *ctx, NDK_OPERATION_TYPE type,
+                      const char *what)
+{
+    if (!posted(st, what))
+        return false;
+    NDK_RESULT_EX r = cq_wait(a, ctx, what);
+    return expect(&r, what, STATUS_SUCCESS, type, -1);
+}
+
 /* An RDMA Write of len bytes of src (offset soff) to B's target at offset
  * toff; nSge 0 for a zero-length Write. */
 static bool write_one(struct side *a, struct bufs *m, const struct remote *rb, size_t soff,
@@ -863,10 +874,7 @@ static bool write_one(struct side *a, struct bufs *m, const struct remote *rb, s
     NDK_SGE g = sge(&m->src, soff, len);
     NTSTATUS st = a->qp->Dispatch->NdkWrite(a->qp, CTX(4), len ? &g : NULL, len ? 1 : 0,
                                             rb->addr + toff, rb->token, 0);
-    if (!posted(st, what))
-        return false;
-    NDK_RESULT_EX r = cq_wait(a, CTX(4), what);
-    return expect(&r, what, STATUS_SUCCESS, NdkOperationTypeWrite, -1);
+    return completed(a, st, CTX(4), NdkOperationTypeWrite, what);
 }
 
 /* An RDMA Read of len bytes of B's target (offset toff) into A's sink at
@@ -877,10 +885,7 @@ static bool read_one(struct side *a, struct bufs *m, const struct remote *rb, si
     NDK_SGE g = sge(&m->sink, koff, len);
     NTSTATUS st = a->qp->Dispatch->NdkRead(a->qp, CTX(5), len ? &g : NULL, len ? 1 : 0,
                                            rb->addr + toff, rb->token, 0);
-    if (!posted(st, what))
-        return false;
-    NDK_RESULT_EX r = cq_wait(a, CTX(5), what);
-    return expect(&r, what, STATUS_SUCCESS, NdkOperationTypeRead, -1);
+    return completed(a, st, CTX(5), NdkOperationTypeRead, what);
 }
 
 static bool data_ops(struct side *a, struct side *b, struct bufs *m, const struct remote *rb)
