@@ -202,12 +202,7 @@ DP_CASE(initiator_queue_depth_zero)
     NDK_SGE rs = dp_sge(&rr, 0, 64), ss = dp_sge(&ms, 0, 64);
     DP_CHECK_ST(dp_recv(q, DP_CTX(8), &rs, 1), STATUS_SUCCESS);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(9), &ss, 1, 0), STATUS_SUCCESS);
-    NDK_RESULT_EX e;
-    DP_WAIT(c->cqa, &e, 1);
-    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(9), -1);
-    DP_WAIT(c->cqp, &e, 1);
-    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(8), 64);
-    DP_CHECK_DATA(rb, 64, 31, 0);
+    dp_check_send_landed(c, 9, 8, rb, 64, 31);
     dp_close(mw);
     dp_frmr_close(&f);
     dp_mr_close(&ms);

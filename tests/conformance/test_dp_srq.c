@@ -206,12 +206,7 @@ DP_CASE(receive_on_srq_qp_refused)
     REQUIRE(dp_buf_reg(&a, &ms, 64, 0, 5));
     NDK_SGE g = dp_sge(&ms, 0, 32);
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(4), &g, 1, 0), STATUS_SUCCESS);
-    NDK_RESULT_EX e;
-    DP_WAIT(c->cqa, &e, 1);
-    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(4), -1);
-    DP_WAIT(c->cqp, &e, 1);
-    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(3), 32);
-    DP_CHECK_DATA(mr.addr, 32, 5, 0);
+    dp_check_send_landed(c, 4, 3, mr.addr, 32, 5);
     dp_mr_close(&ms);
     dp_mr_close(&mr);
     dp_conn_close(c);

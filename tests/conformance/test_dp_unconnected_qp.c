@@ -54,12 +54,7 @@ DP_CASE(unconnected_qp)
     DP_CHECK_QUIET(c->cqp);
     REQUIRE(dp_conn_establish(c));
     DP_CHECK_ST(dp_send(c->qa, DP_CTX(10), &g, 1, 0), STATUS_SUCCESS);
-    NDK_RESULT_EX e;
-    DP_WAIT(c->cqa, &e, 1);
-    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(10), -1);
-    DP_WAIT(c->cqp, &e, 1);
-    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(9), 100);
-    DP_CHECK_DATA(rb, 100, 31, 0);
+    dp_check_send_landed(c, 10, 9, rb, 100, 31);
     dp_close(mw);
     dp_frmr_close(&f);
     dp_mr_close(&ms);

@@ -358,6 +358,17 @@ void dp_check_posted_in_order(dp_conn *c, const NDK_OPERATION_TYPE *types, ULONG
         DP_CHECK_CQE(r[i], STATUS_SUCCESS, types[i], dp_qpctx_a(c), DP_CTX(i + 1), -1);
 }
 
+void dp_check_send_landed(dp_conn *c, uintptr_t sctx, uintptr_t rctx, const uint8_t *rb, size_t len,
+                          uint32_t seed)
+{
+    NDK_RESULT_EX e;
+    DP_WAIT(c->cqa, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(sctx), -1);
+    DP_WAIT(c->cqp, &e, 1);
+    DP_CHECK_CQE(e, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(rctx), len);
+    DP_CHECK_DATA(rb, len, seed, 0);
+}
+
 void dp_check_sends_in_order(dp_conn *c, ULONG n, uintptr_t ctx0, const uint8_t *rb, size_t stride,
                              uint32_t seed)
 {

@@ -508,6 +508,12 @@ bool dp_roundtrip(dp_conn *c, size_t len, uint32_t seed);
  * types[i] (n at most 32). */
 void dp_check_posted_in_order(dp_conn *c, const NDK_OPERATION_TYPE *types, ULONG n);
 
+/* The Send posted on c's active QP with context DP_CTX(sctx) completed,
+ * and so did the receive it landed in (context DP_CTX(rctx)), with the len
+ * bytes of stream seed at rb. */
+void dp_check_send_landed(dp_conn *c, uintptr_t sctx, uintptr_t rctx, const uint8_t *rb, size_t len,
+                          uint32_t seed);
+
 /* n Sends arrived in order on c's passive QP: Send i carried 100 + i
  * bytes of stream seed from offset 1024 * i into the receive posted with
  * DP_CTX(ctx0 + i) at rb + i * stride (n at most 32). */
