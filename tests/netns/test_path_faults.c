@@ -241,21 +241,6 @@ DP_CASE(outage_with_both_sides_idle)
     close_hosts(c, &cli, &srv);
 }
 
-/* Connects c's active side to its listener; the request record. */
-static dp_req *connect_start(dp_conn *c)
-{
-    c->ca = dp_connector_new(c->a);
-    if (!c->ca)
-        return NULL;
-    NDK_SOCKADDR src;
-    ULONG srclen = dp_side_addr(c->a, &src, 0);
-    dp_req *r = dp_req_new("NdkConnect");
-    r->started = true;
-    r->returned = c->ca->Dispatch->NdkConnect(c->ca, c->qa, &src.sa, srclen, &c->laddr.sa, c->laddrlen,
-                                              c->cfg.ird, c->cfg.ord, NULL, 0, dp_req_cb, r);
-    return r;
-}
-
 DP_CASE(outage_during_connection_setup)
 {
     dp_side cli, srv;
@@ -267,7 +252,7 @@ DP_CASE(outage_during_connection_setup)
     REQUIRE(c && dp_conn_listen(c));
     link_set("rs", false);
     uint64_t t0 = tl_now_ns();
-    dp_req *r = connect_start(c);
+    dp_req *r = dp_conn_connect_start(c);
     REQUIRE(r);
     NTSTATUS s = dp_finish(r, r->returned, DETECT_BOUND_MS);
     fprintf(stderr, "    connect into a dead path: %s after %u ms\n", ndk_status_name(s), ms_since(t0));
@@ -280,7 +265,7 @@ DP_CASE(outage_during_connection_setup)
      * RTR; both legs end with a documented status in time. */
     c = dp_conn_new(&cli, &srv, &cfg);
     REQUIRE(c && dp_conn_listen(c));
-    r = connect_start(c);
+    r = dp_conn_connect_start(c);
     REQUIRE(r && r->returned == STATUS_PENDING);
     c->cp = dp_conn_incoming(c, DP_WAIT_MS);
     REQUIRE(c->cp);

@@ -727,18 +727,26 @@ bool dp_conn_establish(dp_conn *c)
     return dp_conn_listen(c) && dp_conn_connect(c);
 }
 
-bool dp_conn_connect(dp_conn *c)
+dp_req *dp_conn_connect_start(dp_conn *c)
 {
     c->ca = dp_connector_new(c->a);
     if (!c->ca)
-        return false;
+        return NULL;
     NDK_SOCKADDR src;
     ULONG srclen = dp_side_addr(c->a, &src, 0);
-    dp_req *rc = dp_req_new("NdkConnect");
-    rc->started = true;
-    rc->returned = c->ca->Dispatch->NdkConnect(c->ca, c->qa, &src.sa, srclen, &c->laddr.sa,
-                                               c->laddrlen, c->cfg.ird, c->cfg.ord, NULL, 0,
-                                               dp_req_cb, rc);
+    dp_req *r = dp_req_new("NdkConnect");
+    r->started = true;
+    r->returned = c->ca->Dispatch->NdkConnect(c->ca, c->qa, &src.sa, srclen, &c->laddr.sa,
+                                              c->laddrlen, c->cfg.ird, c->cfg.ord, NULL, 0,
+                                              dp_req_cb, r);
+    return r;
+}
+
+bool dp_conn_connect(dp_conn *c)
+{
+    dp_req *rc = dp_conn_connect_start(c);
+    if (!rc)
+        return false;
     if (rc->returned != STATUS_PENDING) {
         DP_CHECK_ST(rc->returned, STATUS_PENDING);
         return false;

@@ -472,6 +472,11 @@ bool dp_conn_establish(dp_conn *c);
 /* The same to the listener c->l already listening at c->laddr. */
 bool dp_conn_connect(dp_conn *c);
 
+/* The first step of dp_conn_connect: a new connector on the active side
+ * and its NdkConnect to the listener started; the request's record (its
+ * returned status as NdkConnect gave it), or NULL when no connector. */
+dp_req *dp_conn_connect_start(dp_conn *c);
+
 /* NdkDisconnect on one connector; the final status. */
 NTSTATUS dp_disconnect(NDK_CONNECTOR *k);
 
