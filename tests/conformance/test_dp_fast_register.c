@@ -139,13 +139,7 @@ DP_CASE(fast_register_write)
     uint8_t *k = dp_buf_reg(&x.a, &sink, 8192, DP_SINK_FLAGS, 0);
     REQUIRE(a && rb && k);
     NDK_SGE g = dp_sge(&ms, 0, 5000);
-    DP_CHECK_ST(dp_write(c->qa, DP_CTX(2), &g, 1, base + 1000, f.tok, 0), STATUS_SUCCESS);
-    NDK_SGE rs = dp_sge(&rr, 0, 64);
-    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(3), &rs, 1), STATUS_SUCCESS);
-    DP_CHECK_ST(dp_send(c->qa, DP_CTX(4), dp_nosge(), 0, 0), STATUS_SUCCESS);
-    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeWrite, dp_qpctx_a(c), DP_CTX(2), -1);
-    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(4), -1);
-    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(3), 0);
+    dp_write_placed(c, &g, base + 1000, f.tok, &rr);
     DP_CHECK_DATA(buf + 1000, 5000, 111, 0);
     DP_CHECK_BYTES(area, 1300, 0xEE);
     DP_CHECK_BYTES(buf + 6000, 4 * pg - 300 - 6000, 0xEE);

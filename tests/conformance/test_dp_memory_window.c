@@ -33,13 +33,7 @@ DP_CASE(bind_window)
 
     /* Write 100 bytes 50 bytes into the window, then the notification. */
     NDK_SGE g = dp_sge(&ms, 0, 100);
-    DP_CHECK_ST(dp_write(c->qa, DP_CTX(2), &g, 1, win + 50, wt, 0), STATUS_SUCCESS);
-    NDK_SGE rs = dp_sge(&rr, 0, 64);
-    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(3), &rs, 1), STATUS_SUCCESS);
-    DP_CHECK_ST(dp_send(c->qa, DP_CTX(4), dp_nosge(), 0, 0), STATUS_SUCCESS);
-    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeWrite, dp_qpctx_a(c), DP_CTX(2), -1);
-    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(4), -1);
-    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(3), 0);
+    dp_write_placed(c, &g, win + 50, wt, &rr);
     DP_CHECK_DATA(win + 50, 100, 102, 0);
     DP_CHECK_DATA(b, pg + 50, 101, 0);
     DP_CHECK_DATA(win + 150, 3 * pg - 150, 101, pg + 150);

@@ -358,6 +358,17 @@ void dp_check_posted_in_order(dp_conn *c, const NDK_OPERATION_TYPE *types, ULONG
         DP_CHECK_CQE(r[i], STATUS_SUCCESS, types[i], dp_qpctx_a(c), DP_CTX(i + 1), -1);
 }
 
+void dp_write_placed(dp_conn *c, const NDK_SGE *g, const void *raddr, UINT32 rtok, const dp_mr *rr)
+{
+    DP_CHECK_ST(dp_write(c->qa, DP_CTX(2), g, 1, raddr, rtok, 0), STATUS_SUCCESS);
+    NDK_SGE rs = dp_sge(rr, 0, 64);
+    DP_CHECK_ST(dp_recv(c->qp, DP_CTX(3), &rs, 1), STATUS_SUCCESS);
+    DP_CHECK_ST(dp_send(c->qa, DP_CTX(4), dp_nosge(), 0, 0), STATUS_SUCCESS);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeWrite, dp_qpctx_a(c), DP_CTX(2), -1);
+    EXPECT_ONE(c->cqa, STATUS_SUCCESS, NdkOperationTypeSend, dp_qpctx_a(c), DP_CTX(4), -1);
+    EXPECT_ONE(c->cqp, STATUS_SUCCESS, NdkOperationTypeReceive, dp_qpctx_p(c), DP_CTX(3), 0);
+}
+
 void dp_check_send_landed(dp_conn *c, uintptr_t sctx, uintptr_t rctx, const uint8_t *rb, size_t len,
                           uint32_t seed)
 {

@@ -513,6 +513,12 @@ bool dp_roundtrip(dp_conn *c, size_t len, uint32_t seed);
  * types[i] (n at most 32). */
 void dp_check_posted_in_order(dp_conn *c, const NDK_OPERATION_TYPE *types, ULONG n);
 
+/* An RDMA Write of g to raddr under rtok (context DP_CTX(2)), then a
+ * zero-length Send (DP_CTX(4)) into a receive of rr's first 64 bytes
+ * (DP_CTX(3)): once that receive completed the Write was placed (RFC 5040
+ * section 5.5, in order). All three completions checked. */
+void dp_write_placed(dp_conn *c, const NDK_SGE *g, const void *raddr, UINT32 rtok, const dp_mr *rr);
+
 /* The Send posted on c's active QP with context DP_CTX(sctx) completed,
  * and so did the receive it landed in (context DP_CTX(rctx)), with the len
  * bytes of stream seed at rb. */
