@@ -5,7 +5,8 @@
 #   ./test.sh --tsan       ThreadSanitizer build in build-tsan/ (without the sim tests,
 #                          which are single-threaded; suppressions, each
 #                          with its reason: tests/tsan.supp)
-# Extra arguments after the flag go to ctest (e.g. -L unit, -LE interop).
+# Extra arguments after the flag go to ctest (e.g. -L unit, -LE interop);
+# --build-only there (first) configures and builds without running ctest.
 set -euo pipefail
 cd "$(dirname "$0")"
 dir=build
@@ -25,6 +26,12 @@ case "${1:-}" in
 	export TSAN_OPTIONS=${TSAN_OPTIONS:-halt_on_error=1:second_deadlock_stack=1:history_size=7:suppressions=$PWD/tests/tsan.supp}
 	;;
 esac
+build_only=
+if [ "${1:-}" = --build-only ]; then
+	shift
+	build_only=1
+fi
 cmake -S . -B "$dir" "${cmake_args[@]}" >/dev/null
 cmake --build "$dir" -j"$(nproc)"
+[ -z "$build_only" ] || exit 0
 ctest --test-dir "$dir" --output-on-failure --timeout 300 "$@"

@@ -22,3 +22,6 @@ ndk_guest_test(perftest_siw_all 1200 $<TARGET_FILE:ndkperf> ${PROJECT_SOURCE_DIR
 
 # interop.perftest_loopback: ndkperf --perftest against itself on the host.
 ndk_loopback_test(perftest_loopback ndkperf 240)
+# About 25 s, mostly waiting: starts early under ctest -j (tests/CMakeLists.txt,
+# Scheduling).
+set_tests_properties(interop.perftest_loopback PROPERTIES COST 25)
