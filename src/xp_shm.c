@@ -113,7 +113,7 @@ struct shm_conn {
     uint64_t rs_got;
     uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
-    bool split_wait;            /* the request at the head waits for the initiator's part (atomic) */
+    bool split_wait;            /* the request at the head waits for the initiator's part */
     uint32_t split_id;          /* ...that request */
     uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
     bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
