@@ -54,6 +54,8 @@ enum shm_msg_type {
     SHM_RESP_TERM,     /* the target refused request `id`: the connection ends */
     SHM_PAD,           /* no message: fills the ring's last units when the next
                           message would cross its end (the consumer skips it) */
+    SHM_RESP_GRANT,    /* single-copy Write or Read `id` split: the initiator moves
+                          the octets from off on itself, at these target iovecs */
 };
 
 /* Flags (struct shm_msg.flags). */

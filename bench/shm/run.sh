@@ -15,7 +15,9 @@
 #                    printing "GB/s=VALUE"); its row is left out when unset
 #   OUT=/tmp/ndk-shm-DATE  raw logs
 # Every process runs under timeout(1); UCX servers are stopped by their PID;
-# UCX runs only when ucx_perftest is installed.
+# UCX runs only when ucx_perftest is installed (Debian: apt-get install
+# ucx-utils). What the anchors measure, and the machine's ceiling rows
+# (copy_ceiling): docs/shm.md, Bandwidth.
 set -u -o pipefail
 
 BUILD=${1:?usage: run.sh BUILD_DIR}
@@ -27,6 +29,7 @@ CPU_SERVER=${CPU_SERVER:-1}
 OUT=${OUT:-/tmp/ndk-shm-$(date +%Y%m%d-%H%M%S)}
 SHM=$BUILD/bench/shm/shm_perf
 NDKPERF=$BUILD/tools/ndkperf/ndkperf
+CEIL=$BUILD/bench/shm/copy_ceiling
 mkdir -p "$OUT"
 export SHM_CPU_CLIENT=$CPU_CLIENT SHM_CPU_SERVER=$CPU_SERVER
 export UCX_TLS=posix,cma UCX_NET_DEVICES=lo
@@ -57,7 +60,7 @@ tcp() {
 # ucx TEST SIZE FIELD -> the "Final:" line's field (3: p50 us, 7: MB/s, 9: msg/s)
 UCX_PORT=13500
 ucx() {
-	command -v ucx_perftest >/dev/null || { echo "-"; return; }
+	command -v ucx_perftest >/dev/null || { echo "- (no ucx_perftest: apt-get install ucx-utils)"; return; }
 	UCX_PORT=$((UCX_PORT + 1))
 	timeout 60 taskset -c "$CPU_SERVER" ucx_perftest -p $UCX_PORT >>"$OUT/log" 2>&1 &
 	local spid=$!
@@ -74,6 +77,13 @@ ucx() {
 	wait $spid 2>/dev/null
 	echo "$line" >>"$OUT/log"
 	echo "$line" | awk -v f="$3" '{ v = $f; if (f == 7) v = v * 1048576 / 1e9; else if (f == 9) v = v / 1e6; printf "%.3f\n", v }'
+}
+
+# ceiling MODE -> "wall GB/s, per CPU second" of copy_ceiling MODE 1 MiB
+ceiling() {
+	[ -x "$CEIL" ] || { echo "-"; return; }
+	timeout 60 "$CEIL" "$1" 1048576 "$SECS" 2>>"$OUT/log" | tee -a "$OUT/log" |
+		awk '{ sub("GB/s=", "", $3); sub("cpu_GB/s=", "", $4); printf "%s (%s per CPU s)\n", $3, $4 }'
 }
 
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
@@ -96,6 +106,12 @@ echo "| 1 MiB RDMA Write (GB/s) | $wr | $wrc | $t_wr | $u_put (ucp_put_bw) | >= 
 echo "| 1 MiB RDMA Read (GB/s) | $rd | $rdc | $t_rd | $u_put (ucp_put_bw) | >= 0.9x UCX | $(ratio "$rd" "$u_put") |"
 echo "| 64 B Send rate, DEFER chains of 32 (Mmsg/s) | $rate | $ratec | $t_rate | $u_rate (tag_bw) | >= 10 | $(ratio "$rate" "$u_rate") |"
 echo "| memcpy 1 MiB, one thread (GB/s) | $m_bw | | | | | |"
+echo
+echo "The machine's ceiling for 1 MiB between the two CPUs (copy_ceiling; GB/s, and GB per CPU second of the copying threads):"
+echo
+echo "| memcpy, one CPU | process_vm_readv, one CPU | process_vm_writev, one CPU | process_vm_readv, both CPUs (a half each) |"
+echo "| --- | --- | --- | --- |"
+echo "| $(ceiling memcpy) | $(ceiling pull) | $(ceiling push) | $(ceiling pull2) |"
 echo
 echo "| size | shm Send half RTT (us) | TCP Send half RTT (us) | shm Write (GB/s) | TCP Write (GB/s) |"
 echo "| --- | --- | --- | --- | --- |"

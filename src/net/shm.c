@@ -248,3 +248,17 @@ int shm_os_push(pid_t pid, const struct iovec *local, int nl, const struct iovec
 {
     return transfer(pid, local, nl, remote, nr, true);
 }
+
+int shm_os_wait_while(const uint64_t *word, uint64_t value, int pidfd, int timeout_ms)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    for (int waited = 0; __atomic_load_n(word, __ATOMIC_ACQUIRE) == value; waited++) {
+        if (waited >= timeout_ms)
+            return -ETIMEDOUT;
+        /* A millisecond at a time: the peer's system call ends, or the
+         * peer process does (its pidfd becomes readable). */
+        if (poll(&p, pidfd >= 0 ? 1 : 0, 1) > 0)
+            return -ESRCH;
+    }
+    return 0;
+}

@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 #include <sys/uio.h>
 
@@ -49,5 +50,10 @@ int shm_os_peer(int sock, pid_t *pid, bool *same_user);
  * writes ours into the peer. */
 int shm_os_pull(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
 int shm_os_push(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
+
+/* Waits while the shared word still holds value (the peer is in the
+ * middle of a transfer it announced there), at most timeout_ms: 0 once it
+ * changed, -ESRCH when the process of pidfd ended, -ETIMEDOUT. */
+int shm_os_wait_while(const uint64_t *word, uint64_t value, int pidfd, int timeout_ms);
 
 #endif

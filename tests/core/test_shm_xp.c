@@ -60,6 +60,8 @@ enum cmd {
     C_CPU,
     C_SEND,
     C_ANSWERED,
+    C_WRITE,
+    C_HOLD,
     C_EXIT
 };
 
@@ -415,6 +417,20 @@ static void child_serve(int ctl)
         }
         case C_ANSWERED:
             m.n = __atomic_load_n(&g_cqes_at_answer, __ATOMIC_RELAXED);
+            break;
+        case C_WRITE: {
+            /* A Write of len octets from READ_AT (seeded) to (a, token n). */
+            NDK_SGE g = sge(&S, READ_AT, m.len);
+            m.ok = S.qp->Dispatch->NdkWrite(S.qp, NULL, &g, 1, m.a, m.n, 0) == STATUS_SUCCESS;
+            break;
+        }
+        case C_HOLD:
+            /* Our initiator side stops (n: 1) or goes on (0): nothing takes
+             * the responses while the test holds sq_lock. */
+            if (m.n)
+                pthread_mutex_lock(&impl(S.qp)->dp.sq_lock);
+            else
+                pthread_mutex_unlock(&impl(S.qp)->dp.sq_lock);
             break;
         case C_CLOSE_QP:
             nt_close(S.qp);
@@ -930,6 +946,52 @@ static void t_receive_wait(void)
     pair_down();
 }
 
+static tl_event g_granted;
+static void on_grant(struct ndk_qp_impl *qp)
+{
+    (void)qp;
+    tl_event_signal(&g_granted);
+}
+
+/* A split Write whose grant the target takes back before the initiator
+ * moved its part (here: NdkFlush while the initiator's side is held): the
+ * target placed its own half, and nothing of the granted half ever
+ * lands, also once the initiator takes the grant. */
+static void t_grant_revoked(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    const ULONG len = 1u << 20;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    memset(S.buf, 0, len);
+    struct ndk_qp_impl *q = impl(S.qp);
+    /* Our target side takes nothing until the child's side is held. */
+    pthread_mutex_lock(&q->dp.rx_lock);
+    CHECK(ask(C_WRITE, S.rtok, len, 0, (uint64_t)(uintptr_t)S.buf, 0).ok);
+    CHECK(ask(C_HOLD, 1, 0, 0, 0, 0).ok);
+    unsigned grants = tl_event_count(&g_granted);
+    CHECK(ndk_test_hooks_set(S.ad, &(struct ndk_test_hooks){.shm_answered = on_grant}));
+    pthread_mutex_unlock(&q->dp.rx_lock);
+    CHECK(tl_event_wait(&g_granted, grants + 1, WAIT_MS));
+    /* Flush waits for the pass that granted (rx_lock), then takes the
+     * grant back. */
+    S.qp->Dispatch->NdkFlush(S.qp);
+    ndk_test_hooks_set(S.ad, NULL);
+    CHECK(ask(C_HOLD, 0, 0, 0, 0, 0).ok);
+    /* Our QP closed: the child's connection ends, its Write flushed after
+     * it took the grant back from its ring. */
+    nt_close(S.qp);
+    S.qp = NULL;
+    struct msg m = ask(C_REAP, 1, 0, 0, 0, 0);
+    CHECK(m.ok && m.status != STATUS_SUCCESS);
+    CHECK(same(S.buf, len / 2, SEED_B, 0));
+    bool untouched = true;
+    for (ULONG i = len / 2; i < len; i++)
+        untouched = untouched && !S.buf[i];
+    CHECK(untouched);
+    pair_down();
+}
+
 /* A fast-registered region whose pages are not in address order: a Write
  * and a Read through it are placed and gathered page by page, in single
  * copy and copy mode; a Write past its end is refused. */
@@ -1165,6 +1227,7 @@ static void t_connect_fails(void)
 int main(void)
 {
     tl_event_init(&g_req);
+    tl_event_init(&g_granted);
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
     RUN(t_protection);
@@ -1175,6 +1238,7 @@ int main(void)
     RUN(t_window);
     RUN(t_receive_wait);
     RUN(t_fast_register);
+    RUN(t_grant_revoked);
     RUN(t_garbage);
     RUN(t_back_pressure);
     RUN(t_peer_killed);
