@@ -1002,6 +1002,10 @@ static void serve(struct shm_conn *c)
         uint32_t req_seen = __atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST);
         uint32_t resp_seen = __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST);
         progress(c, false);
+        void (*hook)(struct ndk_qp_impl *, int) =
+            __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_pass, __ATOMIC_ACQUIRE);
+        if (hook)
+            hook(c->qp, pass);
         if (__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE))
             break; /* the busy poller reads; the lease's end rings the bell */
         /* Armed, then one more look: a message published before the peer
