@@ -15,7 +15,8 @@
 #                    printing "GB/s=VALUE"); its row is left out when unset
 #   OUT=/tmp/ndk-shm-DATE  raw logs
 # Every process runs under timeout(1); UCX servers are stopped by their PID;
-# UCX runs only when ucx_perftest is installed.
+# UCX runs only when ucx_perftest is installed (Debian and Ubuntu: the
+# package ucx-utils, `apt-get install ucx-utils`).
 set -u -o pipefail
 
 BUILD=${1:?usage: run.sh BUILD_DIR}
