@@ -175,6 +175,9 @@ struct ndk_test_hooks {
     void (*shm_posted)(struct ndk_qp_impl *qp);
     /* The target published a response, rx_lock held (xp_shm.c). */
     void (*shm_answered)(struct ndk_qp_impl *qp);
+    /* The engine ran pass `pass` (0: the first) of a wake-up of a
+     * same-host connection, no QP lock held (xp_shm.c, serve). */
+    void (*shm_pass)(struct ndk_qp_impl *qp, int pass);
 };
 /* Sets the hooks of the adapter's device, every view of it included, to
  * *hooks (NULL: none); a hook already entered may still run. Each field is

@@ -650,8 +650,27 @@ static void lam_fix_max(struct mem_table *t, size_t from)
     }
 }
 
+void mem_lock(struct mem_table *t)
+{
+    pthread_mutex_lock(&t->lock);
+}
+
+void mem_unlock(struct mem_table *t)
+{
+    pthread_mutex_unlock(&t->lock);
+}
+
 NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
                        ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov)
+{
+    pthread_mutex_lock(&t->lock);
+    NTSTATUS st = mem_map_local_locked(t, pd, sgl, nsge, access, iov, max_iov, niov);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                              ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov)
 {
     if (niov)
         *niov = 0;
@@ -659,7 +678,6 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
         return STATUS_INVALID_PARAMETER;
     NTSTATUS st = STATUS_SUCCESS;
     int n = 0;
-    pthread_mutex_lock(&t->lock);
     for (ULONG i = 0; i < nsge && st == STATUS_SUCCESS; i++) {
         const NDK_SGE *s = &sgl[i];
         uint64_t len = s->Length;
@@ -707,7 +725,6 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
         }
         n += k;
     }
-    pthread_mutex_unlock(&t->lock);
     if (st == STATUS_SUCCESS && niov)
         *niov = n;
     return st;

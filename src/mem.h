@@ -89,6 +89,16 @@ enum mem_err mem_map_remote(struct mem_table *t, const struct ndk_pd_impl *pd,
  */
 NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
                        ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov);
+/* mem_map_local with the table's lock held by the caller (mem_lock ..
+ * mem_unlock), so that a transport checks and maps the SGEs of several
+ * requests under one hold: every lock taken waits until the processor's
+ * stores are done, which for a producer writing a ring the consumer has
+ * just read means a cache-line round trip per lock (xp_shm.c). Nothing
+ * else may be called while the lock is held. */
+void mem_lock(struct mem_table *t);
+void mem_unlock(struct mem_table *t);
+NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                              ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov);
 /* A receive's SGEs at its post (NdkReceive, NdkSrqReceive): their total
  * length, in *total, at most max_total octets (STATUS_INVALID_PARAMETER),
  * and each in writable memory of the PD (mem_map_local, MEM_LOCAL_WRITE). */

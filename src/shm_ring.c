@@ -48,7 +48,13 @@ uint32_t shm_ring_cost(const struct shm_ring *r, uint32_t at, uint32_t len)
 
 struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len)
 {
-    uint32_t n = shm_msg_units(len), skip = pad_before(r, *at, n);
+    struct shm_msg h = {.len = len};
+    return shm_ring_put_msg(r, at, &h);
+}
+
+struct shm_msg *shm_ring_put_msg(struct shm_ring *r, uint32_t *at, const struct shm_msg *h)
+{
+    uint32_t n = shm_msg_units(h->len), skip = pad_before(r, *at, n);
     if (skip) {
         struct shm_msg *pad = (struct shm_msg *)(void *)unit_at(r, r->mine + *at);
         memset(pad, 0, sizeof *pad);
@@ -57,10 +63,10 @@ struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len)
         *at += skip;
     }
     struct shm_msg *m = (struct shm_msg *)(void *)unit_at(r, r->mine + *at);
-    memset(m, 0, sizeof *m);
-    m->len = len;
+    memcpy(m, h, sizeof *m);
     *at += n;
     r->last = m;
+    r->last_units = n;
     return m;
 }
 
@@ -74,7 +80,7 @@ void shm_ring_publish(struct shm_ring *r, uint32_t n)
         if (end - r->theirs > SHM_UNITS - gap - 1)
             r->theirs = __atomic_load_n(&r->ctl->tail, __ATOMIC_SEQ_CST);
         if (end - r->theirs <= SHM_UNITS - gap - 1) {
-            r->last->units = (uint8_t)(shm_msg_units(r->last->len) + gap);
+            r->last->units = (uint8_t)(r->last_units + gap);
             n += gap;
         }
     }

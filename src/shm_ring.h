@@ -126,6 +126,7 @@ struct shm_ring {
     uint32_t freed;  /* consumer: the tail last stored (taken units up to mine are still ours) */
     uint32_t cur;    /* consumer: units of the message shm_ring_peek returned */
     struct shm_msg *last; /* producer: the message shm_ring_put wrote last */
+    uint32_t last_units;  /* producer: its own units (the ring's copy is not read back) */
 };
 
 /* Views the ring at mem (SHM_RING_BYTES octets, 64-aligned). init: zero the
@@ -143,6 +144,11 @@ uint32_t shm_ring_cost(const struct shm_ring *r, uint32_t at, uint32_t len);
  * room), its header zeroed and its len set, to fill; a pad is written
  * before it when needed; *at advances past both. */
 struct shm_msg *shm_ring_put(struct shm_ring *r, uint32_t *at, uint32_t len);
+/* The same with the header *h (its len included) written at once: a
+ * producer that builds the header aside writes the unit, which the
+ * consumer read last, with a few wide stores instead of a field at a
+ * time. */
+struct shm_msg *shm_ring_put_msg(struct shm_ring *r, uint32_t *at, const struct shm_msg *h);
 /* Makes the next n filled units visible to the consumer; the last message
  * spans on to the batch boundary when the ring has room for that and a
  * unit more. */

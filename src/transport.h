@@ -93,13 +93,18 @@ struct ndk_xp_ops {
      * needs the peer QP's locks, say) does its work here (iWARP: a
      * receive resumes input that waits for one). Still inside the entry
      * point: notifications it causes are queued as that returns. Called after
-     * every successful post, DEFER or not, and on a detached QP too (the
+     * every successful post (NdkReceive alone with after_receives_only,
+     * below), DEFER or not, and on a detached QP too (the
      * transport checks its own state). No lock is held, so detach
      * (ndk_qp_stop, another thread) may free the transport's context at
      * any moment: find and use it only under sq_lock, and touch nothing of
      * it after letting go (xp_shm.c's shm_after_post only rings its
      * eventfd for the engine, under the lock). */
     void (*after_post)(struct ndk_qp_impl *qp);
+    /* after_post has work only after NdkReceive (a receive for a Send
+     * that waits for one): the QP object skips it after the initiator
+     * queue's posts, which then take sq_lock once, not twice. */
+    bool after_receives_only;
     /* NdkFlush, on a QP that has had this transport (it may be in error
      * already, or detached): nothing more goes out but what must, to keep
      * the stream framed; nothing more is placed; the connection stays

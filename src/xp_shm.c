@@ -636,7 +636,7 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
 static void take_requests(struct shm_conn *c, struct shm_fail *f)
 {
     bool corrupt = false;
-    uint32_t taken = 0;
+    uint32_t taken = 0, answered = c->resp_out.mine;
     struct shm_msg h; /* read once: the peer may still write the ring */
     const uint8_t *payload;
     /* A receive posted from now on rings again (shm_after_post). Read
@@ -669,7 +669,12 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         broken(c, f);
     ndk_xp_rcv_flush(c->qp, &c->rcv);
     give_back(c, &c->req_in);
-    wake_peer(c);
+    /* The peer is woken for what we published: taking its requests alone
+     * (every inline Send) gives it nothing to do, and the units it waits
+     * for are space_freed's (a pass of a busy receiver woke the sender's
+     * engine, which then preempted the sending thread on its CPU). */
+    if (c->resp_out.mine != answered)
+        wake_peer(c);
 }
 
 /* ---- the initiator (sq_lock) ---- */
@@ -846,6 +851,110 @@ static void finished(struct ndk_qp_impl *qp, NTSTATUS st)
     ndk_xp_sq_taken(qp);
 }
 
+/* Small Sends and Writes (payloads of at most SHM_PAYLOAD octets, copied
+ * into one message each) from sq_tx on, their sources checked and mapped
+ * under one hold of the memory table's lock (mem_map_local_locked): the
+ * lock taken per request waited each time until the messages written
+ * before it were in the ring, whose units the consumer had read last (a
+ * cache-line round trip), so a DEFER chain went out one round trip per
+ * message. The table may change between the mapping and the copy, as it
+ * may between mem_map_local and any copy. */
+#define SMALL_BATCH 32
+struct small_batch {
+    uint32_t n, next;             /* requests mapped from sq_tx on; the next to write */
+    int first[SMALL_BATCH], nv[SMALL_BATCH];
+    NTSTATUS st[SMALL_BATCH];
+    struct iovec iov[MEM_LOCAL_IOV_MAX];
+};
+
+static bool small_request(const struct ndk_swqe *w)
+{
+    return (w->op == SWQE_SEND || w->op == SWQE_WRITE) && w->total <= SHM_PAYLOAD;
+}
+
+/* Maps the small requests from sq_tx on (source_of's checks, each with
+ * the iovecs left of the batch's; one that needs more waits for the next
+ * batch, where it has all of them, as source_of gives). */
+static void small_map(struct shm_conn *c, struct small_batch *b)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    struct ndk_qp_dp *dp = &qp->dp;
+    int used = 0;
+    b->n = b->next = 0;
+    mem_lock(qp_mem(qp));
+    for (uint32_t i = dp->sq_tx; b->n < SMALL_BATCH && used < (int)MEM_LOCAL_IOV_MAX && i - dp->sq_head < dp->sq_count;
+         i++) {
+        const struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, i)];
+        if (!small_request(w))
+            break;
+        NTSTATUS st = STATUS_SUCCESS;
+        int nv = 0;
+        if (!w->total) {
+            /* nothing to map (source_of) */
+        } else if (w->flags & NDK_OP_FLAG_INLINE) {
+            b->iov[used] = (struct iovec){w->inline_data, w->total};
+            nv = 1;
+        } else {
+            st = mem_map_local_locked(qp_mem(qp), qp->pd, w->sge, w->nsge, 0, b->iov + used,
+                                      (int)MEM_LOCAL_IOV_MAX - used, &nv);
+            if (st == STATUS_IMPLEMENTATION_LIMIT && used)
+                break;
+        }
+        b->first[b->n] = used;
+        b->nv[b->n] = nv;
+        b->st[b->n] = st;
+        used += nv;
+        b->n++;
+    }
+    mem_unlock(qp_mem(qp));
+}
+
+/* The small request w at sq_tx into the ring, as put_request: its header
+ * is built aside and written with its payload in a few wide stores, none
+ * read back (a store to a unit the consumer holds waits in the store
+ * buffer, a load of it for the line). */
+static bool put_small(struct shm_conn *c, struct ndk_swqe *w, struct small_batch *b, uint32_t room, uint32_t *used,
+                      uint32_t *need)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    if (b->next == b->n)
+        small_map(c, b);
+    uint32_t k = b->next;
+    *need = 0;
+    if (b->st[k] != STATUS_SUCCESS) {
+        b->next++;
+        finished(qp, b->st[k]);
+        return true;
+    }
+    bool send = w->op == SWQE_SEND;
+    struct shm_msg h = {
+        .type = send ? SHM_REQ_SEND : SHM_REQ_WRITE,
+        .flags = SHM_F_LAST,
+        .id = qp->dp.sq_tx,
+        .len = w->total,
+        .stag = send ? w->inv_stag : w->rtoken,
+        .to = w->raddr,
+        .total = w->total,
+    };
+    uint32_t cost = shm_ring_cost(&c->req_out, *used, h.len);
+    if (cost > room - *used) {
+        *need = cost;
+        return false;
+    }
+    if (send) {
+        const struct rdmap_opinfo *oi = rdmap_op(w->rdmap_op);
+        h.flags |= (oi->solicit ? SHM_F_SOLICIT : 0) | (oi->invalidate ? SHM_F_INVALIDATE : 0);
+    }
+    uint8_t *p = (uint8_t *)(shm_ring_put_msg(&c->req_out, used, &h) + 1);
+    for (const struct iovec *v = b->iov + b->first[k], *e = v + b->nv[k]; v < e; v++) {
+        memcpy(p, v->iov_base, v->iov_len);
+        p += v->iov_len;
+    }
+    b->next++;
+    finished(qp, STATUS_SUCCESS); /* in the ring: handed over */
+    return true;
+}
+
 /* One request into the ring (room: free units, *used of them filled).
  * Returns false when it has to wait for room, *need then the units its
  * next message takes at *used, or for an ORD slot (*need 0); it is then
@@ -923,12 +1032,14 @@ static void put_requests(struct shm_conn *c)
     struct ndk_qp_impl *qp = c->qp;
     uint32_t room = room_or_wait(&c->req_out, 1), used = 0, need;
     struct ndk_swqe *w;
+    struct small_batch small;
+    small.n = small.next = 0;
     while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
         if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
             finished(qp, ndk_xp_exec_local(qp, w));
             continue;
         }
-        if (put_request(c, w, room, &used, &need))
+        if (small_request(w) ? put_small(c, w, &small, room, &used, &need) : put_request(c, w, room, &used, &need))
             continue;
         if (!used) {
             /* Too little room for its next message: the consumer is asked
@@ -1063,6 +1174,10 @@ static void serve(struct shm_conn *c)
         uint32_t resp_seen = __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST);
         uint64_t split_seen = __atomic_load_n(&c->hdr->split[c->me], __ATOMIC_SEQ_CST);
         progress(c, false);
+        void (*hook)(struct ndk_qp_impl *, int) =
+            __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_pass, __ATOMIC_ACQUIRE);
+        if (hook)
+            hook(c->qp, pass);
         if (__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE))
             break; /* the busy poller reads; the lease's end rings the bell */
         /* Armed, then one more look: a message published before the peer
@@ -1187,7 +1302,11 @@ static void shm_after_post(struct ndk_qp_impl *qp)
 {
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
-    bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
+    /* A busy poller that holds the input lease makes the passes (the
+     * lease's end rings the engine, shm_lease_input): a receiver that
+     * reposts as it polls woke its engine, which took rx_lock from it. */
+    bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) &&
+                 !__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE);
     /* One ring per pass is enough: the pass takes every receive posted
      * before it began (a receiver reposting as it reaps would otherwise
      * make a system call per receive while Sends wait). */
@@ -1283,6 +1402,7 @@ static const struct ndk_xp_ops shm_ops = {
     .name = "shm",
     .doorbell = shm_doorbell,
     .after_post = shm_after_post,
+    .after_receives_only = true,
     .flush = shm_flush,
     .forget = shm_forget,
     .poll = shm_poll,

@@ -1093,6 +1093,72 @@ static void t_back_pressure(void)
     pair_down();
 }
 
+/* The peer's request ring as a producer that publishes a pad (no
+ * message: the consumer skips it, docs/shm.md) at each pass of our
+ * engine: every pass finds news. */
+#define PADS 100
+static struct {
+    struct shm_ring_ctl *ctl;
+    uint8_t *units;
+    unsigned published; /* the engine's thread only */
+    int max_pass;       /* atomic */
+    tl_event passes;
+} g_pad;
+
+static void pad_per_pass(struct ndk_qp_impl *qp, int pass)
+{
+    (void)qp;
+    if (pass > __atomic_load_n(&g_pad.max_pass, __ATOMIC_RELAXED))
+        __atomic_store_n(&g_pad.max_pass, pass, __ATOMIC_RELAXED);
+    if (g_pad.published < PADS) {
+        uint32_t head = __atomic_load_n(&g_pad.ctl->head, __ATOMIC_SEQ_CST);
+        struct shm_msg *m = (struct shm_msg *)(void *)(g_pad.units + (size_t)(head & (SHM_UNITS - 1)) * SHM_UNIT);
+        memset(m, 0, sizeof *m);
+        m->type = SHM_PAD;
+        m->len = SHM_UNIT - sizeof *m;
+        __atomic_store_n(&g_pad.ctl->head, head + 1, __ATOMIC_SEQ_CST);
+        g_pad.published++;
+    }
+    tl_event_signal(&g_pad.passes);
+}
+
+/* While the peer keeps publishing, one wake-up of the engine runs at most
+ * 17 passes, then comes back through the loop (docs/shm.md, Wake-ups and
+ * threads): the engine's other connections and callbacks get their turn.
+ * The peer's Send starts a wake-up and every pass finds a new pad; then
+ * the connection still carries a Send. */
+static void t_pass_cap(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    int side;
+    uint8_t *region = ndk_shm_region(impl(S.qp), &side);
+    REQUIRE(region);
+    g_pad.ctl = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(1 - side, false));
+    g_pad.units = (uint8_t *)g_pad.ctl + sizeof(struct shm_ring_ctl);
+    g_pad.published = 0;
+    g_pad.max_pass = -1;
+    unsigned seen = tl_event_count(&g_pad.passes);
+    NDK_SGE g = sge(&S, 0, 64);
+    CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)1, &g, 1), STATUS_SUCCESS);
+    CHECK(ndk_test_hooks_set(S.ad, &(struct ndk_test_hooks){.shm_pass = pad_per_pass}));
+    CHECK(ask(C_SEND, 0, 64, 0, 0, 0).ok);
+    /* The pass that took the last pad, at least. */
+    CHECK(tl_event_wait(&g_pad.passes, seen + PADS + 1, WAIT_MS));
+    ndk_test_hooks_set(S.ad, NULL);
+    CHECK_EQ(__atomic_load_n(&g_pad.max_pass, __ATOMIC_RELAXED), 16);
+    expect_ok(NdkOperationTypeReceive, (void *)1);
+    CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &g, 1, 0), STATUS_SUCCESS);
+    expect_ok(NdkOperationTypeSend, (void *)2);
+    /* The child's own Send's completion, then the receive. */
+    struct msg m = ask(C_REAP, 2, 64, 0, 0, 0);
+    CHECK(m.ok && m.status == 0);
+    CHECK_EQ((uint32_t)m.b, (uint32_t)NdkOperationTypeReceive);
+    pair_down();
+}
+
 /* kill -9 of the peer: every outstanding request is flushed at once, and
  * the descriptors and the region go with the QP. */
 static void t_peer_killed(void)
@@ -1228,6 +1294,7 @@ int main(void)
 {
     tl_event_init(&g_req);
     tl_event_init(&g_granted);
+    tl_event_init(&g_pad.passes);
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
     RUN(t_protection);
@@ -1241,6 +1308,7 @@ int main(void)
     RUN(t_grant_revoked);
     RUN(t_garbage);
     RUN(t_back_pressure);
+    RUN(t_pass_cap);
     RUN(t_peer_killed);
     RUN(t_peer_closed);
     RUN(t_connect_fails);
