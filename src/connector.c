@@ -992,6 +992,26 @@ static NTSTATUS bind_local(struct ndk_connector_impl *c, int fd, struct ndk_sep_
     return STATUS_SUCCESS;
 }
 
+/* Can c connect qp now? Device lock held. */
+static NTSTATUS connect_check(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
+{
+    if (c->state != CONN_IDLE || c->obj.closing || c->passive)
+        return STATUS_INVALID_DEVICE_STATE;
+    return check_qp(c, qp);
+}
+
+/* Starts the TCP handshake of a socket bind_local bound; on failure the
+ * reservation is given back. Device lock held. */
+static NTSTATUS connect_socket(struct ndk_connector_impl *c, int fd, const NDK_SOCKADDR *dst)
+{
+    int err = ndk_tcp_connect(fd, dst);
+    if (err >= 0)
+        return STATUS_SUCCESS;
+    ports_unref(c->port);
+    c->port = NULL;
+    return ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+}
+
 /* The Request is built now, so the private data need not outlive the call. */
 static void build_request(struct ndk_connector_impl *c, ULONG ird, ULONG ord, const void *pd, ULONG pdLen)
 {
@@ -1062,24 +1082,48 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     ndk_tcp_set_liveness(fd, &ad->opt);
 
     pthread_mutex_lock(&ad->dev->lock);
-    if (c->state != CONN_IDLE || c->obj.closing || c->passive)
-        st = STATUS_INVALID_DEVICE_STATE;
-    else if ((st = check_qp(c, qp)) == STATUS_SUCCESS)
-        st = bind_local(c, fd, sep, &src, &dst);
-    if (st != STATUS_SUCCESS)
-        goto fail_locked;
+    st = connect_check(c, qp);
+    if (st != STATUS_SUCCESS || sep) {
+        /* A shared endpoint's connections are checked against each other
+         * (bind_local): its bind and connect stay under the lock. */
+        if (st == STATUS_SUCCESS)
+            st = bind_local(c, fd, sep, &src, &dst);
+        if (st == STATUS_SUCCESS)
+            st = connect_socket(c, fd, &dst);
+        if (st != STATUS_SUCCESS)
+            goto fail_locked;
+    } else {
+        pthread_mutex_unlock(&ad->dev->lock);
+        /*
+         * The bind and the TCP handshake are the costliest steps of the
+         * call (on loopback, connect() runs the peer's side of the
+         * handshake too), and need no device state: the port registry has
+         * its own lock, and the socket is nobody's yet. So they run
+         * unlocked, and other engines' connections progress meanwhile. The
+         * connector cannot be closed during its own call (L5); its QP can,
+         * so the checks are made again.
+         */
+        struct port_res *port = NULL;
+        st = ports_reserve(&src, PORT_CONNECTOR, fd, true, &port);
+        int err = st == STATUS_SUCCESS ? ndk_tcp_connect(fd, &dst) : 0;
+        if (err < 0)
+            st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+        pthread_mutex_lock(&ad->dev->lock);
+        if (st == STATUS_SUCCESS)
+            st = connect_check(c, qp);
+        if (st != STATUS_SUCCESS) {
+            pthread_mutex_unlock(&ad->dev->lock);
+            if (port)
+                ports_unref(port);
+            ndk_stream_close(fd);
+            return st;
+        }
+        c->port = port;
+        c->local = src;
+    }
     c->peer = dst;
     c->fd = fd;
     build_request(c, ird, ord, pd, pdLen);
-
-    int err = ndk_tcp_connect(fd, &dst);
-    if (err < 0) {
-        st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
-        ports_unref(c->port);
-        c->port = NULL;
-        c->fd = -1;
-        goto fail_locked;
-    }
     connect_started(c, qp, sep, cb, ctx);
     pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_PENDING;
