@@ -843,6 +843,15 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         on_peer_closed(c, was_reset(c, events));
         return;
     case CONN_CONNECTED:
+        if (c->local_disconnect && c->peer_fin && (events & EPOLLHUP) && !ndk_stream_error(c->fd)) {
+            /* NdkDisconnect's FIN, which it sends without the lock, is out
+             * and the peer's had come: both directions are shut (a hang-up
+             * with no error; RDHUP is no longer asked for). The call, back
+             * under the lock, finds the connection over (disconnect_wait). */
+            conn_dead(c, false);
+            return;
+        }
+        __attribute__((fallthrough));
     case CONN_DISCONNECTING:
         if (c->dp_started) {
             conn_dp_io(c, events);
@@ -992,6 +1001,26 @@ static NTSTATUS bind_local(struct ndk_connector_impl *c, int fd, struct ndk_sep_
     return STATUS_SUCCESS;
 }
 
+/* Can c connect qp now? Device lock held. */
+static NTSTATUS connect_check(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
+{
+    if (c->state != CONN_IDLE || c->obj.closing || c->passive)
+        return STATUS_INVALID_DEVICE_STATE;
+    return check_qp(c, qp);
+}
+
+/* Starts the TCP handshake of a socket bind_local bound; on failure the
+ * reservation is given back. Device lock held. */
+static NTSTATUS connect_socket(struct ndk_connector_impl *c, int fd, const NDK_SOCKADDR *dst)
+{
+    int err = ndk_tcp_connect(fd, dst);
+    if (err >= 0)
+        return STATUS_SUCCESS;
+    ports_unref(c->port);
+    c->port = NULL;
+    return ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+}
+
 /* The Request is built now, so the private data need not outlive the call. */
 static void build_request(struct ndk_connector_impl *c, ULONG ird, ULONG ord, const void *pd, ULONG pdLen)
 {
@@ -1062,24 +1091,48 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     ndk_tcp_set_liveness(fd, &ad->opt);
 
     pthread_mutex_lock(&ad->dev->lock);
-    if (c->state != CONN_IDLE || c->obj.closing || c->passive)
-        st = STATUS_INVALID_DEVICE_STATE;
-    else if ((st = check_qp(c, qp)) == STATUS_SUCCESS)
-        st = bind_local(c, fd, sep, &src, &dst);
-    if (st != STATUS_SUCCESS)
-        goto fail_locked;
+    st = connect_check(c, qp);
+    if (st != STATUS_SUCCESS || sep) {
+        /* A shared endpoint's connections are checked against each other
+         * (bind_local): its bind and connect stay under the lock. */
+        if (st == STATUS_SUCCESS)
+            st = bind_local(c, fd, sep, &src, &dst);
+        if (st == STATUS_SUCCESS)
+            st = connect_socket(c, fd, &dst);
+        if (st != STATUS_SUCCESS)
+            goto fail_locked;
+    } else {
+        pthread_mutex_unlock(&ad->dev->lock);
+        /*
+         * The bind and the TCP handshake are the costliest steps of the
+         * call (on loopback, connect() runs the peer's side of the
+         * handshake too), and need no device state: the port registry has
+         * its own lock, and the socket is nobody's yet. So they run
+         * unlocked, and other engines' connections progress meanwhile. The
+         * connector cannot be closed during its own call (L5); its QP can,
+         * so the checks are made again.
+         */
+        struct port_res *port = NULL;
+        st = ports_reserve(&src, PORT_CONNECTOR, fd, true, &port);
+        int err = st == STATUS_SUCCESS ? ndk_tcp_connect(fd, &dst) : 0;
+        if (err < 0)
+            st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+        pthread_mutex_lock(&ad->dev->lock);
+        if (st == STATUS_SUCCESS)
+            st = connect_check(c, qp);
+        if (st != STATUS_SUCCESS) {
+            pthread_mutex_unlock(&ad->dev->lock);
+            if (port)
+                ports_unref(port);
+            ndk_stream_close(fd);
+            return st;
+        }
+        c->port = port;
+        c->local = src;
+    }
     c->peer = dst;
     c->fd = fd;
     build_request(c, ird, ord, pd, pdLen);
-
-    int err = ndk_tcp_connect(fd, &dst);
-    if (err < 0) {
-        st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
-        ports_unref(c->port);
-        c->port = NULL;
-        c->fd = -1;
-        goto fail_locked;
-    }
     connect_started(c, qp, sep, cb, ctx);
     pthread_mutex_unlock(&ad->dev->lock);
     return STATUS_PENDING;
@@ -1432,6 +1485,30 @@ static NTSTATUS conn_get_peer_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pA
     return conn_get_address(pNdkConnector, true, pAddress, pAddressLength);
 }
 
+/* NdkDisconnect's end once our FIN is on its way: done at once when the
+ * peer's FIN came and nothing of ours is in flight (X1), else pending until
+ * it is. Device lock held. */
+static NTSTATUS disconnect_wait(struct ndk_connector_impl *c, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
+{
+    if (c->state == CONN_DEAD && !c->peer_gone)
+        return STATUS_SUCCESS; /* both FINs went while ours was sent (conn_on_io) */
+    if (c->peer_gone || c->fd < 0) {
+        /* The peer aborted while our FIN went out. */
+        conn_dead(c, true);
+        return STATUS_CONNECTION_ABORTED;
+    }
+    if (c->peer_fin && (!c->dp_started || quiescent(c))) {
+        conn_dead(c, false);
+        return STATUS_SUCCESS;
+    }
+    c->state = CONN_DISCONNECTING;
+    ndk_req_begin(&c->disconnect_req, &c->obj, cb, ctx);
+    if (!c->peer_fin)
+        conn_watch(c, EPOLLIN | EPOLLRDHUP);
+    loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.DisconnectTimeoutMs);
+    return STATUS_PENDING;
+}
+
 static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COMPLETION RequestCompletion,
                                 PVOID RequestContext)
 {
@@ -1455,8 +1532,21 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
         conn_dp_lock_events(c);
         CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "disconnecting (NdkDisconnect)");
         if (c->dp_started && !c->shm) {
-            /* Our FIN goes once everything already queued is out. */
-            ndk_qp_disconnect(c->qp);
+            /*
+             * Our FIN goes once everything already queued is out, sent
+             * by the QP under its own sq_lock as a post's data is: on
+             * loopback shutdown() also runs the peer's side of the FIN,
+             * so it goes without the device lock, as other engines'
+             * connections progress meanwhile. What the engine does with
+             * the connection in between (the peer's FIN or reset, a
+             * Terminate) is under the lock, and disconnect_wait looks at
+             * it after. A QP whose data path stops in between has no
+             * transport: its FIN is the stop's.
+             */
+            struct ndk_qp_impl *qp = c->qp;
+            pthread_mutex_unlock(&ad->dev->lock);
+            ndk_qp_disconnect(qp);
+            pthread_mutex_lock(&ad->dev->lock);
         } else {
             /* Over shared memory what is published is the peer's: it
              * takes it all when it sees our FIN (conn_shm_io). A Send of
@@ -1466,17 +1556,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
             ndk_stream_shutdown_write(c->fd);
             c->fin_sent = true;
         }
-        if (c->peer_fin && (!c->dp_started || quiescent(c))) {
-            conn_dead(c, false);
-            st = STATUS_SUCCESS;
-        } else {
-            c->state = CONN_DISCONNECTING;
-            ndk_req_begin(&c->disconnect_req, &c->obj, RequestCompletion, RequestContext);
-            if (!c->peer_fin)
-                conn_watch(c, EPOLLIN | EPOLLRDHUP);
-            loop_timer_arm(conn_loop(c), &c->timer, ad->opt.DisconnectTimeoutMs);
-            st = STATUS_PENDING;
-        }
+        st = disconnect_wait(c, RequestCompletion, RequestContext);
     }
     pthread_mutex_unlock(&ad->dev->lock);
     return st;

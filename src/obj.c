@@ -265,11 +265,53 @@ static void cb_ran(struct ndk_device *dev, struct ndk_adapter_impl *view)
         pthread_cond_broadcast(&dev->cb_done);
 }
 
-/* Runs the engine's queued callbacks with the device lock released.
- * Called by the engine's thread with the lock held. */
+/* A callback that ran, its bookkeeping still owed (ndk_drain_callbacks). */
+struct cb_ran_rec {
+    struct ndk_obj *obj;
+    enum ndk_cb_kind kind;
+};
+
+/* How many callbacks an engine runs back to back before it takes the
+ * device lock for their bookkeeping: bounded, so a queue that never
+ * empties (a busy CQ re-queueing its notification) still lets closes
+ * finish. */
+#define DRAIN_BATCH 32
+
+/* The bookkeeping of callbacks that ran: each object's busy count (a close
+ * that waited for them may finish, L13), a close completion's destroy, and
+ * the view's count. Device lock held. */
+static void cb_settle(struct ndk_device *dev, const struct cb_ran_rec *ran, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++) {
+        struct ndk_obj *obj = ran[i].obj;
+        struct ndk_adapter_impl *view = obj->ad;
+        if (ran[i].kind == CB_CLOSE) {
+            obj->close_cb.queued = false;
+            ndk_obj_destroy(obj);
+        } else {
+            __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
+            ndk_obj_maybe_finish(obj);
+        }
+        cb_ran(dev, view);
+    }
+}
+
+/*
+ * Runs the engine's queued callbacks with the device lock released.
+ * Called by the engine's thread with the lock held; returns with it held.
+ * Callbacks run back to back, and the lock is taken again only when the
+ * queue is empty (or DRAIN_BATCH ran) to settle them all at once: with
+ * several engines the device lock is contended, and taking it after every
+ * callback cost a hand-off each. A callback's object stays busy until its
+ * settlement, so it cannot be destroyed in between (L13), and its close
+ * completion, the last callback it has, is settled by the destroy.
+ */
 void ndk_drain_callbacks(struct ndk_engine *e)
 {
     struct ndk_device *dev = e->dev;
+    struct cb_ran_rec ran[DRAIN_BATCH];
+    unsigned nran = 0;
+    bool locked = true;
     for (;;) {
         pthread_mutex_lock(&e->cbq_lock);
         struct ndk_cb *cb = e->cbq_head;
@@ -278,34 +320,51 @@ void ndk_drain_callbacks(struct ndk_engine *e)
             if (!e->cbq_head)
                 e->cbq_tail = NULL;
             cb->next = NULL;
-            /* A CQ/SRQ notification may be queued again by a data-path
-             * thread the moment its callback returns: its flag is owned by
-             * the queue lock, not the adapter lock. */
-            if (cb->kind == CB_CQ_NOTIFY)
+            /* The item may be queued again the moment its callback starts
+             * (a CQ/SRQ notification by a data-path thread, a request the
+             * callback begins anew): its flag is owned by the queue lock.
+             * Only a close completion's is read (ndk_obj_maybe_finish):
+             * it stays set until the object is destroyed. */
+            if (cb->kind != CB_CLOSE)
                 cb->queued = false;
         }
         pthread_mutex_unlock(&e->cbq_lock);
-        if (!cb)
-            break;
+        if (!cb) {
+            if (!locked) {
+                pthread_mutex_lock(&dev->lock);
+                locked = true;
+            }
+            if (!nran)
+                break;
+            /* Settling may queue more (a close that can finish now). */
+            cb_settle(dev, ran, nran);
+            nran = 0;
+            continue;
+        }
         __atomic_add_fetch(&e->callbacks_run, 1, __ATOMIC_RELAXED);
         struct ndk_obj *obj = cb->obj;
-        struct ndk_adapter_impl *view = obj->ad;
         enum ndk_cb_kind kind = cb->kind;
 
         if (kind == CB_CONNECT_EVENT) {
             /* Decided under the lock, by the hook of the object that
              * queued it (a listener that is closing or paused must not see
              * the request, 5.2.6). */
+            if (!locked) {
+                pthread_mutex_lock(&dev->lock);
+                locked = true;
+            }
             if (!cb->u.connect.admit(obj, cb->u.connect.connector)) {
-                cb->queued = false;
                 __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
                 ndk_obj_maybe_finish(obj);
-                cb_ran(dev, view);
+                cb_ran(dev, obj->ad);
                 continue;
             }
         }
 
-        pthread_mutex_unlock(&dev->lock);
+        if (locked) {
+            pthread_mutex_unlock(&dev->lock);
+            locked = false;
+        }
         switch (kind) {
         case CB_REQUEST:
             if (cb->u.req.fn)
@@ -332,16 +391,13 @@ void ndk_drain_callbacks(struct ndk_engine *e)
             cb->u.notify.fn(cb->u.notify.ctx, cb->u.notify.status);
             break;
         }
-        pthread_mutex_lock(&dev->lock);
-        if (kind != CB_CQ_NOTIFY)
-            cb->queued = false;
-        if (kind == CB_CLOSE) {
-            ndk_obj_destroy(obj);
-        } else {
-            __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
-            ndk_obj_maybe_finish(obj);
+        ran[nran++] = (struct cb_ran_rec){obj, kind};
+        if (nran == DRAIN_BATCH) {
+            pthread_mutex_lock(&dev->lock);
+            locked = true;
+            cb_settle(dev, ran, nran);
+            nran = 0;
         }
-        cb_ran(dev, view);
     }
 }
 
