@@ -152,6 +152,19 @@ void ndk_qp_rx_give_up(struct ndk_qp_impl *qp)
     pthread_mutex_unlock(&dp->rx_lock);
 }
 
+/* Whether the QP's engine holds staged input, read under rx_lock: the
+ * engine that fills and drains the stage holds it, and with several
+ * engines it runs on another thread. Busy (trylock fails) means that
+ * engine is in the QP's input right now and sees the stage itself. */
+static bool staged_input(struct ndk_qp_dp *dp)
+{
+    if (pthread_mutex_trylock(&dp->rx_lock) != 0)
+        return false;
+    bool held = rx_stage_held(&dp->rx_stage) > 0;
+    pthread_mutex_unlock(&dp->rx_lock);
+    return held;
+}
+
 /* Runs on the first engine's thread, with the device lock held, every 10 ms
  * while some QP waits for a receive (and at once when a poster resumed one
  * whose engine holds staged input). */
@@ -169,7 +182,7 @@ void ndk_qp_check_rx_waits(struct ndk_device *dev)
         /* Staged input raises no socket event: the engine looks again
          * (it takes a receive, waits on, or terminates past the deadline).
          * Outside live_lock, which a failing QP takes. */
-        if (dp->tr && dp->tr->ops->input_pending && rx_stage_held(&dp->rx_stage)) {
+        if (dp->tr && dp->tr->ops->input_pending && staged_input(dp)) {
             if (nkick < KICKS_MAX)
                 kick[nkick++] = qp;
             continue;
