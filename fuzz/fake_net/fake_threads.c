@@ -13,6 +13,17 @@
 #include <sys/mman.h>
 #include <ucontext.h>
 
+/* Built without ASan (NDK_FUZZ_ASAN=OFF, fuzz/CMakeLists.txt) there is no
+ * shadow stack to tell of a switch and no leak checker to give the stacks
+ * to, and the runtime that defines these calls is not linked. */
+#if defined(__has_feature)
+#if !__has_feature(address_sanitizer)
+#define __sanitizer_start_switch_fiber(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define __sanitizer_finish_switch_fiber(save, bottom, size) ((void)(save), (void)(bottom), (void)(size))
+#define __lsan_register_root_region(p, size) ((void)(p), (void)(size))
+#endif
+#endif
+
 /* A switch between coroutines saves the callee-saved registers on the stack
  * it leaves and takes the other stack's. swapcontext did the same with two
  * rt_sigprocmask system calls, and ASan's interceptor of it cleared the
