@@ -38,6 +38,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_os.h"
+
 #define IOV_MAX_USED 1024
 #define WAIT_MS 20000
 
@@ -45,22 +47,6 @@ static void die(const char *what)
 {
     perror(what);
     exit(1);
-}
-
-static double clock_s(clockid_t id)
-{
-    struct timespec t;
-    clock_gettime(id, &t);
-    return (double)t.tv_sec + (double)t.tv_nsec / 1e9;
-}
-
-static void pin(const char *env, int dflt)
-{
-    const char *v = getenv(env);
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(v ? atoi(v) : dflt, &s);
-    sched_setaffinity(0, sizeof s, &s);
 }
 
 static uint8_t *buffer(size_t len, bool huge)

@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench_os.h"
 #include "objects.h"
 #include "xp_shm.h"
 
@@ -58,22 +59,6 @@ static void die(const char *what)
 {
     fprintf(stderr, "shm_perf: %s\n", what);
     exit(1);
-}
-
-static double now_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
-}
-
-static void pin(const char *env, int dflt)
-{
-    const char *v = getenv(env);
-    cpu_set_t s;
-    CPU_ZERO(&s);
-    CPU_SET(v ? atoi(v) : dflt, &s);
-    sched_setaffinity(0, sizeof s, &s);
 }
 
 static void on_notify(PVOID ctx, NTSTATUS st)
@@ -125,7 +110,7 @@ static NDK_SGE sge(size_t off, size_t len)
 static NDK_RESULT_EX reap(bool events)
 {
     NDK_RESULT_EX r;
-    double end = now_s() + WAIT_S;
+    double end = clock_s(CLOCK_MONOTONIC) + WAIT_S;
     for (unsigned spins = 1;; spins++) {
         if (E.cq->Dispatch->NdkGetCqResultsEx(E.cq, &r, 1) == 1) {
             if (r.Status != STATUS_SUCCESS)
@@ -133,7 +118,7 @@ static NDK_RESULT_EX reap(bool events)
             return r;
         }
         /* The clock costs as much as a poll: looked at now and then. */
-        if (!(spins & 1023) && now_s() > end)
+        if (!(spins & 1023) && clock_s(CLOCK_MONOTONIC) > end)
             die("no completion");
         if (!events)
             continue;
@@ -176,8 +161,8 @@ static void post_send(size_t len, ULONG flags)
         if (E.cq->Dispatch->NdkGetCqResultsEx(E.cq, &r, 1) == 1 && r.Status != STATUS_SUCCESS)
             die("a Send failed");
         if (!end)
-            end = now_s() + WAIT_S;
-        else if (now_s() > end)
+            end = clock_s(CLOCK_MONOTONIC) + WAIT_S;
+        else if (clock_s(CLOCK_MONOTONIC) > end)
             break;
     }
     if (st != STATUS_SUCCESS)
@@ -203,15 +188,15 @@ static double pingpong(bool client, bool events, unsigned iters, double *avg)
     unsigned warm = iters / 10;
     for (unsigned i = 0; i < iters + warm; i++) {
         if (i == warm)
-            t0 = now_s(); /* the first tenth warms up */
+            t0 = clock_s(CLOCK_MONOTONIC); /* the first tenth warms up */
         if (client) {
-            double a = now_s();
+            double a = clock_s(CLOCK_MONOTONIC);
             post_send(g_size, 0);
             reap(events); /* our Send */
             reap(events); /* its answer */
             post_recv(0, g_size);
             if (i >= warm)
-                t[i - warm] = (now_s() - a) / 2 * 1e6;
+                t[i - warm] = (clock_s(CLOCK_MONOTONIC) - a) / 2 * 1e6;
         } else {
             reap(events);
             post_recv(0, g_size);
@@ -219,7 +204,7 @@ static double pingpong(bool client, bool events, unsigned iters, double *avg)
             reap(events);
         }
     }
-    *avg = (now_s() - t0) / iters / 2 * 1e6;
+    *avg = (clock_s(CLOCK_MONOTONIC) - t0) / iters / 2 * 1e6;
     qsort(t, iters, sizeof *t, cmp_double);
     double p50 = t[iters / 2];
     free(t);
@@ -231,9 +216,9 @@ static double bandwidth(bool read, uint64_t peer_buf, UINT32 peer_tok)
 {
     unsigned out = 0;
     uint64_t done = 0;
-    double t0 = now_s(), end = t0 + g_secs;
-    while (now_s() < end || out) {
-        while (out < WINDOW && now_s() < end) {
+    double t0 = clock_s(CLOCK_MONOTONIC), end = t0 + g_secs;
+    while (clock_s(CLOCK_MONOTONIC) < end || out) {
+        while (out < WINDOW && clock_s(CLOCK_MONOTONIC) < end) {
             NDK_SGE g = sge(0, g_size);
             NTSTATUS st = read ? E.qp->Dispatch->NdkRead(E.qp, NULL, &g, 1, peer_buf, peer_tok, 0)
                                : E.qp->Dispatch->NdkWrite(E.qp, NULL, &g, 1, peer_buf, peer_tok, 0);
@@ -245,14 +230,7 @@ static double bandwidth(bool read, uint64_t peer_buf, UINT32 peer_tok)
         out--;
         done++;
     }
-    return done * (double)g_size / (now_s() - t0) / 1e9;
-}
-
-static double cpu_s(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
-    return t.tv_sec + t.tv_nsec / 1e9;
+    return done * (double)g_size / (clock_s(CLOCK_MONOTONIC) - t0) / 1e9;
 }
 
 /* The sender's processor time per message (all its threads): on a shared
@@ -264,15 +242,15 @@ static double g_sender_ns;
 static double send_rate(bool client, int ctl)
 {
     if (client) {
-        double end = now_s() + g_secs + 0.5, c0 = cpu_s();
+        double end = clock_s(CLOCK_MONOTONIC) + g_secs + 0.5, c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
         uint64_t sent = 0;
-        while (now_s() < end) {
+        while (clock_s(CLOCK_MONOTONIC) < end) {
             for (int i = 0; i < CHAIN; i++)
                 post_send(g_size, NDK_OP_FLAG_SILENT_SUCCESS | (i < CHAIN - 1 ? NDK_OP_FLAG_DEFER : 0));
             sent += CHAIN;
         }
         post_send(0, 0); /* the last one: the server stops at it */
-        double ns = (cpu_s() - c0) / (double)sent * 1e9;
+        double ns = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / (double)sent * 1e9;
         if (write(ctl, &ns, sizeof ns) != sizeof ns)
             die("control socket");
         return 0;
@@ -289,9 +267,9 @@ static double send_rate(bool client, int ctl)
             if (r[i].Status != STATUS_SUCCESS)
                 die("a receive failed");
             if (!n++)
-                t0 = now_s();
+                t0 = clock_s(CLOCK_MONOTONIC);
             if (!r[i].BytesTransferred) {
-                t1 = now_s();
+                t1 = clock_s(CLOCK_MONOTONIC);
                 if (poll(&p, 1, WAIT_S * 1000) != 1 || read(ctl, &g_sender_ns, sizeof g_sender_ns) != sizeof g_sender_ns)
                     die("control socket");
                 return (n - 1) / (t1 - t0) / 1e6;
