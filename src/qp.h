@@ -357,7 +357,7 @@ void ndk_qp_try_readable(struct ndk_qp_impl *qp);
  * pauses the stream's input (struct ndk_transport_ops, pause_input). The
  * device's progress thread looks every 10 ms while some QP waits
  * (ndk_device.rx_waits) at deadlines and SRQs; a receive posted to the QP
- * resumes its input at once (the transport's after_post).
+ * resumes its input at once (the transport's after_receive).
  * ndk_qp_rx_give_up ends a wait and allows no further one (NdkDisconnect,
  * a broken socket): the engine sends its Terminate when it next runs. */
 void ndk_qp_check_rx_waits(struct ndk_device *dev);

@@ -35,9 +35,9 @@ static void iw_doorbell(struct ndk_qp_impl *qp)
     qp_tx_progress(qp);
 }
 
-/* A Send waits for a receive (qp_rx.c, receiver not ready): the post may
+/* A Send waits for a receive (qp_rx.c, receiver not ready): this post may
  * be that receive, so the input resumes and the engine looks again. */
-static void iw_after_post(struct ndk_qp_impl *qp)
+static void iw_after_receive(struct ndk_qp_impl *qp)
 {
     if (__atomic_load_n(&qp->dp.rx_waiting, __ATOMIC_SEQ_CST))
         ndk_qp_rx_resume(qp);
@@ -110,7 +110,7 @@ static void iw_local_error(struct ndk_qp_impl *qp)
 static const struct ndk_xp_ops iwarp_ops = {
     .name = "iwarp",
     .doorbell = iw_doorbell,
-    .after_post = iw_after_post,
+    .after_receive = iw_after_receive,
     .flush = iw_flush,
     .forget = iw_forget,
     .poll = iw_poll,

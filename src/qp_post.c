@@ -71,7 +71,7 @@ static NTSTATUS sq_end(struct ndk_qp_impl *qp, NTSTATUS st)
 {
     const struct ndk_xp_ops *xp = qp->dp.xp;
     pthread_mutex_unlock(&qp->dp.sq_lock);
-    if (xp && xp->after_post && !xp->after_receives_only)
+    if (xp && xp->after_post)
         xp->after_post(qp);
     return st;
 }
@@ -338,8 +338,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     if (dead)
         qp_flush_rq(qp); /* a QP in error completes new receives as flushed */
     const struct ndk_xp_ops *xp = dp->xp;
-    if (xp && xp->after_post)
-        xp->after_post(qp);
+    if (xp && xp->after_receive)
+        xp->after_receive(qp);
     return STATUS_SUCCESS;
 }
 

@@ -88,23 +88,23 @@ struct ndk_xp_ops {
      * releases deferred ones, D4): take what can go now. sq_lock held; may
      * return with requests left for later (a full socket, an ORD limit). */
     void (*doorbell)(struct ndk_qp_impl *qp);
-    /* Optional. The post (any NdkSend..NdkReceive) returned its status and
-     * no QP lock is held: a transport that cannot work under sq_lock (it
-     * needs the peer QP's locks, say) does its work here (iWARP: a
-     * receive resumes input that waits for one). Still inside the entry
-     * point: notifications it causes are queued as that returns. Called after
-     * every successful post (NdkReceive alone with after_receives_only,
-     * below), DEFER or not, and on a detached QP too (the
-     * transport checks its own state). No lock is held, so detach
-     * (ndk_qp_stop, another thread) may free the transport's context at
-     * any moment: find and use it only under sq_lock, and touch nothing of
-     * it after letting go (xp_shm.c's shm_after_post only rings its
-     * eventfd for the engine, under the lock). */
+    /* Optional, both. A post returned its status and no QP lock is held:
+     * a transport that cannot work under sq_lock (it needs the peer QP's
+     * locks, say) does its work here. after_post follows the initiator
+     * queue's posts (NdkSend..NdkInvalidate), after_receive NdkReceive's
+     * (a receive for a Send that waits for one: iWARP resumes its input,
+     * shared memory rings its engine); a transport with nothing to do
+     * after one kind leaves it NULL, and those posts take sq_lock once.
+     * Still inside the entry point: notifications they cause are queued as
+     * that returns. Called after every successful post of their kind,
+     * DEFER or not, and on a detached QP too (the transport checks its own
+     * state). No lock is held, so detach (ndk_qp_stop, another thread) may
+     * free the transport's context at any moment: find and use it only
+     * under sq_lock, and touch nothing of it after letting go (xp_shm.c's
+     * shm_after_receive only rings its eventfd for the engine, under the
+     * lock). */
     void (*after_post)(struct ndk_qp_impl *qp);
-    /* after_post has work only after NdkReceive (a receive for a Send
-     * that waits for one): the QP object skips it after the initiator
-     * queue's posts, which then take sq_lock once, not twice. */
-    bool after_receives_only;
+    void (*after_receive)(struct ndk_qp_impl *qp);
     /* NdkFlush, on a QP that has had this transport (it may be in error
      * already, or detached): nothing more goes out but what must, to keep
      * the stream framed; nothing more is placed; the connection stays

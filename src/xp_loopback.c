@@ -256,7 +256,8 @@ static void lo_detach(struct ndk_qp_impl *qp, void *ctx)
 static const struct ndk_xp_ops lo_ops = {
     .name = "loopback",
     .doorbell = lo_doorbell,
-    .after_post = lo_after_post,
+    .after_post = lo_after_post, /* a Send runs its pair */
+    .after_receive = lo_after_post, /* a receive lets a waiting Send on */
     .flush = lo_nothing_in_flight,
     .forget = lo_nothing_in_flight,
     .detach = lo_detach,

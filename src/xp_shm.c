@@ -639,7 +639,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0, answered = c->resp_out.mine;
     struct shm_msg h; /* read once: the peer may still write the ring */
     const uint8_t *payload;
-    /* A receive posted from now on rings again (shm_after_post). Read
+    /* A receive posted from now on rings again (shm_after_receive). Read
      * first: the store is a fence, and a flag set since rang for a pass
      * that reads it after the eventfd's system calls. */
     if (__atomic_load_n(&c->rx_kicked, __ATOMIC_RELAXED))
@@ -1298,7 +1298,7 @@ static void shm_doorbell(struct ndk_qp_impl *qp)
  * engine, woken while sq_lock holds the connection: once the lock
  * is released, detach (ndk_qp_stop, from the connector's thread) may free
  * it. */
-static void shm_after_post(struct ndk_qp_impl *qp)
+static void shm_after_receive(struct ndk_qp_impl *qp)
 {
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
@@ -1401,8 +1401,7 @@ static void shm_detach(struct ndk_qp_impl *qp, void *ctx)
 static const struct ndk_xp_ops shm_ops = {
     .name = "shm",
     .doorbell = shm_doorbell,
-    .after_post = shm_after_post,
-    .after_receives_only = true,
+    .after_receive = shm_after_receive,
     .flush = shm_flush,
     .forget = shm_forget,
     .poll = shm_poll,
