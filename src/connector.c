@@ -970,21 +970,22 @@ static void attach_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
     ndk_obj_add_successor(&qp->obj);
 }
 
-/* Binds the connecting socket: to the shared endpoint's address, or to src
- * through the port registry. Device lock held. */
-static NTSTATUS bind_local(struct ndk_connector_impl *c, int fd, struct ndk_sep_impl *sep,
-                           NDK_SOCKADDR *src, const NDK_SOCKADDR *dst)
+/* A connector's own local address (no shared endpoint): the address
+ * family matches the peer's and the registry reserves the port. Needs no
+ * device state (the registry has its own lock). */
+static NTSTATUS reserve_own(int fd, NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, struct port_res **port)
 {
-    if (!sep) {
-        if (src->sa.sa_family != dst->sa.sa_family)
-            return STATUS_INVALID_ADDRESS;
-        /* SO_REUSEADDR lets the port be bound beside TIME_WAIT leftovers;
-         * the registry still refuses a second live endpoint. */
-        NTSTATUS st = ports_reserve(src, PORT_CONNECTOR, fd, true, &c->port);
-        if (st == STATUS_SUCCESS)
-            c->local = *src;
-        return st;
-    }
+    if (src->sa.sa_family != dst->sa.sa_family)
+        return STATUS_INVALID_ADDRESS;
+    /* SO_REUSEADDR lets the port be bound beside TIME_WAIT leftovers;
+     * the registry still refuses a second live endpoint. */
+    return ports_reserve(src, PORT_CONNECTOR, fd, true, port);
+}
+
+/* A connector on a shared endpoint takes its address and port, once per
+ * peer. Device lock held (the endpoint's connections). */
+static NTSTATUS bind_shared(struct ndk_connector_impl *c, int fd, struct ndk_sep_impl *sep, const NDK_SOCKADDR *dst)
+{
     if (sep->obj.closing)
         return STATUS_INVALID_DEVICE_STATE;
     if (sep->local.sa.sa_family != dst->sa.sa_family)
@@ -1009,7 +1010,7 @@ static NTSTATUS connect_check(struct ndk_connector_impl *c, struct ndk_qp_impl *
     return check_qp(c, qp);
 }
 
-/* Starts the TCP handshake of a socket bind_local bound; on failure the
+/* Starts the TCP handshake of a socket bind_shared bound; on failure the
  * reservation is given back. Device lock held. */
 static NTSTATUS connect_socket(struct ndk_connector_impl *c, int fd, const NDK_SOCKADDR *dst)
 {
@@ -1094,9 +1095,9 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     st = connect_check(c, qp);
     if (st != STATUS_SUCCESS || sep) {
         /* A shared endpoint's connections are checked against each other
-         * (bind_local): its bind and connect stay under the lock. */
+         * (bind_shared): its bind and connect stay under the lock. */
         if (st == STATUS_SUCCESS)
-            st = bind_local(c, fd, sep, &src, &dst);
+            st = bind_shared(c, fd, sep, &dst);
         if (st == STATUS_SUCCESS)
             st = connect_socket(c, fd, &dst);
         if (st != STATUS_SUCCESS)
@@ -1113,7 +1114,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
          * so the checks are made again.
          */
         struct port_res *port = NULL;
-        st = ports_reserve(&src, PORT_CONNECTOR, fd, true, &port);
+        st = reserve_own(fd, &src, &dst, &port);
         int err = st == STATUS_SUCCESS ? ndk_tcp_connect(fd, &dst) : 0;
         if (err < 0)
             st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);

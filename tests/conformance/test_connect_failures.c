@@ -366,6 +366,26 @@ NT_CASE_FAM(oversize_private_data)
     nt_pair_close(&as, &ps, L);
 }
 
+/* A source address of the other family than the destination's: NdkConnect
+ * refuses it inline with STATUS_INVALID_ADDRESS, before any socket call,
+ * and no completion follows; the next connect on the pair works. */
+NT_CASE_FAM(mixed_families)
+{
+    nt_side as, ps;
+    nt_lsn *L;
+    REQUIRE(nt_pair_open(&as, &ps, &L, fam));
+    NDK_SOCKADDR other;
+    ULONG olen = nt_sa_loop(fam == AF_INET ? AF_INET6 : AF_INET, 4791, &other);
+    nt_conn c;
+    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    CHECK_STATUS(connect_final(&c, &other, olen), STATUS_INVALID_ADDRESS);
+    nt_conn_close(&c);
+    REQUIRE(nt_conn_init(&c, fam, &as, &ps, L));
+    CHECK(nt_establish(&c));
+    nt_conn_close(&c);
+    nt_pair_close(&as, &ps, L);
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -378,5 +398,6 @@ int main(int argc, char **argv)
     RUN_FAM(peer_closes_before_reply);
     RUN_FAM(malformed_reply);
     RUN_FAM(oversize_private_data);
+    RUN_FAM(mixed_families);
     return tl_finish();
 }
