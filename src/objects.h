@@ -72,6 +72,15 @@ struct ndk_qp_impl {
     struct ndk_qp_dp dp;             /* the data path (qp.h) */
 };
 
+/* The initiator-queue slot of the i-th request ever posted (the counters
+ * run free and wrap with the depth). Here beside the QP, not in a .c file:
+ * the statistics reader (stat.c) and every posting and completing file
+ * use it. */
+static inline uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i)
+{
+    return i % qp->iq_depth;
+}
+
 NTSTATUS ndk_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq, PVOID QPContext,
                        ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth, ULONG MaxReceiveRequestSge,
                        ULONG MaxInitiatorRequestSge, ULONG InlineDataSize,

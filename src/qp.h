@@ -393,7 +393,6 @@ void ndk_qp_age_leases(struct ndk_device *dev);
  * receive buffer); -1 when more than max are needed or src is too short. */
 int ndk_iov_slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len, struct iovec *dst,
                   int max);
-uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i);
 /* Appends a completion; when the CQ overflows, the QP fails (its
  * transport is told: LOCAL_ERROR). */
 void qp_push_cqe(struct ndk_qp_impl *qp, struct ndk_cq_impl *cq, const struct ndk_cqe *e);

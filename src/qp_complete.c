@@ -31,11 +31,6 @@ int ndk_iov_slice(const struct iovec *src, int nsrc, uint64_t off, uint64_t len,
     return len ? -1 : n;
 }
 
-uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i)
-{
-    return i % qp->iq_depth;
-}
-
 static const NDK_OPERATION_TYPE swqe_type[] = {
     [SWQE_SEND] = NdkOperationTypeSend,
     [SWQE_WRITE] = NdkOperationTypeWrite,
