@@ -12,33 +12,31 @@
 extern int tl_failures;
 extern const char *tl_current;
 
+/* Counts a failure of the current case and says where: what failed is
+ * printed after the file, line and case. */
+#define TL_FAIL(fmt, ...)                                                                    \
+    (tl_failures++, fprintf(stderr, "%s:%d: [%s] " fmt "\n", __FILE__, __LINE__,              \
+                            tl_current ? tl_current : "-", __VA_ARGS__))
+
 #define CHECK(cond)                                                                          \
     do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] check failed: %s\n", __FILE__, __LINE__,            \
-                    tl_current ? tl_current : "-", #cond);                                   \
-        }                                                                                    \
+        if (!(cond))                                                                         \
+            TL_FAIL("check failed: %s", #cond);                                              \
     } while (0)
 
 #define CHECK_EQ(a, b)                                                                       \
     do {                                                                                     \
         long long tl_a_ = (long long)(a), tl_b_ = (long long)(b);                           \
-        if (tl_a_ != tl_b_) {                                                                \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %s == %s failed: %lld (0x%llx) != %lld (0x%llx)\n", \
-                    __FILE__, __LINE__, tl_current ? tl_current : "-", #a, #b, tl_a_,        \
+        if (tl_a_ != tl_b_)                                                                  \
+            TL_FAIL("%s == %s failed: %lld (0x%llx) != %lld (0x%llx)", #a, #b, tl_a_,        \
                     (unsigned long long)tl_a_, tl_b_, (unsigned long long)tl_b_);            \
-        }                                                                                    \
     } while (0)
 
 /* Stops the current test case (the rest of it would only cascade). */
 #define REQUIRE(cond)                                                                        \
     do {                                                                                     \
         if (!(cond)) {                                                                       \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] required: %s\n", __FILE__, __LINE__,                 \
-                    tl_current ? tl_current : "-", #cond);                                   \
+            TL_FAIL("required: %s", #cond);                                                  \
             return;                                                                          \
         }                                                                                    \
     } while (0)
