@@ -210,12 +210,7 @@ unsigned dp_cq_notified(dp_cq *c)
 
 dp_cq *dp_cq_record(void)
 {
-    if (dp_ncqs >= DP_MAX_CQS) {
-        fprintf(stderr, "dptest: out of CQ records\n");
-        abort();
-    }
-    dp_cq *c = &dp_cqs[dp_ncqs++];
-    memset(c, 0, sizeof *c);
+    dp_cq *c = tl_take_record(dp_cqs, sizeof *c, &dp_ncqs, DP_MAX_CQS, "dptest's CQ records");
     tl_event_init(&c->notify);
     return c;
 }
@@ -634,12 +629,7 @@ NDK_QP *dp_qp_create(dp_side *s, dp_cq *rcq, dp_cq *icq, NDK_SRQ *srq, void *qpc
 
 dp_conn *dp_conn_record(void)
 {
-    if (dp_nconns >= DP_MAX_CONNS) {
-        fprintf(stderr, "dptest: out of connection records\n");
-        abort();
-    }
-    dp_conn *c = &dp_conns[dp_nconns++];
-    memset(c, 0, sizeof *c);
+    dp_conn *c = tl_take_record(dp_conns, sizeof *c, &dp_nconns, DP_MAX_CONNS, "dptest's connection records");
     tl_event_init(&c->lev);
     tl_event_init(&c->disc_a);
     tl_event_init(&c->disc_p);

@@ -90,6 +90,12 @@ int tl_finish(void);
  * ever counted as passed. */
 void tl_skip_all(const char *reason);
 
+/* The next record of a harness's static pool of max records of size bytes
+ * (*used of them taken), zeroed. Aborts with "out of WHAT" when all are
+ * taken: a case that needs more is a harness to enlarge, not a failure to
+ * count. */
+void *tl_take_record(void *pool, size_t size, unsigned *used, unsigned max, const char *what);
+
 /* A counting event: signalled from callbacks, waited on with a bound. */
 typedef struct tl_event {
     pthread_mutex_t mu;
