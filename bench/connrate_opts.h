@@ -93,6 +93,17 @@ static inline bool connrate_opt(struct connrate_opts *c, int o, const char *arg)
     }
 }
 
+/* getopt_long's next option that is not a shared one (connrate_opt takes
+ * those into *c): -1 after the last option. */
+static inline int connrate_next_opt(struct connrate_opts *c, int argc, char **argv, const struct option *lopts)
+{
+    int o;
+    while ((o = getopt_long(argc, argv, CONNRATE_SHORT_OPTS, lopts, NULL)) != -1)
+        if (!connrate_opt(c, o, optarg))
+            return o;
+    return -1;
+}
+
 /* After the options: the mode's queue depth (inflight: 64 unless -q) and
  * the checks. False when the command line is wrong. */
 static inline bool connrate_opts_done(struct connrate_opts *c)

@@ -473,9 +473,7 @@ int main(int argc, char **argv)
         {NULL, 0, NULL, 0},
     };
     int o;
-    while ((o = getopt_long(argc, argv, CONNRATE_SHORT_OPTS, lopts, NULL)) != -1) {
-        if (connrate_opt(&g.opt, o, optarg))
-            continue;
+    while ((o = connrate_next_opt(&g.opt, argc, argv, lopts)) != -1) {
         switch (o) {
         case O_KPORT:
             g.kernel_port = true;

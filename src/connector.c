@@ -1061,6 +1061,39 @@ static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp
     loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.TcpConnectTimeoutMs);
 }
 
+/*
+ * Binds fd to its own port at src and makes the TCP handshake to dst,
+ * with the device lock released meanwhile: the bind and the handshake are
+ * the costliest steps of NdkConnect (on loopback, connect() runs the
+ * peer's side of the handshake too), and need no device state: the port
+ * registry has its own lock, and the socket is nobody's yet. So other
+ * engines' connections progress meanwhile. The connector cannot be closed
+ * during its own call (L5); its QP can, so the checks are made again.
+ * Called and returns with the device lock held; on failure the
+ * reservation is given back.
+ */
+static NTSTATUS connect_own_port(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, int fd,
+                                 NDK_SOCKADDR *src, const NDK_SOCKADDR *dst)
+{
+    struct ndk_device *dev = c->obj.ad->dev;
+    pthread_mutex_unlock(&dev->lock);
+    struct port_res *port = NULL;
+    NTSTATUS st = reserve_own(fd, src, dst, &port);
+    int err = st == STATUS_SUCCESS ? ndk_tcp_connect(fd, dst) : 0;
+    if (err < 0)
+        st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+    pthread_mutex_lock(&dev->lock);
+    if (st == STATUS_SUCCESS)
+        st = connect_check(c, qp);
+    if (st != STATUS_SUCCESS) {
+        ports_unref(port);
+        return st;
+    }
+    c->port = port;
+    c->local = *src;
+    return STATUS_SUCCESS;
+}
+
 static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
                                NDK_SHARED_ENDPOINT *pSep, const struct sockaddr *pSrc, ULONG srcLen,
                                const struct sockaddr *pDst, ULONG dstLen, ULONG ird, ULONG ord,
@@ -1093,44 +1126,17 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 
     pthread_mutex_lock(&ad->dev->lock);
     st = connect_check(c, qp);
-    if (st != STATUS_SUCCESS || sep) {
+    if (st == STATUS_SUCCESS && sep) {
         /* A shared endpoint's connections are checked against each other
          * (bind_shared): its bind and connect stay under the lock. */
-        if (st == STATUS_SUCCESS)
-            st = bind_shared(c, fd, sep, &dst);
+        st = bind_shared(c, fd, sep, &dst);
         if (st == STATUS_SUCCESS)
             st = connect_socket(c, fd, &dst);
-        if (st != STATUS_SUCCESS)
-            goto fail_locked;
-    } else {
-        pthread_mutex_unlock(&ad->dev->lock);
-        /*
-         * The bind and the TCP handshake are the costliest steps of the
-         * call (on loopback, connect() runs the peer's side of the
-         * handshake too), and need no device state: the port registry has
-         * its own lock, and the socket is nobody's yet. So they run
-         * unlocked, and other engines' connections progress meanwhile. The
-         * connector cannot be closed during its own call (L5); its QP can,
-         * so the checks are made again.
-         */
-        struct port_res *port = NULL;
-        st = reserve_own(fd, &src, &dst, &port);
-        int err = st == STATUS_SUCCESS ? ndk_tcp_connect(fd, &dst) : 0;
-        if (err < 0)
-            st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
-        pthread_mutex_lock(&ad->dev->lock);
-        if (st == STATUS_SUCCESS)
-            st = connect_check(c, qp);
-        if (st != STATUS_SUCCESS) {
-            pthread_mutex_unlock(&ad->dev->lock);
-            if (port)
-                ports_unref(port);
-            ndk_stream_close(fd);
-            return st;
-        }
-        c->port = port;
-        c->local = src;
+    } else if (st == STATUS_SUCCESS) {
+        st = connect_own_port(c, qp, fd, &src, &dst);
     }
+    if (st != STATUS_SUCCESS)
+        goto fail_locked;
     c->peer = dst;
     c->fd = fd;
     build_request(c, ird, ord, pd, pdLen);

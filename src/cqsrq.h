@@ -10,6 +10,7 @@
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "core.h"
 #include "ndk_limits.h"
@@ -99,6 +100,17 @@ struct ndk_rwqe {
     ULONG total;          /* sum of SGE lengths */
     NDK_SGE sge[NDK_MAX_SGE];
 };
+
+/* Fills a receive queue's (or an SRQ's) free slot with a checked receive:
+ * its context, its n SGEs and their total length. */
+static inline void ndk_rwqe_set(struct ndk_rwqe *r, void *ctx, const NDK_SGE *sgl, ULONG n, uint64_t total)
+{
+    r->ctx = ctx;
+    r->nsge = n;
+    r->total = (ULONG)total;
+    if (n)
+        memcpy(r->sge, sgl, n * sizeof *sgl);
+}
 
 struct ndk_srq_impl {
     struct ndk_obj obj;

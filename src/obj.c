@@ -296,6 +296,59 @@ static void cb_settle(struct ndk_device *dev, const struct cb_ran_rec *ran, unsi
     }
 }
 
+/* The engine's next queued callback, taken off its queue; NULL when the
+ * queue is empty. */
+static struct ndk_cb *cbq_pop(struct ndk_engine *e)
+{
+    pthread_mutex_lock(&e->cbq_lock);
+    struct ndk_cb *cb = e->cbq_head;
+    if (cb) {
+        e->cbq_head = cb->next;
+        if (!e->cbq_head)
+            e->cbq_tail = NULL;
+        cb->next = NULL;
+        /* The item may be queued again the moment its callback starts
+         * (a CQ/SRQ notification by a data-path thread, a request the
+         * callback begins anew): its flag is owned by the queue lock.
+         * Only a close completion's is read (ndk_obj_maybe_finish):
+         * it stays set until the object is destroyed. */
+        if (cb->kind != CB_CLOSE)
+            cb->queued = false;
+    }
+    pthread_mutex_unlock(&e->cbq_lock);
+    return cb;
+}
+
+/* Calls the consumer's function of one queued callback of obj (kind read
+ * before: the item may be queued again while it runs). No lock held. */
+static void cb_invoke(struct ndk_cb *cb, struct ndk_obj *obj, enum ndk_cb_kind kind)
+{
+    switch (kind) {
+    case CB_REQUEST:
+        if (cb->u.req.fn)
+            cb->u.req.fn(cb->u.req.ctx, cb->u.req.status);
+        break;
+    case CB_CLOSE: {
+        NDK_FN_CLOSE_COMPLETION fn = (NDK_FN_CLOSE_COMPLETION)(void (*)(void))cb->u.req.fn;
+        if (fn)
+            fn(cb->u.req.ctx);
+        break;
+    }
+    case CB_CONNECT_EVENT:
+        cb->u.connect.deliver(obj, cb->u.connect.connector);
+        break;
+    case CB_DISCONNECT:
+        if (cb->u.disc.fn_ex)
+            cb->u.disc.fn_ex(cb->u.disc.ctx, cb->u.disc.reason);
+        else if (cb->u.disc.fn)
+            cb->u.disc.fn(cb->u.disc.ctx);
+        break;
+    case CB_CQ_NOTIFY:
+        cb->u.notify.fn(cb->u.notify.ctx, cb->u.notify.status);
+        break;
+    }
+}
+
 /*
  * Runs the engine's queued callbacks with the device lock released.
  * Called by the engine's thread with the lock held; returns with it held.
@@ -313,22 +366,7 @@ void ndk_drain_callbacks(struct ndk_engine *e)
     unsigned nran = 0;
     bool locked = true;
     for (;;) {
-        pthread_mutex_lock(&e->cbq_lock);
-        struct ndk_cb *cb = e->cbq_head;
-        if (cb) {
-            e->cbq_head = cb->next;
-            if (!e->cbq_head)
-                e->cbq_tail = NULL;
-            cb->next = NULL;
-            /* The item may be queued again the moment its callback starts
-             * (a CQ/SRQ notification by a data-path thread, a request the
-             * callback begins anew): its flag is owned by the queue lock.
-             * Only a close completion's is read (ndk_obj_maybe_finish):
-             * it stays set until the object is destroyed. */
-            if (cb->kind != CB_CLOSE)
-                cb->queued = false;
-        }
-        pthread_mutex_unlock(&e->cbq_lock);
+        struct ndk_cb *cb = cbq_pop(e);
         if (!cb) {
             if (!locked) {
                 pthread_mutex_lock(&dev->lock);
@@ -365,32 +403,7 @@ void ndk_drain_callbacks(struct ndk_engine *e)
             pthread_mutex_unlock(&dev->lock);
             locked = false;
         }
-        switch (kind) {
-        case CB_REQUEST:
-            if (cb->u.req.fn)
-                cb->u.req.fn(cb->u.req.ctx, cb->u.req.status);
-            break;
-        case CB_CLOSE: {
-            NDK_FN_CLOSE_COMPLETION fn =
-                (NDK_FN_CLOSE_COMPLETION)(void (*)(void))cb->u.req.fn;
-            if (fn)
-                fn(cb->u.req.ctx);
-            break;
-        }
-        case CB_CONNECT_EVENT: {
-            cb->u.connect.deliver(obj, cb->u.connect.connector);
-            break;
-        }
-        case CB_DISCONNECT:
-            if (cb->u.disc.fn_ex)
-                cb->u.disc.fn_ex(cb->u.disc.ctx, cb->u.disc.reason);
-            else if (cb->u.disc.fn)
-                cb->u.disc.fn(cb->u.disc.ctx);
-            break;
-        case CB_CQ_NOTIFY:
-            cb->u.notify.fn(cb->u.notify.ctx, cb->u.notify.status);
-            break;
-        }
+        cb_invoke(cb, obj, kind);
         ran[nran++] = (struct cb_ran_rec){obj, kind};
         if (nran == DRAIN_BATCH) {
             pthread_mutex_lock(&dev->lock);

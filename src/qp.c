@@ -62,6 +62,26 @@ static void qp_free(struct ndk_obj *obj)
 
 static const struct ndk_obj_ops qp_ops = {.destroy = qp_destroy, .free = qp_free};
 
+/* The QP's locks and rings: the send queue with its inline buffers, and the
+ * receive queue unless an SRQ takes its receives. False when memory ran
+ * out (qp_free undoes what was made). */
+static bool qp_alloc_rings(struct ndk_qp_impl *qp, bool has_srq)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_init(&dp->sq_lock, NULL);
+    pthread_mutex_init(&dp->rq_lock, NULL);
+    pthread_mutex_init(&dp->rx_lock, NULL);
+    dp->sq = calloc(qp->iq_depth, sizeof *dp->sq);
+    dp->rq = has_srq ? NULL : calloc(qp->rq_depth, sizeof *dp->rq);
+    if (qp->inline_size)
+        dp->inline_pool = malloc((size_t)qp->inline_size * qp->iq_depth);
+    if (!dp->sq || (!has_srq && !dp->rq) || (qp->inline_size && !dp->inline_pool))
+        return false;
+    for (ULONG i = 0; i < qp->iq_depth; i++)
+        dp->sq[i].inline_data = qp->inline_size ? dp->inline_pool + (size_t)i * qp->inline_size : NULL;
+    return true;
+}
+
 static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq, NDK_SRQ *pSrq,
                                  PVOID QPContext, ULONG ReceiveQueueDepth, ULONG InitiatorQueueDepth,
                                  ULONG MaxReceiveRequestSge, ULONG MaxInitiatorRequestSge,
@@ -102,20 +122,10 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     qp->rq_sge = MaxReceiveRequestSge;
     qp->iq_sge = MaxInitiatorRequestSge;
     qp->inline_size = InlineDataSize;
-    struct ndk_qp_dp *dp = &qp->dp;
-    pthread_mutex_init(&dp->sq_lock, NULL);
-    pthread_mutex_init(&dp->rq_lock, NULL);
-    pthread_mutex_init(&dp->rx_lock, NULL);
-    dp->sq = calloc(qp->iq_depth, sizeof *dp->sq);
-    dp->rq = srqo ? NULL : calloc(qp->rq_depth, sizeof *dp->rq);
-    if (InlineDataSize)
-        dp->inline_pool = malloc((size_t)InlineDataSize * qp->iq_depth);
-    if (!dp->sq || (!srqo && !dp->rq) || (InlineDataSize && !dp->inline_pool)) {
+    if (!qp_alloc_rings(qp, srqo != NULL)) {
         qp_free(&qp->obj);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    for (ULONG i = 0; i < qp->iq_depth; i++)
-        dp->sq[i].inline_data = InlineDataSize ? dp->inline_pool + (size_t)i * InlineDataSize : NULL;
     if (!ReceiveQueueDepth && !srqo)
         qp->rq_depth = 0;
     qp->dp.state = QP_IDLE;
@@ -131,7 +141,7 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
     ndk_obj_add_successor(icqo);
     if (srqo) {
         ndk_obj_add_successor(srqo);
-        dp->srq = container_of(srqo, struct ndk_srq_impl, obj);
+        qp->dp.srq = container_of(srqo, struct ndk_srq_impl, obj);
     }
     ndk_obj_init(&qp->obj, ad, NdkObjectTypeQp, &ndk_qp_dispatch, &qp_ops);
     /* The QP, and the connection that moves its data, run on the engine of

@@ -326,12 +326,7 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         pthread_mutex_unlock(&dp->rq_lock);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    struct ndk_rwqe *r = &dp->rq[(dp->rq_head + dp->rq_count) % qp->rq_depth];
-    r->ctx = ctx;
-    r->nsge = n;
-    r->total = (ULONG)total;
-    if (n)
-        memcpy(r->sge, sgl, n * sizeof *sgl);
+    ndk_rwqe_set(&dp->rq[(dp->rq_head + dp->rq_count) % qp->rq_depth], ctx, sgl, n, total);
     dp->rq_count++;
     bool dead = dp->state == QP_ERROR;
     pthread_mutex_unlock(&dp->rq_lock);

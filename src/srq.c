@@ -116,12 +116,7 @@ static NTSTATUS srq_receive(NDK_SRQ *pNdkSrq, PVOID RequestContext, CONST NDK_SG
         pthread_mutex_unlock(&srq->lock);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    struct ndk_rwqe *w = &srq->ring[(srq->head + srq->count) % srq->depth];
-    w->ctx = RequestContext;
-    w->nsge = nSge;
-    w->total = (ULONG)total;
-    if (nSge)
-        memcpy(w->sge, pSgl, nSge * sizeof *pSgl);
+    ndk_rwqe_set(&srq->ring[(srq->head + srq->count) % srq->depth], RequestContext, pSgl, nSge, total);
     srq->count++;
     pthread_mutex_unlock(&srq->lock);
     return STATUS_SUCCESS;

@@ -71,19 +71,13 @@ static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"size", required_argument, NULL, 's'},  {"iters", required_argument, NULL, 'n'},
-        {"warmup", required_argument, NULL, 'w'}, {"cpu", required_argument, NULL, 'C'},
-        {"cpu-server", required_argument, NULL, 'S'}, {"cpu-client", required_argument, NULL, 'K'},
-        {"help", no_argument, NULL, 'h'},          {NULL, 0, NULL, 0},
+        {"iters", required_argument, NULL, 'n'},
+        {"warmup", required_argument, NULL, 'w'},
+        TB_COMMON_LONGOPTS,
     };
     uint64_t size = 64, iters = 20000, warmup = 100;
     int cpu_server = -1, cpu_client = -1, ch;
-    while ((ch = getopt_long(argc, argv, "s:n:w:h", longopts, NULL)) != -1) {
-        int common = tb_common_opt(ch, optarg, &size, &cpu_server, &cpu_client);
-        if (common == 0)
-            goto bad;
-        if (common == 1)
-            continue;
+    while ((ch = tb_next_opt(argc, argv, "s:n:w:h", longopts, &size, &cpu_server, &cpu_client)) != -1) {
         switch (ch) {
         case 'n':
             if (!tb_parse_u64(optarg, 1, 100000000, &iters))

@@ -103,19 +103,12 @@ out:
 int main(int argc, char **argv)
 {
     static const struct option longopts[] = {
-        {"size", required_argument, NULL, 's'},       {"duration", required_argument, NULL, 'D'},
-        {"cpu", required_argument, NULL, 'C'},        {"cpu-server", required_argument, NULL, 'S'},
-        {"cpu-client", required_argument, NULL, 'K'}, {"help", no_argument, NULL, 'h'},
-        {NULL, 0, NULL, 0},
+        {"duration", required_argument, NULL, 'D'},
+        TB_COMMON_LONGOPTS,
     };
     uint64_t size = 1u << 20, seconds = 5;
     int cpu_server = -1, cpu_client = -1, ch;
-    while ((ch = getopt_long(argc, argv, "s:D:h", longopts, NULL)) != -1) {
-        int common = tb_common_opt(ch, optarg, &size, &cpu_server, &cpu_client);
-        if (common == 0)
-            goto bad;
-        if (common == 1)
-            continue;
+    while ((ch = tb_next_opt(argc, argv, "s:D:h", longopts, &size, &cpu_server, &cpu_client)) != -1) {
         switch (ch) {
         case 'D':
             if (!tb_parse_u64(optarg, 1, 3600, &seconds))

@@ -13,6 +13,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <getopt.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
 #include <poll.h>
@@ -221,6 +222,30 @@ static inline int tb_common_opt(int ch, const char *arg, uint64_t *size, int *cp
     default:
         return -1;
     }
+}
+
+/* The long names of tb_common_opt's options and of -h; the last entries
+ * of a program's longopts table. */
+#define TB_COMMON_LONGOPTS                                                                   \
+    {"size", required_argument, NULL, 's'}, {"cpu", required_argument, NULL, 'C'},           \
+    {"cpu-server", required_argument, NULL, 'S'}, {"cpu-client", required_argument, NULL, 'K'}, \
+    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+
+/* getopt_long's next option that is not one of tb_common_opt's (those it
+ * takes into *size and the CPUs): -1 after the last option, '?' for a
+ * bad value. */
+static inline int tb_next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts,
+                              uint64_t *size, int *cpu_server, int *cpu_client)
+{
+    int ch;
+    while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        int common = tb_common_opt(ch, optarg, size, cpu_server, cpu_client);
+        if (common == 0)
+            return '?';
+        if (common < 0)
+            return ch;
+    }
+    return -1;
 }
 
 /* Listens on 127.0.0.1 (its address in *addr) and forks the server

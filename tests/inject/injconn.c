@@ -1,5 +1,7 @@
 #include "injconn.h"
 
+#include "ndktest.h"
+
 #define WAIT_MS 4000u
 
 /* ---- asynchronous results ---- */
@@ -63,17 +65,9 @@ static bool leg_ok(NTSTATUS st, const char *what)
 
 NDK_OPEN_OPTIONS inj_opts(void)
 {
-    NDK_OPEN_OPTIONS o;
-    memset(&o, 0, sizeof o);
-    o.Size = sizeof o;
     /* Short enough that a lost leg shows as a timeout failure quickly,
      * long enough never to fire on a loaded machine. */
-    o.TcpConnectTimeoutMs = 3000;
-    o.MpaReplyTimeoutMs = 3000;
-    o.MpaRequestTimeoutMs = 3000;
-    o.RtrTimeoutMs = 3000;
-    o.DisconnectTimeoutMs = 3000;
-    return o;
+    return nt_opts_ms(3000);
 }
 
 /* ---- the scenario ---- */

@@ -210,12 +210,7 @@ unsigned dp_cq_notified(dp_cq *c)
 
 dp_cq *dp_cq_record(void)
 {
-    if (dp_ncqs >= DP_MAX_CQS) {
-        fprintf(stderr, "dptest: out of CQ records\n");
-        abort();
-    }
-    dp_cq *c = &dp_cqs[dp_ncqs++];
-    memset(c, 0, sizeof *c);
+    dp_cq *c = tl_take_record(dp_cqs, sizeof *c, &dp_ncqs, DP_MAX_CQS, "dptest's CQ records");
     tl_event_init(&c->notify);
     return c;
 }
@@ -264,33 +259,51 @@ static ULONG poll_plain(dp_cq *c, void *out, ULONG from, ULONG n)
     return c->cq->Dispatch->NdkGetCqResults(c->cq, (NDK_RESULT *)out + from, n);
 }
 
-/* Polls until `want` results or ms passed; between polls it arms the CQ and
- * polls once more before waiting, so a completion that lands between the
- * poll and the arm is not missed. */
+/* After a poll that did not find what the caller waits for: arms the CQ
+ * and calls again(arg) to poll once more, so that a completion that lands
+ * between the poll and the arm is not missed, then waits for the
+ * notification unless again found it. A poll-only CQ yields instead. False
+ * once the deadline has passed. */
+static bool pause_for_results(dp_cq *c, uint64_t deadline, bool (*again)(void *arg), void *arg)
+{
+    uint64_t now = tl_now_ns();
+    if (now >= deadline)
+        return false;
+    if (c->poll_only) {
+        sched_yield();
+        return true;
+    }
+    unsigned before = dp_cq_notified(c);
+    dp_arm(c, NDK_CQ_NOTIFY_ANY);
+    if (!again(arg))
+        tl_event_wait(&c->notify, before + 1, (unsigned)((deadline - now) / 1000000u) + 1);
+    return true;
+}
+
+/* wait_results' state: results land in out[0 .. want). */
+struct want {
+    dp_cq *c;
+    dp_poll_fn poll_fn;
+    void *out;
+    ULONG got, want;
+};
+
+/* One poll for the results still wanted; true when all are in. */
+static bool poll_wanted(void *arg)
+{
+    struct want *w = arg;
+    w->got += w->poll_fn(w->c, w->out, w->got, w->want - w->got);
+    return w->got >= w->want;
+}
+
+/* Polls until `want` results or ms passed. */
 static ULONG wait_results(dp_cq *c, dp_poll_fn poll_fn, void *out, ULONG want, unsigned ms)
 {
-    ULONG got = 0;
+    struct want w = {c, poll_fn, out, 0, want};
     uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
-    while (got < want) {
-        got += poll_fn(c, out, got, want - got);
-        if (got >= want)
-            break;
-        uint64_t now = tl_now_ns();
-        if (now >= deadline)
-            break;
-        if (c->poll_only) {
-            sched_yield();
-            continue;
-        }
-        unsigned before = dp_cq_notified(c);
-        dp_arm(c, NDK_CQ_NOTIFY_ANY);
-        got += poll_fn(c, out, got, want - got);
-        if (got >= want)
-            break;
-        unsigned left = (unsigned)((deadline - now) / 1000000u) + 1;
-        tl_event_wait(&c->notify, before + 1, left);
-    }
-    return got;
+    while (w.got < want && !poll_wanted(&w) && pause_for_results(c, deadline, poll_wanted, &w))
+        ;
+    return w.got;
 }
 
 ULONG dp_wait_ex(dp_cq *c, NDK_RESULT_EX *out, ULONG want, unsigned ms)
@@ -303,40 +316,35 @@ ULONG dp_wait_plain(dp_cq *c, NDK_RESULT *out, ULONG want, unsigned ms)
     return wait_results(c, poll_plain, out, want, ms);
 }
 
+/* dp_quiet's state: the first max results land in out (if any), all are
+ * counted. */
+struct drain {
+    dp_cq *c;
+    NDK_RESULT_EX *out;
+    ULONG max, total;
+};
+
+/* One poll; true when it found any result. */
+static bool poll_drain(void *arg)
+{
+    struct drain *d = arg;
+    NDK_RESULT_EX tmp[16];
+    ULONG n = dp_get(d->c, tmp, 16);
+    for (ULONG i = 0; i < n; i++) {
+        if (d->out && d->total < d->max)
+            d->out[d->total] = tmp[i];
+        d->total++;
+    }
+    return n != 0;
+}
+
 ULONG dp_quiet(dp_cq *c, NDK_RESULT_EX *out, ULONG max, unsigned ms)
 {
-    NDK_RESULT_EX tmp[16];
-    ULONG total = 0;
+    struct drain d = {c, out, max, 0};
     uint64_t deadline = tl_now_ns() + (uint64_t)ms * 1000000u;
-    for (;;) {
-        ULONG n = dp_get(c, tmp, 16);
-        for (ULONG i = 0; i < n; i++) {
-            if (out && total < max)
-                out[total] = tmp[i];
-            total++;
-        }
-        if (n)
-            continue;
-        uint64_t now = tl_now_ns();
-        if (now >= deadline)
-            break;
-        if (c->poll_only) {
-            sched_yield();
-            continue;
-        }
-        unsigned before = dp_cq_notified(c);
-        dp_arm(c, NDK_CQ_NOTIFY_ANY);
-        if ((n = dp_get(c, tmp, 16)) != 0) {
-            for (ULONG i = 0; i < n; i++) {
-                if (out && total < max)
-                    out[total] = tmp[i];
-                total++;
-            }
-            continue;
-        }
-        tl_event_wait(&c->notify, before + 1, (unsigned)((deadline - now) / 1000000u) + 1);
-    }
-    return total;
+    while (poll_drain(&d) || pause_for_results(c, deadline, poll_drain, &d))
+        ;
+    return d.total;
 }
 
 unsigned dp_count_ctx(const NDK_RESULT_EX *r, ULONG n, void *ctx)
@@ -621,12 +629,7 @@ NDK_QP *dp_qp_create(dp_side *s, dp_cq *rcq, dp_cq *icq, NDK_SRQ *srq, void *qpc
 
 dp_conn *dp_conn_record(void)
 {
-    if (dp_nconns >= DP_MAX_CONNS) {
-        fprintf(stderr, "dptest: out of connection records\n");
-        abort();
-    }
-    dp_conn *c = &dp_conns[dp_nconns++];
-    memset(c, 0, sizeof *c);
+    dp_conn *c = tl_take_record(dp_conns, sizeof *c, &dp_nconns, DP_MAX_CONNS, "dptest's connection records");
     tl_event_init(&c->lev);
     tl_event_init(&c->disc_a);
     tl_event_init(&c->disc_p);

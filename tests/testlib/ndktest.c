@@ -611,12 +611,7 @@ NDK_CONNECTOR *nt_incoming(nt_lsn *L, unsigned idx, unsigned ms)
 
 nt_lsn *nt_lsn_new(void)
 {
-    if (nt_nlsns >= NT_MAX_LSN) {
-        fprintf(stderr, "ndktest: out of listeners\n");
-        abort();
-    }
-    nt_lsn *L = &nt_lsns[nt_nlsns++];
-    memset(L, 0, sizeof *L);
+    nt_lsn *L = tl_take_record(nt_lsns, sizeof *L, &nt_nlsns, NT_MAX_LSN, "ndktest's listener records");
     pthread_mutex_init(&L->mu, NULL);
     tl_event_init(&L->ev);
     return L;

@@ -330,14 +330,9 @@ void nk_cq_notify(void *ctx, NTSTATUS status)
 
 NDK_OPEN_OPTIONS nk_options(void)
 {
-    NDK_OPEN_OPTIONS o;
-    memset(&o, 0, sizeof o);
-    o.Size = sizeof o;
+    NDK_OPEN_OPTIONS o = nt_opts_ms(500);
     o.TcpConnectTimeoutMs = 2000;
-    o.MpaReplyTimeoutMs = 500;
-    o.MpaRequestTimeoutMs = 500;
     o.RtrTimeoutMs = 2000;
-    o.DisconnectTimeoutMs = 500;
     return o;
 }
 

@@ -135,6 +135,17 @@ int tl_finish(void)
     return 0;
 }
 
+void *tl_take_record(void *pool, size_t size, unsigned *used, unsigned max, const char *what)
+{
+    if (*used >= max) {
+        fprintf(stderr, "out of %s\n", what);
+        abort();
+    }
+    void *r = (char *)pool + (size_t)(*used)++ * size;
+    memset(r, 0, size);
+    return r;
+}
+
 void tl_event_init(tl_event *e)
 {
     pthread_mutex_init(&e->mu, NULL);

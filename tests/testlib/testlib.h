@@ -12,33 +12,31 @@
 extern int tl_failures;
 extern const char *tl_current;
 
+/* Counts a failure of the current case and says where: what failed is
+ * printed after the file, line and case. */
+#define TL_FAIL(fmt, ...)                                                                    \
+    (tl_failures++, fprintf(stderr, "%s:%d: [%s] " fmt "\n", __FILE__, __LINE__,              \
+                            tl_current ? tl_current : "-", __VA_ARGS__))
+
 #define CHECK(cond)                                                                          \
     do {                                                                                     \
-        if (!(cond)) {                                                                       \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] check failed: %s\n", __FILE__, __LINE__,            \
-                    tl_current ? tl_current : "-", #cond);                                   \
-        }                                                                                    \
+        if (!(cond))                                                                         \
+            TL_FAIL("check failed: %s", #cond);                                              \
     } while (0)
 
 #define CHECK_EQ(a, b)                                                                       \
     do {                                                                                     \
         long long tl_a_ = (long long)(a), tl_b_ = (long long)(b);                           \
-        if (tl_a_ != tl_b_) {                                                                \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] %s == %s failed: %lld (0x%llx) != %lld (0x%llx)\n", \
-                    __FILE__, __LINE__, tl_current ? tl_current : "-", #a, #b, tl_a_,        \
+        if (tl_a_ != tl_b_)                                                                  \
+            TL_FAIL("%s == %s failed: %lld (0x%llx) != %lld (0x%llx)", #a, #b, tl_a_,        \
                     (unsigned long long)tl_a_, tl_b_, (unsigned long long)tl_b_);            \
-        }                                                                                    \
     } while (0)
 
 /* Stops the current test case (the rest of it would only cascade). */
 #define REQUIRE(cond)                                                                        \
     do {                                                                                     \
         if (!(cond)) {                                                                       \
-            tl_failures++;                                                                   \
-            fprintf(stderr, "%s:%d: [%s] required: %s\n", __FILE__, __LINE__,                 \
-                    tl_current ? tl_current : "-", #cond);                                   \
+            TL_FAIL("required: %s", #cond);                                                  \
             return;                                                                          \
         }                                                                                    \
     } while (0)
@@ -91,6 +89,12 @@ int tl_finish(void);
  * to a run of their own, as the IPv6 run does, so that no skipped case is
  * ever counted as passed. */
 void tl_skip_all(const char *reason);
+
+/* The next record of a harness's static pool of max records of size bytes
+ * (*used of them taken), zeroed. Aborts with "out of WHAT" when all are
+ * taken: a case that needs more is a harness to enlarge, not a failure to
+ * count. */
+void *tl_take_record(void *pool, size_t size, unsigned *used, unsigned max, const char *what);
 
 /* A counting event: signalled from callbacks, waited on with a bound. */
 typedef struct tl_event {
