@@ -145,6 +145,10 @@ struct ndk_engine {
     unsigned index;
     int cpu;                  /* the CPU it stands for (-1: a lone engine, none) */
     bool pinned;              /* runs only there: an Affinity named it (device lock) */
+    /* The one CPU its thread may run on (pinned, or the process's mask
+     * had one CPU when the engines started), else -1 (atomic: pollers
+     * read it, qp_poll.c). */
+    int only_cpu;
     struct loop loop;         /* its state: the device lock */
     pthread_t thread;
     bool thread_started;
@@ -333,5 +337,7 @@ struct ndk_engine *ndk_engine_place(struct ndk_adapter_impl *ad, const GROUP_AFF
 struct ndk_engine *ndk_engine_place_listener(struct ndk_adapter_impl *ad);
 /* Gives back what placing obj counted. Device lock held. */
 void ndk_engine_unplace(struct ndk_obj *obj);
+/* Is the calling thread a progress engine's (of any device)? */
+bool ndk_on_engine_thread(void);
 
 #endif

@@ -64,8 +64,9 @@ struct ndk_cq_impl {
     bool overflowed;
     struct ndk_cb notify_cb;
     /* Busy polling, when the CQ's adapter was opened with
-     * NDK_OPEN_FLAG_BUSY_POLL: set (atomically) by the first QP that starts
-     * its data path on this CQ (qp.c); NULL = none. poll_hook: GetCqResults
+     * NDK_OPEN_FLAG_BUSY_POLL or a QP's engine runs on one CPU only: set
+     * (atomically) by the first such QP that starts its data path on this
+     * CQ (qp_poll.c); NULL = none. poll_hook: GetCqResults
      * [Ex] calls it (without the CQ lock) before reading an empty ring, so
      * a polling consumer drives receive progress itself. arm_hook: called
      * after an ArmCq (the consumer is about to sleep). */

@@ -10,6 +10,15 @@
 #include "net/sys.h"
 #include "objects.h"
 
+/* initial-exec: read per poll and per callback; the default model of a
+ * shared library makes every read a call to __tls_get_addr. */
+static __thread bool on_engine __attribute__((tls_model("initial-exec")));
+
+bool ndk_on_engine_thread(void)
+{
+    return on_engine;
+}
+
 static bool engine_idle(struct ndk_engine *e)
 {
     pthread_mutex_lock(&e->cbq_lock);
@@ -24,6 +33,7 @@ static void *engine_main(void *arg)
     struct ndk_device *dev = e->dev;
     bool chores = e == ndk_dev_engine0(dev);
     uint64_t leases_aged_ms = 0;
+    on_engine = true;
     pthread_mutex_lock(&dev->lock);
     loop_set_owner(&e->loop);
     __atomic_store_n(&e->tid, (int)gettid(), __ATOMIC_RELAXED);
@@ -79,6 +89,9 @@ bool ndk_engines_start(struct ndk_device *dev, unsigned max)
         e->dev = dev;
         e->index = i;
         e->cpu = -1;
+        /* The thread inherits its creator's mask: with one CPU in it, that
+         * is the only CPU the engine runs on. */
+        e->only_cpu = ncpus == 1 ? cpus[0] : -1;
         pthread_mutex_init(&e->cbq_lock, NULL);
         if (loop_init(&e->loop) < 0) {
             pthread_mutex_destroy(&e->cbq_lock);
@@ -190,8 +203,11 @@ struct ndk_engine *ndk_engine_place(struct ndk_adapter_impl *ad, const GROUP_AFF
      * more than 2 s pinned, 0.1 s unpinned). A consumer that names CPUs
      * asks for its callbacks there, and gets them there from now on.
      */
-    if (named && !best->pinned)
+    if (named && !best->pinned) {
         best->pinned = ndk_thread_pin(best->thread, best->cpu);
+        if (best->pinned)
+            __atomic_store_n(&best->only_cpu, best->cpu, __ATOMIC_RELAXED);
+    }
     return best;
 }
 

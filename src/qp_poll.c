@@ -3,8 +3,12 @@
  * and busy polling (NDK_OPEN_FLAG_BUSY_POLL): a consumer polling an empty
  * CQ makes the transports of its QPs read their input, and leases that
  * input from the progress thread while it polls (docs/behaviour.md, Busy
- * polling).
+ * polling). Without the flag a poller does the same while it runs on the
+ * one CPU its QP's engine may use: the engine could only run when the
+ * poller gives way, so leaving the input to it costs a thread hop (a
+ * context switch) per message and gains no parallelism.
  */
+#include "net/sys.h"
 #include "objects.h"
 
 static void link_in(struct ndk_qp_link *head, struct ndk_qp_link *l, struct ndk_qp_impl *qp)
@@ -23,10 +27,18 @@ static void link_out(struct ndk_qp_link *l)
     l->next = l->prev = l;
 }
 
-/* A CQ of a busy-polling adapter reads its QPs' input when polled. */
-static void cq_enable_busy_poll(struct ndk_cq_impl *cq)
+/* The one CPU the QP's engine may run on, or -1. */
+static int engine_only_cpu(const struct ndk_qp_impl *qp)
 {
-    if (!cq->obj.ad->busy_poll)
+    return __atomic_load_n(&qp->obj.engine->only_cpu, __ATOMIC_RELAXED);
+}
+
+/* A CQ whose pollers may read its QPs' input: one of a busy-polling
+ * adapter, or one with a QP whose engine is confined to a CPU (whether
+ * the poller runs there is looked at per poll, ndk_qp_busy_poll). */
+static void cq_enable_busy_poll(struct ndk_cq_impl *cq, const struct ndk_qp_impl *qp)
+{
+    if (!cq->obj.ad->busy_poll && engine_only_cpu(qp) < 0)
         return;
     __atomic_store_n(&cq->arm_hook, ndk_qp_end_leases, __ATOMIC_RELEASE);
     __atomic_store_n(&cq->poll_hook, ndk_qp_busy_poll, __ATOMIC_RELEASE);
@@ -34,8 +46,8 @@ static void cq_enable_busy_poll(struct ndk_cq_impl *cq)
 
 void qp_live_add(struct ndk_qp_impl *qp)
 {
-    cq_enable_busy_poll(qp->rcq);
-    cq_enable_busy_poll(qp->icq);
+    cq_enable_busy_poll(qp->rcq, qp);
+    cq_enable_busy_poll(qp->icq, qp);
     struct ndk_adapter_impl *ad = qp->obj.ad;
     pthread_mutex_lock(&ad->dev->live_lock);
     if (!qp->dp.live) {
@@ -111,7 +123,12 @@ static bool sleeper_on(const struct ndk_cq_impl *cq)
 void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
 {
     struct ndk_adapter_impl *ad = cq->obj.ad;
-    if (!ad->busy_poll)
+    /* Without the flag, not on an engine's thread (a callback that
+     * polls): its engine reads the input anyway once the callback
+     * returned, and a lease taken there would only cost two epoll_ctl per
+     * callback. Nor when the CPU cannot be told. */
+    int cpu = ad->busy_poll || ndk_on_engine_thread() ? -1 : ndk_thread_cpu_now();
+    if (!ad->busy_poll && cpu < 0)
         return;
     /* The live list lock is held across the reads: a QP leaves the list
      * (ndk_qp_stop) before its transport goes, so none vanishes under us.
@@ -119,6 +136,8 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
     pthread_mutex_lock(&ad->dev->live_lock);
     for (struct ndk_qp_link *l = cq->live_qps.next; l != &cq->live_qps; l = l->next) {
         struct ndk_qp_impl *qp = l->qp;
+        if (!ad->busy_poll && engine_only_cpu(qp) != cpu)
+            continue; /* its engine may run beside us: the input is its */
         if (qp->dp.xp->poll)
             qp->dp.xp->poll(qp);
         /* While we poll, waking the progress thread for the same input
@@ -134,7 +153,11 @@ void ndk_qp_busy_poll(struct ndk_cq_impl *cq)
 void ndk_qp_end_leases(struct ndk_cq_impl *cq)
 {
     struct ndk_adapter_impl *ad = cq->obj.ad;
-    if (!ad->busy_poll)
+    /* Without the flag leases are rare (a poller on its engine's CPU):
+     * an arm, which a consumer sleeping on events makes per message, only
+     * looks at the count when there are none. A lease being taken right
+     * now is the racy case sleeper_on already accepts. */
+    if (!ad->busy_poll && !__atomic_load_n(&ad->dev->input_leases, __ATOMIC_RELAXED))
         return;
     pthread_mutex_lock(&ad->dev->live_lock);
     for (struct ndk_qp_link *l = cq->live_qps.next; l != &cq->live_qps; l = l->next)

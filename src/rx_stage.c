@@ -33,13 +33,13 @@ size_t rx_stage_drop(struct rx_stage *s)
     return n;
 }
 
-/* Copies what the buffer holds into v, as far as it goes. */
+/* Copies what the stage holds into v, as far as it goes. */
 static size_t serve(struct rx_stage *s, const struct iovec *v, int n)
 {
     size_t moved = 0;
     for (int i = 0; i < n && s->head < s->tail; i++) {
         size_t k = v[i].iov_len < s->tail - s->head ? v[i].iov_len : s->tail - s->head;
-        memcpy(v[i].iov_base, s->buf + s->head, k);
+        memcpy(v[i].iov_base, s->data + s->head, k);
         s->head += k;
         moved += k;
     }
@@ -47,7 +47,7 @@ static size_t serve(struct rx_stage *s, const struct iovec *v, int n)
         s->head = s->tail = 0;
         /* Drained, and the socket had no more: give the buffer back, so
          * that an idle connection holds none (the next burst takes one). */
-        if (s->dry) {
+        if (s->dry && s->buf) {
             free(s->buf);
             s->buf = NULL;
         }
@@ -64,14 +64,29 @@ ssize_t rx_stage_readv(struct rx_stage *s, struct ndk_transport *tr, const struc
         return -EAGAIN;
     if (how == RX_STAGE_DIRECT || !s->cap)
         return tr->ops->readv(tr, v, n);
-    if (!s->buf && !(s->buf = malloc(s->cap)))
-        return tr->ops->readv(tr, v, n); /* no memory: read straight, unstaged */
-    struct iovec all = {s->buf, s->cap};
+    /* Never more at once than the configured size (the sim varies it). */
+    size_t small = s->cap < sizeof s->small ? s->cap : sizeof s->small;
+    uint8_t *into = s->small;
+    size_t room = small;
+    if (s->burst) {
+        if (!s->buf && !(s->buf = malloc(s->cap)))
+            return tr->ops->readv(tr, v, n); /* no memory: read straight, unstaged */
+        into = s->buf;
+        room = s->cap;
+    }
+    struct iovec all = {into, room};
     ssize_t got = tr->ops->readv(tr, &all, 1);
     if (got <= 0)
         return got;
+    s->data = into;
     s->head = 0;
     s->tail = (size_t)got;
-    s->dry = (size_t)got < s->cap;
+    s->dry = (size_t)got < room;
+    /* Filled: a burst, whose rest the buffer takes; less than the small
+     * area holds: a trickle again. */
+    if (!s->burst)
+        s->burst = !s->dry;
+    else if ((size_t)got < small)
+        s->burst = false;
     return (ssize_t)serve(s, v, n);
 }

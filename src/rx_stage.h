@@ -45,12 +45,22 @@ struct rx_stage_cfg {
 #define NDK_RX_STAGE_SIZE (65536 + 16)
 #endif
 
+/* A refill while the input trickles (the last one took less than this)
+ * goes into a small area inside the stage, not the buffer: a ping-pong's
+ * FPDU at a time then costs no allocation of the buffer and no giving it
+ * back. One that fills the area makes the next refill take the buffer:
+ * a burst costs at most one more read, as it starts. */
+#define RX_STAGE_SMALL 256
+
 struct rx_stage {
-    uint8_t *buf;
+    uint8_t *buf;      /* the buffer, while a burst is read; else NULL */
+    uint8_t *data;     /* what the unread octets lie in: buf or small */
     size_t cap;        /* 0: no staging, every read goes to the transport */
     size_t threshold;
-    size_t head, tail; /* unread octets are buf[head, tail) */
+    size_t head, tail; /* unread octets are data[head, tail) */
     bool dry;          /* the last refill emptied the socket (rx_stage_wake) */
+    bool burst;        /* the last refill filled what it read into: the next takes the buffer */
+    uint8_t small[RX_STAGE_SMALL];
 };
 
 /* How a read may use the transport when the buffer is empty. */
@@ -60,8 +70,9 @@ enum rx_stage_how {
     RX_STAGE_ONLY,   /* not at all (-EAGAIN): the engine's budget is spent */
 };
 
-/* A stage configured by cfg; its buffer comes with the first staged read.
- * False without memory. */
+/* A stage configured by cfg; its buffer comes with the first staged read
+ * of a burst. False without memory. A stage may be copied while it holds
+ * nothing (data is set by each refill). */
 bool rx_stage_init(struct rx_stage *s, struct rx_stage_cfg cfg);
 void rx_stage_fini(struct rx_stage *s);
 static inline size_t rx_stage_held(const struct rx_stage *s)

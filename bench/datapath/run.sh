@@ -225,6 +225,10 @@ for rep in $(seq "$REPS"); do
 		# Latency: 64-byte ping-pong, half round trip.
 		run "tcp_pingpong_${pl}_$rep" 60 "$TCP_PINGPONG" -s 64 -n "$LAT_ITERS" $PIN &&
 			add "lat|$pl|tcp_pingpong" "$(kv "$LOG" typical)"
+		# The same waiting in epoll_wait: what any event loop pays, the
+		# floor of events mode (README, "Events mode against blocking TCP").
+		run "tcp_pingpong_epoll_${pl}_$rep" 60 "$TCP_PINGPONG" -s 64 -n "$LAT_ITERS" --epoll $PIN &&
+			add "lat|$pl|tcp_pingpong epoll" "$(kv "$LOG" typical)"
 		ndk_runs ndk_modes send_lat lat:ndk_lat -s 64 -n "$LAT_ITERS"
 		if have sockperf; then
 			pair "sockperf_pp_${pl}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
@@ -343,6 +347,8 @@ stability() {
 			cross/events) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.0 ;;
 			*) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" info - ;;
 			esac
+			[ "$mode" = events ] &&
+				row "64 B half RTT [us]" "$pl" "$mode" "$k" "tcp_pingpong epoll" "lat|$pl|tcp_pingpong epoll" info -
 		done < <(ndk_modes "$pl")
 	done
 	# Bandwidth: every mode at or above raw TCP; RDMA Read at least 0.9x
@@ -414,23 +420,38 @@ echo "all values: $OUT/values.txt"
 # Where a target cannot be met on this machine, the proof is the cost of
 # the same work: perf stat of raw TCP and of ndkperf, 64 B ping-pong across
 # CPUs, both processes counted (they fork), per message (2 per iteration):
-# CPU time, context switches (wake-ups) and system calls.
+# CPU time, context switches (wake-ups) and system calls. Each run is made
+# with PERF_ITERS and with 3 x PERF_ITERS iterations and the difference is
+# divided by the extra messages: what one more message costs, without the
+# set-up (threads, connection, memory registration) and the teardown that a
+# whole run's count spreads over its messages.
 PERF_ITERS=${PERF_ITERS:-5000}
 if have perf && [[ " $PLACEMENTS " == *" cross "* ]]; then
 	PIN="--cpu-server 0 --cpu-client 1"
-	perf_row() { # LABEL CMD...
-		local label=$1; shift
-		run "perfstat_${label// /_}" 60 perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -- "$@" || return 0
-		awk -F, -v l="$label" -v n=$((2 * PERF_ITERS)) '
-			$3 == "task-clock" {t = $1} $3 == "context-switches" {c = $1} $3 == "raw_syscalls:sys_enter" {s = $1}
-			END {if (t != "") printf "%-28s %10.2f %10.2f %10.2f\n", l, t * 1000 / n, c / n, s / n}' "$LOG"
+	perf_count() { # LOGNAME ITERS CMD... -> "task-clock switches syscalls"
+		local name=$1 n=$2; shift 2
+		run "$name" 60 perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -- "$@" -n "$n" || return 1
+		awk -F, '$3 == "task-clock" {t = $1} $3 == "context-switches" {c = $1} $3 == "raw_syscalls:sys_enter" {s = $1}
+			END {if (t != "") print t, c, s}' "$LOG"
+	}
+	perf_row() { # LABEL CMD... (without -n)
+		local label=$1 a b; shift
+		a=$(perf_count "perfstat_${label// /_}_1x" "$PERF_ITERS" "$@") || return 0
+		b=$(perf_count "perfstat_${label// /_}_3x" $((3 * PERF_ITERS)) "$@") || return 0
+		awk -v l="$label" -v n=$((2 * 2 * PERF_ITERS)) -v a="$a" -v b="$b" 'BEGIN {
+			split(a, x, " "); split(b, y, " ")
+			if (x[1] != "" && y[1] != "")
+				printf "%-28s %10.2f %10.2f %10.2f\n", l, (y[1] - x[1]) * 1000 / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n
+		}'
 	}
 	{
-		echo "64 B ping-pong across CPUs, per message (perf stat, both processes; $PERF_ITERS iterations)"
+		echo "64 B ping-pong across CPUs, per message (perf stat, both processes; the cost of one more"
+		echo "message: runs of $PERF_ITERS and $((3 * PERF_ITERS)) iterations, their difference per extra message)"
 		printf "%-28s %10s %10s %10s\n" run "CPU [us]" "switches" "syscalls"
-		perf_row "tcp_pingpong" "$TCP_PINGPONG" -s 64 -n "$PERF_ITERS" $PIN
+		perf_row "tcp_pingpong" "$TCP_PINGPONG" -s 64 $PIN
+		perf_row "tcp_pingpong --epoll" "$TCP_PINGPONG" -s 64 --epoll $PIN
 		while IFS='|' read -r mode opts; do
-			perf_row "ndkperf $mode" "$NDKPERF" send_lat --loopback -s 64 -n "$PERF_ITERS" --warmup 0 $PIN $opts --no-progress
+			perf_row "ndkperf $mode" "$NDKPERF" send_lat --loopback -s 64 --warmup 0 $PIN $opts --no-progress
 		done < <(ndk_modes cross)
 	} | tee "$OUT/perf_stat.txt"
 fi

@@ -3,17 +3,69 @@
  * N-byte messages between two processes over 127.0.0.1, TCP_NODELAY,
  * blocking sockets, each process pinned like ndkperf --loopback's ends.
  *
- *   tcp_pingpong [-s SIZE] [-n ITERS] [-w WARMUP] [--cpu N | --cpu-server N --cpu-client N]
+ *   tcp_pingpong [-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]
+ *
+ * --epoll: each side waits for the answer in epoll_wait and then reads
+ * without blocking, as an event loop does (libndk's progress engine among
+ * them): per message the same work as the blocking read plus the system
+ * call that waits, the least an event-driven receiver costs.
  *
  * Prints one line: the half round trip (one way, as ndkperf send_lat and
  * sockperf report it) in microseconds: min, typical (median), p99, avg.
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <sys/epoll.h>
 
 #include "tcpbench.h"
 
 static const char *prog = "tcp_pingpong";
+
+/* --epoll: the epoll set that watches the socket for input, or -1 for
+ * blocking reads. */
+static int g_ep = -1;
+static bool g_want_epoll;
+
+static int use_epoll(int fd)
+{
+    g_ep = epoll_create1(EPOLL_CLOEXEC);
+    struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
+    if (g_ep < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
+        fprintf(stderr, "%s: epoll: %s\n", prog, strerror(errno));
+        return -1;
+    }
+    return 0;
+}
+
+/* As tb_read_full; with --epoll every read waits in epoll_wait first
+ * (bounded as the blocking reads are) and then takes what is there. */
+static bool read_full(int fd, void *buf, size_t len, bool *eof)
+{
+    if (g_ep < 0)
+        return tb_read_full(fd, buf, len, eof);
+    size_t got = 0;
+    if (eof)
+        *eof = false;
+    while (got < len) {
+        struct epoll_event ev;
+        int r = epoll_wait(g_ep, &ev, 1, TB_TIMEOUT_MS);
+        if (r == 0 || (r < 0 && errno != EINTR))
+            return false;
+        if (r < 0)
+            continue;
+        ssize_t n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+        if (n > 0) {
+            got += (size_t)n;
+        } else if (n == 0) {
+            if (eof && got == 0)
+                *eof = true;
+            return false;
+        } else if (errno != EINTR && errno != EAGAIN) {
+            return false;
+        }
+    }
+    return true;
+}
 
 static int cmp_u64(const void *a, const void *b)
 {
@@ -28,10 +80,14 @@ static int server(int lfd, int cpu, size_t size)
     if (fd < 0)
         return 1;
     tb_nodelay(fd);
+    if (g_want_epoll && use_epoll(fd) != 0) {
+        close(fd);
+        return 1;
+    }
     char *buf = malloc(size);
     int rc = 1;
     bool eof = false;
-    while (buf && tb_read_full(fd, buf, size, &eof))
+    while (buf && read_full(fd, buf, size, &eof))
         if (!tb_write_full(fd, buf, size))
             goto out;
     if (eof)
@@ -41,6 +97,8 @@ static int server(int lfd, int cpu, size_t size)
 out:
     free(buf);
     close(fd);
+    if (g_ep >= 0)
+        close(g_ep);
     return rc;
 }
 
@@ -51,11 +109,15 @@ static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t
     if (fd < 0)
         return 1;
     tb_nodelay(fd);
+    if (g_want_epoll && use_epoll(fd) != 0) {
+        close(fd);
+        return 1;
+    }
     char *buf = calloc(1, size);
     int rc = buf ? 0 : 1;
     for (uint64_t i = 0; rc == 0 && i < warmup + iters; i++) {
         uint64_t t0 = tb_now_ns();
-        if (!tb_write_full(fd, buf, size) || !tb_read_full(fd, buf, size, NULL)) {
+        if (!tb_write_full(fd, buf, size) || !read_full(fd, buf, size, NULL)) {
             fprintf(stderr, "%s: client: ping-pong failed at iteration %" PRIu64 ": %s\n", prog, i,
                     errno ? strerror(errno) : "connection closed");
             rc = 1;
@@ -65,6 +127,8 @@ static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t
     }
     free(buf);
     close(fd);
+    if (g_ep >= 0)
+        close(g_ep);
     return rc;
 }
 
@@ -73,6 +137,7 @@ int main(int argc, char **argv)
     static const struct option longopts[] = {
         {"iters", required_argument, NULL, 'n'},
         {"warmup", required_argument, NULL, 'w'},
+        {"epoll", no_argument, NULL, 'E'},
         TB_COMMON_LONGOPTS,
     };
     uint64_t size = 64, iters = 20000, warmup = 100;
@@ -87,10 +152,14 @@ int main(int argc, char **argv)
             if (!tb_parse_u64(optarg, 0, 100000000, &warmup))
                 goto bad;
             break;
+        case 'E':
+            g_want_epoll = true;
+            break;
         case 'h':
-            printf("Usage: %s [-s SIZE] [-n ITERS] [-w WARMUP] [--cpu N | --cpu-server N --cpu-client N]\n"
+            printf("Usage: %s [-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]\n"
                    "Raw TCP ping-pong over 127.0.0.1 between two processes (TCP_NODELAY, blocking\n"
-                   "sockets); prints the half round trip in microseconds.\n",
+                   "sockets); prints the half round trip in microseconds. --epoll: every wait is\n"
+                   "an epoll_wait, then a non-blocking read (an event loop's way).\n",
                    prog);
             return 0;
         default:
@@ -123,15 +192,15 @@ int main(int argc, char **argv)
         p99 = p99 ? p99 - 1 : 0;
         char a[16], b[16];
         /* Half the round trip: one way, as ndkperf send_lat reports. */
-        printf("tcp_pingpong size=%" PRIu64 " iters=%" PRIu64 " cpu_server=%s cpu_client=%s half_rtt_usec min=%.2f "
+        printf("tcp_pingpong%s size=%" PRIu64 " iters=%" PRIu64 " cpu_server=%s cpu_client=%s half_rtt_usec min=%.2f "
                "typical=%.2f p99=%.2f avg=%.2f\n",
-               size, iters, tb_cpu_text(cpu_server, a, sizeof a), tb_cpu_text(cpu_client, b, sizeof b),
+               g_want_epoll ? " epoll" : "", size, iters, tb_cpu_text(cpu_server, a, sizeof a), tb_cpu_text(cpu_client, b, sizeof b),
                (double)rtt[0] / 2000.0, (double)rtt[iters / 2] / 2000.0, (double)rtt[p99] / 2000.0,
                sum / (double)iters / 2000.0);
     }
     free(rtt);
     return rc;
 bad:
-    fprintf(stderr, "Usage: %s [-s SIZE] [-n ITERS] [-w WARMUP] [--cpu N | --cpu-server N --cpu-client N]\n", prog);
+    fprintf(stderr, "Usage: %s [-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]\n", prog);
     return 2;
 }

@@ -55,6 +55,11 @@ bool ndk_thread_pin(pthread_t t, int cpu)
     return pthread_setaffinity_np(t, sizeof set, &set) == 0;
 }
 
+int ndk_thread_cpu_now(void)
+{
+    return sched_getcpu();
+}
+
 uint64_t ndk_netns_id(void)
 {
     /* Per thread: setns(2) moves one thread, not the process. */

@@ -25,6 +25,10 @@ int ndk_thread_cpus(int *cpus, int max);
 /* Keeps thread t on one CPU; false when the system refuses (the thread
  * then runs wherever the scheduler puts it). */
 bool ndk_thread_pin(pthread_t t, int cpu);
+/* The CPU the calling thread runs on now (a moment later it may be on
+ * another, unless pinned), -1 when it cannot be told. No system call
+ * where the kernel publishes it (rseq, the vDSO). */
+int ndk_thread_cpu_now(void);
 /* The network namespace the calling thread is in (the inode of its
  * /proc namespace file), 0 when it cannot be told: an interface index
  * names an interface only within one namespace. */
