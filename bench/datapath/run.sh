@@ -92,7 +92,7 @@ median() { # KEY -> median of its values, or empty
 # shellcheck source=bench/cpu_busy.sh
 . "$HERE/../cpu_busy.sh"
 WAITED=0
-BG_MAX=0
+BG_MAX=0 BG=0
 # Waits (bounded) for the machine to be quiet before a measurement: the
 # benchmark's own processes are not running then, so what is busy is
 # someone else.
