@@ -115,7 +115,6 @@ struct shm_conn {
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     bool split_wait;            /* the request at the head waits for the initiator's part */
     uint32_t split_id;          /* ...that request */
-    uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
     bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
     struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
@@ -326,13 +325,13 @@ static void broken(struct shm_conn *c, struct shm_fail *f)
 static void rx_wait_ended(struct shm_conn *c, bool terminated)
 {
     struct ndk_qp_impl *qp = c->qp;
-    uint64_t until = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
+    uint64_t until = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED);
     if (qp->obj.verify) {
         uint64_t began = until - qp->obj.ad->opt.ReceiveGraceMs, now = loop_now_ms();
         ndk_verify_send_without_receive(qp, until && now > began ? now - began : 0, terminated);
     }
     /* Atomic: posting threads and the engine read it. */
-    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
 }
 
 /* A Send (or a piece of one). Returns false when it must wait for a
@@ -349,13 +348,13 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         if (!ndk_xp_take_receive(qp, &c->rs_wqe)) {
             const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
             uint64_t now = loop_now_ms();
-            uint64_t until = c->rx_wait_until;
+            uint64_t until = qp->dp.rx_wait_until;
             /* No wait after NdkDisconnect (ndk_qp_rx_give_up, rx_lock):
              * no receive will come, the Terminate goes now. */
             bool may_wait = !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE) && !qp->dp.rx_wait_off;
             if (!until && may_wait) {
                 /* Atomic: posting threads and the engine read it. */
-                __atomic_store_n(&c->rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
+                __atomic_store_n(&c->qp->dp.rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
                 return false;
             }
             if (until && now < until && may_wait)
@@ -365,7 +364,7 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             refuse(c, h, &t, f);
             return true;
         }
-        if (c->rx_wait_until)
+        if (qp->dp.rx_wait_until)
             rx_wait_ended(c, false);
         c->rs_active = true;
         c->rs_got = 0;
@@ -1084,7 +1083,7 @@ static void end_connection(struct shm_conn *c, const struct shm_fail *f)
     pthread_mutex_lock(&c->qp->dp.rx_lock);
     split_revoke(c); /* before the consumer learns the end and may free its memory */
     drop_partial_send(c);
-    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&c->qp->dp.rx_lock);
     ndk_xp_fail(c->qp, f->reason, f->read_status, f->perr);
     shm_os_doorbell_ring(c->peer_bell);
@@ -1146,7 +1145,7 @@ static void progress(struct shm_conn *c, bool poller)
         }
         pthread_mutex_unlock(&dp->sq_lock);
     }
-    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED)) &&
+    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED)) &&
         (poller ? pthread_mutex_trylock(&dp->rx_lock) == 0 : pthread_mutex_lock(&dp->rx_lock) == 0)) {
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
@@ -1196,7 +1195,7 @@ static void serve(struct shm_conn *c)
             break;
         }
     }
-    bool wait = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) != 0;
+    bool wait = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED) != 0;
     if (wait != c->ticking) {
         shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
         c->ticking = wait;
@@ -1297,15 +1296,22 @@ static void shm_doorbell(struct ndk_qp_impl *qp)
 /* A receive was posted: a Send waiting for one goes on now, on the
  * engine, woken while sq_lock holds the connection: once the lock
  * is released, detach (ndk_qp_stop, from the connector's thread) may free
- * it. */
+ * it. Whether a Send waits is the QP's (dp.rx_wait_until), looked at
+ * first without the lock: a receiver that reposts as it reaps took
+ * sq_lock for every receive only to find nothing waiting. A wait that
+ * begins just after this look is no different from one that began just
+ * after the locked look: the engine starts it under rx_lock, not
+ * sq_lock, and its ticker looks again (SHM_RX_WAIT_POLL_MS). */
 static void shm_after_receive(struct ndk_qp_impl *qp)
 {
+    if (!__atomic_load_n(&qp->dp.rx_wait_until, __ATOMIC_RELAXED))
+        return;
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
     /* A busy poller that holds the input lease makes the passes (the
      * lease's end rings the engine, shm_lease_input): a receiver that
      * reposts as it polls woke its engine, which took rx_lock from it. */
-    bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) &&
+    bool waits = c && __atomic_load_n(&qp->dp.rx_wait_until, __ATOMIC_RELAXED) &&
                  !__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE);
     /* One ring per pass is enough: the pass takes every receive posted
      * before it began (a receiver reposting as it reaps would otherwise
@@ -1326,7 +1332,7 @@ static void shm_flush(struct ndk_qp_impl *qp)
     if (!c)
         return;
     c->flushed = true;
-    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
     split_revoke(c);
     drop_partial_send(c);
 }
