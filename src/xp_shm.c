@@ -52,6 +52,9 @@
 /* Taking a grant back waits at most this long for the initiator's
  * transfer in progress to end. */
 #define SHM_REVOKE_WAIT_MS 1000
+/* Receives taken at once for a run of small Sends a pass finds published
+ * (next_receive). */
+#define SHM_AHEAD 32
 
 struct shm_side_hdr {
     _Alignas(SHM_LINE) uint32_t armed; /* asleep: ring my eventfd to wake me */
@@ -107,8 +110,21 @@ struct shm_conn {
     ULONG term_reason, term_perr; /* a Terminate we took: how it ends the connection */
     bool tx_stalled;            /* requests wait for ring room or an ORD slot (atomic) */
     /* target side (rx_lock) */
-    bool rs_active;             /* a Send being placed into rs_wqe */
-    struct ndk_rwqe rs_wqe;
+    bool rs_active;             /* a Send being placed into *rs */
+    struct ndk_rwqe *rs;        /* its receive: rs_one, or one of ahead */
+    struct ndk_rwqe rs_one;
+    const struct iovec *rs_iov; /* its buffers, mapped when it was taken ahead; NULL: map them */
+    int rs_niov;
+    NTSTATUS rs_mapped;         /* ...and that mapping's status */
+    /* Receives taken ahead (next_receive): ahead[ahead_next, ahead_n) wait
+     * for the Sends behind the one being placed, in order, their buffers
+     * mapped (ahead_iov from ahead_first, ahead_nv of them, -1: not yet;
+     * status ahead_st) under one hold of the memory table's lock. */
+    struct ndk_rwqe ahead[SHM_AHEAD];
+    struct iovec ahead_iov[MEM_LOCAL_IOV_MAX];
+    int ahead_first[SHM_AHEAD], ahead_nv[SHM_AHEAD];
+    NTSTATUS ahead_st[SHM_AHEAD];
+    uint32_t ahead_n, ahead_next;
     NTSTATUS rs_status;
     uint64_t rs_got;
     uint64_t rs_total;          /* the length the Send's first piece announced */
@@ -334,6 +350,69 @@ static void rx_wait_ended(struct shm_conn *c, bool terminated)
     __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
 }
 
+/* A Send whose receive may be taken ahead: a whole small one in the
+ * message. A Send with Invalidate ends a run (next_receive): a receive
+ * behind it is mapped after its STag went, as when each is taken in turn. */
+static bool small_send(const struct shm_msg *h)
+{
+    return h->type == SHM_REQ_SEND && (h->flags & (SHM_F_IOV | SHM_F_LAST)) == SHM_F_LAST && !h->off;
+}
+
+/* The ahead receives' buffers, mapped under one hold of the memory
+ * table's lock (as mem_map_local maps each; one that needs more iovecs
+ * than are left is mapped when its Send comes). */
+static void ahead_map(struct shm_conn *c)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    int used = 0;
+    mem_lock(qp_mem(qp));
+    for (uint32_t k = 0; k < c->ahead_n; k++) {
+        const struct ndk_rwqe *r = &c->ahead[k];
+        int nv = 0;
+        NTSTATUS st = mem_map_local_locked(qp_mem(qp), qp->pd, r->sge, r->nsge, MEM_LOCAL_WRITE,
+                                           c->ahead_iov + used, (int)MEM_LOCAL_IOV_MAX - used, &nv);
+        if (st == STATUS_IMPLEMENTATION_LIMIT && used)
+            nv = -1;
+        c->ahead_first[k] = used;
+        c->ahead_nv[k] = nv;
+        c->ahead_st[k] = st;
+        used += nv > 0 ? nv : 0;
+    }
+    mem_unlock(qp_mem(qp));
+}
+
+/* The receive for the Send h begins: when h starts a run of small Sends
+ * (shm_ring_run), the receives of the whole run are taken under one hold
+ * of the receive queue's lock and mapped under one of the memory table's,
+ * instead of a hold of each per Send. They are the run's: the run is
+ * published, and a pass that takes h takes the rest (no response ring
+ * room is used up by them); only the connection's end (dead, a refused
+ * check) leaves some, which drop_partial_send cancels before the queue's
+ * others. NULL: no receive is posted. */
+static struct ndk_rwqe *next_receive(struct shm_conn *c, const struct shm_msg *h)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    c->rs_iov = NULL;
+    if (c->ahead_next == c->ahead_n && small_send(h)) {
+        uint32_t run = shm_ring_run(&c->req_in, SHM_AHEAD, SHM_REQ_SEND, SHM_F_IOV | SHM_F_LAST, SHM_F_LAST,
+                                    SHM_F_INVALIDATE);
+        c->ahead_next = 0;
+        c->ahead_n = run > 1 ? ndk_xp_take_receives(qp, c->ahead, run) : 0;
+        if (c->ahead_n)
+            ahead_map(c);
+    }
+    if (c->ahead_next < c->ahead_n) {
+        uint32_t k = c->ahead_next++;
+        if (c->ahead_nv[k] >= 0) {
+            c->rs_iov = c->ahead_iov + c->ahead_first[k];
+            c->rs_niov = c->ahead_nv[k];
+            c->rs_mapped = c->ahead_st[k];
+        }
+        return &c->ahead[k];
+    }
+    return ndk_xp_take_receive(qp, &c->rs_one) ? &c->rs_one : NULL;
+}
+
 /* A Send (or a piece of one). Returns false when it must wait for a
  * receive (it stays at the head of the ring). */
 static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
@@ -345,7 +424,8 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             broken(c, f);
             return true;
         }
-        if (!ndk_xp_take_receive(qp, &c->rs_wqe)) {
+        struct ndk_rwqe *r = next_receive(c, h);
+        if (!r) {
             const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
             uint64_t now = loop_now_ms();
             uint64_t until = qp->dp.rx_wait_until;
@@ -366,10 +446,11 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         }
         if (qp->dp.rx_wait_until)
             rx_wait_ended(c, false);
+        c->rs = r;
         c->rs_active = true;
         c->rs_got = 0;
         c->rs_total = h->total;
-        c->rs_status = h->total > c->rs_wqe.total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
+        c->rs_status = h->total > r->total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
     }
     /* Every piece names the length the receive was checked against: a
      * peer that grows it later would be placed past the receive's end. */
@@ -377,11 +458,17 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         broken(c, f);
         return true;
     }
-    struct iovec dst[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX], src[MEM_LOCAL_IOV_MAX];
+    struct iovec mapped[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX], src[MEM_LOCAL_IOV_MAX];
+    const struct iovec *dst = mapped;
     int nd = 0;
-    if (c->rs_status == STATUS_SUCCESS)
-        c->rs_status = mem_map_local(qp_mem(qp), qp->pd, c->rs_wqe.sge, c->rs_wqe.nsge, MEM_LOCAL_WRITE, dst,
+    if (c->rs_status == STATUS_SUCCESS && c->rs_iov) {
+        c->rs_status = c->rs_mapped;
+        dst = c->rs_iov;
+        nd = c->rs_niov;
+    } else if (c->rs_status == STATUS_SUCCESS) {
+        c->rs_status = mem_map_local(qp_mem(qp), qp->pd, c->rs->sge, c->rs->nsge, MEM_LOCAL_WRITE, mapped,
                                      MEM_LOCAL_IOV_MAX, &nd);
+    }
     if (c->rs_status == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV) {
             int ns = peer_iovs(h, payload, src);
@@ -391,6 +478,9 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
                 return true;
             }
             c->rs_got = h->total;
+        } else if (h->off == 0 && nd && dst[0].iov_len >= h->len) {
+            memcpy(dst[0].iov_base, payload, h->len); /* a small Send: its receive's first buffer holds it */
+            c->rs_got += h->len;
         } else {
             int np = ndk_iov_slice(dst, nd, h->off, h->len, piece, MEM_LOCAL_IOV_MAX);
             struct iovec b = {(void *)payload, h->len};
@@ -413,7 +503,7 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
     if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
         st = STATUS_ACCESS_VIOLATION;
     c->rs_active = false;
-    ndk_xp_rcv_add(qp, &c->rcv, c->rs_wqe.ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
+    ndk_xp_rcv_add(qp, &c->rcv, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
                    inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
@@ -1065,14 +1155,17 @@ static void put_requests(struct shm_conn *c)
 
 /* ---- progress: the engine, busy pollers, posts ---- */
 
-/* The receive a Send was being placed into completes (flushed) before the
- * queue's others. rx_lock held. */
+/* The receive a Send was being placed into, then those taken ahead for
+ * the Sends behind it, complete (flushed) before the queue's others.
+ * rx_lock held. */
 static void drop_partial_send(struct shm_conn *c)
 {
-    if (!c->rs_active)
-        return;
-    c->rs_active = false;
-    ndk_xp_complete_receive(c->qp, c->rs_wqe.ctx, STATUS_CANCELLED, 0, false, 0, false);
+    if (c->rs_active) {
+        c->rs_active = false;
+        ndk_xp_complete_receive(c->qp, c->rs->ctx, STATUS_CANCELLED, 0, false, 0, false);
+    }
+    while (c->ahead_next < c->ahead_n)
+        ndk_xp_complete_receive(c->qp, c->ahead[c->ahead_next++].ctx, STATUS_CANCELLED, 0, false, 0, false);
 }
 
 /* The connection ends here (once): every outstanding request completes. */
