@@ -393,7 +393,8 @@ static struct ndk_rwqe *next_receive(struct shm_conn *c, const struct shm_msg *h
 {
     struct ndk_qp_impl *qp = c->qp;
     c->rs_iov = NULL;
-    if (c->ahead_next == c->ahead_n && small_send(h)) {
+    /* More than h published (h spans cur units): a run to look at. */
+    if (c->ahead_next == c->ahead_n && c->req_in.theirs - c->req_in.mine > c->req_in.cur && small_send(h)) {
         uint32_t run = shm_ring_run(&c->req_in, SHM_AHEAD, SHM_REQ_SEND, SHM_F_IOV | SHM_F_LAST, SHM_F_LAST,
                                     SHM_F_INVALIDATE);
         c->ahead_next = 0;
