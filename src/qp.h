@@ -268,7 +268,9 @@ struct ndk_qp_dp {
      * under rx_lock (and rx_waiting cleared by qp_live_remove without it,
      * while an engine may be reading: every access is atomic); posting
      * threads and the progress thread's check read them to resume the
-     * input. */
+     * input. The shared-memory transport keeps the deadline of its own
+     * wait in rx_wait_until too (never rx_waiting), where NdkReceive can
+     * look at it without the transport's context (xp_shm.c). */
     bool rx_waiting;
     uint64_t rx_wait_until;
     bool rx_wait_off;       /* ndk_qp_rx_give_up: no more waits (rx_lock) */

@@ -271,6 +271,26 @@ bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
     return ok;
 }
 
+unsigned ndk_xp_take_receives(struct ndk_qp_impl *qp, struct ndk_rwqe *out, unsigned n)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (dp->srq)
+        return n && ndk_srq_take(dp->srq, out) ? 1 : 0; /* the other QPs of the SRQ get theirs */
+    unsigned k = 0;
+    pthread_mutex_lock(&dp->rq_lock);
+    for (; k < n && dp->rq_count; k++) {
+        const struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
+        out[k].ctx = r->ctx;
+        out[k].nsge = r->nsge;
+        out[k].total = r->total;
+        memcpy(out[k].sge, r->sge, r->nsge * sizeof r->sge[0]);
+        dp->rq_head++;
+        dp->rq_count--;
+    }
+    pthread_mutex_unlock(&dp->rq_lock);
+    return k;
+}
+
 void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes,
                              bool inv, uint32_t token, bool se)
 {

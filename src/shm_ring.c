@@ -1,4 +1,5 @@
 /* The rings of the shared-memory transport (shm_ring.h, docs/shm.md). */
+#include <stddef.h>
 #include <string.h>
 
 #include "shm_ring.h"
@@ -117,6 +118,32 @@ const uint8_t *shm_ring_peek(struct shm_ring *r, struct shm_msg *h, bool *corrup
         }
         r->mine += n;
     }
+}
+
+uint32_t shm_ring_run(const struct shm_ring *r, uint32_t max, uint8_t type, uint8_t mask, uint8_t want,
+                      uint8_t last)
+{
+    uint32_t n = 0;
+    for (uint32_t at = r->mine; n < max && at != r->theirs;) {
+        /* The fields looked at, each read once (the peer may still write). */
+        struct shm_msg h;
+        const uint8_t *u = unit_at(r, at);
+        memcpy(&h, u, offsetof(struct shm_msg, len) + sizeof h.len);
+        memcpy(&h.off, u + offsetof(struct shm_msg, off), sizeof h.off);
+        uint32_t own = h.len <= SHM_PAYLOAD ? shm_msg_units(h.len) : 0, span = h.units ? h.units : own;
+        /* What shm_ring_peek would call corrupt ends the look. */
+        if (!own || span < own || span > r->theirs - at || span > SHM_UNITS - (at & (SHM_UNITS - 1)))
+            break;
+        at += span;
+        if (h.type == SHM_PAD)
+            continue;
+        if (h.type != type || (h.flags & mask) != want || h.off)
+            break;
+        n++;
+        if (h.flags & last)
+            break;
+    }
+    return n;
 }
 
 void shm_ring_take(struct shm_ring *r)

@@ -162,6 +162,15 @@ void shm_ring_publish(struct shm_ring *r, uint32_t n);
  * length or span is: a length past SHM_PAYLOAD, a span shorter than the
  * length, past what was published, or across the ring's end. The payload's h->len octets are then inside the ring. */
 const uint8_t *shm_ring_peek(struct shm_ring *r, struct shm_msg *h, bool *corrupt);
+/* How many published messages, from the one shm_ring_peek returned on
+ * (that one included; pads skipped), are whole (off 0) messages of this
+ * type with (flags & mask) == want, one after another, at most max; one
+ * with a flag of `last` is the run's last. A look ahead, for a consumer
+ * that prepares a run of like messages at once (xp_shm.c takes their
+ * receives together): shm_ring_peek still checks each message as it
+ * comes to it. */
+uint32_t shm_ring_run(const struct shm_ring *r, uint32_t max, uint8_t type, uint8_t mask, uint8_t want,
+                      uint8_t last);
 /* The consumer is done with the message shm_ring_peek returned and goes on
  * to the next; its units stay out of the producer's reach until released. */
 void shm_ring_take(struct shm_ring *r);

@@ -158,6 +158,12 @@ NTSTATUS ndk_xp_exec_local(struct ndk_qp_impl *qp, const struct ndk_swqe *w);
 /* ---- the receive side (no QP lock needed) ---- */
 /* Takes the oldest posted receive (the QP's queue or its SRQ); false: none. */
 bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out);
+/* The oldest n posted receives at most, in order, under one hold of the
+ * receive queue's lock (one, from an SRQ, which other QPs share); returns
+ * how many. For a transport that found n Sends waiting at once: what it
+ * takes is theirs, and completes (or, flushed, is cancelled) before the
+ * queue's others. */
+unsigned ndk_xp_take_receives(struct ndk_qp_impl *qp, struct ndk_rwqe *out, unsigned n);
 /* Completes a receive taken above. inv: a Send with Invalidate invalidated
  * `token`; se: the Send asked for a solicited event. */
 void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes,

@@ -52,6 +52,9 @@
 /* Taking a grant back waits at most this long for the initiator's
  * transfer in progress to end. */
 #define SHM_REVOKE_WAIT_MS 1000
+/* Receives taken at once for a run of small Sends a pass finds published
+ * (next_receive). */
+#define SHM_AHEAD 32
 
 struct shm_side_hdr {
     _Alignas(SHM_LINE) uint32_t armed; /* asleep: ring my eventfd to wake me */
@@ -107,15 +110,27 @@ struct shm_conn {
     ULONG term_reason, term_perr; /* a Terminate we took: how it ends the connection */
     bool tx_stalled;            /* requests wait for ring room or an ORD slot (atomic) */
     /* target side (rx_lock) */
-    bool rs_active;             /* a Send being placed into rs_wqe */
-    struct ndk_rwqe rs_wqe;
+    bool rs_active;             /* a Send being placed into *rs */
+    struct ndk_rwqe *rs;        /* its receive: rs_one, or one of ahead */
+    struct ndk_rwqe rs_one;
+    const struct iovec *rs_iov; /* its buffers, mapped when it was taken ahead; NULL: map them */
+    int rs_niov;
+    NTSTATUS rs_mapped;         /* ...and that mapping's status */
+    /* Receives taken ahead (next_receive): ahead[ahead_next, ahead_n) wait
+     * for the Sends behind the one being placed, in order, their buffers
+     * mapped (ahead_iov from ahead_first, ahead_nv of them, -1: not yet;
+     * status ahead_st) under one hold of the memory table's lock. */
+    struct ndk_rwqe ahead[SHM_AHEAD];
+    struct iovec ahead_iov[MEM_LOCAL_IOV_MAX];
+    int ahead_first[SHM_AHEAD], ahead_nv[SHM_AHEAD];
+    NTSTATUS ahead_st[SHM_AHEAD];
+    uint32_t ahead_n, ahead_next;
     NTSTATUS rs_status;
     uint64_t rs_got;
     uint64_t rs_total;          /* the length the Send's first piece announced */
     uint64_t rd_off;            /* octets of the Read at the head already answered */
     bool split_wait;            /* the request at the head waits for the initiator's part */
     uint32_t split_id;          /* ...that request */
-    uint64_t rx_wait_until;     /* a Send waits for a receive until then (ms); 0: none */
     bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
     struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
@@ -326,13 +341,77 @@ static void broken(struct shm_conn *c, struct shm_fail *f)
 static void rx_wait_ended(struct shm_conn *c, bool terminated)
 {
     struct ndk_qp_impl *qp = c->qp;
-    uint64_t until = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED);
+    uint64_t until = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED);
     if (qp->obj.verify) {
         uint64_t began = until - qp->obj.ad->opt.ReceiveGraceMs, now = loop_now_ms();
         ndk_verify_send_without_receive(qp, until && now > began ? now - began : 0, terminated);
     }
     /* Atomic: posting threads and the engine read it. */
-    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
+}
+
+/* A Send whose receive may be taken ahead: a whole small one in the
+ * message. A Send with Invalidate ends a run (next_receive): a receive
+ * behind it is mapped after its STag went, as when each is taken in turn. */
+static bool small_send(const struct shm_msg *h)
+{
+    return h->type == SHM_REQ_SEND && (h->flags & (SHM_F_IOV | SHM_F_LAST)) == SHM_F_LAST && !h->off;
+}
+
+/* The ahead receives' buffers, mapped under one hold of the memory
+ * table's lock (as mem_map_local maps each; one that needs more iovecs
+ * than are left is mapped when its Send comes). */
+static void ahead_map(struct shm_conn *c)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    int used = 0;
+    mem_lock(qp_mem(qp));
+    for (uint32_t k = 0; k < c->ahead_n; k++) {
+        const struct ndk_rwqe *r = &c->ahead[k];
+        int nv = 0;
+        NTSTATUS st = mem_map_local_locked(qp_mem(qp), qp->pd, r->sge, r->nsge, MEM_LOCAL_WRITE,
+                                           c->ahead_iov + used, (int)MEM_LOCAL_IOV_MAX - used, &nv);
+        if (st == STATUS_IMPLEMENTATION_LIMIT && used)
+            nv = -1;
+        c->ahead_first[k] = used;
+        c->ahead_nv[k] = nv;
+        c->ahead_st[k] = st;
+        used += nv > 0 ? nv : 0;
+    }
+    mem_unlock(qp_mem(qp));
+}
+
+/* The receive for the Send h begins: when h starts a run of small Sends
+ * (shm_ring_run), the receives of the whole run are taken under one hold
+ * of the receive queue's lock and mapped under one of the memory table's,
+ * instead of a hold of each per Send. They are the run's: the run is
+ * published, and a pass that takes h takes the rest (no response ring
+ * room is used up by them); only the connection's end (dead, a refused
+ * check) leaves some, which drop_partial_send cancels before the queue's
+ * others. NULL: no receive is posted. */
+static struct ndk_rwqe *next_receive(struct shm_conn *c, const struct shm_msg *h)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    c->rs_iov = NULL;
+    /* More than h published (h spans cur units): a run to look at. */
+    if (c->ahead_next == c->ahead_n && c->req_in.theirs - c->req_in.mine > c->req_in.cur && small_send(h)) {
+        uint32_t run = shm_ring_run(&c->req_in, SHM_AHEAD, SHM_REQ_SEND, SHM_F_IOV | SHM_F_LAST, SHM_F_LAST,
+                                    SHM_F_INVALIDATE);
+        c->ahead_next = 0;
+        c->ahead_n = run > 1 ? ndk_xp_take_receives(qp, c->ahead, run) : 0;
+        if (c->ahead_n)
+            ahead_map(c);
+    }
+    if (c->ahead_next < c->ahead_n) {
+        uint32_t k = c->ahead_next++;
+        if (c->ahead_nv[k] >= 0) {
+            c->rs_iov = c->ahead_iov + c->ahead_first[k];
+            c->rs_niov = c->ahead_nv[k];
+            c->rs_mapped = c->ahead_st[k];
+        }
+        return &c->ahead[k];
+    }
+    return ndk_xp_take_receive(qp, &c->rs_one) ? &c->rs_one : NULL;
 }
 
 /* A Send (or a piece of one). Returns false when it must wait for a
@@ -346,16 +425,17 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             broken(c, f);
             return true;
         }
-        if (!ndk_xp_take_receive(qp, &c->rs_wqe)) {
+        struct ndk_rwqe *r = next_receive(c, h);
+        if (!r) {
             const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
             uint64_t now = loop_now_ms();
-            uint64_t until = c->rx_wait_until;
+            uint64_t until = qp->dp.rx_wait_until;
             /* No wait after NdkDisconnect (ndk_qp_rx_give_up, rx_lock):
              * no receive will come, the Terminate goes now. */
             bool may_wait = !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE) && !qp->dp.rx_wait_off;
             if (!until && may_wait) {
                 /* Atomic: posting threads and the engine read it. */
-                __atomic_store_n(&c->rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
+                __atomic_store_n(&c->qp->dp.rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
                 return false;
             }
             if (until && now < until && may_wait)
@@ -365,12 +445,13 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
             refuse(c, h, &t, f);
             return true;
         }
-        if (c->rx_wait_until)
+        if (qp->dp.rx_wait_until)
             rx_wait_ended(c, false);
+        c->rs = r;
         c->rs_active = true;
         c->rs_got = 0;
         c->rs_total = h->total;
-        c->rs_status = h->total > c->rs_wqe.total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
+        c->rs_status = h->total > r->total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
     }
     /* Every piece names the length the receive was checked against: a
      * peer that grows it later would be placed past the receive's end. */
@@ -378,11 +459,17 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         broken(c, f);
         return true;
     }
-    struct iovec dst[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX], src[MEM_LOCAL_IOV_MAX];
+    struct iovec mapped[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX], src[MEM_LOCAL_IOV_MAX];
+    const struct iovec *dst = mapped;
     int nd = 0;
-    if (c->rs_status == STATUS_SUCCESS)
-        c->rs_status = mem_map_local(qp_mem(qp), qp->pd, c->rs_wqe.sge, c->rs_wqe.nsge, MEM_LOCAL_WRITE, dst,
+    if (c->rs_status == STATUS_SUCCESS && c->rs_iov) {
+        c->rs_status = c->rs_mapped;
+        dst = c->rs_iov;
+        nd = c->rs_niov;
+    } else if (c->rs_status == STATUS_SUCCESS) {
+        c->rs_status = mem_map_local(qp_mem(qp), qp->pd, c->rs->sge, c->rs->nsge, MEM_LOCAL_WRITE, mapped,
                                      MEM_LOCAL_IOV_MAX, &nd);
+    }
     if (c->rs_status == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV) {
             int ns = peer_iovs(h, payload, src);
@@ -392,6 +479,9 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
                 return true;
             }
             c->rs_got = h->total;
+        } else if (h->off == 0 && nd && dst[0].iov_len >= h->len) {
+            memcpy(dst[0].iov_base, payload, h->len); /* a small Send: its receive's first buffer holds it */
+            c->rs_got += h->len;
         } else {
             int np = ndk_iov_slice(dst, nd, h->off, h->len, piece, MEM_LOCAL_IOV_MAX);
             struct iovec b = {(void *)payload, h->len};
@@ -414,7 +504,7 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
     if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
         st = STATUS_ACCESS_VIOLATION;
     c->rs_active = false;
-    ndk_xp_rcv_add(qp, &c->rcv, c->rs_wqe.ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
+    ndk_xp_rcv_add(qp, &c->rcv, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
                    inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
@@ -1066,14 +1156,17 @@ static void put_requests(struct shm_conn *c)
 
 /* ---- progress: the engine, busy pollers, posts ---- */
 
-/* The receive a Send was being placed into completes (flushed) before the
- * queue's others. rx_lock held. */
+/* The receive a Send was being placed into, then those taken ahead for
+ * the Sends behind it, complete (flushed) before the queue's others.
+ * rx_lock held. */
 static void drop_partial_send(struct shm_conn *c)
 {
-    if (!c->rs_active)
-        return;
-    c->rs_active = false;
-    ndk_xp_complete_receive(c->qp, c->rs_wqe.ctx, STATUS_CANCELLED, 0, false, 0, false);
+    if (c->rs_active) {
+        c->rs_active = false;
+        ndk_xp_complete_receive(c->qp, c->rs->ctx, STATUS_CANCELLED, 0, false, 0, false);
+    }
+    while (c->ahead_next < c->ahead_n)
+        ndk_xp_complete_receive(c->qp, c->ahead[c->ahead_next++].ctx, STATUS_CANCELLED, 0, false, 0, false);
 }
 
 /* The connection ends here (once): every outstanding request completes. */
@@ -1084,7 +1177,7 @@ static void end_connection(struct shm_conn *c, const struct shm_fail *f)
     pthread_mutex_lock(&c->qp->dp.rx_lock);
     split_revoke(c); /* before the consumer learns the end and may free its memory */
     drop_partial_send(c);
-    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&c->qp->dp.rx_lock);
     ndk_xp_fail(c->qp, f->reason, f->read_status, f->perr);
     shm_os_doorbell_ring(c->peer_bell);
@@ -1146,7 +1239,7 @@ static void progress(struct shm_conn *c, bool poller)
         }
         pthread_mutex_unlock(&dp->sq_lock);
     }
-    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED)) &&
+    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED)) &&
         (poller ? pthread_mutex_trylock(&dp->rx_lock) == 0 : pthread_mutex_lock(&dp->rx_lock) == 0)) {
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
@@ -1196,7 +1289,7 @@ static void serve(struct shm_conn *c)
             break;
         }
     }
-    bool wait = __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) != 0;
+    bool wait = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED) != 0;
     if (wait != c->ticking) {
         shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
         c->ticking = wait;
@@ -1297,15 +1390,22 @@ static void shm_doorbell(struct ndk_qp_impl *qp)
 /* A receive was posted: a Send waiting for one goes on now, on the
  * engine, woken while sq_lock holds the connection: once the lock
  * is released, detach (ndk_qp_stop, from the connector's thread) may free
- * it. */
+ * it. Whether a Send waits is the QP's (dp.rx_wait_until), looked at
+ * first without the lock: a receiver that reposts as it reaps took
+ * sq_lock for every receive only to find nothing waiting. A wait that
+ * begins just after this look is no different from one that began just
+ * after the locked look: the engine starts it under rx_lock, not
+ * sq_lock, and its ticker looks again (SHM_RX_WAIT_POLL_MS). */
 static void shm_after_receive(struct ndk_qp_impl *qp)
 {
+    if (!__atomic_load_n(&qp->dp.rx_wait_until, __ATOMIC_RELAXED))
+        return;
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct shm_conn *c = ndk_xp_ctx(qp);
     /* A busy poller that holds the input lease makes the passes (the
      * lease's end rings the engine, shm_lease_input): a receiver that
      * reposts as it polls woke its engine, which took rx_lock from it. */
-    bool waits = c && __atomic_load_n(&c->rx_wait_until, __ATOMIC_RELAXED) &&
+    bool waits = c && __atomic_load_n(&qp->dp.rx_wait_until, __ATOMIC_RELAXED) &&
                  !__atomic_load_n(&c->leased, __ATOMIC_ACQUIRE);
     /* One ring per pass is enough: the pass takes every receive posted
      * before it began (a receiver reposting as it reaps would otherwise
@@ -1326,7 +1426,7 @@ static void shm_flush(struct ndk_qp_impl *qp)
     if (!c)
         return;
     c->flushed = true;
-    __atomic_store_n(&c->rx_wait_until, 0, __ATOMIC_RELAXED);
+    __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
     split_revoke(c);
     drop_partial_send(c);
 }

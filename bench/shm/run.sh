@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh BUILD_DIR - the shared-memory transport (docs/shm.md) beside the
 # iWARP transport over loopback TCP and the UCX anchors for same-host
-# messaging (UCX_TLS=posix,cma), all measured in this run, client on
+# messaging (UCX_TLS=posix,cma) and the machine's floor (line_pingpong),
+# all measured in this run, client on
 # CPU_CLIENT and server on CPU_SERVER. Prints one Markdown table of the
 # targets and one of the size sweep (8 B .. 16 MiB) for both transports.
 # bench/datapath/run.sh may call it for its shared-memory rows.
@@ -30,6 +31,7 @@ OUT=${OUT:-/tmp/ndk-shm-$(date +%Y%m%d-%H%M%S)}
 SHM=$BUILD/bench/shm/shm_perf
 NDKPERF=$BUILD/tools/ndkperf/ndkperf
 CEIL=$BUILD/bench/shm/copy_ceiling
+LINE=$BUILD/bench/shm/line_pingpong
 mkdir -p "$OUT"
 export SHM_CPU_CLIENT=$CPU_CLIENT SHM_CPU_SERVER=$CPU_SERVER
 export UCX_TLS=posix,cma UCX_NET_DEVICES=lo
@@ -86,6 +88,12 @@ ceiling() {
 		awk '{ sub("GB/s=", "", $3); sub("cpu_GB/s=", "", $4); printf "%s (%s per CPU s)\n", $3, $4 }'
 }
 
+# floor MODE -> half a round trip (ns) of line_pingpong MODE
+floor() {
+	[ -x "$LINE" ] || { echo "-"; return; }
+	timeout 60 "$LINE" "$1" 2>>"$OUT/log" | tee -a "$OUT/log" | sed -n 's/.*ns=//p'
+}
+
 ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 > 0 && b + 0 > 0) printf "%.2f", a / b; else print "-" }'; }
 
 lat=$(shm lat 64); latc=$(shm lat 64 copy); late=$(shm lat_events 64)
@@ -95,12 +103,14 @@ rate=$(shm send_rate 64); ratec=$(shm send_rate 64 copy)
 t_lat=$(tcp send_lat 64); t_late=$(tcp send_lat 64 --wait=events)
 t_wr=$(tcp write_bw 1048576); t_rd=$(tcp read_bw 1048576); t_rate=$(tcp send_bw 64 -l 32)
 u_lat=$(ucx tag_lat 64 3); u_put=$(ucx ucp_put_bw 1048576 7); u_rate=$(ucx tag_bw 64 9)
+f_flag=$(floor flag); f_ring=$(floor ring)
 m_bw=-
 [ -n "${MEMCPY_BW:-}" ] && m_bw=$(timeout 60 taskset -c "$CPU_CLIENT" "$MEMCPY_BW" 1048576 1 2>>"$OUT/log" | grep -o 'GB/s=[0-9.]*' | tail -1 | cut -d= -f2)
 
 echo "| measurement | shm | shm copy mode | iWARP over TCP | UCX posix,cma | target | shm / UCX |"
 echo "| --- | --- | --- | --- | --- | --- | --- |"
 echo "| 64 B Send half round trip, busy polling (us, p50) | $lat | $latc | $t_lat | $u_lat (tag_lat) | <= UCX | $(ratio "$lat" "$u_lat") |"
+echo "| half round trip floor: 1 / 2 cache lines each way, no libndk (us; line_pingpong flag / ring) | $(awk -v a="$f_flag" -v b="$f_ring" 'BEGIN { if (a + 0 > 0) printf "%.3f / %.3f", a / 1000, b / 1000; else print "-" }') | | | | reported | |"
 echo "| 64 B Send half round trip, events (us, p50) | $late | - | $t_late | - | reported | - |"
 echo "| 1 MiB RDMA Write (GB/s) | $wr | $wrc | $t_wr | $u_put (ucp_put_bw) | >= 0.9x UCX | $(ratio "$wr" "$u_put") |"
 echo "| 1 MiB RDMA Read (GB/s) | $rd | $rdc | $t_rd | $u_put (ucp_put_bw) | >= 0.9x UCX | $(ratio "$rd" "$u_put") |"

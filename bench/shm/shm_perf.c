@@ -9,9 +9,9 @@
  *
  * Prints one line: "TEST SIZE VALUE UNIT" (us for latency: the median half
  * round trip, and the mean; GB/s for bandwidth with GB = 1e9 octets,
- * Mmsg/s for rates; send_rate adds the sender's processor time per
- * message, all its threads, which a loaded machine moves less than the
- * rate). NDK_SHM_COPY=1 measures
+ * Mmsg/s for rates; send_rate adds the sender's and the receiver's
+ * processor time per message, all their threads, which a loaded machine
+ * moves less than the rate). NDK_SHM_COPY=1 measures
  * copy mode. CPUs: SHM_CPU_CLIENT (default 0), SHM_CPU_SERVER (default 1).
  */
 #include <poll.h>
@@ -237,6 +237,9 @@ static double bandwidth(bool read, uint64_t peer_buf, UINT32 peer_tok)
  * machine the rate follows the share of a CPU the sender gets, this does
  * much less. */
 static double g_sender_ns;
+/* The same of the receiver (this process), from its first message to its
+ * last. */
+static double g_receiver_ns;
 
 /* 64 B Sends in DEFER chains; the server counts what it received. */
 static double send_rate(bool client, int ctl)
@@ -259,17 +262,20 @@ static double send_rate(bool client, int ctl)
     for (unsigned i = 0; i < RQ; i++)
         post_recv((size_t)i * 64, g_size);
     uint64_t n = 0;
-    double t0 = 0, t1 = 0;
+    double t0 = 0, t1 = 0, c0 = 0;
     for (;;) {
         NDK_RESULT_EX r[64];
         ULONG k = E.cq->Dispatch->NdkGetCqResultsEx(E.cq, r, 64);
         for (ULONG i = 0; i < k; i++) {
             if (r[i].Status != STATUS_SUCCESS)
                 die("a receive failed");
-            if (!n++)
+            if (!n++) {
                 t0 = clock_s(CLOCK_MONOTONIC);
+                c0 = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+            }
             if (!r[i].BytesTransferred) {
                 t1 = clock_s(CLOCK_MONOTONIC);
+                g_receiver_ns = (clock_s(CLOCK_PROCESS_CPUTIME_ID) - c0) / (double)(n - 1) * 1e9;
                 if (poll(&p, 1, WAIT_S * 1000) != 1 || read(ctl, &g_sender_ns, sizeof g_sender_ns) != sizeof g_sender_ns)
                     die("control socket");
                 return (n - 1) / (t1 - t0) / 1e6;
@@ -386,7 +392,8 @@ int main(int argc, char **argv)
     if (!strncmp(g_test, "lat", 3))
         printf("%s %zu %.3f %s (p50; mean %.3f)\n", g_test, g_size, v, unit, avg);
     else if (g_sender_ns > 0)
-        printf("%s %zu %.3f %s (sender %.0f ns CPU per message)\n", g_test, g_size, v, unit, g_sender_ns);
+        printf("%s %zu %.3f %s (sender %.0f, receiver %.0f ns CPU per message)\n", g_test, g_size, v, unit,
+               g_sender_ns, g_receiver_ns);
     else
         printf("%s %zu %.3f %s\n", g_test, g_size, v, unit);
     return WIFEXITED(ws) && WEXITSTATUS(ws) == 0 ? 0 : 1;

@@ -2,8 +2,9 @@
  * producer view and one consumer view of the same memory, as the two
  * processes hold them. Order, fullness in units, units given back in
  * batches, batches that end on a boundary, messages of several units with
- * a pad at the ring's end, wrap-around of the free-running indexes, and a
- * corrupt peer's index, lengths or spans. */
+ * a pad at the ring's end, wrap-around of the free-running indexes, a
+ * corrupt peer's index, lengths or spans, and the look ahead over a run of
+ * like messages. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -355,6 +356,74 @@ static void t_corrupt_len(void)
     CHECK(!refused(SHM_UNITS - 2, SHM_REQ_SEND, 100, 2));
 }
 
+/* One message of a batch being written: type, flags and offset. */
+static void write_kind(uint32_t *used, uint8_t type, uint8_t flags, uint64_t off)
+{
+    struct shm_msg *m = shm_ring_put(&P, used, 8);
+    m->type = type;
+    m->flags = flags;
+    m->off = off;
+}
+
+static uint32_t run_of_sends(uint32_t max)
+{
+    bool corrupt = false;
+    struct shm_msg h;
+    if (!shm_ring_peek(&C, &h, &corrupt))
+        return UINT32_MAX;
+    return shm_ring_run(&C, max, SHM_REQ_SEND, SHM_F_IOV | SHM_F_LAST, SHM_F_LAST, SHM_F_INVALIDATE);
+}
+
+/* Takes the next n messages. */
+static void skip(int n)
+{
+    bool corrupt = false;
+    struct shm_msg h;
+    for (int i = 0; i < n; i++) {
+        REQUIRE(shm_ring_peek(&C, &h, &corrupt));
+        shm_ring_take(&C);
+    }
+}
+
+/* The look ahead over a run of like messages (whole Sends, here): it
+ * counts from the message peeked on, skips a pad, stops before one of
+ * another kind (a Write, a piece, single copy) and after one flagged
+ * last (Invalidate), at max, and at what was published. */
+static void t_run(void)
+{
+    rings_at(SHM_UNITS - 3); /* the third message goes behind a pad */
+    uint32_t used = 0;
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST, 0);
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST | SHM_F_SOLICIT, 0);
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST, 0);
+    CHECK_EQ(shm_ring_cost(&P, used, 8), 1);
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST | SHM_F_INVALIDATE, 0);
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST, 0);
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST, 0);
+    write_kind(&used, SHM_REQ_WRITE, SHM_F_LAST, 0);
+    write_kind(&used, SHM_REQ_SEND, 0, 0);
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST, 960);
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST | SHM_F_IOV, 0);
+    shm_ring_publish(&P, used);
+    CHECK_EQ(run_of_sends(32), 4); /* up to the Invalidate, the pad skipped */
+    CHECK_EQ(run_of_sends(2), 2);
+    skip(4);
+    CHECK_EQ(run_of_sends(32), 2); /* up to the Write */
+    skip(2);
+    for (int i = 0; i < 4; i++) {
+        CHECK_EQ(run_of_sends(32), 0); /* a Write, a first piece, a last piece, single copy */
+        skip(1);
+    }
+    /* What is written but not published is not counted. */
+    used = 0;
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST, 0);
+    shm_ring_publish(&P, used);
+    used = 0;
+    write_kind(&used, SHM_REQ_SEND, SHM_F_LAST, 0);
+    CHECK_EQ(run_of_sends(32), 1);
+    free(g_mem);
+}
+
 int main(void)
 {
     RUN(t_order_and_empty);
@@ -367,5 +436,6 @@ int main(void)
     RUN(t_wrap);
     RUN(t_corrupt_head);
     RUN(t_corrupt_len);
+    RUN(t_run);
     return tl_finish();
 }

@@ -62,6 +62,7 @@ enum cmd {
     C_ANSWERED,
     C_WRITE,
     C_HOLD,
+    C_STATUSES,
     C_EXIT
 };
 
@@ -432,6 +433,19 @@ static void child_serve(int ctl)
             else
                 pthread_mutex_unlock(&impl(S.qp)->dp.sq_lock);
             break;
+        case C_STATUSES:
+            /* n completions, receives 1..n in order: a is the set (bit
+             * i) of those that succeeded, b of those cancelled. */
+            m.a = m.b = 0;
+            for (uint32_t i = 0; i < m.n && m.ok; i++) {
+                if (!next(&S, &r) || r.RequestContext != (void *)(uintptr_t)(i + 1)) {
+                    m.ok = 0;
+                    break;
+                }
+                m.a |= (uint64_t)(r.Status == STATUS_SUCCESS) << i;
+                m.b |= (uint64_t)(r.Status == STATUS_CANCELLED) << i;
+            }
+            break;
         case C_CLOSE_QP:
             nt_close(S.qp);
             S.qp = NULL;
@@ -672,6 +686,32 @@ static void t_protection(void)
         refused(copy, true, 64 * 1024, READ_AT, true, STATUS_ACCESS_VIOLATION);
         refused(copy, true, 8192, BUF - 4096, false, STATUS_REMOTE_RESOURCES);
     }
+}
+
+/* A run of small Sends published at once (a DEFER chain), whose third
+ * is longer than its receive: the target took the run's receives
+ * together, so the two behind the refused Send are its own until the
+ * connection ends. Every receive completes once, in order: the two
+ * placed, the refused one with its error, then cancelled both those taken
+ * ahead and the one still queued. */
+static void t_run_refused(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    CHECK(ask(C_RECV, 6, 64, 0, 0, 0).ok);
+    const ULONG len[5] = {64, 64, 100, 64, 64};
+    for (int i = 0; i < 5; i++) {
+        NDK_SGE g = sge(&S, 0, len[i]);
+        CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)(uintptr_t)(i + 1), &g, 1, i < 4 ? NDK_OP_FLAG_DEFER : 0),
+                 STATUS_SUCCESS);
+    }
+    struct msg m = ask(C_STATUSES, 6, 0, 0, 0, 0);
+    CHECK(m.ok);
+    CHECK_EQ(m.a, 0x3u);  /* 1 and 2 placed */
+    CHECK_EQ(m.b, 0x38u); /* 4 and 5 (taken ahead), 6 (queued) cancelled; 3 neither */
+    CHECK_EQ(ask(C_REASON, 0, 0, 0, 0, 0).status, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+    pair_down();
 }
 
 /* The hook of t_terminate_race, on the parent's engine: its pass took
@@ -1298,6 +1338,7 @@ int main(void)
     RUN(t_ops_single_copy);
     RUN(t_ops_copy_mode);
     RUN(t_protection);
+    RUN(t_run_refused);
     RUN(t_terminate_race);
     RUN(t_answer_after_receives);
     RUN(t_left_contended);
