@@ -414,51 +414,56 @@ static struct ndk_rwqe *next_receive(struct shm_conn *c, const struct shm_msg *h
     return ndk_xp_take_receive(qp, &c->rs_one) ? &c->rs_one : NULL;
 }
 
-/* A Send (or a piece of one). Returns false when it must wait for a
- * receive (it stays at the head of the ring). */
-static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
+enum send_begun { SEND_BEGUN, SEND_WAITS, SEND_ENDED };
+
+/* The first piece of a Send: it takes its receive, or waits for one
+ * within the receive grace (NDK_OPEN_OPTIONS ReceiveGraceMs), or, when
+ * none comes, is refused as the iWARP path refuses it (DDP untagged
+ * buffer error "Invalid MSN - no buffer available", RFC 5040 7.2). */
+static enum send_begun begin_send(struct shm_conn *c, const struct shm_msg *h, struct shm_fail *f)
 {
     struct ndk_qp_impl *qp = c->qp;
-    struct ddp_term t;
-    if (!c->rs_active) {
-        if (h->off != 0) {
-            broken(c, f);
-            return true;
-        }
-        struct ndk_rwqe *r = next_receive(c, h);
-        if (!r) {
-            const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
-            uint64_t now = loop_now_ms();
-            uint64_t until = qp->dp.rx_wait_until;
-            /* No wait after NdkDisconnect (ndk_qp_rx_give_up, rx_lock):
-             * no receive will come, the Terminate goes now. */
-            bool may_wait = !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE) && !qp->dp.rx_wait_off;
-            if (!until && may_wait) {
-                /* Atomic: posting threads and the engine read it. */
-                __atomic_store_n(&c->qp->dp.rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
-                return false;
-            }
-            if (until && now < until && may_wait)
-                return false;
-            rx_wait_ended(c, true);
-            ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER, false);
-            refuse(c, h, &t, f);
-            return true;
-        }
-        if (qp->dp.rx_wait_until)
-            rx_wait_ended(c, false);
-        c->rs = r;
-        c->rs_active = true;
-        c->rs_got = 0;
-        c->rs_total = h->total;
-        c->rs_status = h->total > r->total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
-    }
-    /* Every piece names the length the receive was checked against: a
-     * peer that grows it later would be placed past the receive's end. */
-    if (h->off != c->rs_got || h->total != c->rs_total || h->total > UINT32_MAX || h->off + h->len > h->total) {
+    if (h->off != 0) {
         broken(c, f);
-        return true;
+        return SEND_ENDED;
     }
+    struct ndk_rwqe *r = next_receive(c, h);
+    if (!r) {
+        const NDK_OPEN_OPTIONS *o = &qp->obj.ad->opt;
+        uint64_t now = loop_now_ms();
+        uint64_t until = qp->dp.rx_wait_until;
+        /* No wait after NdkDisconnect (ndk_qp_rx_give_up, rx_lock):
+         * no receive will come, the Terminate goes now. */
+        bool may_wait = !(o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE) && !qp->dp.rx_wait_off;
+        if (!until && may_wait) {
+            /* Atomic: posting threads and the engine read it. */
+            __atomic_store_n(&c->qp->dp.rx_wait_until, now + o->ReceiveGraceMs, __ATOMIC_RELAXED);
+            return SEND_WAITS;
+        }
+        if (until && now < until && may_wait)
+            return SEND_WAITS;
+        rx_wait_ended(c, true);
+        struct ddp_term t;
+        ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER, false);
+        refuse(c, h, &t, f);
+        return SEND_ENDED;
+    }
+    if (qp->dp.rx_wait_until)
+        rx_wait_ended(c, false);
+    c->rs = r;
+    c->rs_active = true;
+    c->rs_got = 0;
+    c->rs_total = h->total;
+    c->rs_status = h->total > r->total ? STATUS_BUFFER_TOO_SMALL : STATUS_SUCCESS;
+    return SEND_BEGUN;
+}
+
+/* One piece of the Send into its receive (pulled from the peer's memory,
+ * or copied from the ring), or only counted when the receive failed
+ * already. False: the peer's message does not fit what it announced. */
+static bool place_send_piece(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload)
+{
+    struct ndk_qp_impl *qp = c->qp;
     struct iovec mapped[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX], src[MEM_LOCAL_IOV_MAX];
     const struct iovec *dst = mapped;
     int nd = 0;
@@ -470,34 +475,35 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         c->rs_status = mem_map_local(qp_mem(qp), qp->pd, c->rs->sge, c->rs->nsge, MEM_LOCAL_WRITE, mapped,
                                      MEM_LOCAL_IOV_MAX, &nd);
     }
-    if (c->rs_status == STATUS_SUCCESS) {
-        if (h->flags & SHM_F_IOV) {
-            int ns = peer_iovs(h, payload, src);
-            int np = ns < 0 ? -1 : ndk_iov_slice(dst, nd, 0, h->total, piece, MEM_LOCAL_IOV_MAX);
-            if (np < 0 || shm_os_pull(c->peer, piece, np, src, ns)) {
-                broken(c, f);
-                return true;
-            }
-            c->rs_got = h->total;
-        } else if (h->off == 0 && nd && dst[0].iov_len >= h->len) {
-            memcpy(dst[0].iov_base, payload, h->len); /* a small Send: its receive's first buffer holds it */
-            c->rs_got += h->len;
-        } else {
-            int np = ndk_iov_slice(dst, nd, h->off, h->len, piece, MEM_LOCAL_IOV_MAX);
-            struct iovec b = {(void *)payload, h->len};
-            if (np >= 0)
-                ndk_iov_copy(piece, np, &b, 1);
-            c->rs_got += h->len;
-        }
-    } else {
+    if (c->rs_status != STATUS_SUCCESS) {
         c->rs_got += (h->flags & SHM_F_IOV) ? h->total : h->len;
-    }
-    if (!(h->flags & SHM_F_LAST))
-        return true;
-    if (c->rs_got != h->total) {
-        broken(c, f);
         return true;
     }
+    if (h->flags & SHM_F_IOV) {
+        int ns = peer_iovs(h, payload, src);
+        int np = ns < 0 ? -1 : ndk_iov_slice(dst, nd, 0, h->total, piece, MEM_LOCAL_IOV_MAX);
+        if (np < 0 || shm_os_pull(c->peer, piece, np, src, ns))
+            return false;
+        c->rs_got = h->total;
+    } else if (h->off == 0 && nd && dst[0].iov_len >= h->len) {
+        memcpy(dst[0].iov_base, payload, h->len); /* a small Send: its receive's first buffer holds it */
+        c->rs_got += h->len;
+    } else {
+        int np = ndk_iov_slice(dst, nd, h->off, h->len, piece, MEM_LOCAL_IOV_MAX);
+        struct iovec b = {(void *)payload, h->len};
+        if (np >= 0)
+            ndk_iov_copy(piece, np, &b, 1);
+        c->rs_got += h->len;
+    }
+    return true;
+}
+
+/* The Send's last piece is placed: the receive completes, with the
+ * Terminate the iWARP path would send when it failed. */
+static void end_send(struct shm_conn *c, const struct shm_msg *h, struct shm_fail *f)
+{
+    struct ndk_qp_impl *qp = c->qp;
+    struct ddp_term t;
     bool inv = h->flags & SHM_F_INVALIDATE;
     NTSTATUS st = c->rs_status;
     /* The STag goes before the receive completes (docs/rules.md R21). */
@@ -509,15 +515,40 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
             respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
-    } else {
-        if (st == STATUS_BUFFER_TOO_SMALL)
-            ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG, false);
-        else if (st == STATUS_ACCESS_VIOLATION && inv)
-            ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CANT_INVALIDATE, false);
-        else
-            ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, TERM_RO_CATASTROPHIC_STREAM, false);
-        refuse(c, h, &t, f);
+        return;
     }
+    if (st == STATUS_BUFFER_TOO_SMALL)
+        ddp_term_set(&t, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG, false);
+    else if (st == STATUS_ACCESS_VIOLATION && inv)
+        ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CANT_INVALIDATE, false);
+    else
+        ddp_term_set(&t, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, TERM_RO_CATASTROPHIC_STREAM, false);
+    refuse(c, h, &t, f);
+}
+
+/* A Send (or a piece of one). Returns false when it must wait for a
+ * receive (it stays at the head of the ring). */
+static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload, struct shm_fail *f)
+{
+    if (!c->rs_active) {
+        enum send_begun b = begin_send(c, h, f);
+        if (b != SEND_BEGUN)
+            return b == SEND_ENDED;
+    }
+    /* Every piece names the length the receive was checked against: a
+     * peer that grows it later would be placed past the receive's end. */
+    if (h->off != c->rs_got || h->total != c->rs_total || h->total > UINT32_MAX || h->off + h->len > h->total ||
+        !place_send_piece(c, h, payload)) {
+        broken(c, f);
+        return true;
+    }
+    if (!(h->flags & SHM_F_LAST))
+        return true;
+    if (c->rs_got != h->total) {
+        broken(c, f);
+        return true;
+    }
+    end_send(c, h, f);
     return true;
 }
 
