@@ -263,7 +263,8 @@ bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
     pthread_mutex_lock(&dp->rq_lock);
     bool ok = dp->rq_count > 0;
     if (ok) {
-        *out = dp->rq[dp->rq_head % qp->rq_depth];
+        const struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
+        ndk_rwqe_set(out, r->ctx, r->sge, r->nsge, r->total); /* its SGEs, not all NDK_MAX_SGE */
         dp->rq_head++;
         dp->rq_count--;
     }
@@ -280,10 +281,7 @@ unsigned ndk_xp_take_receives(struct ndk_qp_impl *qp, struct ndk_rwqe *out, unsi
     pthread_mutex_lock(&dp->rq_lock);
     for (; k < n && dp->rq_count; k++) {
         const struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
-        out[k].ctx = r->ctx;
-        out[k].nsge = r->nsge;
-        out[k].total = r->total;
-        memcpy(out[k].sge, r->sge, r->nsge * sizeof r->sge[0]);
+        ndk_rwqe_set(&out[k], r->ctx, r->sge, r->nsge, r->total);
         dp->rq_head++;
         dp->rq_count--;
     }

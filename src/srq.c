@@ -83,10 +83,7 @@ bool ndk_srq_take(struct ndk_srq_impl *srq, struct ndk_rwqe *out)
         return false;
     }
     const struct ndk_rwqe *w = &srq->ring[srq->head];
-    out->ctx = w->ctx;
-    out->nsge = w->nsge;
-    out->total = w->total;
-    memcpy(out->sge, w->sge, w->nsge * sizeof w->sge[0]);
+    ndk_rwqe_set(out, w->ctx, w->sge, w->nsge, w->total);
     srq->head = (srq->head + 1) % srq->depth;
     srq->count--;
     srq_check_locked(srq);
