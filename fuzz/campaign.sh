@@ -7,8 +7,9 @@
 #   -t  time per target (default 60 s; 0: no time limit, -n must be given)
 #   -n  stop a target after this many executions (default: none)
 #   -j  targets fuzzed at the same time, one process each (default 1)
-#   -b  the fuzz build (default build-fuzz; configured and built when absent,
-#       with CC=clang and -DNDK_FUZZ=ON); a build configured with
+#   -b  the fuzz build (default build-fuzz; configured when absent, with
+#       CC=clang and -DNDK_FUZZ=ON, and the targets to run are brought up
+#       to date, nothing else); a build configured with
 #       -DNDK_FUZZ_ASAN=OFF runs about twice as fast without ASan's checks:
 #       give it an OUT of its own and minimise with -M -b build-fuzz
 #       (docs/fuzzing.md, "With ASan or with UBSan alone")
@@ -23,7 +24,7 @@
 #       (fuzz/corpus/NAME) together with the units this run found: libFuzzer
 #       -merge=1 keeps the smallest set of files that covers every feature
 #   -M  only that, with what earlier runs left in OUT (no fuzzing)
-#   TARGET  names without the fuzz_ prefix (default: every fuzz_* built)
+#   TARGET  names without the fuzz_ prefix (default: every fuzz/fuzz_*.c)
 #
 # The machine is usually shared: run it as `nice -n 19 fuzz/campaign.sh ...`.
 # Exit status 1 when any target crashed, leaked, timed out or ran out of
@@ -49,7 +50,7 @@ while getopts "t:n:j:b:o:x:mM" opt; do
 	x) extra+=("$OPTARG") ;;
 	m) minimize=1 ;;
 	M) minimize=1; fuzz=0 ;;
-	*) sed -n '2,30p' "$0" >&2; exit 2 ;;
+	*) sed -n '2,31p' "$0" >&2; exit 2 ;;
 	esac
 done
 shift $((OPTIND - 1))
@@ -61,14 +62,16 @@ fi
 if [ ! -d "$build/fuzz" ]; then
 	CC=clang cmake -S . -B "$build" -DNDK_FUZZ=ON >/dev/null
 fi
-cmake --build "$build" -j"$jobs" >/dev/null
 
 targets=("$@")
 if [ ${#targets[@]} -eq 0 ]; then
-	for f in "$build"/fuzz/fuzz_*; do
-		[ -x "$f" ] && targets+=("$(basename "$f" | sed 's/^fuzz_//')")
+	for f in fuzz/fuzz_*.c; do
+		targets+=("$(basename "$f" .c | sed 's/^fuzz_//')")
 	done
 fi
+# Only the targets that run (and what they link), as CI builds them: the
+# rest of the tree (tests, tools, benchmarks) takes minutes more.
+cmake --build "$build" -j"$jobs" --target "${targets[@]/#/fuzz_}" >/dev/null
 [ ${#targets[@]} -gt 0 ] || { echo "campaign: no fuzz targets in $build/fuzz" >&2; exit 2; }
 
 # One target: fuzz into OUT/NAME/corpus with the committed corpus as seeds.
