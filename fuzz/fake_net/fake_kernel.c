@@ -118,15 +118,26 @@ void fake_net_seed(uint64_t seed)
     next_port = EPHEMERAL_FIRST;
 }
 
-uint64_t fake_now_ns(void)
-{
-    return now_ns;
-}
-
 bool fake_net_advance(uint64_t ms)
 {
     now_ns += ms * 1000000ull;
     return fake_net_run();
+}
+
+bool fake_net_wait(bool (*done)(void *), void *arg, uint64_t max_ms)
+{
+    uint64_t end = now_ns + max_ms * 1000000ull;
+    for (;;) {
+        if (!fake_net_run())
+            return false;
+        if (done(arg))
+            return true;
+        /* Nothing to do until the earliest deadline an engine waits for. */
+        uint64_t next = fake_threads_next_deadline();
+        if (next > end)
+            return false;
+        fake_net_advance(next > now_ns ? (next - now_ns + 999999) / 1000000 : 1);
+    }
 }
 
 int fake_clock_gettime(clockid_t clk, struct timespec *ts)
@@ -811,7 +822,8 @@ static int ready_events(struct file *e, struct epoll_event *evs, int max)
     return n;
 }
 
-bool fake_epoll_ready(int epfd, uint64_t until)
+/* A blocked engine's wait is over (fake_thread_block). */
+static bool fake_epoll_ready(int epfd, uint64_t until)
 {
     struct epoll_event ev;
     return now_ns >= until || ready_events(&files[epfd - FAKE_FD_BASE], &ev, 1) > 0;
@@ -825,7 +837,7 @@ int fake_epoll_wait(int epfd, struct epoll_event *evs, int max, int timeout_ms)
     uint64_t until = timeout_ms < 0 ? UINT64_MAX : now_ns + (uint64_t)timeout_ms * 1000000ull;
     for (;;) {
         int n = ready_events(e, evs, max);
-        if (n || now_ns >= until || !fake_thread_block(epfd, until)) {
+        if (n || now_ns >= until || !fake_thread_block(fake_epoll_ready, epfd, until)) {
             fake_thread_worked();
             return n;
         }

@@ -40,13 +40,14 @@
 #include <sys/uio.h>
 #include <time.h>
 
+#include "fake_threads.h"
+
 #define FAKE_FD_BASE 100000
 
 /* ---- for the fuzz targets ---- */
 
-/* Runs the progress engines until none has anything to do; false when
- * they are still busy after a bound of rounds (a livelock: a finding). */
-bool fake_net_run(void);
+/* fake_net_run (fake_threads.h) runs the progress engines until none has
+ * anything to do. */
 /* Moves the clock ms forward, then runs the engines. */
 bool fake_net_advance(uint64_t ms);
 /* Runs the engines, moving the clock on to the next deadline they wait
@@ -87,21 +88,6 @@ struct itimerspec;
 int fake_timerfd_settime(int fd, int flags, const struct itimerspec *n, struct itimerspec *old);
 int fake_clock_gettime(clockid_t clk, struct timespec *ts);
 ssize_t fake_getrandom(void *buf, size_t len, unsigned flags);
-int fake_pthread_create(pthread_t *t, const pthread_attr_t *attr, void *(*fn)(void *), void *arg);
-int fake_pthread_join(pthread_t t, void **ret);
-pthread_t fake_pthread_self(void);
-int fake_pthread_setaffinity_np(pthread_t t, size_t size, const cpu_set_t *set);
-
-/* fake_threads.c to fake_kernel.c: the engine coroutine calling
- * fake_epoll_wait on epfd found nothing to do before until (ns) and gives
- * the CPU back; false when not on a coroutine (the caller then returns at
- * once). */
-bool fake_thread_block(int epfd, uint64_t until);
-/* Whether a coroutine blocked so has something to do now. */
-bool fake_epoll_ready(int epfd, uint64_t until);
-/* fake_epoll_wait returns to the engine: it has work. */
-void fake_thread_worked(void);
-/* fake_kernel.c to fake_threads.c: the clock, in ns. */
-uint64_t fake_now_ns(void);
+/* pthread_create, _join, _self and _setaffinity_np: fake_threads.h. */
 
 #endif

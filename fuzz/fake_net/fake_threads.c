@@ -4,7 +4,7 @@
  * (fake_thread_block); the fuzzing thread and the engines never run at the
  * same time, so an input takes the same path every time. ASan is told of
  * every stack switch. */
-#include "fake_kernel.h"
+#include "fake_threads.h"
 
 #include <errno.h>
 #include <sanitizer/asan_interface.h>
@@ -66,9 +66,10 @@ struct coroutine {
     void *(*fn)(void *);
     void *arg;
     bool started, finished;
-    bool worked; /* left fake_epoll_wait since it was resumed */
+    bool worked; /* left epoll_wait since it was resumed */
     void *fake_stack; /* ASan's, kept while the coroutine is switched out */
-    int epfd;         /* what it waits for in fake_epoll_wait */
+    fake_ready_fn *ready; /* what it waits for in epoll_wait: ready(epfd, until) */
+    int epfd;
     uint64_t until;
 };
 
@@ -165,11 +166,12 @@ static void resume(struct coroutine *c)
     current = NULL;
 }
 
-bool fake_thread_block(int epfd, uint64_t until)
+bool fake_thread_block(fake_ready_fn *ready, int epfd, uint64_t until)
 {
     struct coroutine *c = current;
     if (!c)
         return false;
+    c->ready = ready;
     c->epfd = epfd;
     c->until = until;
     __sanitizer_start_switch_fiber(&c->fake_stack, main_stack_bottom, main_stack_size);
@@ -194,7 +196,7 @@ bool fake_net_run(void)
             struct coroutine *c = &threads[i];
             /* Only one with something to do is switched to: every switch
              * costs ASan a clearing of the stack's shadow. */
-            if (c->finished || (c->started && !fake_epoll_ready(c->epfd, c->until)))
+            if (c->finished || (c->started && !c->ready(c->epfd, c->until)))
                 continue;
             /* A coroutine returns from resume() when it blocks again: it
              * did something if its epoll_wait returned in between. */
@@ -209,24 +211,13 @@ bool fake_net_run(void)
     return false;
 }
 
-bool fake_net_wait(bool (*done)(void *), void *arg, uint64_t max_ms)
+uint64_t fake_threads_next_deadline(void)
 {
-    uint64_t end = fake_now_ns() + max_ms * 1000000ull;
-    for (;;) {
-        if (!fake_net_run())
-            return false;
-        if (done(arg))
-            return true;
-        /* Nothing to do until the earliest deadline an engine waits for. */
-        uint64_t next = UINT64_MAX;
-        for (unsigned i = 0; i < nthreads; i++)
-            if (!threads[i].finished && threads[i].until < next)
-                next = threads[i].until;
-        if (next > end)
-            return false;
-        uint64_t now = fake_now_ns();
-        fake_net_advance(next > now ? (next - now + 999999) / 1000000 : 1);
-    }
+    uint64_t next = UINT64_MAX;
+    for (unsigned i = 0; i < nthreads; i++)
+        if (!threads[i].finished && threads[i].until < next)
+            next = threads[i].until;
+    return next;
 }
 
 int fake_pthread_join(pthread_t t, void **ret)
