@@ -255,23 +255,6 @@ NTSTATUS ndk_xp_exec_local(struct ndk_qp_impl *qp, const struct ndk_swqe *w)
     }
 }
 
-bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
-{
-    struct ndk_qp_dp *dp = &qp->dp;
-    if (dp->srq)
-        return ndk_srq_take(dp->srq, out);
-    pthread_mutex_lock(&dp->rq_lock);
-    bool ok = dp->rq_count > 0;
-    if (ok) {
-        const struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
-        ndk_rwqe_set(out, r->ctx, r->sge, r->nsge, r->total); /* its SGEs, not all NDK_MAX_SGE */
-        dp->rq_head++;
-        dp->rq_count--;
-    }
-    pthread_mutex_unlock(&dp->rq_lock);
-    return ok;
-}
-
 unsigned ndk_xp_take_receives(struct ndk_qp_impl *qp, struct ndk_rwqe *out, unsigned n)
 {
     struct ndk_qp_dp *dp = &qp->dp;
@@ -287,6 +270,11 @@ unsigned ndk_xp_take_receives(struct ndk_qp_impl *qp, struct ndk_rwqe *out, unsi
     }
     pthread_mutex_unlock(&dp->rq_lock);
     return k;
+}
+
+bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
+{
+    return ndk_xp_take_receives(qp, out, 1) == 1;
 }
 
 void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes,
