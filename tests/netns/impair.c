@@ -298,11 +298,18 @@ static void release_due(uint64_t t)
     }
 }
 
-static bool parse_pct(const char *s, double *p)
+/* A number from 0 to max, and nothing after it. */
+static bool parse_upto(const char *s, double max, double *v)
 {
     char *end;
-    double v = strtod(s, &end);
-    if (*end || v < 0 || v > 100)
+    *v = strtod(s, &end);
+    return !*end && *v >= 0 && *v <= max;
+}
+
+static bool parse_pct(const char *s, double *p)
+{
+    double v;
+    if (!parse_upto(s, 100, &v))
         return false;
     *p = v / 100.0;
     return true;
@@ -310,9 +317,8 @@ static bool parse_pct(const char *s, double *p)
 
 static bool parse_ms(const char *s, uint64_t *ns)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || v < 0 || v > 60000)
+    double v;
+    if (!parse_upto(s, 60000, &v))
         return false;
     *ns = (uint64_t)(v * 1e6);
     return true;
