@@ -342,6 +342,25 @@ static void create_cb(PVOID ctx, NTSTATUS st, NDK_OBJECT_HEADER *obj)
          ndk_status_name(st));
 }
 
+/* One connection's QP on pd and cq: QP_DEPTH requests each way, one SGE,
+ * no inline data. Creates do not pend here (create_cb). */
+static NTSTATUS create_qp(NDK_PD *pd, NDK_CQ *cq, PVOID qp_ctx, PVOID req_ctx, NDK_QP **qp)
+{
+    return pd->Dispatch->NdkCreateQp(pd, cq, cq, qp_ctx, QP_DEPTH, QP_DEPTH, 1, 1, 0, create_cb, req_ctx, qp);
+}
+
+/* create_qp for a connection being made, timed as call `which` (its name
+ * says which side); false when it failed (the run fails). */
+static bool create_conn_qp(NDK_PD *pd, NDK_CQ *cq, PVOID ctx, NDK_QP **qp, enum call which)
+{
+    uint64_t t0 = now_ns();
+    NTSTATUS st = create_qp(pd, cq, ctx, ctx, qp);
+    add_call(which, t0);
+    if (st != STATUS_SUCCESS)
+        fail_status(call_names[which], st);
+    return st == STATUS_SUCCESS;
+}
+
 static void cq_notify(PVOID ctx, NTSTATUS st)
 {
     (void)ctx, (void)st;
@@ -456,6 +475,23 @@ static void cli_closed_one(struct slot *s)
     slot_next(s);
 }
 
+/* Closes one connection's connector and QP, timed as call `which`;
+ * closed(ctx) runs once for each, as its close completes or at once when
+ * the close did not pend. Connector first: the QP's close waits for it
+ * (the connector is the QP's successor until destroyed). */
+static void close_connection(NDK_CONNECTOR *c, NDK_QP *qp, NDK_FN_CLOSE_COMPLETION closed, PVOID ctx,
+                             enum call which)
+{
+    uint64_t t0 = now_ns();
+    NTSTATUS a = c->Dispatch->NdkCloseConnector(&c->Header, closed, ctx);
+    NTSTATUS b = qp->Dispatch->NdkCloseQp(&qp->Header, closed, ctx);
+    add_call(which, t0);
+    if (a != STATUS_PENDING)
+        closed(ctx);
+    if (b != STATUS_PENDING)
+        closed(ctx);
+}
+
 static void cli_close_cb(PVOID ctx)
 {
     cli_closed_one(ctx);
@@ -468,16 +504,7 @@ static void cli_close_all(struct slot *s)
     s->conn = NULL;
     s->qp = NULL;
     atomic_store(&s->close_left, 2);
-    uint64_t t0 = now_ns();
-    /* Connector first: the QP's close waits for it (the connector is the
-     * QP's successor until destroyed). */
-    NTSTATUS a = c->Dispatch->NdkCloseConnector(&c->Header, cli_close_cb, s);
-    NTSTATUS b = qp->Dispatch->NdkCloseQp(&qp->Header, cli_close_cb, s);
-    add_call(C_CLOSE_CLI, t0);
-    if (a != STATUS_PENDING)
-        cli_closed_one(s);
-    if (b != STATUS_PENDING)
-        cli_closed_one(s);
+    close_connection(c, qp, cli_close_cb, s, C_CLOSE_CLI);
 }
 
 static void cli_disc_done(struct slot *s, NTSTATUS st)
@@ -575,16 +602,8 @@ static void start_conn(struct slot *s)
         fail_status("NdkCreateConnector", st);
         return;
     }
-    if (!g.precreated_qps) {
-        uint64_t t1 = now_ns();
-        st = g.cpd->Dispatch->NdkCreateQp(g.cpd, g.ccq, g.ccq, s, QP_DEPTH, QP_DEPTH, 1, 1, 0,
-                                          create_cb, s, &s->qp);
-        add_call(C_CREATE_QP_CLI, t1);
-        if (st != STATUS_SUCCESS) {
-            fail_status("NdkCreateQp (client)", st);
-            return;
-        }
-    }
+    if (!g.precreated_qps && !create_conn_qp(g.cpd, g.ccq, s, &s->qp, C_CREATE_QP_CLI))
+        return;
     struct conn_pd pd = {PD_MAGIC, s->idx, s->gen};
     stamp(s, T_CONNECT);
     uint64_t t2 = now_ns();
@@ -651,17 +670,8 @@ static void srv_disc_done(struct srec *r, NTSTATUS st)
         fail_status("server NdkDisconnect", st);
         return;
     }
-    NDK_CONNECTOR *c = r->conn;
-    NDK_QP *qp = r->qp;
     r->close_left = 2;
-    uint64_t t0 = now_ns();
-    NTSTATUS a = c->Dispatch->NdkCloseConnector(&c->Header, srv_close_cb, r);
-    NTSTATUS b = qp->Dispatch->NdkCloseQp(&qp->Header, srv_close_cb, r);
-    add_call(C_CLOSE_SRV, t0);
-    if (a != STATUS_PENDING)
-        srv_closed_one(r);
-    if (b != STATUS_PENDING)
-        srv_closed_one(r);
+    close_connection(r->conn, r->qp, srv_close_cb, r, C_CLOSE_SRV);
 }
 
 static void srv_disc_cb(PVOID ctx, NTSTATUS st)
@@ -742,15 +752,8 @@ static void srv_connect_event(PVOID ctx, NDK_CONNECTOR *c)
             return;
         }
         r->qp = g.sqps[g.sqp_next++];
-    } else {
-        uint64_t t1 = now_ns();
-        st = g.spd->Dispatch->NdkCreateQp(g.spd, g.scq, g.scq, r, QP_DEPTH, QP_DEPTH, 1, 1, 0,
-                                          create_cb, r, &r->qp);
-        add_call(C_CREATE_QP_SRV, t1);
-        if (st != STATUS_SUCCESS) {
-            fail_status("NdkCreateQp (server)", st);
-            return;
-        }
+    } else if (!create_conn_qp(g.spd, g.scq, r, &r->qp, C_CREATE_QP_SRV)) {
+        return;
     }
     r->t_accept = now_ns();
     if (r->slot)
@@ -988,12 +991,7 @@ static double pct_field(size_t off, long n, double p, uint32_t *tmp)
     for (long i = 0; i < n; i++)
         memcpy(&tmp[i], (const char *)&g.recs[i] + off, sizeof(uint32_t));
     qsort(tmp, (size_t)n, sizeof *tmp, cmp_u32);
-    long k = (long)(p * (double)n + 0.999999) - 1;
-    if (k < 0)
-        k = 0;
-    if (k >= n)
-        k = n - 1;
-    return tmp[k] / 1e3;
+    return connrate_percentile_us(tmp, n, p);
 }
 
 static double mean_field(size_t off, long n)
@@ -1194,11 +1192,8 @@ static bool all_torn_down(void)
 static void idle_make_qps(unsigned from, unsigned n)
 {
     for (unsigned i = from; i < from + n; i++) {
-        NTSTATUS a = g.cpd->Dispatch->NdkCreateQp(g.cpd, g.ccq, g.ccq, &g.slots[i], QP_DEPTH,
-                                                  QP_DEPTH, 1, 1, 0, create_cb, NULL,
-                                                  &g.slots[i].qp);
-        NTSTATUS b = g.spd->Dispatch->NdkCreateQp(g.spd, g.scq, g.scq, NULL, QP_DEPTH, QP_DEPTH,
-                                                  1, 1, 0, create_cb, NULL, &g.sqps[g.nsqps]);
+        NTSTATUS a = create_qp(g.cpd, g.ccq, &g.slots[i], NULL, &g.slots[i].qp);
+        NTSTATUS b = create_qp(g.spd, g.scq, NULL, NULL, &g.sqps[g.nsqps]);
         if (a != STATUS_SUCCESS || b != STATUS_SUCCESS) {
             fprintf(stderr, "connrate: NdkCreateQp #%u: %s / %s\n", i, ndk_status_name(a),
                     ndk_status_name(b));
@@ -1416,35 +1411,14 @@ static int run_client(void)
 int main(int argc, char **argv)
 {
     connrate_opts_init(&g.opt);
-    enum { O_IDLE = CR_O_OWN, O_CHECK, O_ENGINES };
-    static const struct option lopts[] = {
-        CONNRATE_LONG_OPTS,
-        {"idle", required_argument, NULL, O_IDLE},
-        {"check", no_argument, NULL, O_CHECK},
-        {"engines", required_argument, NULL, O_ENGINES},
-        {NULL, 0, NULL, 0},
+    const struct connrate_own_opt own[] = {
+        {"idle", .number = &g.idle_n},
+        {"check", .flag = &g.check_heap},
+        {"engines", .number = &g.engines},
     };
-    int o;
-    while ((o = connrate_next_opt(&g.opt, argc, argv, lopts)) != -1) {
-        switch (o) {
-        case O_IDLE:
-            g.idle_n = (unsigned)strtoul(optarg, NULL, 10);
-            break;
-        case O_CHECK:
-            g.check_heap = true;
-            break;
-        case O_ENGINES:
-            g.engines = (unsigned)strtoul(optarg, NULL, 10);
-            break;
-        default:
-            usage();
-            return o == 'h' ? 0 : 2;
-        }
-    }
-    if (!connrate_opts_done(&g.opt)) {
-        usage();
-        return 2;
-    }
+    int rc = connrate_parse_options(&g.opt, argc, argv, own, sizeof own / sizeof own[0], usage);
+    if (rc >= 0)
+        return rc;
     connrate_catch_signals();
 
     /* Two sockets per connection: as many descriptors as allowed. */

@@ -3,6 +3,7 @@
  * tcp_connrate.c (raw TCP, the anchor) share, so that bench/run.sh can run
  * both with the same words: -m serial|inflight, -q, -D, -n, -p, --server,
  * --client, --timeout, --lifetime. Each program adds its own options.
+ * Also their signal handling and their reports' percentile.
  *
  * Everything is static inline: each program is one translation unit.
  */
@@ -12,6 +13,7 @@
 #include <getopt.h>
 #include <signal.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -33,7 +35,7 @@ struct connrate_opts {
 };
 
 /* getopt_long codes of the shared long options without a short one; a
- * program's own start at CR_O_OWN. */
+ * program's own (connrate_parse_options) start at CR_O_OWN. */
 enum { CR_O_SERVER = 256, CR_O_CLIENT, CR_O_TIMEOUT, CR_O_LIFETIME, CR_O_OWN };
 
 #define CONNRATE_SHORT_OPTS "m:q:D:n:p:h"
@@ -93,17 +95,6 @@ static inline bool connrate_opt(struct connrate_opts *c, int o, const char *arg)
     }
 }
 
-/* getopt_long's next option that is not a shared one (connrate_opt takes
- * those into *c): -1 after the last option. */
-static inline int connrate_next_opt(struct connrate_opts *c, int argc, char **argv, const struct option *lopts)
-{
-    int o;
-    while ((o = getopt_long(argc, argv, CONNRATE_SHORT_OPTS, lopts, NULL)) != -1)
-        if (!connrate_opt(c, o, optarg))
-            return o;
-    return -1;
-}
-
 /* After the options: the mode's queue depth (inflight: 64 unless -q) and
  * the checks. False when the command line is wrong. */
 static inline bool connrate_opts_done(struct connrate_opts *c)
@@ -119,6 +110,48 @@ static inline bool connrate_opts_done(struct connrate_opts *c)
     }
     return c->q >= 1 && c->q <= 65536 && c->duration_s > 0 && c->port <= 65535 && c->timeout_ms != 0 &&
            !(c->role == ROLE_CLIENT && c->port == 0);
+}
+
+/* One of a program's own options, a long one: an unsigned number
+ * (strtoul, as the shared ones) into *number, or, without an argument,
+ * true into *flag. */
+struct connrate_own_opt {
+    const char *name;
+    unsigned *number;
+    bool *flag;
+};
+
+#define CONNRATE_MAX_OWN_OPTS 4
+
+/* The command line: the shared options into *c, the n rows of own, and
+ * connrate_opts_done. -1 to go on; else the exit status after usage():
+ * 0 for -h, 2 when the command line is wrong. */
+static inline int connrate_parse_options(struct connrate_opts *c, int argc, char **argv,
+                                         const struct connrate_own_opt *own, unsigned n, void (*usage)(void))
+{
+    struct option lopts[11 + CONNRATE_MAX_OWN_OPTS] = {CONNRATE_LONG_OPTS};
+    n = n < CONNRATE_MAX_OWN_OPTS ? n : CONNRATE_MAX_OWN_OPTS;
+    for (unsigned i = 0; i < n; i++)
+        lopts[10 + i] = (struct option){own[i].name, own[i].number ? required_argument : no_argument, NULL,
+                                        CR_O_OWN + (int)i};
+    int o;
+    while ((o = getopt_long(argc, argv, CONNRATE_SHORT_OPTS, lopts, NULL)) != -1) {
+        if (connrate_opt(c, o, optarg))
+            continue;
+        if (o < CR_O_OWN || o >= CR_O_OWN + (int)n) {
+            usage();
+            return o == 'h' ? 0 : 2;
+        }
+        if (own[o - CR_O_OWN].number)
+            *own[o - CR_O_OWN].number = (unsigned)strtoul(optarg, NULL, 10);
+        else
+            *own[o - CR_O_OWN].flag = true;
+    }
+    if (!connrate_opts_done(c)) {
+        usage();
+        return 2;
+    }
+    return -1;
 }
 
 /* Set by SIGINT or SIGTERM; the loops that look at it end the run
@@ -138,6 +171,20 @@ static inline void connrate_catch_signals(void)
     signal(SIGINT, connrate_on_signal);
     signal(SIGTERM, connrate_on_signal);
     signal(SIGPIPE, SIG_IGN);
+}
+
+/* The nearest-rank percentile p of n sorted figures in nanoseconds, in
+ * microseconds (0 without figures). */
+static inline double connrate_percentile_us(const uint32_t *sorted, long n, double p)
+{
+    if (n <= 0)
+        return 0;
+    long k = (long)(p * (double)n + 0.999999) - 1;
+    if (k < 0)
+        k = 0;
+    if (k >= n)
+        k = n - 1;
+    return sorted[k] / 1e3;
 }
 
 #endif

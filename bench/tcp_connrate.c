@@ -346,18 +346,6 @@ static int cmp_u32(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double pct(uint32_t *v, long n, double p)
-{
-    if (n <= 0)
-        return 0;
-    long k = (long)(p * (double)n + 0.999999) - 1;
-    if (k < 0)
-        k = 0;
-    if (k >= n)
-        k = n - 1;
-    return v[k] / 1e3;
-}
-
 static int client_main(void)
 {
     slots = calloc(g.opt.q, sizeof *slots);
@@ -412,8 +400,8 @@ static int client_main(void)
     long n = g.nrec;
     qsort(g.lat_rt, (size_t)n, sizeof *g.lat_rt, cmp_u32);
     qsort(g.lat_est, (size_t)n, sizeof *g.lat_est, cmp_u32);
-    double r50 = pct(g.lat_rt, n, 0.5), r99 = pct(g.lat_rt, n, 0.99);
-    double e50 = pct(g.lat_est, n, 0.5), e99 = pct(g.lat_est, n, 0.99);
+    double r50 = connrate_percentile_us(g.lat_rt, n, 0.5), r99 = connrate_percentile_us(g.lat_rt, n, 0.99);
+    double e50 = connrate_percentile_us(g.lat_est, n, 0.5), e99 = connrate_percentile_us(g.lat_est, n, 0.99);
     const char *mode = g.opt.inflight_mode ? "inflight" : "serial";
     bool one = g.opt.role == ROLE_BOTH;
     printf("\n## tcp_connrate (raw TCP anchor): %s, q=%u, %s, local port: %s\n\n", mode, g.opt.q,
@@ -466,30 +454,13 @@ int main(int argc, char **argv)
 {
     connrate_opts_init(&g.opt);
     g.stop_efd = -1;
-    enum { O_KPORT = CR_O_OWN };
-    static const struct option lopts[] = {
-        CONNRATE_LONG_OPTS,
-        {"kernel-port", no_argument, NULL, O_KPORT},
-        {NULL, 0, NULL, 0},
-    };
-    int o;
-    while ((o = connrate_next_opt(&g.opt, argc, argv, lopts)) != -1) {
-        switch (o) {
-        case O_KPORT:
-            g.kernel_port = true;
-            break;
-        default:
-            usage();
-            return o == 'h' ? 0 : 2;
-        }
-    }
+    const struct connrate_own_opt own[] = {{"kernel-port", .flag = &g.kernel_port}};
+    int rc = connrate_parse_options(&g.opt, argc, argv, own, 1, usage);
+    if (rc >= 0)
+        return rc;
     rng_state ^= (uint32_t)getpid() * 2654435761u ^ (uint32_t)now_ns();
     if (!rng_state)
         rng_state = 1;
-    if (!connrate_opts_done(&g.opt)) {
-        usage();
-        return 2;
-    }
     connrate_catch_signals();
 
     if (g.opt.role == ROLE_SERVER) {
@@ -513,7 +484,7 @@ int main(int argc, char **argv)
     g.dst.sin_family = AF_INET;
     g.dst.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     g.dst.sin_port = htons((uint16_t)g.opt.port);
-    int rc = client_main();
+    rc = client_main();
     if (g.opt.role == ROLE_BOTH) {
         /* Let the server close what it still has (bounded), then stop it. */
         uint64_t t0 = now_ns();

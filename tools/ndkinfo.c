@@ -16,6 +16,7 @@
 #include "lib/adapter.h"
 #include "lib/adapters.h"
 #include "lib/args.h"
+#include "lib/cmdline.h"
 #include "lib/log.h"
 
 #define ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
@@ -55,6 +56,9 @@ static void usage(FILE *f)
             NDK_PROVIDER_MAJOR_VERSION, NDK_PROVIDER_MINOR_VERSION);
     tc_print_exit_statuses(f, false);
 }
+
+static const struct tc_cmdline cmdline = {.usage = usage, .version_letter = true,
+                                         .options_first = true, .no_operands = true};
 
 /* One aligned "\tfield:<pad>value" line, ibv_devinfo style. */
 static void field(const char *name, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -204,33 +208,15 @@ static NTSTATUS show_adapter(const char *spec, const NDK_ADAPTER_DESCRIPTION *d,
 /* Returns -1 to go on, else the exit status. */
 static int parse_options(int argc, char **argv, const char **only, bool *verbose, bool *list_only)
 {
-    static const struct option longopts[] = {
-        {"adapter", required_argument, NULL, 'd'},
-        {"ib-dev", required_argument, NULL, 'd'}, /* ibv_devinfo's spelling */
-        {"verbose", no_argument, NULL, 'v'},
-        {"list", no_argument, NULL, 'l'},
-        {"help", no_argument, NULL, 'h'},
-        {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+    const struct tc_opt opts[] = {
+        {'d', "adapter", .text = only},
+        {'d', "ib-dev", .text = only}, /* ibv_devinfo's spelling */
+        {'v', "verbose", .set_true = verbose},
+        {'l', "list", .set_true = list_only},
     };
-    int c;
-    while ((c = getopt_long(argc, argv, "+d:vlhV", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'd':
-            *only = optarg;
-            break;
-        case 'v':
-            *verbose = true;
-            break;
-        case 'l':
-            *list_only = true;
-            break;
-        default:
-            return tc_common_option(c, 'V', usage, NULL);
-        }
-    }
-    if (optind < argc)
-        return tc_usage_error(NULL, "unexpected argument '%s'", argv[optind]);
+    int rc = tc_parse_cmdline(&cmdline, TC_OPTS(opts), argc, argv);
+    if (rc >= 0)
+        return rc;
     if (*list_only && *only)
         return tc_usage_error(NULL, "-l lists every adapter; -d shows one");
     return -1;

@@ -162,6 +162,12 @@ strip() { sed 's/\x1b\[[0-9;]*m//g' "$1"; }
 
 # --------------------------------------------------------------- matrix ---
 cpus() { case $1 in same) echo "0 0" ;; cross) echo "0 1" ;; esac; }
+# place PLACEMENT: its server and client CPUs in SC and CC, and the
+# options that pin ndkperf and the TCP anchors there in PIN.
+place() {
+	read -r SC CC <<< "$(cpus "$1")"
+	PIN="--cpu-server $SC --cpu-client $CC"
+}
 
 # ndkperf's ways of waiting, per placement: "label|options".
 BUSY=1
@@ -204,6 +210,26 @@ ndk_runs() {
 	done < <("$modes" "$pl")
 }
 
+# external TOOL NAME PORT SERVER CLIENT KEY EXTRACT...: when TOOL is
+# installed, the run NAME of SERVER and CLIENT as a pair on this
+# placement's CPUs, and what EXTRACT... prints from the client's log
+# (given as its last argument) added as KEY.
+external() {
+	local tool=$1 name=$2 port=$3 scmd=$4 ccmd=$5 key=$6
+	shift 6
+	have "$tool" || return 0
+	pair "$name" "$port" "$SC" "$CC" "$scmd" "$ccmd" && add "$key" "$("$@" "$LOG")"
+}
+# What the external benchmarks' logs say.
+sockperf_p50() { strip "$1" | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}'; }
+sockperf_mps() { strip "$1" | grep -o 'Message Rate is [0-9]*' | awk '{printf "%.6f", $NF / 1e6}'; }
+fi_lat() { awk -v s="$1" '$1 == s && NF == 8 {print $7}' "$2"; } # SIZE FILE
+ucx_final() { awk -v f="$1" '/^Final:/ {print $f}' "$2"; } # FIELD FILE
+ucx_final_mps() { awk '/^Final:/ {printf "%.6f", $9 / 1e6}' "$1"; }
+iperf3_mbs() {
+	python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' <(sed -n '/^{/,$p' "$1") 2> /dev/null
+}
+
 P_FI=$(pick_port 41151); P_UCX=$(pick_port 41161); P_SP=$(pick_port 41111); P_IP=$(pick_port 41121)
 
 {
@@ -218,8 +244,7 @@ P_FI=$(pick_port 41151); P_UCX=$(pick_port 41161); P_SP=$(pick_port 41111); P_IP
 T_START=$SECONDS
 for rep in $(seq "$REPS"); do
 	for pl in $PLACEMENTS; do
-		read -r SC CC <<< "$(cpus "$pl")"
-		PIN="--cpu-server $SC --cpu-client $CC"
+		place "$pl"
 		log "rep $rep/$REPS, placement $pl (server CPU $SC, client CPU $CC)"
 
 		# Latency: 64-byte ping-pong, half round trip.
@@ -230,23 +255,15 @@ for rep in $(seq "$REPS"); do
 		run "tcp_pingpong_epoll_${pl}_$rep" 60 "$TCP_PINGPONG" -s 64 -n "$LAT_ITERS" --epoll $PIN &&
 			add "lat|$pl|tcp_pingpong epoll" "$(kv "$LOG" typical)"
 		ndk_runs ndk_modes send_lat lat:ndk_lat -s 64 -n "$LAT_ITERS"
-		if have sockperf; then
-			pair "sockperf_pp_${pl}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
-				"sockperf pp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" &&
-				add "lat|$pl|sockperf pp" "$(strip "$LOG" | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}')"
-		fi
-		if have fi_pingpong; then
-			pair "fi_pingpong_${pl}_$rep" "$P_FI" "$SC" "$CC" "fi_pingpong -p tcp -e msg -d lo -I 4000 -S 64 -B $P_FI" \
-				"fi_pingpong -p tcp -e msg -d lo -I 4000 -S 64 -P $P_FI $HOST" &&
-				add "lat|$pl|fi_pingpong tcp" "$(awk '$1 == 64 && NF == 8 {print $7}' "$LOG")"
-		fi
-		if have ucx_perftest && [ "$pl" = cross ]; then
-			# Half round trip, as ndkperf's (ucx_perftest's latency is one way).
-			# Both ends poll: on one CPU they starve each other, so cross only.
-			pair "ucx_tag_lat_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
-				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t tag_lat -s 64 -n $LAT_ITERS -w 1000" &&
-				add "lat|$pl|ucx tag_lat tcp" "$(awk '/^Final:/ {print $3}' "$LOG")"
-		fi
+		external sockperf "sockperf_pp_${pl}_$rep" "$P_SP" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
+			"sockperf pp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" "lat|$pl|sockperf pp" sockperf_p50
+		external fi_pingpong "fi_pingpong_${pl}_$rep" "$P_FI" "fi_pingpong -p tcp -e msg -d lo -I 4000 -S 64 -B $P_FI" \
+			"fi_pingpong -p tcp -e msg -d lo -I 4000 -S 64 -P $P_FI $HOST" "lat|$pl|fi_pingpong tcp" fi_lat 64
+		# Half round trip, as ndkperf's (ucx_perftest's latency is one way).
+		# Both ends poll: on one CPU they starve each other, so cross only.
+		[ "$pl" = cross ] && external ucx_perftest "ucx_tag_lat_${pl}_$rep" "$P_UCX" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
+			"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t tag_lat -s 64 -n $LAT_ITERS -w 1000" \
+			"lat|$pl|ucx tag_lat tcp" ucx_final 3
 
 		# Bandwidth: one stream of 1 MiB messages.
 		run "tcp_stream_${pl}_$rep" 60 "$TCP_STREAM" -s 1048576 -D "$SECS" $PIN &&
@@ -254,29 +271,19 @@ for rep in $(seq "$REPS"); do
 		ndk_runs ndk_modes write_bw bw:ndk_bw -s 1048576 -D "$SECS"
 		# RDMA Read: the same 1 MiB stream pulled by the client.
 		ndk_runs ndk_modes read_bw rbw:ndk_bw -s 1048576 -D "$SECS"
-		if have ucx_perftest; then
-			pair "ucx_put_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
-				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t ucp_put_bw -s 1048576 -n 500 -w 50" &&
-				add "bw|$pl|ucx put_bw tcp" "$(awk '/^Final:/ {print $7}' "$LOG")"
-		fi
-		if have iperf3; then
-			pair "iperf3_${pl}_$rep" "$P_IP" "$SC" "$CC" "iperf3 -s -1 -B $HOST -p $P_IP" \
-				"iperf3 -c $HOST -B $HOST -p $P_IP -t $SECS -J" &&
-				add "bw|$pl|iperf3" "$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' <(sed -n '/^{/,$p' "$LOG") 2> /dev/null)"
-		fi
+		external ucx_perftest "ucx_put_bw_${pl}_$rep" "$P_UCX" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
+			"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t ucp_put_bw -s 1048576 -n 500 -w 50" \
+			"bw|$pl|ucx put_bw tcp" ucx_final 7
+		external iperf3 "iperf3_${pl}_$rep" "$P_IP" "iperf3 -s -1 -B $HOST -p $P_IP" "iperf3 -c $HOST -B $HOST -p $P_IP -t $SECS -J" \
+			"bw|$pl|iperf3" iperf3_mbs
 
 		# Message rate: 64-byte messages, one direction.
 		ndk_runs rate_modes send_bw rate:ndk_rate,npm:ndk_npm -s 64 -D "$SECS"
-		if have ucx_perftest; then
-			pair "ucx_tag_bw_${pl}_$rep" "$P_UCX" "$SC" "$CC" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
-				"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t tag_bw -s 64 -n 300000 -w 10000" &&
-				add "rate|$pl|ucx tag_bw tcp" "$(awk '/^Final:/ {printf "%.6f", $9 / 1e6}' "$LOG")"
-		fi
-		if have sockperf; then
-			pair "sockperf_tp_${pl}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
-				"sockperf tp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" &&
-				add "rate|$pl|sockperf tp" "$(strip "$LOG" | grep -o 'Message Rate is [0-9]*' | awk '{printf "%.6f", $NF / 1e6}')"
-		fi
+		external ucx_perftest "ucx_tag_bw_${pl}_$rep" "$P_UCX" "env UCX_TLS=tcp ucx_perftest -p $P_UCX" \
+			"env UCX_TLS=tcp ucx_perftest $HOST -p $P_UCX -t tag_bw -s 64 -n 300000 -w 10000" \
+			"rate|$pl|ucx tag_bw tcp" ucx_final_mps
+		external sockperf "sockperf_tp_${pl}_$rep" "$P_SP" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
+			"sockperf tp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" "rate|$pl|sockperf tp" sockperf_mps
 	done
 done
 log "measured in $((SECONDS - T_START)) s, of which ${WAITED} s waiting for a quiet machine"
@@ -474,8 +481,7 @@ STAGE_SIZES=${STAGE_SIZES-64 256 512 1024 2048 4096 8192 16384}
 if [ -n "$STAGE_SIZES" ]; then
 	for rep in $(seq "$REPS"); do
 		for pl in $PLACEMENTS; do
-			read -r SC CC <<< "$(cpus "$pl")"
-			PIN="--cpu-server $SC --cpu-client $CC"
+			place "$pl"
 			log "staging sweep $rep/$REPS, placement $pl: sizes $STAGE_SIZES"
 			for sz in $STAGE_SIZES; do
 				run "stage_send_bw_${pl}_${sz}_$rep" 60 "$NDKPERF" send_bw --loopback -s "$sz" -D "$SECS" $PIN --wait=yield --no-progress &&
@@ -523,8 +529,7 @@ bw_series() {
 T_SWEEP=$SECONDS
 for rep in $(seq "$SWEEP_REPS"); do
 	for pl in $PLACEMENTS; do
-		read -r SC CC <<< "$(cpus "$pl")"
-		PIN="--cpu-server $SC --cpu-client $CC"
+		place "$pl"
 		log "sweep $rep/$SWEEP_REPS, placement $pl: sizes $SWEEP_SIZES"
 		for sz in $SWEEP_SIZES; do
 			n=$(sweep_iters "$sz"); w=$((n / 10))
@@ -538,21 +543,14 @@ for rep in $(seq "$SWEEP_REPS"); do
 				run "sweep_ndk_write_bw_${pl}_${mode}_${sz}_$rep" 60 "$NDKPERF" write_bw --loopback -s "$sz" -D "$SWEEP_SECS" $PIN $opts --no-progress &&
 					add "sbw|$pl|libndk $mode|$sz" "$(ndk_bw "$LOG")"
 			done < <(ndk_modes "$pl")
-			if have sockperf && [ "$sz" -le 65536 ]; then
-				pair "sweep_sockperf_pp_${pl}_${sz}_$rep" "$P_SP" "$SC" "$CC" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
-					"sockperf pp --tcp -i $HOST -p $P_SP -m $sz -t $SWEEP_SECS" &&
-					add "slat|$pl|sockperf pp p50|$sz" "$(strip "$LOG" | grep -o 'percentile 50.000 = *[0-9.]*' | awk '{print $NF}')"
-			fi
-			if have fi_pingpong; then
-				pair "sweep_fi_pingpong_${pl}_${sz}_$rep" "$P_FI" "$SC" "$CC" "fi_pingpong -p tcp -e msg -d lo -I $n -S $sz -B $P_FI" \
-					"fi_pingpong -p tcp -e msg -d lo -I $n -S $sz -P $P_FI $HOST" &&
-					add "slat|$pl|fi_pingpong tcp|$sz" "$(awk -v s="$sz" '$1 == s && NF == 8 {print $7}' "$LOG")"
-			fi
-			if have iperf3; then
-				pair "sweep_iperf3_${pl}_${sz}_$rep" "$P_IP" "$SC" "$CC" "iperf3 -s -1 -B $HOST -p $P_IP" \
-					"iperf3 -c $HOST -B $HOST -p $P_IP -l $sz -t $SWEEP_SECS -J" &&
-					add "sbw|$pl|iperf3|$sz" "$(python3 -c 'import json,sys; print("%.1f" % (json.load(open(sys.argv[1]))["end"]["sum_received"]["bits_per_second"] / 8 / 1048576))' <(sed -n '/^{/,$p' "$LOG") 2> /dev/null)"
-			fi
+			[ "$sz" -le 65536 ] && external sockperf "sweep_sockperf_pp_${pl}_${sz}_$rep" "$P_SP" \
+				"sockperf sr --tcp -i $HOST -p $P_SP -m 65536" "sockperf pp --tcp -i $HOST -p $P_SP -m $sz -t $SWEEP_SECS" \
+				"slat|$pl|sockperf pp p50|$sz" sockperf_p50
+			external fi_pingpong "sweep_fi_pingpong_${pl}_${sz}_$rep" "$P_FI" \
+				"fi_pingpong -p tcp -e msg -d lo -I $n -S $sz -B $P_FI" "fi_pingpong -p tcp -e msg -d lo -I $n -S $sz -P $P_FI $HOST" \
+				"slat|$pl|fi_pingpong tcp|$sz" fi_lat "$sz"
+			external iperf3 "sweep_iperf3_${pl}_${sz}_$rep" "$P_IP" "iperf3 -s -1 -B $HOST -p $P_IP" \
+				"iperf3 -c $HOST -B $HOST -p $P_IP -l $sz -t $SWEEP_SECS -J" "sbw|$pl|iperf3|$sz" iperf3_mbs
 		done
 	done
 done

@@ -26,15 +26,33 @@ static const char *prog = "tcp_pingpong";
 static int g_ep = -1;
 static bool g_want_epoll;
 
-static int use_epoll(int fd)
+/* A side's socket made ready: TCP_NODELAY and, with --epoll, an epoll
+ * instance watching it for reads. The socket, or -1 (closed, said on
+ * stderr). */
+static int ready_socket(int fd)
 {
+    if (fd < 0)
+        return -1;
+    tb_nodelay(fd);
+    if (!g_want_epoll)
+        return fd;
     g_ep = epoll_create1(EPOLL_CLOEXEC);
     struct epoll_event ev = {.events = EPOLLIN, .data.fd = fd};
     if (g_ep < 0 || epoll_ctl(g_ep, EPOLL_CTL_ADD, fd, &ev) != 0) {
         fprintf(stderr, "%s: epoll: %s\n", prog, strerror(errno));
+        close(fd);
         return -1;
     }
-    return 0;
+    return fd;
+}
+
+/* A side's end: its buffer, its socket and the epoll instance. */
+static void close_side(int fd, char *buf)
+{
+    free(buf);
+    close(fd);
+    if (g_ep >= 0)
+        close(g_ep);
 }
 
 /* As tb_read_full; with --epoll every read waits in epoll_wait first
@@ -76,14 +94,9 @@ static int cmp_u64(const void *a, const void *b)
 /* Echoes every message until the client closes. */
 static int server(int lfd, int cpu, size_t size)
 {
-    int fd = tb_server_start(prog, lfd, cpu);
+    int fd = ready_socket(tb_server_start(prog, lfd, cpu));
     if (fd < 0)
         return 1;
-    tb_nodelay(fd);
-    if (g_want_epoll && use_epoll(fd) != 0) {
-        close(fd);
-        return 1;
-    }
     char *buf = malloc(size);
     int rc = 1;
     bool eof = false;
@@ -95,24 +108,16 @@ static int server(int lfd, int cpu, size_t size)
     else
         fprintf(stderr, "%s: server: %s\n", prog, buf ? "read failed or timed out" : "out of memory");
 out:
-    free(buf);
-    close(fd);
-    if (g_ep >= 0)
-        close(g_ep);
+    close_side(fd, buf);
     return rc;
 }
 
 static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t iters, uint64_t warmup,
                   uint64_t *rtt)
 {
-    int fd = tb_client_start(prog, addr, cpu);
+    int fd = ready_socket(tb_client_start(prog, addr, cpu));
     if (fd < 0)
         return 1;
-    tb_nodelay(fd);
-    if (g_want_epoll && use_epoll(fd) != 0) {
-        close(fd);
-        return 1;
-    }
     char *buf = calloc(1, size);
     int rc = buf ? 0 : 1;
     for (uint64_t i = 0; rc == 0 && i < warmup + iters; i++) {
@@ -125,49 +130,27 @@ static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t
             rtt[i - warmup] = tb_now_ns() - t0;
         }
     }
-    free(buf);
-    close(fd);
-    if (g_ep >= 0)
-        close(g_ep);
+    close_side(fd, buf);
     return rc;
 }
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"iters", required_argument, NULL, 'n'},
-        {"warmup", required_argument, NULL, 'w'},
-        {"epoll", no_argument, NULL, 'E'},
-        TB_COMMON_LONGOPTS,
-    };
     uint64_t size = 64, iters = 20000, warmup = 100;
-    int cpu_server = -1, cpu_client = -1, ch;
-    while ((ch = tb_next_opt(argc, argv, "s:n:w:h", longopts, &size, &cpu_server, &cpu_client)) != -1) {
-        switch (ch) {
-        case 'n':
-            if (!tb_parse_u64(optarg, 1, 100000000, &iters))
-                goto bad;
-            break;
-        case 'w':
-            if (!tb_parse_u64(optarg, 0, 100000000, &warmup))
-                goto bad;
-            break;
-        case 'E':
-            g_want_epoll = true;
-            break;
-        case 'h':
-            printf("Usage: %s [-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]\n"
-                   "Raw TCP ping-pong over 127.0.0.1 between two processes (TCP_NODELAY, blocking\n"
-                   "sockets); prints the half round trip in microseconds. --epoll: every wait is\n"
-                   "an epoll_wait, then a non-blocking read (an event loop's way).\n",
-                   prog);
-            return 0;
-        default:
-            goto bad;
-        }
-    }
-    if (optind < argc)
-        goto bad;
+    int cpu_server = -1, cpu_client = -1;
+    const struct tb_opt own[] = {
+        {'n', "iters", .number = &iters, .min = 1, .max = 100000000},
+        {'w', "warmup", .number = &warmup, .max = 100000000},
+        {0, "epoll", .flag = &g_want_epoll},
+    };
+    int rc = tb_parse_options(argc, argv, prog,
+                              "[-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]",
+                              "Raw TCP ping-pong over 127.0.0.1 between two processes (TCP_NODELAY, blocking\n"
+                              "sockets); prints the half round trip in microseconds. --epoll: every wait is\n"
+                              "an epoll_wait, then a non-blocking read (an event loop's way).\n",
+                              own, sizeof own / sizeof own[0], &size, &cpu_server, &cpu_client);
+    if (rc >= 0)
+        return rc;
 
     uint64_t *rtt = malloc(iters * sizeof *rtt);
     if (!rtt) {
@@ -180,7 +163,7 @@ int main(int argc, char **argv)
         free(rtt);
         return 1;
     }
-    int rc = client(&addr, cpu_client, size, iters, warmup, rtt);
+    rc = client(&addr, cpu_client, size, iters, warmup, rtt);
     if (tb_reap(pid, rc != 0) != 0 && rc == 0)
         rc = 1;
     if (rc == 0) {
@@ -200,7 +183,4 @@ int main(int argc, char **argv)
     }
     free(rtt);
     return rc;
-bad:
-    fprintf(stderr, "Usage: %s [-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]\n", prog);
-    return 2;
 }

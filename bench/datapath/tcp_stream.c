@@ -102,37 +102,23 @@ out:
 
 int main(int argc, char **argv)
 {
-    static const struct option longopts[] = {
-        {"duration", required_argument, NULL, 'D'},
-        TB_COMMON_LONGOPTS,
-    };
     uint64_t size = 1u << 20, seconds = 5;
-    int cpu_server = -1, cpu_client = -1, ch;
-    while ((ch = tb_next_opt(argc, argv, "s:D:h", longopts, &size, &cpu_server, &cpu_client)) != -1) {
-        switch (ch) {
-        case 'D':
-            if (!tb_parse_u64(optarg, 1, 3600, &seconds))
-                goto bad;
-            break;
-        case 'h':
-            printf("Usage: %s [-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]\n"
-                   "One raw TCP stream over 127.0.0.1 between two processes; prints the receiver's MB/s\n"
-                   "(MB = 2^20 bytes).\n",
-                   prog);
-            return 0;
-        default:
-            goto bad;
-        }
-    }
-    if (optind < argc)
-        goto bad;
+    int cpu_server = -1, cpu_client = -1;
+    const struct tb_opt own[] = {{'D', "duration", .number = &seconds, .min = 1, .max = 3600}};
+    int rc = tb_parse_options(argc, argv, prog,
+                              "[-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]",
+                              "One raw TCP stream over 127.0.0.1 between two processes; prints the receiver's MB/s\n"
+                              "(MB = 2^20 bytes).\n",
+                              own, 1, &size, &cpu_server, &cpu_client);
+    if (rc >= 0)
+        return rc;
 
     struct sockaddr_in addr;
     pid_t pid = tb_fork_server(prog, server, cpu_server, size, &addr);
     if (pid < 0)
         return 1;
     uint64_t bytes = 0, ns = 0;
-    int rc = client(&addr, cpu_client, size, seconds, &bytes, &ns);
+    rc = client(&addr, cpu_client, size, seconds, &bytes, &ns);
     if (tb_reap(pid, rc != 0) != 0 && rc == 0)
         rc = 1;
     if (rc == 0) {
@@ -143,7 +129,4 @@ int main(int argc, char **argv)
                bytes, ns ? (double)bytes / 1048576.0 / ((double)ns / 1e9) : 0.0);
     }
     return rc;
-bad:
-    fprintf(stderr, "Usage: %s [-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]\n", prog);
-    return 2;
 }

@@ -2,8 +2,8 @@
  * tcpbench.h - what tcp_pingpong and tcp_stream share: the two-process
  * layout of `ndkperf --loopback` (server and client processes over
  * 127.0.0.1, each pinned before it does anything), blocking sockets with a
- * bound on every wait, option parsing for the placement and the fork of
- * the server process.
+ * bound on every wait, the command line (the placement, and each
+ * program's own options from a table) and the fork of the server process.
  *
  * Everything is static inline: each program is one translation unit and
  * takes what it needs.
@@ -224,28 +224,68 @@ static inline int tb_common_opt(int ch, const char *arg, uint64_t *size, int *cp
     }
 }
 
-/* The long names of tb_common_opt's options and of -h; the last entries
- * of a program's longopts table. */
-#define TB_COMMON_LONGOPTS                                                                   \
-    {"size", required_argument, NULL, 's'}, {"cpu", required_argument, NULL, 'C'},           \
-    {"cpu-server", required_argument, NULL, 'S'}, {"cpu-client", required_argument, NULL, 'K'}, \
-    {"help", no_argument, NULL, 'h'}, {NULL, 0, NULL, 0}
+/* One of a program's own options (letter 0: a long option only): a number
+ * from min to max into *number, or, without an argument, true into *flag. */
+struct tb_opt {
+    int letter;
+    const char *name;
+    uint64_t *number;
+    uint64_t min, max;
+    bool *flag;
+};
 
-/* getopt_long's next option that is not one of tb_common_opt's (those it
- * takes into *size and the CPUs): -1 after the last option, '?' for a
- * bad value. */
-static inline int tb_next_opt(int argc, char **argv, const char *shortopts, const struct option *longopts,
-                              uint64_t *size, int *cpu_server, int *cpu_client)
+#define TB_MAX_OWN_OPTS 8
+/* getopt_long's value for own row i without a letter. */
+#define TB_LONG_ONLY 0x100
+
+/* A program's command line: -h and tb_common_opt's options, and the n
+ * rows of own. -1 to go on; else the exit status: 0 after -h (usage, the
+ * words after "Usage: PROG ", and about on stdout), 2 after a bad option
+ * or an operand (usage on stderr). */
+static inline int tb_parse_options(int argc, char **argv, const char *prog, const char *usage, const char *about,
+                                   const struct tb_opt *own, unsigned n, uint64_t *size, int *cpu_server,
+                                   int *cpu_client)
 {
-    int ch;
-    while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
-        int common = tb_common_opt(ch, optarg, size, cpu_server, cpu_client);
-        if (common == 0)
-            return '?';
-        if (common < 0)
-            return ch;
+    char shortopts[4 + 2 * TB_MAX_OWN_OPTS] = "s:h";
+    struct option longopts[6 + TB_MAX_OWN_OPTS] = {
+        {"size", required_argument, NULL, 's'},       {"cpu", required_argument, NULL, 'C'},
+        {"cpu-server", required_argument, NULL, 'S'}, {"cpu-client", required_argument, NULL, 'K'},
+        {"help", no_argument, NULL, 'h'},
+    };
+    n = n < TB_MAX_OWN_OPTS ? n : TB_MAX_OWN_OPTS;
+    for (unsigned i = 0, len = 3; i < n; i++) {
+        int has_arg = own[i].number ? required_argument : no_argument;
+        if (own[i].letter) {
+            shortopts[len++] = (char)own[i].letter;
+            shortopts[len] = has_arg ? ':' : '\0';
+            len += has_arg;
+        }
+        int val = own[i].letter ? own[i].letter : TB_LONG_ONLY + (int)i;
+        longopts[5 + i] = (struct option){own[i].name, has_arg, NULL, val};
     }
-    return -1;
+    int ch, common;
+    while ((ch = getopt_long(argc, argv, shortopts, longopts, NULL)) != -1) {
+        if ((common = tb_common_opt(ch, optarg, size, cpu_server, cpu_client)) >= 0) {
+            if (common == 0)
+                break;
+            continue;
+        }
+        if (ch == 'h') {
+            printf("Usage: %s %s\n%s", prog, usage, about);
+            return 0;
+        }
+        unsigned i = 0;
+        while (i < n && (own[i].letter ? own[i].letter : TB_LONG_ONLY + (int)i) != ch)
+            i++;
+        if (i == n || (own[i].number && !tb_parse_u64(optarg, own[i].min, own[i].max, own[i].number)))
+            break;
+        if (own[i].flag)
+            *own[i].flag = true;
+    }
+    if (ch == -1 && optind == argc)
+        return -1;
+    fprintf(stderr, "Usage: %s %s\n", prog, usage);
+    return 2;
 }
 
 /* Listens on 127.0.0.1 (its address in *addr) and forks the server

@@ -5,10 +5,7 @@
 #   install_consumer.sh BUILD_DIR|--installed [CC] [EXTRA_CFLAGS]
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-cc=${2:-cc}
-# A sanitized library needs a consumer built with the same runtime.
-extra_cflags=${3:-}
-. "$here/prefix.sh"
+. "$here/prefix.sh" "$@"
 prefix=$WORK
 # shellcheck disable=SC2086 # the extra flags are a word list
 "$cc" -std=c11 -Wall -Werror $extra_cflags "$here/consumer.c" -o "$prefix/consumer" \

@@ -10,10 +10,7 @@
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 src=$2
-cc=${3:-cc}
-# A sanitized library needs consumers built with the same runtime.
-extra_cflags=${4:-}
-. "$here/prefix.sh"
+. "$here/prefix.sh" "$1" "${@:3}"
 prefix=$WORK
 cflags=$(pkg-config --cflags libndk-wdk)
 libs=$(pkg-config --libs libndk-wdk)

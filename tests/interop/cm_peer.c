@@ -265,18 +265,30 @@ out:
     return ok ? SERVED_OK : SERVED_FAILED;
 }
 
-static int run_server(void)
+/* A new rdma_cm id, and host:opt.port in *sin: 0, else the exit status
+ * (1: no id; 2: host is not an IPv4 address), said on stderr. */
+static int new_id(const char *host, struct rdma_cm_id **id, struct sockaddr_in *sin)
 {
-    struct rdma_cm_id *listen_id;
-    if (rdma_create_id(channel, &listen_id, NULL, RDMA_PS_TCP)) {
+    if (rdma_create_id(channel, id, NULL, RDMA_PS_TCP)) {
         diag("rdma_create_id: %s", strerror(errno));
         return 1;
     }
-    struct sockaddr_in sin = {.sin_family = AF_INET, .sin_port = htons(opt.port)};
-    if (inet_pton(AF_INET, opt.addr, &sin.sin_addr) != 1) {
-        diag("not an IPv4 address: %s", opt.addr);
+    *sin = (struct sockaddr_in){.sin_family = AF_INET, .sin_port = htons(opt.port)};
+    if (inet_pton(AF_INET, host, &sin->sin_addr) != 1) {
+        diag("not an IPv4 address: %s", host);
+        rdma_destroy_id(*id);
         return 2;
     }
+    return 0;
+}
+
+static int run_server(void)
+{
+    struct rdma_cm_id *listen_id;
+    struct sockaddr_in sin;
+    int rc = new_id(opt.addr, &listen_id, &sin);
+    if (rc)
+        return rc;
     if (rdma_bind_addr(listen_id, (struct sockaddr *)&sin) || rdma_listen(listen_id, 8)) {
         diag("rdma_bind_addr/rdma_listen %s:%u: %s", opt.addr, opt.port, strerror(errno));
         rdma_destroy_id(listen_id);
@@ -303,16 +315,10 @@ static int run_client(void)
     struct rdma_cm_id *id;
     struct res r = {0};
     bool ok = false;
-    if (rdma_create_id(channel, &id, NULL, RDMA_PS_TCP)) {
-        diag("rdma_create_id: %s", strerror(errno));
-        return 1;
-    }
-    struct sockaddr_in dst = {.sin_family = AF_INET, .sin_port = htons(opt.port)};
-    if (inet_pton(AF_INET, opt.host, &dst.sin_addr) != 1) {
-        diag("not an IPv4 address: %s", opt.host);
-        rdma_destroy_id(id);
-        return 2;
-    }
+    struct sockaddr_in dst;
+    int rc = new_id(opt.host, &id, &dst);
+    if (rc)
+        return rc;
     struct rdma_cm_event *e;
     if (rdma_resolve_addr(id, NULL, (struct sockaddr *)&dst, 2000)) {
         diag("rdma_resolve_addr: %s", strerror(errno));

@@ -571,26 +571,16 @@ static void disconnect_done(struct conn *c, NTSTATUS st)
 
 static void step_result(struct conn *c, enum step s, NTSTATUS st)
 {
+    static void (*const done[STEP_MAX])(struct conn *c, NTSTATUS st) = {
+        [STEP_CONNECT] = connect_done,
+        [STEP_COMPLETE] = complete_done,
+        [STEP_ACCEPT] = accept_done,
+        [STEP_DISCONNECT] = disconnect_done,
+    };
     /* Completions of a connection that was already closed (a close cancels
      * what is pending) change nothing. */
-    if (c->state == C_DONE)
-        return;
-    switch (s) {
-    case STEP_CONNECT:
-        connect_done(c, st);
-        break;
-    case STEP_COMPLETE:
-        complete_done(c, st);
-        break;
-    case STEP_ACCEPT:
-        accept_done(c, st);
-        break;
-    case STEP_DISCONNECT:
-        disconnect_done(c, st);
-        break;
-    case STEP_MAX:
-        break;
-    }
+    if (c->state != C_DONE && s < STEP_MAX)
+        done[s](c, st);
 }
 
 static void peer_disconnected(struct conn *c)

@@ -42,10 +42,7 @@ wait_exit guest 120
 check_rc guest 0 "the guest script ran to its end"
 for n in "${CASES[@]}"; do
 	size=$(test_size "$n")
-	if grep -q -- "^$n: .*$PERFTEST_CLOCK_RE" "$WORK/guest.out"; then
-		note "$n: inconclusive: guest perftest's own clock check failed (TCG); not counted"
-		continue
-	fi
+	clock_inconclusive "$n" && continue
 	check_rc "$n" 0 "$n: ndkperf --perftest client exited 0"
 	check "$n.out" "^ +$size +[0-9]+ +[0-9.]+ +[0-9.]+" "$n: ndkperf printed its results line"
 	check_count "$n.out" "^ +[0-9]+ +[0-9]+ +[0-9.]+ +[0-9.]+" "$(test_lines "$n")" "$n: ndkperf's results lines, one per size"

@@ -298,11 +298,18 @@ static void release_due(uint64_t t)
     }
 }
 
-static bool parse_pct(const char *s, double *p)
+/* A number from 0 to max, and nothing after it. */
+static bool parse_upto(const char *s, double max, double *v)
 {
     char *end;
-    double v = strtod(s, &end);
-    if (*end || v < 0 || v > 100)
+    *v = strtod(s, &end);
+    return !*end && *v >= 0 && *v <= max;
+}
+
+static bool parse_pct(const char *s, double *p)
+{
+    double v;
+    if (!parse_upto(s, 100, &v))
         return false;
     *p = v / 100.0;
     return true;
@@ -310,9 +317,8 @@ static bool parse_pct(const char *s, double *p)
 
 static bool parse_ms(const char *s, uint64_t *ns)
 {
-    char *end;
-    double v = strtod(s, &end);
-    if (*end || v < 0 || v > 60000)
+    double v;
+    if (!parse_upto(s, 60000, &v))
         return false;
     *ns = (uint64_t)(v * 1e6);
     return true;
@@ -338,6 +344,17 @@ int main(int argc, char **argv)
     uint64_t seed = 1;
     struct config c = {.reorder_by_ns = 5000000, .outage_ns = 700000000};
     bool until_eof = false;
+    /* The options with a number: milliseconds (kept in ns) or a percentage
+     * (kept as a share). */
+    const struct {
+        const char *name;
+        uint64_t *ns;
+        double *share;
+    } numbers[] = {
+        {"--delay", &c.delay_ns, NULL}, {"--jitter", &c.jitter_ns, NULL}, {"--reorder-by", &c.reorder_by_ns, NULL},
+        {"--outage", &c.outage_ns, NULL}, {"--loss", NULL, &c.loss},     {"--dup", NULL, &c.dup},
+        {"--reorder", NULL, &c.reorder},
+    };
     for (int i = 1; i < argc; i++) {
         const char *opt = argv[i], *val = i + 1 < argc ? argv[i + 1] : NULL;
         if (!strcmp(opt, "--until-eof")) {
@@ -354,22 +371,12 @@ int main(int argc, char **argv)
             ifb = val;
         else if (!strcmp(opt, "--seed"))
             seed = strtoull(val, NULL, 0);
-        else if (!strcmp(opt, "--delay"))
-            ok = parse_ms(val, &c.delay_ns);
-        else if (!strcmp(opt, "--jitter"))
-            ok = parse_ms(val, &c.jitter_ns);
-        else if (!strcmp(opt, "--reorder-by"))
-            ok = parse_ms(val, &c.reorder_by_ns);
-        else if (!strcmp(opt, "--outage"))
-            ok = parse_ms(val, &c.outage_ns);
-        else if (!strcmp(opt, "--loss"))
-            ok = parse_pct(val, &c.loss);
-        else if (!strcmp(opt, "--dup"))
-            ok = parse_pct(val, &c.dup);
-        else if (!strcmp(opt, "--reorder"))
-            ok = parse_pct(val, &c.reorder);
-        else
+        else {
             ok = false;
+            for (size_t k = 0; k < sizeof numbers / sizeof numbers[0]; k++)
+                if (!strcmp(opt, numbers[k].name))
+                    ok = numbers[k].ns ? parse_ms(val, numbers[k].ns) : parse_pct(val, numbers[k].share);
+        }
         if (!ok)
             return usage();
     }

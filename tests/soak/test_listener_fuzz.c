@@ -67,19 +67,9 @@ static void end_socket(int fd, uint64_t *rng)
         close(fd);
 }
 
-/* A valid client/server Request carrying FUZZ_TAG. */
-static size_t fuzz_request(uint8_t *out)
+/* The mutated Request: cut short, garbage behind it, or whole. */
+static void attack_request(int fd, uint8_t *f, size_t n, uint64_t *rng)
 {
-    return rp_frame_v2(out, RP_KEY_REQ, 0, 4, 4, FUZZ_TAG, sizeof FUZZ_TAG - 1);
-}
-
-static void attack_request(uint64_t *rng)
-{
-    int fd = rp_connect(port, 2000);
-    if (fd < 0)
-        return;
-    uint8_t f[600];
-    size_t n = fuzz_request(f);
     mutate(f, n, rng);
     switch (rp_rand(rng) % 3) {
     case 0: /* cut short */
@@ -93,22 +83,15 @@ static void attack_request(uint64_t *rng)
         break;
     }
     rp_send(fd, f, n);
-    end_socket(fd, rng);
     atomic_fetch_add(&n_requests, 1);
 }
 
-static void attack_fpdus(uint64_t *rng)
+/* The Request as it is, then, once the Reply accepts it, mutated FPDUs. */
+static void attack_fpdus(int fd, uint8_t *f, size_t n, uint64_t *rng)
 {
-    int fd = rp_connect(port, 2000);
-    if (fd < 0)
-        return;
-    uint8_t f[600];
-    size_t n = fuzz_request(f);
     if (!rp_send(fd, f, n) || rp_read_frame(fd, f, 3000) == 0 || memcmp(f, RP_KEY_REP, RP_KEY_LEN) != 0 ||
-        (f[16] & RP_F_R)) {
-        end_socket(fd, rng);
+        (f[16] & RP_F_R))
         return;
-    }
     atomic_fetch_add(&n_handshakes, 1);
     unsigned count = 1 + (unsigned)(rp_rand(rng) % 6);
     for (unsigned i = 0; i < count; i++) {
@@ -122,6 +105,18 @@ static void attack_fpdus(uint64_t *rng)
             break;
         atomic_fetch_add(&n_fpdus, 1);
     }
+}
+
+/* One connection to the listener: `how` is given it and, in f, a valid
+ * client/server Request carrying FUZZ_TAG (not sent yet); then the socket
+ * ends (end_socket). */
+static void attack(uint64_t *rng, void (*how)(int fd, uint8_t *f, size_t n, uint64_t *rng))
+{
+    int fd = rp_connect(port, 2000);
+    if (fd < 0)
+        return;
+    uint8_t f[600];
+    how(fd, f, rp_frame_v2(f, RP_KEY_REQ, 0, 4, 4, FUZZ_TAG, sizeof FUZZ_TAG - 1), rng);
     end_socket(fd, rng);
 }
 
@@ -136,9 +131,9 @@ static void *fuzzer_main(void *arg)
     while (!atomic_load(&stop)) {
         unsigned r = (unsigned)(rp_rand(&rng) % 16);
         if (r < 8) {
-            attack_request(&rng);
+            attack(&rng, attack_request);
         } else if (r < 10) {
-            attack_fpdus(&rng);
+            attack(&rng, attack_fpdus);
         } else {
             /* Half-open: the kernel completes the handshake; the oldest
              * held socket makes room. */

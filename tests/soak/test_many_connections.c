@@ -81,12 +81,7 @@ static NDK_QP *side_qp(side *s, unsigned i)
 
 static NDK_SGE side_sge(side *s, unsigned i)
 {
-    NDK_SGE g;
-    memset(&g, 0, sizeof g);
-    g.VirtualAddress = s->buf + (size_t)i * MSG;
-    g.Length = MSG;
-    g.MemoryRegionToken = s->token;
-    return g;
+    return (NDK_SGE){.VirtualAddress = s->buf + (size_t)i * MSG, .Length = MSG, .MemoryRegionToken = s->token};
 }
 
 static void fill(uint8_t *p, unsigned i)

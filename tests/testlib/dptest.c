@@ -470,12 +470,7 @@ uint8_t *dp_buf_reg(dp_side *s, dp_mr *m, size_t len, ULONG flags, uint32_t seed
 
 NDK_SGE dp_sge(const dp_mr *m, size_t off, ULONG len)
 {
-    NDK_SGE s;
-    memset(&s, 0, sizeof s);
-    s.VirtualAddress = m->addr + off;
-    s.Length = len;
-    s.MemoryRegionToken = m->ltok;
-    return s;
+    return (NDK_SGE){.VirtualAddress = m->addr + off, .Length = len, .MemoryRegionToken = m->ltok};
 }
 
 bool dp_frmr_init(dp_side *s, dp_frmr *f, void *addr, size_t len, BOOLEAN remote)

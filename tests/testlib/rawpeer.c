@@ -696,12 +696,7 @@ void nk_mr_release(nk_mr *m)
 
 NDK_SGE nk_sge(nk_mr *m, size_t off, ULONG len)
 {
-    NDK_SGE s;
-    memset(&s, 0, sizeof s);
-    s.VirtualAddress = m->buf + off;
-    s.Length = len;
-    s.MemoryRegionToken = m->token;
-    return s;
+    return (NDK_SGE){.VirtualAddress = m->buf + off, .Length = len, .MemoryRegionToken = m->token};
 }
 
 bool nk_cq_next(nk_world *w, NDK_RESULT *res, unsigned ms)

@@ -79,15 +79,21 @@ static void ok(const char *fmt, ...)
     va_end(ap);
 }
 
+/* "wire_ops: FAIL: message" and `end` on stderr, after what stdout holds. */
+static void say_failure(const char *fmt, va_list ap, const char *end)
+{
+    fflush(stdout);
+    fprintf(stderr, "wire_ops: FAIL: ");
+    vfprintf(stderr, fmt, ap);
+    fputs(end, stderr);
+}
+
 static void fail(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void fail(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "wire_ops: FAIL: ");
-    vfprintf(stderr, fmt, ap);
-    fputc('\n', stderr);
+    say_failure(fmt, ap, "\n");
     va_end(ap);
     failures++;
 }
@@ -104,10 +110,7 @@ static void die(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);
-    fflush(stdout);
-    fprintf(stderr, "wire_ops: FAIL: ");
-    vfprintf(stderr, fmt, ap);
-    fprintf(stderr, " (giving up)\n");
+    say_failure(fmt, ap, " (giving up)\n");
     va_end(ap);
     fflush(stderr);
     _exit(1);

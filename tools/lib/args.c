@@ -46,17 +46,6 @@ int tc_opt_number(const char *help_cmd, const char *arg, uint64_t min, uint64_t 
     return -1;
 }
 
-int tc_common_option(int ch, int version_ch, void (*usage)(FILE *f), const char *help_cmd)
-{
-    if (ch == 'h') {
-        usage(stdout);
-        return TC_EXIT_OK;
-    }
-    if (ch == version_ch)
-        return tc_print_version();
-    return tc_usage_hint(help_cmd);
-}
-
 int tc_usage_error(const char *help_cmd, const char *fmt, ...)
 {
     char msg[512];

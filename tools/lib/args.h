@@ -25,11 +25,6 @@ bool tc_parse_u64(const char *s, uint64_t min, uint64_t max, bool suffixes, uint
  * *out), else the usage error "invalid WHAT 'ARG' (MIN to MAX)" (2). */
 int tc_opt_number(const char *help_cmd, const char *arg, uint64_t min, uint64_t max, bool suffixes, uint32_t *out,
                   const char *what);
-/* The options every tool has, at the end of its option switch: 'h'
- * prints usage and returns 0, version_ch prints the version, anything else
- * is getopt's complaint and gets the hint (2). */
-int tc_common_option(int ch, int version_ch, void (*usage)(FILE *f), const char *help_cmd);
-
 /* "PROG: message" and "Try 'HELP_CMD --help'." on stderr; returns
  * TC_EXIT_USAGE. help_cmd NULL: the program's name. */
 int tc_usage_error(const char *help_cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/args.h"
+#include "lib/cmdline.h"
 #include "lib/log.h"
 #include "ndkperf/ndkperf.h"
 
@@ -146,69 +147,17 @@ static void usage(FILE *f)
     tc_print_exit_statuses(f, true);
 }
 
-enum {
-    OPT_LOOPBACK = 0x100,
-    OPT_WARMUP,
-    OPT_CPU,
-    OPT_CPU_SERVER,
-    OPT_CPU_CLIENT,
-    OPT_WAIT,
-    OPT_EVENTS,
-    OPT_BUSY_POLL,
-    OPT_MODERATION,
-    OPT_SIGNAL_ALL,
-    OPT_CRC,
-    OPT_SOCKBUF,
-    OPT_TIMEOUT,
-    OPT_ACCEPT_TIMEOUT,
-    OPT_PROGRESS,
-    OPT_NO_PROGRESS,
-};
-
-static const struct option longopts[] = {
-    {"size", required_argument, NULL, 's'},
-    {"all", no_argument, NULL, 'a'},
-    {"iters", required_argument, NULL, 'n'},
-    {"duration", required_argument, NULL, 'D'},
-    {"warmup", required_argument, NULL, OPT_WARMUP},
-    {"depth", required_argument, NULL, 'q'},
-    {"rx-depth", required_argument, NULL, 'r'},
-    {"inline", required_argument, NULL, 'I'},
-    {"outs", required_argument, NULL, 'o'},
-    {"post-list", required_argument, NULL, 'l'},
-    {"server", no_argument, NULL, 'S'},
-    {"client", required_argument, NULL, 'c'},
-    {"loopback", no_argument, NULL, OPT_LOOPBACK},
-    {"port", required_argument, NULL, 'p'},
-    {"bind", required_argument, NULL, 'B'},
-    {"adapter", required_argument, NULL, 'd'},
-    {"crc", no_argument, NULL, OPT_CRC},
-    {"sockbuf", required_argument, NULL, OPT_SOCKBUF},
-    {"cpu", required_argument, NULL, OPT_CPU},
-    {"cpu-server", required_argument, NULL, OPT_CPU_SERVER},
-    {"cpu-client", required_argument, NULL, OPT_CPU_CLIENT},
-    {"wait", required_argument, NULL, OPT_WAIT},
-    {"events", no_argument, NULL, OPT_EVENTS},
-    {"busy-poll", no_argument, NULL, OPT_BUSY_POLL},
-    {"moderation", required_argument, NULL, OPT_MODERATION},
-    {"signal-all", no_argument, NULL, OPT_SIGNAL_ALL},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"accept-timeout", required_argument, NULL, OPT_ACCEPT_TIMEOUT},
-    {"progress", no_argument, NULL, OPT_PROGRESS},
-    {"no-progress", no_argument, NULL, OPT_NO_PROGRESS},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
+static const struct tc_cmdline cmdline = {.usage = usage, .version_letter = true};
 
 /* What the loop saw besides the options themselves. */
 struct seen {
     bool server, loopback, size_given, inline_given, warmup_given;
 };
 
-/* A number option: -1 when it parses, else the usage error. */
-static int take_wait(struct options *o, const char *arg)
+/* --wait=MODE: -1 when it parses, else the usage error. */
+static int take_wait(void *ctx, const char *arg)
 {
+    struct options *o = ctx;
     if (strcmp(arg, "yield") == 0)
         o->wait = TC_WAIT_YIELD;
     else if (strcmp(arg, "spin") == 0)
@@ -220,9 +169,16 @@ static int take_wait(struct options *o, const char *arg)
     return -1;
 }
 
-/* --moderation=US,N: -1 when it parses, else the usage error. */
-static int take_moderation(struct options *o, const char *arg)
+static int take_events(void *ctx, const char *arg)
 {
+    (void)arg;
+    return take_wait(ctx, "events");
+}
+
+/* --moderation=US,N: -1 when it parses, else the usage error. */
+static int take_moderation(void *ctx, const char *arg)
+{
+    struct options *o = ctx;
     char us[16];
     const char *comma = strchr(arg, ',');
     if (!comma || (size_t)(comma - arg) >= sizeof us)
@@ -236,106 +192,33 @@ static int take_moderation(struct options *o, const char *arg)
     return tc_opt_number(NULL, comma + 1, 0, UINT32_MAX, false, &o->mod_count, "moderation count");
 }
 
-static int take_cpu(struct options *o, int ch, const char *arg)
+/* --cpu, --cpu-server, --cpu-client: the CPU for either side or both. */
+static int take_cpu_of(struct options *o, const char *arg, bool server, bool client)
 {
     uint32_t cpu = 0;
     int rc = tc_opt_number(NULL, arg, 0, CPU_SETSIZE - 1, false, &cpu, "CPU");
     if (rc >= 0)
         return rc;
-    if (ch != OPT_CPU_CLIENT)
+    if (server)
         o->cpu_server = (int)cpu;
-    if (ch != OPT_CPU_SERVER)
+    if (client)
         o->cpu_client = (int)cpu;
     return -1;
 }
 
-/* One option: -1 to go on, else the exit status. */
-static int take_option(struct options *o, struct seen *w, int ch)
+static int take_cpu(void *ctx, const char *arg)
 {
-    uint32_t v = 0;
-    int rc;
-    switch (ch) {
-    case 's':
-        w->size_given = true;
-        return tc_opt_number(NULL, optarg, 1, NDKPERF_MAX_MSG, true, &o->size, "size");
-    case 'a':
-        o->all_sizes = true;
-        return -1;
-    case 'n':
-        return tc_opt_number(NULL, optarg, 1, UINT32_MAX, false, &o->iters, "iteration count");
-    case 'D':
-        if ((rc = tc_opt_number(NULL, optarg, 1, 86400, false, &v, "duration in seconds")) >= 0)
-            return rc;
-        o->duration_ms = v * 1000u;
-        return -1;
-    case OPT_WARMUP:
-        w->warmup_given = true;
-        return tc_opt_number(NULL, optarg, 0, UINT32_MAX, false, &o->warmup, "warm-up count");
-    case 'q':
-        return tc_opt_number(NULL, optarg, 1, 16383, false, &o->depth, "depth");
-    case 'r':
-        return tc_opt_number(NULL, optarg, 4, 16384, false, &o->rx_depth, "receive depth");
-    case 'I':
-        w->inline_given = true;
-        return tc_opt_number(NULL, optarg, 0, UINT32_MAX, false, &o->inline_size, "inline size");
-    case 'o':
-        return tc_opt_number(NULL, optarg, 1, UINT32_MAX, false, &o->outs, "outstanding read count");
-    case 'l':
-        return tc_opt_number(NULL, optarg, 1, 16384, false, &o->post_list, "post list length");
-    case 'S':
-        w->server = true;
-        return -1;
-    case 'c':
-        o->address = optarg;
-        return -1;
-    case OPT_LOOPBACK:
-        w->loopback = true;
-        return -1;
-    case 'p':
-        o->port_given = true;
-        return tc_opt_number(NULL, optarg, 1, 65535, false, &o->port, "port");
-    case 'B':
-        o->bind = optarg;
-        return -1;
-    case 'd':
-        o->adapter = optarg;
-        return -1;
-    case OPT_CRC:
-        o->crc = true;
-        return -1;
-    case OPT_SOCKBUF:
-        return tc_opt_number(NULL, optarg, 1, INT32_MAX / 2, true, &o->sockbuf, "socket buffer size");
-    case OPT_CPU:
-    case OPT_CPU_SERVER:
-    case OPT_CPU_CLIENT:
-        return take_cpu(o, ch, optarg);
-    case OPT_WAIT:
-        return take_wait(o, optarg);
-    case OPT_EVENTS:
-        o->wait = TC_WAIT_EVENTS;
-        return -1;
-    case OPT_BUSY_POLL:
-        o->busy_poll = true;
-        return -1;
-    case OPT_MODERATION:
-        return take_moderation(o, optarg);
-    case OPT_SIGNAL_ALL:
-        o->signal_all = true;
-        return -1;
-    case OPT_TIMEOUT:
-        return tc_opt_number(NULL, optarg, 100, 3600000, false, &o->timeout_ms, "timeout in ms");
-    case OPT_ACCEPT_TIMEOUT:
-        if ((rc = tc_opt_number(NULL, optarg, 1, 86400, false, &v, "accept timeout in seconds")) >= 0)
-            return rc;
-        o->accept_timeout_ms = v * 1000u;
-        return -1;
-    case OPT_PROGRESS:
-    case OPT_NO_PROGRESS:
-        o->progress = ch == OPT_PROGRESS;
-        return -1;
-    default:
-        return tc_common_option(ch, 'V', usage, NULL);
-    }
+    return take_cpu_of(ctx, arg, true, true);
+}
+
+static int take_cpu_server(void *ctx, const char *arg)
+{
+    return take_cpu_of(ctx, arg, true, false);
+}
+
+static int take_cpu_client(void *ctx, const char *arg)
+{
+    return take_cpu_of(ctx, arg, false, true);
 }
 
 /* The test and the options together: -1 to go on, else the exit status. */
@@ -382,10 +265,46 @@ int parse_options(int argc, char **argv, struct options *o)
         .port = NDKPERF_DEFAULT_PORT,
     };
     struct seen w = {0};
-    int ch, rc;
-    while ((ch = getopt_long(argc, argv, "s:an:D:q:r:I:o:l:Sc:p:B:d:hV", longopts, NULL)) != -1)
-        if ((rc = take_option(o, &w, ch)) >= 0)
-            return rc;
+    const struct tc_opt opts[] = {
+        {'s', "size", .number = &o->size, .min = 1, .max = NDKPERF_MAX_MSG, .suffixes = true, .what = "size",
+         .given = &w.size_given},
+        {'a', "all", .set_true = &o->all_sizes},
+        {'n', "iters", .number = &o->iters, .min = 1, .max = UINT32_MAX, .what = "iteration count"},
+        {'D', "duration", .number = &o->duration_ms, .min = 1, .max = 86400, .scale = 1000,
+         .what = "duration in seconds"},
+        {0, "warmup", .number = &o->warmup, .max = UINT32_MAX, .what = "warm-up count", .given = &w.warmup_given},
+        {'q', "depth", .number = &o->depth, .min = 1, .max = 16383, .what = "depth"},
+        {'r', "rx-depth", .number = &o->rx_depth, .min = 4, .max = 16384, .what = "receive depth"},
+        {'I', "inline", .number = &o->inline_size, .max = UINT32_MAX, .what = "inline size",
+         .given = &w.inline_given},
+        {'o', "outs", .number = &o->outs, .min = 1, .max = UINT32_MAX, .what = "outstanding read count"},
+        {'l', "post-list", .number = &o->post_list, .min = 1, .max = 16384, .what = "post list length"},
+        {'S', "server", .set_true = &w.server},
+        {'c', "client", .text = &o->address},
+        {0, "loopback", .set_true = &w.loopback},
+        {'p', "port", .number = &o->port, .min = 1, .max = 65535, .what = "port", .given = &o->port_given},
+        {'B', "bind", .text = &o->bind},
+        {'d', "adapter", .text = &o->adapter},
+        {0, "crc", .set_true = &o->crc},
+        {0, "sockbuf", .number = &o->sockbuf, .min = 1, .max = INT32_MAX / 2, .suffixes = true,
+         .what = "socket buffer size"},
+        {0, "cpu", .take = take_cpu, .ctx = o, .has_arg = required_argument},
+        {0, "cpu-server", .take = take_cpu_server, .ctx = o, .has_arg = required_argument},
+        {0, "cpu-client", .take = take_cpu_client, .ctx = o, .has_arg = required_argument},
+        {0, "wait", .take = take_wait, .ctx = o, .has_arg = required_argument},
+        {0, "events", .take = take_events, .ctx = o},
+        {0, "busy-poll", .set_true = &o->busy_poll},
+        {0, "moderation", .take = take_moderation, .ctx = o, .has_arg = required_argument},
+        {0, "signal-all", .set_true = &o->signal_all},
+        {0, "timeout", .number = &o->timeout_ms, .min = 100, .max = 3600000, .what = "timeout in ms"},
+        {0, "accept-timeout", .number = &o->accept_timeout_ms, .min = 1, .max = 86400, .scale = 1000,
+         .what = "accept timeout in seconds"},
+        {0, "progress", .choice = &o->progress, .value = 1},
+        {0, "no-progress", .choice = &o->progress, .value = 0},
+    };
+    int rc = tc_parse_cmdline(&cmdline, TC_OPTS(opts), argc, argv);
+    if (rc >= 0)
+        return rc;
     if (optind >= argc)
         return tc_usage_error(NULL, "which test? (send_lat, send_bw, write_lat, write_bw, read_lat, read_bw)");
     if (optind + 1 < argc)

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "lib/args.h"
+#include "lib/cmdline.h"
 #include "lib/log.h"
 #include "ndkperf/perftest.h"
 
@@ -52,82 +53,13 @@ static void usage(FILE *f)
     tc_print_exit_statuses(f, true);
 }
 
-enum { PT_OPT_TIMEOUT = 0x100, PT_OPT_ACCEPT_TIMEOUT, PT_OPT_CRC };
-
-static const struct option longopts[] = {
-    {"size", required_argument, NULL, 's'},
-    {"all", no_argument, NULL, 'a'},
-    {"iters", required_argument, NULL, 'n'},
-    {"duration", required_argument, NULL, 'D'},
-    {"tx-depth", required_argument, NULL, 't'},
-    {"rx-depth", required_argument, NULL, 'r'},
-    {"outs", required_argument, NULL, 'o'},
-    {"port", required_argument, NULL, 'p'},
-    {"ib-dev", required_argument, NULL, 'd'},
-    {"bind", required_argument, NULL, 'B'},
-    {"rdma_cm", no_argument, NULL, 'R'},
-    {"timeout", required_argument, NULL, PT_OPT_TIMEOUT},
-    {"accept-timeout", required_argument, NULL, PT_OPT_ACCEPT_TIMEOUT},
-    {"crc", no_argument, NULL, PT_OPT_CRC},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
+static const struct tc_cmdline cmdline = {.help_cmd = HELP_CMD, .usage = usage, .version_letter = true};
 
 /* What the loop saw besides the parameters themselves. */
 struct seen {
     bool size_given;
     uint32_t tx, rx;
 };
-
-/* One option: -1 to go on, else the exit status. */
-static int take_option(struct pt *t, struct seen *w, int ch)
-{
-    struct options *o = &t->o;
-    switch (ch) {
-    case 's':
-        w->size_given = true;
-        return tc_opt_number(HELP_CMD, optarg, 1, NDKPERF_MAX_SIZE, true, &t->p.size, "size");
-    case 'a':
-        t->p.all_sizes = true;
-        return -1;
-    case 'n':
-        return tc_opt_number(HELP_CMD, optarg, 1, UINT32_MAX, false, &t->p.iters, "iteration count");
-    case 'D':
-        return tc_opt_number(HELP_CMD, optarg, 1, 86400, false, &t->p.duration_s, "duration in seconds");
-    case 't':
-        return tc_opt_number(HELP_CMD, optarg, 1, 16383, false, &w->tx, "TX depth");
-    case 'r':
-        return tc_opt_number(HELP_CMD, optarg, 1, 16384, false, &w->rx, "RX depth");
-    case 'o':
-        return tc_opt_number(HELP_CMD, optarg, 1, 65535, false, &t->p.outs, "outstanding read count");
-    case 'p':
-        /* 0: the server lets the provider pick one (its line says which). */
-        o->port_given = true;
-        return tc_opt_number(HELP_CMD, optarg, 0, 65535, false, &o->port, "port");
-    case 'd':
-        o->adapter = optarg;
-        return -1;
-    case 'B':
-        o->bind = optarg;
-        return -1;
-    case 'R':
-    case 'F':
-        return -1;
-    case PT_OPT_TIMEOUT:
-        return tc_opt_number(HELP_CMD, optarg, 100, 3600000, false, &o->timeout_ms, "timeout in ms");
-    case PT_OPT_ACCEPT_TIMEOUT:
-        if (tc_opt_number(HELP_CMD, optarg, 1, 86400, false, &o->accept_timeout_ms, "accept timeout in seconds") >= 0)
-            return TC_EXIT_USAGE;
-        o->accept_timeout_ms *= 1000u;
-        return -1;
-    case PT_OPT_CRC:
-        o->crc = true;
-        return -1;
-    default:
-        return tc_common_option(ch, 'V', usage, HELP_CMD);
-    }
-}
 
 /* The test, the role and the limits, as perftest sets them. */
 static int check_options(struct pt *t, const struct seen *w, int argc, char **argv)
@@ -195,11 +127,31 @@ int perftest_main(int argc, char **argv)
                            .port = NDKPERF_DEFAULT_PORT};
     t.p.outs = 128;
     struct seen w = {.tx = 128, .rx = 512};
-    int ch, rc;
+    struct options *o = &t.o;
+    const struct tc_opt opts[] = {
+        {'s', "size", .number = &t.p.size, .min = 1, .max = NDKPERF_MAX_SIZE, .suffixes = true, .what = "size",
+         .given = &w.size_given},
+        {'a', "all", .set_true = &t.p.all_sizes},
+        {'n', "iters", .number = &t.p.iters, .min = 1, .max = UINT32_MAX, .what = "iteration count"},
+        {'D', "duration", .number = &t.p.duration_s, .min = 1, .max = 86400, .what = "duration in seconds"},
+        {'t', "tx-depth", .number = &w.tx, .min = 1, .max = 16383, .what = "TX depth"},
+        {'r', "rx-depth", .number = &w.rx, .min = 1, .max = 16384, .what = "RX depth"},
+        {'o', "outs", .number = &t.p.outs, .min = 1, .max = 65535, .what = "outstanding read count"},
+        /* 0: the server lets the provider pick one (its line says which). */
+        {'p', "port", .number = &o->port, .max = 65535, .what = "port", .given = &o->port_given},
+        {'d', "ib-dev", .text = &o->adapter},
+        {'B', "bind", .text = &o->bind},
+        {.letter = 'R', .name = "rdma_cm"}, /* always rdma_cm */
+        {.letter = 'F'},                    /* no CPU frequency check */
+        {0, "timeout", .number = &o->timeout_ms, .min = 100, .max = 3600000, .what = "timeout in ms"},
+        {0, "accept-timeout", .number = &o->accept_timeout_ms, .min = 1, .max = 86400, .scale = 1000,
+         .what = "accept timeout in seconds"},
+        {0, "crc", .set_true = &o->crc},
+    };
     optind = 1;
-    while ((ch = getopt_long(argc, argv, "s:an:D:t:r:o:p:d:B:RFhV", longopts, NULL)) != -1)
-        if ((rc = take_option(&t, &w, ch)) >= 0)
-            return rc;
+    int rc = tc_parse_cmdline(&cmdline, TC_OPTS(opts), argc, argv);
+    if (rc >= 0)
+        return rc;
     if ((rc = check_options(&t, &w, argc, argv)) >= 0)
         return rc;
     apply_defaults(&t, &w);

@@ -11,6 +11,7 @@
 
 #include "lib/args.h"
 #include "lib/calls.h"
+#include "lib/cmdline.h"
 #include "lib/log.h"
 #include "ndkping/native.h"
 
@@ -118,52 +119,16 @@ static void usage(FILE *f)
     tc_print_exit_statuses(f, false);
 }
 
-enum {
-    OPT_LOOPBACK = 0x100,
-    OPT_IRD,
-    OPT_ORD,
-    OPT_DATA,
-    OPT_REPLY,
-    OPT_REJECT,
-    OPT_CRC,
-    OPT_NO_P2P,
-    OPT_IPV6,
-    OPT_TIMEOUT,
-    OPT_NO_DATA,
-    OPT_VERIFY,
-};
-
-static const struct option longopts[] = {
-    {"server", no_argument, NULL, 's'},
-    {"client", no_argument, NULL, 'c'},
-    {"loopback", no_argument, NULL, OPT_LOOPBACK},
-    {"address", required_argument, NULL, 'a'},
-    {"port", required_argument, NULL, 'p'},
-    {"adapter", required_argument, NULL, 'd'},
-    {"count", required_argument, NULL, 'C'},
-    {"ird", required_argument, NULL, OPT_IRD},
-    {"ord", required_argument, NULL, OPT_ORD},
-    {"data", required_argument, NULL, OPT_DATA},
-    {"reply", required_argument, NULL, OPT_REPLY},
-    {"reject", no_argument, NULL, OPT_REJECT},
-    {"crc", no_argument, NULL, OPT_CRC},
-    {"no-p2p", no_argument, NULL, OPT_NO_P2P},
-    {"ipv6", no_argument, NULL, OPT_IPV6},
-    {"timeout", required_argument, NULL, OPT_TIMEOUT},
-    {"no-data", no_argument, NULL, OPT_NO_DATA},
-    {"size", required_argument, NULL, 'S'},
-    {"verify", no_argument, NULL, OPT_VERIFY},
-    {"verbose", no_argument, NULL, 'v'},
-    {"quiet", no_argument, NULL, 'q'},
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, 'V'},
-    {NULL, 0, NULL, 0},
-};
+/* options_first: stop at the first non-option, so that a stray
+ * argument is reported instead of being moved past the options. */
+static const struct tc_cmdline cmdline = {.usage = usage, .version_letter = true, .options_first = true};
 
 /* What the loop saw besides opt. */
 struct seen {
     bool server, client, loopback, size_given;
     const char *c_count; /* "-c N": a count, valid with --loopback only */
+    int argc;            /* the command line, for -c's count */
+    char **argv;
 };
 
 static int set_count(const char *text)
@@ -178,77 +143,22 @@ static int set_count(const char *text)
     return -1;
 }
 
-/* One option: -1 to go on, else the exit status. */
-static int take_option(int ch, int argc, char **argv, struct seen *w)
+static int take_count(void *ctx, const char *arg)
 {
-    switch (ch) {
-    case 's':
-        w->server = true;
-        return -1;
-    case 'c':
-        w->client = true;
-        /* The count may follow as "-cN" or as the next argument. */
-        if (optarg)
-            w->c_count = optarg;
-        else if (optind < argc && isdigit((unsigned char)argv[optind][0]))
-            w->c_count = argv[optind++];
-        return -1;
-    case OPT_LOOPBACK:
-        w->loopback = true;
-        return -1;
-    case 'a':
-        opt.address = optarg;
-        return -1;
-    case 'p':
-        opt.port_given = true;
-        return tc_opt_number(NULL, optarg, 0, 65535, false, &opt.port, "port");
-    case 'd':
-        opt.adapter = optarg;
-        return -1;
-    case 'C':
-        return set_count(optarg);
-    case OPT_IRD:
-    case OPT_ORD:
-        return tc_opt_number(NULL, optarg, 0, UINT32_MAX, false, ch == OPT_IRD ? &opt.ird : &opt.ord,
-                             ch == OPT_IRD ? "--ird" : "--ord");
-    case OPT_DATA:
-        opt.data = optarg;
-        return -1;
-    case OPT_REPLY:
-        opt.reply = optarg;
-        return -1;
-    case OPT_REJECT:
-        opt.reject = true;
-        return -1;
-    case OPT_CRC:
-        opt.crc = true;
-        return -1;
-    case OPT_NO_P2P:
-        opt.no_p2p = true;
-        return -1;
-    case OPT_IPV6:
-        opt.ipv6 = true;
-        return -1;
-    case OPT_TIMEOUT:
-        return tc_opt_number(NULL, optarg, 1, 3600000, false, &opt.timeout_ms, "timeout in ms");
-    case OPT_NO_DATA:
-        opt.data_phase = false;
-        return -1;
-    case 'S':
-        w->size_given = true;
-        return tc_opt_number(NULL, optarg, 1, NATIVE_MAX_SIZE, false, &opt.size, "size in bytes");
-    case OPT_VERIFY:
-        opt.verify = true;
-        return -1;
-    case 'v':
-        opt.verbosity = LVL_VERBOSE;
-        return -1;
-    case 'q':
-        opt.verbosity = LVL_SUMMARY;
-        return -1;
-    default:
-        return tc_common_option(ch, 'V', usage, NULL);
-    }
+    (void)ctx;
+    return set_count(arg);
+}
+
+/* -c, the client; its count may follow as "-cN" or as the next argument. */
+static int take_client(void *ctx, const char *arg)
+{
+    struct seen *w = ctx;
+    w->client = true;
+    if (arg)
+        w->c_count = arg;
+    else if (optind < w->argc && isdigit((unsigned char)w->argv[optind][0]))
+        w->c_count = w->argv[optind++];
+    return -1;
 }
 
 /* The options together: -1 to go on, else the exit status. */
@@ -295,13 +205,36 @@ int native_parse_options(int argc, char **argv)
         .data_phase = true,
         .size = NATIVE_DEFAULT_SIZE,
     };
-    struct seen w = {0};
-    int ch, rc;
-    /* "+": stop at the first non-option, so that a stray argument is
-     * reported instead of being moved past the options. */
-    while ((ch = getopt_long(argc, argv, "+sc::a:p:d:C:S:vqhV", longopts, NULL)) != -1)
-        if ((rc = take_option(ch, argc, argv, &w)) >= 0)
-            return rc;
+    struct seen w = {.argc = argc, .argv = argv};
+    const struct tc_opt opts[] = {
+        {'s', "server", .set_true = &w.server},
+        /* "-c5" but "--client 5": the count is -c's optional argument only. */
+        {'c', .take = take_client, .ctx = &w, .has_arg = optional_argument},
+        {0, "client", .take = take_client, .ctx = &w},
+        {0, "loopback", .set_true = &w.loopback},
+        {'a', "address", .text = &opt.address},
+        {'p', "port", .number = &opt.port, .max = 65535, .what = "port", .given = &opt.port_given},
+        {'d', "adapter", .text = &opt.adapter},
+        {'C', "count", .take = take_count, .has_arg = required_argument},
+        {0, "ird", .number = &opt.ird, .max = UINT32_MAX, .what = "--ird"},
+        {0, "ord", .number = &opt.ord, .max = UINT32_MAX, .what = "--ord"},
+        {0, "data", .text = &opt.data},
+        {0, "reply", .text = &opt.reply},
+        {0, "reject", .set_true = &opt.reject},
+        {0, "crc", .set_true = &opt.crc},
+        {0, "no-p2p", .set_true = &opt.no_p2p},
+        {0, "ipv6", .set_true = &opt.ipv6},
+        {0, "timeout", .number = &opt.timeout_ms, .min = 1, .max = 3600000, .what = "timeout in ms"},
+        {0, "no-data", .set_false = &opt.data_phase},
+        {'S', "size", .number = &opt.size, .min = 1, .max = NATIVE_MAX_SIZE, .what = "size in bytes",
+         .given = &w.size_given},
+        {0, "verify", .set_true = &opt.verify},
+        {'v', "verbose", .choice = &opt.verbosity, .value = LVL_VERBOSE},
+        {'q', "quiet", .choice = &opt.verbosity, .value = LVL_SUMMARY},
+    };
+    int rc = tc_parse_cmdline(&cmdline, TC_OPTS(opts), argc, argv);
+    if (rc >= 0)
+        return rc;
     if (optind < argc)
         return tc_usage_error(NULL, "unexpected argument '%s'%s", argv[optind],
                               isdigit((unsigned char)argv[optind][0]) ? " (the count is -C N)" : "");

@@ -2,7 +2,6 @@
  * peer.c - see peer.h.
  */
 #include <errno.h>
-#include <getopt.h>
 #include <string.h>
 #include <time.h>
 
@@ -15,27 +14,6 @@ void peer_defaults(struct peer_opts *p)
 {
     memset(p, 0, sizeof *p);
     p->timeout_ms = PEER_DEFAULT_TIMEOUT_MS;
-}
-
-int peer_take_option(struct peer_opts *p, int ch, const char *arg, const char *help_cmd)
-{
-    switch (ch) {
-    case PEER_OPT_ADAPTER:
-        p->adapter = arg;
-        return -1;
-    case PEER_OPT_NO_P2P:
-        p->no_p2p = true;
-        return -1;
-    case PEER_OPT_CRC:
-        p->crc = true;
-        return -1;
-    case PEER_OPT_TIMEOUT:
-        return tc_opt_number(help_cmd, arg, 1, 3600000, false, &p->timeout_ms, "timeout in ms");
-    case PEER_OPT_DELAY_FIRST:
-        return tc_opt_number(help_cmd, arg, 0, 60000, false, &p->delay_first_ms, "delay in ms");
-    default:
-        return 0;
-    }
 }
 
 int peer_check_server(const struct peer_opts *p, const char *help_cmd)

@@ -13,6 +13,7 @@
 #include <ndk/ndk.h>
 
 #include "lib/adapter.h"
+#include "lib/cmdline.h"
 
 #define PEER_DEFAULT_TIMEOUT_MS 10000u
 
@@ -24,17 +25,15 @@ struct peer_opts {
     unsigned delay_first_ms; /* --delay-first */
 };
 
-/* getopt_long entries for the options below, and their values of ch. */
-enum { PEER_OPT_ADAPTER = 0x200, PEER_OPT_NO_P2P, PEER_OPT_CRC, PEER_OPT_TIMEOUT, PEER_OPT_DELAY_FIRST };
-#define PEER_LONGOPTS                                                                                              \
-    {"adapter", required_argument, NULL, PEER_OPT_ADAPTER}, {"no-p2p", no_argument, NULL, PEER_OPT_NO_P2P},        \
-        {"crc", no_argument, NULL, PEER_OPT_CRC}, {"timeout", required_argument, NULL, PEER_OPT_TIMEOUT},          \
-        {"delay-first", required_argument, NULL, PEER_OPT_DELAY_FIRST}
+/* The rows of these options in a tool's table (lib/cmdline.h), taking
+ * them into *p. */
+#define PEER_OPTIONS(p)                                                                                          \
+    {.name = "adapter", .text = &(p)->adapter}, {.name = "no-p2p", .set_true = &(p)->no_p2p},                 \
+        {.name = "crc", .set_true = &(p)->crc},                                                                 \
+        {.name = "timeout", .number = &(p)->timeout_ms, .min = 1, .max = 3600000, .what = "timeout in ms"},     \
+        {.name = "delay-first", .number = &(p)->delay_first_ms, .max = 60000, .what = "delay in ms"}
 
 void peer_defaults(struct peer_opts *p);
-/* One of the options: -1 taken, 0 not one of them, or the exit status
- * (2) when its value is wrong. help_cmd names the mode for the hint. */
-int peer_take_option(struct peer_opts *p, int ch, const char *arg, const char *help_cmd);
 /* The options that only a client takes: -1 fine, else TC_EXIT_USAGE. */
 int peer_check_server(const struct peer_opts *p, const char *help_cmd);
 /* The end of a --help text: these options, --help and --version, then

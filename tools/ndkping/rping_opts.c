@@ -9,6 +9,7 @@
 
 #include "lib/args.h"
 #include "lib/calls.h"
+#include "lib/cmdline.h"
 #include "lib/log.h"
 #include "ndkping/rping.h"
 
@@ -59,65 +60,21 @@ static void usage(FILE *f)
     peer_usage(f, "");
 }
 
-enum { OPT_RPING = 0x100, OPT_VERSION };
+/* options_first: a stray argument is reported instead of being moved
+ * past the options. */
+static const struct tc_cmdline cmdline = {.help_cmd = HELP_CMD, .usage = usage,
+                                         .options_first = true, .no_operands = true};
 
-static const struct option longopts[] = {
-    {"rping", no_argument, NULL, OPT_RPING},
-    PEER_LONGOPTS,
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
-};
-
-/* One option: -1 to go on, else the exit status. */
-static int take_option(int ch)
+/* -C: rping's own complaint, and whether a count was asked for. */
+static int take_count(void *ctx, const char *arg)
 {
-    int rc = peer_take_option(&ro.peer, ch, optarg, HELP_CMD);
-    if (rc)
-        return rc;
-    switch (ch) {
-    case OPT_RPING:
-    case 'q':
-        return -1;
-    case 'a':
-        ro.addr = optarg;
-        return -1;
-    case 'I':
-        ro.source = optarg;
-        return -1;
-    case 'P':
-        ro.persistent = true;
-        return -1;
-    case 'p':
-        return tc_opt_number(HELP_CMD, optarg, 0, 65535, false, &ro.port, "port");
-    case 'C': {
-        uint64_t v;
-        if (!tc_parse_u64(optarg, 0, UINT32_MAX, false, &v))
-            return tc_usage_error(HELP_CMD, "Invalid count %s", optarg);
-        ro.count = (unsigned long)v;
-        ro.count_given = v > 0;
-        return -1;
-    }
-    case 'S':
-        return tc_opt_number(HELP_CMD, optarg, RPING_MIN_SIZE, RPING_MAX_SIZE, false, &ro.size, "size");
-    case 's':
-        ro.server = true;
-        return -1;
-    case 'c':
-        ro.client = true;
-        return -1;
-    case 'v':
-        ro.verbose = true;
-        return -1;
-    case 'V':
-        ro.validate = true;
-        return -1;
-    case 'd':
-        ro.debug++;
-        return -1;
-    default:
-        return tc_common_option(ch, OPT_VERSION, usage, HELP_CMD);
-    }
+    (void)ctx;
+    uint64_t v;
+    if (!tc_parse_u64(arg, 0, UINT32_MAX, false, &v))
+        return tc_usage_error(HELP_CMD, "Invalid count %s", arg);
+    ro.count = (unsigned long)v;
+    ro.count_given = v > 0;
+    return -1;
 }
 
 static int check_options(void)
@@ -139,14 +96,25 @@ int rping_parse_options(int argc, char **argv)
 {
     ro = (struct rping_opts){.port = RPING_DEFAULT_PORT, .size = RPING_DEFAULT_SIZE};
     peer_defaults(&ro.peer);
-    int ch, rc;
-    /* "+": a stray argument is reported instead of being moved past the
-     * options. */
-    while ((ch = getopt_long(argc, argv, "+a:I:Pp:C:S:scvVdqh", longopts, NULL)) != -1)
-        if ((rc = take_option(ch)) >= 0)
-            return rc;
-    if (optind < argc)
-        return tc_usage_error(HELP_CMD, "unexpected argument '%s'", argv[optind]);
+    const struct tc_opt opts[] = {
+        {.name = "rping"}, /* the mode, chosen by main.c */
+        {'a', .text = &ro.addr},
+        {'I', .text = &ro.source},
+        {'P', .set_true = &ro.persistent},
+        {'p', .number = &ro.port, .max = 65535, .what = "port"},
+        {'C', .take = take_count, .has_arg = required_argument},
+        {'S', .number = &ro.size, .min = RPING_MIN_SIZE, .max = RPING_MAX_SIZE, .what = "size"},
+        {'s', .set_true = &ro.server},
+        {'c', .set_true = &ro.client},
+        {'v', .set_true = &ro.verbose},
+        {'V', .set_true = &ro.validate},
+        {'d', .counter = &ro.debug},
+        {.letter = 'q'}, /* rping's self-created QP: no effect */
+        PEER_OPTIONS(&ro.peer),
+    };
+    int rc = tc_parse_cmdline(&cmdline, TC_OPTS(opts), argc, argv);
+    if (rc >= 0)
+        return rc;
     if ((rc = check_options()) >= 0)
         return rc;
     tc_calls_trace(ro.debug > 1);

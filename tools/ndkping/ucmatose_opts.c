@@ -56,63 +56,27 @@ static void usage(FILE *f)
                   "wait after that is bounded by --timeout. ");
 }
 
-enum { OPT_UCMATOSE = 0x100, OPT_VERSION, OPT_VERIFY };
+static const struct tc_cmdline cmdline = {.help_cmd = HELP_CMD, .usage = usage,
+                                         .options_first = true, .no_operands = true};
 
-static const struct option longopts[] = {
-    {"ucmatose", no_argument, NULL, OPT_UCMATOSE},
-    {"verify", no_argument, NULL, OPT_VERIFY},
-    PEER_LONGOPTS,
-    {"help", no_argument, NULL, 'h'},
-    {"version", no_argument, NULL, OPT_VERSION},
-    {NULL, 0, NULL, 0},
-};
-
-/* -f and -P: what NDK can follow. */
-static int take_format(int ch, const char *arg)
+/* -f: the address formats NDK can follow. */
+static int take_format(void *ctx, const char *arg)
 {
-    if (ch == 'f' && strncasecmp(arg, "gid", 3) == 0)
+    (void)ctx;
+    if (strncasecmp(arg, "gid", 3) == 0)
         return tc_usage_error(HELP_CMD, "-f gid: NDK has no InfiniBand addresses (ip, ipv6 or name)");
-    if (ch == 'f' && strncasecmp(arg, "ip", 2) != 0 && strncasecmp(arg, "name", 4) != 0)
+    if (strncasecmp(arg, "ip", 2) != 0 && strncasecmp(arg, "name", 4) != 0)
         return tc_usage_error(HELP_CMD, "unknown address format '%s' (ip, ipv6 or name)", arg);
-    if (ch == 'P' && strncasecmp(arg, "tcp", 3) != 0)
-        return tc_usage_error(HELP_CMD, "-P %s: NDK has the TCP port space only", arg);
     return -1;
 }
 
-/* One option: -1 to go on, else the exit status. */
-static int take_option(int ch)
+/* -P: the port space, which NDK has one of. */
+static int take_port_space(void *ctx, const char *arg)
 {
-    int rc = peer_take_option(&uo.peer, ch, optarg, HELP_CMD);
-    if (rc)
-        return rc;
-    switch (ch) {
-    case OPT_UCMATOSE:
-    case 't':
-    case 'm':
-        return -1;
-    case 'f':
-    case 'P':
-        return take_format(ch, optarg);
-    case 's':
-        uo.dst = optarg;
-        return -1;
-    case 'b':
-        uo.src = optarg;
-        return -1;
-    case 'p':
-        return tc_opt_number(HELP_CMD, optarg, 0, 65535, false, &uo.port, "port");
-    case 'c':
-        return tc_opt_number(HELP_CMD, optarg, 1, UC_MAX_CONNECTIONS, false, &uo.connections, "connection count");
-    case 'C':
-        return tc_opt_number(HELP_CMD, optarg, 0, 1u << 20, false, &uo.count, "message count");
-    case 'S':
-        return tc_opt_number(HELP_CMD, optarg, 0, UC_MAX_SIZE, false, &uo.size, "message size");
-    case OPT_VERIFY:
-        uo.verify = true;
-        return -1;
-    default:
-        return tc_common_option(ch, OPT_VERSION, usage, HELP_CMD);
-    }
+    (void)ctx;
+    if (strncasecmp(arg, "tcp", 3) != 0)
+        return tc_usage_error(HELP_CMD, "-P %s: NDK has the TCP port space only", arg);
+    return -1;
 }
 
 int ucmatose_parse_options(int argc, char **argv)
@@ -121,12 +85,24 @@ int ucmatose_parse_options(int argc, char **argv)
         .port = UC_DEFAULT_PORT, .connections = UC_DEFAULT_CONNECTIONS, .count = UC_DEFAULT_COUNT,
         .size = UC_DEFAULT_SIZE};
     peer_defaults(&uo.peer);
-    int ch, rc;
-    while ((ch = getopt_long(argc, argv, "+s:b:f:P:c:C:S:t:p:mh", longopts, NULL)) != -1)
-        if ((rc = take_option(ch)) >= 0)
-            return rc;
-    if (optind < argc)
-        return tc_usage_error(HELP_CMD, "unexpected argument '%s'", argv[optind]);
+    const struct tc_opt opts[] = {
+        {.name = "ucmatose"}, /* the mode, chosen by main.c */
+        {.name = "verify", .set_true = &uo.verify},
+        {'s', .text = &uo.dst},
+        {'b', .text = &uo.src},
+        {'f', .take = take_format, .has_arg = required_argument},
+        {'P', .take = take_port_space, .has_arg = required_argument},
+        {'c', .number = &uo.connections, .min = 1, .max = UC_MAX_CONNECTIONS, .what = "connection count"},
+        {'C', .number = &uo.count, .max = 1u << 20, .what = "message count"},
+        {'S', .number = &uo.size, .max = UC_MAX_SIZE, .what = "message size"},
+        {'t', .has_arg = required_argument}, /* -t tos: accepted, no effect on NDK */
+        {'p', .number = &uo.port, .max = 65535, .what = "port"},
+        {.letter = 'm'}, /* accepted, no effect on NDK */
+        PEER_OPTIONS(&uo.peer),
+    };
+    int rc = tc_parse_cmdline(&cmdline, TC_OPTS(opts), argc, argv);
+    if (rc >= 0)
+        return rc;
     if (uo.dst && uo.port == 0)
         return tc_usage_error(HELP_CMD, "the client needs the server's port (-p)");
     if (!uo.dst && (rc = peer_check_server(&uo.peer, HELP_CMD)) >= 0)

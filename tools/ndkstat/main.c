@@ -15,6 +15,7 @@
 
 #include "fetch.h"
 #include "lib/args.h"
+#include "lib/cmdline.h"
 #include "lib/log.h"
 
 #define MAX_PIDS 4096
@@ -48,40 +49,23 @@ static void usage(FILE *f)
     tc_print_exit_statuses(f, false);
 }
 
+static const struct tc_cmdline cmdline = {.usage = usage, .version_letter = true,
+                                         .options_first = true, .no_operands = true};
+
 static int parse_options(int argc, char **argv, struct opts *o)
 {
-    static const struct option longopts[] = {
-        {"pid", required_argument, NULL, 'p'},     {"json", no_argument, NULL, 'j'},
-        {"watch", required_argument, NULL, 'w'},   {"timeout", required_argument, NULL, 't'},
-        {"help", no_argument, NULL, 'h'},          {"version", no_argument, NULL, 'V'},
-        {NULL, 0, NULL, 0},
+    uint32_t pid = 0;
+    const struct tc_opt opts[] = {
+        {'p', "pid", .number = &pid, .min = 1, .max = 0x7fffffff, .what = "pid"},
+        {'j', "json", .set_true = &o->json},
+        {'w', "watch", .number = &o->interval_s, .min = 1, .max = 86400, .what = "interval"},
+        {'t', "timeout", .number = &o->timeout_ms, .min = 1, .max = 60000, .what = "timeout"},
     };
-    int c, rc;
-    uint32_t v;
-    while ((c = getopt_long(argc, argv, "+p:jw:t:hV", longopts, NULL)) != -1) {
-        switch (c) {
-        case 'p':
-            if ((rc = tc_opt_number(NULL, optarg, 1, 0x7fffffff, false, &v, "pid")) >= 0)
-                return rc;
-            o->pid = (pid_t)v;
-            break;
-        case 'j':
-            o->json = true;
-            break;
-        case 'w':
-            if ((rc = tc_opt_number(NULL, optarg, 1, 86400, false, &o->interval_s, "interval")) >= 0)
-                return rc;
-            break;
-        case 't':
-            if ((rc = tc_opt_number(NULL, optarg, 1, 60000, false, &o->timeout_ms, "timeout")) >= 0)
-                return rc;
-            break;
-        default:
-            return tc_common_option(c, 'V', usage, NULL);
-        }
-    }
-    if (optind < argc)
-        return tc_usage_error(NULL, "unexpected argument '%s'", argv[optind]);
+    int rc = tc_parse_cmdline(&cmdline, TC_OPTS(opts), argc, argv);
+    if (rc >= 0)
+        return rc;
+    if (pid)
+        o->pid = (pid_t)pid;
     return -1;
 }
 
