@@ -99,6 +99,7 @@ struct ndk_rwqe {
     void *ctx;
     ULONG nsge;
     ULONG total;          /* sum of SGE lengths */
+    uint64_t sge_gen;     /* what the post's SGE check gave (mem_check_posted); 0: map again */
     NDK_SGE sge[NDK_MAX_SGE];
 };
 
@@ -109,6 +110,7 @@ static inline void ndk_rwqe_set(struct ndk_rwqe *r, void *ctx, const NDK_SGE *sg
     r->ctx = ctx;
     r->nsge = n;
     r->total = (ULONG)total;
+    r->sge_gen = 0;
     if (n)
         memcpy(r->sge, sgl, n * sizeof *sgl);
 }
