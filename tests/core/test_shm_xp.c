@@ -339,7 +339,7 @@ static ULONG end_reason(NDK_QP *qp)
 static ULONG g_cqes_at_answer;
 static void count_at_answer(struct ndk_qp_impl *qp)
 {
-    __atomic_store_n(&g_cqes_at_answer, __atomic_load_n(&qp->rcq->count, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    __atomic_store_n(&g_cqes_at_answer, ndk_cq_waiting(qp->rcq), __ATOMIC_RELAXED);
 }
 
 static void child_serve(int ctl)
