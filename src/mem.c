@@ -161,7 +161,7 @@ struct mem_table {
     /* The table's generation: moved on (under the lock, before the change)
      * by everything that changes an entry, the directory or the LAMs, so
      * that an answer of mem_check_posted stays true while it has not moved
-     * (mem_map_posted reads it without the lock). Starts at 1: 0 means
+     * (mem_map_posted reads it without the lock). Never 0, which means
      * "check again". */
     uint64_t gen;
 };
@@ -224,7 +224,11 @@ struct mem_table *mem_table_new(void)
     /* A random start makes indices hard to guess across adapters and runs
      * (RFC 5042 on guessed STags); 0 is never an index. */
     t->cursor = (uint32_t)(rng_next(t) % (IDX_LIMIT - 1)) + 1;
-    t->gen = 1;
+    /* Each table's generations are its own (1 << 40 of them), so that a
+     * thread's remembered MR (last_mr) of a table freed never matches
+     * one made later at the same address. */
+    static uint64_t tables;
+    t->gen = (__atomic_add_fetch(&tables, 1, __ATOMIC_RELAXED) << 40) | 1;
     return t;
 }
 
@@ -762,13 +766,72 @@ NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd,
     return map_local(t, pd, sgl, nsge, access, iov, max_iov, niov, NULL);
 }
 
+/*
+ * The normal MR the calling thread's last post found its SGEs in (a
+ * thread's posts name the same few buffers again and again): its token,
+ * PD, rights and range as they were at generation gen of table t. While
+ * the generation has not moved, nothing changed the entry, so an SGE with
+ * that token inside that range passes every check map_local would make
+ * (a normal MR's: it exists in the PD, is valid, the token is its STag,
+ * the rights, the bounds), without the table's lock or a lookup.
+ */
+static __thread struct last_mr {
+    const struct mem_table *t;
+    uint64_t gen;
+    const struct ndk_pd_impl *pd;
+    uint32_t stag;
+    unsigned access;
+    uint64_t base, len;
+} last_mr;
+
+/* Does every SGE lie in the thread's last MR, as it was at generation
+ * gen? Zero-length SGEs are skipped, as map_local skips them. */
+static bool in_last_mr(const struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge,
+                       unsigned access, uint64_t gen)
+{
+    const struct last_mr *m = &last_mr;
+    if (m->t != t || m->gen != gen || m->pd != pd || (access & MEM_LOCAL_WRITE & ~m->access) || !sgl)
+        return false;
+    for (ULONG i = 0; i < nsge; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)sgl[i].VirtualAddress, len = sgl[i].Length;
+        if (len && (sgl[i].MemoryRegionToken != m->stag || !inside(m->base, m->len, a, len)))
+            return false;
+    }
+    return true;
+}
+
+/* Lock held, the SGEs passed: remembers the normal MR of the first one
+ * with octets, if it is one. */
+static void remember_mr(const struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge)
+{
+    for (ULONG i = 0; i < nsge; i++) {
+        if (!sgl[i].Length)
+            continue;
+        const struct mem_entry *e = lookup(t, sgl[i].MemoryRegionToken >> 8);
+        if (sgl[i].MemoryRegionToken != pd->privileged_token && e && e->kind == MEM_KIND_MR && e->pd == pd &&
+            e->valid && e->stag == sgl[i].MemoryRegionToken)
+            last_mr = (struct last_mr){t, t->gen, pd, e->stag, e->access, e->base, e->len};
+        return;
+    }
+}
+
 NTSTATUS mem_check_posted(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge,
                           unsigned access, uint64_t *gen)
 {
+    /* At most 16 SGEs (NDK_MAX_SGE), one iovec each: never more than
+     * map_local's MEM_LOCAL_IOV_MAX. */
+    _Static_assert(NDK_MAX_SGE <= MEM_LOCAL_IOV_MAX, "an MR's SGEs always fit the iovecs");
+    uint64_t now = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+    if (nsge <= NDK_MAX_SGE && in_last_mr(t, pd, sgl, nsge, access, now)) {
+        *gen = now;
+        return STATUS_SUCCESS;
+    }
     bool same = true;
     pthread_mutex_lock(&t->lock);
     NTSTATUS st = map_local(t, pd, sgl, nsge, access | MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL, &same);
-    *gen = st == STATUS_SUCCESS && same ? __atomic_load_n(&t->gen, __ATOMIC_RELAXED) : 0;
+    *gen = st == STATUS_SUCCESS && same ? t->gen : 0;
+    if (*gen)
+        remember_mr(t, pd, sgl, nsge);
     pthread_mutex_unlock(&t->lock);
     return st;
 }

@@ -746,7 +746,8 @@ static void expect_st(NTSTATUS st, enum _NDK_OPERATION_TYPE type, void *ctx)
  * Read sink of an MR deregistered after their DEFER posts complete with
  * STATUS_ACCESS_VIOLATION, and so does a Send of logical addresses whose
  * LAM was released; a receive of a deregistered MR fails the Send that
- * comes for it as a bad receive buffer does. */
+ * comes for it as a bad receive buffer does. Posts after the
+ * deregistration are refused at once. */
 static void t_revoked_after_post(void)
 {
     uint64_t pb;
@@ -762,6 +763,10 @@ static void t_revoked_after_post(void)
     CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &small, 1, pb + WRITE_AT, pt, D), STATUS_SUCCESS);
     CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)4, &small, 1, pb + READ_AT, pt, D), STATUS_SUCCESS);
     CHECK_EQ(finish(mr->Dispatch->NdkDeregisterMr(mr, on_req, NULL)), STATUS_SUCCESS);
+    /* A post after it is refused at once (this thread's posts just found
+     * their SGEs in that MR: mem.c, last_mr). */
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)9, &small, 1, D), STATUS_ACCESS_VIOLATION);
+    CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)9, &small, 1), STATUS_ACCESS_VIOLATION);
     /* Logical addresses under the privileged token, their LAM released
      * after the post. */
     MDL mdl = {.StartVa = S.buf + FR_AT, .ByteCount = 4096};
