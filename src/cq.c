@@ -2,10 +2,22 @@
  * Completion queues: NdkCreateCq, NdkArmCq, NdkGetCqResults[Ex],
  * NdkResizeCq, NdkCloseCq (docs/rules.md C1-C7).
  *
- * The ring and the notification state are guarded by cq->lock: the data path
- * pushes from any thread while the consumer drains and arms. The consumer's
- * own GetCqResults/GetCqResultsEx/ArmCq calls never overlap (C1), so the lock
- * only ever arbitrates between one consumer and the producers.
+ * The notification state and the producers' side of the ring are guarded
+ * by cq->lock: the data path pushes from any thread. The consumer's own
+ * GetCqResults/GetCqResultsEx/ArmCq calls never overlap (C1, NDKPI 8.2 rule
+ * 8), so the ring has one consumer, which takes completions without the
+ * lock: the producers write an entry, then publish it with a release store
+ * of `pushed`; the consumer reads `pushed` (acquire), copies the entries,
+ * then gives their slots back with a release store of `taken`, which a
+ * producer reads (acquire) before it writes a slot again. An empty poll
+ * is two loads. NdkResizeCq may run while the consumer takes (nothing
+ * orders the two): it copies the waiting entries into the new ring at the
+ * same indexes (entry i at i % depth), publishes it, and leaves the old
+ * one to the consumer to free at its next take (or the close), since the
+ * consumer may be reading it; the consumer reads `pushed` before the ring,
+ * so every entry it counts is in the ring it then reads. A consumer that
+ * breaks C1 gets duplicates or gaps, never a read outside the ring (the
+ * verifier reports it, src/verify/vcq.c).
  *
  * Notifications. Every notification of a CQ travels through one callback
  * item embedded in it (notify_cb), queued on the adapter's callback queue and
@@ -70,10 +82,25 @@ static struct ndk_cq_impl *cq_from(NDK_CQ *p)
     return o ? container_of(o, struct ndk_cq_impl, obj) : NULL;
 }
 
-/* The i-th oldest entry (lock held; i < depth). */
-static struct ndk_cqe *cq_at(struct ndk_cq_impl *cq, ULONG i)
+/* Entry i (counted from the CQ's creation) of ring r. */
+static struct ndk_cqe *ring_at(struct ndk_cq_ring *r, uint64_t i)
 {
-    return &cq->ring[(cq->head + i) % cq->depth];
+    return &r->e[i % r->depth];
+}
+
+static struct ndk_cq_ring *ring_new(ULONG depth)
+{
+    struct ndk_cq_ring *r = calloc(1, sizeof *r + (size_t)depth * sizeof r->e[0]);
+    if (r)
+        r->depth = depth;
+    return r;
+}
+
+/* Completions waiting (lock held: `pushed` is ours; the consumer may take
+ * more at any moment). */
+static ULONG cq_count(const struct ndk_cq_impl *cq)
+{
+    return (ULONG)(cq->pushed - __atomic_load_n(&cq->taken, __ATOMIC_ACQUIRE));
 }
 
 static bool is_receive(NDK_OPERATION_TYPE t)
@@ -128,9 +155,12 @@ static bool cq_arm_satisfied(struct ndk_cq_impl *cq, NTSTATUS *status)
     if (cq->armed == NDK_CQ_NOTIFY_ERRORS)
         return false;
     uint64_t fresh = cq->pushed - cq->seen_at_cb;
-    ULONG n = fresh < cq->count ? (ULONG)fresh : cq->count;
-    for (ULONG i = cq->count - n; i < cq->count; i++) {
-        if (cqe_satisfies(cq->armed, cq_at(cq, i))) {
+    ULONG count = cq_count(cq);
+    ULONG n = fresh < count ? (ULONG)fresh : count;
+    /* The consumer may take some of these meanwhile: their slots are not
+     * written again before we unlock. */
+    for (uint64_t i = cq->pushed - n; i < cq->pushed; i++) {
+        if (cqe_satisfies(cq->armed, ring_at(cq->ring, i))) {
             *status = STATUS_SUCCESS;
             return true;
         }
@@ -191,7 +221,8 @@ static uint64_t mod_deadline_ns(const struct ndk_cq_impl *cq)
 static bool mod_release(const struct ndk_cq_impl *cq)
 {
     uint64_t fresh = cq->pushed - cq->seen_at_cb;
-    ULONG n = fresh < cq->count ? (ULONG)fresh : cq->count;
+    ULONG count = cq_count(cq);
+    ULONG n = fresh < count ? (ULONG)fresh : count;
     ULONG limit = cq->mod_count != 0 && cq->mod_count < cq->depth ? cq->mod_count : cq->depth;
     if (n >= limit)
         return true;
@@ -263,7 +294,7 @@ static bool cq_push_locked(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
         /* 8.1: after an overflow no further completions are reported. */
         return false;
     }
-    if (cq->count == cq->depth) {
+    if (cq_count(cq) >= cq->depth) {
         /* 8.1 / 5.2.4: the CQ is now unusable; an armed notification of any
          * type reports STATUS_BUFFER_OVERFLOW, and a later arm does too. */
         __atomic_store_n(&cq->overflowed, true, __ATOMIC_RELAXED);
@@ -274,9 +305,8 @@ static bool cq_push_locked(struct ndk_cq_impl *cq, const struct ndk_cqe *e)
             cq_fire_locked(cq, STATUS_BUFFER_OVERFLOW);
         return false;
     }
-    *cq_at(cq, cq->count) = *e;
-    __atomic_store_n(&cq->count, cq->count + 1, __ATOMIC_RELAXED);
-    cq->pushed++;
+    *ring_at(cq->ring, cq->pushed) = *e;
+    __atomic_store_n(&cq->pushed, cq->pushed + 1, __ATOMIC_RELEASE);
     /* Older entries were already weighed against this arm when it was made
      * or when they arrived, so only the new one needs a look (O(1)); a
      * held-back callback only needs its count looked at again. */
@@ -347,23 +377,35 @@ static ULONG cq_drain(NDK_CQ *pNdkCq, NDK_RESULT *r, NDK_RESULT_EX *rx, ULONG n)
     struct ndk_cq_impl *cq = cq_from(pNdkCq);
     if (!cq || n == 0 || (!r && !rx))
         return 0;
-    /* count and overflowed change under the lock with atomic stores: an
-     * empty poll reads them without it. A completion pushed while we look
-     * is found by the next poll, as if this one had come a moment earlier;
-     * one the caller knows of (its callback ran) happened before, and is
-     * seen. */
-    if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED)) {
+    /* No lock (the head of this file). A completion pushed while we look
+     * is found by the next poll, as if this one had come a moment
+     * earlier; one the caller knows of (its callback ran) happened before,
+     * and is seen. */
+    uint64_t taken = __atomic_load_n(&cq->taken, __ATOMIC_RELAXED);
+    uint64_t pushed = __atomic_load_n(&cq->pushed, __ATOMIC_ACQUIRE);
+    if (pushed == taken) {
         void (*hook)(struct ndk_cq_impl *) = __atomic_load_n(&cq->poll_hook, __ATOMIC_ACQUIRE);
         /* The hook may take QP and adapter locks, which come before ours. */
         if (hook && !__atomic_load_n(&cq->overflowed, __ATOMIC_RELAXED))
             hook(cq);
-        if (!__atomic_load_n(&cq->count, __ATOMIC_RELAXED))
+        pushed = __atomic_load_n(&cq->pushed, __ATOMIC_ACQUIRE);
+        if (pushed == taken)
             return 0;
     }
-    pthread_mutex_lock(&cq->lock);
-    ULONG got = n < cq->count ? n : cq->count;
+    /* Rings a resize replaced before we read the ring below: we no longer
+     * read them. */
+    if (__atomic_load_n(&cq->retired, __ATOMIC_RELAXED)) {
+        struct ndk_cq_ring *old = __atomic_exchange_n(&cq->retired, NULL, __ATOMIC_ACQ_REL);
+        while (old) {
+            struct ndk_cq_ring *next = old->retired_next;
+            free(old);
+            old = next;
+        }
+    }
+    struct ndk_cq_ring *ring = __atomic_load_n(&cq->ring, __ATOMIC_ACQUIRE);
+    ULONG got = pushed - taken < n ? (ULONG)(pushed - taken) : n;
     for (ULONG i = 0; i < got; i++) {
-        const struct ndk_cqe *e = cq_at(cq, i);
+        const struct ndk_cqe *e = ring_at(ring, taken + i);
         /* 6.5: ProviderErrorCode must be 0 when Status is STATUS_SUCCESS. */
         ULONG perr = e->status == STATUS_SUCCESS ? 0 : e->provider_error;
         if (rx) {
@@ -383,9 +425,8 @@ static ULONG cq_drain(NDK_CQ *pNdkCq, NDK_RESULT *r, NDK_RESULT_EX *rx, ULONG n)
             r[i].RequestContext = e->req_ctx;
         }
     }
-    cq->head = (cq->head + got) % cq->depth;
-    __atomic_store_n(&cq->count, cq->count - got, __ATOMIC_RELAXED);
-    pthread_mutex_unlock(&cq->lock);
+    /* The slots go back to the producers only after they were read. */
+    __atomic_store_n(&cq->taken, taken + got, __ATOMIC_RELEASE);
     return got;
 }
 
@@ -418,23 +459,30 @@ static NTSTATUS cq_resize(NDK_CQ *pNdkCq, ULONG CqDepth, NDK_FN_REQUEST_COMPLETI
     ndk_adapter_fill_info(cq->obj.ad, &info);
     if (CqDepth == 0 || CqDepth > info.MaxCqDepth)
         return STATUS_INVALID_PARAMETER;
-    struct ndk_cqe *ring = calloc(CqDepth, sizeof *ring);
+    struct ndk_cq_ring *ring = ring_new(CqDepth);
     if (!ring)
         return STATUS_INSUFFICIENT_RESOURCES;
     pthread_mutex_lock(&cq->lock);
-    if (CqDepth < cq->count) {
+    /* The consumer may take entries while we copy: those it takes are
+     * copied for nothing (it never reads below its index again). */
+    uint64_t from = __atomic_load_n(&cq->taken, __ATOMIC_ACQUIRE);
+    if (CqDepth < cq->pushed - from) {
         pthread_mutex_unlock(&cq->lock);
         free(ring);
         return STATUS_INVALID_PARAMETER;
     }
-    for (ULONG i = 0; i < cq->count; i++)
-        ring[i] = *cq_at(cq, i);
-    struct ndk_cqe *old = cq->ring;
-    cq->ring = ring;
+    struct ndk_cq_ring *old = cq->ring;
+    for (uint64_t i = from; i < cq->pushed; i++)
+        *ring_at(ring, i) = *ring_at(old, i);
+    __atomic_store_n(&cq->ring, ring, __ATOMIC_RELEASE);
     cq->depth = CqDepth;
-    cq->head = 0;
+    /* The consumer may be reading the old ring: it frees it at its next
+     * take (cq_drain), or the close does. */
+    old->retired_next = __atomic_load_n(&cq->retired, __ATOMIC_RELAXED);
+    while (!__atomic_compare_exchange_n(&cq->retired, &old->retired_next, old, true, __ATOMIC_RELEASE,
+                                        __ATOMIC_RELAXED))
+        ;
     pthread_mutex_unlock(&cq->lock);
-    free(old);
     return STATUS_SUCCESS;
 }
 
@@ -529,6 +577,10 @@ static void cq_free(struct ndk_obj *obj)
 {
     struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);
     free(cq->ring);
+    for (struct ndk_cq_ring *r = cq->retired, *next; r; r = next) {
+        next = r->retired_next;
+        free(r);
+    }
     pthread_mutex_destroy(&cq->lock);
     free(cq);
 }
@@ -555,7 +607,7 @@ NTSTATUS ndk_create_cq(NDK_ADAPTER *pNdkAdapter, ULONG CqDepth,
     if (CqDepth == 0 || CqDepth > info.MaxCqDepth)
         return STATUS_INVALID_PARAMETER;
     struct ndk_cq_impl *cq = calloc(1, sizeof *cq);
-    struct ndk_cqe *ring = calloc(CqDepth, sizeof *ring);
+    struct ndk_cq_ring *ring = ring_new(CqDepth);
     if (!cq || !ring) {
         free(cq);
         free(ring);

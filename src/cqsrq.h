@@ -34,6 +34,15 @@ struct ndk_qp_link {
     struct ndk_qp_impl *qp;
 };
 
+/* A CQ's ring of completions: entry i (counted from the CQ's creation)
+ * is e[i % depth]. One allocation, so that the consumer, which reads it
+ * without the CQ's lock, finds a ring and its depth together. */
+struct ndk_cq_ring {
+    ULONG depth;
+    struct ndk_cq_ring *retired_next; /* in the CQ's list of rings a resize replaced */
+    struct ndk_cqe e[];
+};
+
 struct ndk_cq_impl {
     struct ndk_obj obj;
     /* QPs with a running data path that complete here: what a busy poll
@@ -42,13 +51,17 @@ struct ndk_cq_impl {
     pthread_mutex_t lock;
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
     void *notify_ctx;
-    /* Ring of completions. */
-    struct ndk_cqe *ring;
-    ULONG depth;          /* capacity asked for (entries) */
-    ULONG head, count;
+    /* The ring (cq.c says who reads what without the lock): the
+     * producers append under the lock and publish `pushed`; the one
+     * consumer (NdkGetCqResults[Ex], never two at once: C1) takes from
+     * `taken` on without it. Entries pushed - taken are waiting. */
+    struct ndk_cq_ring *ring;
+    ULONG depth;          /* capacity asked for (entries): ring->depth, read under the lock */
+    uint64_t pushed;      /* completions ever pushed (the producers' index; atomic) */
+    uint64_t taken;       /* completions ever taken (the consumer's index; atomic) */
+    struct ndk_cq_ring *retired; /* rings a resize replaced, for the consumer to free (atomic) */
     /* Notification state (NdkArmCq; docs/rules.md C3-C6). */
     int armed;            /* -1 = not armed, else NDK_CQ_NOTIFY_* (merged) */
-    uint64_t pushed;      /* completions ever pushed */
     uint64_t seen_at_cb;  /* value of `pushed` when the last callback was queued */
     /* An arm was satisfied while the notification item was in use (its
      * callback queued or running): the trampoline owes that callback even
@@ -92,6 +105,12 @@ bool ndk_cq_push(struct ndk_cq_impl *cq, const struct ndk_cqe *e);
 size_t ndk_cq_push_n(struct ndk_cq_impl *cq, const struct ndk_cqe *e, size_t n);
 /* True once the CQ overflowed. */
 bool ndk_cq_in_error(struct ndk_cq_impl *cq);
+/* Completions waiting in the CQ (a look from any thread). */
+static inline ULONG ndk_cq_waiting(const struct ndk_cq_impl *cq)
+{
+    uint64_t taken = __atomic_load_n(&cq->taken, __ATOMIC_ACQUIRE);
+    return (ULONG)(__atomic_load_n(&cq->pushed, __ATOMIC_ACQUIRE) - taken);
+}
 
 /* A posted receive: the consumer's SGEs are copied at post time and mapped
  * at placement time (a later deregistration must still be honoured). */
@@ -99,6 +118,7 @@ struct ndk_rwqe {
     void *ctx;
     ULONG nsge;
     ULONG total;          /* sum of SGE lengths */
+    uint64_t sge_gen;     /* what the post's SGE check gave (mem_check_posted); 0: map again */
     NDK_SGE sge[NDK_MAX_SGE];
 };
 
@@ -109,6 +129,7 @@ static inline void ndk_rwqe_set(struct ndk_rwqe *r, void *ctx, const NDK_SGE *sg
     r->ctx = ctx;
     r->nsge = n;
     r->total = (ULONG)total;
+    r->sge_gen = 0;
     if (n)
         memcpy(r->sge, sgl, n * sizeof *sgl);
 }

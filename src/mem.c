@@ -158,6 +158,12 @@ struct mem_table {
     size_t nlams, lam_cap;
     /* Every fast-register MR: what NdkReleaseLAM must look at. */
     struct mem_entry *frmrs;
+    /* The table's generation: moved on (under the lock, before the change)
+     * by everything that changes an entry, the directory or the LAMs, so
+     * that an answer of mem_check_posted stays true while it has not moved
+     * (mem_map_posted reads it without the lock). Never 0, which means
+     * "check again". */
+    uint64_t gen;
 };
 
 /* ------------------------------------------------------------------------ */
@@ -218,7 +224,22 @@ struct mem_table *mem_table_new(void)
     /* A random start makes indices hard to guess across adapters and runs
      * (RFC 5042 on guessed STags); 0 is never an index. */
     t->cursor = (uint32_t)(rng_next(t) % (IDX_LIMIT - 1)) + 1;
+    /* Each table's generations are its own (1 << 40 of them), so that a
+     * thread's remembered MR (last_mr) of a table freed never matches
+     * one made later at the same address. */
+    static uint64_t tables;
+    t->gen = (__atomic_add_fetch(&tables, 1, __ATOMIC_RELAXED) << 40) | 1;
     return t;
+}
+
+/* The lock, for a change of the table: the generation moves first, so a
+ * transport that finds it unmoved checks nothing the change made
+ * (mem_map_posted), and one that looks after the change returned (through
+ * whatever ordered it after that) finds it moved. */
+static void lock_to_change(struct mem_table *t)
+{
+    pthread_mutex_lock(&t->lock);
+    __atomic_store_n(&t->gen, t->gen + 1, __ATOMIC_RELEASE);
 }
 
 void mem_table_free(struct mem_table *t)
@@ -263,7 +284,7 @@ NTSTATUS mem_entry_new(struct mem_table *t, enum mem_kind kind, const struct ndk
     e->pd = pd;
     e->owner = owner;
     struct mem_leaf *fresh = NULL;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     for (;;) {
         if (t->live >= IDX_LIMIT - 1) {
             pthread_mutex_unlock(&t->lock);
@@ -293,7 +314,7 @@ NTSTATUS mem_entry_new(struct mem_table *t, enum mem_kind kind, const struct ndk
                     free(e);
                     return STATUS_INSUFFICIENT_RESOURCES;
                 }
-                pthread_mutex_lock(&t->lock);
+                lock_to_change(t);
                 continue;
             }
         }
@@ -324,7 +345,7 @@ NTSTATUS mem_entry_new(struct mem_table *t, enum mem_kind kind, const struct ndk
 
 unsigned mem_entry_close_start(struct mem_table *t, struct mem_entry *e)
 {
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     e->closing = true;
     e->succ = e->nwin;
     unsigned n = e->nwin;
@@ -336,7 +357,7 @@ struct ndk_obj *mem_entry_free(struct mem_table *t, struct mem_entry *e)
 {
     struct ndk_obj *release = NULL;
     struct mem_leaf *drop = NULL;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     struct mem_leaf **slot = &t->dir[e->idx >> LEAF_BITS];
     (*slot)->e[e->idx & (LEAF_SIZE - 1)] = NULL;
     if (--(*slot)->used == 0) {
@@ -422,7 +443,7 @@ NTSTATUS mem_mr_register(struct mem_table *t, struct mem_entry *e, uint64_t va, 
                          unsigned access)
 {
     NTSTATUS st = STATUS_SUCCESS;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     if (e->kind != MEM_KIND_MR)
         st = STATUS_INVALID_PARAMETER; /* NdkRegisterMr is for FastRegister == FALSE (5.6.1) */
     else if (e->valid)
@@ -442,7 +463,7 @@ NTSTATUS mem_mr_register(struct mem_table *t, struct mem_entry *e, uint64_t va, 
 NTSTATUS mem_mr_deregister(struct mem_table *t, struct mem_entry *e)
 {
     NTSTATUS st = STATUS_SUCCESS;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     if (e->kind != MEM_KIND_MR)
         st = STATUS_INVALID_PARAMETER;
     else if (!e->valid)
@@ -468,7 +489,7 @@ NTSTATUS mem_frmr_init(struct mem_table *t, struct mem_entry *e, ULONG npages, b
         if (!grown)
             return STATUS_INSUFFICIENT_RESOURCES;
     }
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     /* Initializations may run in parallel (5.6.3): the page list only ever
      * grows, so a registration made under a larger count stays intact. */
     if (grown && npages > e->page_cap) {
@@ -669,8 +690,12 @@ NTSTATUS mem_map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const 
     return st;
 }
 
-NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
-                              ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov)
+/* mem_map_local_locked; *same (when not NULL) says whether each SGE's host
+ * iovec is the SGE itself (a normal MR's or the privileged token's: their
+ * TOs are host addresses) and every SGE was checked in full (none of a
+ * fast registration still queued, MEM_AT_POST). */
+static NTSTATUS map_local(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge,
+                          unsigned access, struct iovec *iov, int max_iov, int *niov, bool *same)
 {
     if (niov)
         *niov = 0;
@@ -709,8 +734,11 @@ NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd,
         /* A fast registration posted but not yet run (the old mapping
          * still in force) decides later, in queue order. */
         if ((access & MEM_AT_POST) && e && e->kind == MEM_KIND_FRMR && e->pd == pd &&
-            e->fr_posted != e->fr_applied)
+            e->fr_posted != e->fr_applied) {
+            if (same)
+                *same = false;
             continue;
+        }
         if (!e || e->kind == MEM_KIND_MW || e->pd != pd || !e->valid || e->unmapped ||
             (e->kind == MEM_KIND_MR && e->stag != s->MemoryRegionToken) ||
             ((access & MEM_LOCAL_WRITE) && !(e->access & MEM_LOCAL_WRITE)) ||
@@ -718,6 +746,8 @@ NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd,
             st = STATUS_ACCESS_VIOLATION;
             break;
         }
+        if (same && e->kind != MEM_KIND_MR)
+            *same = false;
         int k = map_range(t, e, a, len, iov ? &iov[n] : NULL, max_iov - n);
         if (k < 0) {
             st = STATUS_IMPLEMENTATION_LIMIT;
@@ -730,15 +760,122 @@ NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd,
     return st;
 }
 
+NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                              ULONG nsge, unsigned access, struct iovec *iov, int max_iov, int *niov)
+{
+    return map_local(t, pd, sgl, nsge, access, iov, max_iov, niov, NULL);
+}
+
+/*
+ * The normal MR the calling thread's last post found its SGEs in (a
+ * thread's posts name the same few buffers again and again): its token,
+ * PD, rights and range as they were at generation gen of table t. While
+ * the generation has not moved, nothing changed the entry, so an SGE with
+ * that token inside that range passes every check map_local would make
+ * (a normal MR's: it exists in the PD, is valid, the token is its STag,
+ * the rights, the bounds), without the table's lock or a lookup.
+ */
+static __thread struct last_mr {
+    const struct mem_table *t;
+    uint64_t gen;
+    const struct ndk_pd_impl *pd;
+    uint32_t stag;
+    unsigned access;
+    uint64_t base, len;
+} last_mr;
+
+/* Does every SGE lie in the thread's last MR, as it was at generation
+ * gen? Zero-length SGEs are skipped, as map_local skips them. */
+static bool in_last_mr(const struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge,
+                       unsigned access, uint64_t gen)
+{
+    const struct last_mr *m = &last_mr;
+    if (m->t != t || m->gen != gen || m->pd != pd || (access & MEM_LOCAL_WRITE & ~m->access) || !sgl)
+        return false;
+    for (ULONG i = 0; i < nsge; i++) {
+        uint64_t a = (uint64_t)(uintptr_t)sgl[i].VirtualAddress, len = sgl[i].Length;
+        if (len && (sgl[i].MemoryRegionToken != m->stag || !inside(m->base, m->len, a, len)))
+            return false;
+    }
+    return true;
+}
+
+/* Lock held, the SGEs passed: remembers the normal MR of the first one
+ * with octets, if it is one. */
+static void remember_mr(const struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge)
+{
+    for (ULONG i = 0; i < nsge; i++) {
+        if (!sgl[i].Length)
+            continue;
+        const struct mem_entry *e = lookup(t, sgl[i].MemoryRegionToken >> 8);
+        if (sgl[i].MemoryRegionToken != pd->privileged_token && e && e->kind == MEM_KIND_MR && e->pd == pd &&
+            e->valid && e->stag == sgl[i].MemoryRegionToken)
+            last_mr = (struct last_mr){t, t->gen, pd, e->stag, e->access, e->base, e->len};
+        return;
+    }
+}
+
+NTSTATUS mem_check_posted(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge,
+                          unsigned access, uint64_t *gen)
+{
+    /* At most 16 SGEs (NDK_MAX_SGE), one iovec each: never more than
+     * map_local's MEM_LOCAL_IOV_MAX. */
+    _Static_assert(NDK_MAX_SGE <= MEM_LOCAL_IOV_MAX, "an MR's SGEs always fit the iovecs");
+    uint64_t now = __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
+    if (nsge <= NDK_MAX_SGE && in_last_mr(t, pd, sgl, nsge, access, now)) {
+        *gen = now;
+        return STATUS_SUCCESS;
+    }
+    bool same = true;
+    pthread_mutex_lock(&t->lock);
+    NTSTATUS st = map_local(t, pd, sgl, nsge, access | MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL, &same);
+    *gen = st == STATUS_SUCCESS && same ? t->gen : 0;
+    if (*gen)
+        remember_mr(t, pd, sgl, nsge);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
+bool mem_map_posted(struct mem_table *t, uint64_t gen, const NDK_SGE *sgl, ULONG nsge, struct iovec *iov,
+                    int max_iov, int *niov, NTSTATUS *st)
+{
+    if (!gen || __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != gen)
+        return false;
+    /* What map_local gives for these SGEs: one iovec each, zero-length
+     * ones dropped, the same limit. */
+    int n = 0;
+    *niov = 0;
+    for (ULONG i = 0; i < nsge; i++) {
+        if (!sgl[i].Length)
+            continue;
+        if (n >= max_iov) {
+            *st = STATUS_IMPLEMENTATION_LIMIT;
+            return true;
+        }
+        iov[n++] = (struct iovec){sgl[i].VirtualAddress, sgl[i].Length};
+    }
+    *niov = n;
+    *st = STATUS_SUCCESS;
+    return true;
+}
+
 NTSTATUS mem_check_receive(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
                            ULONG nsge, uint64_t max_total, uint64_t *total)
 {
+    uint64_t gen;
+    return mem_check_receive_posted(t, pd, sgl, nsge, max_total, total, &gen);
+}
+
+NTSTATUS mem_check_receive_posted(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                                  ULONG nsge, uint64_t max_total, uint64_t *total, uint64_t *gen)
+{
     *total = 0;
+    *gen = 0;
     for (ULONG i = 0; i < nsge; i++)
         *total += sgl[i].Length;
     if (*total > max_total)
         return STATUS_INVALID_PARAMETER;
-    return mem_map_local(t, pd, sgl, nsge, MEM_LOCAL_WRITE | MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
+    return mem_check_posted(t, pd, sgl, nsge, MEM_LOCAL_WRITE, gen);
 }
 
 /* ------------------------------------------------------------------------ */
@@ -751,7 +888,7 @@ enum mem_err mem_invalidate_remote(struct mem_table *t, const struct ndk_pd_impl
     if (stag == pd->privileged_token)
         return MEM_INVALID_STAG;
     enum mem_err err = MEM_OK;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     struct mem_entry *e = lookup(t, stag >> 8);
     if (!e || e->stag != stag || !e->valid)
         err = MEM_INVALID_STAG;
@@ -772,7 +909,7 @@ NTSTATUS mem_invalidate_local_token(struct mem_table *t, const struct ndk_pd_imp
     if (token == pd->privileged_token)
         return STATUS_INVALID_PARAMETER;
     NTSTATUS st = STATUS_SUCCESS;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     struct mem_entry *e = lookup(t, token >> 8);
     /* A local token: matched on the index for a fast-register MR (see the
      * head of this file). Only those can be invalidated (5.9.6). */
@@ -972,7 +1109,7 @@ static NTSTATUS fast_register(struct ndk_qp_impl *qp, NDK_MR *mr, ULONG npages,
     NTSTATUS st = fr_static_checks(t, npages, pages, fbo, len, base_va, flags);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     st = fr_entry_checks(e, qp, npages, flags);
     if (st == STATUS_SUCCESS)
         st = fr_pages_checks(t, npages, pages);
@@ -1096,7 +1233,7 @@ static NTSTATUS bind_window(struct ndk_qp_impl *qp, NDK_MR *mr, NDK_MW *mw, PVOI
     if (!bind_entries(qp, mr, mw, &m, &w, &mro))
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->dev->mem;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     NTSTATUS st = bind_checks(m, w, qp, va, len, flags, !execute);
     if (st == STATUS_SUCCESS && execute)
         bind_apply(qp, m, w, va, len, flags);
@@ -1138,7 +1275,7 @@ static NTSTATUS invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw, 
     if (!e)
         return STATUS_INVALID_PARAMETER;
     struct mem_table *t = qp->obj.ad->dev->mem;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     NTSTATUS st = inv_checks(e, qp);
     /* Validity is judged at execution only: a fast register or bind queued
      * before this request may make the token valid by then. An already
@@ -1172,7 +1309,7 @@ NTSTATUS mem_exec_invalidate(struct ndk_qp_impl *qp, NDK_OBJECT_HEADER *mr_or_mw
 static bool lam_reserve(struct mem_table *t)
 {
     for (;;) {
-        pthread_mutex_lock(&t->lock);
+        lock_to_change(t);
         if (t->nlams < t->lam_cap)
             return true;
         size_t want = t->lam_cap ? t->lam_cap * 2 : 16;
@@ -1186,7 +1323,7 @@ static bool lam_reserve(struct mem_table *t)
         }
         struct lam_rec **old_r = NULL;
         uint64_t *old_mx = NULL;
-        pthread_mutex_lock(&t->lock);
+        lock_to_change(t);
         if (t->lam_cap < want) {
             if (t->nlams) {
                 memcpy(r, t->lams, t->nlams * sizeof *r);
@@ -1273,7 +1410,7 @@ VOID ndk_release_lam(NDK_ADAPTER *pNdkAdapter, NDK_LOGICAL_ADDRESS_MAPPING *pNdk
     struct mem_table *t = ad->dev->mem;
     struct lam_rec *rec = pNdkLAM->AdapterContext;
     bool found = false;
-    pthread_mutex_lock(&t->lock);
+    lock_to_change(t);
     /* Only a record found in the table is ours to free: a LAM released
      * twice or never built is ignored. Records are compared by address, so
      * the search never dereferences rec. */

@@ -104,6 +104,30 @@ NTSTATUS mem_map_local_locked(struct mem_table *t, const struct ndk_pd_impl *pd,
  * and each in writable memory of the PD (mem_map_local, MEM_LOCAL_WRITE). */
 NTSTATUS mem_check_receive(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
                            ULONG nsge, uint64_t max_total, uint64_t *total);
+/* The same, with *gen as mem_check_posted gives it. */
+NTSTATUS mem_check_receive_posted(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,
+                                  ULONG nsge, uint64_t max_total, uint64_t *total, uint64_t *gen);
+
+/*
+ * The checks of a post, made once (docs/shm.md, Small messages). A request's
+ * local SGEs are checked when it is posted (mem_check_posted: mem_map_local
+ * with MEM_AT_POST, checks only) and mapped again when a transport carries
+ * it out, since the table may have changed in between (a deregistration,
+ * an invalidation, a LAM released, a fast registration queued before it).
+ * mem_check_posted also gives the table's generation when the answer can
+ * be reused: each SGE is its own host iovec (a normal MR or the privileged
+ * token; never a fast registration) and was checked in full. Every change
+ * of the table moves the generation on, so while mem_map_posted finds it
+ * unmoved the table is as it was at the post and mapping again would give
+ * the same answer: it gives it without the lock or a lookup. It returns
+ * false when the SGEs must be mapped again (gen 0, or the table changed):
+ * the caller then calls mem_map_local as before, which refuses what the
+ * change revoked.
+ */
+NTSTATUS mem_check_posted(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge,
+                          unsigned access, uint64_t *gen);
+bool mem_map_posted(struct mem_table *t, uint64_t gen, const NDK_SGE *sgl, ULONG nsge, struct iovec *iov,
+                    int max_iov, int *niov, NTSTATUS *st);
 
 /*
  * Remote invalidation by an inbound Send with Invalidate (docs/rules.md

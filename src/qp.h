@@ -87,6 +87,7 @@ struct ndk_swqe {
     ULONG flags;
     ULONG nsge;
     ULONG total;        /* payload bytes */
+    uint64_t sge_gen;   /* the memory table's generation the post's SGE check gave (mem_check_posted) */
     NDK_SGE sge[NDK_MAX_SGE];
     uint8_t *inline_data; /* INLINE: copied at post time (slot in qp->inline_pool) */
     uint64_t raddr;

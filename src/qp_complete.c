@@ -265,6 +265,7 @@ unsigned ndk_xp_take_receives(struct ndk_qp_impl *qp, struct ndk_rwqe *out, unsi
     for (; k < n && dp->rq_count; k++) {
         const struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
         ndk_rwqe_set(&out[k], r->ctx, r->sge, r->nsge, r->total);
+        out[k].sge_gen = r->sge_gen;
         dp->rq_head++;
         dp->rq_count--;
     }

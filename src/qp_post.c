@@ -151,7 +151,9 @@ static NTSTATUS copy_payload_sges(struct ndk_qp_impl *qp, struct ndk_swqe *w, co
     }
     if (n > max_sge)
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, sgl, n, MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL);
+    /* The check's answer may be reused when the request goes out (mem.h,
+     * mem_check_posted). */
+    NTSTATUS st = mem_check_posted(qp->obj.ad->dev->mem, qp->pd, sgl, n, 0, &w->sge_gen);
     if (st != STATUS_SUCCESS)
         return st;
     if (n)
@@ -236,11 +238,12 @@ static NTSTATUS qp_read(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n, UINT6
         return sq_fail(qp, STATUS_INVALID_PARAMETER);
     /* The sink is written locally: it needs local write (NdkRead;
      * NDK_ADAPTER_FLAG_RDMA_READ_SINK_NOT_REQUIRED: no read-sink right). */
-    st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE | MEM_AT_POST, NULL,
-                       MEM_LOCAL_IOV_MAX, NULL);
+    uint64_t gen;
+    st = mem_check_posted(qp->obj.ad->dev->mem, qp->pd, sgl, n, MEM_LOCAL_WRITE, &gen);
     if (st != STATUS_SUCCESS)
         return sq_fail(qp, st);
     struct ndk_swqe *w = sq_slot(qp, ctx, SWQE_READ);
+    w->sge_gen = gen;
     if (n)
         memcpy(w->sge, sgl, n * sizeof *sgl);
     w->nsge = n;
@@ -316,8 +319,8 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         return STATUS_INVALID_DEVICE_REQUEST; /* receives come from the SRQ (5.5.5) */
     if (n > qp->rq_sge)
         return STATUS_INVALID_PARAMETER;
-    uint64_t total;
-    NTSTATUS st = mem_check_receive(qp->obj.ad->dev->mem, qp->pd, sgl, n, NDK_MAX_TRANSFER, &total);
+    uint64_t total, gen;
+    NTSTATUS st = mem_check_receive_posted(qp->obj.ad->dev->mem, qp->pd, sgl, n, NDK_MAX_TRANSFER, &total, &gen);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_qp_dp *dp = &qp->dp;
@@ -326,7 +329,9 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         pthread_mutex_unlock(&dp->rq_lock);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    ndk_rwqe_set(&dp->rq[(dp->rq_head + dp->rq_count) % qp->rq_depth], ctx, sgl, n, total);
+    struct ndk_rwqe *r = &dp->rq[(dp->rq_head + dp->rq_count) % qp->rq_depth];
+    ndk_rwqe_set(r, ctx, sgl, n, total);
+    r->sge_gen = gen;
     dp->rq_count++;
     bool dead = dp->state == QP_ERROR;
     pthread_mutex_unlock(&dp->rq_lock);

@@ -157,7 +157,7 @@ static void put_qp(FILE *f, struct ndk_qp_impl *qp)
 static void put_cq(FILE *f, struct ndk_cq_impl *cq)
 {
     pthread_mutex_lock(&cq->lock);
-    unsigned long depth = cq->depth, count = cq->count;
+    unsigned long depth = cq->depth, count = ndk_cq_waiting(cq);
     int armed = cq->armed;
     bool over = cq->overflowed;
     pthread_mutex_unlock(&cq->lock);

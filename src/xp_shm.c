@@ -161,6 +161,33 @@ static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
     return qp->obj.ad->dev->mem;
 }
 
+/* A request's local SGEs as host iovecs: the post's check again when the
+ * memory table did not change since (mem_map_posted: no lock, no lookup),
+ * else mapped and checked again, as always. */
+static NTSTATUS map_sges(struct ndk_qp_impl *qp, uint64_t gen, const NDK_SGE *sge, ULONG n, unsigned access,
+                         struct iovec *iov, int max, int *nv)
+{
+    NTSTATUS st;
+    if (mem_map_posted(qp_mem(qp), gen, sge, n, iov, max, nv, &st))
+        return st;
+    return mem_map_local(qp_mem(qp), qp->pd, sge, n, access, iov, max, nv);
+}
+
+/* The same within a batch: the memory table's lock is taken (once, held
+ * by the caller until the batch is mapped: *locked) only for a request
+ * whose post's check cannot be reused. */
+static NTSTATUS map_sges_batch(struct ndk_qp_impl *qp, uint64_t gen, const NDK_SGE *sge, ULONG n,
+                               unsigned access, struct iovec *iov, int max, int *nv, bool *locked)
+{
+    NTSTATUS st;
+    if (mem_map_posted(qp_mem(qp), gen, sge, n, iov, max, nv, &st))
+        return st;
+    if (!*locked)
+        mem_lock(qp_mem(qp));
+    *locked = true;
+    return mem_map_local_locked(qp_mem(qp), qp->pd, sge, n, access, iov, max, nv);
+}
+
 /* ---- wake-ups (docs/shm.md, Wake-ups and threads) ---- */
 
 /* After a publish (a sequentially consistent store of head, shm_ring.h):
@@ -358,19 +385,20 @@ static bool small_send(const struct shm_msg *h)
     return h->type == SHM_REQ_SEND && (h->flags & (SHM_F_IOV | SHM_F_LAST)) == SHM_F_LAST && !h->off;
 }
 
-/* The ahead receives' buffers, mapped under one hold of the memory
- * table's lock (as mem_map_local maps each; one that needs more iovecs
- * than are left is mapped when its Send comes). */
+/* The ahead receives' buffers, mapped as mem_map_local maps each, their
+ * posts' checks reused where the table did not change, else under one
+ * hold of the memory table's lock (one that needs more iovecs than are
+ * left is mapped when its Send comes). */
 static void ahead_map(struct shm_conn *c)
 {
     struct ndk_qp_impl *qp = c->qp;
     int used = 0;
-    mem_lock(qp_mem(qp));
+    bool locked = false;
     for (uint32_t k = 0; k < c->ahead_n; k++) {
         const struct ndk_rwqe *r = &c->ahead[k];
         int nv = 0;
-        NTSTATUS st = mem_map_local_locked(qp_mem(qp), qp->pd, r->sge, r->nsge, MEM_LOCAL_WRITE,
-                                           c->ahead_iov + used, (int)MEM_LOCAL_IOV_MAX - used, &nv);
+        NTSTATUS st = map_sges_batch(qp, r->sge_gen, r->sge, r->nsge, MEM_LOCAL_WRITE, c->ahead_iov + used,
+                                     (int)MEM_LOCAL_IOV_MAX - used, &nv, &locked);
         if (st == STATUS_IMPLEMENTATION_LIMIT && used)
             nv = -1;
         c->ahead_first[k] = used;
@@ -378,7 +406,8 @@ static void ahead_map(struct shm_conn *c)
         c->ahead_st[k] = st;
         used += nv > 0 ? nv : 0;
     }
-    mem_unlock(qp_mem(qp));
+    if (locked)
+        mem_unlock(qp_mem(qp));
 }
 
 /* The receive for the Send h begins: when h starts a run of small Sends
@@ -472,8 +501,8 @@ static bool place_send_piece(struct shm_conn *c, const struct shm_msg *h, const 
         dst = c->rs_iov;
         nd = c->rs_niov;
     } else if (c->rs_status == STATUS_SUCCESS) {
-        c->rs_status = mem_map_local(qp_mem(qp), qp->pd, c->rs->sge, c->rs->nsge, MEM_LOCAL_WRITE, mapped,
-                                     MEM_LOCAL_IOV_MAX, &nd);
+        c->rs_status = map_sges(qp, c->rs->sge_gen, c->rs->sge, c->rs->nsge, MEM_LOCAL_WRITE, mapped,
+                                MEM_LOCAL_IOV_MAX, &nd);
     }
     if (c->rs_status != STATUS_SUCCESS) {
         c->rs_got += (h->flags & SHM_F_IOV) ? h->total : h->len;
@@ -830,7 +859,7 @@ static bool read_piece(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
         return true;
     struct iovec sink[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX];
     int ns = 0;
-    w->status = mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &ns);
+    w->status = map_sges(qp, w->sge_gen, w->sge, w->nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &ns);
     int np = w->status == STATUS_SUCCESS ? ndk_iov_slice(sink, ns, h->off, h->len, piece, MEM_LOCAL_IOV_MAX) : -1;
     if (np >= 0) {
         struct iovec b = {(void *)payload, h->len};
@@ -860,7 +889,7 @@ static bool take_grant(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
         return true; /* taken back: the connection ends */
     int r = 0;
     if (read && w->status == STATUS_SUCCESS)
-        w->status = mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv);
+        w->status = map_sges(qp, w->sge_gen, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv);
     else if (!read && source_of(qp, w, v, &nv) != STATUS_SUCCESS)
         r = -EFAULT;
     if (!r && w->status == STATUS_SUCCESS) {
@@ -949,7 +978,7 @@ static NTSTATUS source_of(struct ndk_qp_impl *qp, const struct ndk_swqe *w, stru
         *ns = 1;
         return STATUS_SUCCESS;
     }
-    return mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, 0, src, MEM_LOCAL_IOV_MAX, ns);
+    return map_sges(qp, w->sge_gen, w->sge, w->nsge, 0, src, MEM_LOCAL_IOV_MAX, ns);
 }
 
 static void put_iovs(struct shm_msg *m, const struct iovec *v, int n)
@@ -973,13 +1002,14 @@ static void finished(struct ndk_qp_impl *qp, NTSTATUS st)
 }
 
 /* Small Sends and Writes (payloads of at most SHM_PAYLOAD octets, copied
- * into one message each) from sq_tx on, their sources checked and mapped
- * under one hold of the memory table's lock (mem_map_local_locked): the
- * lock taken per request waited each time until the messages written
- * before it were in the ring, whose units the consumer had read last (a
- * cache-line round trip), so a DEFER chain went out one round trip per
- * message. The table may change between the mapping and the copy, as it
- * may between mem_map_local and any copy. */
+ * into one message each) from sq_tx on, their sources mapped by their
+ * posts' checks when the memory table did not change since
+ * (mem_map_posted), else checked and mapped under one hold of its lock
+ * (mem_map_local_locked): the lock taken per request waited each time
+ * until the messages written before it were in the ring, whose units the
+ * consumer had read last (a cache-line round trip), so a DEFER chain went
+ * out one round trip per message. The table may change between the
+ * mapping and the copy, as it may between mem_map_local and any copy. */
 #define SMALL_BATCH 32
 struct small_batch {
     uint32_t n, next;             /* requests mapped from sq_tx on; the next to write */
@@ -1001,8 +1031,8 @@ static void small_map(struct shm_conn *c, struct small_batch *b)
     struct ndk_qp_impl *qp = c->qp;
     struct ndk_qp_dp *dp = &qp->dp;
     int used = 0;
+    bool locked = false;
     b->n = b->next = 0;
-    mem_lock(qp_mem(qp));
     for (uint32_t i = dp->sq_tx; b->n < SMALL_BATCH && used < (int)MEM_LOCAL_IOV_MAX && i - dp->sq_head < dp->sq_count;
          i++) {
         const struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, i)];
@@ -1016,8 +1046,8 @@ static void small_map(struct shm_conn *c, struct small_batch *b)
             b->iov[used] = (struct iovec){w->inline_data, w->total};
             nv = 1;
         } else {
-            st = mem_map_local_locked(qp_mem(qp), qp->pd, w->sge, w->nsge, 0, b->iov + used,
-                                      (int)MEM_LOCAL_IOV_MAX - used, &nv);
+            st = map_sges_batch(qp, w->sge_gen, w->sge, w->nsge, 0, b->iov + used, (int)MEM_LOCAL_IOV_MAX - used,
+                                &nv, &locked);
             if (st == STATUS_IMPLEMENTATION_LIMIT && used)
                 break;
         }
@@ -1027,7 +1057,8 @@ static void small_map(struct shm_conn *c, struct small_batch *b)
         used += nv;
         b->n++;
     }
-    mem_unlock(qp_mem(qp));
+    if (locked)
+        mem_unlock(qp_mem(qp));
 }
 
 /* The small request w at sq_tx into the ring, as put_request: its header
@@ -1089,7 +1120,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     *need = 0;
     if (read && c->reads_out >= qp->dp.ord)
         return false;
-    NTSTATUS st = read ? mem_map_local(qp_mem(qp), qp->pd, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
+    NTSTATUS st = read ? map_sges(qp, w->sge_gen, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
                        : source_of(qp, w, v, &nv);
     if (st != STATUS_SUCCESS) {
         finished(qp, st);

@@ -339,7 +339,7 @@ static ULONG end_reason(NDK_QP *qp)
 static ULONG g_cqes_at_answer;
 static void count_at_answer(struct ndk_qp_impl *qp)
 {
-    __atomic_store_n(&g_cqes_at_answer, __atomic_load_n(&qp->rcq->count, __ATOMIC_RELAXED), __ATOMIC_RELAXED);
+    __atomic_store_n(&g_cqes_at_answer, ndk_cq_waiting(qp->rcq), __ATOMIC_RELAXED);
 }
 
 static void child_serve(int ctl)
@@ -711,6 +711,98 @@ static void t_run_refused(void)
     CHECK_EQ(m.a, 0x3u);  /* 1 and 2 placed */
     CHECK_EQ(m.b, 0x38u); /* 4 and 5 (taken ahead), 6 (queued) cancelled; 3 neither */
     CHECK_EQ(ask(C_REASON, 0, 0, 0, 0, 0).status, NDK_DISCONNECT_REASON_TERMINATE_SENT);
+    pair_down();
+}
+
+/* A second MR over len octets of our buffer at off. */
+static NDK_MR *mr_over(uint64_t off, ULONG len, UINT32 *tok)
+{
+    NDK_MR *mr = NULL;
+    MDL mdl = {.StartVa = S.buf + off, .ByteCount = len};
+    if (S.pd->Dispatch->NdkCreateMr(S.pd, FALSE, NULL, NULL, &mr) != STATUS_SUCCESS)
+        return NULL;
+    if (finish(mr->Dispatch->NdkRegisterMr(mr, &mdl, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE, on_req, NULL)) !=
+        STATUS_SUCCESS) {
+        nt_close(mr);
+        return NULL;
+    }
+    *tok = mr->Dispatch->NdkGetLocalTokenFromMr(mr);
+    return mr;
+}
+
+static void expect_st(NTSTATUS st, enum _NDK_OPERATION_TYPE type, void *ctx)
+{
+    NDK_RESULT_EX r;
+    REQUIRE(next(&S, &r));
+    CHECK_EQ(r.Status, st);
+    CHECK_EQ(r.Type, type);
+    CHECK(r.RequestContext == ctx);
+}
+
+/* The checks a post made are reused when its request goes out only while
+ * the memory table is unchanged (mem_map_posted): memory revoked between
+ * the post and the transfer is refused then, as when every request was
+ * checked again. Sends (in the message and single copy), a Write and a
+ * Read sink of an MR deregistered after their DEFER posts complete with
+ * STATUS_ACCESS_VIOLATION, and so does a Send of logical addresses whose
+ * LAM was released; a receive of a deregistered MR fails the Send that
+ * comes for it as a bad receive buffer does. Posts after the
+ * deregistration are refused at once. */
+static void t_revoked_after_post(void)
+{
+    uint64_t pb;
+    UINT32 pt, tok, ptok;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    NDK_MR *mr = mr_over(0, 64 * 1024, &tok);
+    REQUIRE(mr);
+    const ULONG D = NDK_OP_FLAG_DEFER;
+    NDK_SGE small = {.VirtualAddress = S.buf, .Length = 64, .MemoryRegionToken = tok};
+    NDK_SGE big = {.VirtualAddress = S.buf + 4096, .Length = 16 * 1024, .MemoryRegionToken = tok};
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &small, 1, D), STATUS_SUCCESS);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &big, 1, D), STATUS_SUCCESS);
+    CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &small, 1, pb + WRITE_AT, pt, D), STATUS_SUCCESS);
+    CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)4, &small, 1, pb + READ_AT, pt, D), STATUS_SUCCESS);
+    CHECK_EQ(finish(mr->Dispatch->NdkDeregisterMr(mr, on_req, NULL)), STATUS_SUCCESS);
+    /* A post after it is refused at once (this thread's posts just found
+     * their SGEs in that MR: mem.c, last_mr). */
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)9, &small, 1, D), STATUS_ACCESS_VIOLATION);
+    CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)9, &small, 1), STATUS_ACCESS_VIOLATION);
+    /* Logical addresses under the privileged token, their LAM released
+     * after the post. */
+    MDL mdl = {.StartVa = S.buf + FR_AT, .ByteCount = 4096};
+    ULONG size = sizeof g_lam, fbo = 0;
+    REQUIRE(finish(S.ad->Dispatch->NdkBuildLAM(S.ad, &mdl, 4096, on_req, NULL, &g_lam.lam, &size, &fbo)) ==
+            STATUS_SUCCESS);
+    S.pd->Dispatch->NdkGetPrivilegedMemoryRegionToken(S.pd, &ptok);
+    NDK_SGE logical = {.VirtualAddress = S.buf + FR_AT, .Length = 64, .MemoryRegionToken = ptok};
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)5, &logical, 1, D), STATUS_SUCCESS);
+    S.ad->Dispatch->NdkReleaseLAM(S.ad, &g_lam.lam);
+    CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+    NDK_SGE ok = sge(&S, 8192, 16);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)6, &ok, 1, 0), STATUS_SUCCESS);
+    expect_st(STATUS_ACCESS_VIOLATION, NdkOperationTypeSend, (void *)1);
+    expect_st(STATUS_ACCESS_VIOLATION, NdkOperationTypeSend, (void *)2);
+    expect_st(STATUS_ACCESS_VIOLATION, NdkOperationTypeWrite, (void *)3);
+    expect_st(STATUS_ACCESS_VIOLATION, NdkOperationTypeRead, (void *)4);
+    expect_st(STATUS_ACCESS_VIOLATION, NdkOperationTypeSend, (void *)5);
+    expect_ok(NdkOperationTypeSend, (void *)6);
+    struct msg m = ask(C_REAP, 1, 64, 0, 0, 0);
+    CHECK(m.ok && m.status == 0 && m.a == 16);
+
+    /* A receive whose MR goes after its post. */
+    CHECK_EQ(finish(mr->Dispatch->NdkRegisterMr(mr, &(MDL){.StartVa = S.buf, .ByteCount = 4096}, 4096,
+                                                 NDK_MR_FLAG_ALLOW_LOCAL_WRITE, on_req, NULL)),
+             STATUS_SUCCESS);
+    NDK_SGE rs = {.VirtualAddress = S.buf, .Length = 64, .MemoryRegionToken = mr->Dispatch->NdkGetLocalTokenFromMr(mr)};
+    CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)7, &rs, 1), STATUS_SUCCESS);
+    CHECK_EQ(finish(mr->Dispatch->NdkDeregisterMr(mr, on_req, NULL)), STATUS_SUCCESS);
+    memset(S.buf, 0xEE, 64);
+    CHECK(ask(C_SEND, 0, 64, 0, RECV_AT, 0).ok);
+    expect_st(STATUS_ACCESS_VIOLATION, NdkOperationTypeReceive, (void *)7);
+    CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_TERMINATE_SENT);
+    for (int i = 0; i < 64; i++)
+        CHECK_EQ(S.buf[i], 0xEE); /* nothing placed */
+    nt_close(mr);
     pair_down();
 }
 
@@ -1339,6 +1431,7 @@ int main(void)
     RUN(t_ops_copy_mode);
     RUN(t_protection);
     RUN(t_run_refused);
+    RUN(t_revoked_after_post);
     RUN(t_terminate_race);
     RUN(t_answer_after_receives);
     RUN(t_left_contended);
