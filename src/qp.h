@@ -125,8 +125,8 @@ struct ndk_irq_entry {
 /* Sized for one writev of up to 64 FPDUs (4 MiB on loopback, where an FPDU
  * holds 64 KiB) and for placing one FPDU: at most 17 pages of a
  * fast-registered region or the MEM_LOCAL_IOV_MAX pieces of a receive;
- * every QP carries these, so they are kept small (the idle cost of a
- * connection is budgeted). */
+ * every connected QP carries these (struct ndk_qp_bufs), so they are kept
+ * small (the idle cost of a connection is budgeted). */
 #define TX_FPDU_MAX 64   /* FPDUs framed per batch */
 #define MULPDU_RECHECK_OCTETS (1u << 20)
 #define TX_IOV_MAX 256   /* iovecs per writev */
@@ -146,9 +146,33 @@ enum rx_state { RX_HDR, RX_BODY, RX_DISCARD, RX_DEAD };
  * this the peer is not closing, and the connection is reset. */
 #define RX_DISCARD_MAX_OCTETS (64u << 20)
 
+/* A message whose last octet is in the batch being written: done once it is. */
+struct ndk_tx_end {
+    uint32_t end;
+    int kind;
+    uint32_t idx;
+};
+
+/* The transmit and receive engines' working arrays, 11.8 KB that only the
+ * iWARP engines use (qp_tx.c, qp_rx.c): ndk_qp_start allocates them, so
+ * that a QP never connected (made ahead, or whose connection failed) is a
+ * sixth of the size. struct ndk_qp_dp points into them. */
+struct ndk_qp_bufs {
+    struct iovec tx_iov[TX_IOV_MAX];
+    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX];
+    uint8_t tx_trl[TX_FPDU_MAX][8];
+    uint32_t tx_fpdu_end[TX_FPDU_MAX];
+    struct iovec tx_src[MEM_LOCAL_IOV_MAX];
+    struct ndk_tx_end tx_ends[TX_FPDU_MAX];
+    struct iovec rx_iov[RX_IOV_MAX];
+    struct iovec rx_msg_iov[MEM_LOCAL_IOV_MAX];
+};
+
 struct ndk_qp_impl;
 
 struct ndk_qp_dp {
+    /* The engines' working arrays: NULL until ndk_qp_start, freed with the QP. */
+    struct ndk_qp_bufs *bufs;
     /* Changed under sq_lock; atomic because NdkReceive reads it under
      * rq_lock alone (a receive posted to a QP in error is flushed). */
     _Atomic enum qp_state state;
@@ -201,12 +225,12 @@ struct ndk_qp_dp {
     /* the batch being written: tx_iov[tx_iov_off, tx_iov_cnt) is still to
      * go; FPDUs are appended while there is room, also to a batch TCP has
      * taken only part of */
-    struct iovec tx_iov[TX_IOV_MAX];
+    struct iovec *tx_iov;   /* [TX_IOV_MAX]: in bufs, as are the arrays below */
     int tx_iov_off, tx_iov_cnt;
-    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX]; /* header, trailer of an FPDU */
-    uint8_t tx_trl[TX_FPDU_MAX][8];          /* whose payload is referenced */
+    uint8_t (*tx_hdr)[TX_HDR_MAX]; /* [TX_FPDU_MAX]: header, trailer of an FPDU */
+    uint8_t (*tx_trl)[8];          /* whose payload is referenced */
     int tx_fpdus;
-    uint32_t tx_fpdu_end[TX_FPDU_MAX]; /* octets of the batch up to each FPDU's end */
+    uint32_t *tx_fpdu_end; /* [TX_FPDU_MAX]: octets of the batch up to each FPDU's end */
     uint32_t tx_framed, tx_written;    /* octets of the batch framed, written */
     /* Small FPDUs whole (header, payload copy, pad, CRC), back to back, so
      * that one iovec carries many (qp_tx.c, ndk_tx_stage_threshold). */
@@ -215,10 +239,10 @@ struct ndk_qp_dp {
     /* the message being segmented */
     int tx_cur;             /* 0 none, 1 SQ request sq_tx, 2 IRQ head */
     uint64_t tx_cur_off;
-    struct iovec tx_src[MEM_LOCAL_IOV_MAX]; /* its payload, mapped */
+    struct iovec *tx_src;   /* [MEM_LOCAL_IOV_MAX]: its payload, mapped */
     int tx_src_n;
     /* messages whose last octet is in the batch: done once it is written */
-    struct { uint32_t end; int kind; uint32_t idx; } tx_ends[TX_FPDU_MAX];
+    struct ndk_tx_end *tx_ends; /* [TX_FPDU_MAX] */
     int tx_nends;
     int tx_ends_done; /* tx_ends before this one are written and accounted */
 
@@ -237,7 +261,7 @@ struct ndk_qp_dp {
     size_t rx_hdr_len;
     struct ddp_hdr rx_h;
     size_t rx_payload, rx_payload_done;
-    struct iovec rx_iov[RX_IOV_MAX];
+    struct iovec *rx_iov;   /* [RX_IOV_MAX] */
     int rx_iov_n, rx_iov_off;
     uint8_t rx_trl[8];
     size_t rx_trl_need, rx_trl_have;
@@ -256,7 +280,7 @@ struct ndk_qp_dp {
     struct ndk_rwqe rx_wqe;
     bool rx_wqe_from_srq;
     uint64_t rx_msg_bytes;
-    struct iovec rx_msg_iov[MEM_LOCAL_IOV_MAX];
+    struct iovec *rx_msg_iov; /* [MEM_LOCAL_IOV_MAX] */
     int rx_msg_iov_n;
     /* the tagged message being received */
     bool rx_tmsg_active;

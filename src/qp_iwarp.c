@@ -127,6 +127,21 @@ static struct rx_stage_cfg stage_cfg(const struct ndk_qp_impl *qp)
                                  __atomic_load_n(&c->size, __ATOMIC_RELAXED)};
 }
 
+/* The engines' arrays are reached through dp's pointers of the same names,
+ * as when they were part of dp (qp_tx.c, qp_rx.c). */
+static void qp_bufs_attach(struct ndk_qp_dp *dp, struct ndk_qp_bufs *b)
+{
+    dp->bufs = b;
+    dp->tx_iov = b->tx_iov;
+    dp->tx_hdr = b->tx_hdr;
+    dp->tx_trl = b->tx_trl;
+    dp->tx_fpdu_end = b->tx_fpdu_end;
+    dp->tx_src = b->tx_src;
+    dp->tx_ends = b->tx_ends;
+    dp->rx_iov = b->rx_iov;
+    dp->rx_msg_iov = b->rx_msg_iov;
+}
+
 bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
                   uint32_t ord, size_t mulpdu, bool tx_gated)
 {
@@ -146,10 +161,15 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     if (tx_cap > ndk_tx_stage_size)
         tx_cap = ndk_tx_stage_size;
     uint8_t *tx_stage = tx_cap ? malloc(tx_cap) : NULL;
-    if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || !rx_stage_init(&stage, stage_cfg(qp))) {
+    /* The engines' working arrays (qp.h): a QP is started once (7.6 rule
+     * 7), the arrays stay until it is freed. */
+    struct ndk_qp_bufs *bufs = dp->bufs ? NULL : calloc(1, sizeof *bufs);
+    if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || (!dp->bufs && !bufs) ||
+        !rx_stage_init(&stage, stage_cfg(qp))) {
         free(orq);
         free(irq);
         free(tx_stage);
+        free(bufs);
         return false;
     }
     pthread_mutex_lock(&dp->rx_lock);
@@ -162,6 +182,8 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->orq_cap = ord + 1;
     dp->irq = irq;
     pthread_mutex_lock(&dp->sq_lock);
+    if (bufs)
+        qp_bufs_attach(dp, bufs);
     free(dp->tx_stage);
     dp->tx_stage = tx_stage;
     dp->tx_stage_cap = tx_cap;
