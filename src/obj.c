@@ -56,6 +56,20 @@ bool ndk_on_progress_thread(struct ndk_adapter_impl *ad)
     return false;
 }
 
+/* Appends the chain first..last (linked by next) to the list whose ends
+ * are *head and *tail: an engine's callback queue, or the callbacks a
+ * post holds back. */
+static inline void cb_chain_append(struct ndk_cb **head, struct ndk_cb **tail, struct ndk_cb *first,
+                                   struct ndk_cb *last)
+{
+    last->next = NULL;
+    if (*tail)
+        (*tail)->next = first;
+    else
+        *head = first;
+    *tail = last;
+}
+
 /* Queues the chain first..last, callbacks of objects on engine e, under one
  * hold of its lock and with one wake-up. */
 static void cbq_link(struct ndk_engine *e, struct ndk_cb *first, struct ndk_cb *last)
@@ -68,12 +82,7 @@ static void cbq_link(struct ndk_engine *e, struct ndk_cb *first, struct ndk_cb *
         if (cb == last)
             break;
     }
-    last->next = NULL;
-    if (e->cbq_tail)
-        e->cbq_tail->next = first;
-    else
-        e->cbq_head = first;
-    e->cbq_tail = last;
+    cb_chain_append(&e->cbq_head, &e->cbq_tail, first, last);
     pthread_mutex_unlock(&e->cbq_lock);
     ndk_kick(e);
 }
@@ -146,12 +155,7 @@ void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb)
         return;
     }
     cb->queued = true;
-    cb->next = NULL;
-    if (post_held_tail)
-        post_held_tail->next = cb;
-    else
-        post_held_head = cb;
-    post_held_tail = cb;
+    cb_chain_append(&post_held_head, &post_held_tail, cb, cb);
 }
 
 void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMPLETION fn, void *ctx)

@@ -72,8 +72,8 @@ static NTSTATUS lo_source(struct ndk_qp_impl *qp, struct ndk_swqe *w, struct iov
 /* Copies len octets between local iovecs and (stag, to) of the peer,
  * checked by the peer's memory table for `access`: into the peer for
  * MEM_REMOTE_WRITE, out of it for MEM_REMOTE_READ. */
-static enum mem_err lo_remote(struct ndk_qp_impl *peer, uint32_t stag, uint64_t to, uint64_t len,
-                              unsigned access, const struct iovec *local, int nlocal)
+static enum mem_err lo_copy(struct ndk_qp_impl *peer, uint32_t stag, uint64_t to, uint64_t len,
+                            unsigned access, const struct iovec *local, int nlocal)
 {
     struct mem_table *mem = peer->obj.ad->dev->mem;
     enum mem_err e = mem_map_remote(mem, peer->pd, peer, stag, to, len, access, NULL, 0, NULL);
@@ -93,21 +93,34 @@ static enum mem_err lo_remote(struct ndk_qp_impl *peer, uint32_t stag, uint64_t 
     return e;
 }
 
+/* The remote part of a Write (access MEM_REMOTE_WRITE: local is its
+ * source) or a Read (MEM_REMOTE_READ: local is its sink) w: lo_copy with
+ * the request's remote token, address and length. A refused check is
+ * fatal, with the Terminate RFC 5040 gives the operation; false then. */
+static bool lo_remote(struct lo_outcome *o, struct ndk_qp_impl *peer, const struct ndk_swqe *w,
+                      unsigned access, const struct iovec *local, int nlocal)
+{
+    enum mem_err e = lo_copy(peer, w->rtoken, w->raddr, w->total, access, local, nlocal);
+    if (e == MEM_OK)
+        return true;
+    struct ddp_term t;
+    if (access == MEM_REMOTE_WRITE)
+        ddp_term_for_write(ndk_xp_stag_fault(e), &t);
+    else
+        ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
+    lo_fatal(o, &t);
+    return false;
+}
+
 static NTSTATUS lo_write(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct ndk_swqe *w,
                          struct lo_outcome *o)
 {
     struct iovec src[MEM_LOCAL_IOV_MAX];
     int ns;
     NTSTATUS st = lo_source(qp, w, src, &ns);
-    if (st != STATUS_SUCCESS || !peer)
-        return st;
-    enum mem_err e = lo_remote(peer, w->rtoken, w->raddr, w->total, MEM_REMOTE_WRITE, src, ns);
-    if (e != MEM_OK) {
-        struct ddp_term t;
-        ddp_term_for_write(ndk_xp_stag_fault(e), &t);
-        lo_fatal(o, &t);
-    }
-    return STATUS_SUCCESS;
+    if (st == STATUS_SUCCESS && peer)
+        lo_remote(o, peer, w, MEM_REMOTE_WRITE, src, ns);
+    return st;
 }
 
 static NTSTATUS lo_read(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct ndk_swqe *w,
@@ -124,13 +137,8 @@ static NTSTATUS lo_read(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct
         o->read_pending = true;
         return STATUS_SUCCESS;
     }
-    enum mem_err e = lo_remote(peer, w->rtoken, w->raddr, w->total, MEM_REMOTE_READ, sink, nsink);
-    if (e != MEM_OK) {
-        struct ddp_term t;
-        ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
-        lo_fatal(o, &t);
+    if (!lo_remote(o, peer, w, MEM_REMOTE_READ, sink, nsink))
         return STATUS_SUCCESS;
-    }
     if ((w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge)
         mem_invalidate_local_token(mem, qp->pd, w->sge[0].MemoryRegionToken);
     return STATUS_SUCCESS;

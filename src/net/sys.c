@@ -32,6 +32,22 @@ void ndk_thread_join(pthread_t t)
     pthread_join(t, NULL);
 }
 
+void ndk_cond_init_monotonic(pthread_cond_t *c)
+{
+    pthread_condattr_t ca;
+    pthread_condattr_init(&ca);
+    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+    pthread_cond_init(c, &ca);
+    pthread_condattr_destroy(&ca);
+}
+
+void ndk_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, uint64_t deadline_ns)
+{
+    struct timespec ts = {.tv_sec = (time_t)(deadline_ns / 1000000000u),
+                          .tv_nsec = (long)(deadline_ns % 1000000000u)};
+    pthread_cond_timedwait(c, m, &ts);
+}
+
 int ndk_thread_cpus(int *cpus, int max)
 {
     cpu_set_t set;

@@ -1,6 +1,7 @@
 /*
- * sys.h - the operating system's threads and randomness, for the layers
- * above net/ (clocks: loop_now_ms, net/loop.h).
+ * sys.h - the operating system's threads, condition variables on the
+ * monotonic clock and randomness, for the layers above net/ (clocks:
+ * loop_now_ms, net/loop.h).
  */
 #ifndef NDK_NET_SYS_H
 #define NDK_NET_SYS_H
@@ -19,6 +20,12 @@ uint64_t ndk_random_seed(uint64_t salt);
 /* Runs fn(arg) on a new thread; false when it cannot be started. */
 bool ndk_thread_start(pthread_t *t, void *(*fn)(void *), void *arg);
 void ndk_thread_join(pthread_t t);
+/* Initialises c for timed waits on the monotonic clock (ndk_mono_ns,
+ * net/timer.h): setting the wall clock moves no deadline. */
+void ndk_cond_init_monotonic(pthread_cond_t *c);
+/* Waits on c, with m held, until it is signalled or the monotonic clock
+ * reaches deadline_ns; c was initialised by ndk_cond_init_monotonic. */
+void ndk_cond_wait_until(pthread_cond_t *c, pthread_mutex_t *m, uint64_t deadline_ns);
 /* The CPUs the calling thread may run on (its affinity mask), ascending,
  * at most max of them; returns how many, 0 when the mask cannot be read. */
 int ndk_thread_cpus(int *cpus, int max);

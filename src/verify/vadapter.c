@@ -3,7 +3,6 @@
  * checks (M2, M3). Attaching the verifier to a view, and its watchdog of the
  * time-based checks. */
 #include <stdlib.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "net/loop.h"
@@ -211,9 +210,7 @@ static void *watchdog_main(void *arg)
     struct ndk_verifier *v = arg;
     pthread_mutex_lock(&v->lock);
     while (!v->stop) {
-        uint64_t wake = ndk_mono_ns() + WATCHDOG_PERIOD_MS * 1000000u;
-        struct timespec ts = {.tv_sec = (time_t)(wake / 1000000000u), .tv_nsec = (long)(wake % 1000000000u)};
-        pthread_cond_timedwait(&v->cond, &v->lock, &ts);
+        ndk_cond_wait_until(&v->cond, &v->lock, ndk_mono_ns() + WATCHDOG_PERIOD_MS * 1000000u);
         if (v->stop)
             break;
         uint64_t now = loop_now_ms();
@@ -236,11 +233,7 @@ bool ndk_verify_attach(struct ndk_adapter_impl *ad)
     v->ad = ad;
     ad->verifier = v;
     pthread_mutex_init(&v->lock, NULL);
-    pthread_condattr_t ca;
-    pthread_condattr_init(&ca);
-    pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-    pthread_cond_init(&v->cond, &ca);
-    pthread_condattr_destroy(&ca);
+    ndk_cond_init_monotonic(&v->cond);
     ndk_adapter_fill_info(ad, &v->info);
     v->connect_event_ms = ad->opt.VerifyConnectEventMs;
     v->defer_ms = ad->opt.VerifyDeferMs;

@@ -131,43 +131,68 @@ static NTSTATUS connect_end(struct vobj *o, NTSTATUS st)
     return st;
 }
 
+/* A connection attempt: NdkConnect from the address src, or (with_sep)
+ * NdkConnectWithSharedEndpoint from the address of sep. */
+struct vconnect {
+    bool with_sep;
+    NDK_QP *qp;
+    NDK_SHARED_ENDPOINT *sep;
+    PSOCKADDR src;
+    ULONG srclen;
+    PSOCKADDR dst;
+    ULONG dstlen, ird, ord;
+    PVOID pd;
+    ULONG pdlen;
+    NDK_FN_REQUEST_COMPLETION fn;
+    void *ctx;
+};
+
+/* The provider's entry of the attempt, completing to fn(ctx). */
+static NTSTATUS connect_call(struct vobj *o, NDK_CONNECTOR *pc, const struct vconnect *a,
+                             NDK_FN_REQUEST_COMPLETION fn, void *ctx)
+{
+    if (a->with_sep)
+        return CREAL(o)->NdkConnectWithSharedEndpoint(pc, a->qp, a->sep, a->dst, a->dstlen, a->ird, a->ord,
+                                                      a->pd, a->pdlen, fn, ctx);
+    return CREAL(o)->NdkConnect(pc, a->qp, a->src, a->srclen, a->dst, a->dstlen, a->ird, a->ord, a->pd,
+                                a->pdlen, fn, ctx);
+}
+
+/* Both attempts: one that may start completes through vc_connect_done,
+ * which records the outcome and then calls the consumer's completion. */
+static NTSTATUS vc_connect_any(NDK_CONNECTOR *pc, const struct vconnect *a)
+{
+    const char *call = a->with_sep ? "NdkConnectWithSharedEndpoint" : "NdkConnect";
+    struct vobj *o = vobj_of(pc);
+    if (!vobj_enter(o, call))
+        return STATUS_INVALID_DEVICE_STATE;
+    struct vfinding f = {0};
+    NTSTATUS st;
+    if (connect_begin(o, a->qp, call, a->fn, a->ctx, &f))
+        st = connect_end(o, connect_call(o, pc, a, vc_connect_done, o));
+    else
+        st = connect_call(o, pc, a, a->fn, a->ctx);
+    vfind_emit(&f, st);
+    vobj_leave(o);
+    return st;
+}
+
 static NTSTATUS vc_connect(NDK_CONNECTOR *pc, NDK_QP *qp, CONST PSOCKADDR src, ULONG srclen,
                            CONST PSOCKADDR dst, ULONG dstlen, ULONG ird, ULONG ord,
                            CONST PVOID pd, ULONG pdlen, NDK_FN_REQUEST_COMPLETION fn, PVOID ctx)
 {
-    struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkConnect"))
-        return STATUS_INVALID_DEVICE_STATE;
-    struct vfinding f = {0};
-    NTSTATUS st;
-    if (connect_begin(o, qp, "NdkConnect", fn, ctx, &f))
-        st = connect_end(o, CREAL(o)->NdkConnect(pc, qp, src, srclen, dst, dstlen, ird, ord, pd,
-                                                 pdlen, vc_connect_done, o));
-    else
-        st = CREAL(o)->NdkConnect(pc, qp, src, srclen, dst, dstlen, ird, ord, pd, pdlen, fn, ctx);
-    vfind_emit(&f, st);
-    vobj_leave(o);
-    return st;
+    return vc_connect_any(pc, &(struct vconnect){.qp = qp, .src = src, .srclen = srclen, .dst = dst,
+                                                 .dstlen = dstlen, .ird = ird, .ord = ord, .pd = pd,
+                                                 .pdlen = pdlen, .fn = fn, .ctx = ctx});
 }
 
 static NTSTATUS vc_connect_sep(NDK_CONNECTOR *pc, NDK_QP *qp, NDK_SHARED_ENDPOINT *sep,
                                CONST PSOCKADDR dst, ULONG dstlen, ULONG ird, ULONG ord,
                                CONST PVOID pd, ULONG pdlen, NDK_FN_REQUEST_COMPLETION fn, PVOID ctx)
 {
-    struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkConnectWithSharedEndpoint"))
-        return STATUS_INVALID_DEVICE_STATE;
-    struct vfinding f = {0};
-    NTSTATUS st;
-    if (connect_begin(o, qp, "NdkConnectWithSharedEndpoint", fn, ctx, &f))
-        st = connect_end(o, CREAL(o)->NdkConnectWithSharedEndpoint(
-                                pc, qp, sep, dst, dstlen, ird, ord, pd, pdlen, vc_connect_done, o));
-    else
-        st = CREAL(o)->NdkConnectWithSharedEndpoint(pc, qp, sep, dst, dstlen, ird, ord, pd, pdlen,
-                                                    fn, ctx);
-    vfind_emit(&f, st);
-    vobj_leave(o);
-    return st;
+    return vc_connect_any(pc, &(struct vconnect){.with_sep = true, .qp = qp, .sep = sep, .dst = dst,
+                                                 .dstlen = dstlen, .ird = ird, .ord = ord, .pd = pd,
+                                                 .pdlen = pdlen, .fn = fn, .ctx = ctx});
 }
 
 /* The connection is up (Accept or CompleteConnect succeeded). Lock held. */
@@ -193,38 +218,56 @@ static void vc_complete_done(void *ctx, NTSTATUS st)
         fn(fctx, st);
 }
 
-static void vc_disc_event(void *ctx)
+/* The connection ended: the consumer's disconnect callback of the answer,
+ * in the form it gave (the other is NULL), hears it after the verifier. */
+static void disc_event(struct vobj *o, ULONG reason)
 {
-    struct vobj *o = ctx;
     pthread_mutex_lock(&o->v->lock);
     NDK_FN_DISCONNECT_EVENT_CALLBACK fn = o->u.conn.disc_fn;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn_ex = o->u.conn.disc_fn_ex;
     void *fctx = o->u.conn.disc_ctx;
     if (o->u.conn.state == VC_CONNECTED)
         o->u.conn.state = VC_DISCONNECTED;
     pthread_mutex_unlock(&o->v->lock);
     if (fn)
         fn(fctx);
+    if (fn_ex)
+        fn_ex(fctx, reason);
+}
+
+static void vc_disc_event(void *ctx)
+{
+    disc_event(ctx, 0);
 }
 
 static void vc_disc_event_ex(void *ctx, ULONG reason)
 {
-    struct vobj *o = ctx;
-    pthread_mutex_lock(&o->v->lock);
-    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn = o->u.conn.disc_fn_ex;
-    void *fctx = o->u.conn.disc_ctx;
-    if (o->u.conn.state == VC_CONNECTED)
-        o->u.conn.state = VC_DISCONNECTED;
-    pthread_mutex_unlock(&o->v->lock);
-    if (fn)
-        fn(fctx, reason);
+    disc_event(ctx, reason);
 }
 
-/* CompleteConnect[Ex] and Accept[Ex]: true when the call may start (its
- * callbacks are then wrapped); false with a finding. */
-static bool answer_begin(struct vobj *o, bool accept, NDK_QP *qp, const char *call,
-                         NDK_FN_DISCONNECT_EVENT_CALLBACK dfn, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dfn_ex,
-                         void *dctx, NDK_FN_REQUEST_COMPLETION fn, void *ctx, struct vfinding *f)
+/* An answer to a connection: NdkCompleteConnect[Ex] (accept false) or
+ * NdkAccept[Ex] (accept true, with the QP, read limits and private data),
+ * with the consumer's callbacks: the disconnect event in its plain or Ex
+ * form (ex; the other is NULL), its context, and the request's
+ * completion. */
+struct vanswer {
+    bool accept, ex;
+    NDK_QP *qp;
+    ULONG ird, ord;
+    PVOID pd;
+    ULONG pdlen;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK dfn;
+    NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dfn_ex;
+    void *dctx;
+    NDK_FN_REQUEST_COMPLETION fn;
+    void *ctx;
+};
+
+/* True when the answer may start (the consumer's callbacks are then kept
+ * for the verifier's to call); false with a finding. */
+static bool answer_begin(struct vobj *o, const char *call, const struct vanswer *a, struct vfinding *f)
 {
+    bool accept = a->accept;
     struct vconnr *c = &o->u.conn;
     enum vconn want = accept ? VC_INCOMING : VC_REPLIED;
     pthread_mutex_lock(&o->v->lock);
@@ -245,7 +288,7 @@ static bool answer_begin(struct vobj *o, bool accept, NDK_QP *qp, const char *ca
         return false;
     }
     struct vobj *q = NULL;
-    if (accept && !qp_usable(o, qp, call, &q, f)) {
+    if (accept && !qp_usable(o, a->qp, call, &q, f)) {
         pthread_mutex_unlock(&o->v->lock);
         return false;
     }
@@ -256,11 +299,11 @@ static bool answer_begin(struct vobj *o, bool accept, NDK_QP *qp, const char *ca
     }
     c->answered = true;
     c->state = VC_COMPLETING;
-    c->complete_fn = fn;
-    c->complete_ctx = ctx;
-    c->disc_fn = dfn;
-    c->disc_fn_ex = dfn_ex;
-    c->disc_ctx = dctx;
+    c->complete_fn = a->fn;
+    c->complete_ctx = a->ctx;
+    c->disc_fn = a->dfn;
+    c->disc_fn_ex = a->dfn_ex;
+    c->disc_ctx = a->dctx;
     pthread_mutex_unlock(&o->v->lock);
     return true;
 }
@@ -277,61 +320,71 @@ static NTSTATUS answer_end(struct vobj *o, NTSTATUS st, const struct vfinding *f
     return st;
 }
 
+/* The provider's entry of the answer the consumer called. */
+static NTSTATUS answer_call(struct vobj *o, NDK_CONNECTOR *pc, const struct vanswer *a)
+{
+    if (!a->accept && !a->ex)
+        return CREAL(o)->NdkCompleteConnect(pc, a->dfn, a->dctx, a->fn, a->ctx);
+    if (!a->accept)
+        return CREAL(o)->NdkCompleteConnectEx(pc, a->dfn_ex, a->dctx, a->fn, a->ctx);
+    if (!a->ex)
+        return CREAL(o)->NdkAccept(pc, a->qp, a->ird, a->ord, a->pd, a->pdlen, a->dfn, a->dctx, a->fn,
+                                   a->ctx);
+    return CREAL(o)->NdkAcceptEx(pc, a->qp, a->ird, a->ord, a->pd, a->pdlen, a->dfn_ex, a->dctx, a->fn,
+                                 a->ctx);
+}
+
+/* The four answers: a call that may start goes to the provider with the
+ * verifier's callbacks in place of the consumer's (which they call in
+ * turn), so the verifier sees the connection complete and end; one that
+ * may not goes with the consumer's own, and the consumer gets the
+ * provider's status. */
+static NTSTATUS vc_answer(NDK_CONNECTOR *pc, struct vanswer a)
+{
+    static const char *const calls[2][2] = {{"NdkCompleteConnect", "NdkCompleteConnectEx"},
+                                            {"NdkAccept", "NdkAcceptEx"}};
+    const char *call = calls[a.accept][a.ex];
+    struct vobj *o = vobj_of(pc);
+    if (!vobj_enter(o, call))
+        return STATUS_INVALID_DEVICE_STATE;
+    struct vfinding f = {0};
+    if (answer_begin(o, call, &a, &f)) {
+        a.dfn = a.dfn ? vc_disc_event : NULL;
+        a.dfn_ex = a.dfn_ex ? vc_disc_event_ex : NULL;
+        a.dctx = o;
+        a.fn = vc_complete_done;
+        a.ctx = o;
+    }
+    return answer_end(o, answer_call(o, pc, &a), &f);
+}
+
 static NTSTATUS vc_complete_connect(NDK_CONNECTOR *pc, NDK_FN_DISCONNECT_EVENT_CALLBACK dfn,
                                     PVOID dctx, NDK_FN_REQUEST_COMPLETION fn, PVOID ctx)
 {
-    struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkCompleteConnect"))
-        return STATUS_INVALID_DEVICE_STATE;
-    struct vfinding f = {0};
-    if (!answer_begin(o, false, NULL, "NdkCompleteConnect", dfn, NULL, dctx, fn, ctx, &f))
-        return answer_end(o, CREAL(o)->NdkCompleteConnect(pc, dfn, dctx, fn, ctx), &f);
-    return answer_end(o, CREAL(o)->NdkCompleteConnect(pc, dfn ? vc_disc_event : NULL, o,
-                                                      vc_complete_done, o), &f);
+    return vc_answer(pc, (struct vanswer){.dfn = dfn, .dctx = dctx, .fn = fn, .ctx = ctx});
 }
 
 static NTSTATUS vc_complete_connect_ex(NDK_CONNECTOR *pc, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dfn,
                                        PVOID dctx, NDK_FN_REQUEST_COMPLETION fn, PVOID ctx)
 {
-    struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkCompleteConnectEx"))
-        return STATUS_INVALID_DEVICE_STATE;
-    struct vfinding f = {0};
-    if (!answer_begin(o, false, NULL, "NdkCompleteConnectEx", NULL, dfn, dctx, fn, ctx, &f))
-        return answer_end(o, CREAL(o)->NdkCompleteConnectEx(pc, dfn, dctx, fn, ctx), &f);
-    return answer_end(o, CREAL(o)->NdkCompleteConnectEx(pc, dfn ? vc_disc_event_ex : NULL, o,
-                                                        vc_complete_done, o), &f);
+    return vc_answer(pc, (struct vanswer){.ex = true, .dfn_ex = dfn, .dctx = dctx, .fn = fn, .ctx = ctx});
 }
 
 static NTSTATUS vc_accept(NDK_CONNECTOR *pc, NDK_QP *qp, ULONG ird, ULONG ord, CONST PVOID pd,
                           ULONG pdlen, NDK_FN_DISCONNECT_EVENT_CALLBACK dfn, PVOID dctx,
                           NDK_FN_REQUEST_COMPLETION fn, PVOID ctx)
 {
-    struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkAccept"))
-        return STATUS_INVALID_DEVICE_STATE;
-    struct vfinding f = {0};
-    if (!answer_begin(o, true, qp, "NdkAccept", dfn, NULL, dctx, fn, ctx, &f))
-        return answer_end(o, CREAL(o)->NdkAccept(pc, qp, ird, ord, pd, pdlen, dfn, dctx, fn, ctx),
-                          &f);
-    return answer_end(o, CREAL(o)->NdkAccept(pc, qp, ird, ord, pd, pdlen, dfn ? vc_disc_event : NULL,
-                                             o, vc_complete_done, o), &f);
+    return vc_answer(pc, (struct vanswer){.accept = true, .qp = qp, .ird = ird, .ord = ord, .pd = pd,
+                                          .pdlen = pdlen, .dfn = dfn, .dctx = dctx, .fn = fn, .ctx = ctx});
 }
 
 static NTSTATUS vc_accept_ex(NDK_CONNECTOR *pc, NDK_QP *qp, ULONG ird, ULONG ord, CONST PVOID pd,
                              ULONG pdlen, NDK_FN_DISCONNECT_EVENT_CALLBACK_EX dfn, PVOID dctx,
                              NDK_FN_REQUEST_COMPLETION fn, PVOID ctx)
 {
-    struct vobj *o = vobj_of(pc);
-    if (!vobj_enter(o, "NdkAcceptEx"))
-        return STATUS_INVALID_DEVICE_STATE;
-    struct vfinding f = {0};
-    if (!answer_begin(o, true, qp, "NdkAcceptEx", NULL, dfn, dctx, fn, ctx, &f))
-        return answer_end(
-            o, CREAL(o)->NdkAcceptEx(pc, qp, ird, ord, pd, pdlen, dfn, dctx, fn, ctx), &f);
-    return answer_end(o, CREAL(o)->NdkAcceptEx(pc, qp, ird, ord, pd, pdlen,
-                                               dfn ? vc_disc_event_ex : NULL, o, vc_complete_done, o),
-                      &f);
+    return vc_answer(pc, (struct vanswer){.accept = true, .ex = true, .qp = qp, .ird = ird, .ord = ord,
+                                          .pd = pd, .pdlen = pdlen, .dfn_ex = dfn, .dctx = dctx, .fn = fn,
+                                          .ctx = ctx});
 }
 
 static NTSTATUS vc_reject(NDK_CONNECTOR *pc, CONST PVOID pd, ULONG pdlen)

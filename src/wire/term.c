@@ -120,138 +120,81 @@ enum term_dec_result term_decode(const uint8_t *p, size_t len, struct term_msg *
     return TERM_DEC_OK;
 }
 
-static const char *rdmap_protection(uint8_t code)
-{
-    switch (code) {
-    case TERM_RP_INVALID_STAG:
-        return "RDMAP remote protection: invalid STag";
-    case TERM_RP_BOUNDS:
-        return "RDMAP remote protection: base or bounds violation";
-    case TERM_RP_ACCESS:
-        return "RDMAP remote protection: access rights violation";
-    case TERM_RP_STAG_STREAM:
-        return "RDMAP remote protection: STag not associated with RDMAP stream";
-    case TERM_RP_TO_WRAP:
-        return "RDMAP remote protection: TO wrap";
-    case TERM_RP_CANT_INVALIDATE:
-        return "RDMAP remote protection: STag cannot be invalidated";
-    case TERM_RP_UNSPECIFIED:
-        return "RDMAP remote protection: unspecified error";
-    default:
-        return "RDMAP remote protection: unknown code";
-    }
-}
+/* The names of the errors a Terminate reports, by layer and error type:
+ * RDMAP (RFC 5040 7.2), DDP (RFC 5041 7.2) and MPA as the LLP (RFC 5044 8,
+ * RFC 6581). */
+struct term_type_names {
+    uint8_t layer, etype;
+    const char *other_code; /* a code the type does not define */
+    struct {
+        uint8_t code;
+        const char *name; /* NULL: the end of the list */
+    } codes[8];
+};
 
-static const char *rdmap_operation(uint8_t code)
-{
-    switch (code) {
-    case TERM_RO_BAD_VERSION:
-        return "RDMAP remote operation: invalid RDMAP version";
-    case TERM_RO_BAD_OPCODE:
-        return "RDMAP remote operation: unexpected OpCode";
-    case TERM_RO_CATASTROPHIC_STREAM:
-        return "RDMAP remote operation: catastrophic error, localized to RDMAP stream";
-    case TERM_RO_CATASTROPHIC_GLOBAL:
-        return "RDMAP remote operation: catastrophic error, global";
-    case TERM_RO_CANT_INVALIDATE:
-        return "RDMAP remote operation: STag cannot be invalidated";
-    case TERM_RO_UNSPECIFIED:
-        return "RDMAP remote operation: unspecified error";
-    default:
-        return "RDMAP remote operation: unknown code";
-    }
-}
+static const struct term_type_names term_names[] = {
+    /* Any code is allowed here; the name does not depend on it. */
+    {TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, "RDMAP local catastrophic error", {{0, NULL}}},
+    {TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_PROTECTION, "RDMAP remote protection: unknown code",
+     {{TERM_RP_INVALID_STAG, "RDMAP remote protection: invalid STag"},
+      {TERM_RP_BOUNDS, "RDMAP remote protection: base or bounds violation"},
+      {TERM_RP_ACCESS, "RDMAP remote protection: access rights violation"},
+      {TERM_RP_STAG_STREAM, "RDMAP remote protection: STag not associated with RDMAP stream"},
+      {TERM_RP_TO_WRAP, "RDMAP remote protection: TO wrap"},
+      {TERM_RP_CANT_INVALIDATE, "RDMAP remote protection: STag cannot be invalidated"},
+      {TERM_RP_UNSPECIFIED, "RDMAP remote protection: unspecified error"}}},
+    {TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, "RDMAP remote operation: unknown code",
+     {{TERM_RO_BAD_VERSION, "RDMAP remote operation: invalid RDMAP version"},
+      {TERM_RO_BAD_OPCODE, "RDMAP remote operation: unexpected OpCode"},
+      {TERM_RO_CATASTROPHIC_STREAM, "RDMAP remote operation: catastrophic error, localized to RDMAP stream"},
+      {TERM_RO_CATASTROPHIC_GLOBAL, "RDMAP remote operation: catastrophic error, global"},
+      {TERM_RO_CANT_INVALIDATE, "RDMAP remote operation: STag cannot be invalidated"},
+      {TERM_RO_UNSPECIFIED, "RDMAP remote operation: unspecified error"}}},
+    {TERM_LAYER_DDP, TERM_ETYPE_DDP_CATASTROPHIC, "DDP local catastrophic error: unknown code",
+     {{0, "DDP local catastrophic error"}}},
+    {TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, "DDP tagged buffer: unknown code",
+     {{TERM_DT_INVALID_STAG, "DDP tagged buffer: invalid STag"},
+      {TERM_DT_BOUNDS, "DDP tagged buffer: base or bounds violation"},
+      {TERM_DT_STAG_STREAM, "DDP tagged buffer: STag not associated with DDP stream"},
+      {TERM_DT_TO_WRAP, "DDP tagged buffer: TO wrap"},
+      {TERM_DT_BAD_VERSION, "DDP tagged buffer: invalid DDP version"}}},
+    {TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, "DDP untagged buffer: unknown code",
+     {{TERM_DU_BAD_QN, "DDP untagged buffer: invalid QN"},
+      {TERM_DU_NO_BUFFER, "DDP untagged buffer: invalid MSN - no buffer available"},
+      {TERM_DU_BAD_MSN, "DDP untagged buffer: invalid MSN - MSN range is not valid"},
+      {TERM_DU_BAD_MO, "DDP untagged buffer: invalid MO"},
+      {TERM_DU_TOO_LONG, "DDP untagged buffer: DDP message too long for available buffer"},
+      {TERM_DU_BAD_VERSION, "DDP untagged buffer: invalid DDP version"}}},
+    {TERM_LAYER_LLP, TERM_ETYPE_LLP_MPA, "LLP: unknown MPA code",
+     {{TERM_LLP_STREAM_LOST, "LLP: TCP connection closed, terminated or lost"},
+      {TERM_LLP_CRC, "LLP: MPA CRC error"},
+      {TERM_LLP_FPDU_START, "LLP: MPA marker and ULPDU_Length disagree (FPDU start error)"},
+      {TERM_LLP_BAD_REQ_REP, "LLP: invalid MPA Request/Reply frame"},
+      {TERM_LLP_CATASTROPHIC, "LLP: MPA local catastrophic error"},
+      {TERM_LLP_NO_IRD, "LLP: MPA insufficient IRD resources"},
+      {TERM_LLP_NO_RTR, "LLP: MPA no matching RTR option"}}},
+};
 
-static const char *ddp_tagged(uint8_t code)
-{
-    switch (code) {
-    case TERM_DT_INVALID_STAG:
-        return "DDP tagged buffer: invalid STag";
-    case TERM_DT_BOUNDS:
-        return "DDP tagged buffer: base or bounds violation";
-    case TERM_DT_STAG_STREAM:
-        return "DDP tagged buffer: STag not associated with DDP stream";
-    case TERM_DT_TO_WRAP:
-        return "DDP tagged buffer: TO wrap";
-    case TERM_DT_BAD_VERSION:
-        return "DDP tagged buffer: invalid DDP version";
-    default:
-        return "DDP tagged buffer: unknown code";
-    }
-}
-
-static const char *ddp_untagged(uint8_t code)
-{
-    switch (code) {
-    case TERM_DU_BAD_QN:
-        return "DDP untagged buffer: invalid QN";
-    case TERM_DU_NO_BUFFER:
-        return "DDP untagged buffer: invalid MSN - no buffer available";
-    case TERM_DU_BAD_MSN:
-        return "DDP untagged buffer: invalid MSN - MSN range is not valid";
-    case TERM_DU_BAD_MO:
-        return "DDP untagged buffer: invalid MO";
-    case TERM_DU_TOO_LONG:
-        return "DDP untagged buffer: DDP message too long for available buffer";
-    case TERM_DU_BAD_VERSION:
-        return "DDP untagged buffer: invalid DDP version";
-    default:
-        return "DDP untagged buffer: unknown code";
-    }
-}
-
-static const char *llp_mpa(uint8_t code)
-{
-    switch (code) {
-    case TERM_LLP_STREAM_LOST:
-        return "LLP: TCP connection closed, terminated or lost";
-    case TERM_LLP_CRC:
-        return "LLP: MPA CRC error";
-    case TERM_LLP_FPDU_START:
-        return "LLP: MPA marker and ULPDU_Length disagree (FPDU start error)";
-    case TERM_LLP_BAD_REQ_REP:
-        return "LLP: invalid MPA Request/Reply frame";
-    case TERM_LLP_CATASTROPHIC:
-        return "LLP: MPA local catastrophic error";
-    case TERM_LLP_NO_IRD:
-        return "LLP: MPA insufficient IRD resources";
-    case TERM_LLP_NO_RTR:
-        return "LLP: MPA no matching RTR option";
-    default:
-        return "LLP: unknown MPA code";
-    }
-}
+/* The name of an error type a layer does not define, by layer. */
+static const char *const layer_other_type[] = {
+    [TERM_LAYER_RDMAP] = "RDMAP: unknown error type",
+    [TERM_LAYER_DDP] = "DDP: unknown error type",
+    [TERM_LAYER_LLP] = "LLP: unknown error type",
+};
 
 const char *term_describe(uint8_t layer, uint8_t etype, uint8_t code)
 {
-    switch (layer) {
-    case TERM_LAYER_RDMAP:
-        switch (etype) {
-        case TERM_ETYPE_RDMAP_CATASTROPHIC:
-            /* Any code is allowed here; the name does not depend on it. */
-            return "RDMAP local catastrophic error";
-        case TERM_ETYPE_RDMAP_PROTECTION:
-            return rdmap_protection(code);
-        case TERM_ETYPE_RDMAP_OPERATION:
-            return rdmap_operation(code);
-        default:
-            return "RDMAP: unknown error type";
+    for (size_t i = 0; i < sizeof term_names / sizeof term_names[0]; i++) {
+        const struct term_type_names *t = &term_names[i];
+        if (t->layer != layer || t->etype != etype)
+            continue;
+        for (size_t c = 0; c < sizeof t->codes / sizeof t->codes[0] && t->codes[c].name; c++) {
+            if (t->codes[c].code == code)
+                return t->codes[c].name;
         }
-    case TERM_LAYER_DDP:
-        switch (etype) {
-        case TERM_ETYPE_DDP_CATASTROPHIC:
-            return code == 0 ? "DDP local catastrophic error"
-                             : "DDP local catastrophic error: unknown code";
-        case TERM_ETYPE_DDP_TAGGED:
-            return ddp_tagged(code);
-        case TERM_ETYPE_DDP_UNTAGGED:
-            return ddp_untagged(code);
-        default:
-            return "DDP: unknown error type";
-        }
-    case TERM_LAYER_LLP:
-        return etype == TERM_ETYPE_LLP_MPA ? llp_mpa(code) : "LLP: unknown error type";
-    default:
-        return "unknown Terminate layer";
+        return t->other_code;
     }
+    if (layer < sizeof layer_other_type / sizeof layer_other_type[0])
+        return layer_other_type[layer];
+    return "unknown Terminate layer";
 }
