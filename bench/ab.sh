@@ -13,11 +13,15 @@
 # same (both on CPU 0); OUT=/tmp/ndk-ab-DATE (raw logs and summary.md).
 # Each build needs tools/ndkperf/ndkperf and bench/connrate; the anchors
 # come from the first build (bench/datapath/tcp_pingpong, tcp_stream,
-# bench/tcp_connrate).
+# bench/tcp_connrate). NDK_SHM=0 by default, as in bench/run.sh and
+# bench/datapath/run.sh: the rows are iWARP over loopback TCP, which the raw
+# TCP anchors stand for; NDK_SHM=1 measures the same-host transport
+# instead (bench/shm/ab.sh compares shm builds more finely).
 set -u -o pipefail
 
 [ $# -ge 2 ] || { echo "usage: ab.sh NAME=BUILD_DIR NAME=BUILD_DIR [...]" >&2; exit 2; }
 REPS=${REPS:-5}
+export NDK_SHM=${NDK_SHM:-0}
 LAT_ITERS=${LAT_ITERS:-10000}
 SECS=${SECS:-2}
 PLACEMENT=${PLACEMENT:-cross}
@@ -88,7 +92,7 @@ for rep in $(seq "$REPS"); do
 done
 
 {
-	echo "A/B, $PLACEMENT placement, $REPS repetitions alternating the builds, medians;"
+	echo "A/B, $PLACEMENT placement, $REPS repetitions alternating the builds, medians, NDK_SHM=$NDK_SHM;"
 	echo "$(date -u '+%Y-%m-%d %H:%M UTC'), $(nproc) CPUs, load $(cut -d' ' -f1-3 /proc/loadavg)"
 	echo
 	printf '| metric |'
