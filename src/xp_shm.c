@@ -30,7 +30,7 @@
 #include "xp_shm.h"
 
 #define SHM_MAGIC 0x4E444B53u /* "NDKS" */
-#define SHM_VERSION 3u
+#define SHM_VERSION 4u
 /* A tagged access is moved with one system call when our side of it maps
  * into RX_IOV_MAX iovecs (a normal MR's range is one iovec); a
  * fast-registered region's scattered pages are moved in pieces of at most
@@ -1593,10 +1593,14 @@ static NTSTATUS status_of(int err)
                                                                  : STATUS_CONNECTION_REFUSED;
 }
 
-/* Set-up, step by step: each step waits for one message from the peer.
- * The creator offers the region and its doorbell, the other answers with
- * its doorbell; then both probe each other's memory and tell the result. */
-enum setup_step { STEP_REGION, STEP_HELLO, STEP_PROBE, STEP_READY };
+/* Set-up, step by step: one round trip and a last word. The creator
+ * offers the region and its doorbell with its probe word in the header;
+ * the other maps it, probes the creator's memory and answers with its
+ * doorbell, its own probe word and what its probe found; the creator
+ * probes back and tells its result (the other takes it when it needs it:
+ * the rendezvous reads it when the RTR arrives). Each step takes a
+ * message only when it is there. */
+enum setup_step { STEP_REGION, STEP_ANSWER, STEP_PROBE, STEP_READY };
 
 /* The creator's first message: the region and its doorbell. */
 static int offer_region(struct shm_conn *c)
@@ -1615,34 +1619,64 @@ static int offer_region(struct shm_conn *c)
     return r;
 }
 
-/* The creator takes the peer's doorbell; the other maps the region and
- * answers with its doorbell. */
+static bool copy_forced(void)
+{
+    const char *env = getenv("NDK_SHM_COPY");
+    return env && strcmp(env, "1") == 0;
+}
+
+/* Can we reach the peer's memory? Reads its probe word (in the header),
+ * and opens the pidfd the engine watches. */
+static int probe_peer(struct shm_conn *c)
+{
+    if ((c->pidfd = shm_os_pidfd(c->peer)) < 0)
+        return c->pidfd;
+    const struct shm_side_hdr *p = &c->hdr->side[1 - c->me];
+    uint64_t word = 0;
+    struct iovec l = {&word, sizeof word}, r = {(void *)(uintptr_t)p->probe_addr, sizeof word};
+    c->probe_ok = !copy_forced() && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
+    return 0;
+}
+
+/* Both probes known: either failing selects copy mode. */
+static void decide_copy(struct shm_conn *c, bool theirs_ok)
+{
+    c->copy = !c->probe_ok || !theirs_ok;
+    static bool logged;
+    if (c->copy && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+        NDK_LOG(NDK_LL_INFO, NDK_LC_DP, &c->qp->obj,
+                "shared memory: %s; payloads are copied through the rings (two copies)",
+                copy_forced() ? "single copy turned off (NDK_SHM_COPY=1)" : "process_vm_readv is not permitted");
+}
+
+/* A set-up message from the peer with at most maxfds descriptors (*n of
+ * them came), waiting at most timeout_ms. */
+static int take_msg(struct shm_conn *c, struct shm_hello *got, int *fds, int maxfds, int *n, int timeout_ms)
+{
+    int r = shm_os_recv(c->sock, got, sizeof *got, fds, maxfds, n, timeout_ms);
+    if (r)
+        return r;
+    if (got->magic != SHM_MAGIC || got->version != SHM_VERSION || got->region_bytes != SHM_REGION_BYTES) {
+        for (int i = 0; i < *n; i++)
+            shm_os_close(fds[i]);
+        return -EPROTO;
+    }
+    return 0;
+}
+
+/* The other side: maps the region, probes the creator, and answers with
+ * its doorbell and what it found. */
 static int take_region(struct shm_conn *c, int timeout_ms)
 {
-    struct shm_hello hello = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, 1, 0}, got;
+    struct shm_hello got;
     int fds[2], n = 0, r;
-    if (c->me == 0) {
-        if ((r = shm_os_recv(c->sock, &got, sizeof got, fds, 1, &n, timeout_ms)))
-            return r;
-        if (n != 1 || got.magic != SHM_MAGIC || !got.ok) {
-            for (int i = 0; i < n; i++)
-                shm_os_close(fds[i]);
-            return -EPROTO;
-        }
-        c->peer_bell = fds[0];
-        return 0;
-    }
-    if ((r = shm_os_recv(c->sock, &got, sizeof got, fds, 2, &n, timeout_ms)))
+    if ((r = take_msg(c, &got, fds, 2, &n, timeout_ms)))
         return r;
     if (n == 2)
         c->peer_bell = fds[1];
-    else if (n == 1)
-        shm_os_close(fds[0]);
-    r = n != 2 || got.magic != SHM_MAGIC || got.version != SHM_VERSION || got.region_bytes != SHM_REGION_BYTES
-            ? -EPROTO
-            : shm_os_region_map(fds[0], SHM_REGION_BYTES, &c->map);
-    if (n == 2)
-        shm_os_close(fds[0]);
+    r = n != 2 ? -EPROTO : shm_os_region_map(fds[0], SHM_REGION_BYTES, &c->map);
+    if (n >= 1)
+        shm_os_close(fds[0]); /* the mapping keeps the region */
     if (r)
         return r;
     c->hdr = c->map;
@@ -1650,65 +1684,59 @@ static int take_region(struct shm_conn *c, int timeout_ms)
         return -EPROTO;
     c->hdr->side[1].probe_addr = (uint64_t)(uintptr_t)&c->probe;
     c->hdr->side[1].probe_value = c->probe;
+    if ((r = probe_peer(c)))
+        return r;
+    struct shm_hello answer = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
     fds[0] = c->bell;
-    return shm_os_send(c->sock, &hello, sizeof hello, fds, 1);
+    return shm_os_send(c->sock, &answer, sizeof answer, fds, 1);
 }
 
-static bool copy_forced(void)
+/* The creator: takes the answer (the peer's doorbell and probe), probes
+ * back and tells its result. */
+static int take_answer(struct shm_conn *c, int timeout_ms)
 {
-    const char *env = getenv("NDK_SHM_COPY");
-    return env && strcmp(env, "1") == 0;
-}
-
-/* Can we reach the peer's memory? We read its probe word and tell it. */
-static int send_probe(struct shm_conn *c)
-{
-    const struct shm_side_hdr *p = &c->hdr->side[1 - c->me];
-    uint64_t word = 0;
-    struct iovec l = {&word, sizeof word}, r = {(void *)(uintptr_t)p->probe_addr, sizeof word};
-    c->probe_ok = !copy_forced() && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
+    struct shm_hello got;
+    int fd, n = 0, r;
+    if ((r = take_msg(c, &got, &fd, 1, &n, timeout_ms)))
+        return r;
+    if (n != 1)
+        return -EPROTO;
+    c->peer_bell = fd;
+    if ((r = probe_peer(c)))
+        return r;
+    decide_copy(c, got.ok);
     struct shm_hello mine = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
     return shm_os_send(c->sock, &mine, sizeof mine, NULL, 0);
 }
 
-/* ...and can it reach ours? Either failing selects copy mode. */
+/* The other side: the creator's probe result. */
 static int take_probe(struct shm_conn *c, int timeout_ms)
 {
-    struct shm_hello theirs;
-    int n = 0, fd, e;
-    if ((e = shm_os_recv(c->sock, &theirs, sizeof theirs, &fd, 1, &n, timeout_ms)))
-        return e;
-    if (n)
-        shm_os_close(fd);
-    c->copy = !c->probe_ok || !theirs.ok;
-    static bool logged;
-    if (c->copy && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
-        NDK_LOG(NDK_LL_INFO, NDK_LC_DP, &c->qp->obj,
-                "shared memory: %s; payloads are copied through the rings (two copies)",
-                copy_forced() ? "single copy turned off (NDK_SHM_COPY=1)" : "process_vm_readv is not permitted");
+    struct shm_hello got;
+    int fd, n = 0, r;
+    if ((r = take_msg(c, &got, &fd, 0, &n, timeout_ms)))
+        return r;
+    decide_copy(c, got.ok);
     return 0;
 }
 
 /* The next step, waiting at most timeout_ms for the peer's message. */
 static int setup_step(struct shm_conn *c, int timeout_ms)
 {
-    int e;
+    int e = 0;
     switch (c->step) {
     case STEP_REGION:
-    case STEP_HELLO:
-        if ((e = take_region(c, timeout_ms)))
-            return e;
-        if ((c->pidfd = shm_os_pidfd(c->peer)) < 0)
-            return c->pidfd;
-        if ((e = send_probe(c)))
-            return e;
-        c->step = STEP_PROBE;
-        return 0;
+        if (!(e = take_region(c, timeout_ms)))
+            c->step = STEP_PROBE;
+        return e;
+    case STEP_ANSWER:
+        if (!(e = take_answer(c, timeout_ms)))
+            c->step = STEP_READY;
+        return e;
     case STEP_PROBE:
-        if ((e = take_probe(c, timeout_ms)))
-            return e;
-        c->step = STEP_READY;
-        return 0;
+        if (!(e = take_probe(c, timeout_ms)))
+            c->step = STEP_READY;
+        return e;
     default:
         return 0;
     }
@@ -1724,7 +1752,7 @@ struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool crea
     c->qp = qp;
     c->sock = sock;
     c->me = creator ? 0 : 1;
-    c->step = creator ? STEP_HELLO : STEP_REGION;
+    c->step = creator ? STEP_ANSWER : STEP_REGION;
     c->bell = c->peer_bell = c->pidfd = c->ticker = -1;
     c->probe = ndk_random_seed((uint64_t)(uintptr_t)c) | 1;
     bool same_user = false;
@@ -1753,6 +1781,11 @@ int ndk_shm_setup_step(struct shm_conn *c)
             return e == -ETIMEDOUT ? 1 : e;
     }
     return 0;
+}
+
+bool ndk_shm_setup_said_all(const struct shm_conn *c)
+{
+    return c->step == STEP_PROBE || c->step == STEP_READY;
 }
 
 void ndk_shm_setup_abandon(struct shm_conn *c)

@@ -2,7 +2,8 @@
  * Selection): two adapters of one process, and two processes, select the
  * shared-memory transport; the off switches, a rendezvous peer that never
  * answers, and initiators that fail a check (a 4-tuple that is not theirs,
- * a process that does not own the TCP socket, another user) keep TCP; the
+ * a hello whose descriptor is not the initiator's TCP socket, another
+ * user) keep TCP; the
  * data is exact either way; a peer killed with SIGKILL flushes everything
  * and fires the disconnect event once; 64 connections add no thread. The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
@@ -12,6 +13,7 @@
 
 #include "dptest.h"
 #include "net/shm_rv.h"
+#include "net/tcp.h"
 #include "shm_rendezvous.h"
 #include "stat.h"
 
@@ -209,11 +211,11 @@ DP_CASE(mute_peer_keeps_tcp)
 
 /* ---- initiators that fail the listener's checks ---- */
 
-/* Connects to the listener's name, sends a hello for (local, peer) and
- * tells what came back: 1 the listener answered OK, 0 it closed the
- * socket, -1 nothing within the bound or an error. Raw calls only: a
- * forked child runs it too. */
-static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer)
+/* Connects to the listener's name, sends a hello for (local, peer) with
+ * descriptor pass (none when -1) as its proof, and tells what came back: 1
+ * the listener answered OK, 0 it closed the socket, -1 nothing within the
+ * bound or an error. Raw calls only: a forked child runs it too. */
+static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer, int pass)
 {
     int fd = shm_rv_os_connect(&listener->sa);
     if (fd < 0)
@@ -225,9 +227,25 @@ static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const ND
     m.kind = SHM_RV_HELLO;
     m.local = *local;
     m.peer = *peer;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {&m, sizeof m};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (pass >= 0) {
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof u.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass, sizeof pass);
+    }
     int r = -1;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (send(fd, &m, sizeof m, 0) == (ssize_t)sizeof m && poll(&p, 1, DP_WAIT_MS) == 1) {
+    if (sendmsg(fd, &mh, 0) == (ssize_t)sizeof m && poll(&p, 1, DP_WAIT_MS) == 1) {
         ssize_t n = recv(fd, &m, sizeof m, 0);
         r = n == 0 ? 0 : n == (ssize_t)sizeof m && m.kind == SHM_RV_OK ? 1 : -1;
     }
@@ -235,25 +253,61 @@ static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const ND
     return r;
 }
 
-/* The same from a child: without any other descriptor (so it holds no
- * TCP socket) and, with uid, as that user. Its answer, or -2. */
+/* The same from a child that keeps no descriptor but keep (which it
+ * passes) and, with uid, runs as that user. Its answer, or -2. */
 static int ask_from_child(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer,
-                          uid_t uid)
+                          uid_t uid, int keep)
 {
     pid_t pid = fork();
     if (pid < 0)
         return -2;
     if (pid == 0) {
         for (int fd = 3; fd < 4096; fd++)
-            close(fd);
+            if (fd != keep)
+                close(fd);
         if (uid && setuid(uid) != 0)
             _exit(9);
-        _exit(ask(listener, local, peer) + 2);
+        _exit(ask(listener, local, peer, keep) + 2);
     }
     int status;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) > 3)
         return -2;
     return WEXITSTATUS(status) - 2;
+}
+
+/* Our descriptor of the TCP socket whose names are local and peer (the
+ * initiator's, which the provider holds in this process), or -1. */
+static int tcp_socket_of(const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer)
+{
+    for (int fd = 3; fd < 4096; fd++) {
+        NDK_SOCKADDR a, b;
+        socklen_t la = sizeof a, lb = sizeof b;
+        int type = 0;
+        socklen_t lt = sizeof type;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &lt) == 0 && type == SOCK_STREAM &&
+            getsockname(fd, &a.sa, &la) == 0 && getpeername(fd, &b.sa, &lb) == 0 &&
+            ndk_sockaddr_equal(&a, local) && ndk_sockaddr_equal(&b, peer))
+            return fd;
+    }
+    return -1;
+}
+
+/* Another TCP connection's socket between the loopback addresses (its
+ * peer's end closed), or -1. */
+static int other_tcp_socket(int fam)
+{
+    NDK_SOCKADDR a;
+    socklen_t len = dp_loop(&a, 0);
+    int l = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t al = sizeof a;
+    bool ok = l >= 0 && s >= 0 && bind(l, &a.sa, len) == 0 && listen(l, 1) == 0 &&
+              getsockname(l, &a.sa, &al) == 0 && connect(s, &a.sa, len) == 0;
+    if (l >= 0)
+        close(l);
+    if (!ok && s >= 0)
+        close(s);
+    return ok ? s : -1;
 }
 
 static void refused_hellos(dp_conn *c)
@@ -263,26 +317,39 @@ static void refused_hellos(dp_conn *c)
     DP_REQUIRE_ST(c->ca->Dispatch->NdkGetLocalAddress(c->ca, &local.sa, &len), STATUS_SUCCESS);
     len = sizeof peer;
     DP_REQUIRE_ST(c->ca->Dispatch->NdkGetPeerAddress(c->ca, &peer.sa, &len), STATUS_SUCCESS);
+    int mine = tcp_socket_of(&local, &peer);
+    int other = other_tcp_socket(local.sa.sa_family);
+    int un[2] = {-1, -1};
+    REQUIRE(mine >= 0 && other >= 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, un) == 0);
     /* A 4-tuple no connection of the listener has. */
-    NDK_SOCKADDR other = local;
-    if (other.sa.sa_family == AF_INET6)
-        other.in6.sin6_port = htons((uint16_t)(ntohs(other.in6.sin6_port) + 1));
+    NDK_SOCKADDR wrong = local;
+    if (wrong.sa.sa_family == AF_INET6)
+        wrong.in6.sin6_port = htons((uint16_t)(ntohs(wrong.in6.sin6_port) + 1));
     else
-        other.in4.sin_port = htons((uint16_t)(ntohs(other.in4.sin_port) + 1));
+        wrong.in4.sin_port = htons((uint16_t)(ntohs(wrong.in4.sin_port) + 1));
     fprintf(stderr, "  a 4-tuple that is not the listener's\n");
-    CHECK_EQ(ask(&c->laddr, &other, &peer), 0);
-    fprintf(stderr, "  a process that does not hold the TCP socket\n");
-    CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 0), 0);
+    CHECK_EQ(ask(&c->laddr, &wrong, &peer, mine), 0);
+    /* The right 4-tuple, from processes that do not hold its socket: all
+     * they can pass is nothing, or something else. */
+    fprintf(stderr, "  no descriptor as proof\n");
+    CHECK_EQ(ask(&c->laddr, &local, &peer, -1), 0);
+    fprintf(stderr, "  a UNIX socket as proof\n");
+    CHECK_EQ(ask(&c->laddr, &local, &peer, un[0]), 0);
+    fprintf(stderr, "  a process that holds another TCP connection, not this one\n");
+    CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 0, other), 0);
     if (geteuid() == 0) {
-        fprintf(stderr, "  another user\n");
-        CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 65534), 0);
+        fprintf(stderr, "  another user, holding the socket\n");
+        CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 65534, mine), 0);
     } else {
         fprintf(stderr, "  another user: not checked (needs root to change user)\n");
     }
-    /* The control: the same hello from this process, which holds the
-     * socket, is answered; the listener then keeps TCP when we go away. */
-    fprintf(stderr, "  the owner of the TCP socket (control)\n");
-    CHECK_EQ(ask(&c->laddr, &local, &peer), 1);
+    /* The control: the same hello with the socket itself is answered (the
+     * listener then keeps TCP when we go away). */
+    fprintf(stderr, "  the holder of the TCP socket (control)\n");
+    CHECK_EQ(ask(&c->laddr, &local, &peer, mine), 1);
+    close(other);
+    close(un[0]);
+    close(un[1]);
 }
 
 DP_CASE(checks_refuse_keep_tcp)
