@@ -1611,6 +1611,8 @@ static int offer_region(struct shm_conn *c)
         return fd;
     c->hdr = c->map;
     *c->hdr = (struct shm_hdr){.magic = SHM_MAGIC, .version = SHM_VERSION, .unit = SHM_UNIT, .units = SHM_UNITS};
+    /* Armed: until a side's first pass, its peer rings its doorbell. */
+    c->hdr->side[0].armed = c->hdr->side[1].armed = 1;
     c->hdr->side[0].probe_addr = (uint64_t)(uintptr_t)&c->probe;
     c->hdr->side[0].probe_value = c->probe;
     int fds[2] = {fd, c->bell};
@@ -1815,8 +1817,10 @@ NTSTATUS ndk_shm_setup_attach(struct shm_conn *c, uint32_t ird, uint32_t ord, vo
         ndk_qp_stop(qp); /* detaches: the connection is freed */
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    /* The first pass, which arms: until then the peer does not ring. */
-    shm_os_doorbell_ring(c->bell);
+    /* No first pass: both sides are armed from the region's creation, so
+     * whatever the peer published or did before our watch was added rang
+     * our doorbell, which the engine now finds readable. A connection with
+     * nothing in it costs no wake-up and touches no ring. */
     return STATUS_SUCCESS;
 }
 
