@@ -61,6 +61,11 @@ struct shm_side_hdr {
     uint32_t left;                     /* SHM_LEFT_*: this side ended the connection */
     uint64_t probe_addr;               /* a word of this side's memory... */
     uint64_t probe_value;              /* ...holding this value (the CMA probe) */
+    /* This side published into its rings at least once (set before it
+     * first looks at its peer's armed flag): until then the peer reads no
+     * ring, whose pages are then never touched (mapped, zeroed, freed)
+     * for a connection that carries nothing. */
+    uint32_t published;
 };
 enum { SHM_LEFT_NO, SHM_LEFT_CLOSED, SHM_LEFT_ABORTED };
 
@@ -137,6 +142,8 @@ struct shm_conn {
     int sock;
     int step;                   /* enum setup_step */
     bool probe_ok;              /* we could read the peer's probe word */
+    bool published;             /* our side's published flag is set (sq_lock or rx_lock: set once) */
+    bool peer_published;        /* the peer's is (atomic) */
     /* the owner's hook: the connection ended on its own (any thread) */
     void (*ended)(void *arg);
     void *ended_arg;
@@ -193,6 +200,36 @@ static NTSTATUS map_sges_batch(struct ndk_qp_impl *qp, uint64_t gen, const NDK_S
 /* After a publish (a sequentially consistent store of head, shm_ring.h):
  * a peer that armed before it is seen armed here, one that arms after it
  * sees the message when it looks once more. */
+/* Publishes n units of ring r, ours; the first time, says so in the
+ * header (shm_side_hdr.published) before the peer's armed flag is looked
+ * at. */
+static void publish(struct shm_conn *c, struct shm_ring *r, uint32_t n)
+{
+    shm_ring_publish(r, n);
+    if (!__atomic_load_n(&c->published, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&c->hdr->side[c->me].published, 1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&c->published, true, __ATOMIC_RELAXED);
+    }
+}
+
+/* Whether the peer ever published: until then its rings are not read. A
+ * side that armed and then finds it unset is rung once it publishes. */
+static bool peer_published(struct shm_conn *c)
+{
+    if (__atomic_load_n(&c->peer_published, __ATOMIC_RELAXED))
+        return true;
+    if (!__atomic_load_n(&c->hdr->side[1 - c->me].published, __ATOMIC_SEQ_CST))
+        return false;
+    __atomic_store_n(&c->peer_published, true, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* The head of an incoming ring, or 0 while the peer never published. */
+static uint32_t in_head(struct shm_conn *c, struct shm_ring *r)
+{
+    return peer_published(c) ? __atomic_load_n(&r->ctl->head, __ATOMIC_SEQ_CST) : 0;
+}
+
 static void wake_peer(struct shm_conn *c)
 {
     uint32_t *armed = &c->hdr->side[1 - c->me].armed;
@@ -267,7 +304,7 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 static void answer(struct shm_conn *c, uint32_t n)
 {
     ndk_xp_rcv_flush(c->qp, &c->rcv);
-    shm_ring_publish(&c->resp_out, n);
+    publish(c, &c->resp_out, n);
     void (*hook)(struct ndk_qp_impl *) =
         __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_answered, __ATOMIC_ACQUIRE);
     if (hook)
@@ -906,6 +943,8 @@ static bool take_grant(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
 /* Reads the response ring (sq_lock held). */
 static void take_responses(struct shm_conn *c, struct shm_fail *f)
 {
+    if (!peer_published(c))
+        return; /* nothing came: its ring is not touched */
     struct ndk_qp_impl *qp = c->qp;
     bool corrupt = false;
     uint32_t taken = 0;
@@ -1202,14 +1241,14 @@ static void put_requests(struct shm_conn *c)
             break;
         }
         /* What is written goes now; then room is looked for again. */
-        shm_ring_publish(&c->req_out, used);
+        publish(c, &c->req_out, used);
         wake_peer(c);
         used = 0;
         if (!(room = room_or_wait(&c->req_out, 1)))
             break;
     }
     if (used) {
-        shm_ring_publish(&c->req_out, used);
+        publish(c, &c->req_out, used);
         wake_peer(c);
     }
     __atomic_store_n(&c->tx_stalled, qp->dp.state == QP_RTS && ndk_xp_sq_next(qp) != NULL, __ATOMIC_RELAXED);
@@ -1277,14 +1316,15 @@ static void progress(struct shm_conn *c, bool poller)
     }
     /* The initiator side has work only when a response came or requests
      * wait for room: a busy poller looks at both without a lock. */
-    bool initiator = shm_ring_pending(&c->resp_in) || __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED);
+    bool sent = peer_published(c);
+    bool initiator = (sent && shm_ring_pending(&c->resp_in)) || __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED);
     if (initiator &&
         (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0)) {
         if (c->flushed) {
             bool corrupt = false;
             uint32_t taken = 0;
             struct shm_msg h;
-            while (shm_ring_peek(&c->resp_in, &h, &corrupt)) {
+            while (sent && shm_ring_peek(&c->resp_in, &h, &corrupt)) {
                 /* Answers to flushed requests; the target of a split
                  * one waits for our part: it is told we are done. */
                 uint64_t granted = split_word(h.id, SPLIT_GRANTED);
@@ -1301,7 +1341,7 @@ static void progress(struct shm_conn *c, bool poller)
         }
         pthread_mutex_unlock(&dp->sq_lock);
     }
-    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED)) &&
+    if (!f.fail && sent && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED)) &&
         (poller ? pthread_mutex_trylock(&dp->rx_lock) == 0 : pthread_mutex_lock(&dp->rx_lock) == 0)) {
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
@@ -1325,8 +1365,8 @@ static void serve(struct shm_conn *c)
          * of it that can go now; what stays (a Send waiting for a receive,
          * a request waiting for response room) has its own wake-up (the
          * ticker, space_wanted), so only news is looked at again. */
-        uint32_t req_seen = __atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST);
-        uint32_t resp_seen = __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST);
+        uint32_t req_seen = in_head(c, &c->req_in);
+        uint32_t resp_seen = in_head(c, &c->resp_in);
         uint64_t split_seen = __atomic_load_n(&c->hdr->split[c->me], __ATOMIC_SEQ_CST);
         progress(c, false);
         void (*hook)(struct ndk_qp_impl *, int) =
@@ -1338,8 +1378,7 @@ static void serve(struct shm_conn *c)
         /* Armed, then one more look: a message published before the peer
          * saw the flag is found here, one after it rings. */
         __atomic_store_n(armed, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST) == req_seen &&
-            __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST) == resp_seen &&
+        if (in_head(c, &c->req_in) == req_seen && in_head(c, &c->resp_in) == resp_seen &&
             __atomic_load_n(&c->hdr->split[c->me], __ATOMIC_SEQ_CST) == split_seen &&
             !__atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_SEQ_CST))
             break;
@@ -1877,4 +1916,13 @@ void *ndk_shm_region(struct ndk_qp_impl *qp, int *side)
         *side = c->me;
     pthread_mutex_unlock(&qp->dp.sq_lock);
     return map;
+}
+
+void ndk_shm_mark_published(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    struct shm_conn *c = qp->dp.xp && !strcmp(qp->dp.xp->name, "shm") ? ndk_xp_ctx(qp) : NULL;
+    if (c)
+        __atomic_store_n(&c->hdr->side[c->me].published, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
 }

@@ -63,5 +63,8 @@ bool ndk_shm_quiescent(struct ndk_qp_impl *qp);
  * with ndk_shm_connect (SHM_REGION_BYTES, shm_ring.h) and which side this
  * process is; NULL when the QP has no such connection. */
 void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
+/* ...and what a libndk side does at its first publish: says in the header
+ * that it published, without which the peer reads none of its rings. */
+void ndk_shm_mark_published(struct ndk_qp_impl *qp);
 
 #endif
