@@ -8,6 +8,7 @@
  * and fires the disconnect event once; 64 connections add no thread. The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
 #include <dirent.h>
+#include <signal.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -15,7 +16,9 @@
 #include "net/shm_rv.h"
 #include "net/tcp.h"
 #include "shm_rendezvous.h"
+#include "objects.h"
 #include "stat.h"
+#include "xp_shm.h"
 
 /* How many QP lines of the snapshot carry transport=name. */
 static unsigned qps_on(const char *name)
@@ -114,6 +117,110 @@ DP_CASE(many_connections_add_no_thread)
         dp_conn_close(c[i]);
     dp_side_close(&a);
     dp_side_close(&p);
+}
+
+/* Many joins at once on the same engines: every connection's Connect,
+ * then every Accept, then every CompleteConnect is started before any of
+ * them is waited for, so all the rendezvous are in flight together (hello,
+ * region, answer, go on each UNIX socket, each taken when its socket is
+ * readable). Each must be joined within its bound: one that waited for
+ * the others past it would keep TCP. */
+#define IN_FLIGHT 16
+
+DP_CASE(joins_in_flight_on_one_engine)
+{
+    dp_side a, p;
+    memset(&a, 0, sizeof a);
+    memset(&p, 0, sizeof p);
+    REQUIRE(dp_side_open(&a) && dp_side_open(&p));
+    dp_conn *c[IN_FLIGHT];
+    dp_req *rc[IN_FLIGHT], *ra[IN_FLIGHT], *rcc[IN_FLIGHT];
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        REQUIRE((c[i] = dp_conn_new(&a, &p, NULL)) && dp_conn_listen(c[i]));
+        REQUIRE((rc[i] = dp_conn_connect_start(c[i])));
+    }
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        REQUIRE((c[i]->cp = dp_conn_incoming(c[i], DP_WAIT_MS)));
+        ra[i] = dp_req_new("NdkAccept");
+        ra[i]->started = true;
+        ra[i]->returned = c[i]->cp->Dispatch->NdkAccept(c[i]->cp, c[i]->qp, c[i]->cfg.p_ird, c[i]->cfg.p_ord, NULL,
+                                                        0, dp_disc_cb, &c[i]->disc_p, dp_req_cb, ra[i]);
+    }
+    for (unsigned i = 0; i < IN_FLIGHT; i++)
+        DP_REQUIRE_ST(dp_finish(rc[i], STATUS_PENDING, DP_WAIT_MS), STATUS_SUCCESS);
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        rcc[i] = dp_req_new("NdkCompleteConnect");
+        rcc[i]->started = true;
+        rcc[i]->returned =
+            c[i]->ca->Dispatch->NdkCompleteConnect(c[i]->ca, dp_disc_cb, &c[i]->disc_a, dp_req_cb, rcc[i]);
+    }
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        DP_CHECK_ST(dp_finish(rcc[i], rcc[i]->returned, DP_WAIT_MS), STATUS_SUCCESS);
+        DP_CHECK_ST(dp_finish(ra[i], ra[i]->returned, DP_WAIT_MS), STATUS_SUCCESS);
+    }
+    CHECK_EQ(qps_on("shm"), 2 * IN_FLIGHT);
+    CHECK_EQ(qps_on("iwarp"), 0);
+    for (unsigned i = 0; i < IN_FLIGHT; i++)
+        CHECK(dp_roundtrip(c[i], 100, i));
+    for (unsigned i = 0; i < IN_FLIGHT; i++)
+        dp_conn_close(c[i]);
+    dp_side_close(&a);
+    dp_side_close(&p);
+}
+
+/* The set-up steps over a socket pair, as the sim drives them: a step
+ * takes what its socket holds and never waits for more. Each side's peer
+ * is silent until the test lets it speak, so a step that waited would not
+ * return (the alarm ends the test instead of a hang). */
+static void step_blocked(int sig)
+{
+    (void)sig;
+    static const char msg[] = "a set-up step waited for its peer\n";
+    ssize_t n = write(2, msg, sizeof msg - 1);
+    (void)n;
+    _exit(1);
+}
+
+static struct ndk_qp_impl *qp_impl(NDK_QP *qp)
+{
+    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
+}
+
+DP_CASE(setup_steps_never_wait)
+{
+    dp_side a;
+    memset(&a, 0, sizeof a);
+    REQUIRE(dp_side_open(&a));
+    dp_conn *c = dp_conn_new(&a, &a, NULL);
+    REQUIRE(c);
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    signal(SIGALRM, step_blocked);
+    alarm(10);
+    int err = 0;
+    /* The creator offers the region; nobody answers yet. */
+    struct shm_conn *cr = ndk_shm_setup_start(qp_impl(c->qa), sv[0], true, &err);
+    REQUIRE(cr);
+    CHECK_EQ(ndk_shm_setup_step(cr), 1);
+    CHECK_EQ(ndk_shm_setup_step(cr), 1);
+    /* The other side answers the region at once, then waits for the
+     * creator's last word without waiting for it. */
+    struct shm_conn *ot = ndk_shm_setup_start(qp_impl(c->qp), sv[1], false, &err);
+    REQUIRE(ot);
+    CHECK_EQ(ndk_shm_setup_step(ot), 1);
+    CHECK(ndk_shm_setup_said_all(ot));
+    CHECK_EQ(ndk_shm_setup_step(ot), 1);
+    /* The answer is there: the creator is ready, then so is the other. */
+    CHECK_EQ(ndk_shm_setup_step(cr), 0);
+    CHECK_EQ(ndk_shm_setup_step(ot), 0);
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    ndk_shm_setup_abandon(cr);
+    ndk_shm_setup_abandon(ot);
+    close(sv[0]);
+    close(sv[1]);
+    dp_conn_close(c);
+    dp_side_close(&a);
 }
 
 /* A listener on the wildcard address, connected to through the loopback
@@ -543,6 +650,8 @@ int main(int argc, char **argv)
     RUN_FAM(one_process_selects_shm);
     RUN_FAM(wildcard_listener_selects_shm);
     RUN_FAM(many_connections_add_no_thread);
+    RUN_FAM(joins_in_flight_on_one_engine);
+    RUN_FAM(setup_steps_never_wait);
     RUN_FAM(off_switches_keep_tcp);
     RUN_FAM(mute_peer_keeps_tcp);
     RUN_FAM(checks_refuse_keep_tcp);
