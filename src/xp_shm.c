@@ -103,7 +103,8 @@ struct shm_conn {
      * loop's lock (loop.h, loop_watch_set_unlocked). */
     struct loop *loop;
     struct loop_watch bell_watch, pidfd_watch, ticker_watch;
-    int ticker;                 /* a timerfd: set while a Send waits for a receive */
+    int ticker;                 /* a timerfd: set while a Send waits for a receive; made then
+                                 * (the engine's handlers), -1 before */
     bool ticking;               /* it is set (the engine's handlers only) */
     bool stop;                  /* detach: the handlers do nothing more (atomic) */
     bool dead;                  /* the connection failed or ended (atomic) */
@@ -1356,6 +1357,46 @@ static void progress(struct shm_conn *c, bool poller)
 
 /* One wake-up on the engine: passes over the rings until a last look
  * after arming finds nothing new. */
+static bool on_tick(struct loop_watch *w, uint32_t events);
+static void on_locked(struct loop_watch *w, uint32_t events);
+
+/* The ticker, made the first time a Send waits for a receive (most
+ * connections never need one: two descriptors and four epoll calls less
+ * per connection set up); false when it cannot be made. */
+static bool make_ticker(struct shm_conn *c)
+{
+    if (c->ticker >= 0)
+        return true;
+    int fd = shm_os_ticker_new();
+    if (fd < 0)
+        return false;
+    loop_watch_allow_unlocked(&c->ticker_watch);
+    loop_watch_set_unlocked(&c->ticker_watch, on_tick);
+    if (loop_watch_add(c->loop, &c->ticker_watch, fd, EPOLLIN, on_locked) < 0) {
+        shm_os_close(fd);
+        return false;
+    }
+    c->ticker = fd;
+    return true;
+}
+
+/* The ticker runs while a Send waits for a receive (rx_wait_until): a
+ * receive posted to an SRQ does not ring us, and the grace ends on time.
+ * A ticker that cannot be made would leave the wait unbounded: the
+ * connection ends instead, as when its read queues cannot be had. */
+static void tick_while_waiting(struct shm_conn *c)
+{
+    bool wait = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED) != 0;
+    if (wait == c->ticking)
+        return;
+    if (wait && !make_ticker(c)) {
+        end_connection(c, &(struct shm_fail){true, NDK_DISCONNECT_REASON_LOCAL_ERROR, STATUS_CANCELLED, 0});
+        return;
+    }
+    shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
+    c->ticking = wait;
+}
+
 static void serve(struct shm_conn *c)
 {
     uint32_t *armed = &c->hdr->side[c->me].armed;
@@ -1390,11 +1431,7 @@ static void serve(struct shm_conn *c)
             break;
         }
     }
-    bool wait = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED) != 0;
-    if (wait != c->ticking) {
-        shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
-        c->ticking = wait;
-    }
+    tick_while_waiting(c);
 }
 
 /* The doorbell: the peer published (or freed room), a receive came for a
@@ -1477,6 +1514,12 @@ static void unwatch(struct shm_conn *c)
     loop_watch_del(c->loop, &c->ticker_watch);
     loop_watch_del(c->loop, &c->pidfd_watch);
     loop_unlocked_barrier(c->loop);
+    /* A handler that ran until the barrier may have made the ticker after
+     * its watch was deleted (make_ticker); none runs from now on (stop). */
+    if (c->ticker_watch.added) {
+        loop_watch_del(c->loop, &c->ticker_watch);
+        loop_unlocked_barrier(c->loop);
+    }
 }
 
 /* ---- struct ndk_xp_ops ---- */
@@ -1802,8 +1845,6 @@ struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool crea
         e = -EACCES;
     if (!e && (c->bell = shm_os_doorbell_new()) < 0)
         e = c->bell;
-    if (!e && (c->ticker = shm_os_ticker_new()) < 0)
-        e = c->ticker;
     if (!e && creator)
         e = offer_region(c);
     if (e) {
