@@ -1246,7 +1246,7 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     /* The window stays open: consumers written for Windows providers call
      * NdkGetConnectionData after NdkCompleteConnect too, and get the same
      * answers (docs/behaviour.md, "Private data"). */
-    if (shm_wanted(c) && shm_rv_connect(&c->rv, conn_loop(c), c->qp, &c->local, &c->peer, rv_settled)) {
+    if (shm_wanted(c) && shm_rv_connect(&c->rv, conn_loop(c), c->qp, c->fd, &c->local, &c->peer, rv_settled)) {
         /* A listener of this host answered the name: the RTR waits until
          * the rendezvous settles, at most NDK_SHM_RENDEZVOUS_MS. */
         c->state = CONN_SHM_RV;

@@ -1,16 +1,21 @@
 /*
  * The same-host rendezvous (shm_rendezvous.h; docs/shm.md, Selection).
  *
- * Messages, each one SOCK_SEQPACKET message on the abstract socket:
+ * Messages, each one SOCK_SEQPACKET message on the abstract socket, each
+ * followed at once by the region set-up's own (xp_shm.c) where it says so:
  *   initiator -> listener   hello: a random secret, the TCP 4-tuple as the
- *                           initiator sees it
- *   listener -> initiator   ok: the secret (the checks passed); then the
- *                           region set-up of xp_shm.c, the listener as its
- *                           creator
- *   initiator -> listener   go: the secret, once the set-up is ready; sent
- *                           before the RTR goes on TCP, so the passive side
- *                           finds it when the RTR arrives
- * A side that refuses or fails closes the socket; TCP carries on.
+ *                           initiator sees it, and its TCP socket itself
+ *                           (SCM_RIGHTS: the proof that it holds it);
+ *                           then the region (the initiator creates it)
+ *   listener -> initiator   ok: the secret (the checks passed); then its
+ *                           answer to the region
+ *   initiator -> listener   its probe result, then go: the secret, once
+ *                           the set-up is ready; sent before the RTR goes
+ *                           on TCP, so the passive side finds both when
+ *                           the RTR arrives
+ * One round trip before the RTR. A side that refuses or fails closes the
+ * socket; TCP carries on. No step waits: each takes what its socket holds
+ * when the loop says it is readable.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -52,7 +57,7 @@ struct shm_rv_in {
 };
 
 static bool send_msg(int fd, uint32_t kind, const uint8_t secret[16], const NDK_SOCKADDR *local,
-                     const NDK_SOCKADDR *peer)
+                     const NDK_SOCKADDR *peer, int pass_fd)
 {
     struct shm_rv_msg m;
     memset(&m, 0, sizeof m);
@@ -64,14 +69,18 @@ static bool send_msg(int fd, uint32_t kind, const uint8_t secret[16], const NDK_
         m.local = *local;
     if (peer)
         m.peer = *peer;
-    return shm_os_send(fd, &m, sizeof m, NULL, 0) == 0;
+    return shm_os_send(fd, &m, sizeof m, &pass_fd, pass_fd >= 0 ? 1 : 0) == 0;
 }
 
-/* One message of this kind: 1 it came, 0 none yet, -1 anything else. */
-static int recv_msg(int fd, uint32_t kind, struct shm_rv_msg *m)
+/* One message of this kind: 1 it came, 0 none yet, -1 anything else. A
+ * hello carries one descriptor (*passed, -1 when none came; the caller
+ * closes it); any other message none. */
+static int recv_msg(int fd, uint32_t kind, struct shm_rv_msg *m, int *passed)
 {
-    int stray = -1, n = 0;
-    int r = shm_os_recv(fd, m, sizeof *m, &stray, 0, &n, 0);
+    int got = -1, n = 0;
+    int r = shm_os_recv(fd, m, sizeof *m, &got, passed ? 1 : 0, &n, 0);
+    if (passed)
+        *passed = n == 1 ? got : -1;
     if (r == -ETIMEDOUT)
         return 0;
     if (r || m->magic != SHM_RV_MAGIC || m->version != SHM_RV_VERSION || m->kind != kind)
@@ -102,7 +111,7 @@ static void close_socket(struct shm_rv *rv)
 {
     if (rv->fd < 0)
         return;
-    loop_watch_del(rv->loop, &rv->watch);
+    loop_watch_del(rv->loop, &rv->watch); /* when there is one */
     shm_os_close(rv->fd);
     rv->fd = -1;
 }
@@ -129,7 +138,7 @@ static void fail(struct shm_rv *rv)
 static int take_answer(struct shm_rv *rv, uint32_t kind)
 {
     struct shm_rv_msg m;
-    int r = recv_msg(rv->fd, kind, &m);
+    int r = recv_msg(rv->fd, kind, &m, NULL);
     if (r > 0 && memcmp(m.secret, rv->secret, sizeof m.secret) != 0)
         r = -1;
     if (r < 0)
@@ -140,16 +149,11 @@ static int take_answer(struct shm_rv *rv, uint32_t kind)
 /* Moves the rendezvous on with what its socket holds. */
 static void progress(struct shm_rv *rv)
 {
-    int r, err = 0;
+    int r;
     switch (rv->state) {
     case RV_WAIT_OK:
         if (take_answer(rv, SHM_RV_OK) <= 0)
             return;
-        rv->setup = ndk_shm_setup_start(rv->qp, rv->fd, false, &err);
-        if (!rv->setup) {
-            fail(rv);
-            return;
-        }
         rv->state = RV_SETUP;
         __attribute__((fallthrough));
     case RV_SETUP:
@@ -162,7 +166,7 @@ static void progress(struct shm_rv *rv)
         }
         if (rv->settled) {
             /* The initiator decides: from the go on, shared memory. */
-            if (!send_msg(rv->fd, SHM_RV_GO, rv->secret, NULL, NULL)) {
+            if (!send_msg(rv->fd, SHM_RV_GO, rv->secret, NULL, NULL, -1)) {
                 fail(rv);
                 return;
             }
@@ -205,8 +209,9 @@ struct shm_conn *shm_rv_take(struct shm_rv *rv)
 
 /* ---- initiator ---- */
 
-bool shm_rv_connect(struct shm_rv *rv, struct loop *loop, struct ndk_qp_impl *qp, const NDK_SOCKADDR *local,
-                    const NDK_SOCKADDR *peer, void (*settled)(struct shm_rv *rv, bool shm))
+bool shm_rv_connect(struct shm_rv *rv, struct loop *loop, struct ndk_qp_impl *qp, int tcp_fd,
+                    const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer,
+                    void (*settled)(struct shm_rv *rv, bool shm))
 {
     int fd = shm_rv_os_connect(&peer->sa);
     if (fd < 0)
@@ -218,9 +223,14 @@ bool shm_rv_connect(struct shm_rv *rv, struct loop *loop, struct ndk_qp_impl *qp
     rv->local = *local;
     rv->peer = *peer;
     rv->settled = settled;
+    int err = 0;
+    /* The hello, then at once the region (we create it): the listener
+     * answers both in one turn of its loop. */
     if (!ndk_random(rv->secret, sizeof rv->secret) ||
-        !send_msg(fd, SHM_RV_HELLO, rv->secret, local, peer) ||
+        !send_msg(fd, SHM_RV_HELLO, rv->secret, local, peer, tcp_fd) ||
+        !(rv->setup = ndk_shm_setup_start(qp, fd, true, &err)) ||
         loop_watch_add(loop, &rv->watch, fd, EPOLLIN, rv_on_io) < 0) {
+        ndk_shm_setup_abandon(rv->setup);
         shm_os_close(fd);
         shm_rv_init(rv);
         return false;
@@ -251,22 +261,19 @@ void shm_rv_expect(struct shm_rv *rv, struct shm_rv_listen *ls, struct ndk_qp_im
 }
 
 /* The connection waiting for this initiator: same user, the mirrored
- * 4-tuple of a connection of ours, and the initiator's process holds the
- * TCP socket of its side (net/tcp_owner.h). NULL: refused. */
-static struct shm_rv *admit(struct shm_rv_listen *ls, int fd, const struct shm_rv_msg *h)
+ * 4-tuple of a connection of ours, and the descriptor it passed is the TCP
+ * socket at the other end of that connection (net/tcp_owner.h): only a
+ * process that holds a socket can pass it. NULL: refused. */
+static struct shm_rv *admit(struct shm_rv_listen *ls, int fd, const struct shm_rv_msg *h, int tcp_fd)
 {
     pid_t pid;
     bool same_user = false;
-    if (shm_os_peer(fd, &pid, &same_user) != 0 || !same_user)
+    if (tcp_fd < 0 || shm_os_peer(fd, &pid, &same_user) != 0 || !same_user)
         return NULL;
     struct shm_rv *rv = ls->expect;
     while (rv && !(ndk_sockaddr_equal(&rv->local, &h->peer) && ndk_sockaddr_equal(&rv->peer, &h->local)))
         rv = rv->next;
-    if (!rv)
-        return NULL;
-    uint64_t inode;
-    uid_t uid;
-    if (tcp_owner_lookup(&h->local.sa, &h->peer.sa, &inode, &uid) != 0 || tcp_owner_holds(pid, inode) != 1)
+    if (!rv || tcp_owner_is(tcp_fd, &rv->peer.sa, &rv->local.sa, ls->netns) != 1)
         return NULL;
     return rv;
 }
@@ -283,37 +290,93 @@ static void in_free(struct shm_rv_in *in, bool close_fd)
     loop_defer_free(in->ls->loop, &in->dfree);
 }
 
+/* A hello came on fd (its passed descriptor tcp_fd, or -1): the checks,
+ * then the answer and the region's; the rest comes when the loop says fd
+ * is readable, or when the RTR arrives. fd is ours to keep or close. */
+static void take_hello(struct shm_rv_listen *ls, int fd, const struct shm_rv_msg *h, int tcp_fd)
+{
+    struct shm_rv *rv = admit(ls, fd, h, tcp_fd);
+    shm_os_close(tcp_fd); /* the proof is made: we never use it */
+    if (!rv) {
+        shm_os_close(fd);
+        return;
+    }
+    /* One attempt per connection: it leaves the list whatever comes. */
+    unlink_expect(rv);
+    rv->fd = fd;
+    memcpy(rv->secret, h->secret, sizeof rv->secret);
+    int err = 0;
+    if (!send_msg(fd, SHM_RV_OK, rv->secret, NULL, NULL, -1) ||
+        !(rv->setup = ndk_shm_setup_start(rv->qp, fd, false, &err))) {
+        shm_rv_stop(rv);
+        return;
+    }
+    rv->state = RV_SETUP;
+    /* The initiator sent its region right behind the hello: usually we
+     * answer it now, and what is left (its probe result and go) comes
+     * right before its RTR, which takes it (shm_rv_take): no watch, no
+     * turn of the loop for it. Else the loop says when the region came. */
+    progress(rv);
+    if (rv->state == RV_SETUP && !ndk_shm_setup_said_all(rv->setup) &&
+        loop_watch_add(rv->loop, &rv->watch, fd, EPOLLIN, rv_on_io) < 0)
+        shm_rv_stop(rv);
+}
+
+/* The hello on fd: 1 it came (*h, and *tcp_fd its descriptor or -1), 0
+ * not there yet, -1 anything else. */
+static int recv_hello(int fd, struct shm_rv_msg *h, int *tcp_fd)
+{
+    int r = recv_msg(fd, SHM_RV_HELLO, h, tcp_fd);
+    if (r <= 0) {
+        shm_os_close(*tcp_fd);
+        *tcp_fd = -1;
+    }
+    return r;
+}
+
 static void in_on_io(struct loop_watch *w, uint32_t events)
 {
     (void)events;
     struct shm_rv_in *in = container_of(w, struct shm_rv_in, watch);
     struct shm_rv_listen *ls = in->ls;
+    int fd = in->fd, tcp_fd;
     struct shm_rv_msg h;
-    int r = recv_msg(in->fd, SHM_RV_HELLO, &h);
+    int r = recv_hello(fd, &h, &tcp_fd);
     if (r == 0)
         return;
-    struct shm_rv *rv = r > 0 ? admit(ls, in->fd, &h) : NULL;
-    int fd = in->fd;
-    in_free(in, rv == NULL);
-    if (!rv)
-        return;
-    /* One attempt per connection: it leaves the list whatever comes. */
-    unlink_expect(rv);
-    rv->fd = fd;
-    memcpy(rv->secret, h.secret, sizeof rv->secret);
-    int err = 0;
-    if (loop_watch_add(rv->loop, &rv->watch, fd, EPOLLIN, rv_on_io) < 0) {
+    /* Its watch goes before fd gets the rendezvous' own. */
+    in_free(in, r < 0);
+    if (r > 0)
+        take_hello(ls, fd, &h, tcp_fd);
+}
+
+/* An accepted connection whose hello has not come: waits in the list. */
+static void wait_for_hello(struct shm_rv_listen *ls, int fd)
+{
+    if (ls->nincoming >= RV_INCOMING_MAX) {
+        struct shm_rv_in *oldest = ls->incoming;
+        while (oldest->next)
+            oldest = oldest->next;
+        in_free(oldest, true);
+    }
+    struct shm_rv_in *in = calloc(1, sizeof *in);
+    if (!in) {
         shm_os_close(fd);
-        rv->fd = -1;
-        shm_rv_stop(rv);
         return;
     }
-    if (!send_msg(fd, SHM_RV_OK, rv->secret, NULL, NULL) ||
-        !(rv->setup = ndk_shm_setup_start(rv->qp, fd, true, &err))) {
-        shm_rv_stop(rv);
+    in->ls = ls;
+    in->fd = fd;
+    if (loop_watch_add(ls->loop, &in->watch, fd, EPOLLIN, in_on_io) < 0) {
+        shm_os_close(fd);
+        free(in);
         return;
     }
-    rv->state = RV_SETUP;
+    in->next = ls->incoming;
+    if (ls->incoming)
+        ls->incoming->pprev = &in->next;
+    in->pprev = &ls->incoming;
+    ls->incoming = in;
+    ls->nincoming++;
 }
 
 static void ls_on_io(struct loop_watch *w, uint32_t events)
@@ -324,30 +387,17 @@ static void ls_on_io(struct loop_watch *w, uint32_t events)
         int fd = shm_rv_os_accept(ls->fd);
         if (fd < 0)
             return;
-        if (ls->nincoming >= RV_INCOMING_MAX) {
-            struct shm_rv_in *oldest = ls->incoming;
-            while (oldest->next)
-                oldest = oldest->next;
-            in_free(oldest, true);
-        }
-        struct shm_rv_in *in = calloc(1, sizeof *in);
-        if (!in) {
+        /* An initiator sends its hello as it connects: it is usually
+         * there already, and only a silent connection waits in the list. */
+        int tcp_fd;
+        struct shm_rv_msg h;
+        int r = recv_hello(fd, &h, &tcp_fd);
+        if (r > 0)
+            take_hello(ls, fd, &h, tcp_fd);
+        else if (r == 0)
+            wait_for_hello(ls, fd);
+        else
             shm_os_close(fd);
-            continue;
-        }
-        in->ls = ls;
-        in->fd = fd;
-        if (loop_watch_add(ls->loop, &in->watch, fd, EPOLLIN, in_on_io) < 0) {
-            shm_os_close(fd);
-            free(in);
-            continue;
-        }
-        in->next = ls->incoming;
-        if (ls->incoming)
-            ls->incoming->pprev = &in->next;
-        in->pprev = &ls->incoming;
-        ls->incoming = in;
-        ls->nincoming++;
     }
 }
 
@@ -362,6 +412,12 @@ void shm_rv_listen_start(struct shm_rv_listen *ls, struct loop *loop, const NDK_
     int fd = shm_rv_os_listen(&local->sa);
     if (fd < 0)
         return;
+    /* The namespace whose TCP sockets initiators prove they hold; a kernel
+     * that cannot tell it (before Linux 5.14) gets no fast path. */
+    if (tcp_owner_netns(fd, &ls->netns) != 0) {
+        shm_os_close(fd);
+        return;
+    }
     ls->loop = loop;
     if (loop_watch_add(loop, &ls->watch, fd, EPOLLIN, ls_on_io) < 0) {
         shm_os_close(fd);

@@ -25,13 +25,14 @@
 /* The messages on the abstract socket (shm_rendezvous.c), here for the
  * tests that play an initiator. */
 #define SHM_RV_MAGIC 0x4E444B52u /* "NDKR" */
-#define SHM_RV_VERSION 1u
+#define SHM_RV_VERSION 2u
 enum { SHM_RV_HELLO = 1, SHM_RV_OK, SHM_RV_GO };
 struct shm_rv_msg {
     uint32_t magic, version, kind, pad;
     uint8_t secret[16];
     NDK_SOCKADDR local, peer; /* hello: the initiator's TCP 4-tuple */
 };
+/* A hello carries the initiator's TCP socket (SCM_RIGHTS) as its proof. */
 
 struct ndk_qp_impl;
 struct ndk_adapter_impl;
@@ -46,6 +47,7 @@ struct shm_rv_listen {
     struct shm_rv_in *incoming; /* accepted, their first message not read yet */
     unsigned nincoming;
     struct shm_rv *expect;      /* connections that may be joined */
+    uint64_t netns;             /* our network namespace (tcp_owner_netns) */
 };
 
 struct shm_rv {
@@ -81,10 +83,13 @@ void shm_rv_init(struct shm_rv *rv);
 /* Passive: the accepted connection (local, peer) of qp may be joined. */
 void shm_rv_expect(struct shm_rv *rv, struct shm_rv_listen *ls, struct ndk_qp_impl *qp, const NDK_SOCKADDR *local,
                    const NDK_SOCKADDR *peer);
-/* Initiator: starts the rendezvous for qp's connection; false when there is
- * nobody to ask (no listener of that name), and nothing was started. */
-bool shm_rv_connect(struct shm_rv *rv, struct loop *loop, struct ndk_qp_impl *qp, const NDK_SOCKADDR *local,
-                    const NDK_SOCKADDR *peer, void (*settled)(struct shm_rv *rv, bool shm));
+/* Initiator: starts the rendezvous for qp's connection, whose TCP socket
+ * is tcp_fd (passed to the listener as the proof that we hold it); false
+ * when there is nobody to ask (no listener of that name), and nothing was
+ * started. */
+bool shm_rv_connect(struct shm_rv *rv, struct loop *loop, struct ndk_qp_impl *qp, int tcp_fd,
+                    const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer,
+                    void (*settled)(struct shm_rv *rv, bool shm));
 /* The set-up both sides agreed on, ready to attach (ndk_shm_setup_attach),
  * or NULL; the rendezvous is over either way. The passive side calls it
  * when the RTR arrived: the initiator's go-ahead was sent before its RTR. */

@@ -30,7 +30,7 @@
 #include "xp_shm.h"
 
 #define SHM_MAGIC 0x4E444B53u /* "NDKS" */
-#define SHM_VERSION 3u
+#define SHM_VERSION 4u
 /* A tagged access is moved with one system call when our side of it maps
  * into RX_IOV_MAX iovecs (a normal MR's range is one iovec); a
  * fast-registered region's scattered pages are moved in pieces of at most
@@ -61,6 +61,11 @@ struct shm_side_hdr {
     uint32_t left;                     /* SHM_LEFT_*: this side ended the connection */
     uint64_t probe_addr;               /* a word of this side's memory... */
     uint64_t probe_value;              /* ...holding this value (the CMA probe) */
+    /* This side published into its rings at least once (set before it
+     * first looks at its peer's armed flag): until then the peer reads no
+     * ring, whose pages are then never touched (mapped, zeroed, freed)
+     * for a connection that carries nothing. */
+    uint32_t published;
 };
 enum { SHM_LEFT_NO, SHM_LEFT_CLOSED, SHM_LEFT_ABORTED };
 
@@ -98,7 +103,8 @@ struct shm_conn {
      * loop's lock (loop.h, loop_watch_set_unlocked). */
     struct loop *loop;
     struct loop_watch bell_watch, pidfd_watch, ticker_watch;
-    int ticker;                 /* a timerfd: set while a Send waits for a receive */
+    int ticker;                 /* a timerfd: set while a Send waits for a receive; made then
+                                 * (the engine's handlers), -1 before */
     bool ticking;               /* it is set (the engine's handlers only) */
     bool stop;                  /* detach: the handlers do nothing more (atomic) */
     bool dead;                  /* the connection failed or ended (atomic) */
@@ -137,6 +143,8 @@ struct shm_conn {
     int sock;
     int step;                   /* enum setup_step */
     bool probe_ok;              /* we could read the peer's probe word */
+    bool published;             /* our side's published flag is set (sq_lock or rx_lock: set once) */
+    bool peer_published;        /* the peer's is (atomic) */
     /* the owner's hook: the connection ended on its own (any thread) */
     void (*ended)(void *arg);
     void *ended_arg;
@@ -193,6 +201,36 @@ static NTSTATUS map_sges_batch(struct ndk_qp_impl *qp, uint64_t gen, const NDK_S
 /* After a publish (a sequentially consistent store of head, shm_ring.h):
  * a peer that armed before it is seen armed here, one that arms after it
  * sees the message when it looks once more. */
+/* Publishes n units of ring r, ours; the first time, says so in the
+ * header (shm_side_hdr.published) before the peer's armed flag is looked
+ * at. */
+static void publish(struct shm_conn *c, struct shm_ring *r, uint32_t n)
+{
+    shm_ring_publish(r, n);
+    if (!__atomic_load_n(&c->published, __ATOMIC_RELAXED)) {
+        __atomic_store_n(&c->hdr->side[c->me].published, 1, __ATOMIC_SEQ_CST);
+        __atomic_store_n(&c->published, true, __ATOMIC_RELAXED);
+    }
+}
+
+/* Whether the peer ever published: until then its rings are not read. A
+ * side that armed and then finds it unset is rung once it publishes. */
+static bool peer_published(struct shm_conn *c)
+{
+    if (__atomic_load_n(&c->peer_published, __ATOMIC_RELAXED))
+        return true;
+    if (!__atomic_load_n(&c->hdr->side[1 - c->me].published, __ATOMIC_SEQ_CST))
+        return false;
+    __atomic_store_n(&c->peer_published, true, __ATOMIC_RELAXED);
+    return true;
+}
+
+/* The head of an incoming ring, or 0 while the peer never published. */
+static uint32_t in_head(struct shm_conn *c, struct shm_ring *r)
+{
+    return peer_published(c) ? __atomic_load_n(&r->ctl->head, __ATOMIC_SEQ_CST) : 0;
+}
+
 static void wake_peer(struct shm_conn *c)
 {
     uint32_t *armed = &c->hdr->side[1 - c->me].armed;
@@ -267,7 +305,7 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 static void answer(struct shm_conn *c, uint32_t n)
 {
     ndk_xp_rcv_flush(c->qp, &c->rcv);
-    shm_ring_publish(&c->resp_out, n);
+    publish(c, &c->resp_out, n);
     void (*hook)(struct ndk_qp_impl *) =
         __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_answered, __ATOMIC_ACQUIRE);
     if (hook)
@@ -906,6 +944,8 @@ static bool take_grant(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
 /* Reads the response ring (sq_lock held). */
 static void take_responses(struct shm_conn *c, struct shm_fail *f)
 {
+    if (!peer_published(c))
+        return; /* nothing came: its ring is not touched */
     struct ndk_qp_impl *qp = c->qp;
     bool corrupt = false;
     uint32_t taken = 0;
@@ -1202,14 +1242,14 @@ static void put_requests(struct shm_conn *c)
             break;
         }
         /* What is written goes now; then room is looked for again. */
-        shm_ring_publish(&c->req_out, used);
+        publish(c, &c->req_out, used);
         wake_peer(c);
         used = 0;
         if (!(room = room_or_wait(&c->req_out, 1)))
             break;
     }
     if (used) {
-        shm_ring_publish(&c->req_out, used);
+        publish(c, &c->req_out, used);
         wake_peer(c);
     }
     __atomic_store_n(&c->tx_stalled, qp->dp.state == QP_RTS && ndk_xp_sq_next(qp) != NULL, __ATOMIC_RELAXED);
@@ -1277,14 +1317,15 @@ static void progress(struct shm_conn *c, bool poller)
     }
     /* The initiator side has work only when a response came or requests
      * wait for room: a busy poller looks at both without a lock. */
-    bool initiator = shm_ring_pending(&c->resp_in) || __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED);
+    bool sent = peer_published(c);
+    bool initiator = (sent && shm_ring_pending(&c->resp_in)) || __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED);
     if (initiator &&
         (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0)) {
         if (c->flushed) {
             bool corrupt = false;
             uint32_t taken = 0;
             struct shm_msg h;
-            while (shm_ring_peek(&c->resp_in, &h, &corrupt)) {
+            while (sent && shm_ring_peek(&c->resp_in, &h, &corrupt)) {
                 /* Answers to flushed requests; the target of a split
                  * one waits for our part: it is told we are done. */
                 uint64_t granted = split_word(h.id, SPLIT_GRANTED);
@@ -1301,7 +1342,7 @@ static void progress(struct shm_conn *c, bool poller)
         }
         pthread_mutex_unlock(&dp->sq_lock);
     }
-    if (!f.fail && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED)) &&
+    if (!f.fail && sent && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED)) &&
         (poller ? pthread_mutex_trylock(&dp->rx_lock) == 0 : pthread_mutex_lock(&dp->rx_lock) == 0)) {
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
@@ -1316,6 +1357,46 @@ static void progress(struct shm_conn *c, bool poller)
 
 /* One wake-up on the engine: passes over the rings until a last look
  * after arming finds nothing new. */
+static bool on_tick(struct loop_watch *w, uint32_t events);
+static void on_locked(struct loop_watch *w, uint32_t events);
+
+/* The ticker, made the first time a Send waits for a receive (most
+ * connections never need one: two descriptors and four epoll calls less
+ * per connection set up); false when it cannot be made. */
+static bool make_ticker(struct shm_conn *c)
+{
+    if (c->ticker >= 0)
+        return true;
+    int fd = shm_os_ticker_new();
+    if (fd < 0)
+        return false;
+    loop_watch_allow_unlocked(&c->ticker_watch);
+    loop_watch_set_unlocked(&c->ticker_watch, on_tick);
+    if (loop_watch_add(c->loop, &c->ticker_watch, fd, EPOLLIN, on_locked) < 0) {
+        shm_os_close(fd);
+        return false;
+    }
+    c->ticker = fd;
+    return true;
+}
+
+/* The ticker runs while a Send waits for a receive (rx_wait_until): a
+ * receive posted to an SRQ does not ring us, and the grace ends on time.
+ * A ticker that cannot be made would leave the wait unbounded: the
+ * connection ends instead, as when its read queues cannot be had. */
+static void tick_while_waiting(struct shm_conn *c)
+{
+    bool wait = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED) != 0;
+    if (wait == c->ticking)
+        return;
+    if (wait && !make_ticker(c)) {
+        end_connection(c, &(struct shm_fail){true, NDK_DISCONNECT_REASON_LOCAL_ERROR, STATUS_CANCELLED, 0});
+        return;
+    }
+    shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
+    c->ticking = wait;
+}
+
 static void serve(struct shm_conn *c)
 {
     uint32_t *armed = &c->hdr->side[c->me].armed;
@@ -1325,8 +1406,8 @@ static void serve(struct shm_conn *c)
          * of it that can go now; what stays (a Send waiting for a receive,
          * a request waiting for response room) has its own wake-up (the
          * ticker, space_wanted), so only news is looked at again. */
-        uint32_t req_seen = __atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST);
-        uint32_t resp_seen = __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST);
+        uint32_t req_seen = in_head(c, &c->req_in);
+        uint32_t resp_seen = in_head(c, &c->resp_in);
         uint64_t split_seen = __atomic_load_n(&c->hdr->split[c->me], __ATOMIC_SEQ_CST);
         progress(c, false);
         void (*hook)(struct ndk_qp_impl *, int) =
@@ -1338,8 +1419,7 @@ static void serve(struct shm_conn *c)
         /* Armed, then one more look: a message published before the peer
          * saw the flag is found here, one after it rings. */
         __atomic_store_n(armed, 1, __ATOMIC_SEQ_CST);
-        if (__atomic_load_n(&c->req_in.ctl->head, __ATOMIC_SEQ_CST) == req_seen &&
-            __atomic_load_n(&c->resp_in.ctl->head, __ATOMIC_SEQ_CST) == resp_seen &&
+        if (in_head(c, &c->req_in) == req_seen && in_head(c, &c->resp_in) == resp_seen &&
             __atomic_load_n(&c->hdr->split[c->me], __ATOMIC_SEQ_CST) == split_seen &&
             !__atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_SEQ_CST))
             break;
@@ -1351,11 +1431,7 @@ static void serve(struct shm_conn *c)
             break;
         }
     }
-    bool wait = __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED) != 0;
-    if (wait != c->ticking) {
-        shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
-        c->ticking = wait;
-    }
+    tick_while_waiting(c);
 }
 
 /* The doorbell: the peer published (or freed room), a receive came for a
@@ -1438,6 +1514,12 @@ static void unwatch(struct shm_conn *c)
     loop_watch_del(c->loop, &c->ticker_watch);
     loop_watch_del(c->loop, &c->pidfd_watch);
     loop_unlocked_barrier(c->loop);
+    /* A handler that ran until the barrier may have made the ticker after
+     * its watch was deleted (make_ticker); none runs from now on (stop). */
+    if (c->ticker_watch.added) {
+        loop_watch_del(c->loop, &c->ticker_watch);
+        loop_unlocked_barrier(c->loop);
+    }
 }
 
 /* ---- struct ndk_xp_ops ---- */
@@ -1593,10 +1675,14 @@ static NTSTATUS status_of(int err)
                                                                  : STATUS_CONNECTION_REFUSED;
 }
 
-/* Set-up, step by step: each step waits for one message from the peer.
- * The creator offers the region and its doorbell, the other answers with
- * its doorbell; then both probe each other's memory and tell the result. */
-enum setup_step { STEP_REGION, STEP_HELLO, STEP_PROBE, STEP_READY };
+/* Set-up, step by step: one round trip and a last word. The creator
+ * offers the region and its doorbell with its probe word in the header;
+ * the other maps it, probes the creator's memory and answers with its
+ * doorbell, its own probe word and what its probe found; the creator
+ * probes back and tells its result (the other takes it when it needs it:
+ * the rendezvous reads it when the RTR arrives). Each step takes a
+ * message only when it is there. */
+enum setup_step { STEP_REGION, STEP_ANSWER, STEP_PROBE, STEP_READY };
 
 /* The creator's first message: the region and its doorbell. */
 static int offer_region(struct shm_conn *c)
@@ -1607,6 +1693,8 @@ static int offer_region(struct shm_conn *c)
         return fd;
     c->hdr = c->map;
     *c->hdr = (struct shm_hdr){.magic = SHM_MAGIC, .version = SHM_VERSION, .unit = SHM_UNIT, .units = SHM_UNITS};
+    /* Armed: until a side's first pass, its peer rings its doorbell. */
+    c->hdr->side[0].armed = c->hdr->side[1].armed = 1;
     c->hdr->side[0].probe_addr = (uint64_t)(uintptr_t)&c->probe;
     c->hdr->side[0].probe_value = c->probe;
     int fds[2] = {fd, c->bell};
@@ -1615,34 +1703,64 @@ static int offer_region(struct shm_conn *c)
     return r;
 }
 
-/* The creator takes the peer's doorbell; the other maps the region and
- * answers with its doorbell. */
+static bool copy_forced(void)
+{
+    const char *env = getenv("NDK_SHM_COPY");
+    return env && strcmp(env, "1") == 0;
+}
+
+/* Can we reach the peer's memory? Reads its probe word (in the header),
+ * and opens the pidfd the engine watches. */
+static int probe_peer(struct shm_conn *c)
+{
+    if ((c->pidfd = shm_os_pidfd(c->peer)) < 0)
+        return c->pidfd;
+    const struct shm_side_hdr *p = &c->hdr->side[1 - c->me];
+    uint64_t word = 0;
+    struct iovec l = {&word, sizeof word}, r = {(void *)(uintptr_t)p->probe_addr, sizeof word};
+    c->probe_ok = !copy_forced() && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
+    return 0;
+}
+
+/* Both probes known: either failing selects copy mode. */
+static void decide_copy(struct shm_conn *c, bool theirs_ok)
+{
+    c->copy = !c->probe_ok || !theirs_ok;
+    static bool logged;
+    if (c->copy && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
+        NDK_LOG(NDK_LL_INFO, NDK_LC_DP, &c->qp->obj,
+                "shared memory: %s; payloads are copied through the rings (two copies)",
+                copy_forced() ? "single copy turned off (NDK_SHM_COPY=1)" : "process_vm_readv is not permitted");
+}
+
+/* A set-up message from the peer with at most maxfds descriptors (*n of
+ * them came), waiting at most timeout_ms. */
+static int take_msg(struct shm_conn *c, struct shm_hello *got, int *fds, int maxfds, int *n, int timeout_ms)
+{
+    int r = shm_os_recv(c->sock, got, sizeof *got, fds, maxfds, n, timeout_ms);
+    if (r)
+        return r;
+    if (got->magic != SHM_MAGIC || got->version != SHM_VERSION || got->region_bytes != SHM_REGION_BYTES) {
+        for (int i = 0; i < *n; i++)
+            shm_os_close(fds[i]);
+        return -EPROTO;
+    }
+    return 0;
+}
+
+/* The other side: maps the region, probes the creator, and answers with
+ * its doorbell and what it found. */
 static int take_region(struct shm_conn *c, int timeout_ms)
 {
-    struct shm_hello hello = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, 1, 0}, got;
+    struct shm_hello got;
     int fds[2], n = 0, r;
-    if (c->me == 0) {
-        if ((r = shm_os_recv(c->sock, &got, sizeof got, fds, 1, &n, timeout_ms)))
-            return r;
-        if (n != 1 || got.magic != SHM_MAGIC || !got.ok) {
-            for (int i = 0; i < n; i++)
-                shm_os_close(fds[i]);
-            return -EPROTO;
-        }
-        c->peer_bell = fds[0];
-        return 0;
-    }
-    if ((r = shm_os_recv(c->sock, &got, sizeof got, fds, 2, &n, timeout_ms)))
+    if ((r = take_msg(c, &got, fds, 2, &n, timeout_ms)))
         return r;
     if (n == 2)
         c->peer_bell = fds[1];
-    else if (n == 1)
-        shm_os_close(fds[0]);
-    r = n != 2 || got.magic != SHM_MAGIC || got.version != SHM_VERSION || got.region_bytes != SHM_REGION_BYTES
-            ? -EPROTO
-            : shm_os_region_map(fds[0], SHM_REGION_BYTES, &c->map);
-    if (n == 2)
-        shm_os_close(fds[0]);
+    r = n != 2 ? -EPROTO : shm_os_region_map(fds[0], SHM_REGION_BYTES, &c->map);
+    if (n >= 1)
+        shm_os_close(fds[0]); /* the mapping keeps the region */
     if (r)
         return r;
     c->hdr = c->map;
@@ -1650,65 +1768,59 @@ static int take_region(struct shm_conn *c, int timeout_ms)
         return -EPROTO;
     c->hdr->side[1].probe_addr = (uint64_t)(uintptr_t)&c->probe;
     c->hdr->side[1].probe_value = c->probe;
+    if ((r = probe_peer(c)))
+        return r;
+    struct shm_hello answer = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
     fds[0] = c->bell;
-    return shm_os_send(c->sock, &hello, sizeof hello, fds, 1);
+    return shm_os_send(c->sock, &answer, sizeof answer, fds, 1);
 }
 
-static bool copy_forced(void)
+/* The creator: takes the answer (the peer's doorbell and probe), probes
+ * back and tells its result. */
+static int take_answer(struct shm_conn *c, int timeout_ms)
 {
-    const char *env = getenv("NDK_SHM_COPY");
-    return env && strcmp(env, "1") == 0;
-}
-
-/* Can we reach the peer's memory? We read its probe word and tell it. */
-static int send_probe(struct shm_conn *c)
-{
-    const struct shm_side_hdr *p = &c->hdr->side[1 - c->me];
-    uint64_t word = 0;
-    struct iovec l = {&word, sizeof word}, r = {(void *)(uintptr_t)p->probe_addr, sizeof word};
-    c->probe_ok = !copy_forced() && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
+    struct shm_hello got;
+    int fd, n = 0, r;
+    if ((r = take_msg(c, &got, &fd, 1, &n, timeout_ms)))
+        return r;
+    if (n != 1)
+        return -EPROTO;
+    c->peer_bell = fd;
+    if ((r = probe_peer(c)))
+        return r;
+    decide_copy(c, got.ok);
     struct shm_hello mine = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
     return shm_os_send(c->sock, &mine, sizeof mine, NULL, 0);
 }
 
-/* ...and can it reach ours? Either failing selects copy mode. */
+/* The other side: the creator's probe result. */
 static int take_probe(struct shm_conn *c, int timeout_ms)
 {
-    struct shm_hello theirs;
-    int n = 0, fd, e;
-    if ((e = shm_os_recv(c->sock, &theirs, sizeof theirs, &fd, 1, &n, timeout_ms)))
-        return e;
-    if (n)
-        shm_os_close(fd);
-    c->copy = !c->probe_ok || !theirs.ok;
-    static bool logged;
-    if (c->copy && !__atomic_exchange_n(&logged, true, __ATOMIC_RELAXED))
-        NDK_LOG(NDK_LL_INFO, NDK_LC_DP, &c->qp->obj,
-                "shared memory: %s; payloads are copied through the rings (two copies)",
-                copy_forced() ? "single copy turned off (NDK_SHM_COPY=1)" : "process_vm_readv is not permitted");
+    struct shm_hello got;
+    int fd, n = 0, r;
+    if ((r = take_msg(c, &got, &fd, 0, &n, timeout_ms)))
+        return r;
+    decide_copy(c, got.ok);
     return 0;
 }
 
 /* The next step, waiting at most timeout_ms for the peer's message. */
 static int setup_step(struct shm_conn *c, int timeout_ms)
 {
-    int e;
+    int e = 0;
     switch (c->step) {
     case STEP_REGION:
-    case STEP_HELLO:
-        if ((e = take_region(c, timeout_ms)))
-            return e;
-        if ((c->pidfd = shm_os_pidfd(c->peer)) < 0)
-            return c->pidfd;
-        if ((e = send_probe(c)))
-            return e;
-        c->step = STEP_PROBE;
-        return 0;
+        if (!(e = take_region(c, timeout_ms)))
+            c->step = STEP_PROBE;
+        return e;
+    case STEP_ANSWER:
+        if (!(e = take_answer(c, timeout_ms)))
+            c->step = STEP_READY;
+        return e;
     case STEP_PROBE:
-        if ((e = take_probe(c, timeout_ms)))
-            return e;
-        c->step = STEP_READY;
-        return 0;
+        if (!(e = take_probe(c, timeout_ms)))
+            c->step = STEP_READY;
+        return e;
     default:
         return 0;
     }
@@ -1724,7 +1836,7 @@ struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool crea
     c->qp = qp;
     c->sock = sock;
     c->me = creator ? 0 : 1;
-    c->step = creator ? STEP_HELLO : STEP_REGION;
+    c->step = creator ? STEP_ANSWER : STEP_REGION;
     c->bell = c->peer_bell = c->pidfd = c->ticker = -1;
     c->probe = ndk_random_seed((uint64_t)(uintptr_t)c) | 1;
     bool same_user = false;
@@ -1733,8 +1845,6 @@ struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool crea
         e = -EACCES;
     if (!e && (c->bell = shm_os_doorbell_new()) < 0)
         e = c->bell;
-    if (!e && (c->ticker = shm_os_ticker_new()) < 0)
-        e = c->ticker;
     if (!e && creator)
         e = offer_region(c);
     if (e) {
@@ -1753,6 +1863,11 @@ int ndk_shm_setup_step(struct shm_conn *c)
             return e == -ETIMEDOUT ? 1 : e;
     }
     return 0;
+}
+
+bool ndk_shm_setup_said_all(const struct shm_conn *c)
+{
+    return c->step == STEP_PROBE || c->step == STEP_READY;
 }
 
 void ndk_shm_setup_abandon(struct shm_conn *c)
@@ -1782,8 +1897,10 @@ NTSTATUS ndk_shm_setup_attach(struct shm_conn *c, uint32_t ird, uint32_t ord, vo
         ndk_qp_stop(qp); /* detaches: the connection is freed */
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    /* The first pass, which arms: until then the peer does not ring. */
-    shm_os_doorbell_ring(c->bell);
+    /* No first pass: both sides are armed from the region's creation, so
+     * whatever the peer published or did before our watch was added rang
+     * our doorbell, which the engine now finds readable. A connection with
+     * nothing in it costs no wake-up and touches no ring. */
     return STATUS_SUCCESS;
 }
 
@@ -1840,4 +1957,13 @@ void *ndk_shm_region(struct ndk_qp_impl *qp, int *side)
         *side = c->me;
     pthread_mutex_unlock(&qp->dp.sq_lock);
     return map;
+}
+
+void ndk_shm_mark_published(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.sq_lock);
+    struct shm_conn *c = qp->dp.xp && !strcmp(qp->dp.xp->name, "shm") ? ndk_xp_ctx(qp) : NULL;
+    if (c)
+        __atomic_store_n(&c->hdr->side[c->me].published, 1, __ATOMIC_SEQ_CST);
+    pthread_mutex_unlock(&qp->dp.sq_lock);
 }

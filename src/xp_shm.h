@@ -34,13 +34,17 @@ NTSTATUS ndk_shm_connect(struct ndk_qp_impl *qp, int sock, bool creator, uint32_
 /* The same set-up without waiting, for a QP its connector owns (the
  * same-host selection, docs/shm.md): start checks that the peer on sock
  * runs as our user and, as creator, offers the region; step takes what
- * sock holds and returns 1 while the peer's next message is awaited, 0
- * once ready, -errno when the set-up failed. A ready set-up is attached
+ * sock holds (never waiting for it: call it when sock is readable) and
+ * returns 1 while the peer's next message is awaited, 0 once ready,
+ * -errno when the set-up failed. A ready set-up is attached
  * (the QP in RTS with ird/ord; ended(arg) is called, from any thread, when
  * the connection ends on its own: the peer left, its process ended, a
  * Terminate); any other is abandoned. sock stays the caller's. */
 struct shm_conn *ndk_shm_setup_start(struct ndk_qp_impl *qp, int sock, bool creator, int *err);
 int ndk_shm_setup_step(struct shm_conn *s);
+/* Whether this side sent all it will: what is left is the peer's last
+ * word, which may wait in sock until the owner needs it. */
+bool ndk_shm_setup_said_all(const struct shm_conn *s);
 NTSTATUS ndk_shm_setup_attach(struct shm_conn *s, uint32_t ird, uint32_t ord, void (*ended)(void *arg),
                               void *arg, bool *copy_mode);
 void ndk_shm_setup_abandon(struct shm_conn *s);
@@ -59,5 +63,8 @@ bool ndk_shm_quiescent(struct ndk_qp_impl *qp);
  * with ndk_shm_connect (SHM_REGION_BYTES, shm_ring.h) and which side this
  * process is; NULL when the QP has no such connection. */
 void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
+/* ...and what a libndk side does at its first publish: says in the header
+ * that it published, without which the peer reads none of its rings. */
+void ndk_shm_mark_published(struct ndk_qp_impl *qp);
 
 #endif

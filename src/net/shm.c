@@ -146,15 +146,19 @@ int shm_os_recv(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds
         char buf[CMSG_SPACE(FDS_MAX * sizeof(int))];
         struct cmsghdr align;
     } u;
-    struct pollfd p = {.fd = sock, .events = POLLIN};
-    int r;
-    do
-        r = poll(&p, 1, timeout_ms);
-    while (r < 0 && errno == EINTR);
-    if (r < 0)
-        return -errno;
-    if (r == 0)
-        return -ETIMEDOUT;
+    /* Without a wait (the set-up steps of a progress loop): one
+     * non-blocking receive, no poll before it. */
+    if (timeout_ms > 0) {
+        struct pollfd p = {.fd = sock, .events = POLLIN};
+        int r;
+        do
+            r = poll(&p, 1, timeout_ms);
+        while (r < 0 && errno == EINTR);
+        if (r < 0)
+            return -errno;
+        if (r == 0)
+            return -ETIMEDOUT;
+    }
     struct iovec iov = {buf, len};
     struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf};
     ssize_t n;
@@ -162,7 +166,7 @@ int shm_os_recv(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds
         n = recvmsg(sock, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
     while (n < 0 && errno == EINTR);
     if (n < 0)
-        return -errno;
+        return errno == EAGAIN || errno == EWOULDBLOCK ? -ETIMEDOUT : -errno;
     *nfds = 0;
     for (struct cmsghdr *c = CMSG_FIRSTHDR(&m); c; c = CMSG_NXTHDR(&m, c)) {
         if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_RIGHTS)

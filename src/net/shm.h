@@ -40,7 +40,8 @@ pid_t shm_os_self(void);
 /* Sends len octets and nfds descriptors (SCM_RIGHTS) in one message. */
 int shm_os_send(int sock, const void *buf, size_t len, const int *fds, int nfds);
 /* Receives one message of exactly len octets with at most maxfds
- * descriptors (*nfds: how many came), waiting at most timeout_ms. */
+ * descriptors (*nfds: how many came), waiting at most timeout_ms (0: not
+ * at all, one non-blocking receive); -ETIMEDOUT when none came. */
 int shm_os_recv(int sock, void *buf, size_t len, int *fds, int maxfds, int *nfds, int timeout_ms);
 /* The peer's pid, and whether it runs as our user (SO_PEERCRED). */
 int shm_os_peer(int sock, pid_t *pid, bool *same_user);

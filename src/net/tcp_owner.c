@@ -1,116 +1,81 @@
-/* Who owns a TCP connection of this host (net/tcp_owner.h). */
-#include <dirent.h>
+/* Whether a passed descriptor is the TCP socket of a 4-tuple
+ * (net/tcp_owner.h). */
 #include <errno.h>
-#include <inttypes.h>
-#include <linux/inet_diag.h>
-#include <linux/netlink.h>
-#include <linux/sock_diag.h>
 #include <netinet/in.h>
-#include <stdio.h>
+#include <stdbool.h>
 #include <string.h>
-#include <sys/time.h>
-#include <unistd.h>
+#include <sys/stat.h>
 
 #include "net/tcp_owner.h"
 
-/* Copies an address and port into an inet_diag socket id, in network
- * order as the kernel keeps them. */
-static int put_end(const struct sockaddr *sa, __be16 *port, __be32 addr[4])
+#ifndef SO_NETNS_COOKIE
+#define SO_NETNS_COOKIE 71 /* Linux 5.14, include/uapi/asm-generic/socket.h */
+#endif
+
+int tcp_owner_netns(int fd, uint64_t *cookie)
 {
-    if (sa->sa_family == AF_INET) {
-        const struct sockaddr_in *in = (const struct sockaddr_in *)sa;
-        *port = in->sin_port;
-        memcpy(addr, &in->sin_addr, 4);
-        return 0;
-    }
-    if (sa->sa_family == AF_INET6) {
-        const struct sockaddr_in6 *in6 = (const struct sockaddr_in6 *)sa;
-        *port = in6->sin6_port;
-        memcpy(addr, &in6->sin6_addr, 16);
-        return 0;
-    }
-    return -EAFNOSUPPORT;
+    socklen_t l = sizeof *cookie;
+    if (getsockopt(fd, SOL_SOCKET, SO_NETNS_COOKIE, cookie, &l) < 0)
+        return -errno;
+    return l == sizeof *cookie ? 0 : -EPROTO;
 }
 
-int tcp_owner_lookup(const struct sockaddr *local, const struct sockaddr *remote, uint64_t *inode, uid_t *uid)
+static int sockopt_is(int fd, int name, int want)
 {
-    if (local->sa_family != remote->sa_family)
-        return -EAFNOSUPPORT;
-    struct {
-        struct nlmsghdr nh;
-        struct inet_diag_req_v2 req;
-    } q;
-    memset(&q, 0, sizeof q);
-    q.nh.nlmsg_len = sizeof q;
-    q.nh.nlmsg_type = SOCK_DIAG_BY_FAMILY;
-    q.nh.nlmsg_flags = NLM_F_REQUEST; /* one socket, found by its 4-tuple */
-    q.req.sdiag_family = (uint8_t)local->sa_family;
-    q.req.sdiag_protocol = IPPROTO_TCP;
-    q.req.idiag_states = ~0u;
-    q.req.id.idiag_cookie[0] = INET_DIAG_NOCOOKIE;
-    q.req.id.idiag_cookie[1] = INET_DIAG_NOCOOKIE;
-    int r = put_end(local, &q.req.id.idiag_sport, q.req.id.idiag_src);
-    if (r == 0)
-        r = put_end(remote, &q.req.id.idiag_dport, q.req.id.idiag_dst);
-    if (r < 0)
-        return r;
-
-    int fd = socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
-    if (fd < 0)
-        return -errno;
-    /* The kernel answers at once; the bound only guards a broken one. */
-    struct timeval tv = {.tv_sec = 1};
-    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
-    struct sockaddr_nl kernel = {.nl_family = AF_NETLINK};
-    if (sendto(fd, &q, sizeof q, 0, (struct sockaddr *)&kernel, sizeof kernel) < 0) {
-        r = -errno;
-        close(fd);
-        return r;
-    }
-    union {
-        struct nlmsghdr nh;
-        char buf[1024];
-    } a;
-    ssize_t n = recv(fd, &a, sizeof a, 0);
-    r = n < 0 ? -errno : 0;
-    close(fd);
-    if (r < 0)
-        return r;
-    if (n < (ssize_t)sizeof(struct nlmsghdr) || a.nh.nlmsg_len > (size_t)n)
-        return -EPROTO;
-    if (a.nh.nlmsg_type == NLMSG_ERROR) {
-        const struct nlmsgerr *e = NLMSG_DATA(&a.nh);
-        if (a.nh.nlmsg_len < NLMSG_LENGTH(sizeof *e))
-            return -EPROTO;
-        return e->error ? e->error : -ENOENT;
-    }
-    if (a.nh.nlmsg_type != SOCK_DIAG_BY_FAMILY || a.nh.nlmsg_len < NLMSG_LENGTH(sizeof(struct inet_diag_msg)))
-        return -EPROTO;
-    const struct inet_diag_msg *m = NLMSG_DATA(&a.nh);
-    *inode = m->idiag_inode;
-    *uid = m->idiag_uid;
-    return 0;
+    int v = -1;
+    socklen_t l = sizeof v;
+    if (getsockopt(fd, SOL_SOCKET, name, &v, &l) < 0)
+        return errno == ENOTSOCK ? 0 : -errno;
+    return v == want;
 }
 
-int tcp_owner_holds(pid_t pid, uint64_t inode)
+/* Address and port of an IPv4 or IPv6 endpoint equal (the flow label and
+ * scope of IPv6 are not part of a TCP 4-tuple's identity, but a scope
+ * differs only between link-local addresses of two interfaces, which are
+ * two addresses). */
+static bool same_end(const struct sockaddr_storage *got, socklen_t len, const struct sockaddr *want)
 {
-    char path[64], want[64], link[64];
-    snprintf(path, sizeof path, "/proc/%ld/fd", (long)pid);
-    snprintf(want, sizeof want, "socket:[%" PRIu64 "]", inode);
-    DIR *d = opendir(path);
-    if (!d)
-        return -errno;
-    int found = 0;
-    struct dirent *e;
-    while (!found && (e = readdir(d)) != NULL) {
-        if (e->d_name[0] == '.')
-            continue;
-        ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof link - 1);
-        if (n <= 0)
-            continue;
-        link[n] = '\0';
-        found = strcmp(link, want) == 0;
+    if (got->ss_family != want->sa_family)
+        return false;
+    if (want->sa_family == AF_INET) {
+        const struct sockaddr_in *a = (const struct sockaddr_in *)got, *b = (const struct sockaddr_in *)want;
+        return len >= sizeof *a && a->sin_port == b->sin_port && a->sin_addr.s_addr == b->sin_addr.s_addr;
     }
-    closedir(d);
-    return found;
+    const struct sockaddr_in6 *a = (const struct sockaddr_in6 *)got, *b = (const struct sockaddr_in6 *)want;
+    return len >= sizeof *a && a->sin6_port == b->sin6_port && a->sin6_scope_id == b->sin6_scope_id &&
+           memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr) == 0;
+}
+
+int tcp_owner_is(int fd, const struct sockaddr *local, const struct sockaddr *remote, uint64_t netns)
+{
+    if (local->sa_family != remote->sa_family ||
+        (local->sa_family != AF_INET && local->sa_family != AF_INET6))
+        return 0;
+    struct stat st;
+    if (fstat(fd, &st) < 0)
+        return -errno;
+    if (!S_ISSOCK(st.st_mode))
+        return 0;
+    int r;
+    if ((r = sockopt_is(fd, SO_DOMAIN, local->sa_family)) != 1 || (r = sockopt_is(fd, SO_TYPE, SOCK_STREAM)) != 1 ||
+        (r = sockopt_is(fd, SO_PROTOCOL, IPPROTO_TCP)) != 1)
+        return r;
+    /* The namespace first: a 4-tuple is unique only within one. */
+    uint64_t ns = 0;
+    if ((r = tcp_owner_netns(fd, &ns)) < 0)
+        return r;
+    if (ns != netns)
+        return 0;
+    struct sockaddr_storage a;
+    socklen_t l = sizeof a;
+    if (getsockname(fd, (struct sockaddr *)&a, &l) < 0)
+        return -errno;
+    if (!same_end(&a, l, local))
+        return 0;
+    /* A socket that is not connected (never, or no longer: closed, reset)
+     * has no peer: ENOTCONN. */
+    l = sizeof a;
+    if (getpeername(fd, (struct sockaddr *)&a, &l) < 0)
+        return errno == ENOTCONN ? 0 : -errno;
+    return same_end(&a, l, remote);
 }

@@ -2,18 +2,23 @@
  * Selection): two adapters of one process, and two processes, select the
  * shared-memory transport; the off switches, a rendezvous peer that never
  * answers, and initiators that fail a check (a 4-tuple that is not theirs,
- * a process that does not own the TCP socket, another user) keep TCP; the
+ * a hello whose descriptor is not the initiator's TCP socket, another
+ * user) keep TCP; the
  * data is exact either way; a peer killed with SIGKILL flushes everything
  * and fires the disconnect event once; 64 connections add no thread. The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
 #include <dirent.h>
+#include <signal.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
 #include "dptest.h"
 #include "net/shm_rv.h"
+#include "net/tcp.h"
 #include "shm_rendezvous.h"
+#include "objects.h"
 #include "stat.h"
+#include "xp_shm.h"
 
 /* How many QP lines of the snapshot carry transport=name. */
 static unsigned qps_on(const char *name)
@@ -114,6 +119,110 @@ DP_CASE(many_connections_add_no_thread)
     dp_side_close(&p);
 }
 
+/* Many joins at once on the same engines: every connection's Connect,
+ * then every Accept, then every CompleteConnect is started before any of
+ * them is waited for, so all the rendezvous are in flight together (hello,
+ * region, answer, go on each UNIX socket, each taken when its socket is
+ * readable). Each must be joined within its bound: one that waited for
+ * the others past it would keep TCP. */
+#define IN_FLIGHT 16
+
+DP_CASE(joins_in_flight_on_one_engine)
+{
+    dp_side a, p;
+    memset(&a, 0, sizeof a);
+    memset(&p, 0, sizeof p);
+    REQUIRE(dp_side_open(&a) && dp_side_open(&p));
+    dp_conn *c[IN_FLIGHT];
+    dp_req *rc[IN_FLIGHT], *ra[IN_FLIGHT], *rcc[IN_FLIGHT];
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        REQUIRE((c[i] = dp_conn_new(&a, &p, NULL)) && dp_conn_listen(c[i]));
+        REQUIRE((rc[i] = dp_conn_connect_start(c[i])));
+    }
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        REQUIRE((c[i]->cp = dp_conn_incoming(c[i], DP_WAIT_MS)));
+        ra[i] = dp_req_new("NdkAccept");
+        ra[i]->started = true;
+        ra[i]->returned = c[i]->cp->Dispatch->NdkAccept(c[i]->cp, c[i]->qp, c[i]->cfg.p_ird, c[i]->cfg.p_ord, NULL,
+                                                        0, dp_disc_cb, &c[i]->disc_p, dp_req_cb, ra[i]);
+    }
+    for (unsigned i = 0; i < IN_FLIGHT; i++)
+        DP_REQUIRE_ST(dp_finish(rc[i], STATUS_PENDING, DP_WAIT_MS), STATUS_SUCCESS);
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        rcc[i] = dp_req_new("NdkCompleteConnect");
+        rcc[i]->started = true;
+        rcc[i]->returned =
+            c[i]->ca->Dispatch->NdkCompleteConnect(c[i]->ca, dp_disc_cb, &c[i]->disc_a, dp_req_cb, rcc[i]);
+    }
+    for (unsigned i = 0; i < IN_FLIGHT; i++) {
+        DP_CHECK_ST(dp_finish(rcc[i], rcc[i]->returned, DP_WAIT_MS), STATUS_SUCCESS);
+        DP_CHECK_ST(dp_finish(ra[i], ra[i]->returned, DP_WAIT_MS), STATUS_SUCCESS);
+    }
+    CHECK_EQ(qps_on("shm"), 2 * IN_FLIGHT);
+    CHECK_EQ(qps_on("iwarp"), 0);
+    for (unsigned i = 0; i < IN_FLIGHT; i++)
+        CHECK(dp_roundtrip(c[i], 100, i));
+    for (unsigned i = 0; i < IN_FLIGHT; i++)
+        dp_conn_close(c[i]);
+    dp_side_close(&a);
+    dp_side_close(&p);
+}
+
+/* The set-up steps over a socket pair, as the sim drives them: a step
+ * takes what its socket holds and never waits for more. Each side's peer
+ * is silent until the test lets it speak, so a step that waited would not
+ * return (the alarm ends the test instead of a hang). */
+static void step_blocked(int sig)
+{
+    (void)sig;
+    static const char msg[] = "a set-up step waited for its peer\n";
+    ssize_t n = write(2, msg, sizeof msg - 1);
+    (void)n;
+    _exit(1);
+}
+
+static struct ndk_qp_impl *qp_impl(NDK_QP *qp)
+{
+    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
+}
+
+DP_CASE(setup_steps_never_wait)
+{
+    dp_side a;
+    memset(&a, 0, sizeof a);
+    REQUIRE(dp_side_open(&a));
+    dp_conn *c = dp_conn_new(&a, &a, NULL);
+    REQUIRE(c);
+    int sv[2];
+    REQUIRE(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) == 0);
+    signal(SIGALRM, step_blocked);
+    alarm(10);
+    int err = 0;
+    /* The creator offers the region; nobody answers yet. */
+    struct shm_conn *cr = ndk_shm_setup_start(qp_impl(c->qa), sv[0], true, &err);
+    REQUIRE(cr);
+    CHECK_EQ(ndk_shm_setup_step(cr), 1);
+    CHECK_EQ(ndk_shm_setup_step(cr), 1);
+    /* The other side answers the region at once, then waits for the
+     * creator's last word without waiting for it. */
+    struct shm_conn *ot = ndk_shm_setup_start(qp_impl(c->qp), sv[1], false, &err);
+    REQUIRE(ot);
+    CHECK_EQ(ndk_shm_setup_step(ot), 1);
+    CHECK(ndk_shm_setup_said_all(ot));
+    CHECK_EQ(ndk_shm_setup_step(ot), 1);
+    /* The answer is there: the creator is ready, then so is the other. */
+    CHECK_EQ(ndk_shm_setup_step(cr), 0);
+    CHECK_EQ(ndk_shm_setup_step(ot), 0);
+    alarm(0);
+    signal(SIGALRM, SIG_DFL);
+    ndk_shm_setup_abandon(cr);
+    ndk_shm_setup_abandon(ot);
+    close(sv[0]);
+    close(sv[1]);
+    dp_conn_close(c);
+    dp_side_close(&a);
+}
+
 /* A listener on the wildcard address, connected to through the loopback
  * address: the initiator finds it under the wildcard's name. */
 DP_CASE(wildcard_listener_selects_shm)
@@ -209,11 +318,11 @@ DP_CASE(mute_peer_keeps_tcp)
 
 /* ---- initiators that fail the listener's checks ---- */
 
-/* Connects to the listener's name, sends a hello for (local, peer) and
- * tells what came back: 1 the listener answered OK, 0 it closed the
- * socket, -1 nothing within the bound or an error. Raw calls only: a
- * forked child runs it too. */
-static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer)
+/* Connects to the listener's name, sends a hello for (local, peer) with
+ * descriptor pass (none when -1) as its proof, and tells what came back: 1
+ * the listener answered OK, 0 it closed the socket, -1 nothing within the
+ * bound or an error. Raw calls only: a forked child runs it too. */
+static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer, int pass)
 {
     int fd = shm_rv_os_connect(&listener->sa);
     if (fd < 0)
@@ -225,9 +334,25 @@ static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const ND
     m.kind = SHM_RV_HELLO;
     m.local = *local;
     m.peer = *peer;
+    union {
+        char buf[CMSG_SPACE(sizeof(int))];
+        struct cmsghdr align;
+    } u;
+    memset(&u, 0, sizeof u);
+    struct iovec iov = {&m, sizeof m};
+    struct msghdr mh = {.msg_iov = &iov, .msg_iovlen = 1};
+    if (pass >= 0) {
+        mh.msg_control = u.buf;
+        mh.msg_controllen = sizeof u.buf;
+        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+        c->cmsg_level = SOL_SOCKET;
+        c->cmsg_type = SCM_RIGHTS;
+        c->cmsg_len = CMSG_LEN(sizeof(int));
+        memcpy(CMSG_DATA(c), &pass, sizeof pass);
+    }
     int r = -1;
     struct pollfd p = {.fd = fd, .events = POLLIN};
-    if (send(fd, &m, sizeof m, 0) == (ssize_t)sizeof m && poll(&p, 1, DP_WAIT_MS) == 1) {
+    if (sendmsg(fd, &mh, 0) == (ssize_t)sizeof m && poll(&p, 1, DP_WAIT_MS) == 1) {
         ssize_t n = recv(fd, &m, sizeof m, 0);
         r = n == 0 ? 0 : n == (ssize_t)sizeof m && m.kind == SHM_RV_OK ? 1 : -1;
     }
@@ -235,25 +360,61 @@ static int ask(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const ND
     return r;
 }
 
-/* The same from a child: without any other descriptor (so it holds no
- * TCP socket) and, with uid, as that user. Its answer, or -2. */
+/* The same from a child that keeps no descriptor but keep (which it
+ * passes) and, with uid, runs as that user. Its answer, or -2. */
 static int ask_from_child(const NDK_SOCKADDR *listener, const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer,
-                          uid_t uid)
+                          uid_t uid, int keep)
 {
     pid_t pid = fork();
     if (pid < 0)
         return -2;
     if (pid == 0) {
         for (int fd = 3; fd < 4096; fd++)
-            close(fd);
+            if (fd != keep)
+                close(fd);
         if (uid && setuid(uid) != 0)
             _exit(9);
-        _exit(ask(listener, local, peer) + 2);
+        _exit(ask(listener, local, peer, keep) + 2);
     }
     int status;
     if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status) > 3)
         return -2;
     return WEXITSTATUS(status) - 2;
+}
+
+/* Our descriptor of the TCP socket whose names are local and peer (the
+ * initiator's, which the provider holds in this process), or -1. */
+static int tcp_socket_of(const NDK_SOCKADDR *local, const NDK_SOCKADDR *peer)
+{
+    for (int fd = 3; fd < 4096; fd++) {
+        NDK_SOCKADDR a, b;
+        socklen_t la = sizeof a, lb = sizeof b;
+        int type = 0;
+        socklen_t lt = sizeof type;
+        if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &lt) == 0 && type == SOCK_STREAM &&
+            getsockname(fd, &a.sa, &la) == 0 && getpeername(fd, &b.sa, &lb) == 0 &&
+            ndk_sockaddr_equal(&a, local) && ndk_sockaddr_equal(&b, peer))
+            return fd;
+    }
+    return -1;
+}
+
+/* Another TCP connection's socket between the loopback addresses (its
+ * peer's end closed), or -1. */
+static int other_tcp_socket(int fam)
+{
+    NDK_SOCKADDR a;
+    socklen_t len = dp_loop(&a, 0);
+    int l = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    int s = socket(fam, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    socklen_t al = sizeof a;
+    bool ok = l >= 0 && s >= 0 && bind(l, &a.sa, len) == 0 && listen(l, 1) == 0 &&
+              getsockname(l, &a.sa, &al) == 0 && connect(s, &a.sa, len) == 0;
+    if (l >= 0)
+        close(l);
+    if (!ok && s >= 0)
+        close(s);
+    return ok ? s : -1;
 }
 
 static void refused_hellos(dp_conn *c)
@@ -263,26 +424,39 @@ static void refused_hellos(dp_conn *c)
     DP_REQUIRE_ST(c->ca->Dispatch->NdkGetLocalAddress(c->ca, &local.sa, &len), STATUS_SUCCESS);
     len = sizeof peer;
     DP_REQUIRE_ST(c->ca->Dispatch->NdkGetPeerAddress(c->ca, &peer.sa, &len), STATUS_SUCCESS);
+    int mine = tcp_socket_of(&local, &peer);
+    int other = other_tcp_socket(local.sa.sa_family);
+    int un[2] = {-1, -1};
+    REQUIRE(mine >= 0 && other >= 0 && socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, un) == 0);
     /* A 4-tuple no connection of the listener has. */
-    NDK_SOCKADDR other = local;
-    if (other.sa.sa_family == AF_INET6)
-        other.in6.sin6_port = htons((uint16_t)(ntohs(other.in6.sin6_port) + 1));
+    NDK_SOCKADDR wrong = local;
+    if (wrong.sa.sa_family == AF_INET6)
+        wrong.in6.sin6_port = htons((uint16_t)(ntohs(wrong.in6.sin6_port) + 1));
     else
-        other.in4.sin_port = htons((uint16_t)(ntohs(other.in4.sin_port) + 1));
+        wrong.in4.sin_port = htons((uint16_t)(ntohs(wrong.in4.sin_port) + 1));
     fprintf(stderr, "  a 4-tuple that is not the listener's\n");
-    CHECK_EQ(ask(&c->laddr, &other, &peer), 0);
-    fprintf(stderr, "  a process that does not hold the TCP socket\n");
-    CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 0), 0);
+    CHECK_EQ(ask(&c->laddr, &wrong, &peer, mine), 0);
+    /* The right 4-tuple, from processes that do not hold its socket: all
+     * they can pass is nothing, or something else. */
+    fprintf(stderr, "  no descriptor as proof\n");
+    CHECK_EQ(ask(&c->laddr, &local, &peer, -1), 0);
+    fprintf(stderr, "  a UNIX socket as proof\n");
+    CHECK_EQ(ask(&c->laddr, &local, &peer, un[0]), 0);
+    fprintf(stderr, "  a process that holds another TCP connection, not this one\n");
+    CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 0, other), 0);
     if (geteuid() == 0) {
-        fprintf(stderr, "  another user\n");
-        CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 65534), 0);
+        fprintf(stderr, "  another user, holding the socket\n");
+        CHECK_EQ(ask_from_child(&c->laddr, &local, &peer, 65534, mine), 0);
     } else {
         fprintf(stderr, "  another user: not checked (needs root to change user)\n");
     }
-    /* The control: the same hello from this process, which holds the
-     * socket, is answered; the listener then keeps TCP when we go away. */
-    fprintf(stderr, "  the owner of the TCP socket (control)\n");
-    CHECK_EQ(ask(&c->laddr, &local, &peer), 1);
+    /* The control: the same hello with the socket itself is answered (the
+     * listener then keeps TCP when we go away). */
+    fprintf(stderr, "  the holder of the TCP socket (control)\n");
+    CHECK_EQ(ask(&c->laddr, &local, &peer, mine), 1);
+    close(other);
+    close(un[0]);
+    close(un[1]);
 }
 
 DP_CASE(checks_refuse_keep_tcp)
@@ -476,6 +650,8 @@ int main(int argc, char **argv)
     RUN_FAM(one_process_selects_shm);
     RUN_FAM(wildcard_listener_selects_shm);
     RUN_FAM(many_connections_add_no_thread);
+    RUN_FAM(joins_in_flight_on_one_engine);
+    RUN_FAM(setup_steps_never_wait);
     RUN_FAM(off_switches_keep_tcp);
     RUN_FAM(mute_peer_keeps_tcp);
     RUN_FAM(checks_refuse_keep_tcp);

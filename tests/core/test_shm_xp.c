@@ -268,6 +268,7 @@ static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
     }
     }
     __atomic_store_n(&ctl->head, head + 1, __ATOMIC_SEQ_CST);
+    ndk_shm_mark_published(impl(S.qp));
     return true;
 }
 
