@@ -1502,10 +1502,21 @@ static void shm_forget(struct ndk_qp_impl *qp)
     c->tx_off = 0;
 }
 
+/* Would a pass find anything? The looks progress begins with, in its
+ * order, without its frame: most polls of a busy poller find nothing
+ * (a dead connection has nothing either: progress returns at once). */
+static bool poll_finds_work(struct shm_conn *c)
+{
+    return !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) &&
+           (__atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE) || shm_ring_pending(&c->resp_in) ||
+            __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED) || shm_ring_pending(&c->req_in) ||
+            __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED));
+}
+
 static void shm_poll(struct ndk_qp_impl *qp)
 {
     struct shm_conn *c = ndk_xp_ctx(qp);
-    if (c)
+    if (c && poll_finds_work(c))
         progress(c, true);
 }
 
