@@ -173,17 +173,22 @@ static NTSTATUS map_sges(struct ndk_qp_impl *qp, uint64_t gen, const NDK_SGE *sg
     return mem_map_local(qp_mem(qp), qp->pd, sge, n, access, iov, max, nv);
 }
 
-/* The same within a batch: the memory table's lock is taken (once, held
- * by the caller until the batch is mapped: *locked) only for a request
- * whose post's check cannot be reused. */
-static NTSTATUS map_sges_batch(struct ndk_qp_impl *qp, uint64_t gen, const NDK_SGE *sge, ULONG n,
+/* The same within a batch: the table's generation is read once (*now,
+ * mem_generation, by the caller) rather than per request, and its lock
+ * taken (once, held by the caller until the batch is mapped: *locked)
+ * only for a request whose post's check cannot be reused; *now is read
+ * again under it, so each request is mapped as of a moment no earlier
+ * than the one before, as when each read the generation itself. */
+static NTSTATUS map_sges_batch(struct ndk_qp_impl *qp, uint64_t gen, uint64_t *now, const NDK_SGE *sge, ULONG n,
                                unsigned access, struct iovec *iov, int max, int *nv, bool *locked)
 {
     NTSTATUS st;
-    if (mem_map_posted(qp_mem(qp), gen, sge, n, iov, max, nv, &st))
+    if (mem_posted_iovs(gen, *now, sge, n, iov, max, nv, &st))
         return st;
-    if (!*locked)
+    if (!*locked) {
         mem_lock(qp_mem(qp));
+        *now = mem_generation(qp_mem(qp));
+    }
     *locked = true;
     return mem_map_local_locked(qp_mem(qp), qp->pd, sge, n, access, iov, max, nv);
 }
@@ -394,10 +399,11 @@ static void ahead_map(struct shm_conn *c)
     struct ndk_qp_impl *qp = c->qp;
     int used = 0;
     bool locked = false;
+    uint64_t now = mem_generation(qp_mem(qp));
     for (uint32_t k = 0; k < c->ahead_n; k++) {
         const struct ndk_rwqe *r = &c->ahead[k];
         int nv = 0;
-        NTSTATUS st = map_sges_batch(qp, r->sge_gen, r->sge, r->nsge, MEM_LOCAL_WRITE, c->ahead_iov + used,
+        NTSTATUS st = map_sges_batch(qp, r->sge_gen, &now, r->sge, r->nsge, MEM_LOCAL_WRITE, c->ahead_iov + used,
                                      (int)MEM_LOCAL_IOV_MAX - used, &nv, &locked);
         if (st == STATUS_IMPLEMENTATION_LIMIT && used)
             nv = -1;
@@ -1032,6 +1038,7 @@ static void small_map(struct shm_conn *c, struct small_batch *b)
     struct ndk_qp_dp *dp = &qp->dp;
     int used = 0;
     bool locked = false;
+    uint64_t now = mem_generation(qp_mem(qp));
     b->n = b->next = 0;
     for (uint32_t i = dp->sq_tx; b->n < SMALL_BATCH && used < (int)MEM_LOCAL_IOV_MAX && i - dp->sq_head < dp->sq_count;
          i++) {
@@ -1046,8 +1053,8 @@ static void small_map(struct shm_conn *c, struct small_batch *b)
             b->iov[used] = (struct iovec){w->inline_data, w->total};
             nv = 1;
         } else {
-            st = map_sges_batch(qp, w->sge_gen, w->sge, w->nsge, 0, b->iov + used, (int)MEM_LOCAL_IOV_MAX - used,
-                                &nv, &locked);
+            st = map_sges_batch(qp, w->sge_gen, &now, w->sge, w->nsge, 0, b->iov + used,
+                                (int)MEM_LOCAL_IOV_MAX - used, &nv, &locked);
             if (st == STATUS_IMPLEMENTATION_LIMIT && used)
                 break;
         }
