@@ -996,12 +996,11 @@ static void put_iovs(struct shm_msg *m, const struct iovec *v, int n)
     m->flags |= SHM_F_IOV | SHM_F_LAST;
 }
 
-/* The request at sq_tx is finished with st; put_requests emits the
+/* The request w at sq_tx is finished with st; put_requests emits the
  * completions of all it finished at its end, after the ring publish, in
  * one push (ndk_xp_sq_complete). */
-static void finished(struct ndk_qp_impl *qp, NTSTATUS st)
+static void finished(struct ndk_qp_impl *qp, struct ndk_swqe *w, NTSTATUS st)
 {
-    struct ndk_swqe *w = ndk_xp_sq_next(qp);
     w->status = st;
     w->done = true;
     ndk_xp_sq_taken(qp);
@@ -1082,7 +1081,7 @@ static bool put_small(struct shm_conn *c, struct ndk_swqe *w, struct small_batch
     *need = 0;
     if (b->st[k] != STATUS_SUCCESS) {
         b->next++;
-        finished(qp, b->st[k]);
+        finished(qp, w, b->st[k]);
         return true;
     }
     bool send = w->op == SWQE_SEND;
@@ -1110,7 +1109,7 @@ static bool put_small(struct shm_conn *c, struct ndk_swqe *w, struct small_batch
         p += v->iov_len;
     }
     b->next++;
-    finished(qp, STATUS_SUCCESS); /* in the ring: handed over */
+    finished(qp, w, STATUS_SUCCESS); /* in the ring: handed over */
     return true;
 }
 
@@ -1130,7 +1129,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     NTSTATUS st = read ? map_sges(qp, w->sge_gen, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
                        : source_of(qp, w, v, &nv);
     if (st != STATUS_SUCCESS) {
-        finished(qp, st);
+        finished(qp, w, st);
         return true;
     }
     bool single = !c->copy && w->total > SHM_PAYLOAD && nv <= (int)SHM_IOV_MAX;
@@ -1180,7 +1179,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     } else if (single) {
         ndk_xp_sq_taken(qp); /* done when the target pulled it */
     } else {
-        finished(qp, STATUS_SUCCESS); /* in the ring: handed over */
+        finished(qp, w, STATUS_SUCCESS); /* in the ring: handed over */
     }
     return true;
 }
@@ -1195,7 +1194,7 @@ static void put_requests(struct shm_conn *c)
     small.n = small.next = 0;
     while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
         if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
-            finished(qp, ndk_xp_exec_local(qp, w));
+            finished(qp, w, ndk_xp_exec_local(qp, w));
             continue;
         }
         if (small_request(w) ? put_small(c, w, &small, room, &used, &need) : put_request(c, w, room, &used, &need))
