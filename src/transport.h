@@ -77,6 +77,7 @@
 
 #include <ndk/ndk.h>
 
+#include "cqsrq.h"
 #include "mem.h"
 #include "wire/ddp.h"
 
@@ -174,18 +175,12 @@ void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st,
 /* Receive completions held back during one pass over the input and pushed
  * to the receive CQ together (ndk_xp_rcv_flush), so that its lock is taken
  * once per batch; they keep their order. The caller flushes before
- * anything else completes a receive of the QP (a flush, ndk_xp_fail). */
+ * anything else completes a receive of the QP (a flush, ndk_xp_fail).
+ * Each is held as its CQE, built once. */
 #define NDK_XP_RCV_BATCH 32
-struct ndk_xp_rcv {
-    void *ctx;
-    NTSTATUS st;
-    ULONG bytes;
-    uint32_t token;
-    bool inv, se;
-};
 struct ndk_xp_rcv_batch {
     unsigned n;
-    struct ndk_xp_rcv r[NDK_XP_RCV_BATCH];
+    struct ndk_cqe e[NDK_XP_RCV_BATCH];
 };
 /* As ndk_xp_complete_receive, into b (a full batch is flushed first). */
 void ndk_xp_rcv_add(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b, void *req_ctx, NTSTATUS st, ULONG bytes,
