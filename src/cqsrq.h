@@ -28,7 +28,8 @@ struct ndk_cqe {
 };
 
 /* A QP's place in a CQ's list of running QPs (circular, with the CQ's
- * entry as head; adapter live_lock). */
+ * entry as head): changed under the device's live_lock, walked by the
+ * CQ's busy poller without it (qp_poll.c: `next` is atomic). */
 struct ndk_qp_link {
     struct ndk_qp_link *next, *prev;
     struct ndk_qp_impl *qp;
@@ -48,6 +49,10 @@ struct ndk_cq_impl {
     /* QPs with a running data path that complete here: what a busy poll
      * of this CQ reads, without walking every QP of the adapter. */
     struct ndk_qp_link live_qps;
+    /* Busy polls walking live_qps now, counted by the parity of
+     * walk_epoch when each began (qp_poll.c, walks_pass). Atomic. */
+    unsigned walk_epoch;
+    unsigned walkers[2];
     pthread_mutex_t lock;
     NDK_FN_CQ_NOTIFICATION_CALLBACK notify;
     void *notify_ctx;

@@ -815,6 +815,22 @@ static void remember_mr(const struct mem_table *t, const struct ndk_pd_impl *pd,
     }
 }
 
+/* The check under the lock, out of line: mem_check_posted's hit, most
+ * posts, then saves no registers for it. */
+static __attribute__((noinline)) NTSTATUS check_posted_locked(struct mem_table *t, const struct ndk_pd_impl *pd,
+                                                              const NDK_SGE *sgl, ULONG nsge, unsigned access,
+                                                              uint64_t *gen)
+{
+    bool same = true;
+    pthread_mutex_lock(&t->lock);
+    NTSTATUS st = map_local(t, pd, sgl, nsge, access | MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL, &same);
+    *gen = st == STATUS_SUCCESS && same ? t->gen : 0;
+    if (*gen)
+        remember_mr(t, pd, sgl, nsge);
+    pthread_mutex_unlock(&t->lock);
+    return st;
+}
+
 NTSTATUS mem_check_posted(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl, ULONG nsge,
                           unsigned access, uint64_t *gen)
 {
@@ -826,37 +842,20 @@ NTSTATUS mem_check_posted(struct mem_table *t, const struct ndk_pd_impl *pd, con
         *gen = now;
         return STATUS_SUCCESS;
     }
-    bool same = true;
-    pthread_mutex_lock(&t->lock);
-    NTSTATUS st = map_local(t, pd, sgl, nsge, access | MEM_AT_POST, NULL, MEM_LOCAL_IOV_MAX, NULL, &same);
-    *gen = st == STATUS_SUCCESS && same ? t->gen : 0;
-    if (*gen)
-        remember_mr(t, pd, sgl, nsge);
-    pthread_mutex_unlock(&t->lock);
-    return st;
+    return check_posted_locked(t, pd, sgl, nsge, access, gen);
+}
+
+uint64_t mem_generation(struct mem_table *t)
+{
+    return __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE);
 }
 
 bool mem_map_posted(struct mem_table *t, uint64_t gen, const NDK_SGE *sgl, ULONG nsge, struct iovec *iov,
                     int max_iov, int *niov, NTSTATUS *st)
 {
-    if (!gen || __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE) != gen)
-        return false;
     /* What map_local gives for these SGEs: one iovec each, zero-length
      * ones dropped, the same limit. */
-    int n = 0;
-    *niov = 0;
-    for (ULONG i = 0; i < nsge; i++) {
-        if (!sgl[i].Length)
-            continue;
-        if (n >= max_iov) {
-            *st = STATUS_IMPLEMENTATION_LIMIT;
-            return true;
-        }
-        iov[n++] = (struct iovec){sgl[i].VirtualAddress, sgl[i].Length};
-    }
-    *niov = n;
-    *st = STATUS_SUCCESS;
-    return true;
+    return mem_posted_iovs(gen, __atomic_load_n(&t->gen, __ATOMIC_ACQUIRE), sgl, nsge, iov, max_iov, niov, st);
 }
 
 NTSTATUS mem_check_receive(struct mem_table *t, const struct ndk_pd_impl *pd, const NDK_SGE *sgl,

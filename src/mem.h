@@ -128,6 +128,33 @@ NTSTATUS mem_check_posted(struct mem_table *t, const struct ndk_pd_impl *pd, con
                           unsigned access, uint64_t *gen);
 bool mem_map_posted(struct mem_table *t, uint64_t gen, const NDK_SGE *sgl, ULONG nsge, struct iovec *iov,
                     int max_iov, int *niov, NTSTATUS *st);
+/* The table's generation now (acquire): a transport that maps a batch of
+ * requests reads it once and gives it to mem_posted_iovs for each. */
+uint64_t mem_generation(struct mem_table *t);
+/* mem_map_posted with the generation read (now): while it equals gen
+ * (never 0) the SGEs are their own iovecs, one each, zero-length ones
+ * dropped, at most max_iov (else *st is STATUS_IMPLEMENTATION_LIMIT), as
+ * mem_map_local gives them. */
+static inline bool mem_posted_iovs(uint64_t gen, uint64_t now, const NDK_SGE *sgl, ULONG nsge, struct iovec *iov,
+                                   int max_iov, int *niov, NTSTATUS *st)
+{
+    if (!gen || now != gen)
+        return false;
+    int n = 0;
+    *niov = 0;
+    for (ULONG i = 0; i < nsge; i++) {
+        if (!sgl[i].Length)
+            continue;
+        if (n >= max_iov) {
+            *st = STATUS_IMPLEMENTATION_LIMIT;
+            return true;
+        }
+        iov[n++] = (struct iovec){sgl[i].VirtualAddress, sgl[i].Length};
+    }
+    *niov = n;
+    *st = STATUS_SUCCESS;
+    return true;
+}
 
 /*
  * Remote invalidation by an inbound Send with Invalidate (docs/rules.md

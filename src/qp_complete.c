@@ -278,10 +278,11 @@ bool ndk_xp_take_receive(struct ndk_qp_impl *qp, struct ndk_rwqe *out)
     return ndk_xp_take_receives(qp, out, 1) == 1;
 }
 
-void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes,
-                             bool inv, uint32_t token, bool se)
+/* The CQE of a completed receive. */
+static struct ndk_cqe receive_cqe(const struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes, bool inv,
+                                  uint32_t token, bool se)
 {
-    struct ndk_cqe e = {
+    return (struct ndk_cqe){
         .status = st,
         .bytes = bytes,
         .qp_ctx = qp->context,
@@ -290,6 +291,12 @@ void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st,
         .type_specific = inv ? token : 0,
         .solicited = se,
     };
+}
+
+void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st, ULONG bytes,
+                             bool inv, uint32_t token, bool se)
+{
+    struct ndk_cqe e = receive_cqe(qp, req_ctx, st, bytes, inv, token, se);
     qp_push_cqe(qp, qp->rcq, &e);
 }
 
@@ -298,26 +305,13 @@ void ndk_xp_rcv_add(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b, void *re
 {
     if (b->n == NDK_XP_RCV_BATCH)
         ndk_xp_rcv_flush(qp, b);
-    b->r[b->n++] = (struct ndk_xp_rcv){req_ctx, st, bytes, token, inv, se};
+    b->e[b->n++] = receive_cqe(qp, req_ctx, st, bytes, inv, token, se);
 }
 
 void ndk_xp_rcv_flush(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b)
 {
-    struct ndk_cqe e[NDK_XP_RCV_BATCH];
-    for (unsigned i = 0; i < b->n; i++) {
-        const struct ndk_xp_rcv *r = &b->r[i];
-        e[i] = (struct ndk_cqe){
-            .status = r->st,
-            .bytes = r->bytes,
-            .qp_ctx = qp->context,
-            .req_ctx = r->ctx,
-            .type = r->inv ? NdkOperationTypeReceiveAndInvalidate : NdkOperationTypeReceive,
-            .type_specific = r->inv ? r->token : 0,
-            .solicited = r->se,
-        };
-    }
     if (b->n)
-        qp_push_cqes(qp, qp->rcq, e, b->n);
+        qp_push_cqes(qp, qp->rcq, b->e, b->n);
     b->n = 0;
 }
 

@@ -160,9 +160,3 @@ bool shm_ring_release(struct shm_ring *r)
     __atomic_store_n(&r->ctl->tail, r->mine, __ATOMIC_SEQ_CST);
     return true;
 }
-
-bool shm_ring_pending(const struct shm_ring *r)
-{
-    /* The shared indexes only: any thread may ask, whoever consumes. */
-    return __atomic_load_n(&r->ctl->head, __ATOMIC_SEQ_CST) != __atomic_load_n(&r->ctl->tail, __ATOMIC_SEQ_CST);
-}

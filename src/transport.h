@@ -60,8 +60,10 @@
  *
  * Locks (qp.h lists the order): the QP object calls doorbell with sq_lock
  * held, flush and forget with rx_lock and sq_lock held (forget: sq_lock),
- * poll and lease_input with the device's live_lock held, after_post with
- * no lock. ndk_xp_sq_* need sq_lock held; ndk_xp_take_receive takes the
+ * lease_input with the device's live_lock held, poll and after_post with
+ * no lock (poll: from a CQ's busy poller, perhaps beside the engine and
+ * a poller of the QP's other CQ; the QP stays attached until it returns,
+ * qp_poll.c). ndk_xp_sq_* need sq_lock held; ndk_xp_take_receive takes the
  * receive queue's (or SRQ's) own lock; ndk_xp_complete_receive,
  * ndk_xp_rcv_* and ndk_xp_sq_complete only the CQ's (once per batch);
  * ndk_xp_fail takes rx_lock and sq_lock itself, so call it with neither
@@ -75,6 +77,7 @@
 
 #include <ndk/ndk.h>
 
+#include "cqsrq.h"
 #include "mem.h"
 #include "wire/ddp.h"
 
@@ -116,7 +119,7 @@ struct ndk_xp_ops {
      * the message being sent, inbound Reads to answer). sq_lock held. */
     void (*forget)(struct ndk_qp_impl *qp);
     /* Optional. A consumer polls a CQ of this QP (busy polling): make
-     * progress on input now, without waiting. live_lock held. */
+     * progress on input now, without waiting (trylocks only). No lock held. */
     void (*poll)(struct ndk_qp_impl *qp);
     /* Optional. on: busy pollers read the input now, stop waking the
      * progress thread for it; off: wake it again. Returns false when the
@@ -172,18 +175,12 @@ void ndk_xp_complete_receive(struct ndk_qp_impl *qp, void *req_ctx, NTSTATUS st,
 /* Receive completions held back during one pass over the input and pushed
  * to the receive CQ together (ndk_xp_rcv_flush), so that its lock is taken
  * once per batch; they keep their order. The caller flushes before
- * anything else completes a receive of the QP (a flush, ndk_xp_fail). */
+ * anything else completes a receive of the QP (a flush, ndk_xp_fail).
+ * Each is held as its CQE, built once. */
 #define NDK_XP_RCV_BATCH 32
-struct ndk_xp_rcv {
-    void *ctx;
-    NTSTATUS st;
-    ULONG bytes;
-    uint32_t token;
-    bool inv, se;
-};
 struct ndk_xp_rcv_batch {
     unsigned n;
-    struct ndk_xp_rcv r[NDK_XP_RCV_BATCH];
+    struct ndk_cqe e[NDK_XP_RCV_BATCH];
 };
 /* As ndk_xp_complete_receive, into b (a full batch is flushed first). */
 void ndk_xp_rcv_add(struct ndk_qp_impl *qp, struct ndk_xp_rcv_batch *b, void *req_ctx, NTSTATUS st, ULONG bytes,

@@ -181,17 +181,22 @@ static NTSTATUS map_sges(struct ndk_qp_impl *qp, uint64_t gen, const NDK_SGE *sg
     return mem_map_local(qp_mem(qp), qp->pd, sge, n, access, iov, max, nv);
 }
 
-/* The same within a batch: the memory table's lock is taken (once, held
- * by the caller until the batch is mapped: *locked) only for a request
- * whose post's check cannot be reused. */
-static NTSTATUS map_sges_batch(struct ndk_qp_impl *qp, uint64_t gen, const NDK_SGE *sge, ULONG n,
+/* The same within a batch: the table's generation is read once (*now,
+ * mem_generation, by the caller) rather than per request, and its lock
+ * taken (once, held by the caller until the batch is mapped: *locked)
+ * only for a request whose post's check cannot be reused; *now is read
+ * again under it, so each request is mapped as of a moment no earlier
+ * than the one before, as when each read the generation itself. */
+static NTSTATUS map_sges_batch(struct ndk_qp_impl *qp, uint64_t gen, uint64_t *now, const NDK_SGE *sge, ULONG n,
                                unsigned access, struct iovec *iov, int max, int *nv, bool *locked)
 {
     NTSTATUS st;
-    if (mem_map_posted(qp_mem(qp), gen, sge, n, iov, max, nv, &st))
+    if (mem_posted_iovs(gen, *now, sge, n, iov, max, nv, &st))
         return st;
-    if (!*locked)
+    if (!*locked) {
         mem_lock(qp_mem(qp));
+        *now = mem_generation(qp_mem(qp));
+    }
     *locked = true;
     return mem_map_local_locked(qp_mem(qp), qp->pd, sge, n, access, iov, max, nv);
 }
@@ -432,10 +437,11 @@ static void ahead_map(struct shm_conn *c)
     struct ndk_qp_impl *qp = c->qp;
     int used = 0;
     bool locked = false;
+    uint64_t now = mem_generation(qp_mem(qp));
     for (uint32_t k = 0; k < c->ahead_n; k++) {
         const struct ndk_rwqe *r = &c->ahead[k];
         int nv = 0;
-        NTSTATUS st = map_sges_batch(qp, r->sge_gen, r->sge, r->nsge, MEM_LOCAL_WRITE, c->ahead_iov + used,
+        NTSTATUS st = map_sges_batch(qp, r->sge_gen, &now, r->sge, r->nsge, MEM_LOCAL_WRITE, c->ahead_iov + used,
                                      (int)MEM_LOCAL_IOV_MAX - used, &nv, &locked);
         if (st == STATUS_IMPLEMENTATION_LIMIT && used)
             nv = -1;
@@ -1030,12 +1036,11 @@ static void put_iovs(struct shm_msg *m, const struct iovec *v, int n)
     m->flags |= SHM_F_IOV | SHM_F_LAST;
 }
 
-/* The request at sq_tx is finished with st; put_requests emits the
+/* The request w at sq_tx is finished with st; put_requests emits the
  * completions of all it finished at its end, after the ring publish, in
  * one push (ndk_xp_sq_complete). */
-static void finished(struct ndk_qp_impl *qp, NTSTATUS st)
+static void finished(struct ndk_qp_impl *qp, struct ndk_swqe *w, NTSTATUS st)
 {
-    struct ndk_swqe *w = ndk_xp_sq_next(qp);
     w->status = st;
     w->done = true;
     ndk_xp_sq_taken(qp);
@@ -1072,6 +1077,7 @@ static void small_map(struct shm_conn *c, struct small_batch *b)
     struct ndk_qp_dp *dp = &qp->dp;
     int used = 0;
     bool locked = false;
+    uint64_t now = mem_generation(qp_mem(qp));
     b->n = b->next = 0;
     for (uint32_t i = dp->sq_tx; b->n < SMALL_BATCH && used < (int)MEM_LOCAL_IOV_MAX && i - dp->sq_head < dp->sq_count;
          i++) {
@@ -1086,8 +1092,8 @@ static void small_map(struct shm_conn *c, struct small_batch *b)
             b->iov[used] = (struct iovec){w->inline_data, w->total};
             nv = 1;
         } else {
-            st = map_sges_batch(qp, w->sge_gen, w->sge, w->nsge, 0, b->iov + used, (int)MEM_LOCAL_IOV_MAX - used,
-                                &nv, &locked);
+            st = map_sges_batch(qp, w->sge_gen, &now, w->sge, w->nsge, 0, b->iov + used,
+                                (int)MEM_LOCAL_IOV_MAX - used, &nv, &locked);
             if (st == STATUS_IMPLEMENTATION_LIMIT && used)
                 break;
         }
@@ -1115,7 +1121,7 @@ static bool put_small(struct shm_conn *c, struct ndk_swqe *w, struct small_batch
     *need = 0;
     if (b->st[k] != STATUS_SUCCESS) {
         b->next++;
-        finished(qp, b->st[k]);
+        finished(qp, w, b->st[k]);
         return true;
     }
     bool send = w->op == SWQE_SEND;
@@ -1143,7 +1149,7 @@ static bool put_small(struct shm_conn *c, struct ndk_swqe *w, struct small_batch
         p += v->iov_len;
     }
     b->next++;
-    finished(qp, STATUS_SUCCESS); /* in the ring: handed over */
+    finished(qp, w, STATUS_SUCCESS); /* in the ring: handed over */
     return true;
 }
 
@@ -1163,7 +1169,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     NTSTATUS st = read ? map_sges(qp, w->sge_gen, w->sge, w->nsge, MEM_LOCAL_WRITE, v, MEM_LOCAL_IOV_MAX, &nv)
                        : source_of(qp, w, v, &nv);
     if (st != STATUS_SUCCESS) {
-        finished(qp, st);
+        finished(qp, w, st);
         return true;
     }
     bool single = !c->copy && w->total > SHM_PAYLOAD && nv <= (int)SHM_IOV_MAX;
@@ -1213,7 +1219,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     } else if (single) {
         ndk_xp_sq_taken(qp); /* done when the target pulled it */
     } else {
-        finished(qp, STATUS_SUCCESS); /* in the ring: handed over */
+        finished(qp, w, STATUS_SUCCESS); /* in the ring: handed over */
     }
     return true;
 }
@@ -1228,7 +1234,7 @@ static void put_requests(struct shm_conn *c)
     small.n = small.next = 0;
     while (qp->dp.state == QP_RTS && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) && (w = ndk_xp_sq_next(qp))) {
         if (w->op != SWQE_SEND && w->op != SWQE_WRITE && w->op != SWQE_READ) {
-            finished(qp, ndk_xp_exec_local(qp, w));
+            finished(qp, w, ndk_xp_exec_local(qp, w));
             continue;
         }
         if (small_request(w) ? put_small(c, w, &small, room, &used, &need) : put_request(c, w, room, &used, &need))
@@ -1584,10 +1590,21 @@ static void shm_forget(struct ndk_qp_impl *qp)
     c->tx_off = 0;
 }
 
+/* Would a pass find anything? The looks progress begins with, in its
+ * order, without its frame: most polls of a busy poller find nothing
+ * (a dead connection has nothing either: progress returns at once). */
+static bool poll_finds_work(struct shm_conn *c)
+{
+    return !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) &&
+           (__atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE) || shm_ring_pending(&c->resp_in) ||
+            __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED) || shm_ring_pending(&c->req_in) ||
+            __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED));
+}
+
 static void shm_poll(struct ndk_qp_impl *qp)
 {
     struct shm_conn *c = ndk_xp_ctx(qp);
-    if (c)
+    if (c && poll_finds_work(c))
         progress(c, true);
 }
 

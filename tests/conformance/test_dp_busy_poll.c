@@ -11,7 +11,10 @@
  *  - a side that polled and then arms its CQ and sleeps is notified;
  *  - a consumer sleeping on a QP's receive CQ is notified while another
  *    thread busy-polls the same QP's initiator CQ;
- *  - a connection disconnected while its input is leased ends cleanly.
+ *  - a connection disconnected while its input is leased ends cleanly;
+ *  - a QP closed while another thread busy-polls its CQ goes without the
+ *    poller reading what it freed (the poll walks the CQ's QPs without a
+ *    lock: qp_poll.c), and its posted receive completes once, flushed.
  * Every wait is bounded (DP_WAIT_MS); none of these would finish if input
  * stayed unread.
  */
@@ -217,6 +220,62 @@ DP_CASE(disconnect_while_leased)
     }
 }
 
+/* A thread that polls one CQ until told to stop (the CQ's one consumer
+ * meanwhile, C1), keeping the last completion it got. */
+typedef struct poller {
+    dp_cq *cq;
+    bool stop;      /* atomic */
+    unsigned polls; /* atomic */
+    unsigned got;
+    NDK_RESULT_EX last;
+} poller;
+
+static void *poll_until_stopped(void *arg)
+{
+    poller *p = arg;
+    while (!__atomic_load_n(&p->stop, __ATOMIC_ACQUIRE)) {
+        NDK_RESULT_EX e;
+        if (dp_get(p->cq, &e, 1) == 1) {
+            p->last = e;
+            __atomic_fetch_add(&p->got, 1, __ATOMIC_RELAXED);
+        }
+        __atomic_fetch_add(&p->polls, 1, __ATOMIC_RELAXED);
+    }
+    return NULL;
+}
+
+DP_CASE(qp_closed_while_polled)
+{
+    for (int round = 0; round < 3; round++) {
+        fx f;
+        REQUIRE(fx_open(&f, false));
+        NDK_SGE rs = dp_sge(&f.dst, 0, MSG);
+        DP_CHECK_ST(dp_recv(f.c->qp, DP_CTX(50), &rs, 1), STATUS_SUCCESS);
+        void *qpctx = dp_qpctx_p(f.c);
+        poller pl = {.cq = f.c->cqp};
+        pthread_t t;
+        REQUIRE(pthread_create(&t, NULL, poll_until_stopped, &pl) == 0);
+        /* The close comes while the poller polls (walks the CQ's QPs). */
+        uint64_t deadline = tl_now_ns() + (uint64_t)DP_WAIT_MS * 1000000u;
+        while (__atomic_load_n(&pl.polls, __ATOMIC_RELAXED) < 100 && tl_now_ns() < deadline)
+            sched_yield();
+        dp_close(f.c->cp);
+        f.c->cp = NULL;
+        dp_close(f.c->qp);
+        f.c->qp = NULL;
+        /* The flushed receive may reach the CQ as the close returns. */
+        deadline = tl_now_ns() + (uint64_t)DP_WAIT_MS * 1000000u;
+        while (!__atomic_load_n(&pl.got, __ATOMIC_RELAXED) && tl_now_ns() < deadline)
+            sched_yield();
+        __atomic_store_n(&pl.stop, true, __ATOMIC_RELEASE);
+        pthread_join(t, NULL);
+        CHECK_EQ(pl.got, 1);
+        if (pl.got == 1)
+            DP_CHECK_CQE(pl.last, STATUS_CANCELLED, NdkOperationTypeReceive, qpctx, DP_CTX(50), -1);
+        fx_close(&f);
+    }
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -225,5 +284,6 @@ int main(int argc, char **argv)
     RUN_FAM(arm_after_polling_notifies);
     RUN_FAM(sleeper_on_other_cq_is_notified);
     RUN_FAM(disconnect_while_leased);
+    RUN_FAM(qp_closed_while_polled);
     return tl_finish();
 }
