@@ -218,7 +218,7 @@ static bool place_write(struct ndk_qp_impl *qp)
     }
     if (len) {
         enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
-                                        dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
+                                        dp->bufs->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
         if (e != MEM_OK) {
             ddp_term_for_write(ndk_xp_stag_fault(e), &t);
             rx_fail(qp, &t);
@@ -270,7 +270,7 @@ static bool place_read_response(struct ndk_qp_impl *qp)
         int nsink;
         if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &nsink) !=
                 STATUS_SUCCESS ||
-            (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+            (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->bufs->rx_iov, RX_IOV_MAX)) < 0) {
             /* Our own sink went away under the Read: local failure. */
             dp->rx_iov_n = 0;
             rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
@@ -335,7 +335,7 @@ static bool place_send(struct ndk_qp_impl *qp)
         dp->rx_msg_active = true;
         dp->rx_msg_bytes = 0;
         NTSTATUS st = mem_map_local(mem, qp->pd, dp->rx_wqe.sge, dp->rx_wqe.nsge, MEM_LOCAL_WRITE,
-                                    dp->rx_msg_iov, MEM_LOCAL_IOV_MAX, &dp->rx_msg_iov_n);
+                                    dp->bufs->rx_msg_iov, MEM_LOCAL_IOV_MAX, &dp->rx_msg_iov_n);
         if (st != STATUS_SUCCESS) {
             dp->rx_fail_status = st;
             rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_CATASTROPHIC, 0);
@@ -348,7 +348,8 @@ static bool place_send(struct ndk_qp_impl *qp)
         rx_fail(qp, &t);
         return false;
     }
-    if (len && (dp->rx_iov_n = ndk_iov_slice(dp->rx_msg_iov, dp->rx_msg_iov_n, h->mo, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+    if (len && (dp->rx_iov_n = ndk_iov_slice(dp->bufs->rx_msg_iov, dp->rx_msg_iov_n, h->mo, len,
+                                             dp->bufs->rx_iov, RX_IOV_MAX)) < 0) {
         dp->rx_iov_n = 0;
         rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG);
         return false;
@@ -662,7 +663,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need, bool spent)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
     struct iovec msg[MEM_LOCAL_IOV_MAX];
-    const struct iovec *buf = dp->rx_msg_iov;
+    const struct iovec *buf = dp->bufs->rx_msg_iov;
     int nbuf = dp->rx_msg_iov_n;
     uint64_t at = dp->rx_msg_bytes, cap = dp->rx_wqe.total;
     if (!dp->rx_msg_active) {
@@ -828,12 +829,13 @@ static enum rx_step rx_step_body(struct ndk_qp_impl *qp, bool spent, int *fpdus)
     struct iovec v[RX_IOV_MAX + 2];
     int nv = 0;
     size_t skip = dp->rx_payload_done;
+    const struct iovec *place = dp->bufs->rx_iov;
     for (int i = 0; i < dp->rx_iov_n; i++) {
-        if (skip >= dp->rx_iov[i].iov_len) {
-            skip -= dp->rx_iov[i].iov_len;
+        if (skip >= place[i].iov_len) {
+            skip -= place[i].iov_len;
             continue;
         }
-        v[nv++] = (struct iovec){(char *)dp->rx_iov[i].iov_base + skip, dp->rx_iov[i].iov_len - skip};
+        v[nv++] = (struct iovec){(char *)place[i].iov_base + skip, place[i].iov_len - skip};
         skip = 0;
     }
     nv = body_tail(dp, v, nv);
