@@ -174,6 +174,12 @@ static void halfopen_on_timer(struct loop_timer *t)
     halfopen_free(h, false);
 }
 
+static const struct watched_kind halfopen_kind = {
+    .events = EPOLLIN | EPOLLRDHUP,
+    .on_io = halfopen_on_io,
+    .on_timer = halfopen_on_timer,
+};
+
 /* Accepting failed for want of a descriptor (or kernel memory): the socket
  * stays readable, and epoll reports it again at once, so the listener
  * stops watching it for this long instead of spinning; the request waits
@@ -215,7 +221,9 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
             if (oldest)
                 halfopen_free(container_of(oldest, struct ndk_halfopen, w), true);
         }
-        struct ndk_halfopen *h = calloc(1, sizeof *h);
+        /* Its first event comes from the loop, after this handler filled it. */
+        struct ndk_halfopen *h = watched_fd_new(&l->halfopen, sizeof *h, &halfopen_kind,
+                                                listener_loop(l), fd, ad->opt.MpaRequestTimeoutMs);
         if (!h) {
             ndk_tcp_abort(fd);
             continue;
@@ -224,11 +232,6 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
         h->peer = peer;
         ndk_tcp_local_addr(fd, &h->local);
         mpa_neg_start_responder(&h->neg, NDK_MAX_IRD, NDK_MAX_ORD);
-        if (watched_fd_add(&l->halfopen, &h->w, listener_loop(l), fd, EPOLLIN | EPOLLRDHUP,
-                           halfopen_on_io, halfopen_on_timer, ad->opt.MpaRequestTimeoutMs) < 0) {
-            ndk_tcp_abort(fd);
-            free(h);
-        }
     }
 }
 

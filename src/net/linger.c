@@ -2,7 +2,6 @@
 
 #include <errno.h>
 #include <stddef.h>
-#include <stdlib.h>
 #include <sys/epoll.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -36,14 +35,16 @@ static void linger_on_timer(struct loop_timer *t)
     linger_done((struct watched_fd *)(void *)((char *)t - offsetof(struct watched_fd, timer)));
 }
 
+static const struct watched_kind linger_kind = {
+    .events = EPOLLIN | EPOLLRDHUP,
+    .on_io = linger_on_io,
+    .on_timer = linger_on_timer,
+};
+
 void ndk_linger_close(struct watched_set *set, struct loop *loop, int fd, unsigned timeout_ms)
 {
-    struct watched_fd *g = calloc(1, sizeof *g);
-    if (!g || watched_fd_add(set, g, loop, fd, EPOLLIN | EPOLLRDHUP, linger_on_io, linger_on_timer,
-                             timeout_ms) < 0) {
+    if (!watched_fd_new(set, sizeof(struct watched_fd), &linger_kind, loop, fd, timeout_ms))
         close(fd);
-        free(g);
-    }
 }
 
 void ndk_linger_flush(struct watched_set *set)

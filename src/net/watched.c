@@ -1,27 +1,30 @@
 #include "net/watched.h"
 
-#include <stddef.h>
+#include <stdlib.h>
 
-int watched_fd_add(struct watched_set *set, struct watched_fd *rec, struct loop *loop, int fd,
-                   uint32_t events, loop_watch_fn on_io, loop_timer_fn on_timer,
-                   uint64_t timeout_ms)
+void *watched_fd_new(struct watched_set *set, size_t size, const struct watched_kind *kind,
+                     struct loop *loop, int fd, uint64_t timeout_ms)
 {
+    struct watched_fd *rec = size >= sizeof *rec ? calloc(1, size) : NULL;
+    if (!rec)
+        return NULL;
     rec->set = set;
     rec->loop = loop;
     rec->fd = fd;
-    loop_timer_init(&rec->timer, on_timer);
-    int err = loop_watch_add(loop, &rec->watch, fd, events, on_io);
-    if (err < 0)
-        return err;
+    loop_timer_init(&rec->timer, kind->on_timer);
+    if (loop_watch_add(loop, &rec->watch, fd, kind->events, kind->on_io) < 0) {
+        free(rec);
+        return NULL;
+    }
     rec->next = set->head;
     if (set->head)
         set->head->pprev = &rec->next;
     rec->pprev = &set->head;
     set->head = rec;
     set->count++;
-    if (on_timer)
+    if (kind->on_timer)
         loop_timer_arm(loop, &rec->timer, timeout_ms);
-    return 0;
+    return rec;
 }
 
 int watched_fd_take(struct watched_fd *rec)
