@@ -224,7 +224,7 @@ struct ndk_device {
     struct ndk_obj *free_list, *free_waiting;
     struct ndk_adapter_impl *dead_views, *dead_waiting; /* closed views whose last object went */
     uint64_t passed;
-    struct linger_set lingers; /* sockets closing after the peer (net/linger.h) */
+    struct watched_set lingers; /* sockets closing after the peer (net/linger.h) */
 
     struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
     /* QPs with a running data path, for busy polling: live_lock comes after

@@ -5,21 +5,17 @@
 #include <string.h>
 #include <sys/epoll.h>
 
-#include "dlist.h"
 #include "mpa_stream.h"
 #include "net/linger.h"
 #include "net/stream.h"
+#include "net/watched.h"
 #include "objects.h"
 
 /* A TCP connection accepted by a listener whose MPA Request has not fully
  * arrived yet. */
 struct ndk_halfopen {
-    struct loop_dfree dfree; /* first: freed between loop iterations */
+    struct watched_fd w; /* first: in the listener's set, the socket, its deadline */
     struct ndk_listener_impl *l;
-    struct ndk_halfopen *prev, *next;
-    int fd;
-    struct loop_watch watch;
-    struct loop_timer timer;
     struct mpa_neg neg; /* reading the Request (wire/mpa_negotiation.h) */
     NDK_SOCKADDR local, peer;
 };
@@ -37,25 +33,20 @@ static struct loop *listener_loop(struct ndk_listener_impl *l)
     return &l->obj.engine->loop;
 }
 
+/* Takes the connection out of the listener's set and returns its socket,
+ * now the caller's; h stays readable until the loop's next iteration. */
+static int halfopen_take(struct ndk_halfopen *h)
+{
+    return watched_fd_take(&h->w);
+}
+
 static void halfopen_free(struct ndk_halfopen *h, bool abort_tcp)
 {
-    struct ndk_listener_impl *l = h->l;
-    struct loop *loop = listener_loop(l);
-    loop_watch_del(loop, &h->watch);
-    loop_timer_cancel(loop, &h->timer);
-    if (h->fd >= 0) {
-        if (abort_tcp)
-            ndk_tcp_abort(h->fd);
-        else
-            ndk_stream_close(h->fd);
-    }
-    DLIST_UNLINK(l->halfopen, h, prev, next);
-    l->halfopen_count--;
-    /* An event for this entry may still sit in the loop's current batch:
-     * its watch says "removed", and the memory must stay valid until then. */
-    h->next = NULL;
-    h->fd = -1;
-    loop_defer_free(listener_loop(l), &h->dfree);
+    int fd = halfopen_take(h);
+    if (abort_tcp)
+        ndk_tcp_abort(fd);
+    else
+        ndk_stream_close(fd);
 }
 
 /* Sends the rejecting Reply RFC 5044 asks for when markers are required and
@@ -66,7 +57,7 @@ static void reply_markers_reject(struct ndk_halfopen *h)
     size_t n;
     const uint8_t *rep = mpa_neg_output(&h->neg, &n);
     if (n)
-        (void)ndk_stream_send(h->fd, rep, n);
+        (void)ndk_stream_send(h->w.fd, rep, n);
 }
 
 /* The connect event's hooks (struct ndk_cb): a listener that is closing or
@@ -100,7 +91,7 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
     struct ndk_adapter_impl *ad = l->obj.ad;
 
     /* The initiator may send nothing until it has our Reply (RFC 5044). */
-    if (ndk_stream_peek(h->fd) > 0) {
+    if (ndk_stream_peek(h->w.fd) > 0) {
         char a[NDK_LOG_ADDR_LEN];
         NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &l->obj, "%s sent bytes after its MPA Request: closed",
                 ndk_log_addr(&h->peer, a));
@@ -113,10 +104,7 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
                 ndk_log_addr(&h->peer, a));
         reply_markers_reject(h);
         /* The initiator closes once it has read the reject. */
-        loop_watch_del(listener_loop(l), &h->watch);
-        ndk_linger_close(&ad->dev->lingers, listener_loop(l), h->fd, NDK_REJECT_LINGER_MS);
-        h->fd = -1;
-        halfopen_free(h, false);
+        ndk_linger_close(&ad->dev->lingers, listener_loop(l), halfopen_take(h), NDK_REJECT_LINGER_MS);
         return;
     }
     if (l->obj.closing || l->paused || l->backlog_used >= ad->opt.ListenBacklog) {
@@ -131,15 +119,12 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
     }
     /* The socket changes owner: its registration must go first (the
      * connector registers it anew, and epoll refuses a second one). */
-    loop_watch_del(listener_loop(l), &h->watch);
-    struct ndk_connector_impl *c =
-        ndk_connector_new_passive(l, h->fd, &h->local, &h->peer, &h->neg);
+    int fd = halfopen_take(h);
+    struct ndk_connector_impl *c = ndk_connector_new_passive(l, fd, &h->local, &h->peer, &h->neg);
     if (!c) {
-        halfopen_free(h, true);
+        ndk_tcp_abort(fd);
         return;
     }
-    h->fd = -1; /* now owned by the connector */
-    halfopen_free(h, false);
     l->backlog_used++;
     c->in_backlog = true;
     c->backlog_left = backlog_left;
@@ -159,7 +144,7 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
 
 static void halfopen_on_io(struct loop_watch *w, uint32_t events)
 {
-    struct ndk_halfopen *h = container_of(w, struct ndk_halfopen, watch);
+    struct ndk_halfopen *h = container_of(w, struct ndk_halfopen, w.watch);
     if (events & (EPOLLERR | EPOLLHUP)) {
         halfopen_free(h, true);
         return;
@@ -167,7 +152,7 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
     /* The negotiation reads no further than the frame (nothing may follow
      * it). */
     ssize_t io;
-    enum mpa_neg_event ev = ndk_mpa_stream_read(h->fd, &h->neg, &io);
+    enum mpa_neg_event ev = ndk_mpa_stream_read(h->w.fd, &h->neg, &io);
     if (ev == MPA_NEG_MALFORMED) {
         char a[NDK_LOG_ADDR_LEN];
         NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &h->l->obj, "malformed MPA Request from %s (%s): closed",
@@ -182,12 +167,18 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
 
 static void halfopen_on_timer(struct loop_timer *t)
 {
-    struct ndk_halfopen *h = container_of(t, struct ndk_halfopen, timer);
+    struct ndk_halfopen *h = container_of(t, struct ndk_halfopen, w.timer);
     char a[NDK_LOG_ADDR_LEN];
     NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &h->l->obj, "no MPA Request from %s in time: closed",
             ndk_log_addr(&h->peer, a));
     halfopen_free(h, false);
 }
+
+static const struct watched_kind halfopen_kind = {
+    .events = EPOLLIN | EPOLLRDHUP,
+    .on_io = halfopen_on_io,
+    .on_timer = halfopen_on_timer,
+};
 
 /* Accepting failed for want of a descriptor (or kernel memory): the socket
  * stays readable, and epoll reports it again at once, so the listener
@@ -222,38 +213,25 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
             ndk_tcp_abort(fd);
             continue;
         }
-        if (l->halfopen_count >= ad->opt.MaxHalfOpen) {
+        if (l->halfopen.count >= ad->opt.MaxHalfOpen) {
             /* Make room by resetting the connection that has waited longest
              * for its Request: a flood of silent connections then cannot
              * lock a real initiator out, whose Request comes at once. */
-            struct ndk_halfopen *oldest = l->halfopen;
-            while (oldest && oldest->next)
-                oldest = oldest->next;
+            struct watched_fd *oldest = watched_fd_oldest(&l->halfopen);
             if (oldest)
-                halfopen_free(oldest, true);
+                halfopen_free(container_of(oldest, struct ndk_halfopen, w), true);
         }
-        struct ndk_halfopen *h = calloc(1, sizeof *h);
+        /* Its first event comes from the loop, after this handler filled it. */
+        struct ndk_halfopen *h = watched_fd_new(&l->halfopen, sizeof *h, &halfopen_kind,
+                                                listener_loop(l), fd, ad->opt.MpaRequestTimeoutMs);
         if (!h) {
             ndk_tcp_abort(fd);
             continue;
         }
         h->l = l;
-        h->fd = fd;
         h->peer = peer;
         ndk_tcp_local_addr(fd, &h->local);
         mpa_neg_start_responder(&h->neg, NDK_MAX_IRD, NDK_MAX_ORD);
-        loop_timer_init(&h->timer, halfopen_on_timer);
-        if (loop_watch_add(listener_loop(l), &h->watch, fd, EPOLLIN | EPOLLRDHUP, halfopen_on_io) < 0) {
-            ndk_tcp_abort(fd);
-            free(h);
-            continue;
-        }
-        h->next = l->halfopen;
-        if (l->halfopen)
-            l->halfopen->prev = h;
-        l->halfopen = h;
-        l->halfopen_count++;
-        loop_timer_arm(listener_loop(l), &h->timer, ad->opt.MpaRequestTimeoutMs);
     }
 }
 
@@ -266,8 +244,8 @@ static void stop_listening(struct ndk_listener_impl *l)
         ndk_stream_close(l->fd);
         l->fd = -1;
     }
-    while (l->halfopen)
-        halfopen_free(l->halfopen, true);
+    while (l->halfopen.head)
+        halfopen_free(container_of(l->halfopen.head, struct ndk_halfopen, w), true);
 }
 
 static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAddress,

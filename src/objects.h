@@ -105,7 +105,6 @@ NTSTATUS ndk_create_shared_endpoint(NDK_ADAPTER *pNdkAdapter, CONST PSOCKADDR pA
                                     PVOID RequestContext, NDK_SHARED_ENDPOINT **ppNdkSharedEndpoint);
 
 /* ---- listener.c ---- */
-struct ndk_halfopen;
 struct ndk_listener_impl {
     struct ndk_obj obj;
     NDK_FN_CONNECT_EVENT_CALLBACK connect_event;
@@ -118,8 +117,7 @@ struct ndk_listener_impl {
     bool listening;
     bool paused;
     unsigned backlog_used; /* delivered, not yet accepted/rejected/closed */
-    unsigned halfopen_count;
-    struct ndk_halfopen *halfopen;
+    struct watched_set halfopen; /* accepted, their MPA Request not read yet */
     struct shm_rv_listen shm; /* the same-host rendezvous (shm_rendezvous.h) */
 };
 NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALLBACK ConnectEvent,

@@ -156,16 +156,19 @@ struct ndk_tx_end {
 /* The transmit and receive engines' working arrays, 11.8 KB that only the
  * iWARP engines use (qp_tx.c, qp_rx.c): ndk_qp_start allocates them, so
  * that a QP never connected (made ahead, or whose connection failed) is a
- * sixth of the size. struct ndk_qp_dp points into them. */
+ * sixth of the size. The engines reach them through dp->bufs; the counts
+ * and offsets into them stay in struct ndk_qp_dp, under the same locks. */
 struct ndk_qp_bufs {
-    struct iovec tx_iov[TX_IOV_MAX];
-    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX];
-    uint8_t tx_trl[TX_FPDU_MAX][8];
-    uint32_t tx_fpdu_end[TX_FPDU_MAX];
-    struct iovec tx_src[MEM_LOCAL_IOV_MAX];
-    struct ndk_tx_end tx_ends[TX_FPDU_MAX];
-    struct iovec rx_iov[RX_IOV_MAX];
-    struct iovec rx_msg_iov[MEM_LOCAL_IOV_MAX];
+    /* transmit (sq_lock) */
+    struct iovec tx_iov[TX_IOV_MAX];         /* the batch being written */
+    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX]; /* header, trailer of an FPDU */
+    uint8_t tx_trl[TX_FPDU_MAX][8];          /* whose payload is referenced */
+    uint32_t tx_fpdu_end[TX_FPDU_MAX];       /* octets of the batch up to each FPDU's end */
+    struct iovec tx_src[MEM_LOCAL_IOV_MAX];  /* the segmented message's payload, mapped */
+    struct ndk_tx_end tx_ends[TX_FPDU_MAX];  /* messages whose last octet is in the batch */
+    /* receive (rx_lock) */
+    struct iovec rx_iov[RX_IOV_MAX];           /* where the FPDU's payload goes */
+    struct iovec rx_msg_iov[MEM_LOCAL_IOV_MAX]; /* the untagged message's receive, mapped */
 };
 
 struct ndk_qp_impl;
@@ -222,15 +225,11 @@ struct ndk_qp_dp {
     uint8_t nudge_buf[20];  /* a zero-length RDMA Write (see ndk_qp_nudge) */
     size_t term_len;
     bool term_sent;
-    /* the batch being written: tx_iov[tx_iov_off, tx_iov_cnt) is still to
-     * go; FPDUs are appended while there is room, also to a batch TCP has
-     * taken only part of */
-    struct iovec *tx_iov;   /* [TX_IOV_MAX]: in bufs, as are the arrays below */
+    /* the batch being written: bufs->tx_iov[tx_iov_off, tx_iov_cnt) is
+     * still to go; FPDUs are appended while there is room, also to a
+     * batch TCP has taken only part of */
     int tx_iov_off, tx_iov_cnt;
-    uint8_t (*tx_hdr)[TX_HDR_MAX]; /* [TX_FPDU_MAX]: header, trailer of an FPDU */
-    uint8_t (*tx_trl)[8];          /* whose payload is referenced */
-    int tx_fpdus;
-    uint32_t *tx_fpdu_end; /* [TX_FPDU_MAX]: octets of the batch up to each FPDU's end */
+    int tx_fpdus; /* FPDUs in the batch: bufs->tx_hdr, tx_trl, tx_fpdu_end */
     uint32_t tx_framed, tx_written;    /* octets of the batch framed, written */
     /* Small FPDUs whole (header, payload copy, pad, CRC), back to back, so
      * that one iovec carries many (qp_tx.c, ndk_tx_stage_threshold). */
@@ -239,10 +238,9 @@ struct ndk_qp_dp {
     /* the message being segmented */
     int tx_cur;             /* 0 none, 1 SQ request sq_tx, 2 IRQ head */
     uint64_t tx_cur_off;
-    struct iovec *tx_src;   /* [MEM_LOCAL_IOV_MAX]: its payload, mapped */
-    int tx_src_n;
-    /* messages whose last octet is in the batch: done once it is written */
-    struct ndk_tx_end *tx_ends; /* [TX_FPDU_MAX] */
+    int tx_src_n;           /* its payload's pieces in bufs->tx_src */
+    /* messages whose last octet is in the batch (bufs->tx_ends): done
+     * once it is written */
     int tx_nends;
     int tx_ends_done; /* tx_ends before this one are written and accounted */
 
@@ -261,8 +259,7 @@ struct ndk_qp_dp {
     size_t rx_hdr_len;
     struct ddp_hdr rx_h;
     size_t rx_payload, rx_payload_done;
-    struct iovec *rx_iov;   /* [RX_IOV_MAX] */
-    int rx_iov_n, rx_iov_off;
+    int rx_iov_n, rx_iov_off; /* bufs->rx_iov */
     uint8_t rx_trl[8];
     size_t rx_trl_need, rx_trl_have;
     uint8_t rx_pre[16];     /* the next FPDU's first octets, read with this one's trailer */
@@ -280,8 +277,7 @@ struct ndk_qp_dp {
     struct ndk_rwqe rx_wqe;
     bool rx_wqe_from_srq;
     uint64_t rx_msg_bytes;
-    struct iovec *rx_msg_iov; /* [MEM_LOCAL_IOV_MAX] */
-    int rx_msg_iov_n;
+    int rx_msg_iov_n;         /* bufs->rx_msg_iov */
     /* the tagged message being received */
     bool rx_tmsg_active;
     uint32_t rx_tmsg_stag;

@@ -127,21 +127,6 @@ static struct rx_stage_cfg stage_cfg(const struct ndk_qp_impl *qp)
                                  __atomic_load_n(&c->size, __ATOMIC_RELAXED)};
 }
 
-/* The engines' arrays are reached through dp's pointers of the same names,
- * as when they were part of dp (qp_tx.c, qp_rx.c). */
-static void qp_bufs_attach(struct ndk_qp_dp *dp, struct ndk_qp_bufs *b)
-{
-    dp->bufs = b;
-    dp->tx_iov = b->tx_iov;
-    dp->tx_hdr = b->tx_hdr;
-    dp->tx_trl = b->tx_trl;
-    dp->tx_fpdu_end = b->tx_fpdu_end;
-    dp->tx_src = b->tx_src;
-    dp->tx_ends = b->tx_ends;
-    dp->rx_iov = b->rx_iov;
-    dp->rx_msg_iov = b->rx_msg_iov;
-}
-
 bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, uint32_t ird,
                   uint32_t ord, size_t mulpdu, bool tx_gated)
 {
@@ -183,7 +168,7 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     dp->irq = irq;
     pthread_mutex_lock(&dp->sq_lock);
     if (bufs)
-        qp_bufs_attach(dp, bufs);
+        dp->bufs = bufs;
     free(dp->tx_stage);
     dp->tx_stage = tx_stage;
     dp->tx_stage_cap = tx_cap;

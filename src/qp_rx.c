@@ -43,18 +43,20 @@ static bool rx_body_small(const struct ndk_qp_dp *dp)
     return dp->rx_payload - dp->rx_payload_done <= dp->rx_stage.threshold;
 }
 
-/* A check failed on the FPDU whose header is in rx_hdr. */
-static void rx_fail(struct ndk_qp_impl *qp, struct ddp_term *t)
+/* A check failed on the FPDU whose header is in rx_hdr: the connection
+ * ends with t. Returns false, what the step that checked returns. */
+static bool rx_fail(struct ndk_qp_impl *qp, struct ddp_term *t)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     qp_fatal(qp, t, dp->rx_hdr, dp->rx_have, true);
+    return false;
 }
 
-static void rx_fail_code(struct ndk_qp_impl *qp, uint8_t layer, uint8_t etype, uint8_t code)
+static bool rx_fail_code(struct ndk_qp_impl *qp, uint8_t layer, uint8_t etype, uint8_t code)
 {
     struct ddp_term t;
     ddp_term_set(&t, layer, etype, code, false);
-    rx_fail(qp, &t);
+    return rx_fail(qp, &t);
 }
 
 /* ---- receiver not ready ---- */
@@ -116,8 +118,7 @@ static bool receive_after_wait(struct ndk_qp_impl *qp)
             return false;
     } else {
         rx_wait_end(qp, true);
-        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
-        return false;
+        return rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_NO_BUFFER);
     }
     rx_wait_end(qp, false);
     return true;
@@ -212,17 +213,14 @@ static bool place_write(struct ndk_qp_impl *qp)
     size_t len = dp->rx_payload;
     struct mem_table *mem = qp->obj.ad->dev->mem;
     struct ddp_term t;
-    if (dp->rx_tmsg_active && !ddp_check_tagged_cont(dp->rx_tmsg_stag, dp->rx_tmsg_to, h->stag, h->to, &t)) {
-        rx_fail(qp, &t);
-        return false;
-    }
+    if (dp->rx_tmsg_active && !ddp_check_tagged_cont(dp->rx_tmsg_stag, dp->rx_tmsg_to, h->stag, h->to, &t))
+        return rx_fail(qp, &t);
     if (len) {
         enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->stag, h->to, len, MEM_REMOTE_WRITE,
-                                        dp->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
+                                        dp->bufs->rx_iov, RX_IOV_MAX, &dp->rx_iov_n);
         if (e != MEM_OK) {
             ddp_term_for_write(ndk_xp_stag_fault(e), &t);
-            rx_fail(qp, &t);
-            return false;
+            return rx_fail(qp, &t);
         }
     }
     dp->rx_tmsg_active = !h->last;
@@ -242,8 +240,7 @@ static bool place_read_response(struct ndk_qp_impl *qp)
     pthread_mutex_lock(&dp->sq_lock);
     if (!dp->orq_count) {
         pthread_mutex_unlock(&dp->sq_lock);
-        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG);
-        return false;
+        return rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_INVALID_STAG);
     }
     struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
     uint32_t received = o->received;
@@ -257,24 +254,19 @@ static bool place_read_response(struct ndk_qp_impl *qp)
         memcpy(sge, w->sge, nsge * sizeof *sge);
     }
     pthread_mutex_unlock(&dp->sq_lock);
-    if (!ok) {
-        rx_fail(qp, &t);
-        return false;
-    }
-    if ((uint64_t)received + len > size || (h->last && received + len != size)) {
-        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS);
-        return false;
-    }
+    if (!ok)
+        return rx_fail(qp, &t);
+    if ((uint64_t)received + len > size || (h->last && received + len != size))
+        return rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_TAGGED, TERM_DT_BOUNDS);
     if (len) {
         struct iovec sink[MEM_LOCAL_IOV_MAX];
         int nsink;
         if (mem_map_local(mem, qp->pd, sge, nsge, MEM_LOCAL_WRITE, sink, MEM_LOCAL_IOV_MAX, &nsink) !=
                 STATUS_SUCCESS ||
-            (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+            (dp->rx_iov_n = ndk_iov_slice(sink, nsink, received, len, dp->bufs->rx_iov, RX_IOV_MAX)) < 0) {
             /* Our own sink went away under the Read: local failure. */
             dp->rx_iov_n = 0;
-            rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
-            return false;
+            return rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_CATASTROPHIC, 0xFF);
         }
     }
     return true;
@@ -288,25 +280,21 @@ static bool check_read_request(struct ndk_qp_impl *qp)
     struct ddp_hdr *h = &dp->rx_h;
     struct mem_table *mem = qp->obj.ad->dev->mem;
     struct ddp_term t;
-    if (!ddp_check_msn(dp->msn_read_expect, h->msn, &t)) {
-        rx_fail(qp, &t);
-        return false;
-    }
+    if (!ddp_check_msn(dp->msn_read_expect, h->msn, &t))
+        return rx_fail(qp, &t);
     pthread_mutex_lock(&dp->sq_lock);
     bool room = dp->irq_count < dp->irq_cap;
     pthread_mutex_unlock(&dp->sq_lock);
     if (!room) {
         /* More reads than the IRD we agreed to (docs/rules.md R18). */
-        rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
-        return false;
+        return rx_fail_code(qp, TERM_LAYER_RDMAP, TERM_ETYPE_RDMAP_OPERATION, TERM_RO_CATASTROPHIC_STREAM);
     }
     if (h->rreq.size) {
         enum mem_err e = mem_map_remote(mem, qp->pd, qp, h->rreq.src_stag, h->rreq.src_to, h->rreq.size,
                                         MEM_REMOTE_READ, NULL, 0, NULL);
         if (e != MEM_OK) {
             ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
-            rx_fail(qp, &t);
-            return false;
+            return rx_fail(qp, &t);
         }
     }
     return true;
@@ -321,10 +309,8 @@ static bool place_send(struct ndk_qp_impl *qp)
     struct mem_table *mem = qp->obj.ad->dev->mem;
     struct ddp_term t;
     /* The Send family (QN 0). */
-    if (!ddp_check_msn(dp->msn_send_expect, h->msn, &t)) {
-        rx_fail(qp, &t);
-        return false;
-    }
+    if (!ddp_check_msn(dp->msn_send_expect, h->msn, &t))
+        return rx_fail(qp, &t);
     if (!dp->rx_msg_active) {
         if (ndk_xp_take_receive(qp, &dp->rx_wqe)) {
             if (__atomic_load_n(&dp->rx_waiting, __ATOMIC_SEQ_CST))
@@ -335,23 +321,21 @@ static bool place_send(struct ndk_qp_impl *qp)
         dp->rx_msg_active = true;
         dp->rx_msg_bytes = 0;
         NTSTATUS st = mem_map_local(mem, qp->pd, dp->rx_wqe.sge, dp->rx_wqe.nsge, MEM_LOCAL_WRITE,
-                                    dp->rx_msg_iov, MEM_LOCAL_IOV_MAX, &dp->rx_msg_iov_n);
+                                    dp->bufs->rx_msg_iov, MEM_LOCAL_IOV_MAX, &dp->rx_msg_iov_n);
         if (st != STATUS_SUCCESS) {
             dp->rx_fail_status = st;
-            rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_CATASTROPHIC, 0);
-            return false;
+            return rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_CATASTROPHIC, 0);
         }
     }
     if (!ddp_check_mo(h->mo, len, dp->rx_msg_bytes, dp->rx_wqe.total, &t)) {
         if (t.code == TERM_DU_TOO_LONG)
             dp->rx_fail_status = STATUS_BUFFER_TOO_SMALL;
-        rx_fail(qp, &t);
-        return false;
+        return rx_fail(qp, &t);
     }
-    if (len && (dp->rx_iov_n = ndk_iov_slice(dp->rx_msg_iov, dp->rx_msg_iov_n, h->mo, len, dp->rx_iov, RX_IOV_MAX)) < 0) {
+    if (len && (dp->rx_iov_n = ndk_iov_slice(dp->bufs->rx_msg_iov, dp->rx_msg_iov_n, h->mo, len,
+                                             dp->bufs->rx_iov, RX_IOV_MAX)) < 0) {
         dp->rx_iov_n = 0;
-        rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG);
-        return false;
+        return rx_fail_code(qp, TERM_LAYER_DDP, TERM_ETYPE_DDP_UNTAGGED, TERM_DU_TOO_LONG);
     }
     return true;
 }
@@ -448,8 +432,7 @@ static bool commit(struct ndk_qp_impl *qp)
                          e == MEM_NOT_ASSOCIATED ? TERM_ETYPE_RDMAP_PROTECTION : TERM_ETYPE_RDMAP_OPERATION,
                          TERM_RO_CANT_INVALIDATE, false);
             dp->rx_fail_status = STATUS_ACCESS_VIOLATION;
-            rx_fail(qp, &t);
-            return false;
+            return rx_fail(qp, &t);
         }
     }
     complete_receive(qp, STATUS_SUCCESS, inv, h->inv_stag, se);
@@ -662,7 +645,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need, bool spent)
         return AHEAD_NO;
     size_t len = dp->rx_ulpdu - DDP_UNTAGGED_HDR_LEN;
     struct iovec msg[MEM_LOCAL_IOV_MAX];
-    const struct iovec *buf = dp->rx_msg_iov;
+    const struct iovec *buf = dp->bufs->rx_msg_iov;
     int nbuf = dp->rx_msg_iov_n;
     uint64_t at = dp->rx_msg_bytes, cap = dp->rx_wqe.total;
     if (!dp->rx_msg_active) {
@@ -828,12 +811,13 @@ static enum rx_step rx_step_body(struct ndk_qp_impl *qp, bool spent, int *fpdus)
     struct iovec v[RX_IOV_MAX + 2];
     int nv = 0;
     size_t skip = dp->rx_payload_done;
+    const struct iovec *place = dp->bufs->rx_iov;
     for (int i = 0; i < dp->rx_iov_n; i++) {
-        if (skip >= dp->rx_iov[i].iov_len) {
-            skip -= dp->rx_iov[i].iov_len;
+        if (skip >= place[i].iov_len) {
+            skip -= place[i].iov_len;
             continue;
         }
-        v[nv++] = (struct iovec){(char *)dp->rx_iov[i].iov_base + skip, dp->rx_iov[i].iov_len - skip};
+        v[nv++] = (struct iovec){(char *)place[i].iov_base + skip, place[i].iov_len - skip};
         skip = 0;
     }
     nv = body_tail(dp, v, nv);

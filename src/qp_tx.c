@@ -63,13 +63,13 @@ static uint8_t *stage_take(struct ndk_qp_dp *dp, size_t len)
 static void batch_add(struct ndk_qp_dp *dp, void *base, size_t len)
 {
     if (dp->tx_iov_cnt > dp->tx_iov_off) {
-        struct iovec *last = &dp->tx_iov[dp->tx_iov_cnt - 1];
+        struct iovec *last = &dp->bufs->tx_iov[dp->tx_iov_cnt - 1];
         if ((uint8_t *)last->iov_base + last->iov_len == base) {
             last->iov_len += len;
             return;
         }
     }
-    dp->tx_iov[dp->tx_iov_cnt++] = (struct iovec){base, len};
+    dp->bufs->tx_iov[dp->tx_iov_cnt++] = (struct iovec){base, len};
 }
 
 /* An FPDU whole in the staging buffer at st: header, payload, pad, CRC. */
@@ -96,7 +96,7 @@ static void stage_fpdu(struct ndk_qp_dp *dp, uint8_t *st, const uint8_t *hdr, si
 static void ref_fpdu(struct ndk_qp_dp *dp, int f, uint8_t *hdr, size_t hlen, const struct iovec *pl, int npl,
                      size_t pad)
 {
-    uint8_t *trl = dp->tx_trl[f];
+    uint8_t *trl = dp->bufs->tx_trl[f];
     memset(trl, 0, pad);
     if (dp->crc) {
         uint32_t reg = crc32c_update(crc32c_init(), hdr, 2 + hlen);
@@ -107,10 +107,10 @@ static void ref_fpdu(struct ndk_qp_dp *dp, int f, uint8_t *hdr, size_t hlen, con
     } else {
         memset(trl + pad, 0, 4);
     }
-    dp->tx_iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
+    dp->bufs->tx_iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
     for (int i = 0; i < npl; i++)
-        dp->tx_iov[dp->tx_iov_cnt++] = pl[i];
-    dp->tx_iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
+        dp->bufs->tx_iov[dp->tx_iov_cnt++] = pl[i];
+    dp->bufs->tx_iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
 }
 
 /* Frames one FPDU: header (already written at hdr+2 with hlen octets of
@@ -118,7 +118,7 @@ static void ref_fpdu(struct ndk_qp_dp *dp, int f, uint8_t *hdr, size_t hlen, con
 static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl, int npl, size_t plen)
 {
     int f = dp->tx_fpdus++;
-    uint8_t *hdr = dp->tx_hdr[f];
+    uint8_t *hdr = dp->bufs->tx_hdr[f];
     size_t ulpdu = hlen + plen;
     ddp_wr16(hdr, (uint16_t)ulpdu);
     size_t pad = mpa_pad_len(ulpdu);
@@ -133,7 +133,7 @@ static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl
     else
         ref_fpdu(dp, f, hdr, hlen, pl, npl, pad);
     dp->tx_framed += (uint32_t)wire;
-    dp->tx_fpdu_end[f] = dp->tx_framed;
+    dp->bufs->tx_fpdu_end[f] = dp->tx_framed;
 }
 
 void ndk_qp_ungate(struct ndk_qp_impl *qp)
@@ -158,7 +158,7 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
     if (live && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 && !dp->tx_gated) {
         size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
         NDK_STAT_ADD(dp->st.nudges, 1);
-        dp->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
+        dp->bufs->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
         dp->tx_iov_cnt = 1;
         dp->tx_framed = (uint32_t)n; /* FPDUs posted meanwhile follow it */
@@ -170,9 +170,9 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
 
 static void mark_end(struct ndk_qp_dp *dp, int kind, uint32_t idx)
 {
-    dp->tx_ends[dp->tx_nends].end = dp->tx_framed;
-    dp->tx_ends[dp->tx_nends].kind = kind;
-    dp->tx_ends[dp->tx_nends].idx = idx;
+    dp->bufs->tx_ends[dp->tx_nends].end = dp->tx_framed;
+    dp->bufs->tx_ends[dp->tx_nends].kind = kind;
+    dp->bufs->tx_ends[dp->tx_nends].idx = idx;
     dp->tx_nends++;
 }
 
@@ -224,14 +224,14 @@ static bool pick_next(struct ndk_qp_impl *qp)
         default: {
             dp->tx_src_n = 0;
             if (w->total && !(w->flags & NDK_OP_FLAG_INLINE)) {
-                NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, w->sge, w->nsge, 0, dp->tx_src,
-                                            MEM_LOCAL_IOV_MAX, &dp->tx_src_n);
+                NTSTATUS st = mem_map_local(qp->obj.ad->dev->mem, qp->pd, w->sge, w->nsge, 0,
+                                            dp->bufs->tx_src, MEM_LOCAL_IOV_MAX, &dp->tx_src_n);
                 if (st != STATUS_SUCCESS) {
                     fail_wqe(qp, st);
                     continue;
                 }
             } else if (w->total) {
-                dp->tx_src[0] = (struct iovec){w->inline_data, w->total};
+                dp->bufs->tx_src[0] = (struct iovec){w->inline_data, w->total};
                 dp->tx_src_n = 1;
             }
             dp->tx_cur = TX_SQ;
@@ -253,7 +253,7 @@ static void frame_read_request(struct ndk_qp_impl *qp, struct ndk_swqe *w)
         .src_stag = w->rtoken,
         .src_to = w->raddr,
     };
-    uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
+    uint8_t *hdr = dp->bufs->tx_hdr[dp->tx_fpdus];
     uint32_t msn = dp->msn_read++;
     size_t hlen = rdmap_encode_read_request(hdr + 2, TX_HDR_MAX - 2, msn, &rr);
     frame_fpdu(dp, hlen, NULL, 0, 0);
@@ -321,7 +321,7 @@ static bool frame_read_response(struct ndk_qp_impl *qp, size_t mulpdu)
             return false; /* next batch */
     }
     bool last = e->sent + seg == e->rr.size;
-    uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
+    uint8_t *hdr = dp->bufs->tx_hdr[dp->tx_fpdus];
     size_t hlen = ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_READ_RESP, last, e->rr.sink_stag,
                                     e->rr.sink_to + e->sent);
     frame_fpdu(dp, hlen, src, nsrc, seg);
@@ -347,9 +347,9 @@ static void frame_sq_segment(struct ndk_qp_impl *qp, struct ndk_swqe *w, size_t 
     uint64_t left = w->total - dp->tx_cur_off;
     size_t seg = left < room ? (size_t)left : room;
     struct iovec pl[MEM_LOCAL_IOV_MAX];
-    int npl = ndk_iov_slice(dp->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
+    int npl = ndk_iov_slice(dp->bufs->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
     bool last = dp->tx_cur_off + seg == w->total;
-    uint8_t *hdr = dp->tx_hdr[dp->tx_fpdus];
+    uint8_t *hdr = dp->bufs->tx_hdr[dp->tx_fpdus];
     size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->rtoken, w->raddr + dp->tx_cur_off)
                          : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->inv_stag, oi->qn, dp->msn_send,
                                                (uint32_t)dp->tx_cur_off);
@@ -396,9 +396,9 @@ static void ends_written(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     int i = dp->tx_ends_done;
-    for (; i < dp->tx_nends && dp->tx_ends[i].end <= dp->tx_written; i++) {
-        if (dp->tx_ends[i].kind == TX_SQ) {
-            dp->sq[qp_sq_idx(qp, dp->tx_ends[i].idx)].done = true;
+    for (; i < dp->tx_nends && dp->bufs->tx_ends[i].end <= dp->tx_written; i++) {
+        if (dp->bufs->tx_ends[i].kind == TX_SQ) {
+            dp->sq[qp_sq_idx(qp, dp->bufs->tx_ends[i].idx)].done = true;
         } else {
             /* A Read Response is all in TCP's hands: its IRD slot is free. */
             dp->irq_head++;
@@ -426,12 +426,12 @@ static void batch_truncate(struct ndk_qp_dp *dp, size_t keep)
             dp->tx_iov_cnt = i;
             return;
         }
-        if (dp->tx_iov[i].iov_len >= keep) {
-            dp->tx_iov[i].iov_len = keep;
+        if (dp->bufs->tx_iov[i].iov_len >= keep) {
+            dp->bufs->tx_iov[i].iov_len = keep;
             dp->tx_iov_cnt = i + 1;
             return;
         }
-        keep -= dp->tx_iov[i].iov_len;
+        keep -= dp->bufs->tx_iov[i].iov_len;
     }
 }
 
@@ -443,8 +443,8 @@ void qp_tx_cut_batch(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     /* Messages whose every octet is out are done, whatever follows. */
     for (int i = 0; i < dp->tx_nends; i++)
-        if (dp->tx_ends[i].kind == TX_SQ && dp->tx_ends[i].end <= dp->tx_written)
-            dp->sq[qp_sq_idx(qp, dp->tx_ends[i].idx)].done = true;
+        if (dp->bufs->tx_ends[i].kind == TX_SQ && dp->bufs->tx_ends[i].end <= dp->tx_written)
+            dp->sq[qp_sq_idx(qp, dp->bufs->tx_ends[i].idx)].done = true;
     if (dp->tx_iov_off >= dp->tx_iov_cnt) {
         batch_reset(dp);
         return;
@@ -453,9 +453,9 @@ void qp_tx_cut_batch(struct ndk_qp_impl *qp)
      * beyond, its start at tx_written) is dropped with the rest. Without
      * FPDUs (a nudge) the batch stays as it is. */
     for (int f = 0; f < dp->tx_fpdus; f++) {
-        if (dp->tx_fpdu_end[f] >= dp->tx_written) {
-            uint32_t start = f ? dp->tx_fpdu_end[f - 1] : 0;
-            uint32_t cut = start == dp->tx_written ? start : dp->tx_fpdu_end[f];
+        if (dp->bufs->tx_fpdu_end[f] >= dp->tx_written) {
+            uint32_t start = f ? dp->bufs->tx_fpdu_end[f - 1] : 0;
+            uint32_t cut = start == dp->tx_written ? start : dp->bufs->tx_fpdu_end[f];
             batch_truncate(dp, cut - dp->tx_written);
             dp->tx_nends = 0;
             dp->tx_ends_done = 0;
@@ -496,7 +496,7 @@ static bool write_batch(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     struct ndk_transport *tr = dp->tr;
     int n = dp->tx_iov_cnt - dp->tx_iov_off;
-    ssize_t w = tr->ops->writev(tr, dp->tx_iov + dp->tx_iov_off, n > 1024 ? 1024 : n);
+    ssize_t w = tr->ops->writev(tr, dp->bufs->tx_iov + dp->tx_iov_off, n > 1024 ? 1024 : n);
     if (w == -EAGAIN || w == 0) {
         want_writable(dp, true);
         return false;
@@ -510,7 +510,7 @@ static bool write_batch(struct ndk_qp_impl *qp)
     }
     dp->tx_written += (uint32_t)w;
     for (size_t left = (size_t)w; left;) {
-        struct iovec *v = &dp->tx_iov[dp->tx_iov_off];
+        struct iovec *v = &dp->bufs->tx_iov[dp->tx_iov_off];
         if (left >= v->iov_len) {
             left -= v->iov_len;
             dp->tx_iov_off++;
@@ -534,7 +534,7 @@ static bool tx_error_tail(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     if (dp->term_len && !dp->term_sent) {
         batch_reset(dp);
-        dp->tx_iov[0] = (struct iovec){dp->term_buf, dp->term_len};
+        dp->bufs->tx_iov[0] = (struct iovec){dp->term_buf, dp->term_len};
         dp->tx_iov_cnt = 1;
         dp->term_sent = true; /* counted as sent once its batch drains */
         return true;

@@ -182,7 +182,7 @@ static void put_listener(FILE *f, struct ndk_listener_impl *l)
     fprintf(f, "listener id=%u adapter=%u engine=%u local=%s listening=%d paused=%d backlog_used=%u"
                " halfopen=%u\n",
             l->obj.id, l->obj.ad->obj.id, l->obj.engine->index, ndk_log_addr(&l->local, la), l->listening, l->paused,
-            l->backlog_used, l->halfopen_count);
+            l->backlog_used, l->halfopen.count);
 }
 
 /* The device's progress engines, under each of its views. */

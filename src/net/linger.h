@@ -11,22 +11,17 @@
 #ifndef NDK_NET_LINGER_H
 #define NDK_NET_LINGER_H
 
-struct loop;
-struct ndk_linger;
+#include "net/watched.h"
 
 /* How long a rejecting socket waits for the initiator to close first: far
  * longer than a peer needs to read the Reply, short enough that a peer that
  * never closes is not kept waiting. */
 #define NDK_REJECT_LINGER_MS 500
 
-/* The lingering sockets of one owner (zero-initialised: empty). */
-struct linger_set {
-    struct ndk_linger *head;
-};
-
-/* Takes ownership of fd, watched on loop. Loop owner's lock held. */
-void ndk_linger_close(struct linger_set *set, struct loop *loop, int fd, unsigned timeout_ms);
+/* Takes ownership of fd, watched on loop, and keeps it in set (the
+ * lingering sockets of one owner). Loop owner's lock held. */
+void ndk_linger_close(struct watched_set *set, struct loop *loop, int fd, unsigned timeout_ms);
 /* Closes every lingering socket at once (adapter close). */
-void ndk_linger_flush(struct linger_set *set);
+void ndk_linger_flush(struct watched_set *set);
 
 #endif
