@@ -1517,11 +1517,11 @@ static void unwatch(struct shm_conn *c)
     if (!c->loop)
         return;
     loop_watch_del(c->loop, &c->bell_watch);
-    loop_watch_del(c->loop, &c->ticker_watch);
     loop_watch_del(c->loop, &c->pidfd_watch);
     loop_unlocked_barrier(c->loop);
-    /* A handler that ran until the barrier may have made the ticker after
-     * its watch was deleted (make_ticker); none runs from now on (stop). */
+    /* The ticker's watch only now: a handler that ran until the barrier
+     * may have been making it (make_ticker writes the watch), and none
+     * makes it from now on (stop). A tick fetched meanwhile finds stop. */
     if (c->ticker_watch.added) {
         loop_watch_del(c->loop, &c->ticker_watch);
         loop_unlocked_barrier(c->loop);
