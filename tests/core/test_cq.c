@@ -940,7 +940,7 @@ static void *resizer_main(void *arg)
     static const ULONG depth[] = {64, 100, 257, 64, 1000};
     for (unsigned i = 0; !__atomic_load_n(&z->stop, __ATOMIC_ACQUIRE); i++) {
         if (z->cq->Dispatch->NdkResizeCq(z->cq, depth[i % 5], req_done, NULL) == STATUS_SUCCESS)
-            z->done++;
+            __atomic_fetch_add(&z->done, 1, __ATOMIC_RELEASE);
         else
             z->refused++;
         sched_yield(); /* the producers and the consumer get their turn too */
@@ -956,15 +956,21 @@ static void resize_while_polled(void)
     REQUIRE(tcq_open(&t, 64) == STATUS_SUCCESS);
     sem_t credits;
     sem_init(&credits, 0, 64);
-    struct producer p[2];
-    run_producers(&t, &credits, p);
+    /* The resizer first, and the consumer goes on until it resized a few
+     * times: on a loaded machine (or under ASan) the consumer may take all
+     * 6000 completions before the resizer's thread is first scheduled. */
     struct resizer z = {.cq = t.cq};
     CHECK(pthread_create(&z.th, NULL, resizer_main, &z) == 0);
+    uint64_t deadline = tl_now_ns() + 60ull * 1000000000ull;
+    while (__atomic_load_n(&z.done, __ATOMIC_ACQUIRE) == 0 && tl_now_ns() < deadline)
+        sched_yield();
+    struct producer p[2];
+    run_producers(&t, &credits, p);
     uintptr_t next[3] = {0, 1, 1};
     unsigned total = 0, bad = 0;
-    uint64_t deadline = tl_now_ns() + 60ull * 1000000000ull;
     NDK_RESULT r[16];
-    while (total < 2 * g_per_producer && tl_now_ns() < deadline) {
+    while ((total < 2 * g_per_producer || __atomic_load_n(&z.done, __ATOMIC_ACQUIRE) < 8) &&
+           tl_now_ns() < deadline) {
         ULONG n = get(&t, r, 16);
         bad += consume(r, n, next, &credits);
         total += n;
@@ -977,7 +983,7 @@ static void resize_while_polled(void)
     }
     CHECK_EQ(total, 2 * g_per_producer);
     CHECK_EQ(bad, 0);
-    CHECK(z.done > 0);
+    CHECK(z.done >= 8);
     CHECK_EQ(z.refused, 0);
     CHECK(!ndk_cq_in_error(t.impl));
     CHECK_EQ(tl_event_count(&g_req_ev), 0); /* inline: no request completion (C7) */
