@@ -1228,11 +1228,15 @@ static void t_back_pressure(void)
 
 /* The peer's request ring as a producer that publishes a pad (no
  * message: the consumer skips it, docs/shm.md) at each pass of our
- * engine: every pass finds news. */
+ * engine: every pass finds news. Only once the peer's own Send is in the
+ * ring: the peer keeps its head in its own memory, so a pad published
+ * before it would take the unit the Send then overwrites, and the head
+ * the Send publishes would not move past it. */
 #define PADS 100
 static struct {
     struct shm_ring_ctl *ctl;
     uint8_t *units;
+    uint32_t head0;     /* the ring's head before the peer's Send */
     unsigned published; /* the engine's thread only */
     int max_pass;       /* atomic */
     tl_event passes;
@@ -1241,6 +1245,8 @@ static struct {
 static void pad_per_pass(struct ndk_qp_impl *qp, int pass)
 {
     (void)qp;
+    if (__atomic_load_n(&g_pad.ctl->head, __ATOMIC_SEQ_CST) == g_pad.head0)
+        return; /* a pass before the peer's Send: not one of the wake-up's */
     if (pass > __atomic_load_n(&g_pad.max_pass, __ATOMIC_RELAXED))
         __atomic_store_n(&g_pad.max_pass, pass, __ATOMIC_RELAXED);
     if (g_pad.published < PADS) {
@@ -1270,6 +1276,7 @@ static void t_pass_cap(void)
     REQUIRE(region);
     g_pad.ctl = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(1 - side, false));
     g_pad.units = (uint8_t *)g_pad.ctl + sizeof(struct shm_ring_ctl);
+    g_pad.head0 = __atomic_load_n(&g_pad.ctl->head, __ATOMIC_SEQ_CST);
     g_pad.published = 0;
     g_pad.max_pass = -1;
     unsigned seen = tl_event_count(&g_pad.passes);
