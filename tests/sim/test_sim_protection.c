@@ -510,8 +510,8 @@ static void run_scenario(enum scen sc, enum sim_mode mode, bool crc, uint64_t se
     int trailing_send = sim_send1(net, SIM_A, 10, 0);
     CHECK(sim_run(net));
     if (net->shm) {
-        /* B refused, A took the Terminate message: both transports ended. */
-        CHECK(net->shm_ended[SIM_A] && net->shm_ended[SIM_B]);
+        /* B refused, A took the Terminate message: both transports end. */
+        CHECK(sim_shm_wait_ended(net));
     } else {
         /* B's FIN follows its Terminate (nothing else may); A, having read
          * the Terminate, gives the connection up. */

@@ -369,6 +369,12 @@ bool sim_shm_run(struct sim_net *net);
  * then both QPs are stopped. */
 void sim_shm_close(struct sim_net *net);
 
+/* Waits (bounded) until both sides' transports ended on their own, then
+ * settles as sim_shm_run does. A side ends on its engine's thread once it
+ * took the peer's Terminate, after it released the message: sim_run may
+ * find everything settled just before that. */
+bool sim_shm_wait_ended(struct sim_net *net);
+
 /* The connection is lost as request `req` is about to be posted: side
  * `side` leaves (its QP stopped, as when its process ends; abort: reset,
  * the peer's reason is NDK_DISCONNECT_REASON_ABORTED). The script goes on

@@ -157,6 +157,20 @@ bool sim_shm_run(struct sim_net *net)
     }
 }
 
+bool sim_shm_wait_ended(struct sim_net *net)
+{
+    uint64_t t0 = tl_now_ns();
+    while (!__atomic_load_n(&net->shm_ended[SIM_A], __ATOMIC_ACQUIRE) ||
+           !__atomic_load_n(&net->shm_ended[SIM_B], __ATOMIC_ACQUIRE)) {
+        if (past(t0, SIM_SHM_WAIT_MS)) {
+            fprintf(stderr, "sim: a shared-memory transport did not end within %u ms\n", SIM_SHM_WAIT_MS);
+            return false;
+        }
+        poll(NULL, 0, 1); /* the engines work meanwhile */
+    }
+    return sim_shm_run(net);
+}
+
 /* Both sides disconnect gracefully (NdkDisconnect over shared memory,
  * docs/shm.md, Selection): each, on the peer's FIN, takes what the peer
  * published before it; then the connector ends the connection. */
