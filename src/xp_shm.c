@@ -1765,6 +1765,14 @@ static int take_msg(struct shm_conn *c, struct shm_hello *got, int *fds, int max
     return 0;
 }
 
+/* A set-up message with this side's probe result (and the descriptors
+ * given): the answer to the region, and the creator's reply to it. */
+static int send_probe_result(struct shm_conn *c, const int *fds, int nfds)
+{
+    struct shm_hello h = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
+    return shm_os_send(c->sock, &h, sizeof h, fds, nfds);
+}
+
 /* The other side: maps the region, probes the creator, and answers with
  * its doorbell and what it found. */
 static int take_region(struct shm_conn *c, int timeout_ms)
@@ -1787,9 +1795,7 @@ static int take_region(struct shm_conn *c, int timeout_ms)
     c->hdr->side[1].probe_value = c->probe;
     if ((r = probe_peer(c)))
         return r;
-    struct shm_hello answer = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
-    fds[0] = c->bell;
-    return shm_os_send(c->sock, &answer, sizeof answer, fds, 1);
+    return send_probe_result(c, &c->bell, 1);
 }
 
 /* The creator: takes the answer (the peer's doorbell and probe), probes
@@ -1806,8 +1812,7 @@ static int take_answer(struct shm_conn *c, int timeout_ms)
     if ((r = probe_peer(c)))
         return r;
     decide_copy(c, got.ok);
-    struct shm_hello mine = {SHM_MAGIC, SHM_VERSION, SHM_REGION_BYTES, c->probe_ok, 0};
-    return shm_os_send(c->sock, &mine, sizeof mine, NULL, 0);
+    return send_probe_result(c, NULL, 0);
 }
 
 /* The other side: the creator's probe result. */
