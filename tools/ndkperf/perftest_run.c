@@ -289,7 +289,11 @@ static bool connect_test(struct pt *t, const NDK_SOCKADDR *src, const NDK_SOCKAD
         usleep(CONNECT_RETRY_MS * 1000);
     }
     t->tst.quiet_connect = false;
-    return ep_connect(&t->tst, src, dst, NULL, 0, ird, ord, rep, sizeof rep, &rep_len);
+    if (ep_connect(&t->tst, src, dst, NULL, 0, ird, ord, rep, sizeof rep, &rep_len))
+        return true;
+    tc_complain(t->role, "the test connection: perftest's server did not listen again within %u s of the control "
+                "exchange", CONNECT_TRIES * CONNECT_RETRY_MS / 1000);
+    return false;
 }
 
 /*
