@@ -18,7 +18,6 @@
  * when the loop says it is readable.
  */
 #include <errno.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 
@@ -28,6 +27,7 @@
 #include "net/sys.h"
 #include "net/tcp.h"
 #include "net/tcp_owner.h"
+#include "net/watched.h"
 #include "shm_rendezvous.h"
 #include "xp_shm.h"
 
@@ -49,11 +49,8 @@ enum rv_state {
 
 /* An accepted UNIX connection whose hello has not come yet. */
 struct shm_rv_in {
-    struct loop_dfree dfree; /* first: freed between loop iterations */
+    struct watched_fd w; /* first: in the listener's incoming set, the socket */
     struct shm_rv_listen *ls;
-    struct shm_rv_in *next, **pprev;
-    int fd;
-    struct loop_watch watch;
 };
 
 static bool send_msg(int fd, uint32_t kind, const uint8_t secret[16], const NDK_SOCKADDR *local,
@@ -278,16 +275,11 @@ static struct shm_rv *admit(struct shm_rv_listen *ls, int fd, const struct shm_r
     return rv;
 }
 
-static void in_free(struct shm_rv_in *in, bool close_fd)
+/* Takes the connection out of the incoming set; returns its socket, now
+ * the caller's (net/watched.h). */
+static int in_take(struct shm_rv_in *in)
 {
-    loop_watch_del(in->ls->loop, &in->watch);
-    if (close_fd)
-        shm_os_close(in->fd);
-    *in->pprev = in->next;
-    if (in->next)
-        in->next->pprev = in->pprev;
-    in->ls->nincoming--;
-    loop_defer_free(in->ls->loop, &in->dfree);
+    return watched_fd_take(&in->w);
 }
 
 /* A hello came on fd (its passed descriptor tcp_fd, or -1): the checks,
@@ -337,46 +329,41 @@ static int recv_hello(int fd, struct shm_rv_msg *h, int *tcp_fd)
 static void in_on_io(struct loop_watch *w, uint32_t events)
 {
     (void)events;
-    struct shm_rv_in *in = container_of(w, struct shm_rv_in, watch);
+    struct shm_rv_in *in = container_of(w, struct shm_rv_in, w.watch);
     struct shm_rv_listen *ls = in->ls;
-    int fd = in->fd, tcp_fd;
+    int tcp_fd;
     struct shm_rv_msg h;
-    int r = recv_hello(fd, &h, &tcp_fd);
+    int r = recv_hello(in->w.fd, &h, &tcp_fd);
     if (r == 0)
         return;
     /* Its watch goes before fd gets the rendezvous' own. */
-    in_free(in, r < 0);
+    int fd = in_take(in);
     if (r > 0)
         take_hello(ls, fd, &h, tcp_fd);
+    else
+        shm_os_close(fd);
 }
+
+static const struct watched_kind in_kind = {
+    .events = EPOLLIN,
+    .on_io = in_on_io,
+};
 
 /* An accepted connection whose hello has not come: waits in the list. */
 static void wait_for_hello(struct shm_rv_listen *ls, int fd)
 {
-    if (ls->nincoming >= RV_INCOMING_MAX) {
-        struct shm_rv_in *oldest = ls->incoming;
-        while (oldest->next)
-            oldest = oldest->next;
-        in_free(oldest, true);
+    if (ls->incoming.count >= RV_INCOMING_MAX) {
+        struct watched_fd *oldest = watched_fd_oldest(&ls->incoming);
+        if (oldest)
+            shm_os_close(in_take(container_of(oldest, struct shm_rv_in, w)));
     }
-    struct shm_rv_in *in = calloc(1, sizeof *in);
+    /* No deadline: the set's bound is what keeps silent connections few. */
+    struct shm_rv_in *in = watched_fd_new(&ls->incoming, sizeof *in, &in_kind, ls->loop, fd, 0);
     if (!in) {
         shm_os_close(fd);
         return;
     }
     in->ls = ls;
-    in->fd = fd;
-    if (loop_watch_add(ls->loop, &in->watch, fd, EPOLLIN, in_on_io) < 0) {
-        shm_os_close(fd);
-        free(in);
-        return;
-    }
-    in->next = ls->incoming;
-    if (ls->incoming)
-        ls->incoming->pprev = &in->next;
-    in->pprev = &ls->incoming;
-    ls->incoming = in;
-    ls->nincoming++;
 }
 
 static void ls_on_io(struct loop_watch *w, uint32_t events)
@@ -433,7 +420,8 @@ void shm_rv_listen_stop(struct shm_rv_listen *ls)
         shm_os_close(ls->fd);
         ls->fd = -1;
     }
-    while (ls->incoming)
-        in_free(ls->incoming, true);
+    struct watched_fd *in;
+    while ((in = watched_fd_oldest(&ls->incoming)))
+        shm_os_close(watched_fd_take(in));
     /* The connections still listed leave the list as they end. */
 }

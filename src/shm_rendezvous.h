@@ -21,6 +21,7 @@
 #include <ndk/ndk.h>
 
 #include "net/loop.h"
+#include "net/watched.h"
 
 /* The messages on the abstract socket (shm_rendezvous.c), here for the
  * tests that play an initiator. */
@@ -37,15 +38,13 @@ struct shm_rv_msg {
 struct ndk_qp_impl;
 struct ndk_adapter_impl;
 struct shm_conn;
-struct shm_rv_in;
 struct shm_rv;
 
 struct shm_rv_listen {
     int fd; /* -1: this listener offers no fast path */
     struct loop *loop;
     struct loop_watch watch;
-    struct shm_rv_in *incoming; /* accepted, their first message not read yet */
-    unsigned nincoming;
+    struct watched_set incoming; /* struct shm_rv_in: accepted, their first message not read yet */
     struct shm_rv *expect;      /* connections that may be joined */
     uint64_t netns;             /* our network namespace (tcp_owner_netns) */
 };
