@@ -14,6 +14,10 @@ void ndk_qp_stop(struct ndk_qp_impl *qp)
     qp_live_remove(qp);
     pthread_mutex_lock(&dp->rx_lock);
     pthread_mutex_lock(&dp->sq_lock);
+    /* The receives the transport holds complete before the queue's others
+     * (transport.h, stop). */
+    if (dp->xp_ctx && dp->xp->stop)
+        dp->xp->stop(qp);
     if (dp->state == QP_RTS)
         dp->state = QP_ERROR;
     void *ctx = dp->xp_ctx;

@@ -129,6 +129,14 @@ struct ndk_xp_ops {
     /* Optional. The QP object failed the connection (one of its CQs
      * overflowed: LOCAL_ERROR): tear it down. Any QP lock may be held. */
     void (*local_error)(struct ndk_qp_impl *qp);
+    /* Optional. The QP leaves the connection (ndk_qp_stop) and is about
+     * to flush its queues: complete now, cancelled, the receives taken
+     * from them that the transport still holds (a Send being placed, those
+     * taken ahead for the Sends behind it), and place nothing more, so
+     * that they complete before the queue's others (in posting order,
+     * NdkReceive). rx_lock and sq_lock held; the QP's state is still what
+     * it was. */
+    void (*stop)(struct ndk_qp_impl *qp);
     /* Optional. The QP left the connection (ndk_qp_stop: it is being
      * closed, or its connection ends) and every request it had completed:
      * forget it; ctx is what ndk_qp_attach was given. The QP object calls

@@ -1652,6 +1652,8 @@ static void shm_detach(struct ndk_qp_impl *qp, void *ctx)
     shm_os_doorbell_ring(c->peer_bell);
     __atomic_store_n(&c->stop, true, __ATOMIC_SEQ_CST);
     unwatch(c);
+    /* Normally nothing is left: stop (shm_flush) cancelled what we held,
+     * and a flushed connection takes no receive. */
     pthread_mutex_lock(&qp->dp.rx_lock);
     split_revoke(c);
     drop_partial_send(c);
@@ -1664,6 +1666,7 @@ static const struct ndk_xp_ops shm_ops = {
     .doorbell = shm_doorbell,
     .after_receive = shm_after_receive,
     .flush = shm_flush,
+    .stop = shm_flush, /* the same: nothing more placed, what it holds cancelled first */
     .forget = shm_forget,
     .poll = shm_poll,
     .lease_input = shm_lease_input,
