@@ -426,6 +426,9 @@ void qp_set_end_reason(struct ndk_qp_impl *qp, ULONG reason);
 /* Completion and error helpers for the transports in this directory. */
 void qp_flush_sq(struct ndk_qp_impl *qp, NTSTATUS read_st, ULONG perr); /* sq_lock held */
 void qp_flush_rq(struct ndk_qp_impl *qp);
+/* A receive was posted to a QP in error: what the transport holds, then
+ * the queue (no QP lock held). */
+void qp_flush_receives(struct ndk_qp_impl *qp);
 void qp_flush_rx_message(struct ndk_qp_impl *qp); /* rx_lock held */
 /* The QP leaves RTS (rx_lock, sq_lock held); returns whether it was in RTS,
  * and then records reason. Nothing more is read. */

@@ -179,6 +179,29 @@ void qp_flush_rx_message(struct ndk_qp_impl *qp)
     qp_push_cqe(qp, qp->rcq, &e);
 }
 
+/* NdkReceive on a QP in error. The receives the transport took and still
+ * holds were posted before those queued, so they complete first: the QP
+ * may be in error while the transport holds some (its CQ overflowed:
+ * qp_push_cqes, local_error; the connection's end comes later, from
+ * another thread), and the receive engine may be completing some under
+ * rx_lock (a pass's batch, ndk_xp_rcv_flush; iWARP's message being
+ * received, which a flush holding rx_lock completes). iWARP's message is
+ * completed here only once its engine stopped (ndk_qp_stop: it may still
+ * read a payload into it while the QP is in error otherwise). */
+void qp_flush_receives(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->rx_lock);
+    pthread_mutex_lock(&dp->sq_lock);
+    if (dp->xp_ctx && dp->xp->stop)
+        dp->xp->stop(qp);
+    pthread_mutex_unlock(&dp->sq_lock);
+    if (dp->rx_st == RX_DEAD || dp->rx_st == RX_DISCARD)
+        qp_flush_rx_message(qp);
+    pthread_mutex_unlock(&dp->rx_lock);
+    qp_flush_rq(qp);
+}
+
 void ndk_qp_flush_all(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;

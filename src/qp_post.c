@@ -336,7 +336,7 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
     bool dead = dp->state == QP_ERROR;
     pthread_mutex_unlock(&dp->rq_lock);
     if (dead)
-        qp_flush_rq(qp); /* a QP in error completes new receives as flushed */
+        qp_flush_receives(qp); /* a QP in error completes new receives as flushed */
     const struct ndk_xp_ops *xp = dp->xp;
     if (xp && xp->after_receive)
         xp->after_receive(qp);

@@ -135,7 +135,9 @@ struct ndk_xp_ops {
      * taken ahead for the Sends behind it), and place nothing more, so
      * that they complete before the queue's others (in posting order,
      * NdkReceive). rx_lock and sq_lock held; the QP's state is still what
-     * it was. */
+     * it was. Also called, perhaps more than once, when a receive is
+     * posted to a QP in error (the QP is in error then), which flushes the
+     * queue: after local_error, say, the transport may still hold some. */
     void (*stop)(struct ndk_qp_impl *qp);
     /* Optional. The QP left the connection (ndk_qp_stop: it is being
      * closed, or its connection ends) and every request it had completed:
