@@ -871,6 +871,30 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         wake_peer(c);
 }
 
+/* The peer closed its QP (left: CLOSED) after publishing requests we had
+ * not read: what its ring carries whole, inline Sends and Writes, which
+ * completed on its side once published, is placed before the connection
+ * ends, as TCP delivers what came before the FIN. A request whose payload
+ * stays in the peer's memory (SHM_F_IOV: the peer flushed it as it left)
+ * or a Read (its answer has nobody to go to) ends the drain, and so does
+ * a Send that waits for a receive. rx_lock held. */
+static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
+{
+    bool corrupt = false;
+    uint32_t taken = 0;
+    struct shm_msg h;
+    const uint8_t *payload;
+    while (!c->flushed && !f->fail && (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
+        if ((h.type != SHM_REQ_SEND && h.type != SHM_REQ_WRITE) || (h.flags & SHM_F_IOV) ||
+            room_or_wait(&c->resp_out, 2) < 2)
+            break;
+        if (!(h.type == SHM_REQ_SEND ? take_send(c, &h, payload, f) : take_write(c, &h, payload, f)))
+            break;
+        took(c, &c->req_in, &taken);
+    }
+    ndk_xp_rcv_flush(c->qp, &c->rcv);
+}
+
 /* ---- the initiator (sq_lock) ---- */
 
 /* The request a response names: taken, not finished. */
@@ -1303,10 +1327,17 @@ static void progress(struct shm_conn *c, bool poller)
         return;
     uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
     if (left) {
-        /* What the peer answered before it left (a Terminate naming a Read
-         * of ours, say) still counts. A busy poller that cannot take it
-         * now leaves the ending to a thread that can: the engine, whose
-         * doorbell the peer rang as it left (on_bell), waits for the lock. */
+        /* What the peer sent and answered before it left (a Terminate
+         * naming a Read of ours, say) still counts. A busy poller that
+         * cannot take a lock now leaves the ending to a thread that can:
+         * the engine, whose doorbell the peer rang as it left (on_bell),
+         * waits for the locks. */
+        if (left == SHM_LEFT_CLOSED) {
+            if (poller ? pthread_mutex_trylock(&dp->rx_lock) != 0 : pthread_mutex_lock(&dp->rx_lock) != 0)
+                return;
+            take_before_leaving(c, &f);
+            pthread_mutex_unlock(&dp->rx_lock);
+        }
         if (poller ? pthread_mutex_trylock(&dp->sq_lock) != 0 : pthread_mutex_lock(&dp->sq_lock) != 0)
             return;
         if (!c->flushed)

@@ -1351,6 +1351,30 @@ static void t_peer_closed(void)
     pair_down();
 }
 
+/* Our small Send is published (and completes, handed over), then we
+ * close our QP (left: closed) before the child's engine ran: the child
+ * finds the Send in its ring and the peer gone in one pass. */
+static void t_left_after_send(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    REQUIRE(pair_up(false, 0, &pb, &pt));
+    CHECK(ask(C_RECV, 1, 64, 0, 0, 0).ok);
+    int ws;
+    REQUIRE(kill(g_child, SIGSTOP) == 0 && waitpid(g_child, &ws, WUNTRACED) == g_child && WIFSTOPPED(ws));
+    NDK_SGE g = sge(&S, 0, 64);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &g, 1, 0), STATUS_SUCCESS);
+    expect_ok(NdkOperationTypeSend, (void *)1);
+    nt_close(S.qp);
+    S.qp = NULL;
+    kill(g_child, SIGCONT);
+    struct msg m = ask(C_STATUSES, 1, 0, 0, 0, 0);
+    CHECK(m.ok);
+    CHECK_EQ(m.a, 0x1u); /* placed, as TCP delivers what came before the FIN */
+    CHECK_EQ(m.b, 0x0u);
+    pair_down();
+}
+
 /* A peer process that connects the UNIX socket and then, mute, either
  * closes it at once or holds it until the parent closes the control
  * socket: ndk_shm_connect fails with the exchange's status, releases what
@@ -1439,6 +1463,7 @@ int main(void)
     RUN(t_ops_copy_mode);
     RUN(t_protection);
     RUN(t_run_refused);
+    RUN(t_left_after_send);
     RUN(t_revoked_after_post);
     RUN(t_terminate_race);
     RUN(t_answer_after_receives);
