@@ -842,7 +842,16 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
            (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
         bool done = true;
         if (c->flushed) {
-            /* NdkFlush: what the peer sends is dropped, never placed. */
+            /* NdkFlush: what the peer sends is dropped, never placed. Its
+             * single-copy Sends and Writes are acknowledged all the same:
+             * their initiator completes them, as over TCP once it took the
+             * octets (a Read stays unanswered, as over iWARP). */
+            if ((h.flags & (SHM_F_IOV | SHM_F_LAST)) == (SHM_F_IOV | SHM_F_LAST) &&
+                (h.type == SHM_REQ_SEND || h.type == SHM_REQ_WRITE)) {
+                if (room_or_wait(&c->resp_out, 1) < 1)
+                    break;
+                respond(c, SHM_RESP_ACK, h.id, SHM_F_LAST);
+            }
         } else if (room_or_wait(&c->resp_out, 2) < 2) {
             break; /* a response and the Terminate's unit */
         } else if (h.type == SHM_REQ_SEND) {
@@ -1610,6 +1619,9 @@ static void shm_flush(struct ndk_qp_impl *qp)
     __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
     split_revoke(c);
     drop_partial_send(c);
+    /* A pass drops and acknowledges what the peer already published
+     * (take_requests): nothing else may ring for it. */
+    shm_os_doorbell_ring(c->bell);
 }
 
 static void shm_forget(struct ndk_qp_impl *qp)
