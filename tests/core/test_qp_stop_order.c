@@ -50,82 +50,6 @@ static void h_detach(struct ndk_qp_impl *qp, void *ctx)
     h->after_detach_held = h->nheld;
 }
 
-static const struct ndk_xp_ops holder_ops = {
-    .name = "holder",
-    .doorbell = h_nothing,
-    .flush = h_stop,
-    .forget = h_nothing,
-    .stop = h_stop,
-    .detach = h_detach,
-};
-
-static void cq_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st;
-}
-
-static struct ndk_qp_impl *impl(NDK_QP *qp)
-{
-    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
-}
-
-/* Posts POSTED receives (contexts 1..POSTED) on a QP with the holder
- * attached, lets the holder take the oldest HELD, then ends the QP's
- * connection by closing it (close_qp) or flushing it (NdkFlush): every
- * receive completes once, cancelled, 1..POSTED in order. */
-static void held_first(bool close_qp)
-{
-    NDK_ADAPTER *ad = NULL;
-    NDK_PD *pd = NULL;
-    NDK_CQ *cq = NULL;
-    NDK_QP *qp = NULL;
-    REQUIRE(ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &ad) == STATUS_SUCCESS);
-    REQUIRE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd) == STATUS_SUCCESS);
-    REQUIRE(ad->Dispatch->NdkCreateCq(ad, 4 * DEPTH, cq_notify, NULL, NULL, NULL, NULL, &cq) == STATUS_SUCCESS);
-    REQUIRE(pd->Dispatch->NdkCreateQp(pd, cq, cq, NULL, DEPTH, DEPTH, 1, 1, 0, NULL, NULL, &qp) == STATUS_SUCCESS);
-    memset(&g_h, 0, sizeof g_h);
-    ndk_qp_attach(impl(qp), &holder_ops, &g_h, 0, 0);
-    for (int i = 1; i <= POSTED; i++)
-        CHECK_EQ(qp->Dispatch->NdkReceive(qp, (void *)(uintptr_t)i, NULL, 0), STATUS_SUCCESS);
-    g_h.nheld = ndk_xp_take_receives(impl(qp), g_h.held, HELD);
-    REQUIRE(g_h.nheld == HELD);
-
-    if (close_qp) {
-        nt_close(qp);
-        qp = NULL;
-        CHECK_EQ(g_h.stops, 1u);
-        CHECK_EQ(g_h.detaches, 1u);
-        CHECK_EQ(g_h.after_detach_held, 0u);
-    } else {
-        qp->Dispatch->NdkFlush(qp);
-    }
-    NDK_RESULT_EX r[POSTED + 1];
-    ULONG n = cq->Dispatch->NdkGetCqResultsEx(cq, r, POSTED + 1);
-    CHECK_EQ(n, (ULONG)POSTED);
-    for (ULONG i = 0; i < n; i++) {
-        CHECK_EQ((uintptr_t)r[i].RequestContext, (uintptr_t)(i + 1));
-        CHECK_EQ(r[i].Status, STATUS_CANCELLED);
-        CHECK_EQ(r[i].Type, NdkOperationTypeReceive);
-    }
-    if (qp)
-        nt_close(qp);
-    nt_close(cq);
-    nt_close(pd);
-    ndk_close_adapter(ad);
-}
-
-/* The QP closed while its connection is up: ndk_qp_stop. */
-static void t_close_cancels_held_receives_first(void)
-{
-    held_first(true);
-}
-
-/* NdkFlush (5.9.1), which always asked the transport first. */
-static void t_flush_cancels_held_receives_first(void)
-{
-    held_first(false);
-}
-
 /* What xp_shm.c's doorbell does with a small Send: it is handed over,
  * and completes, at once. */
 static void h_finish_all(struct ndk_qp_impl *qp)
@@ -142,7 +66,7 @@ static void h_local_error(struct ndk_qp_impl *qp)
     h->local_errors++;
 }
 
-static const struct ndk_xp_ops overflow_ops = {
+static const struct ndk_xp_ops holder_ops = {
     .name = "holder",
     .doorbell = h_finish_all,
     .flush = h_stop,
@@ -152,50 +76,121 @@ static const struct ndk_xp_ops overflow_ops = {
     .detach = h_detach,
 };
 
-/* The initiator CQ overflows (qp_push_cqes: the QP goes to error, the
- * transport is told, LOCAL_ERROR) while the transport holds the oldest
- * HELD receives; the receive CQ is another, and healthy. A receive
- * posted then completes at once, flushed (NdkReceive on a QP in error),
- * and with it those still queued: they must not overtake the ones the
- * transport holds, which were posted first. Every receive completes
- * once, cancelled, 1..POSTED+1 in order, when the QP is closed. */
+static void cq_notify(PVOID ctx, NTSTATUS st)
+{
+    (void)ctx, (void)st;
+}
+
+static struct ndk_qp_impl *impl(NDK_QP *qp)
+{
+    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
+}
+
+/* A QP with the holder attached, its receive CQ rcq and its initiator
+ * CQ icq of depth icq_depth; receives 1..POSTED posted, the oldest HELD
+ * of them taken by the holder. */
+struct rig {
+    NDK_ADAPTER *ad;
+    NDK_PD *pd;
+    NDK_CQ *rcq, *icq;
+    NDK_QP *qp;
+};
+
+static bool rig_up(struct rig *r, ULONG icq_depth)
+{
+    memset(r, 0, sizeof *r);
+    memset(&g_h, 0, sizeof g_h);
+    if (ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &r->ad) != STATUS_SUCCESS ||
+        r->ad->Dispatch->NdkCreatePd(r->ad, NULL, NULL, &r->pd) != STATUS_SUCCESS ||
+        r->ad->Dispatch->NdkCreateCq(r->ad, 4 * DEPTH, cq_notify, NULL, NULL, NULL, NULL, &r->rcq) != STATUS_SUCCESS ||
+        r->ad->Dispatch->NdkCreateCq(r->ad, icq_depth, cq_notify, NULL, NULL, NULL, NULL, &r->icq) != STATUS_SUCCESS ||
+        r->pd->Dispatch->NdkCreateQp(r->pd, r->rcq, r->icq, NULL, DEPTH, DEPTH, 1, 1, 0, NULL, NULL, &r->qp) !=
+            STATUS_SUCCESS)
+        return false;
+    ndk_qp_attach(impl(r->qp), &holder_ops, &g_h, 0, 0);
+    for (int i = 1; i <= POSTED; i++)
+        CHECK_EQ(r->qp->Dispatch->NdkReceive(r->qp, (void *)(uintptr_t)i, NULL, 0), STATUS_SUCCESS);
+    g_h.nheld = ndk_xp_take_receives(impl(r->qp), g_h.held, HELD);
+    return g_h.nheld == HELD;
+}
+
+static void rig_down(struct rig *r)
+{
+    if (r->qp)
+        nt_close(r->qp);
+    if (r->icq)
+        nt_close(r->icq);
+    if (r->rcq)
+        nt_close(r->rcq);
+    if (r->pd)
+        nt_close(r->pd);
+    if (r->ad)
+        ndk_close_adapter(r->ad);
+}
+
+/* The receive CQ holds exactly n completions: receives 1..n, in order,
+ * each cancelled. */
+static void expect_cancelled_in_order(NDK_CQ *cq, ULONG n)
+{
+    NDK_RESULT_EX r[POSTED + 2];
+    ULONG got = cq->Dispatch->NdkGetCqResultsEx(cq, r, POSTED + 2);
+    CHECK_EQ(got, n);
+    for (ULONG i = 0; i < got; i++) {
+        CHECK_EQ((uintptr_t)r[i].RequestContext, (uintptr_t)(i + 1));
+        CHECK_EQ(r[i].Status, STATUS_CANCELLED);
+        CHECK_EQ(r[i].Type, NdkOperationTypeReceive);
+    }
+}
+
+/* The QP closed while its connection is up (ndk_qp_stop): the holder is
+ * stopped before the queue's flush and detached after, holding nothing;
+ * every receive completes once, cancelled, 1..POSTED in order. */
+static void t_close_cancels_held_receives_first(void)
+{
+    struct rig r;
+    REQUIRE(rig_up(&r, 4 * DEPTH));
+    nt_close(r.qp);
+    r.qp = NULL;
+    CHECK_EQ(g_h.stops, 1u);
+    CHECK_EQ(g_h.detaches, 1u);
+    CHECK_EQ(g_h.after_detach_held, 0u);
+    expect_cancelled_in_order(r.rcq, POSTED);
+    rig_down(&r);
+}
+
+/* NdkFlush (5.9.1), which always asked the transport first. */
+static void t_flush_cancels_held_receives_first(void)
+{
+    struct rig r;
+    REQUIRE(rig_up(&r, 4 * DEPTH));
+    r.qp->Dispatch->NdkFlush(r.qp);
+    expect_cancelled_in_order(r.rcq, POSTED);
+    rig_down(&r);
+}
+
+/* The initiator CQ (depth 1) overflows (qp_push_cqes: the QP goes to
+ * error, the transport is told, LOCAL_ERROR) while the transport holds
+ * the oldest HELD receives; the receive CQ is another, and healthy. A
+ * receive posted then completes at once, flushed (NdkReceive on a QP in
+ * error), and with it those still queued: they must not overtake the
+ * ones the transport holds, which were posted first. Every receive
+ * completes once, cancelled, 1..POSTED+1 in order, when the QP is
+ * closed. */
 static void t_receive_after_local_error_waits_for_held(void)
 {
-    NDK_ADAPTER *ad = NULL;
-    NDK_PD *pd = NULL;
-    NDK_CQ *rcq = NULL, *icq = NULL;
-    NDK_QP *qp = NULL;
-    REQUIRE(ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &ad) == STATUS_SUCCESS);
-    REQUIRE(ad->Dispatch->NdkCreatePd(ad, NULL, NULL, &pd) == STATUS_SUCCESS);
-    REQUIRE(ad->Dispatch->NdkCreateCq(ad, 4 * DEPTH, cq_notify, NULL, NULL, NULL, NULL, &rcq) == STATUS_SUCCESS);
-    REQUIRE(ad->Dispatch->NdkCreateCq(ad, 1, cq_notify, NULL, NULL, NULL, NULL, &icq) == STATUS_SUCCESS);
-    REQUIRE(pd->Dispatch->NdkCreateQp(pd, rcq, icq, NULL, DEPTH, DEPTH, 1, 1, 0, NULL, NULL, &qp) ==
-            STATUS_SUCCESS);
-    memset(&g_h, 0, sizeof g_h);
-    ndk_qp_attach(impl(qp), &overflow_ops, &g_h, 0, 0);
-    for (int i = 1; i <= POSTED; i++)
-        CHECK_EQ(qp->Dispatch->NdkReceive(qp, (void *)(uintptr_t)i, NULL, 0), STATUS_SUCCESS);
-    g_h.nheld = ndk_xp_take_receives(impl(qp), g_h.held, HELD);
-    REQUIRE(g_h.nheld == HELD);
+    struct rig r;
+    REQUIRE(rig_up(&r, 1));
     /* Two signalled Sends into an initiator CQ of depth 1: the second
      * overflows it. */
     for (int i = 0; i < 2; i++)
-        CHECK_EQ(qp->Dispatch->NdkSend(qp, (void *)(uintptr_t)(100 + i), NULL, 0, 0), STATUS_SUCCESS);
+        CHECK_EQ(r.qp->Dispatch->NdkSend(r.qp, (void *)(uintptr_t)(100 + i), NULL, 0, 0), STATUS_SUCCESS);
     CHECK_EQ(g_h.local_errors, 1u);
-    CHECK_EQ(qp->Dispatch->NdkReceive(qp, (void *)(uintptr_t)(POSTED + 1), NULL, 0), STATUS_SUCCESS);
-    nt_close(qp);
+    CHECK_EQ(r.qp->Dispatch->NdkReceive(r.qp, (void *)(uintptr_t)(POSTED + 1), NULL, 0), STATUS_SUCCESS);
+    nt_close(r.qp);
+    r.qp = NULL;
     CHECK_EQ(g_h.detaches, 1u);
-    NDK_RESULT_EX r[POSTED + 2];
-    ULONG n = rcq->Dispatch->NdkGetCqResultsEx(rcq, r, POSTED + 2);
-    CHECK_EQ(n, (ULONG)POSTED + 1);
-    for (ULONG i = 0; i < n; i++) {
-        CHECK_EQ((uintptr_t)r[i].RequestContext, (uintptr_t)(i + 1));
-        CHECK_EQ(r[i].Status, STATUS_CANCELLED);
-    }
-    nt_close(icq);
-    nt_close(rcq);
-    nt_close(pd);
-    ndk_close_adapter(ad);
+    expect_cancelled_in_order(r.rcq, POSTED + 1);
+    rig_down(&r);
 }
 
 int main(void)
