@@ -11,6 +11,13 @@
 # Environment: REPS=5 repetitions; LAT_ITERS=10000; SECS=2 seconds per
 # bandwidth or rate run; PLACEMENT=cross (server CPU 0, client CPU 1) or
 # same (both on CPU 0); OUT=/tmp/ndk-ab-DATE (raw logs and summary.md).
+# The connection rate is measured in both of bench/run.sh's layouts: one
+# process with two views of "lo" (one device, whose engines share its lock:
+# bench/README.md, Engines) and two processes pinned like the data-path
+# runs, as real peers are. The heap an idle connection costs (connrate
+# --idle, one side: the connection plus its QP of depth 16/16) is the same
+# in every repetition and is taken once per build.
+#
 # Each build needs tools/ndkperf/ndkperf and bench/connrate; the anchors
 # come from the first build (bench/datapath/tcp_pingpong, tcp_stream,
 # bench/tcp_connrate). NDK_SHM=0 by default, as in bench/run.sh and
@@ -52,8 +59,34 @@ METRICS=(
 	"64 B Send rate, DEFER chains, poll|Mmsg/s|rate|send_bw --loopback -s 64 -D $SECS $PIN --wait=yield --no-progress"
 	"1 MiB Write bandwidth, busy-poll|MB/s|bw|write_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
 	"1 MiB Read bandwidth, busy-poll|MB/s|bw|read_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
-	"connections per second, 64 in flight|conn/s|conn|-m inflight -q 64"
+	"connections per second, 64 in flight, one process|conn/s|conn|-m inflight -q 64"
+	"connections per second, 64 in flight, two processes|conn/s|conn2|-m inflight -q 64"
 )
+PIN_S="taskset -c 0" PIN_C="taskset -c 1"
+[ "$PLACEMENT" = same ] && PIN_C="taskset -c 0"
+NEXT_PORT=31000
+
+# two_procs BIN LOG ARGS...: BIN --server pinned as the server, BIN
+# --client ARGS pinned as the client, on a port nothing uses (below the
+# kernel's and libndk's ephemeral ranges, a fresh one each run, as
+# bench/run.sh). The server is given 5 s to say it listens.
+two_procs() {
+	local bin=$1 log=$2 port spid i
+	shift 2
+	port=$NEXT_PORT
+	while [ -n "$(ss -Htan "( sport = :$port or dport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
+	NEXT_PORT=$((port + 1))
+	timeout 70 $PIN_S "$bin" --server -p "$port" --lifetime 60 > "$log.server" 2>&1 &
+	spid=$!
+	for i in $(seq 50); do
+		grep -q "listening on" "$log.server" 2>/dev/null && break
+		kill -0 "$spid" 2>/dev/null || break
+		sleep 0.1
+	done
+	timeout 60 $PIN_C "$bin" --client -p "$port" "$@" > "$log" 2>&1
+	kill -INT "$spid" 2>/dev/null
+	wait "$spid"
+}
 pick() { # KIND LOG
 	case $1 in
 	lat) awk 'NF == 8 && $1 ~ /^[0-9]+$/ && $2 ~ /^[0-9]+$/ {v = $4} END {print v}' "$2" ;;
@@ -64,20 +97,28 @@ pick() { # KIND LOG
 }
 median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2)}'; }
 
-declare -A VALS
+declare -A VALS HEAP
+for i in "${!names[@]}"; do
+	timeout 120 "${dirs[$i]}/bench/connrate" --idle 1000 > "$OUT/idle-${names[$i]}.log" 2>&1
+	HEAP[$i]=$(sed -n 's/^RESULT .* side_bytes=\([0-9]*\) qp_bytes=\([0-9]*\).*/\1 \2/p' "$OUT/idle-${names[$i]}.log" |
+		awk '{print $1 + $2}')
+done
 for rep in $(seq "$REPS"); do
 	for m in "${!METRICS[@]}"; do
 		IFS='|' read -r label unit kind args <<< "${METRICS[$m]}"
 		for i in "${!names[@]}"; do
 			log=$OUT/m$m-${names[$i]}-$rep.log
-			if [ "$kind" = conn ]; then
+			if [ "$kind" = conn2 ]; then
+				# shellcheck disable=SC2086 # an argument list
+				two_procs "${dirs[$i]}/bench/connrate" "$log" -D "$SECS" $args
+			elif [ "$kind" = conn ]; then
 				# shellcheck disable=SC2086 # an argument list
 				timeout 60 "${dirs[$i]}/bench/connrate" -D "$SECS" $args > "$log" 2>&1
 			else
 				# shellcheck disable=SC2086
 				timeout 60 "${dirs[$i]}/tools/ndkperf/ndkperf" $args > "$log" 2>&1
 			fi
-			v=$(pick "$kind" "$log")
+			v=$(pick "${kind%2}" "$log")
 			[ -n "$v" ] && VALS[$m,$i]+=" $v" || echo "ab.sh: no result in $log" >&2
 		done
 	done
@@ -88,6 +129,8 @@ for rep in $(seq "$REPS"); do
 		VALS[abw]+=" $(pick anchor "$OUT/a-bw-$rep.log")"
 	timeout 60 "${dirs[0]}/bench/tcp_connrate" -D "$SECS" -m inflight -q 64 > "$OUT/a-conn-$rep.log" 2>&1 &&
 		VALS[aconn]+=" $(pick anchor "$OUT/a-conn-$rep.log")"
+	two_procs "${dirs[0]}/bench/tcp_connrate" "$OUT/a-conn2-$rep.log" -D "$SECS" -m inflight -q 64 &&
+		VALS[aconn2]+=" $(pick anchor "$OUT/a-conn2-$rep.log")"
 	echo "ab.sh: repetition $rep of $REPS done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 done
 
@@ -116,8 +159,16 @@ done
 		done
 		echo
 	done
+	printf '| heap bytes per idle connection, one side with its QP (bytes) |'
+	for i in "${!names[@]}"; do printf ' %s |' "${HEAP[$i]:--}"; done
+	for i in "${!names[@]}"; do
+		[ "$i" = 0 ] && continue
+		awk -v a="${HEAP[0]:-0}" -v b="${HEAP[$i]:-0}" 'BEGIN {printf(a > 0 && b > 0 ? " %.2f |" : " - |", b / a)}'
+	done
+	echo
 	echo
 	echo "Anchors (same run): tcp_pingpong 64 B $(echo "${VALS[alat]:-}" | median) us;" \
 		"tcp_stream 1 MiB $(echo "${VALS[abw]:-}" | median) MB/s;" \
-		"tcp_connrate, 64 in flight, $(echo "${VALS[aconn]:-}" | median) conn/s."
+		"tcp_connrate, 64 in flight, $(echo "${VALS[aconn]:-}" | median) conn/s in one process," \
+		"$(echo "${VALS[aconn2]:-}" | median) conn/s in two."
 } | tee "$OUT/summary.md"
