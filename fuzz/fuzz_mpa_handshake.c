@@ -24,14 +24,6 @@
  * portable CRC against the dispatching one on every input. */
 extern uint32_t crc32c_update_portable(uint32_t reg, const void *data, size_t len);
 
-static bool same_frame(const struct mpa_frame *a, const struct mpa_frame *b)
-{
-    return a->reply == b->reply && a->markers == b->markers && a->crc == b->crc &&
-           a->reject == b->reject && a->enhanced == b->enhanced && a->rev == b->rev &&
-           a->p2p == b->p2p && a->rtr == b->rtr && a->ird == b->ird && a->ord == b->ord &&
-           a->pd_len == b->pd_len && (a->pd_len == 0 || memcmp(a->pd, b->pd, a->pd_len) == 0);
-}
-
 struct outcome {
     enum mpa_result res;
     size_t used;
@@ -72,7 +64,7 @@ static struct outcome read_frame(struct mpa_reader *r, bool expect_reply, uint16
         ENSURE(mpa_reader_feed(r, s, n, &c, &again) == o.res);
         ENSURE(c == 0);
         if (o.res == MPA_DONE)
-            ENSURE(same_frame(&again, &o.frame));
+            ENSURE(mpa_frame_same(&again, &o.frame));
     }
     return o;
 }
@@ -109,7 +101,7 @@ static void check_frame(const struct mpa_frame *f, bool expect_reply, uint16_t l
     mpa_reader_init(&r2, expect_reply, limit);
     ENSURE(mpa_reader_feed(&r2, out, n, &c, &g) == MPA_DONE);
     ENSURE(c == n);
-    ENSURE(same_frame(f, &g));
+    ENSURE(mpa_frame_same(f, &g));
 
     if (!f->reply) {
         for (int ok = 0; ok < 2; ok++) {
@@ -198,7 +190,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
             ENSURE(a.res == b.res && a.res == c.res);
             if (a.res == MPA_DONE) {
                 ENSURE(a.used == b.used && a.used == c.used);
-                ENSURE(same_frame(&a.frame, &b.frame) && same_frame(&a.frame, &c.frame));
+                ENSURE(mpa_frame_same(&a.frame, &b.frame) && mpa_frame_same(&a.frame, &c.frame));
                 check_frame(&a.frame, rep, limits[li], s, a.used);
             }
             if (a.res == MPA_NEED_MORE)

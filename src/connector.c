@@ -929,6 +929,21 @@ static NTSTATUS check_private_data(const void *pd, ULONG len, ULONG max)
     return STATUS_SUCCESS;
 }
 
+/* The arguments NdkConnect(WithSharedEndpoint) and NdkAccept(Ex) share,
+ * checked before their own: the connector, the QP, the completion callback
+ * and the private data. */
+static NTSTATUS check_conn_args(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, NDK_FN_REQUEST_COMPLETION cb,
+                               const void *pd, ULONG pdLen, struct ndk_connector_impl **c,
+                               struct ndk_qp_impl **qp)
+{
+    struct ndk_obj *qpo = ndk_obj_from_pub(pNdkQp, NdkObjectTypeQp);
+    *c = conn_from(pNdkConnector);
+    if (!*c || !qpo || !cb)
+        return STATUS_INVALID_PARAMETER;
+    *qp = container_of(qpo, struct ndk_qp_impl, obj);
+    return check_private_data(pd, pdLen, NDK_MAX_PRIVATE_DATA);
+}
+
 /* Common checks for a QP given to Connect/Accept. Lock held. */
 static NTSTATUS check_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
 {
@@ -1099,19 +1114,18 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
                                const struct sockaddr *pDst, ULONG dstLen, ULONG ird, ULONG ord,
                                const void *pd, ULONG pdLen, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
 {
-    struct ndk_connector_impl *c = conn_from(pNdkConnector);
-    struct ndk_obj *qpo = ndk_obj_from_pub(pNdkQp, NdkObjectTypeQp);
+    struct ndk_connector_impl *c;
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = check_conn_args(pNdkConnector, pNdkQp, cb, pd, pdLen, &c, &qp);
+    if (st != STATUS_SUCCESS)
+        return st;
     struct ndk_obj *sepo = pSep ? ndk_obj_from_pub(pSep, NdkObjectTypeSharedEndpoint) : NULL;
     NDK_SOCKADDR dst, src;
-    if (!c || !qpo || (pSep && !sepo) || !cb || !ndk_sockaddr_import(pDst, dstLen, &dst))
+    if ((pSep && !sepo) || !ndk_sockaddr_import(pDst, dstLen, &dst))
         return STATUS_INVALID_PARAMETER;
     if (!pSep && !ndk_sockaddr_import(pSrc, srcLen, &src))
         return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_private_data(pd, pdLen, NDK_MAX_PRIVATE_DATA);
-    if (st != STATUS_SUCCESS)
-        return st;
     struct ndk_adapter_impl *ad = c->obj.ad;
-    struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
     struct ndk_sep_impl *sep = sepo ? container_of(sepo, struct ndk_sep_impl, obj) : NULL;
     if (sep && sepo->ad->dev != ad->dev)
         return STATUS_INVALID_PARAMETER;
@@ -1312,15 +1326,12 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
                               NDK_FN_DISCONNECT_EVENT_CALLBACK_EX fn_ex, void *dctx,
                               NDK_FN_REQUEST_COMPLETION cb, void *ctx)
 {
-    struct ndk_connector_impl *c = conn_from(pNdkConnector);
-    struct ndk_obj *qpo = ndk_obj_from_pub(pNdkQp, NdkObjectTypeQp);
-    if (!c || !qpo || !cb)
-        return STATUS_INVALID_PARAMETER;
-    NTSTATUS st = check_private_data(pd, pdLen, NDK_MAX_PRIVATE_DATA);
+    struct ndk_connector_impl *c;
+    struct ndk_qp_impl *qp;
+    NTSTATUS st = check_conn_args(pNdkConnector, pNdkQp, cb, pd, pdLen, &c, &qp);
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_adapter_impl *ad = c->obj.ad;
-    struct ndk_qp_impl *qp = container_of(qpo, struct ndk_qp_impl, obj);
     pthread_mutex_lock(&ad->dev->lock);
     if (!c->passive || c->state != CONN_INCOMING || c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;

@@ -1480,19 +1480,26 @@ static void serve(struct shm_conn *c)
     tick_while_waiting(c);
 }
 
+/* A wake-up on fd, c's doorbell or ticker: drained, then c served. The
+ * engine's handlers run for an event fetched before detach deleted the
+ * watch too, until loop_unlocked_barrier: c is still whole then, and stop
+ * says it is over. */
+static bool drain_and_serve(struct shm_conn *c, int fd)
+{
+    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
+        return true;
+    shm_os_doorbell_drain(fd);
+    serve(c);
+    return true;
+}
+
 /* The doorbell: the peer published (or freed room), a receive came for a
- * waiting Send, a busy poller's lease ended. The engine's handlers run for
- * an event fetched before detach deleted the watch too, until
- * loop_unlocked_barrier: c is still whole then, and stop says it is over. */
+ * waiting Send, a busy poller's lease ended. */
 static bool on_bell(struct loop_watch *w, uint32_t events)
 {
     (void)events;
     struct shm_conn *c = container_of(w, struct shm_conn, bell_watch);
-    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
-        return true;
-    shm_os_doorbell_drain(c->bell);
-    serve(c);
-    return true;
+    return drain_and_serve(c, c->bell);
 }
 
 /* A Send waits for a receive: the engine looks again. */
@@ -1500,11 +1507,7 @@ static bool on_tick(struct loop_watch *w, uint32_t events)
 {
     (void)events;
     struct shm_conn *c = container_of(w, struct shm_conn, ticker_watch);
-    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
-        return true;
-    shm_os_doorbell_drain(c->ticker);
-    serve(c);
-    return true;
+    return drain_and_serve(c, c->ticker);
 }
 
 /* The peer process ended (kill -9 included): nothing it had will ever

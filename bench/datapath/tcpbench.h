@@ -29,6 +29,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "lib/pin.h"
+
 /* Longest a blocking call may wait before the run is declared failed. */
 #define TB_TIMEOUT_MS 10000
 
@@ -55,16 +57,10 @@ static inline bool tb_parse_u64(const char *s, uint64_t min, uint64_t max, uint6
 /* Pins the calling process (one thread) to cpu; -1 leaves it alone. */
 static inline bool tb_pin(const char *prog, int cpu)
 {
-    if (cpu < 0)
-        return true;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        fprintf(stderr, "%s: cannot pin to CPU %d: %s\n", prog, cpu, strerror(errno));
-        return false;
-    }
-    return true;
+    int err = tc_pin_process(cpu);
+    if (err)
+        fprintf(stderr, "%s: cannot pin to CPU %d: %s\n", prog, cpu, strerror(err));
+    return err == 0;
 }
 
 static inline const char *tb_cpu_text(int cpu, char *buf, size_t size)

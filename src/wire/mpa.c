@@ -34,6 +34,14 @@ static const uint8_t key_rep[MPA_KEY_LEN] = {0x4D, 0x50, 0x41, 0x20, 0x49, 0x44,
 
 /* ---- startup frames ---- */
 
+bool mpa_frame_same(const struct mpa_frame *a, const struct mpa_frame *b)
+{
+    return a->reply == b->reply && a->markers == b->markers && a->crc == b->crc &&
+           a->reject == b->reject && a->enhanced == b->enhanced && a->rev == b->rev &&
+           a->p2p == b->p2p && a->rtr == b->rtr && a->ird == b->ird && a->ord == b->ord &&
+           a->pd_len == b->pd_len && (a->pd_len == 0 || memcmp(a->pd, b->pd, a->pd_len) == 0);
+}
+
 size_t mpa_frame_size(const struct mpa_frame *f)
 {
     return MPA_HDR_LEN + (f->enhanced ? MPA_ENH_LEN : 0) + (size_t)f->pd_len;

@@ -44,6 +44,9 @@ struct mpa_frame {
     uint16_t pd_len;
 };
 
+/* Whether a and b say the same: every field, and the private data's
+ * bytes (wherever each keeps them). */
+bool mpa_frame_same(const struct mpa_frame *a, const struct mpa_frame *b);
 /* Bytes the encoded frame takes: 20 + (enhanced ? 4 : 0) + pd_len. */
 size_t mpa_frame_size(const struct mpa_frame *f);
 /* Encodes f into out. Returns the size, or 0 when cap is too small or f is

@@ -52,14 +52,6 @@ static enum mpa_result feed_bytewise(struct mpa_reader *r, const uint8_t *b, siz
     return res;
 }
 
-static bool same_frame(const struct mpa_frame *a, const struct mpa_frame *b)
-{
-    return a->reply == b->reply && a->markers == b->markers && a->crc == b->crc &&
-           a->reject == b->reject && a->enhanced == b->enhanced && a->rev == b->rev &&
-           a->p2p == b->p2p && a->rtr == b->rtr && a->ird == b->ird && a->ord == b->ord &&
-           a->pd_len == b->pd_len && (a->pd_len == 0 || memcmp(a->pd, b->pd, a->pd_len) == 0);
-}
-
 /* ---------------- startup frames: captures and known frames ---------------- */
 
 struct frame_vec {
@@ -156,7 +148,7 @@ static void test_capture_frames_decode(void)
         mpa_reader_init(&r, v->reply, 256);
         CHECK_EQ(feed_bytewise(&r, b, n, &used, &g), MPA_DONE);
         CHECK_EQ(used, n);
-        CHECK(same_frame(&f, &g));
+        CHECK(mpa_frame_same(&f, &g));
 
         /* The wrong reader for this key. */
         mpa_reader_init(&r, !v->reply, 256);
@@ -254,7 +246,7 @@ static void test_encode_decode_all_flags(void)
                         want.rtr = 0;
                         want.ird = want.ord = 0;
                     }
-                    CHECK(same_frame(&g, &want));
+                    CHECK(mpa_frame_same(&g, &want));
                     free(b);
                 }
             }
@@ -364,7 +356,7 @@ static void test_reader_trailing_fpdu(void)
         struct mpa_frame g;
         CHECK_EQ(mpa_reader_feed(&r, b + pos, n - pos, &used, &g), MPA_DONE);
         CHECK_EQ(used, 0);
-        CHECK(same_frame(&f, &g));
+        CHECK(mpa_frame_same(&f, &g));
 
         /* What is left is the RTR FPDU. */
         size_t flen = 0, ulen = 0;

@@ -46,6 +46,8 @@
 
 #include <ndk/ndk.h>
 
+#include "testlib.h"
+
 #define QUEUE_DEPTH 16
 #define CQ_DEPTH (2 * QUEUE_DEPTH) /* one CQ serves both queues of a QP */
 #define READ_LIMIT 8               /* IRD and ORD asked for on both sides */
@@ -120,17 +122,6 @@ static void die(const char *fmt, ...)
 /* Asynchronous calls and events                                            */
 /* ------------------------------------------------------------------------ */
 
-static void deadline_in(struct timespec *t, unsigned ms)
-{
-    clock_gettime(CLOCK_MONOTONIC, t);
-    t->tv_sec += ms / 1000;
-    t->tv_nsec += (long)(ms % 1000) * 1000000L;
-    if (t->tv_nsec >= 1000000000L) {
-        t->tv_sec++;
-        t->tv_nsec -= 1000000000L;
-    }
-}
-
 static bool past(const struct timespec *t)
 {
     struct timespec now;
@@ -177,8 +168,7 @@ static void sig_raise(struct signal *s, NTSTATUS st, NDK_OBJECT_HEADER *obj)
 /* Waits until the signal has been raised more than `seen` times. */
 static bool sig_wait_past(struct signal *s, unsigned seen, unsigned ms)
 {
-    struct timespec dl;
-    deadline_in(&dl, ms);
+    struct timespec dl = tl_deadline(CLOCK_MONOTONIC, ms);
     pthread_mutex_lock(&s->lock);
     while (s->calls <= seen)
         if (pthread_cond_timedwait(&s->cond, &s->lock, &dl) == ETIMEDOUT)
@@ -455,8 +445,7 @@ static void cq_drain(struct side *s)
  */
 static NDK_RESULT_EX cq_wait(struct side *s, void *ctx, const char *what)
 {
-    struct timespec dl;
-    deadline_in(&dl, timeout_ms);
+    struct timespec dl = tl_deadline(CLOCK_MONOTONIC, timeout_ms);
     for (;;) {
         cq_drain(s);
         for (unsigned i = 0; i < s->stashed; i++) {
@@ -537,8 +526,7 @@ static VOID on_connect_event(PVOID ctx, NDK_CONNECTOR *cn)
  * monotonic deadline instead. */
 static NDK_CONNECTOR *next_request(const char *what)
 {
-    struct timespec dl;
-    deadline_in(&dl, timeout_ms);
+    struct timespec dl = tl_deadline(CLOCK_MONOTONIC, timeout_ms);
     for (;;) {
         pthread_mutex_lock(&events.lock);
         NDK_CONNECTOR *cn = NULL;

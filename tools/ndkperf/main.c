@@ -17,7 +17,6 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
-#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <string.h>
@@ -27,6 +26,7 @@
 #include "lib/addr.h"
 #include "lib/args.h"
 #include "lib/log.h"
+#include "lib/pin.h"
 #include "ndkperf/ndkperf.h"
 #include "ndkperf/perftest.h"
 
@@ -34,16 +34,10 @@
  * that opening the adapter starts inherit the CPU. */
 static bool pin_self(const char *role, int cpu)
 {
-    if (cpu < 0)
-        return true;
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    CPU_SET(cpu, &set);
-    if (sched_setaffinity(0, sizeof set, &set) != 0) {
-        tc_complain(role, "cannot pin to CPU %d: %s", cpu, strerror(errno));
-        return false;
-    }
-    return true;
+    int err = tc_pin_process(cpu);
+    if (err)
+        tc_complain(role, "cannot pin to CPU %d: %s", cpu, strerror(err));
+    return err == 0;
 }
 
 static const char *cpu_text(int cpu, char *buf, size_t size)

@@ -56,13 +56,11 @@ static inline VOID InsertTailList(PLIST_ENTRY ListHead, PLIST_ENTRY Entry)
     ListHead->Blink = Entry;
 }
 
+/* InsertTailList puts Entry just before the entry it is given: before the
+ * first one is right after the head (the head itself when the list is empty). */
 static inline VOID InsertHeadList(PLIST_ENTRY ListHead, PLIST_ENTRY Entry)
 {
-    PLIST_ENTRY Flink = ListHead->Flink;
-    Entry->Flink = Flink;
-    Entry->Blink = ListHead;
-    Flink->Blink = Entry;
-    ListHead->Flink = Entry;
+    InsertTailList(ListHead->Flink, Entry);
 }
 
 /* Appends the list headed by ListToAppend (its head entry is not kept). */
