@@ -57,7 +57,7 @@ static void qp_free(struct ndk_obj *obj)
     free(dp->orq);
     free(dp->irq);
     rx_stage_fini(&dp->rx_stage);
-    free(dp->tx_stage);
+    free(dp->tx_burst);
     free(dp->bufs);
     pthread_mutex_destroy(&dp->sq_lock);
     pthread_mutex_destroy(&dp->rq_lock);

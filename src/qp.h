@@ -124,9 +124,10 @@ struct ndk_irq_entry {
 
 /* Sized for one writev of up to 64 FPDUs (4 MiB on loopback, where an FPDU
  * holds 64 KiB) and for placing one FPDU: at most 17 pages of a
- * fast-registered region or the MEM_LOCAL_IOV_MAX pieces of a receive;
- * every connected QP carries these (struct ndk_qp_bufs), so they are kept
- * small (the idle cost of a connection is budgeted). */
+ * fast-registered region or the MEM_LOCAL_IOV_MAX pieces of a receive.
+ * Every connected QP carries the few of struct ndk_qp_bufs; a batch of more
+ * FPDUs takes struct ndk_tx_burst while it lasts (the idle cost of a
+ * connection is budgeted: bench/README.md). */
 #define TX_FPDU_MAX 64   /* FPDUs framed per batch */
 #define MULPDU_RECHECK_OCTETS (1u << 20)
 #define TX_IOV_MAX 256   /* iovecs per writev */
@@ -134,6 +135,25 @@ struct ndk_irq_entry {
 _Static_assert(RX_IOV_MAX >= MEM_LOCAL_IOV_MAX, "an FPDU's part of a receive always fits");
 #define TX_HDR_MAX (2 + DDP_HDR_MAX)
 #define RX_HDR_MAX (2 + 70 + 4) /* a whole Terminate and its CRC are read as header */
+
+/* Transmit staging (qp_tx.c): payloads of at most this many octets are
+ * copied, with header, pad and CRC, so that FPDUs lie back to back and one
+ * iovec carries many. Chosen by measurement with bench/datapath (README
+ * there, "Staging"); a build may set others (-DNDK_TX_STAGE_THRESHOLD=...,
+ * -DNDK_TX_STAGE_SIZE=0 for no staging). */
+#ifndef NDK_TX_STAGE_THRESHOLD
+#define NDK_TX_STAGE_THRESHOLD 1024
+#endif
+/* The largest staged FPDU: header, payload, pad (at most 3) and CRC. */
+#define TX_STAGE_FPDU_MAX (TX_HDR_MAX + NDK_TX_STAGE_THRESHOLD + 8)
+/* What a batch holds without struct ndk_tx_burst: a few FPDUs, one of them
+ * referenced with its payload in the most pieces (batch_has_room keeps
+ * room for that) and a few more, and one staged FPDU of the largest size
+ * (or several smaller ones): a ping-pong's message, or a short chain,
+ * costs no allocation. */
+#define TX_FPDU_FEW 8
+#define TX_IOV_FEW (MEM_LOCAL_IOV_MAX + 2 + 14)
+#define TX_STAGE_FEW TX_STAGE_FPDU_MAX
 
 enum qp_state { QP_IDLE, QP_RTS, QP_ERROR };
 /* The receive engine: reading a header, reading a body (payload, pad, CRC),
@@ -153,22 +173,40 @@ struct ndk_tx_end {
     uint32_t idx;
 };
 
-/* The transmit and receive engines' working arrays, 11.8 KB that only the
+/* The transmit and receive engines' working arrays, 6 KB that only the
  * iWARP engines use (qp_tx.c, qp_rx.c): ndk_qp_start allocates them, so
- * that a QP never connected (made ahead, or whose connection failed) is a
- * sixth of the size. The engines reach them through dp->bufs; the counts
- * and offsets into them stay in struct ndk_qp_dp, under the same locks. */
+ * that a QP never connected (made ahead, or whose connection failed) is
+ * smaller. The engines reach them through dp->bufs; the counts and offsets
+ * into them stay in struct ndk_qp_dp, under the same locks. */
 struct ndk_qp_bufs {
-    /* transmit (sq_lock) */
-    struct iovec tx_iov[TX_IOV_MAX];         /* the batch being written */
-    uint8_t tx_hdr[TX_FPDU_MAX][TX_HDR_MAX]; /* header, trailer of an FPDU */
-    uint8_t tx_trl[TX_FPDU_MAX][8];          /* whose payload is referenced */
-    uint32_t tx_fpdu_end[TX_FPDU_MAX];       /* octets of the batch up to each FPDU's end */
+    /* transmit (sq_lock): a batch of the few (TX_FPDU_FEW, TX_IOV_FEW);
+     * FPDUs from TX_FPDU_FEW on have their header and trailer in
+     * struct ndk_tx_burst */
+    struct iovec tx_iov[TX_IOV_FEW];          /* the batch being written */
+    uint8_t tx_hdr[TX_FPDU_FEW][TX_HDR_MAX];  /* header, trailer of an FPDU */
+    uint8_t tx_trl[TX_FPDU_FEW][8];           /* whose payload is referenced */
+    uint32_t tx_fpdu_end[TX_FPDU_FEW];        /* octets of the batch up to each FPDU's end */
+    struct ndk_tx_end tx_ends[TX_FPDU_FEW];   /* messages whose last octet is in the batch */
+    uint8_t tx_stage[TX_STAGE_FEW];           /* small FPDUs whole, back to back */
     struct iovec tx_src[MEM_LOCAL_IOV_MAX];  /* the segmented message's payload, mapped */
-    struct ndk_tx_end tx_ends[TX_FPDU_MAX];  /* messages whose last octet is in the batch */
     /* receive (rx_lock) */
     struct iovec rx_iov[RX_IOV_MAX];           /* where the FPDU's payload goes */
     struct iovec rx_msg_iov[MEM_LOCAL_IOV_MAX]; /* the untagged message's receive, mapped */
+};
+
+/* A batch of more FPDUs than the few (a burst: a chain of posts, a message
+ * of many FPDUs, Read Responses) moves here, with a staging buffer of its
+ * own for its further small FPDUs: taken as the batch outgrows struct
+ * ndk_qp_bufs, given back when the transmit engine has nothing more to
+ * write (qp_tx.c), so that an idle connection holds none. Without memory
+ * for it the batch stays as it is and the next one carries the rest. */
+struct ndk_tx_burst {
+    struct iovec iov[TX_IOV_MAX];
+    uint32_t fpdu_end[TX_FPDU_MAX];
+    struct ndk_tx_end ends[TX_FPDU_MAX];
+    uint8_t hdr[TX_FPDU_MAX - TX_FPDU_FEW][TX_HDR_MAX]; /* FPDUs TX_FPDU_FEW.. */
+    uint8_t trl[TX_FPDU_MAX - TX_FPDU_FEW][8];
+    uint8_t stage[]; /* tx_burst_stage octets */
 };
 
 struct ndk_qp_impl;
@@ -225,14 +263,19 @@ struct ndk_qp_dp {
     uint8_t nudge_buf[20];  /* a zero-length RDMA Write (see ndk_qp_nudge) */
     size_t term_len;
     bool term_sent;
-    /* the batch being written: bufs->tx_iov[tx_iov_off, tx_iov_cnt) is
+    /* the batch being written: its iovecs [tx_iov_off, tx_iov_cnt) are
      * still to go; FPDUs are appended while there is room, also to a
-     * batch TCP has taken only part of */
+     * batch TCP has taken only part of. Its arrays (iovecs, FPDU ends,
+     * message ends) are bufs' while tx_big is false, else tx_burst's. */
     int tx_iov_off, tx_iov_cnt;
-    int tx_fpdus; /* FPDUs in the batch: bufs->tx_hdr, tx_trl, tx_fpdu_end */
+    int tx_fpdus; /* FPDUs in the batch: their headers, trailers, ends */
     uint32_t tx_framed, tx_written;    /* octets of the batch framed, written */
+    bool tx_big;
+    struct ndk_tx_burst *tx_burst;     /* held while bursts go out, else NULL */
+    size_t tx_burst_stage;             /* its staging buffer's size (0: none) */
     /* Small FPDUs whole (header, payload copy, pad, CRC), back to back, so
-     * that one iovec carries many (qp_tx.c, ndk_tx_stage_threshold). */
+     * that one iovec carries many (qp_tx.c, ndk_tx_stage_threshold): in
+     * bufs->tx_stage, then in tx_burst's once the batch moved there. */
     uint8_t *tx_stage;
     size_t tx_stage_cap, tx_stage_used;
     /* the message being segmented */
@@ -350,10 +393,14 @@ void qp_rx_discard_start(struct ndk_qp_dp *dp, uint64_t limit);
 /* Moves queued messages out while the transport accepts them. sq_lock held. */
 void qp_tx_progress(struct ndk_qp_impl *qp);
 /* Payloads of at most ndk_tx_stage_threshold octets are copied into the
- * transmit staging buffer of ndk_tx_stage_size octets (0: no staging),
- * fixed at build time (NDK_TX_STAGE_THRESHOLD, NDK_TX_STAGE_SIZE). */
+ * transmit staging: bufs->tx_stage, and in a burst a buffer of at most
+ * ndk_tx_stage_size octets (0: no staging at all), fixed at build time
+ * (NDK_TX_STAGE_THRESHOLD, NDK_TX_STAGE_SIZE). */
 extern const size_t ndk_tx_stage_threshold;
 extern const size_t ndk_tx_stage_size;
+/* The transmit engine's staging as the data path starts: the batch's own
+ * (dp->bufs set, sq_lock held). */
+void qp_tx_init(struct ndk_qp_dp *dp);
 void ndk_qp_on_writable(struct ndk_qp_impl *qp);
 /* Queues a Terminate (once) and marks the QP in error. sq_lock held. */
 void qp_tx_terminate(struct ndk_qp_impl *qp, const uint8_t *ulpdu, size_t len);

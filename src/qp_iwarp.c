@@ -139,21 +139,19 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     struct ndk_orq_entry *orq = calloc(ord + 1, sizeof *orq);
     struct ndk_irq_entry *irq = irq_cap ? calloc(irq_cap, sizeof *irq) : NULL;
     struct rx_stage stage;
-    /* Transmit staging: no more than the QP can have waiting at once (its
-     * requests and the Reads it answers, each one FPDU of the largest
-     * staged size), so that a shallow QP stays small. */
-    size_t tx_cap = ((size_t)qp->iq_depth + ird) * (ndk_tx_stage_threshold + TX_HDR_MAX + 8);
+    /* A burst's transmit staging (qp_tx.c, taken while one goes out): no
+     * more than the QP can have waiting at once (its requests and the Reads
+     * it answers, each one FPDU of the largest staged size), so that a
+     * shallow QP's burst stays small. */
+    size_t tx_cap = ((size_t)qp->iq_depth + ird) * TX_STAGE_FPDU_MAX;
     if (tx_cap > ndk_tx_stage_size)
         tx_cap = ndk_tx_stage_size;
-    uint8_t *tx_stage = tx_cap ? malloc(tx_cap) : NULL;
     /* The engines' working arrays (qp.h): a QP is started once (7.6 rule
      * 7), the arrays stay until it is freed. */
     struct ndk_qp_bufs *bufs = dp->bufs ? NULL : calloc(1, sizeof *bufs);
-    if (!orq || (irq_cap && !irq) || (tx_cap && !tx_stage) || (!dp->bufs && !bufs) ||
-        !rx_stage_init(&stage, stage_cfg(qp))) {
+    if (!orq || (irq_cap && !irq) || (!dp->bufs && !bufs) || !rx_stage_init(&stage, stage_cfg(qp))) {
         free(orq);
         free(irq);
-        free(tx_stage);
         free(bufs);
         return false;
     }
@@ -169,10 +167,8 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
     pthread_mutex_lock(&dp->sq_lock);
     if (bufs)
         dp->bufs = bufs;
-    free(dp->tx_stage);
-    dp->tx_stage = tx_stage;
-    dp->tx_stage_cap = tx_cap;
-    dp->tx_stage_used = 0;
+    dp->tx_burst_stage = tx_cap;
+    qp_tx_init(dp);
     dp->tr = tr;
     dp->crc = crc;
     dp->irq_cap = irq_cap;

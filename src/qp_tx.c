@@ -7,6 +7,10 @@
  * trailer built in the QP; a small one is copied, with its header, pad and
  * CRC, into the staging buffer, where FPDUs lie back to back and one iovec
  * carries them all: the kernel's cost is per iovec as much as per octet.
+ * A batch starts in the connection's own arrays (struct ndk_qp_bufs), which
+ * hold a few FPDUs; one that outgrows them moves into a burst block (struct
+ * ndk_tx_burst), which is given back once the engine has written all it
+ * had: an idle connection holds no burst block, a ping-pong never takes one.
  * Messages are never interleaved; Read Responses go out between requests,
  * at message boundaries.
  */
@@ -22,29 +26,98 @@
 
 enum { TX_NONE = 0, TX_SQ = 1, TX_IRQ = 2 };
 
-/* Chosen by measurement with bench/datapath (README there, "Transmit
- * staging"); a build may set others (-DNDK_TX_STAGE_THRESHOLD=...). */
-#ifndef NDK_TX_STAGE_THRESHOLD
-#define NDK_TX_STAGE_THRESHOLD 1024
-#endif
-/* A batch's worth of small FPDUs (TX_FPDU_MAX 64-octet Sends take 6 KiB);
- * when it is full, the batch's further FPDUs are referenced. Taken when the
- * data path starts (a post has no failure to report for it), so it is part
- * of a connection's idle cost; a shallow QP takes less (qp_iwarp.c). */
+/* The threshold: qp.h. The burst block's staging buffer: a batch's worth
+ * of small FPDUs (TX_FPDU_MAX 64-octet Sends take 6 KiB); when it is full,
+ * or the block cannot be had, the batch's further FPDUs are referenced. A
+ * shallow QP takes less (qp_iwarp.c). */
 #ifndef NDK_TX_STAGE_SIZE
 #define NDK_TX_STAGE_SIZE 8192
 #endif
 const size_t ndk_tx_stage_threshold = NDK_TX_STAGE_THRESHOLD;
 const size_t ndk_tx_stage_size = NDK_TX_STAGE_SIZE;
 
+/* The batch's arrays: the connection's few, or the burst block's. */
+static inline struct iovec *tx_iov(struct ndk_qp_dp *dp)
+{
+    return dp->tx_big ? dp->tx_burst->iov : dp->bufs->tx_iov;
+}
+
+static inline uint32_t *tx_fpdu_end(struct ndk_qp_dp *dp)
+{
+    return dp->tx_big ? dp->tx_burst->fpdu_end : dp->bufs->tx_fpdu_end;
+}
+
+static inline struct ndk_tx_end *tx_ends(struct ndk_qp_dp *dp)
+{
+    return dp->tx_big ? dp->tx_burst->ends : dp->bufs->tx_ends;
+}
+
+/* FPDU f's header and trailer stay where they were built when the batch
+ * moves (iovecs point at them): the first few in bufs, the rest in the
+ * burst block. */
+static inline uint8_t *tx_hdr(struct ndk_qp_dp *dp, int f)
+{
+    return f < TX_FPDU_FEW ? dp->bufs->tx_hdr[f] : dp->tx_burst->hdr[f - TX_FPDU_FEW];
+}
+
+static inline uint8_t *tx_trl(struct ndk_qp_dp *dp, int f)
+{
+    return f < TX_FPDU_FEW ? dp->bufs->tx_trl[f] : dp->tx_burst->trl[f - TX_FPDU_FEW];
+}
+
+/* The connection's own staging area: none when the build stages nothing. */
+static void stage_few(struct ndk_qp_dp *dp)
+{
+    dp->tx_stage = dp->bufs->tx_stage;
+    dp->tx_stage_cap = ndk_tx_stage_size < TX_STAGE_FEW ? ndk_tx_stage_size : TX_STAGE_FEW;
+    dp->tx_stage_used = 0;
+}
+
+void qp_tx_init(struct ndk_qp_dp *dp)
+{
+    stage_few(dp);
+}
+
 static void batch_reset(struct ndk_qp_dp *dp)
 {
     dp->tx_iov_off = dp->tx_iov_cnt = 0;
     dp->tx_fpdus = 0;
     dp->tx_framed = dp->tx_written = 0;
-    dp->tx_stage_used = 0;
     dp->tx_nends = 0;
     dp->tx_ends_done = 0;
+    dp->tx_big = false;
+    stage_few(dp);
+}
+
+/* The batch outgrew the few: it moves into the burst block, taken now
+ * unless held. False when it is there already or no memory is left: the
+ * batch then ends where it is, or its small FPDUs are referenced. */
+static bool batch_grow(struct ndk_qp_dp *dp)
+{
+    if (dp->tx_big)
+        return false;
+    struct ndk_tx_burst *b = dp->tx_burst;
+    if (!b && !(b = malloc(sizeof *b + dp->tx_burst_stage)))
+        return false;
+    dp->tx_burst = b;
+    memcpy(b->iov, dp->bufs->tx_iov, (size_t)dp->tx_iov_cnt * sizeof b->iov[0]);
+    memcpy(b->fpdu_end, dp->bufs->tx_fpdu_end, (size_t)dp->tx_fpdus * sizeof b->fpdu_end[0]);
+    memcpy(b->ends, dp->bufs->tx_ends, (size_t)dp->tx_nends * sizeof b->ends[0]);
+    dp->tx_big = true;
+    /* The few's staged FPDUs stay where they are; further ones go here. */
+    dp->tx_stage = b->stage;
+    dp->tx_stage_cap = dp->tx_burst_stage;
+    dp->tx_stage_used = 0;
+    return true;
+}
+
+/* The engine has nothing more in its batch: the burst block goes back. */
+static void burst_release(struct ndk_qp_dp *dp)
+{
+    if (dp->tx_burst && !dp->tx_big) {
+        free(dp->tx_burst);
+        dp->tx_burst = NULL;
+    }
 }
 
 /* Room for `len` octets in the staging buffer, or NULL: no staging, or
@@ -62,14 +135,15 @@ static uint8_t *stage_take(struct ndk_qp_dp *dp, size_t len)
  * this one starts (FPDUs back to back in the staging buffer). */
 static void batch_add(struct ndk_qp_dp *dp, void *base, size_t len)
 {
+    struct iovec *iov = tx_iov(dp);
     if (dp->tx_iov_cnt > dp->tx_iov_off) {
-        struct iovec *last = &dp->bufs->tx_iov[dp->tx_iov_cnt - 1];
+        struct iovec *last = &iov[dp->tx_iov_cnt - 1];
         if ((uint8_t *)last->iov_base + last->iov_len == base) {
             last->iov_len += len;
             return;
         }
     }
-    dp->bufs->tx_iov[dp->tx_iov_cnt++] = (struct iovec){base, len};
+    iov[dp->tx_iov_cnt++] = (struct iovec){base, len};
 }
 
 /* An FPDU whole in the staging buffer at st: header, payload, pad, CRC. */
@@ -96,7 +170,7 @@ static void stage_fpdu(struct ndk_qp_dp *dp, uint8_t *st, const uint8_t *hdr, si
 static void ref_fpdu(struct ndk_qp_dp *dp, int f, uint8_t *hdr, size_t hlen, const struct iovec *pl, int npl,
                      size_t pad)
 {
-    uint8_t *trl = dp->bufs->tx_trl[f];
+    uint8_t *trl = tx_trl(dp, f);
     memset(trl, 0, pad);
     if (dp->crc) {
         uint32_t reg = crc32c_update(crc32c_init(), hdr, 2 + hlen);
@@ -107,10 +181,11 @@ static void ref_fpdu(struct ndk_qp_dp *dp, int f, uint8_t *hdr, size_t hlen, con
     } else {
         memset(trl + pad, 0, 4);
     }
-    dp->bufs->tx_iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
+    struct iovec *iov = tx_iov(dp);
+    iov[dp->tx_iov_cnt++] = (struct iovec){hdr, 2 + hlen};
     for (int i = 0; i < npl; i++)
-        dp->bufs->tx_iov[dp->tx_iov_cnt++] = pl[i];
-    dp->bufs->tx_iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
+        iov[dp->tx_iov_cnt++] = pl[i];
+    iov[dp->tx_iov_cnt++] = (struct iovec){trl, pad + 4};
 }
 
 /* Frames one FPDU: header (already written at hdr+2 with hlen octets of
@@ -118,7 +193,7 @@ static void ref_fpdu(struct ndk_qp_dp *dp, int f, uint8_t *hdr, size_t hlen, con
 static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl, int npl, size_t plen)
 {
     int f = dp->tx_fpdus++;
-    uint8_t *hdr = dp->bufs->tx_hdr[f];
+    uint8_t *hdr = tx_hdr(dp, f);
     size_t ulpdu = hlen + plen;
     ddp_wr16(hdr, (uint16_t)ulpdu);
     size_t pad = mpa_pad_len(ulpdu);
@@ -127,13 +202,20 @@ static void frame_fpdu(struct ndk_qp_dp *dp, size_t hlen, const struct iovec *pl
     NDK_STAT_ADD(dp->st.tx_fpdus[op & (NDK_STAT_OPS - 1)], 1);
     NDK_STAT_ADD(dp->st.tx_bytes[op & (NDK_STAT_OPS - 1)], plen);
     dp->mulpdu_recheck = dp->mulpdu_recheck > wire ? dp->mulpdu_recheck - wire : 0;
-    uint8_t *st = plen <= ndk_tx_stage_threshold ? stage_take(dp, wire) : NULL;
+    uint8_t *st = NULL;
+    if (plen <= ndk_tx_stage_threshold) {
+        st = stage_take(dp, wire);
+        /* The few's staging is full: a burst, whose small FPDUs the burst
+         * block stages. */
+        if (!st && dp->tx_burst_stage && batch_grow(dp))
+            st = stage_take(dp, wire);
+    }
     if (st)
         stage_fpdu(dp, st, hdr, hlen, pl, npl, pad);
     else
         ref_fpdu(dp, f, hdr, hlen, pl, npl, pad);
     dp->tx_framed += (uint32_t)wire;
-    dp->bufs->tx_fpdu_end[f] = dp->tx_framed;
+    tx_fpdu_end(dp)[f] = dp->tx_framed;
 }
 
 void ndk_qp_ungate(struct ndk_qp_impl *qp)
@@ -158,7 +240,7 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
     if (live && dp->tx_iov_cnt == 0 && dp->tx_cur == 0 && !dp->tx_gated) {
         size_t n = mpa_build_write_rtr(dp->crc, dp->nudge_buf);
         NDK_STAT_ADD(dp->st.nudges, 1);
-        dp->bufs->tx_iov[0] = (struct iovec){dp->nudge_buf, n};
+        tx_iov(dp)[0] = (struct iovec){dp->nudge_buf, n};
         dp->tx_iov_off = 0;
         dp->tx_iov_cnt = 1;
         dp->tx_framed = (uint32_t)n; /* FPDUs posted meanwhile follow it */
@@ -170,15 +252,21 @@ bool ndk_qp_nudge(struct ndk_qp_impl *qp)
 
 static void mark_end(struct ndk_qp_dp *dp, int kind, uint32_t idx)
 {
-    dp->bufs->tx_ends[dp->tx_nends].end = dp->tx_framed;
-    dp->bufs->tx_ends[dp->tx_nends].kind = kind;
-    dp->bufs->tx_ends[dp->tx_nends].idx = idx;
-    dp->tx_nends++;
+    tx_ends(dp)[dp->tx_nends++] = (struct ndk_tx_end){.end = dp->tx_framed, .kind = kind, .idx = idx};
 }
 
+/* Room for one more FPDU of up to `iovs` payload pieces, in the batch's
+ * arrays or, once it moved there, in the burst block's. */
 static bool batch_has_room(struct ndk_qp_dp *dp, int iovs)
 {
-    return dp->tx_fpdus < TX_FPDU_MAX && dp->tx_iov_cnt + iovs + 2 <= TX_IOV_MAX;
+    for (;;) {
+        int fpdus = dp->tx_big ? TX_FPDU_MAX : TX_FPDU_FEW;
+        int iov_max = dp->tx_big ? TX_IOV_MAX : TX_IOV_FEW;
+        if (dp->tx_fpdus < fpdus && dp->tx_iov_cnt + iovs + 2 <= iov_max)
+            return true;
+        if (!batch_grow(dp))
+            return false;
+    }
 }
 
 /* A request that cannot be sent (its memory went away since it was posted)
@@ -253,7 +341,7 @@ static void frame_read_request(struct ndk_qp_impl *qp, struct ndk_swqe *w)
         .src_stag = w->rtoken,
         .src_to = w->raddr,
     };
-    uint8_t *hdr = dp->bufs->tx_hdr[dp->tx_fpdus];
+    uint8_t *hdr = tx_hdr(dp, dp->tx_fpdus);
     uint32_t msn = dp->msn_read++;
     size_t hlen = rdmap_encode_read_request(hdr + 2, TX_HDR_MAX - 2, msn, &rr);
     frame_fpdu(dp, hlen, NULL, 0, 0);
@@ -321,7 +409,7 @@ static bool frame_read_response(struct ndk_qp_impl *qp, size_t mulpdu)
             return false; /* next batch */
     }
     bool last = e->sent + seg == e->rr.size;
-    uint8_t *hdr = dp->bufs->tx_hdr[dp->tx_fpdus];
+    uint8_t *hdr = tx_hdr(dp, dp->tx_fpdus);
     size_t hlen = ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, RDMAP_OP_READ_RESP, last, e->rr.sink_stag,
                                     e->rr.sink_to + e->sent);
     frame_fpdu(dp, hlen, src, nsrc, seg);
@@ -349,7 +437,7 @@ static void frame_sq_segment(struct ndk_qp_impl *qp, struct ndk_swqe *w, size_t 
     struct iovec pl[MEM_LOCAL_IOV_MAX];
     int npl = ndk_iov_slice(dp->bufs->tx_src, dp->tx_src_n, dp->tx_cur_off, seg, pl, MEM_LOCAL_IOV_MAX);
     bool last = dp->tx_cur_off + seg == w->total;
-    uint8_t *hdr = dp->bufs->tx_hdr[dp->tx_fpdus];
+    uint8_t *hdr = tx_hdr(dp, dp->tx_fpdus);
     size_t hlen = tagged ? ddp_encode_tagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->rtoken, w->raddr + dp->tx_cur_off)
                          : ddp_encode_untagged(hdr + 2, TX_HDR_MAX - 2, op, last, w->inv_stag, oi->qn, dp->msn_send,
                                                (uint32_t)dp->tx_cur_off);
@@ -364,6 +452,13 @@ static void frame_sq_segment(struct ndk_qp_impl *qp, struct ndk_swqe *w, size_t 
     }
 }
 
+/* A message is being framed or waits (a request, or a Read to answer):
+ * pick_next may find one. Asked before the batch grows for it. */
+static bool tx_work_waits(const struct ndk_qp_dp *dp)
+{
+    return dp->tx_cur != TX_NONE || dp->irq_count > dp->irq_framed || dp->sq_tx - dp->sq_head < dp->sq_count;
+}
+
 /* Frames as many FPDUs of waiting messages as fit the batch, after what
  * the batch already holds (written or not). */
 static void fill_batch(struct ndk_qp_impl *qp)
@@ -371,7 +466,7 @@ static void fill_batch(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     refresh_mulpdu(dp);
     size_t mulpdu = dp->mulpdu;
-    while (batch_has_room(dp, MEM_LOCAL_IOV_MAX)) {
+    while (tx_work_waits(dp) && batch_has_room(dp, MEM_LOCAL_IOV_MAX)) {
         if (dp->tx_cur == TX_NONE && !pick_next(qp))
             return;
         if (dp->tx_cur == TX_IRQ) {
@@ -395,10 +490,11 @@ static void fill_batch(struct ndk_qp_impl *qp)
 static void ends_written(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
+    struct ndk_tx_end *ends = tx_ends(dp);
     int i = dp->tx_ends_done;
-    for (; i < dp->tx_nends && dp->bufs->tx_ends[i].end <= dp->tx_written; i++) {
-        if (dp->bufs->tx_ends[i].kind == TX_SQ) {
-            dp->sq[qp_sq_idx(qp, dp->bufs->tx_ends[i].idx)].done = true;
+    for (; i < dp->tx_nends && ends[i].end <= dp->tx_written; i++) {
+        if (ends[i].kind == TX_SQ) {
+            dp->sq[qp_sq_idx(qp, ends[i].idx)].done = true;
         } else {
             /* A Read Response is all in TCP's hands: its IRD slot is free. */
             dp->irq_head++;
@@ -421,17 +517,18 @@ static void batch_written(struct ndk_qp_impl *qp)
 /* Keeps only the first `keep` octets of what is left to write. */
 static void batch_truncate(struct ndk_qp_dp *dp, size_t keep)
 {
+    struct iovec *iov = tx_iov(dp);
     for (int i = dp->tx_iov_off; i < dp->tx_iov_cnt; i++) {
         if (!keep) {
             dp->tx_iov_cnt = i;
             return;
         }
-        if (dp->bufs->tx_iov[i].iov_len >= keep) {
-            dp->bufs->tx_iov[i].iov_len = keep;
+        if (iov[i].iov_len >= keep) {
+            iov[i].iov_len = keep;
             dp->tx_iov_cnt = i + 1;
             return;
         }
-        keep -= dp->bufs->tx_iov[i].iov_len;
+        keep -= iov[i].iov_len;
     }
 }
 
@@ -442,9 +539,10 @@ void qp_tx_cut_batch(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     /* Messages whose every octet is out are done, whatever follows. */
+    struct ndk_tx_end *ends = tx_ends(dp);
     for (int i = 0; i < dp->tx_nends; i++)
-        if (dp->bufs->tx_ends[i].kind == TX_SQ && dp->bufs->tx_ends[i].end <= dp->tx_written)
-            dp->sq[qp_sq_idx(qp, dp->bufs->tx_ends[i].idx)].done = true;
+        if (ends[i].kind == TX_SQ && ends[i].end <= dp->tx_written)
+            dp->sq[qp_sq_idx(qp, ends[i].idx)].done = true;
     if (dp->tx_iov_off >= dp->tx_iov_cnt) {
         batch_reset(dp);
         return;
@@ -452,10 +550,11 @@ void qp_tx_cut_batch(struct ndk_qp_impl *qp)
     /* The FPDU TCP has part of goes out whole; one it has none of (its end
      * beyond, its start at tx_written) is dropped with the rest. Without
      * FPDUs (a nudge) the batch stays as it is. */
+    uint32_t *fpdu_end = tx_fpdu_end(dp);
     for (int f = 0; f < dp->tx_fpdus; f++) {
-        if (dp->bufs->tx_fpdu_end[f] >= dp->tx_written) {
-            uint32_t start = f ? dp->bufs->tx_fpdu_end[f - 1] : 0;
-            uint32_t cut = start == dp->tx_written ? start : dp->bufs->tx_fpdu_end[f];
+        if (fpdu_end[f] >= dp->tx_written) {
+            uint32_t start = f ? fpdu_end[f - 1] : 0;
+            uint32_t cut = start == dp->tx_written ? start : fpdu_end[f];
             batch_truncate(dp, cut - dp->tx_written);
             dp->tx_nends = 0;
             dp->tx_ends_done = 0;
@@ -495,8 +594,9 @@ static bool write_batch(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     struct ndk_transport *tr = dp->tr;
+    struct iovec *iov = tx_iov(dp);
     int n = dp->tx_iov_cnt - dp->tx_iov_off;
-    ssize_t w = tr->ops->writev(tr, dp->bufs->tx_iov + dp->tx_iov_off, n > 1024 ? 1024 : n);
+    ssize_t w = tr->ops->writev(tr, iov + dp->tx_iov_off, n > 1024 ? 1024 : n);
     if (w == -EAGAIN || w == 0) {
         want_writable(dp, true);
         return false;
@@ -510,7 +610,7 @@ static bool write_batch(struct ndk_qp_impl *qp)
     }
     dp->tx_written += (uint32_t)w;
     for (size_t left = (size_t)w; left;) {
-        struct iovec *v = &dp->bufs->tx_iov[dp->tx_iov_off];
+        struct iovec *v = &iov[dp->tx_iov_off];
         if (left >= v->iov_len) {
             left -= v->iov_len;
             dp->tx_iov_off++;
@@ -534,7 +634,7 @@ static bool tx_error_tail(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     if (dp->term_len && !dp->term_sent) {
         batch_reset(dp);
-        dp->bufs->tx_iov[0] = (struct iovec){dp->term_buf, dp->term_len};
+        tx_iov(dp)[0] = (struct iovec){dp->term_buf, dp->term_len};
         dp->tx_iov_cnt = 1;
         dp->term_sent = true; /* counted as sent once its batch drains */
         return true;
@@ -550,12 +650,10 @@ static bool tx_error_tail(struct ndk_qp_impl *qp)
     return false;
 }
 
-void qp_tx_progress(struct ndk_qp_impl *qp)
+static void tx_run(struct ndk_qp_impl *qp)
 {
     struct ndk_qp_dp *dp = &qp->dp;
     struct ndk_transport *tr = dp->tr;
-    if (!tr || dp->tx_dead)
-        return;
     for (int rounds = 0; rounds < 64; rounds++) {
         /* The gate holds FPDUs, not our FIN: a client/server initiator that
          * never sends (siw's cmtime) must still see us disconnect. What
@@ -586,6 +684,16 @@ void qp_tx_progress(struct ndk_qp_impl *qp)
      * let the progress thread go on when the socket says it is writable
      * (at once, if it still is), instead of waiting for the next post. */
     want_writable(dp, true);
+}
+
+void qp_tx_progress(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    if (!dp->tr || dp->tx_dead)
+        return;
+    tx_run(qp);
+    /* Nothing left in a burst block: given back until the next burst. */
+    burst_release(dp);
 }
 
 void ndk_qp_on_writable(struct ndk_qp_impl *qp)
