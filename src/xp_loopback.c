@@ -21,6 +21,10 @@
  * still take a receive or memory. The fixed order keeps the two from ever
  * being taken the other way round. Errors are applied with no QP lock held
  * (ndk_xp_fail takes them).
+ *
+ * The pair is freed by the last of ndk_lo_disconnect and the posts running
+ * it (lo_after_post): a post that found its QP joined may still be on its
+ * way to the pair's lock when another thread disconnects.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -44,6 +48,7 @@ struct lo_end {
 
 struct ndk_lo_pair {
     pthread_mutex_t lock;
+    unsigned refs; /* ndk_lo_connect's, and one per lo_after_post running it (atomic) */
     struct lo_end end[2];
 };
 
@@ -254,14 +259,29 @@ static void lo_doorbell(struct ndk_qp_impl *qp)
         end->rung = true;
 }
 
+static void lo_put(struct ndk_lo_pair *p)
+{
+    if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL))
+        return;
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* The pair is found under sq_lock, while the QP is joined, and held by a
+ * reference past it: once sq_lock is let go, ndk_lo_disconnect may stop
+ * both QPs and drop its own reference (transport.h, after_post). */
 static void lo_after_post(struct ndk_qp_impl *qp)
 {
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct lo_end *end = ndk_xp_ctx(qp);
-    bool rung = end && end->rung;
+    struct ndk_lo_pair *p = end && end->rung ? end->pair : NULL;
+    if (p)
+        __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&qp->dp.sq_lock);
-    if (rung)
-        lo_run(end->pair);
+    if (p) {
+        lo_run(p);
+        lo_put(p);
+    }
 }
 
 /* Requests run to completion when they run: nothing is in flight to drop
@@ -317,6 +337,7 @@ struct ndk_lo_pair *ndk_lo_connect(struct ndk_qp_impl *a, struct ndk_qp_impl *b)
         return NULL;
     }
     pthread_mutex_init(&p->lock, NULL);
+    p->refs = 1;
     struct ndk_qp_impl *qp[2] = {a, b};
     for (int i = 0; i < 2; i++)
         p->end[i] = (struct lo_end){.qp = qp[i], .peer = &p->end[1 - i], .pair = p};
@@ -334,6 +355,5 @@ void ndk_lo_disconnect(struct ndk_lo_pair *p)
         if (qp)
             ndk_qp_stop(qp); /* detaches: lo_detach */
     }
-    pthread_mutex_destroy(&p->lock);
-    free(p);
+    lo_put(p);
 }
