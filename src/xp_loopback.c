@@ -12,9 +12,19 @@
  * requester's Sends and Writes were handed over and completed, its Read
  * gets the Terminate's status, the responder's receive the local one).
  *
- * Locks: the pair's lock, then a QP's sq_lock (one at a time), then the
- * peer's receive queue, CQ and memory table locks (each a leaf). Errors
- * are applied with no QP lock held (ndk_xp_fail takes them).
+ * Locks: the pair's lock, then the sq_locks of both QPs still joined, in
+ * the pair's order (end[0]'s first), then the receive queue, CQ and memory
+ * table locks (each a leaf). A request runs with both sq_locks held because
+ * the peer's state (RTS or not) is what decides whether it places anything,
+ * and that state changes under the peer's sq_lock (qp.h: NdkFlush, a close,
+ * ndk_xp_fail): read under our lock alone, a peer flushed meanwhile would
+ * still take a receive or memory. The fixed order keeps the two from ever
+ * being taken the other way round. Errors are applied with no QP lock held
+ * (ndk_xp_fail takes them).
+ *
+ * The pair is freed by the last of ndk_lo_disconnect and the posts running
+ * it (lo_after_post): a post that found its QP joined may still be on its
+ * way to the pair's lock when another thread disconnects.
  */
 #include <pthread.h>
 #include <stdlib.h>
@@ -38,6 +48,7 @@ struct lo_end {
 
 struct ndk_lo_pair {
     pthread_mutex_t lock;
+    unsigned refs; /* ndk_lo_connect's, and one per lo_after_post running it (atomic) */
     struct lo_end end[2];
 };
 
@@ -179,17 +190,30 @@ static NTSTATUS lo_send(struct ndk_qp_impl *qp, struct ndk_qp_impl *peer, struct
     return STATUS_SUCCESS;
 }
 
+/* Takes (on) or releases the sq_locks of the pair's QPs still joined, in
+ * the pair's order. Pair lock held. */
+static void lo_lock_queues(struct ndk_lo_pair *p, bool on)
+{
+    for (int k = 0; k < 2; k++) {
+        struct ndk_qp_impl *qp = p->end[on ? k : 1 - k].qp;
+        if (qp && on)
+            pthread_mutex_lock(&qp->dp.sq_lock);
+        else if (qp)
+            pthread_mutex_unlock(&qp->dp.sq_lock);
+    }
+}
+
 /* Runs the oldest waiting request of one side. Returns false when none. */
 static bool lo_step(struct lo_end *end)
 {
     struct ndk_qp_impl *qp = end->qp, *peer = end->peer->qp;
     if (!qp)
         return false;
-    pthread_mutex_lock(&qp->dp.sq_lock);
+    lo_lock_queues(end->pair, true);
     struct ndk_swqe *w = end->rung && qp->dp.state == QP_RTS ? ndk_xp_sq_next(qp) : NULL;
     if (!w) {
         end->rung = false;
-        pthread_mutex_unlock(&qp->dp.sq_lock);
+        lo_lock_queues(end->pair, false);
         return false;
     }
     if (peer && peer->dp.state != QP_RTS)
@@ -203,7 +227,7 @@ static bool lo_step(struct lo_end *end)
         ndk_xp_sq_taken(qp); /* completes when the connection fails */
     else
         ndk_xp_sq_finish(qp, st);
-    pthread_mutex_unlock(&qp->dp.sq_lock);
+    lo_lock_queues(end->pair, false);
     if (o.fatal) {
         /* A Terminate condemns a request of ours only if it names a Read. */
         ndk_xp_fail(peer, NDK_DISCONNECT_REASON_TERMINATE_SENT, STATUS_CANCELLED, 0);
@@ -235,14 +259,29 @@ static void lo_doorbell(struct ndk_qp_impl *qp)
         end->rung = true;
 }
 
+static void lo_put(struct ndk_lo_pair *p)
+{
+    if (__atomic_sub_fetch(&p->refs, 1, __ATOMIC_ACQ_REL))
+        return;
+    pthread_mutex_destroy(&p->lock);
+    free(p);
+}
+
+/* The pair is found under sq_lock, while the QP is joined, and held by a
+ * reference past it: once sq_lock is let go, ndk_lo_disconnect may stop
+ * both QPs and drop its own reference (transport.h, after_post). */
 static void lo_after_post(struct ndk_qp_impl *qp)
 {
     pthread_mutex_lock(&qp->dp.sq_lock);
     struct lo_end *end = ndk_xp_ctx(qp);
-    bool rung = end && end->rung;
+    struct ndk_lo_pair *p = end && end->rung ? end->pair : NULL;
+    if (p)
+        __atomic_add_fetch(&p->refs, 1, __ATOMIC_RELAXED);
     pthread_mutex_unlock(&qp->dp.sq_lock);
-    if (rung)
-        lo_run(end->pair);
+    if (p) {
+        lo_run(p);
+        lo_put(p);
+    }
 }
 
 /* Requests run to completion when they run: nothing is in flight to drop
@@ -298,6 +337,7 @@ struct ndk_lo_pair *ndk_lo_connect(struct ndk_qp_impl *a, struct ndk_qp_impl *b)
         return NULL;
     }
     pthread_mutex_init(&p->lock, NULL);
+    p->refs = 1;
     struct ndk_qp_impl *qp[2] = {a, b};
     for (int i = 0; i < 2; i++)
         p->end[i] = (struct lo_end){.qp = qp[i], .peer = &p->end[1 - i], .pair = p};
@@ -315,6 +355,5 @@ void ndk_lo_disconnect(struct ndk_lo_pair *p)
         if (qp)
             ndk_qp_stop(qp); /* detaches: lo_detach */
     }
-    pthread_mutex_destroy(&p->lock);
-    free(p);
+    lo_put(p);
 }

@@ -23,11 +23,12 @@ struct ndk_lo_pair;
 struct ndk_lo_pair *ndk_lo_connect(struct ndk_qp_impl *a, struct ndk_qp_impl *b);
 /* Ends the connection: each QP still joined leaves it (ndk_qp_stop: its
  * outstanding requests complete as STATUS_CANCELLED), and the pair is
- * freed. No post to either QP may run at the same time. Closing a QP first
- * is fine: it leaves the pair, and its peer's later requests find no peer
- * (Sends and Writes complete unplaced, Reads stay outstanding until the
- * peer's disconnect flushes them, as over a wire whose far end stopped
- * placing). */
+ * freed. Posts to either QP may run at the same time: one that finds its
+ * QP stopped fails as a post to a QP in error does, one that found it
+ * joined keeps the pair until it returns. Closing a QP first is fine: it
+ * leaves the pair, and its peer's later requests find no peer (Sends and
+ * Writes complete unplaced, Reads stay outstanding until the peer's
+ * disconnect flushes them, as over a wire whose far end stopped placing). */
 void ndk_lo_disconnect(struct ndk_lo_pair *p);
 
 #endif

@@ -1510,15 +1510,45 @@ static bool on_tick(struct loop_watch *w, uint32_t events)
     return drain_and_serve(c, c->ticker);
 }
 
-/* The peer process ended (kill -9 included): nothing it had will ever
- * answer. The watch is one-shot: an ended process's pidfd stays readable. */
+/* What an ended peer published before it ended is whole in the region:
+ * taken as when it leaves (progress), since TCP too delivers what the
+ * kernel held before the FIN it sends for a killed process. Its inline
+ * Sends and Writes are placed (take_before_leaving: it stops at a payload
+ * left in the dead peer's memory, SHM_F_IOV, which nothing can read any
+ * more), the answers to our requests taken (a Read answered completes,
+ * not cancelled: its data was in the ring, or already in our memory).
+ * What f then holds ends the connection: a Terminate it sent, or its
+ * leaving (closed or aborted) if it said so first, or ABORTED. */
+static void take_from_ended_peer(struct shm_conn *c, struct shm_fail *f)
+{
+    struct ndk_qp_dp *dp = &c->qp->dp;
+    uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
+    pthread_mutex_lock(&dp->rx_lock);
+    if (left != SHM_LEFT_ABORTED && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
+        take_before_leaving(c, f);
+    pthread_mutex_unlock(&dp->rx_lock);
+    pthread_mutex_lock(&dp->sq_lock);
+    if (!c->flushed)
+        take_responses(c, f);
+    if (!f->fail && c->term_reason)
+        *f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
+    pthread_mutex_unlock(&dp->sq_lock);
+    fail_set(f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
+             STATUS_CANCELLED);
+}
+
+/* The peer process ended (kill -9 included): nothing more will come, and
+ * nothing it had will answer. Its event may be handled before the
+ * doorbell it rang as it published its last messages: those are taken
+ * first. The watch is one-shot: an ended process's pidfd stays readable. */
 static bool on_peer_exit(struct loop_watch *w, uint32_t events)
 {
     (void)events;
     struct shm_conn *c = container_of(w, struct shm_conn, pidfd_watch);
-    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST))
+    if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST) || __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
         return true;
-    struct shm_fail f = {true, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED, 0};
+    struct shm_fail f = {0};
+    take_from_ended_peer(c, &f);
     end_connection(c, &f);
     return true;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -124,11 +125,13 @@ static void cq_notify(PVOID ctx, NTSTATUS st)
     (void)ctx, (void)st;
 }
 
-static bool g_busy; /* the parent's adapter busy-polls (t_garbage) */
+static bool g_busy;      /* the parent's adapter busy-polls (t_garbage) */
+static ULONG g_engines; /* its MaxEngines (0: the default) */
 
 static bool side_up(struct side *s, ULONG grace_ms)
 {
-    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .ReceiveGraceMs = grace_ms, .Flags = g_busy ? NDK_OPEN_FLAG_BUSY_POLL : 0};
+    NDK_OPEN_OPTIONS o = {.Size = sizeof o, .ReceiveGraceMs = grace_ms, .Flags = g_busy ? NDK_OPEN_FLAG_BUSY_POLL : 0,
+                         .MaxEngines = g_engines};
     MDL mdl = {0};
     s->buf = aligned_alloc(4096, BUF);
     if (!s->buf)
@@ -1339,6 +1342,114 @@ static void t_peer_killed(void)
     CHECK_EQ(tl_open_fds(), fds);
 }
 
+/* The peer answers our Read and is killed before our engine took the
+ * answer, and the engine handles the pidfd's event first. A busy poller
+ * (this thread) holds the QP's input lease, so a pass of the engine ends
+ * unarmed and the answer rings nothing. The engine (the only one, which
+ * also ages the lease) is held in such a pass by the shm_pass hook while
+ * the poller renews the lease, the Read is posted and answered, and the
+ * peer killed. Released, the pass ends for the lease, the lease stays
+ * (renewed), and the only event ready is the pidfd's, with the answer
+ * still in the ring. */
+static struct {
+    struct shm_ring_ctl *ctl; /* the peer's request ring */
+    uint32_t head0;           /* its head before the peer's Send */
+    int state;                /* the engine's thread only: 0 waits, 1 held, 2 released, 3 looked after */
+    ULONG reason_after;       /* the end reason at the first pass after the release */
+    tl_event held, go, after;
+} g_kill;
+
+static void hold_one_pass(struct ndk_qp_impl *qp, int pass)
+{
+    (void)pass;
+    if (__atomic_load_n(&g_kill.ctl->head, __ATOMIC_SEQ_CST) == g_kill.head0)
+        return; /* a pass before the peer's Send */
+    if (g_kill.state == 2) {
+        g_kill.reason_after = ndk_qp_end_reason(qp);
+        g_kill.state = 3;
+        tl_event_signal(&g_kill.after);
+    }
+    if (g_kill.state != 0)
+        return;
+    g_kill.state = 1;
+    tl_event_signal(&g_kill.held);
+    tl_event_wait(&g_kill.go, 1, WAIT_MS);
+    g_kill.state = 2;
+}
+
+/* What the killed peer published is taken before the connection ends:
+ * the answered Read completes with its data, as TCP delivers what was
+ * sent before the FIN the kernel sends for a killed process; then the
+ * connection ends, ABORTED. */
+static void t_killed_after_answer(void)
+{
+    uint64_t pb;
+    UINT32 pt;
+    g_busy = true;
+    g_engines = 1;
+    bool up = pair_up(false, 0, &pb, &pt);
+    g_busy = false;
+    g_engines = 0;
+    REQUIRE(up);
+    REQUIRE(impl(S.qp)->obj.ad->dev->nengines == 1); /* no other view made the device */
+    int side;
+    uint8_t *region = ndk_shm_region(impl(S.qp), &side);
+    REQUIRE(region);
+    g_kill.ctl = (struct shm_ring_ctl *)(void *)(region + shm_ring_offset(1 - side, false));
+    g_kill.head0 = __atomic_load_n(&g_kill.ctl->head, __ATOMIC_SEQ_CST);
+    g_kill.state = 0;
+    g_kill.reason_after = 0;
+    tl_event_init(&g_kill.held);
+    tl_event_init(&g_kill.go);
+    tl_event_init(&g_kill.after);
+    const struct shm_ring_ctl *answers = (const void *)(region + shm_ring_offset(1 - side, true));
+    NDK_SGE g = sge(&S, 0, 64);
+    CHECK_EQ(S.qp->Dispatch->NdkReceive(S.qp, (void *)1, &g, 1), STATUS_SUCCESS);
+    CHECK(ndk_test_hooks_set(S.ad, &(struct ndk_test_hooks){.shm_pass = hold_one_pass}));
+    CHECK(ask(C_SEND, 0, 64, 0, 0, 0).ok);
+    bool held = tl_event_wait(&g_kill.held, 1, WAIT_MS);
+    CHECK(held);
+    NDK_RESULT_EX r[2];
+    memset(r, 0, sizeof r);
+    /* The receive's completion (the held pass placed the Send), then a
+     * poll of the empty CQ, which takes the lease. */
+    ULONG got = S.cq->Dispatch->NdkGetCqResultsEx(S.cq, r, 1);
+    got += S.cq->Dispatch->NdkGetCqResultsEx(S.cq, r + got, 1);
+    if (held) {
+        uint32_t before = __atomic_load_n(&answers->head, __ATOMIC_SEQ_CST);
+        g = sge(&S, 8192, 64);
+        CHECK_EQ(S.qp->Dispatch->NdkRead(S.qp, (void *)2, &g, 1, pb + READ_AT + 5, pt, 0), STATUS_SUCCESS);
+        uint64_t end = tl_now_ns() + (uint64_t)WAIT_MS * 1000000;
+        while (__atomic_load_n(&answers->head, __ATOMIC_SEQ_CST) == before && tl_now_ns() < end)
+            sched_yield();
+        CHECK(__atomic_load_n(&answers->head, __ATOMIC_SEQ_CST) != before); /* answered */
+    }
+    int ws;
+    kill(g_child, SIGKILL);
+    CHECK(waitpid(g_child, &ws, 0) == g_child && WIFSIGNALED(ws));
+    g_child = 0;
+    tl_event_signal(&g_kill.go);
+    /* The lease ends unrenewed and rings the engine: one more pass. */
+    CHECK(tl_event_wait(&g_kill.after, 1, WAIT_MS));
+    ndk_test_hooks_set(S.ad, NULL);
+    /* The engine handled the pidfd first: the connection had ended when
+     * it next passed over the rings. */
+    CHECK_EQ(g_kill.reason_after, NDK_DISCONNECT_REASON_ABORTED);
+    while (got < 2 && next(&S, &r[got]))
+        got++;
+    REQUIRE(got == 2);
+    CHECK_EQ(r[0].Status, STATUS_SUCCESS);
+    CHECK(r[0].RequestContext == (void *)1 && r[0].Type == NdkOperationTypeReceive);
+    CHECK_EQ(r[1].Status, STATUS_SUCCESS); /* answered before the peer died */
+    CHECK(r[1].RequestContext == (void *)2 && r[1].Type == NdkOperationTypeRead);
+    CHECK(same(S.buf + 8192, 64, SEED_B, 5));
+    CHECK_EQ(end_reason(S.qp), NDK_DISCONNECT_REASON_ABORTED);
+    pair_down();
+    tl_event_destroy(&g_kill.held);
+    tl_event_destroy(&g_kill.go);
+    tl_event_destroy(&g_kill.after);
+}
+
 /* The peer closes its QP: ours ends, its receives flushed. */
 static void t_peer_closed(void)
 {
@@ -1505,6 +1616,7 @@ int main(void)
     RUN(t_back_pressure);
     RUN(t_pass_cap);
     RUN(t_peer_killed);
+    RUN(t_killed_after_answer);
     RUN(t_peer_closed);
     RUN(t_connect_fails);
     return tl_finish();
