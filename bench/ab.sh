@@ -65,24 +65,22 @@ METRICS=(
 PIN_S="taskset -c 0" PIN_C="taskset -c 1"
 [ "$PLACEMENT" = same ] && PIN_C="taskset -c 0"
 NEXT_PORT=31000
+# shellcheck source=bench/wait_listening.sh
+. "$(dirname "$0")/wait_listening.sh"
 
 # two_procs BIN LOG ARGS...: BIN --server pinned as the server, BIN
 # --client ARGS pinned as the client, on a port nothing uses (below the
 # kernel's and libndk's ephemeral ranges, a fresh one each run, as
 # bench/run.sh). The server is given 5 s to say it listens.
 two_procs() {
-	local bin=$1 log=$2 port spid i
+	local bin=$1 log=$2 port spid
 	shift 2
 	port=$NEXT_PORT
 	while [ -n "$(ss -Htan "( sport = :$port or dport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
 	NEXT_PORT=$((port + 1))
 	timeout 70 $PIN_S "$bin" --server -p "$port" --lifetime 60 > "$log.server" 2>&1 &
 	spid=$!
-	for i in $(seq 50); do
-		grep -q "listening on" "$log.server" 2>/dev/null && break
-		kill -0 "$spid" 2>/dev/null || break
-		sleep 0.1
-	done
+	wait_listening "$log.server" "$spid"
 	timeout 60 $PIN_C "$bin" --client -p "$port" "$@" > "$log" 2>&1
 	kill -INT "$spid" 2>/dev/null
 	wait "$spid"

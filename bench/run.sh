@@ -94,6 +94,8 @@ QUIET_WAITED=0
 BG_MAX=0
 # shellcheck source=bench/cpu_busy.sh
 . "$HERE/cpu_busy.sh"
+# shellcheck source=bench/wait_listening.sh
+. "$HERE/wait_listening.sh"
 # Sets BG; waits while the machine is busy, bounded per run and in total.
 wait_quiet() {
 	local waited=0
@@ -132,7 +134,7 @@ CMDS=()
 # the server says it listens (at most 5 s).
 run_one() {
 	local bin=$1 name=$2; shift 2
-	local log="$OUT/$name.log" rc srv_rc=0 i
+	local log="$OUT/$name.log" rc srv_rc=0
 	local tmo=$(awk -v d="$DUR" 'BEGIN { printf "%d", d + 60 }')
 	wait_quiet
 	echo "# TIME_WAIT sockets before: $(timewait); background CPU busy: ${BG}%" > "$log"
@@ -147,11 +149,7 @@ run_one() {
 		echo "# client: $ccmd" >> "$log"
 		timeout $((tmo + 5)) $scmd > "$log.server" 2>&1 &
 		CUR_SPID=$!
-		for i in $(seq 50); do
-			grep -q "listening on" "$log.server" 2>/dev/null && break
-			kill -0 "$CUR_SPID" 2>/dev/null || break
-			sleep 0.1
-		done
+		wait_listening "$log.server" "$CUR_SPID"
 		timeout "$tmo" $ccmd >> "$log" 2>&1
 		rc=$?
 		kill -INT "$CUR_SPID" 2>/dev/null
