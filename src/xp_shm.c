@@ -1326,6 +1326,48 @@ static void end_connection(struct shm_conn *c, const struct shm_fail *f)
         c->ended(c->ended_arg);
 }
 
+/* A lock for a pass: a busy poller (poller) does not wait for one. */
+static bool lock_for_pass(pthread_mutex_t *m, bool poller)
+{
+    return (poller ? pthread_mutex_trylock(m) : pthread_mutex_lock(m)) == 0;
+}
+
+/* The peer left (left: CLOSED or ABORTED, progress) or its process ended
+ * (on_peer_exit; left as it said before it ended, NO if it did not):
+ * what it published before is whole in the region and still counts, as
+ * TCP delivers what came before the FIN (the kernel sends one for a killed
+ * process too). Unless it aborted, its inline Sends and Writes are placed
+ * (take_before_leaving: it stops at a payload left in the peer's memory,
+ * SHM_F_IOV); the answers to our requests are taken (a Read answered
+ * completes, not cancelled: its data was in the ring, or already in our
+ * memory). What f then holds ends the connection: a Terminate it sent, or
+ * its leaving, or ABORTED. False: a busy poller could not take a lock
+ * now, and leaves the ending to the engine (the peer rang its doorbell as
+ * it left; its pidfd as it ended). */
+static bool take_from_ended_peer(struct shm_conn *c, uint32_t left, bool poller, struct shm_fail *f)
+{
+    struct ndk_qp_dp *dp = &c->qp->dp;
+    if (left != SHM_LEFT_ABORTED) {
+        if (!lock_for_pass(&dp->rx_lock, poller))
+            return false;
+        if (!__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
+            take_before_leaving(c, f);
+        pthread_mutex_unlock(&dp->rx_lock);
+    }
+    if (!lock_for_pass(&dp->sq_lock, poller))
+        return false;
+    if (!c->flushed)
+        take_responses(c, f);
+    /* Or the Terminate another thread took just before and has not
+     * applied yet: its reason, not "peer left". */
+    if (!f->fail && c->term_reason)
+        *f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
+    pthread_mutex_unlock(&dp->sq_lock);
+    fail_set(f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
+             STATUS_CANCELLED);
+    return true;
+}
+
 /* One pass over both incoming rings and the initiator queue. A busy poller
  * (poller) skips what another thread is busy with. */
 static void progress(struct shm_conn *c, bool poller)
@@ -1336,37 +1378,15 @@ static void progress(struct shm_conn *c, bool poller)
         return;
     uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
     if (left) {
-        /* What the peer sent and answered before it left (a Terminate
-         * naming a Read of ours, say) still counts. A busy poller that
-         * cannot take a lock now leaves the ending to a thread that can:
-         * the engine, whose doorbell the peer rang as it left (on_bell),
-         * waits for the locks. */
-        if (left == SHM_LEFT_CLOSED) {
-            if (poller ? pthread_mutex_trylock(&dp->rx_lock) != 0 : pthread_mutex_lock(&dp->rx_lock) != 0)
-                return;
-            take_before_leaving(c, &f);
-            pthread_mutex_unlock(&dp->rx_lock);
-        }
-        if (poller ? pthread_mutex_trylock(&dp->sq_lock) != 0 : pthread_mutex_lock(&dp->sq_lock) != 0)
-            return;
-        if (!c->flushed)
-            take_responses(c, &f);
-        /* Or the Terminate another thread took just before and has not
-         * applied yet: its reason, not "peer left". */
-        if (!f.fail && c->term_reason)
-            f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
-        pthread_mutex_unlock(&dp->sq_lock);
-        fail_set(&f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
-                 STATUS_CANCELLED);
-        end_connection(c, &f);
+        if (take_from_ended_peer(c, left, poller, &f))
+            end_connection(c, &f);
         return;
     }
     /* The initiator side has work only when a response came or requests
      * wait for room: a busy poller looks at both without a lock. */
     bool sent = peer_published(c);
     bool initiator = (sent && shm_ring_pending(&c->resp_in)) || __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED);
-    if (initiator &&
-        (poller ? pthread_mutex_trylock(&dp->sq_lock) == 0 : pthread_mutex_lock(&dp->sq_lock) == 0)) {
+    if (initiator && lock_for_pass(&dp->sq_lock, poller)) {
         if (c->flushed) {
             bool corrupt = false;
             uint32_t taken = 0;
@@ -1389,7 +1409,7 @@ static void progress(struct shm_conn *c, bool poller)
         pthread_mutex_unlock(&dp->sq_lock);
     }
     if (!f.fail && sent && (shm_ring_pending(&c->req_in) || __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED)) &&
-        (poller ? pthread_mutex_trylock(&dp->rx_lock) == 0 : pthread_mutex_lock(&dp->rx_lock) == 0)) {
+        lock_for_pass(&dp->rx_lock, poller)) {
         take_requests(c, &f);
         pthread_mutex_unlock(&dp->rx_lock);
     }
@@ -1510,33 +1530,6 @@ static bool on_tick(struct loop_watch *w, uint32_t events)
     return drain_and_serve(c, c->ticker);
 }
 
-/* What an ended peer published before it ended is whole in the region:
- * taken as when it leaves (progress), since TCP too delivers what the
- * kernel held before the FIN it sends for a killed process. Its inline
- * Sends and Writes are placed (take_before_leaving: it stops at a payload
- * left in the dead peer's memory, SHM_F_IOV, which nothing can read any
- * more), the answers to our requests taken (a Read answered completes,
- * not cancelled: its data was in the ring, or already in our memory).
- * What f then holds ends the connection: a Terminate it sent, or its
- * leaving (closed or aborted) if it said so first, or ABORTED. */
-static void take_from_ended_peer(struct shm_conn *c, struct shm_fail *f)
-{
-    struct ndk_qp_dp *dp = &c->qp->dp;
-    uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
-    pthread_mutex_lock(&dp->rx_lock);
-    if (left != SHM_LEFT_ABORTED && !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
-        take_before_leaving(c, f);
-    pthread_mutex_unlock(&dp->rx_lock);
-    pthread_mutex_lock(&dp->sq_lock);
-    if (!c->flushed)
-        take_responses(c, f);
-    if (!f->fail && c->term_reason)
-        *f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
-    pthread_mutex_unlock(&dp->sq_lock);
-    fail_set(f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
-             STATUS_CANCELLED);
-}
-
 /* The peer process ended (kill -9 included): nothing more will come, and
  * nothing it had will answer. Its event may be handled before the
  * doorbell it rang as it published its last messages: those are taken
@@ -1548,7 +1541,7 @@ static bool on_peer_exit(struct loop_watch *w, uint32_t events)
     if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST) || __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
         return true;
     struct shm_fail f = {0};
-    take_from_ended_peer(c, &f);
+    take_from_ended_peer(c, __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE), false, &f);
     end_connection(c, &f);
     return true;
 }
