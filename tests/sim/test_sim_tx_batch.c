@@ -4,7 +4,10 @@
  * out in one gathering writev, up to the batch's bounds. A chain of 48
  * small Sends posted with NDK_OP_FLAG_DEFER is one batch (once a batch
  * ended at 32 FPDUs: two system calls); with MPA CRCs and without, the
- * peer receives every message intact.
+ * peer receives every message intact. The responder's side of the same:
+ * the Read Requests of such a chain, read in one input pass, are answered
+ * in one writev (once each Read Response was a writev of its own:
+ * bench/datapath/README.md, Read against Write).
  */
 #include "simnet.h"
 
@@ -39,12 +42,41 @@ static void test_defer_chain_one_writev_crc(void)
     chain_in_one_writev(1);
 }
 
+enum { READS = 8, READ_LEN = 512 };
+
+static void test_read_chain_answered_in_one_writev(void)
+{
+    struct sim_cfg cfg;
+    sim_cfg_from_seed(&cfg, SIM_WHOLE | 2u << 8 | 2u << 10);
+    cfg.mode = SIM_WHOLE;
+    cfg.mulpdu = 1024; /* a response per FPDU: 8 of the batch's 64 */
+    cfg.ord[SIM_A] = cfg.ird[SIM_B] = READS;
+    struct sim_net *net = sim_net_new(&cfg, 11, 64u << 10);
+    REQUIRE(net);
+    sim_net_start(net);
+    struct sim_side *B = &net->side[SIM_B];
+    unsigned a_before = net->end[SIM_A].writev_calls;
+    for (int i = 0; i < READS; i++) {
+        size_t off = sim_alloc(net, SIM_B, READ_LEN);
+        sim_read1(net, SIM_A, READ_LEN, i + 1 < READS ? NDK_OP_FLAG_DEFER : 0, B->arena, off, B->tok_main,
+                  sim_addr(B->arena, off));
+    }
+    CHECK_EQ(net->end[SIM_A].writev_calls - a_before, 1u); /* the chain of Read Requests */
+    unsigned before = net->end[SIM_B].writev_calls;
+    CHECK(sim_run(net));
+    CHECK_EQ(net->end[SIM_B].writev_calls - before, 1u);
+    sim_check_posts_ok(net);
+    sim_check_clean(net);
+    sim_net_free(net);
+}
+
 int main(void)
 {
     if (!sim_open_adapters())
         return 1; /* lo always exists: failing to open it is a failure, not a skip */
     RUN(test_defer_chain_one_writev);
     RUN(test_defer_chain_one_writev_crc);
+    RUN(test_read_chain_answered_in_one_writev);
     sim_close_adapters();
     return tl_finish();
 }
