@@ -871,10 +871,10 @@ static bool rx_take_rreqs(struct ndk_qp_dp *dp)
  * one batch: a requester's chain of Reads arrives together, and answering
  * each as it is read made one write (and, the socket full, one EAGAIN) per
  * Read where a chain of Writes makes one per batch (bench/datapath/
- * README.md, Read against Write). The input pass is bounded (RX_BUDGET_FPDUS), so is the wait.
- * While the socket is full there is nothing to do: its writability, or a
- * busy poller's retry (qp_iwarp.c), runs the engine, which then frames
- * the new responses too.
+ * README.md, Read against Write). The input pass is bounded
+ * (RX_BUDGET_FPDUS), so is the wait. While the socket is full there is
+ * nothing to do: its writability, or a busy poller's retry (qp_iwarp.c),
+ * runs the engine, which then frames the new responses too.
  */
 static void rx_answer(struct ndk_qp_impl *qp)
 {
