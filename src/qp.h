@@ -315,6 +315,7 @@ struct ndk_qp_dp {
     bool rx_over;           /* no more input will be read: end of stream, error, or discard limit */
     uint64_t rx_discard_left; /* RX_DISCARD: octets still allowed */
     uint32_t msn_send_expect, msn_read_expect;
+    bool rx_rreq_queued;    /* Read Requests joined the IRQ in this input pass (qp_rx.c, rx_answer) */
     /* the untagged message being received */
     bool rx_msg_active;
     struct ndk_rwqe rx_wqe;

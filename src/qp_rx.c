@@ -409,8 +409,10 @@ static bool commit(struct ndk_qp_impl *qp)
         e->rr = h->rreq;
         e->sent = 0;
         dp->irq_count++;
-        qp_tx_progress(qp);
         pthread_mutex_unlock(&dp->sq_lock);
+        /* Answered once this input pass ends (rx_answer), together with
+         * the other Read Requests it brings. */
+        dp->rx_rreq_queued = true;
         return true;
     }
     case RDMAP_OP_TERMINATE:
@@ -856,6 +858,33 @@ static bool rx_run(struct ndk_qp_impl *qp)
     return true;
 }
 
+/* Whether the input pass just run queued Read Requests; rx_lock held. */
+static bool rx_take_rreqs(struct ndk_qp_dp *dp)
+{
+    bool queued = dp->rx_rreq_queued;
+    dp->rx_rreq_queued = false;
+    return queued;
+}
+
+/*
+ * The responses to the Read Requests of an input pass go out after it, in
+ * one batch: a requester's chain of Reads arrives together, and answering
+ * each as it is read made one write (and, the socket full, one EAGAIN) per
+ * Read where a chain of Writes makes one per batch (bench/datapath/
+ * README.md, Read against Write). The input pass is bounded
+ * (RX_BUDGET_FPDUS), so is the wait. While the socket is full there is
+ * nothing to do: its writability, or a busy poller's retry (qp_iwarp.c),
+ * runs the engine, which then frames the new responses too.
+ */
+static void rx_answer(struct ndk_qp_impl *qp)
+{
+    struct ndk_qp_dp *dp = &qp->dp;
+    pthread_mutex_lock(&dp->sq_lock);
+    if (!dp->tx_blocked)
+        qp_tx_progress(qp);
+    pthread_mutex_unlock(&dp->sq_lock);
+}
+
 /* The device's qp_input test hook (core.h) sees each call. */
 bool ndk_qp_on_readable(struct ndk_qp_impl *qp)
 {
@@ -865,7 +894,10 @@ bool ndk_qp_on_readable(struct ndk_qp_impl *qp)
         probe(qp, true);
     pthread_mutex_lock(&qp->dp.rx_lock);
     bool alive = rx_run(qp);
+    bool answer = rx_take_rreqs(&qp->dp);
     pthread_mutex_unlock(&qp->dp.rx_lock);
+    if (answer)
+        rx_answer(qp);
     if (probe)
         probe(qp, false);
     return alive;
@@ -877,5 +909,8 @@ void ndk_qp_try_readable(struct ndk_qp_impl *qp)
     if (pthread_mutex_trylock(&qp->dp.rx_lock) != 0)
         return;
     rx_run(qp);
+    bool answer = rx_take_rreqs(&qp->dp);
     pthread_mutex_unlock(&qp->dp.rx_lock);
+    if (answer)
+        rx_answer(qp);
 }

@@ -9,6 +9,10 @@
  * them (src/qp.h, struct ndk_tx_burst): a chain that does so midway, with
  * staged and referenced FPDUs before and after the move, is still one
  * writev and arrives intact, and the block is given back once written.
+ * The responder's side of the same: the Read Requests of such a chain,
+ * read in one input pass, are answered in one writev (once each Read
+ * Response was a writev of its own: bench/datapath/README.md, Read
+ * against Write).
  */
 #include "simnet.h"
 
@@ -75,6 +79,34 @@ static void test_burst_moves_midway(void)
     sim_net_free(net);
 }
 
+enum { READS = 8, READ_LEN = 512 };
+
+static void test_read_chain_answered_in_one_writev(void)
+{
+    struct sim_cfg cfg;
+    sim_cfg_from_seed(&cfg, SIM_WHOLE | 2u << 8 | 2u << 10);
+    cfg.mode = SIM_WHOLE;
+    cfg.mulpdu = 1024; /* a response per FPDU: 8 of the batch's 64 */
+    cfg.ord[SIM_A] = cfg.ird[SIM_B] = READS;
+    struct sim_net *net = sim_net_new(&cfg, 11, 64u << 10);
+    REQUIRE(net);
+    sim_net_start(net);
+    struct sim_side *B = &net->side[SIM_B];
+    unsigned a_before = net->end[SIM_A].writev_calls;
+    for (int i = 0; i < READS; i++) {
+        size_t off = sim_alloc(net, SIM_B, READ_LEN);
+        sim_read1(net, SIM_A, READ_LEN, i + 1 < READS ? NDK_OP_FLAG_DEFER : 0, B->arena, off, B->tok_main,
+                  sim_addr(B->arena, off));
+    }
+    CHECK_EQ(net->end[SIM_A].writev_calls - a_before, 1u); /* the chain of Read Requests */
+    unsigned before = net->end[SIM_B].writev_calls;
+    CHECK(sim_run(net));
+    CHECK_EQ(net->end[SIM_B].writev_calls - before, 1u);
+    sim_check_posts_ok(net);
+    sim_check_clean(net);
+    sim_net_free(net);
+}
+
 int main(void)
 {
     if (!sim_open_adapters())
@@ -82,6 +114,7 @@ int main(void)
     RUN(test_defer_chain_one_writev);
     RUN(test_defer_chain_one_writev_crc);
     RUN(test_burst_moves_midway);
+    RUN(test_read_chain_answered_in_one_writev);
     sim_close_adapters();
     return tl_finish();
 }
