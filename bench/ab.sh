@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# ab.sh NAME=BUILD_DIR NAME=BUILD_DIR ... - the same few data-path and
+# ab.sh NAME=BUILD_DIR[,VAR=VALUE...] ... - the same few data-path and
 # connection measurements for several builds of libndk (say, before and
-# after a change), alternating the builds inside every repetition so that a
+# after a change), or for one build run with different environment
+# variables (say, spin0=build,NDK_ENGINE_SPIN_US=0 against spin50=build:
+# bench/README.md, Engine spin), alternating them inside every repetition so that a
 # slow spell of a shared machine hits each alike, with raw TCP measured in
 # the same run as the anchor. Prints one table: medians, and each build's
 # ratio to the first one. For a question like "does the verifier, switched
@@ -26,7 +28,7 @@
 # instead (bench/shm/ab.sh compares shm builds more finely).
 set -u -o pipefail
 
-[ $# -ge 2 ] || { echo "usage: ab.sh NAME=BUILD_DIR NAME=BUILD_DIR [...]" >&2; exit 2; }
+[ $# -ge 2 ] || { echo "usage: ab.sh NAME=BUILD_DIR[,VAR=VALUE...] NAME=BUILD_DIR[,VAR=VALUE...] [...]" >&2; exit 2; }
 REPS=${REPS:-5}
 export NDK_SHM=${NDK_SHM:-0}
 LAT_ITERS=${LAT_ITERS:-10000}
@@ -40,12 +42,15 @@ cross) PIN="--cpu-server 0 --cpu-client 1"; SPIN="--busy-poll --wait=spin" ;;
 *) echo "ab.sh: PLACEMENT is same or cross" >&2; exit 2 ;;
 esac
 
-names=() dirs=()
+names=() dirs=() envs=()
 for a in "$@"; do
 	names+=("${a%%=*}")
-	dirs+=("${a#*=}")
+	spec=${a#*=}
+	dirs+=("${spec%%,*}")
+	# The variables, space-separated for env(1); none: an empty list.
+	case $spec in *,*) envs+=("$(echo "${spec#*,}" | tr ',' ' ')") ;; *) envs+=("") ;; esac
 	for b in tools/ndkperf/ndkperf bench/connrate; do
-		[ -x "${a#*=}/$b" ] || { echo "ab.sh: ${a#*=}/$b not found (build it first)" >&2; exit 2; }
+		[ -x "${spec%%,*}/$b" ] || { echo "ab.sh: ${spec%%,*}/$b not found (build it first)" >&2; exit 2; }
 	done
 done
 ANCHOR=${dirs[0]}/bench/datapath
@@ -68,6 +73,7 @@ NEXT_PORT=31000
 # shellcheck source=bench/wait_listening.sh
 . "$(dirname "$0")/wait_listening.sh"
 
+RUN_ENV=""
 # two_procs BIN LOG ARGS...: BIN --server pinned as the server, BIN
 # --client ARGS pinned as the client, on a port nothing uses (below the
 # kernel's and libndk's ephemeral ranges, a fresh one each run, as
@@ -78,10 +84,12 @@ two_procs() {
 	port=$NEXT_PORT
 	while [ -n "$(ss -Htan "( sport = :$port or dport = :$port )" 2>/dev/null)" ]; do port=$((port + 1)); done
 	NEXT_PORT=$((port + 1))
-	timeout 70 $PIN_S "$bin" --server -p "$port" --lifetime 60 > "$log.server" 2>&1 &
+	# shellcheck disable=SC2086 # RUN_ENV: the entry's variables, a list
+	env $RUN_ENV timeout 70 $PIN_S "$bin" --server -p "$port" --lifetime 60 > "$log.server" 2>&1 &
 	spid=$!
 	wait_listening "$log.server" "$spid"
-	timeout 60 $PIN_C "$bin" --client -p "$port" "$@" > "$log" 2>&1
+	# shellcheck disable=SC2086
+	env $RUN_ENV timeout 60 $PIN_C "$bin" --client -p "$port" "$@" > "$log" 2>&1
 	kill -INT "$spid" 2>/dev/null
 	wait "$spid"
 }
@@ -97,7 +105,8 @@ median() { tr ' ' '\n' | grep -v '^$' | sort -g | awk '{v[NR] = $1} END {if (NR)
 
 declare -A VALS HEAP
 for i in "${!names[@]}"; do
-	timeout 120 "${dirs[$i]}/bench/connrate" --idle 1000 > "$OUT/idle-${names[$i]}.log" 2>&1
+	# shellcheck disable=SC2086
+	env ${envs[$i]} timeout 120 "${dirs[$i]}/bench/connrate" --idle 1000 > "$OUT/idle-${names[$i]}.log" 2>&1
 	HEAP[$i]=$(sed -n 's/^RESULT .* side_bytes=\([0-9]*\) qp_bytes=\([0-9]*\).*/\1 \2/p' "$OUT/idle-${names[$i]}.log" |
 		awk '{print $1 + $2}')
 done
@@ -106,21 +115,23 @@ for rep in $(seq "$REPS"); do
 		IFS='|' read -r label unit kind args <<< "${METRICS[$m]}"
 		for i in "${!names[@]}"; do
 			log=$OUT/m$m-${names[$i]}-$rep.log
+			RUN_ENV=${envs[$i]}
 			if [ "$kind" = conn2 ]; then
 				# shellcheck disable=SC2086 # an argument list
 				two_procs "${dirs[$i]}/bench/connrate" "$log" -D "$SECS" $args
 			elif [ "$kind" = conn ]; then
 				# shellcheck disable=SC2086 # an argument list
-				timeout 60 "${dirs[$i]}/bench/connrate" -D "$SECS" $args > "$log" 2>&1
+				env $RUN_ENV timeout 60 "${dirs[$i]}/bench/connrate" -D "$SECS" $args > "$log" 2>&1
 			else
 				# shellcheck disable=SC2086
-				timeout 60 "${dirs[$i]}/tools/ndkperf/ndkperf" $args > "$log" 2>&1
+				env $RUN_ENV timeout 60 "${dirs[$i]}/tools/ndkperf/ndkperf" $args > "$log" 2>&1
 			fi
 			v=$(pick "${kind%2}" "$log")
 			[ -n "$v" ] && VALS[$m,$i]+=" $v" || echo "ab.sh: no result in $log" >&2
 		done
 	done
-	# The anchors, in the same repetition.
+	# The anchors, in the same repetition, with no entry's variables.
+	RUN_ENV=""
 	timeout 60 "$ANCHOR/tcp_pingpong" -s 64 -n "$LAT_ITERS" $PIN > "$OUT/a-lat-$rep.log" 2>&1 &&
 		VALS[alat]+=" $(pick anchor "$OUT/a-lat-$rep.log")"
 	timeout 60 "$ANCHOR/tcp_stream" -s 1048576 -D "$SECS" $PIN > "$OUT/a-bw-$rep.log" 2>&1 &&

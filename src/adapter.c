@@ -113,9 +113,14 @@ static void resolve_options(NDK_OPEN_OPTIONS *o, const NDK_OPEN_OPTIONS *in)
     DEFAULT(KeepAliveProbes, 3);
     DEFAULT(VerifyConnectEventMs, 5000);
     DEFAULT(VerifyDeferMs, 1000);
+    DEFAULT(EngineSpinMicroseconds, NDK_ENGINE_SPIN_US);
 #undef DEFAULT
     if (o->Flags & NDK_OPEN_FLAG_NO_RECEIVE_GRACE)
         o->ReceiveGraceMs = 0;
+    if (o->Flags & NDK_OPEN_FLAG_NO_ENGINE_SPIN)
+        o->EngineSpinMicroseconds = 0;
+    else if (o->EngineSpinMicroseconds > NDK_ENGINE_SPIN_MAX_US)
+        o->EngineSpinMicroseconds = NDK_ENGINE_SPIN_MAX_US;
 }
 
 static void adapter_free(struct ndk_obj *obj)
@@ -161,7 +166,7 @@ static void device_free(struct ndk_device *dev)
 /* A new device for the interface d, in the registry (registry lock held);
  * NULL when out of memory or threads. */
 static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t netns,
-                                     unsigned max_engines)
+                                     const NDK_OPEN_OPTIONS *opt)
 {
     struct ndk_device *dev = calloc(1, sizeof *dev);
     if (!dev)
@@ -179,7 +184,7 @@ static struct ndk_device *device_new(const NDK_ADAPTER_DESCRIPTION *d, uint64_t 
     dev->check_rx_waits = ndk_qp_check_rx_waits;
     dev->rx_stage = (struct rx_stage_cfg){NDK_RX_STAGE_THRESHOLD, NDK_RX_STAGE_SIZE};
     dev->mem = mem_table_new();
-    if (!dev->mem || !ndk_engines_start(dev, max_engines)) {
+    if (!dev->mem || !ndk_engines_start(dev, opt->MaxEngines, opt->EngineSpinMicroseconds)) {
         device_free(dev);
         return NULL;
     }
@@ -263,7 +268,7 @@ NDK_API NTSTATUS ndk_open_adapter(const char *NameOrAddress, NDK_VERSION Version
     uint64_t netns = ndk_netns_id();
     struct ndk_device *dev = registry_find(netns, d->IfIndex);
     if (!dev)
-        dev = device_new(d, netns, ad->opt.MaxEngines);
+        dev = device_new(d, netns, &ad->opt);
     free(list);
     if (!dev) {
         pthread_mutex_unlock(&registry_lock);

@@ -150,6 +150,7 @@ struct ndk_engine {
      * read it, qp_poll.c). */
     int only_cpu;
     struct loop loop;         /* its state: the device lock */
+    unsigned spin_us;         /* looks for input this long before sleeping (loop_set_spin) */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t cbq_lock; /* leaf lock: only the callback queue */

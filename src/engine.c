@@ -36,6 +36,7 @@ static void *engine_main(void *arg)
     on_engine = true;
     pthread_mutex_lock(&dev->lock);
     loop_set_owner(&e->loop);
+    loop_set_spin(&e->loop, e->spin_us);
     __atomic_store_n(&e->tid, (int)gettid(), __ATOMIC_RELAXED);
     for (;;) {
         ndk_drain_callbacks(e);
@@ -68,8 +69,22 @@ static void *engine_main(void *arg)
     return NULL;
 }
 
-bool ndk_engines_start(struct ndk_device *dev, unsigned max)
+/* The engines' spin before sleeping (net/loop.h, loop_set_spin): the
+ * open's EngineSpinMicroseconds, which NDK_ENGINE_SPIN_US overrides for
+ * every device of the process (0: none), so that a benchmark compares
+ * with and without it unchanged. */
+static unsigned spin_us_of(unsigned opt)
 {
+    const char *env = getenv("NDK_ENGINE_SPIN_US");
+    if (!env || !*env)
+        return opt;
+    unsigned long v = strtoul(env, NULL, 10);
+    return v > NDK_ENGINE_SPIN_MAX_US ? NDK_ENGINE_SPIN_MAX_US : (unsigned)v;
+}
+
+bool ndk_engines_start(struct ndk_device *dev, unsigned max, unsigned spin_us)
+{
+    spin_us = spin_us_of(spin_us);
     int cpus[NDK_MAX_ENGINES];
     int ncpus = ndk_thread_cpus(cpus, (int)NDK_MAX_ENGINES);
     unsigned n = ncpus > 0 ? (unsigned)ncpus : 1;
@@ -89,6 +104,7 @@ bool ndk_engines_start(struct ndk_device *dev, unsigned max)
         e->dev = dev;
         e->index = i;
         e->cpu = -1;
+        e->spin_us = spin_us;
         /* The thread inherits its creator's mask: with one CPU in it, that
          * is the only CPU the engine runs on. */
         e->only_cpu = ncpus == 1 ? cpus[0] : -1;

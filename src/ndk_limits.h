@@ -78,4 +78,13 @@
  * worth, as one GROUP_AFFINITY mask names), and at most MaxEngines. */
 #define NDK_MAX_ENGINES 64u
 
+/* How long an engine that just handled socket input looks for more before
+ * it sleeps (EngineSpinMicroseconds; net/loop.h, loop_set_spin). A reply
+ * that comes within it is taken without a wake-up, which costs more than
+ * this between CPUs of a virtual machine (30-45 us); bench/README.md,
+ * Engine spin, has the curve this default was taken from. The cap keeps a
+ * mistaken value from turning an engine into a busy poller. */
+#define NDK_ENGINE_SPIN_US 50u
+#define NDK_ENGINE_SPIN_MAX_US 1000u
+
 #endif

@@ -32,8 +32,9 @@ void ndk_free_deferred(struct ndk_engine *e);
 /* Frees what waits at once: when no engine can hold an event (obj.c). */
 void ndk_free_all(struct ndk_device *dev);
 /* Starts the device's engines: one per CPU of the calling thread's
- * affinity mask, at most max (0: no cap) and NDK_MAX_ENGINES. */
-bool ndk_engines_start(struct ndk_device *dev, unsigned max);
+ * affinity mask, at most max (0: no cap) and NDK_MAX_ENGINES, each looking
+ * for input spin_us before it sleeps (net/loop.h, loop_set_spin). */
+bool ndk_engines_start(struct ndk_device *dev, unsigned max, unsigned spin_us);
 /* Stops and joins them (device lock not held). */
 void ndk_engines_stop(struct ndk_device *dev);
 void ndk_engines_free(struct ndk_device *dev);

@@ -190,9 +190,9 @@ static void put_engines(FILE *f, struct ndk_adapter_impl *ad)
 {
     for (unsigned i = 0; i < ad->dev->nengines; i++) {
         struct ndk_engine *e = &ad->dev->engines[i];
-        fprintf(f, "engine id=%u adapter=%u cpu=%d pinned=%d tid=%d load=%u callbacks=%llu\n", e->index,
-                ad->obj.id, e->cpu, e->pinned, __atomic_load_n(&e->tid, __ATOMIC_RELAXED), e->load,
-                (unsigned long long)__atomic_load_n(&e->callbacks_run, __ATOMIC_RELAXED));
+        fprintf(f, "engine id=%u adapter=%u cpu=%d pinned=%d tid=%d load=%u callbacks=%llu spin_us=%u\n",
+                e->index, ad->obj.id, e->cpu, e->pinned, __atomic_load_n(&e->tid, __ATOMIC_RELAXED), e->load,
+                (unsigned long long)__atomic_load_n(&e->callbacks_run, __ATOMIC_RELAXED), e->spin_us);
     }
 }
 

@@ -142,6 +142,12 @@ typedef struct _NDK_OPEN_OPTIONS {
                          of the opening thread's affinity mask (at most 64). Read by the
                          open that starts the interface's engines (the first of its
                          instances); later instances share them */
+    ULONG EngineSpinMicroseconds; /* an engine that just handled socket input looks for more
+                                     this long, yielding its CPU between looks, before it
+                                     sleeps: a reply that comes meanwhile costs no wake-up
+                                     (docs/behaviour.md, Engine spin); default 50, at most
+                                     1000; NDK_OPEN_FLAG_NO_ENGINE_SPIN: none. Read like
+                                     MaxEngines, by the open that starts the engines */
 } NDK_OPEN_OPTIONS;
 
 /* In a field of NDK_OPEN_OPTIONS that allows it: leave the system's setting. */
@@ -185,6 +191,11 @@ typedef struct _NDK_OPEN_OPTIONS {
                                          consumers that poll their CQs; while they poll, the
                                          progress thread leaves those sockets' input to them
                                          (until an ArmCq, or 1-2 ms without a poll) */
+#define NDK_OPEN_FLAG_NO_ENGINE_SPIN 0x400 /* engines sleep as soon as they have nothing to
+                                              do (no EngineSpinMicroseconds): the least CPU,
+                                              a wake-up per message that finds them asleep;
+                                              also for every adapter of a process run with
+                                              NDK_ENGINE_SPIN_US=0 */
 
 /*
  * ProviderDisconnectReason of NDK_FN_DISCONNECT_EVENT_CALLBACK_EX (NDKPI

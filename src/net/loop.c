@@ -24,6 +24,8 @@ int loop_init(struct loop *l)
     l->timers_head = l->timers_tail = NULL;
     l->kicked = false;
     l->fetch_gen = 0;
+    l->spin_ns = 0;
+    l->had_input = false;
     l->epfd = epoll_create1(EPOLL_CLOEXEC);
     if (l->epfd < 0)
         return -errno;
@@ -222,6 +224,31 @@ void loop_wake(struct loop *l)
     (void)n; /* EAGAIN means the counter is already non-zero: awake anyway */
 }
 
+void loop_set_spin(struct loop *l, unsigned us)
+{
+    l->spin_ns = (uint64_t)us * 1000u;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+/* Looks for events without sleeping for up to spin_ns (loop_set_spin):
+ * the number fetched, 0 when none came. */
+static int spin_wait(struct loop *l, struct epoll_event *evs)
+{
+    uint64_t end = now_ns() + l->spin_ns;
+    for (;;) {
+        int n = epoll_wait(l->epfd, evs, LOOP_BATCH, 0);
+        if (n != 0 || now_ns() >= end)
+            return n;
+        sched_yield();
+    }
+}
+
 void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
 {
     int wait = max_wait_ms;
@@ -238,7 +265,9 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
     struct epoll_event evs[LOOP_BATCH];
     pthread_mutex_unlock(lock);
     __atomic_add_fetch(&l->fetch_gen, 1, __ATOMIC_SEQ_CST); /* odd: events may be fetched */
-    int n = epoll_wait(l->epfd, evs, LOOP_BATCH, wait);
+    int n = wait != 0 && l->spin_ns && l->had_input ? spin_wait(l, evs) : 0;
+    if (n == 0)
+        n = epoll_wait(l->epfd, evs, LOOP_BATCH, wait);
     /* Still unlocked: the events whose owners take them without the lock
      * (a connection's data path on its QP's own locks) go first, and are
      * marked done (no events left). */
@@ -255,8 +284,11 @@ void loop_poll(struct loop *l, pthread_mutex_t *lock, int max_wait_ms)
     __atomic_add_fetch(&l->fetch_gen, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_lock(lock);
 
+    l->had_input = false;
     for (int i = 0; i < n; i++) {
         struct loop_watch *w = watch_of(evs[i].data.u64);
+        if (w)
+            l->had_input = true; /* handled here or by its unlocked handler */
         if (!evs[i].events)
             continue;
         if (!w) {

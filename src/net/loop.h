@@ -61,6 +61,11 @@ struct loop {
     /* Odd from just before epoll_wait until the unlocked handlers of what
      * it fetched have run (atomic; loop_unlocked_barrier). */
     uint64_t fetch_gen;
+    /* Before sleeping in epoll_wait after an iteration that had socket
+     * events (`had_input`), look again for up to spin_ns, yielding the
+     * CPU between looks (loop_set_spin; 0: sleep at once). */
+    uint64_t spin_ns;
+    bool had_input;
 };
 
 int loop_init(struct loop *l);
@@ -112,6 +117,18 @@ void loop_kick(struct loop *l);
 /* Wakes the loop from any thread without the lock: a bare doorbell, for
  * callers that must not take the adapter lock. */
 void loop_wake(struct loop *l);
+/*
+ * A message that arrives while the loop sleeps costs a wake-up, and one
+ * sent from another CPU costs a cross-CPU wake-up (tens of microseconds on
+ * a virtual machine, more than the rest of a small message's path). After
+ * an iteration that handled socket events, the loop first looks at its
+ * sockets without sleeping for up to us microseconds: a reply that comes
+ * within that time finds it awake. Between looks it yields the CPU, so a
+ * thread that shares the CPU (the peer of a same-CPU exchange) runs; an
+ * idle loop, or one woken only by its doorbell or timers, sleeps at once.
+ * Set by the loop's owner before its first loop_poll.
+ */
+void loop_set_spin(struct loop *l, unsigned us);
 /* Records the calling thread as the one running the loop. */
 void loop_set_owner(struct loop *l);
 bool loop_in_owner(const struct loop *l);

@@ -127,6 +127,8 @@ def main_case(ndkstat, target):
         check(all(a["engines"] >= 1 and len(a["progress_engines"]) == a["engines"] and
                   a["progress_tid"] == a["progress_engines"][0]["tid"] > 0 and
                   all(e["tid"] > 0 for e in a["progress_engines"]) for a in proc["adapters"]), "engines")
+        check(all(e["spin_us"] == 50 for a in proc["adapters"] for e in a["progress_engines"]),
+              "engines spin the default 50 us (EngineSpinMicroseconds)")
         check(all(q["engine"] < a["engines"] for a in proc["adapters"] for q in a["qps"] + a["cqs"]),
               "QPs and CQs name their engine")
 
