@@ -88,6 +88,17 @@ struct shm_hello {
     uint32_t pad;
 };
 
+/* The receives a run of small Sends takes ahead, in order, their buffers
+ * mapped (iov from first[k], nv[k] of them, -1: not yet; status st[k])
+ * under one hold of the memory table's lock (next_receive, ahead_map):
+ * 10 KiB that only a connection carrying such runs needs. */
+struct shm_ahead {
+    struct ndk_rwqe r[SHM_AHEAD];
+    struct iovec iov[MEM_LOCAL_IOV_MAX];
+    int first[SHM_AHEAD], nv[SHM_AHEAD];
+    NTSTATUS st[SHM_AHEAD];
+};
+
 struct shm_conn {
     struct ndk_qp_impl *qp;
     int me;
@@ -122,14 +133,13 @@ struct shm_conn {
     const struct iovec *rs_iov; /* its buffers, mapped when it was taken ahead; NULL: map them */
     int rs_niov;
     NTSTATUS rs_mapped;         /* ...and that mapping's status */
-    /* Receives taken ahead (next_receive): ahead[ahead_next, ahead_n) wait
-     * for the Sends behind the one being placed, in order, their buffers
-     * mapped (ahead_iov from ahead_first, ahead_nv of them, -1: not yet;
-     * status ahead_st) under one hold of the memory table's lock. */
-    struct ndk_rwqe ahead[SHM_AHEAD];
-    struct iovec ahead_iov[MEM_LOCAL_IOV_MAX];
-    int ahead_first[SHM_AHEAD], ahead_nv[SHM_AHEAD];
-    NTSTATUS ahead_st[SHM_AHEAD];
+    /* Receives taken ahead (next_receive): ahead->r[ahead_next, ahead_n)
+     * wait for the Sends behind the one being placed. The block is
+     * allocated by the first run that takes receives ahead and kept until
+     * the connection is freed (conn_free): an idle connection, or one
+     * whose Sends come one at a time, never holds it. NULL: not yet, or
+     * not to be had (each Send then takes its own receive). */
+    struct shm_ahead *ahead;
     uint32_t ahead_n, ahead_next;
     NTSTATUS rs_status;
     uint64_t rs_got;
@@ -138,7 +148,10 @@ struct shm_conn {
     bool split_wait;            /* the request at the head waits for the initiator's part */
     uint32_t split_id;          /* ...that request */
     bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
-    struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
+    /* Receives completed in this pass: a batch on the stack of the pass
+     * (take_requests, take_before_leaving), which flushes it before it
+     * returns; NULL between passes. */
+    struct ndk_xp_rcv_batch *rcv;
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
     int sock;
     int step;                   /* enum setup_step */
@@ -309,7 +322,8 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
  * Read's answer used to overtake the pass's batch). */
 static void answer(struct shm_conn *c, uint32_t n)
 {
-    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    if (c->rcv)
+        ndk_xp_rcv_flush(c->qp, c->rcv);
     publish(c, &c->resp_out, n);
     void (*hook)(struct ndk_qp_impl *) =
         __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_answered, __ATOMIC_ACQUIRE);
@@ -435,23 +449,36 @@ static bool small_send(const struct shm_msg *h)
 static void ahead_map(struct shm_conn *c)
 {
     struct ndk_qp_impl *qp = c->qp;
+    struct shm_ahead *a = c->ahead;
     int used = 0;
     bool locked = false;
     uint64_t now = mem_generation(qp_mem(qp));
     for (uint32_t k = 0; k < c->ahead_n; k++) {
-        const struct ndk_rwqe *r = &c->ahead[k];
+        const struct ndk_rwqe *r = &a->r[k];
         int nv = 0;
-        NTSTATUS st = map_sges_batch(qp, r->sge_gen, &now, r->sge, r->nsge, MEM_LOCAL_WRITE, c->ahead_iov + used,
+        NTSTATUS st = map_sges_batch(qp, r->sge_gen, &now, r->sge, r->nsge, MEM_LOCAL_WRITE, a->iov + used,
                                      (int)MEM_LOCAL_IOV_MAX - used, &nv, &locked);
         if (st == STATUS_IMPLEMENTATION_LIMIT && used)
             nv = -1;
-        c->ahead_first[k] = used;
-        c->ahead_nv[k] = nv;
-        c->ahead_st[k] = st;
+        a->first[k] = used;
+        a->nv[k] = nv;
+        a->st[k] = st;
         used += nv > 0 ? nv : 0;
     }
     if (locked)
         mem_unlock(qp_mem(qp));
+}
+
+/* The block of receives taken ahead, allocated the first time a run
+ * wants it; false when there is no memory for it: this Send then takes
+ * its receive alone, as a Send that starts no run does, and the next one
+ * tries again (nothing is refused or lost for it: the block only saves
+ * lock holds; tests/inject/test_inject_shm_sim.c). */
+static bool ahead_block(struct shm_conn *c)
+{
+    if (!c->ahead)
+        c->ahead = malloc(sizeof *c->ahead);
+    return c->ahead != NULL;
 }
 
 /* The receive for the Send h begins: when h starts a run of small Sends
@@ -470,19 +497,21 @@ static struct ndk_rwqe *next_receive(struct shm_conn *c, const struct shm_msg *h
     if (c->ahead_next == c->ahead_n && c->req_in.theirs - c->req_in.mine > c->req_in.cur && small_send(h)) {
         uint32_t run = shm_ring_run(&c->req_in, SHM_AHEAD, SHM_REQ_SEND, SHM_F_IOV | SHM_F_LAST, SHM_F_LAST,
                                     SHM_F_INVALIDATE);
-        c->ahead_next = 0;
-        c->ahead_n = run > 1 ? ndk_xp_take_receives(qp, c->ahead, run) : 0;
+        c->ahead_next = c->ahead_n = 0;
+        if (run > 1 && ahead_block(c))
+            c->ahead_n = ndk_xp_take_receives(qp, c->ahead->r, run);
         if (c->ahead_n)
             ahead_map(c);
     }
     if (c->ahead_next < c->ahead_n) {
+        struct shm_ahead *a = c->ahead;
         uint32_t k = c->ahead_next++;
-        if (c->ahead_nv[k] >= 0) {
-            c->rs_iov = c->ahead_iov + c->ahead_first[k];
-            c->rs_niov = c->ahead_nv[k];
-            c->rs_mapped = c->ahead_st[k];
+        if (a->nv[k] >= 0) {
+            c->rs_iov = a->iov + a->first[k];
+            c->rs_niov = a->nv[k];
+            c->rs_mapped = a->st[k];
         }
-        return &c->ahead[k];
+        return &a->r[k];
     }
     return ndk_xp_take_receive(qp, &c->rs_one) ? &c->rs_one : NULL;
 }
@@ -583,7 +612,7 @@ static void end_send(struct shm_conn *c, const struct shm_msg *h, struct shm_fai
     if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
         st = STATUS_ACCESS_VIOLATION;
     c->rs_active = false;
-    ndk_xp_rcv_add(qp, &c->rcv, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
+    ndk_xp_rcv_add(qp, c->rcv, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
                    inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
@@ -833,6 +862,9 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0, answered = c->resp_out.mine;
     struct shm_msg h; /* read once: the peer may still write the ring */
     const uint8_t *payload;
+    struct ndk_xp_rcv_batch rcv;
+    rcv.n = 0;
+    c->rcv = &rcv;
     /* A receive posted from now on rings again (shm_after_receive). Read
      * first: the store is a fence, and a flag set since rang for a pass
      * that reads it after the eventfd's system calls. */
@@ -870,7 +902,8 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     }
     if (corrupt)
         broken(c, f);
-    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    ndk_xp_rcv_flush(c->qp, &rcv);
+    c->rcv = NULL;
     give_back(c, &c->req_in);
     /* The peer is woken for what we published: taking its requests alone
      * (every inline Send) gives it nothing to do, and the units it waits
@@ -893,6 +926,9 @@ static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0;
     struct shm_msg h;
     const uint8_t *payload;
+    struct ndk_xp_rcv_batch rcv;
+    rcv.n = 0;
+    c->rcv = &rcv;
     while (!c->flushed && !f->fail && (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
         if ((h.type != SHM_REQ_SEND && h.type != SHM_REQ_WRITE) || (h.flags & SHM_F_IOV) ||
             room_or_wait(&c->resp_out, 2) < 2)
@@ -901,7 +937,8 @@ static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
             break;
         took(c, &c->req_in, &taken);
     }
-    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    ndk_xp_rcv_flush(c->qp, &rcv);
+    c->rcv = NULL;
 }
 
 /* ---- the initiator (sq_lock) ---- */
@@ -1307,7 +1344,7 @@ static void drop_partial_send(struct shm_conn *c)
         ndk_xp_complete_receive(c->qp, c->rs->ctx, STATUS_CANCELLED, 0, false, 0, false);
     }
     while (c->ahead_next < c->ahead_n)
-        ndk_xp_complete_receive(c->qp, c->ahead[c->ahead_next++].ctx, STATUS_CANCELLED, 0, false, 0, false);
+        ndk_xp_complete_receive(c->qp, c->ahead->r[c->ahead_next++].ctx, STATUS_CANCELLED, 0, false, 0, false);
 }
 
 /* The connection ends here (once): every outstanding request completes. */
@@ -1709,6 +1746,7 @@ static void conn_free(struct shm_conn *c)
     shm_os_close(c->peer_bell);
     shm_os_close(c->pidfd);
     shm_os_close(c->ticker);
+    free(c->ahead);
     free(c);
 }
 
@@ -2060,4 +2098,13 @@ void ndk_shm_mark_published(struct ndk_qp_impl *qp)
     if (c)
         __atomic_store_n(&c->hdr->side[c->me].published, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&qp->dp.sq_lock);
+}
+
+bool ndk_shm_holds_ahead(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    struct shm_conn *c = qp->dp.xp == &shm_ops ? ndk_xp_ctx(qp) : NULL;
+    bool held = c && c->ahead;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return held;
 }

@@ -66,5 +66,9 @@ void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
 /* ...and what a libndk side does at its first publish: says in the header
  * that it published, without which the peer reads none of its rings. */
 void ndk_shm_mark_published(struct ndk_qp_impl *qp);
+/* For tests: whether the QP's connection holds the block of receives
+ * taken ahead (allocated by the first run of small Sends that takes
+ * them, freed with the connection); false without such a connection. */
+bool ndk_shm_holds_ahead(struct ndk_qp_impl *qp);
 
 #endif
