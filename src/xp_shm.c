@@ -88,15 +88,18 @@ struct shm_hello {
     uint32_t pad;
 };
 
-/* The receives a run of small Sends takes ahead, in order, their buffers
+/* What a target needs only while Sends come in bursts, 11.9 KB: the
+ * receives a run of small Sends takes ahead, in order, their buffers
  * mapped (iov from first[k], nv[k] of them, -1: not yet; status st[k])
- * under one hold of the memory table's lock (next_receive, ahead_map):
- * 10 KiB that only a connection carrying such runs needs. */
+ * under one hold of the memory table's lock (next_receive, ahead_map),
+ * and the batch of the receive completions of a pass (receive_done),
+ * empty between passes. */
 struct shm_ahead {
     struct ndk_rwqe r[SHM_AHEAD];
     struct iovec iov[MEM_LOCAL_IOV_MAX];
     int first[SHM_AHEAD], nv[SHM_AHEAD];
     NTSTATUS st[SHM_AHEAD];
+    struct ndk_xp_rcv_batch rcv;
 };
 
 struct shm_conn {
@@ -135,12 +138,14 @@ struct shm_conn {
     NTSTATUS rs_mapped;         /* ...and that mapping's status */
     /* Receives taken ahead (next_receive): ahead->r[ahead_next, ahead_n)
      * wait for the Sends behind the one being placed. The block is
-     * allocated by the first run that takes receives ahead and kept until
-     * the connection is freed (conn_free): an idle connection, or one
-     * whose Sends come one at a time, never holds it. NULL: not yet, or
-     * not to be had (each Send then takes its own receive). */
+     * allocated by the first pass that takes receives ahead or completes
+     * a second receive, and kept until the connection is freed
+     * (conn_free): an idle connection, or one whose Sends come one at a
+     * time, never holds it. NULL: not yet, or not to be had (each Send
+     * then takes its own receive, which completes at once). */
     struct shm_ahead *ahead;
     uint32_t ahead_n, ahead_next;
+    bool pass_received;         /* this pass completed a receive */
     NTSTATUS rs_status;
     uint64_t rs_got;
     uint64_t rs_total;          /* the length the Send's first piece announced */
@@ -148,10 +153,6 @@ struct shm_conn {
     bool split_wait;            /* the request at the head waits for the initiator's part */
     uint32_t split_id;          /* ...that request */
     bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
-    /* Receives completed in this pass: a batch on the stack of the pass
-     * (take_requests, take_before_leaving), which flushes it before it
-     * returns; NULL between passes. */
-    struct ndk_xp_rcv_batch *rcv;
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
     int sock;
     int step;                   /* enum setup_step */
@@ -315,6 +316,30 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 
 /* ---- the target: checks and placement (rx_lock) ---- */
 
+static bool ahead_block(struct shm_conn *c);
+
+/* A receive of this pass completes. The receives of a pass go to the CQ
+ * together (under one CQ lock: receives_flush, at the pass's end and
+ * before it publishes a response) once the connection holds the block
+ * that batches them, which the pass's second receive takes; without it
+ * each completes at once, as the one receive of a ping-pong's pass does
+ * in any case. */
+static void receive_done(struct shm_conn *c, void *ctx, NTSTATUS st, ULONG bytes, bool inv, uint32_t token,
+                         bool se)
+{
+    if (c->ahead || (c->pass_received && ahead_block(c)))
+        ndk_xp_rcv_add(c->qp, &c->ahead->rcv, ctx, st, bytes, inv, token, se);
+    else
+        ndk_xp_complete_receive(c->qp, ctx, st, bytes, inv, token, se);
+    c->pass_received = true;
+}
+
+static void receives_flush(struct shm_conn *c)
+{
+    if (c->ahead)
+        ndk_xp_rcv_flush(c->qp, &c->ahead->rcv);
+}
+
 /* Publishes the next n filled response units. The receives this pass
  * completed so far go to the CQ first: an initiator whose Read behind
  * Sends completed finds their receives complete at the target, as on TCP,
@@ -322,8 +347,7 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
  * Read's answer used to overtake the pass's batch). */
 static void answer(struct shm_conn *c, uint32_t n)
 {
-    if (c->rcv)
-        ndk_xp_rcv_flush(c->qp, c->rcv);
+    receives_flush(c);
     publish(c, &c->resp_out, n);
     void (*hook)(struct ndk_qp_impl *) =
         __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_answered, __ATOMIC_ACQUIRE);
@@ -469,15 +493,16 @@ static void ahead_map(struct shm_conn *c)
         mem_unlock(qp_mem(qp));
 }
 
-/* The block of receives taken ahead, allocated the first time a run
- * wants it; false when there is no memory for it: this Send then takes
- * its receive alone, as a Send that starts no run does, and the next one
- * tries again (nothing is refused or lost for it: the block only saves
- * lock holds; tests/inject/test_inject_shm_sim.c). */
+/* The block of receives taken ahead (struct shm_ahead), allocated the
+ * first time a run or a pass's second receive wants it; false when there
+ * is no memory for it: this Send then takes its receive alone, as a Send
+ * that starts no run does, its receive completes at once, and the next
+ * one tries again (nothing is refused or lost for it: the block only
+ * saves lock holds; tests/inject/test_inject_shm_sim.c). */
 static bool ahead_block(struct shm_conn *c)
 {
-    if (!c->ahead)
-        c->ahead = malloc(sizeof *c->ahead);
+    if (!c->ahead && (c->ahead = malloc(sizeof *c->ahead)))
+        c->ahead->rcv.n = 0;
     return c->ahead != NULL;
 }
 
@@ -612,8 +637,8 @@ static void end_send(struct shm_conn *c, const struct shm_msg *h, struct shm_fai
     if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
         st = STATUS_ACCESS_VIOLATION;
     c->rs_active = false;
-    ndk_xp_rcv_add(qp, c->rcv, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
-                   inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
+    receive_done(c, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0, inv && st == STATUS_SUCCESS,
+                 h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
             respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
@@ -862,9 +887,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0, answered = c->resp_out.mine;
     struct shm_msg h; /* read once: the peer may still write the ring */
     const uint8_t *payload;
-    struct ndk_xp_rcv_batch rcv;
-    rcv.n = 0;
-    c->rcv = &rcv;
+    c->pass_received = false;
     /* A receive posted from now on rings again (shm_after_receive). Read
      * first: the store is a fence, and a flag set since rang for a pass
      * that reads it after the eventfd's system calls. */
@@ -902,8 +925,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     }
     if (corrupt)
         broken(c, f);
-    ndk_xp_rcv_flush(c->qp, &rcv);
-    c->rcv = NULL;
+    receives_flush(c);
     give_back(c, &c->req_in);
     /* The peer is woken for what we published: taking its requests alone
      * (every inline Send) gives it nothing to do, and the units it waits
@@ -926,9 +948,7 @@ static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0;
     struct shm_msg h;
     const uint8_t *payload;
-    struct ndk_xp_rcv_batch rcv;
-    rcv.n = 0;
-    c->rcv = &rcv;
+    c->pass_received = false;
     while (!c->flushed && !f->fail && (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
         if ((h.type != SHM_REQ_SEND && h.type != SHM_REQ_WRITE) || (h.flags & SHM_F_IOV) ||
             room_or_wait(&c->resp_out, 2) < 2)
@@ -937,8 +957,7 @@ static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
             break;
         took(c, &c->req_in, &taken);
     }
-    ndk_xp_rcv_flush(c->qp, &rcv);
-    c->rcv = NULL;
+    receives_flush(c);
 }
 
 /* ---- the initiator (sq_lock) ---- */

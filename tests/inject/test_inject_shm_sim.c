@@ -40,6 +40,24 @@ static void run_of_sends(struct sim_net *net, bool fail)
     }
 }
 
+/* Two Sends of 2000 octets (single copy: no run) published together:
+ * the second receive of B's pass wants the block that batches their
+ * completions (fail: refused); both complete, in order, placed intact. */
+static void two_large_sends(struct sim_net *net, bool fail)
+{
+    sim_recv1(net, SIM_B, 2000);
+    sim_recv1(net, SIM_B, 2000);
+    sim_send1(net, SIM_A, 2000, NDK_OP_FLAG_DEFER);
+    if (fail)
+        inj_arm(1);
+    sim_send1(net, SIM_A, 2000, 0);
+    CHECK(sim_run(net));
+    if (fail) {
+        CHECK(inj_fired());
+        inj_disarm();
+    }
+}
+
 /* A connection: idle, then a run of Sends whose first finds no memory
  * for the block (fail), then another run. */
 static void connection(bool fail)
@@ -52,6 +70,12 @@ static void connection(bool fail)
     sim_net_start(net);
     struct ndk_qp_impl *b = net->side[SIM_B].impl;
     CHECK(!ndk_shm_holds_ahead(b)); /* connected, idle: no block */
+
+    /* Refused as a pass's second receive completes. */
+    two_large_sends(net, fail);
+    CHECK(ndk_shm_holds_ahead(b) == !fail);
+    sim_check_posts_ok(net);
+    sim_check_clean(net);
 
     /* Its first Send takes its receive alone; the Sends behind it are a
      * run again, whose block is had now. Every Send is placed intact, in
