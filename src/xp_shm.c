@@ -88,6 +88,20 @@ struct shm_hello {
     uint32_t pad;
 };
 
+/* What a target needs only while Sends come in bursts, 11.9 KB: the
+ * receives a run of small Sends takes ahead, in order, their buffers
+ * mapped (iov from first[k], nv[k] of them, -1: not yet; status st[k])
+ * under one hold of the memory table's lock (next_receive, ahead_map),
+ * and the batch of the receive completions of a pass (receive_done),
+ * empty between passes. */
+struct shm_ahead {
+    struct ndk_rwqe r[SHM_AHEAD];
+    struct iovec iov[MEM_LOCAL_IOV_MAX];
+    int first[SHM_AHEAD], nv[SHM_AHEAD];
+    NTSTATUS st[SHM_AHEAD];
+    struct ndk_xp_rcv_batch rcv;
+};
+
 struct shm_conn {
     struct ndk_qp_impl *qp;
     int me;
@@ -110,6 +124,8 @@ struct shm_conn {
     bool dead;                  /* the connection failed or ended (atomic) */
     bool leased;                /* a busy poller reads the rings (atomic) */
     bool flushed;               /* NdkFlush: nothing more is placed (rx_lock and sq_lock) */
+    bool peer_gone;             /* the peer's process ended: its pidfd said so to the engine
+                                 * (on_peer_exit) or to a transfer (peer_move) (atomic) */
     /* initiator side (sq_lock) */
     uint64_t tx_off;            /* octets of the request at sq_tx already in the ring */
     uint32_t reads_out;
@@ -122,15 +138,16 @@ struct shm_conn {
     const struct iovec *rs_iov; /* its buffers, mapped when it was taken ahead; NULL: map them */
     int rs_niov;
     NTSTATUS rs_mapped;         /* ...and that mapping's status */
-    /* Receives taken ahead (next_receive): ahead[ahead_next, ahead_n) wait
-     * for the Sends behind the one being placed, in order, their buffers
-     * mapped (ahead_iov from ahead_first, ahead_nv of them, -1: not yet;
-     * status ahead_st) under one hold of the memory table's lock. */
-    struct ndk_rwqe ahead[SHM_AHEAD];
-    struct iovec ahead_iov[MEM_LOCAL_IOV_MAX];
-    int ahead_first[SHM_AHEAD], ahead_nv[SHM_AHEAD];
-    NTSTATUS ahead_st[SHM_AHEAD];
+    /* Receives taken ahead (next_receive): ahead->r[ahead_next, ahead_n)
+     * wait for the Sends behind the one being placed. The block is
+     * allocated by the first pass that takes receives ahead or completes
+     * a second receive, and kept until the connection is freed
+     * (conn_free): an idle connection, or one whose Sends come one at a
+     * time, never holds it. NULL: not yet, or not to be had (each Send
+     * then takes its own receive, which completes at once). */
+    struct shm_ahead *ahead;
     uint32_t ahead_n, ahead_next;
+    bool pass_received;         /* this pass completed a receive */
     NTSTATUS rs_status;
     uint64_t rs_got;
     uint64_t rs_total;          /* the length the Send's first piece announced */
@@ -138,7 +155,6 @@ struct shm_conn {
     bool split_wait;            /* the request at the head waits for the initiator's part */
     uint32_t split_id;          /* ...that request */
     bool rx_kicked;             /* a posted receive rang our doorbell since the last pass (atomic) */
-    struct ndk_xp_rcv_batch rcv; /* receives completed in this pass (take_requests flushes) */
     /* set-up (ndk_shm_setup_*): the UNIX socket and the step reached */
     int sock;
     int step;                   /* enum setup_step */
@@ -155,13 +171,14 @@ struct shm_fail {
     bool fail;
     ULONG reason;
     NTSTATUS read_status;
-    ULONG perr; /* ProviderErrorCode: a Terminate's control word, as on TCP */
+    ULONG perr;      /* ProviderErrorCode: a Terminate's control word, as on TCP */
+    bool peer_ended; /* a transfer found the peer's process ended (transfer_failed) */
 };
 
 static void fail_set(struct shm_fail *f, ULONG reason, NTSTATUS read_status)
 {
     if (!f->fail)
-        *f = (struct shm_fail){true, reason, read_status, 0};
+        *f = (struct shm_fail){true, reason, read_status, 0, false};
 }
 
 static struct mem_table *qp_mem(struct ndk_qp_impl *qp)
@@ -282,6 +299,67 @@ static uint32_t room_or_wait(struct shm_ring *r, uint32_t need)
     return shm_ring_room(r, need);
 }
 
+/* ---- single-copy transfers ---- */
+
+/* Tests: asked before each transfer; true: the peer is taken as ended. */
+static bool (*test_peer_ended)(struct ndk_qp_impl *qp);
+
+void ndk_shm_test_peer_ended(bool (*fn)(struct ndk_qp_impl *qp))
+{
+    __atomic_store_n(&test_peer_ended, fn, __ATOMIC_RELEASE);
+}
+
+/* Moves octets between our iovecs and the peer's memory (push: ours into
+ * the peer's), unless the peer's process ended: -ESRCH then, and the
+ * connection ends as when the engine sees its pidfd (end_with_peer).
+ *
+ * process_vm_readv/writev name the peer by pid, and a pid names whoever
+ * holds it when the call is made: once the peer ended and was reaped
+ * (waited for by its parent), the kernel may give its pid to a new
+ * process, of our user even, whose memory the call would then read or
+ * write. A pid is not handed out again before its process is reaped, and
+ * the peer's pidfd (opened at set-up, of the very process that connected:
+ * probe_peer) is readable from the moment it ends (pidfd_open(2)). So
+ * the pidfd is looked at (look) right before the request's first system
+ * call: it goes only to a process that had not ended a moment before.
+ * What is left is that moment, and the rest of the request (the pieces of
+ * a fast-registered range, tagged_move): within it the
+ * peer would have to end, be reaped, and the kernel hand its pid out
+ * again, which it does only after going round the whole pid space
+ * (pid_max). Linux offers no closer check: these calls take no pidfd.
+ * One look per request rather than per piece: a look is a poll(2) of
+ * about 1 us on the shared test machine, a 64 KiB piece of scattered
+ * 4 KiB pages 7 to 14 us (4.8 to 9 GB/s, docs/shm.md, Bandwidth). */
+static int peer_move(struct shm_conn *c, bool push, bool look, const struct iovec *mine, int nm,
+                     const struct iovec *theirs, int nt)
+{
+    if (look) {
+        bool (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&test_peer_ended, __ATOMIC_ACQUIRE);
+        if ((hook && hook(c->qp)) || shm_os_ended(c->pidfd)) {
+            __atomic_store_n(&c->peer_gone, true, __ATOMIC_RELEASE);
+            return -ESRCH;
+        }
+    }
+    int r = push ? shm_os_push(c->peer, mine, nm, theirs, nt) : shm_os_pull(c->peer, mine, nm, theirs, nt);
+    if (r == -ESRCH) /* it ended since: no process holds the pid */
+        __atomic_store_n(&c->peer_gone, true, __ATOMIC_RELEASE);
+    return r;
+}
+
+static void broken(struct shm_conn *c, struct shm_fail *f);
+
+/* A transfer, or the message that names it, failed with err: the peer's
+ * process ended (-ESRCH: its request stays where it is, what it published
+ * before it counts, end_with_peer), or its memory could not be reached or
+ * the message is malformed (broken). */
+static void transfer_failed(struct shm_conn *c, int err, struct shm_fail *f)
+{
+    if (err != -ESRCH)
+        broken(c, f);
+    else if (!f->fail)
+        *f = (struct shm_fail){true, NDK_DISCONNECT_REASON_ABORTED, STATUS_CANCELLED, 0, true};
+}
+
 /* ---- helpers ---- */
 
 /* The initiator's (address, length) pairs of a single-copy message as
@@ -302,6 +380,30 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
 
 /* ---- the target: checks and placement (rx_lock) ---- */
 
+static bool ahead_block(struct shm_conn *c);
+
+/* A receive of this pass completes. The receives of a pass go to the CQ
+ * together (under one CQ lock: receives_flush, at the pass's end and
+ * before it publishes a response) once the connection holds the block
+ * that batches them, which the pass's second receive takes; without it
+ * each completes at once, as the one receive of a ping-pong's pass does
+ * in any case. */
+static void receive_done(struct shm_conn *c, void *ctx, NTSTATUS st, ULONG bytes, bool inv, uint32_t token,
+                         bool se)
+{
+    if (c->ahead || (c->pass_received && ahead_block(c)))
+        ndk_xp_rcv_add(c->qp, &c->ahead->rcv, ctx, st, bytes, inv, token, se);
+    else
+        ndk_xp_complete_receive(c->qp, ctx, st, bytes, inv, token, se);
+    c->pass_received = true;
+}
+
+static void receives_flush(struct shm_conn *c)
+{
+    if (c->ahead)
+        ndk_xp_rcv_flush(c->qp, &c->ahead->rcv);
+}
+
 /* Publishes the next n filled response units. The receives this pass
  * completed so far go to the CQ first: an initiator whose Read behind
  * Sends completed finds their receives complete at the target, as on TCP,
@@ -309,7 +411,7 @@ static int peer_iovs(const struct shm_msg *h, const uint8_t *payload, struct iov
  * Read's answer used to overtake the pass's batch). */
 static void answer(struct shm_conn *c, uint32_t n)
 {
-    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    receives_flush(c);
     publish(c, &c->resp_out, n);
     void (*hook)(struct ndk_qp_impl *) =
         __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_answered, __ATOMIC_ACQUIRE);
@@ -384,9 +486,7 @@ static enum mem_err tagged_move(struct shm_conn *c, uint32_t stag, uint64_t to, 
             continue;
         }
         int nt = ndk_iov_slice(peer, npeer, off, n, theirs, MEM_LOCAL_IOV_MAX);
-        int r = nt < 0 ? -1
-                : access == MEM_REMOTE_WRITE ? shm_os_pull(c->peer, mine, nm, theirs, nt)
-                                             : shm_os_push(c->peer, mine, nm, theirs, nt);
+        int r = nt < 0 ? -EPROTO : peer_move(c, access != MEM_REMOTE_WRITE, off == 0, mine, nm, theirs, nt);
         if (r) {
             *xfer_err = r;
             break;
@@ -435,23 +535,37 @@ static bool small_send(const struct shm_msg *h)
 static void ahead_map(struct shm_conn *c)
 {
     struct ndk_qp_impl *qp = c->qp;
+    struct shm_ahead *a = c->ahead;
     int used = 0;
     bool locked = false;
     uint64_t now = mem_generation(qp_mem(qp));
     for (uint32_t k = 0; k < c->ahead_n; k++) {
-        const struct ndk_rwqe *r = &c->ahead[k];
+        const struct ndk_rwqe *r = &a->r[k];
         int nv = 0;
-        NTSTATUS st = map_sges_batch(qp, r->sge_gen, &now, r->sge, r->nsge, MEM_LOCAL_WRITE, c->ahead_iov + used,
+        NTSTATUS st = map_sges_batch(qp, r->sge_gen, &now, r->sge, r->nsge, MEM_LOCAL_WRITE, a->iov + used,
                                      (int)MEM_LOCAL_IOV_MAX - used, &nv, &locked);
         if (st == STATUS_IMPLEMENTATION_LIMIT && used)
             nv = -1;
-        c->ahead_first[k] = used;
-        c->ahead_nv[k] = nv;
-        c->ahead_st[k] = st;
+        a->first[k] = used;
+        a->nv[k] = nv;
+        a->st[k] = st;
         used += nv > 0 ? nv : 0;
     }
     if (locked)
         mem_unlock(qp_mem(qp));
+}
+
+/* The block of receives taken ahead (struct shm_ahead), allocated the
+ * first time a run or a pass's second receive wants it; false when there
+ * is no memory for it: this Send then takes its receive alone, as a Send
+ * that starts no run does, its receive completes at once, and the next
+ * one tries again (nothing is refused or lost for it: the block only
+ * saves lock holds; tests/inject/test_inject_shm_sim.c). */
+static bool ahead_block(struct shm_conn *c)
+{
+    if (!c->ahead && (c->ahead = malloc(sizeof *c->ahead)))
+        c->ahead->rcv.n = 0;
+    return c->ahead != NULL;
 }
 
 /* The receive for the Send h begins: when h starts a run of small Sends
@@ -470,19 +584,21 @@ static struct ndk_rwqe *next_receive(struct shm_conn *c, const struct shm_msg *h
     if (c->ahead_next == c->ahead_n && c->req_in.theirs - c->req_in.mine > c->req_in.cur && small_send(h)) {
         uint32_t run = shm_ring_run(&c->req_in, SHM_AHEAD, SHM_REQ_SEND, SHM_F_IOV | SHM_F_LAST, SHM_F_LAST,
                                     SHM_F_INVALIDATE);
-        c->ahead_next = 0;
-        c->ahead_n = run > 1 ? ndk_xp_take_receives(qp, c->ahead, run) : 0;
+        c->ahead_next = c->ahead_n = 0;
+        if (run > 1 && ahead_block(c))
+            c->ahead_n = ndk_xp_take_receives(qp, c->ahead->r, run);
         if (c->ahead_n)
             ahead_map(c);
     }
     if (c->ahead_next < c->ahead_n) {
+        struct shm_ahead *a = c->ahead;
         uint32_t k = c->ahead_next++;
-        if (c->ahead_nv[k] >= 0) {
-            c->rs_iov = c->ahead_iov + c->ahead_first[k];
-            c->rs_niov = c->ahead_nv[k];
-            c->rs_mapped = c->ahead_st[k];
+        if (a->nv[k] >= 0) {
+            c->rs_iov = a->iov + a->first[k];
+            c->rs_niov = a->nv[k];
+            c->rs_mapped = a->st[k];
         }
-        return &c->ahead[k];
+        return &a->r[k];
     }
     return ndk_xp_take_receive(qp, &c->rs_one) ? &c->rs_one : NULL;
 }
@@ -533,8 +649,9 @@ static enum send_begun begin_send(struct shm_conn *c, const struct shm_msg *h, s
 
 /* One piece of the Send into its receive (pulled from the peer's memory,
  * or copied from the ring), or only counted when the receive failed
- * already. False: the peer's message does not fit what it announced. */
-static bool place_send_piece(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload)
+ * already. 0, or -EPROTO: the peer's message does not fit what it
+ * announced, or the pull's error (transfer_failed). */
+static int place_send_piece(struct shm_conn *c, const struct shm_msg *h, const uint8_t *payload)
 {
     struct ndk_qp_impl *qp = c->qp;
     struct iovec mapped[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX], src[MEM_LOCAL_IOV_MAX];
@@ -550,13 +667,14 @@ static bool place_send_piece(struct shm_conn *c, const struct shm_msg *h, const 
     }
     if (c->rs_status != STATUS_SUCCESS) {
         c->rs_got += (h->flags & SHM_F_IOV) ? h->total : h->len;
-        return true;
+        return 0;
     }
     if (h->flags & SHM_F_IOV) {
         int ns = peer_iovs(h, payload, src);
         int np = ns < 0 ? -1 : ndk_iov_slice(dst, nd, 0, h->total, piece, MEM_LOCAL_IOV_MAX);
-        if (np < 0 || shm_os_pull(c->peer, piece, np, src, ns))
-            return false;
+        int r = np < 0 ? -EPROTO : peer_move(c, false, true, piece, np, src, ns);
+        if (r)
+            return r;
         c->rs_got = h->total;
     } else if (h->off == 0 && nd && dst[0].iov_len >= h->len) {
         memcpy(dst[0].iov_base, payload, h->len); /* a small Send: its receive's first buffer holds it */
@@ -568,7 +686,7 @@ static bool place_send_piece(struct shm_conn *c, const struct shm_msg *h, const 
             ndk_iov_copy(piece, np, &b, 1);
         c->rs_got += h->len;
     }
-    return true;
+    return 0;
 }
 
 /* The Send's last piece is placed: the receive completes, with the
@@ -583,8 +701,8 @@ static void end_send(struct shm_conn *c, const struct shm_msg *h, struct shm_fai
     if (st == STATUS_SUCCESS && inv && mem_invalidate_remote(qp_mem(qp), qp->pd, qp, h->stag) != MEM_OK)
         st = STATUS_ACCESS_VIOLATION;
     c->rs_active = false;
-    ndk_xp_rcv_add(qp, &c->rcv, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0,
-                   inv && st == STATUS_SUCCESS, h->stag, h->flags & SHM_F_SOLICIT);
+    receive_done(c, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0, inv && st == STATUS_SUCCESS,
+                 h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
         if (h->flags & SHM_F_IOV)
             respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
@@ -610,10 +728,12 @@ static bool take_send(struct shm_conn *c, const struct shm_msg *h, const uint8_t
     }
     /* Every piece names the length the receive was checked against: a
      * peer that grows it later would be placed past the receive's end. */
-    if (h->off != c->rs_got || h->total != c->rs_total || h->total > UINT32_MAX || h->off + h->len > h->total ||
-        !place_send_piece(c, h, payload)) {
-        broken(c, f);
-        return true;
+    int e = h->off != c->rs_got || h->total != c->rs_total || h->total > UINT32_MAX || h->off + h->len > h->total
+                ? -EPROTO
+                : place_send_piece(c, h, payload);
+    if (e) {
+        transfer_failed(c, e, f);
+        return e != -ESRCH; /* an ended peer's Send stays, its receive is cancelled */
     }
     if (!(h->flags & SHM_F_LAST))
         return true;
@@ -666,9 +786,7 @@ static bool split_start(struct shm_conn *c, const struct shm_msg *h, unsigned ac
     wake_peer(c);
     int nmy = ndk_iov_slice(mine, nm, 0, s, part, RX_IOV_MAX);
     int nt = ndk_iov_slice(peer, npeer, 0, s, theirs, MEM_LOCAL_IOV_MAX);
-    *xerr = nmy < 0 || nt < 0                 ? -EFAULT
-            : access == MEM_REMOTE_WRITE ? shm_os_pull(c->peer, part, nmy, theirs, nt)
-                                         : shm_os_push(c->peer, part, nmy, theirs, nt);
+    *xerr = nmy < 0 || nt < 0 ? -EFAULT : peer_move(c, access != MEM_REMOTE_WRITE, true, part, nmy, theirs, nt);
     return true;
 }
 
@@ -734,8 +852,8 @@ static bool take_write(struct shm_conn *c, const struct shm_msg *h, const uint8_
     if (e == MEM_OK && (h->flags & SHM_F_IOV) && h->total >= SHM_SPLIT_MIN &&
         split_start(c, h, MEM_REMOTE_WRITE, src, ns, &xerr)) {
         if (xerr) {
-            broken(c, f); /* the grant goes back as the connection ends */
-            return true;
+            transfer_failed(c, xerr, f); /* the grant goes back as the connection ends */
+            return xerr != -ESRCH;
         }
         return split_done(c, h, true, f);
     }
@@ -749,7 +867,8 @@ static bool take_write(struct shm_conn *c, const struct shm_msg *h, const uint8_
         ddp_term_for_write(ndk_xp_stag_fault(e), &t);
         refuse(c, h, &t, f);
     } else if (xerr) {
-        broken(c, f);
+        transfer_failed(c, xerr, f);
+        return xerr != -ESRCH; /* an ended peer's Write stays */
     } else if (h->flags & SHM_F_IOV) {
         respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
     }
@@ -779,15 +898,18 @@ static bool take_read(struct shm_conn *c, const struct shm_msg *h, const uint8_t
         int ns = peer_iovs(h, payload, sink), xerr = 0;
         if (ns >= 0 && h->total >= SHM_SPLIT_MIN && split_start(c, h, MEM_REMOTE_READ, sink, ns, &xerr)) {
             if (xerr) {
-                broken(c, f); /* the grant goes back as the connection ends */
-                return true;
+                transfer_failed(c, xerr, f); /* the grant goes back as the connection ends */
+                return xerr != -ESRCH;
             }
             return split_done(c, h, false, f);
         }
         enum mem_err e = ns < 0 ? MEM_OK
                                 : tagged_move(c, h->stag, h->to, h->total, MEM_REMOTE_READ, sink, ns, NULL, &xerr);
-        if (ns < 0 || xerr) {
+        if (ns < 0) {
             broken(c, f);
+        } else if (xerr) {
+            transfer_failed(c, xerr, f);
+            return xerr != -ESRCH; /* an ended peer's Read stays */
         } else if (e != MEM_OK) {
             ddp_term_for_read_source(ndk_xp_stag_fault(e), &t);
             refuse(c, h, &t, f);
@@ -833,6 +955,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0, answered = c->resp_out.mine;
     struct shm_msg h; /* read once: the peer may still write the ring */
     const uint8_t *payload;
+    c->pass_received = false;
     /* A receive posted from now on rings again (shm_after_receive). Read
      * first: the store is a fence, and a flag set since rang for a pass
      * that reads it after the eventfd's system calls. */
@@ -870,7 +993,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
     }
     if (corrupt)
         broken(c, f);
-    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    receives_flush(c);
     give_back(c, &c->req_in);
     /* The peer is woken for what we published: taking its requests alone
      * (every inline Send) gives it nothing to do, and the units it waits
@@ -893,6 +1016,7 @@ static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
     uint32_t taken = 0;
     struct shm_msg h;
     const uint8_t *payload;
+    c->pass_received = false;
     while (!c->flushed && !f->fail && (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
         if ((h.type != SHM_REQ_SEND && h.type != SHM_REQ_WRITE) || (h.flags & SHM_F_IOV) ||
             room_or_wait(&c->resp_out, 2) < 2)
@@ -901,7 +1025,7 @@ static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
             break;
         took(c, &c->req_in, &taken);
     }
-    ndk_xp_rcv_flush(c->qp, &c->rcv);
+    receives_flush(c);
 }
 
 /* ---- the initiator (sq_lock) ---- */
@@ -951,7 +1075,8 @@ static NTSTATUS source_of(struct ndk_qp_impl *qp, const struct ndk_swqe *w, stru
  * (h->total octets, at its iovecs): we move it between them and the
  * request's own memory, mapped again, unless the grant was taken back.
  * False: malformed. */
-static bool take_grant(struct shm_conn *c, struct ndk_swqe *w, const struct shm_msg *h, const uint8_t *payload)
+static bool take_grant(struct shm_conn *c, struct ndk_swqe *w, const struct shm_msg *h, const uint8_t *payload,
+                       struct shm_fail *f)
 {
     struct ndk_qp_impl *qp = c->qp;
     struct iovec theirs[MEM_LOCAL_IOV_MAX], v[MEM_LOCAL_IOV_MAX], piece[MEM_LOCAL_IOV_MAX];
@@ -971,12 +1096,12 @@ static bool take_grant(struct shm_conn *c, struct ndk_swqe *w, const struct shm_
         r = -EFAULT;
     if (!r && w->status == STATUS_SUCCESS) {
         int np = ndk_iov_slice(v, nv, h->off, h->total, piece, MEM_LOCAL_IOV_MAX);
-        r = np < 0 ? -EFAULT
-            : read ? shm_os_pull(c->peer, piece, np, theirs, nt)
-                   : shm_os_push(c->peer, piece, np, theirs, nt);
+        r = np < 0 ? -EFAULT : peer_move(c, !read, true, piece, np, theirs, nt);
     }
     __atomic_store_n(word, split_word(h->id, r ? SPLIT_FAILED : SPLIT_DONE), __ATOMIC_SEQ_CST);
     wake_peer(c);
+    if (r == -ESRCH)
+        transfer_failed(c, r, f);
     return true;
 }
 
@@ -1029,7 +1154,7 @@ static void take_responses(struct shm_conn *c, struct shm_fail *f)
             if (h.flags & SHM_F_LAST)
                 read_done(c, w);
         } else if (h.type == SHM_RESP_GRANT && (w->op == SWQE_READ || w->op == SWQE_WRITE)) {
-            if (!take_grant(c, w, &h, payload)) {
+            if (!take_grant(c, w, &h, payload, f)) {
                 corrupt = true;
                 break;
             }
@@ -1307,7 +1432,7 @@ static void drop_partial_send(struct shm_conn *c)
         ndk_xp_complete_receive(c->qp, c->rs->ctx, STATUS_CANCELLED, 0, false, 0, false);
     }
     while (c->ahead_next < c->ahead_n)
-        ndk_xp_complete_receive(c->qp, c->ahead[c->ahead_next++].ctx, STATUS_CANCELLED, 0, false, 0, false);
+        ndk_xp_complete_receive(c->qp, c->ahead->r[c->ahead_next++].ctx, STATUS_CANCELLED, 0, false, 0, false);
 }
 
 /* The connection ends here (once): every outstanding request completes. */
@@ -1361,11 +1486,26 @@ static bool take_from_ended_peer(struct shm_conn *c, uint32_t left, bool poller,
     /* Or the Terminate another thread took just before and has not
      * applied yet: its reason, not "peer left". */
     if (!f->fail && c->term_reason)
-        *f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr};
+        *f = (struct shm_fail){true, c->term_reason, STATUS_CANCELLED, c->term_perr, false};
     pthread_mutex_unlock(&dp->sq_lock);
     fail_set(f, left == SHM_LEFT_CLOSED ? NDK_DISCONNECT_REASON_PEER_CLOSED : NDK_DISCONNECT_REASON_ABORTED,
              STATUS_CANCELLED);
     return true;
+}
+
+/* The peer left (left), or its process ended (peer_gone: its pidfd, seen
+ * by the engine or by a transfer's look): the connection ends with what
+ * take_from_ended_peer finds. A busy poller that could not take a lock
+ * leaves it to the engine, which a peer that left rang and an ended
+ * process's pidfd wakes; a process found ended by a transfer's look may
+ * not have woken it yet, so it is rung. */
+static void end_with_peer(struct shm_conn *c, uint32_t left, bool poller)
+{
+    struct shm_fail f = {0};
+    if (take_from_ended_peer(c, left, poller, &f))
+        end_connection(c, &f);
+    else if (__atomic_load_n(&c->peer_gone, __ATOMIC_ACQUIRE))
+        shm_os_doorbell_ring(c->bell);
 }
 
 /* One pass over both incoming rings and the initiator queue. A busy poller
@@ -1377,9 +1517,8 @@ static void progress(struct shm_conn *c, bool poller)
     if (__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
         return;
     uint32_t left = __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE);
-    if (left) {
-        if (take_from_ended_peer(c, left, poller, &f))
-            end_connection(c, &f);
+    if (left || __atomic_load_n(&c->peer_gone, __ATOMIC_ACQUIRE)) {
+        end_with_peer(c, left, poller);
         return;
     }
     /* The initiator side has work only when a response came or requests
@@ -1417,7 +1556,9 @@ static void progress(struct shm_conn *c, bool poller)
         __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_failing, __ATOMIC_ACQUIRE);
     if (f.fail && hook)
         hook(c->qp);
-    if (f.fail)
+    if (f.fail && f.peer_ended)
+        end_with_peer(c, __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE), poller);
+    else if (f.fail)
         end_connection(c, &f);
 }
 
@@ -1456,7 +1597,7 @@ static void tick_while_waiting(struct shm_conn *c)
     if (wait == c->ticking)
         return;
     if (wait && !make_ticker(c)) {
-        end_connection(c, &(struct shm_fail){true, NDK_DISCONNECT_REASON_LOCAL_ERROR, STATUS_CANCELLED, 0});
+        end_connection(c, &(struct shm_fail){true, NDK_DISCONNECT_REASON_LOCAL_ERROR, STATUS_CANCELLED, 0, false});
         return;
     }
     shm_os_ticker_set(c->ticker, wait ? SHM_RX_WAIT_POLL_MS : 0);
@@ -1540,9 +1681,8 @@ static bool on_peer_exit(struct loop_watch *w, uint32_t events)
     struct shm_conn *c = container_of(w, struct shm_conn, pidfd_watch);
     if (__atomic_load_n(&c->stop, __ATOMIC_SEQ_CST) || __atomic_load_n(&c->dead, __ATOMIC_ACQUIRE))
         return true;
-    struct shm_fail f = {0};
-    take_from_ended_peer(c, __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE), false, &f);
-    end_connection(c, &f);
+    __atomic_store_n(&c->peer_gone, true, __ATOMIC_RELEASE);
+    end_with_peer(c, __atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE), false);
     return true;
 }
 
@@ -1665,7 +1805,8 @@ static void shm_forget(struct ndk_qp_impl *qp)
 static bool poll_finds_work(struct shm_conn *c)
 {
     return !__atomic_load_n(&c->dead, __ATOMIC_ACQUIRE) &&
-           (__atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE) || shm_ring_pending(&c->resp_in) ||
+           (__atomic_load_n(&c->hdr->side[1 - c->me].left, __ATOMIC_ACQUIRE) ||
+            __atomic_load_n(&c->peer_gone, __ATOMIC_RELAXED) || shm_ring_pending(&c->resp_in) ||
             __atomic_load_n(&c->tx_stalled, __ATOMIC_RELAXED) || shm_ring_pending(&c->req_in) ||
             __atomic_load_n(&c->qp->dp.rx_wait_until, __ATOMIC_RELAXED));
 }
@@ -1709,6 +1850,7 @@ static void conn_free(struct shm_conn *c)
     shm_os_close(c->peer_bell);
     shm_os_close(c->pidfd);
     shm_os_close(c->ticker);
+    free(c->ahead);
     free(c);
 }
 
@@ -1798,16 +1940,25 @@ static bool copy_forced(void)
     return env && strcmp(env, "1") == 0;
 }
 
-/* Can we reach the peer's memory? Reads its probe word (in the header),
- * and opens the pidfd the engine watches. */
+/* Can we reach the peer's memory? Opens the pidfd that the engine
+ * watches and that every transfer looks at (peer_move), of the process
+ * that connected the socket (shm_os_peer_pidfd), then reads the peer's
+ * probe word (its address and value in the header) as any transfer is
+ * made. The word holds a random value: on a kernel without SO_PEERPIDFD,
+ * where the pidfd is opened by pid, a process that got the pid of a peer
+ * that ended since would not hold it there, and copy mode (no transfer
+ * ever) follows. A peer found ended: no connection. */
 static int probe_peer(struct shm_conn *c)
 {
-    if ((c->pidfd = shm_os_pidfd(c->peer)) < 0)
+    if ((c->pidfd = shm_os_peer_pidfd(c->sock, c->peer)) < 0)
         return c->pidfd;
     const struct shm_side_hdr *p = &c->hdr->side[1 - c->me];
     uint64_t word = 0;
     struct iovec l = {&word, sizeof word}, r = {(void *)(uintptr_t)p->probe_addr, sizeof word};
-    c->probe_ok = !copy_forced() && shm_os_pull(c->peer, &l, 1, &r, 1) == 0 && word == p->probe_value;
+    int e = copy_forced() ? -EPERM : peer_move(c, false, true, &l, 1, &r, 1);
+    if (e == -ESRCH)
+        return e;
+    c->probe_ok = !e && word == p->probe_value;
     return 0;
 }
 
@@ -2060,4 +2211,13 @@ void ndk_shm_mark_published(struct ndk_qp_impl *qp)
     if (c)
         __atomic_store_n(&c->hdr->side[c->me].published, 1, __ATOMIC_SEQ_CST);
     pthread_mutex_unlock(&qp->dp.sq_lock);
+}
+
+bool ndk_shm_holds_ahead(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    struct shm_conn *c = qp->dp.xp == &shm_ops ? ndk_xp_ctx(qp) : NULL;
+    bool held = c && c->ahead;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return held;
 }

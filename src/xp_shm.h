@@ -66,5 +66,14 @@ void *ndk_shm_region(struct ndk_qp_impl *qp, int *side);
 /* ...and what a libndk side does at its first publish: says in the header
  * that it published, without which the peer reads none of its rings. */
 void ndk_shm_mark_published(struct ndk_qp_impl *qp);
+/* For tests: whether the QP's connection holds the block of receives
+ * taken ahead (allocated by the first run of small Sends that takes
+ * them, freed with the connection); false without such a connection. */
+bool ndk_shm_holds_ahead(struct ndk_qp_impl *qp);
+/* For tests: fn (NULL: none) is asked right before each single-copy
+ * transfer of every connection of this process, the set-up's probe
+ * included; true makes that transfer's look at the peer's pidfd report
+ * the peer's process ended. */
+void ndk_shm_test_peer_ended(bool (*fn)(struct ndk_qp_impl *qp));
 
 #endif

@@ -98,6 +98,38 @@ int shm_os_pidfd(pid_t pid)
     return fd < 0 ? -errno : (int)fd;
 }
 
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77 /* include/uapi/asm-generic/socket.h, Linux 6.5 */
+#endif
+
+int shm_os_peer_pidfd(int sock, pid_t pid)
+{
+    int fd = -1;
+    socklen_t l = sizeof fd;
+    if (getsockopt(sock, SOL_SOCKET, SO_PEERPIDFD, &fd, &l) == 0)
+        return fd;
+    /* Only a kernel that does not know the option falls back: any other
+     * error (the peer is gone) is the answer. pidfd_open(pid) names
+     * whoever holds pid now: the peer, unless it ended and was reaped
+     * since it connected, and then the set-up's probe does not find the
+     * peer's random word in that process's memory, so no process_vm_*
+     * call ever follows (copy mode; xp_shm.c, probe_peer). */
+    if (errno != ENOPROTOOPT)
+        return -errno;
+    return shm_os_pidfd(pid);
+}
+
+bool shm_os_ended(int pidfd)
+{
+    struct pollfd p = {.fd = pidfd, .events = POLLIN};
+    int n;
+    if (pidfd < 0)
+        return true; /* no pidfd, no way to tell: as ended */
+    while ((n = poll(&p, 1, 0)) < 0 && errno == EINTR)
+        ;
+    return n != 0; /* readable, or an error: nothing says it lives */
+}
+
 void shm_os_close(int fd)
 {
     if (fd >= 0)

@@ -34,6 +34,13 @@ int shm_os_ticker_new(void);
 void shm_os_ticker_set(int fd, int period_ms);
 /* A pidfd of pid: readable once that process ended. */
 int shm_os_pidfd(pid_t pid);
+/* A pidfd of the process at the other end of the UNIX socket sock, whose
+ * pid is pid: the very process, by reference (SO_PEERPIDFD, Linux 6.5),
+ * else, on a kernel without that option, shm_os_pidfd(pid). */
+int shm_os_peer_pidfd(int sock, pid_t pid);
+/* Whether the process of pidfd ended (its pidfd is readable, or there is
+ * no pidfd to tell); no wait. */
+bool shm_os_ended(int pidfd);
 void shm_os_close(int fd);
 pid_t shm_os_self(void);
 
@@ -48,7 +55,9 @@ int shm_os_peer(int sock, pid_t *pid, bool *same_user);
 
 /* Moves every octet between our iovecs and the peer's (its addresses),
  * looping over partial transfers: pull reads the peer into ours, push
- * writes ours into the peer. */
+ * writes ours into the peer. The peer is named by pid, which names
+ * another process once the peer ended and was reaped: the caller looks
+ * at the peer's pidfd first (shm_os_ended; xp_shm.c, peer_move). */
 int shm_os_pull(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
 int shm_os_push(pid_t pid, const struct iovec *local, int nl, const struct iovec *remote, int nr);
 

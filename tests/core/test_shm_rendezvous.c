@@ -5,9 +5,12 @@
  * a hello whose descriptor is not the initiator's TCP socket, another
  * user) keep TCP; the
  * data is exact either way; a peer killed with SIGKILL flushes everything
- * and fires the disconnect event once; 64 connections add no thread. The transport each QP uses is read
+ * and fires the disconnect event once, and so does a peer that a single-copy
+ * transfer's look at its pidfd finds ended; 64 connections add no thread.
+ * The transport each QP uses is read
  * from the stat snapshot ndkstat shows (its qp lines' transport=). */
 #include <dirent.h>
+#include <stdatomic.h>
 #include <signal.h>
 #include <sys/un.h>
 #include <sys/wait.h>
@@ -632,6 +635,106 @@ DP_CASE(two_processes_select_shm_and_survive_kill)
     dp_side_close(&p);
 }
 
+/* The look at the peer's pidfd that every single-copy transfer makes
+ * first (xp_shm.c, peer_move; a pid names another process once the peer
+ * ended and was reaped) made to report the peer ended, for the passive
+ * side's QP alone (ndk_shm_test_peer_ended). */
+static struct ndk_qp_impl *_Atomic g_ended_qp;
+static _Atomic unsigned g_ended_looks;
+
+static bool peer_ended_for(struct ndk_qp_impl *qp)
+{
+    if (qp != atomic_load(&g_ended_qp))
+        return false;
+    atomic_fetch_add(&g_ended_looks, 1);
+    return true;
+}
+
+static bool all_zero(const uint8_t *p, size_t len)
+{
+    for (size_t i = 0; i < len; i++)
+        if (p[i])
+            return false;
+    return true;
+}
+
+/* The passive side, with three receives posted, finds its peer ended at
+ * a transfer: as the target pulling a Send of 2000 octets (read: false),
+ * or as the initiator moving its granted part of a split Read of 256 KiB
+ * (read). Nothing is moved (the receive the Send took, the granted part
+ * of the Read's sink stay zero); every request of the passive side
+ * completes once, cancelled; its disconnect event fires once, as when
+ * the engine sees the pidfd readable; then the active side's requests
+ * complete too, and nothing is left (the case's checks, LeakSanitizer). */
+static void peer_ended_at_transfer(bool read)
+{
+    dp_pair x;
+    REQUIRE(pair_open(&x, 0, 0, NULL));
+    dp_conn *c = x.c;
+    REQUIRE(qps_on("shm") == 2);
+    const size_t len = 256 * KiB;
+    dp_mr ma, mp;
+    uint8_t *src = dp_buf_reg(&x.a, &ma, len, NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ, 5);
+    uint8_t *dst = dp_buf_reg(&x.p, &mp, 4 * len, DP_SINK_FLAGS, 0);
+    REQUIRE(src && dst);
+    memset(dst, 0, 4 * len);
+    for (int i = 0; i < 3; i++) {
+        NDK_SGE g = dp_sge(&mp, i * len, (ULONG)len);
+        DP_CHECK_ST(dp_recv(c->qp, DP_CTX(10 + i), &g, 1), STATUS_SUCCESS);
+    }
+    atomic_store(&g_ended_looks, 0);
+    atomic_store(&g_ended_qp, qp_impl(c->qp));
+    ndk_shm_test_peer_ended(peer_ended_for);
+    if (read) {
+        NDK_SGE g = dp_sge(&mp, 3 * len, (ULONG)len);
+        DP_CHECK_ST(dp_read(c->qp, DP_CTX(20), &g, 1, src, ma.rtok, 0), STATUS_SUCCESS);
+    } else {
+        NDK_SGE g = dp_sge(&ma, 0, 2000);
+        DP_CHECK_ST(dp_send(c->qa, DP_CTX(30), &g, 1, 0), STATUS_SUCCESS);
+    }
+    ULONG n = read ? 4 : 3;
+    NDK_RESULT_EX r[4];
+    DP_WAIT(c->cqp, r, n);
+    for (ULONG i = 0; i < n; i++)
+        DP_CHECK_ST(r[i].Status, STATUS_CANCELLED);
+    for (int i = 0; i < 3; i++)
+        CHECK_EQ(dp_count_ctx(r, n, DP_CTX(10 + i)), 1);
+    if (read)
+        CHECK_EQ(dp_count_ctx(r, n, DP_CTX(20)), 1);
+    CHECK(tl_event_wait(&c->disc_p, 1, DP_WAIT_MS));
+    CHECK(atomic_load(&g_ended_looks) >= 1);
+    /* The target moves the first half of a split Read itself, rounded
+     * down to 4 KiB (docs/shm.md, Bandwidth); the rest was the passive
+     * side's, which it never moved. */
+    CHECK(read ? all_zero(dst + 3 * len + len / 2, len / 2) : all_zero(dst, len));
+    ndk_shm_test_peer_ended(NULL);
+    atomic_store(&g_ended_qp, NULL);
+    /* The application answers its disconnect event: the active side's
+     * connection ends, and its Send (it waited for the pull) completes. */
+    dp_disconnect(c->cp);
+    if (!read) {
+        DP_WAIT(c->cqa, r, 1);
+        CHECK(r[0].RequestContext == DP_CTX(30));
+    }
+    /* Nothing completes twice, and the event does not come again (a
+     * short look: the ends ran before the event and the answer). */
+    CHECK_EQ(dp_quiet(c->cqp, r, 4, 50) + dp_quiet(c->cqa, r, 4, 1), 0);
+    CHECK_EQ(tl_event_count(&c->disc_p), 1);
+    dp_mr_close(&ma);
+    dp_mr_close(&mp);
+    dp_pair_close(&x);
+}
+
+DP_CASE(peer_found_ended_at_a_pull)
+{
+    peer_ended_at_transfer(false);
+}
+
+DP_CASE(peer_found_ended_at_a_granted_part)
+{
+    peer_ended_at_transfer(true);
+}
+
 int main(int argc, char **argv)
 {
     tl_init(argc, argv);
@@ -656,5 +759,7 @@ int main(int argc, char **argv)
     RUN_FAM(mute_peer_keeps_tcp);
     RUN_FAM(checks_refuse_keep_tcp);
     RUN_FAM(silent_connections_do_not_hold_the_fast_path);
+    RUN_FAM(peer_found_ended_at_a_pull);
+    RUN_FAM(peer_found_ended_at_a_granted_part);
     return tl_finish();
 }
