@@ -305,6 +305,7 @@ bool ndk_test_hooks_set(NDK_ADAPTER *pAdapter, const struct ndk_test_hooks *hook
     __atomic_store_n(&to->shm_posted, h->shm_posted, __ATOMIC_RELEASE);
     __atomic_store_n(&to->shm_answered, h->shm_answered, __ATOMIC_RELEASE);
     __atomic_store_n(&to->shm_pass, h->shm_pass, __ATOMIC_RELEASE);
+    __atomic_store_n(&to->shm_peer_ended, h->shm_peer_ended, __ATOMIC_RELEASE);
     return true;
 }
 

@@ -183,6 +183,9 @@ struct ndk_test_hooks {
     /* The engine ran pass `pass` (0: the first) of a wake-up of a
      * same-host connection, no QP lock held (xp_shm.c, serve). */
     void (*shm_pass)(struct ndk_qp_impl *qp, int pass);
+    /* Asked before a single-copy transfer looks at the peer's pidfd;
+     * true: the peer is taken as ended (xp_shm.c, peer_move). */
+    bool (*shm_peer_ended)(struct ndk_qp_impl *qp);
 };
 /* Sets the hooks of the adapter's device, every view of it included, to
  * *hooks (NULL: none); a hook already entered may still run. Each field is

@@ -301,14 +301,6 @@ static uint32_t room_or_wait(struct shm_ring *r, uint32_t need)
 
 /* ---- single-copy transfers ---- */
 
-/* Tests: asked before each transfer; true: the peer is taken as ended. */
-static bool (*test_peer_ended)(struct ndk_qp_impl *qp);
-
-void ndk_shm_test_peer_ended(bool (*fn)(struct ndk_qp_impl *qp))
-{
-    __atomic_store_n(&test_peer_ended, fn, __ATOMIC_RELEASE);
-}
-
 /* Moves octets between our iovecs and the peer's memory (push: ours into
  * the peer's), unless the peer's process ended: -ESRCH then, and the
  * connection ends as when the engine sees its pidfd (end_with_peer).
@@ -334,7 +326,8 @@ static int peer_move(struct shm_conn *c, bool push, bool look, const struct iove
                      const struct iovec *theirs, int nt)
 {
     if (look) {
-        bool (*hook)(struct ndk_qp_impl *) = __atomic_load_n(&test_peer_ended, __ATOMIC_ACQUIRE);
+        bool (*hook)(struct ndk_qp_impl *) =
+            __atomic_load_n(&c->qp->obj.ad->dev->test_hooks.shm_peer_ended, __ATOMIC_ACQUIRE);
         if ((hook && hook(c->qp)) || shm_os_ended(c->pidfd)) {
             __atomic_store_n(&c->peer_gone, true, __ATOMIC_RELEASE);
             return -ESRCH;

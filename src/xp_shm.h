@@ -70,10 +70,5 @@ void ndk_shm_mark_published(struct ndk_qp_impl *qp);
  * taken ahead (allocated by the first run of small Sends that takes
  * them, freed with the connection); false without such a connection. */
 bool ndk_shm_holds_ahead(struct ndk_qp_impl *qp);
-/* For tests: fn (NULL: none) is asked right before each single-copy
- * transfer of every connection of this process, the set-up's probe
- * included; true makes that transfer's look at the peer's pidfd report
- * the peer's process ended. */
-void ndk_shm_test_peer_ended(bool (*fn)(struct ndk_qp_impl *qp));
 
 #endif

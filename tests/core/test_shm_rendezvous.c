@@ -638,7 +638,7 @@ DP_CASE(two_processes_select_shm_and_survive_kill)
 /* The look at the peer's pidfd that every single-copy transfer makes
  * first (xp_shm.c, peer_move; a pid names another process once the peer
  * ended and was reaped) made to report the peer ended, for the passive
- * side's QP alone (ndk_shm_test_peer_ended). */
+ * side's QP alone (the device's test hook shm_peer_ended). */
 static struct ndk_qp_impl *_Atomic g_ended_qp;
 static _Atomic unsigned g_ended_looks;
 
@@ -684,7 +684,8 @@ static void peer_ended_at_transfer(bool read)
     }
     atomic_store(&g_ended_looks, 0);
     atomic_store(&g_ended_qp, qp_impl(c->qp));
-    ndk_shm_test_peer_ended(peer_ended_for);
+    struct ndk_test_hooks hooks = {.shm_peer_ended = peer_ended_for};
+    REQUIRE(ndk_test_hooks_set(x.p.ad, &hooks));
     if (read) {
         NDK_SGE g = dp_sge(&mp, 3 * len, (ULONG)len);
         DP_CHECK_ST(dp_read(c->qp, DP_CTX(20), &g, 1, src, ma.rtok, 0), STATUS_SUCCESS);
@@ -707,7 +708,7 @@ static void peer_ended_at_transfer(bool read)
      * down to 4 KiB (docs/shm.md, Bandwidth); the rest was the passive
      * side's, which it never moved. */
     CHECK(read ? all_zero(dst + 3 * len + len / 2, len / 2) : all_zero(dst, len));
-    ndk_shm_test_peer_ended(NULL);
+    REQUIRE(ndk_test_hooks_set(x.p.ad, NULL));
     atomic_store(&g_ended_qp, NULL);
     /* The application answers its disconnect event: the active side's
      * connection ends, and its Send (it waited for the pull) completes. */
