@@ -12,13 +12,10 @@
 #include <pthread.h>
 #include <sched.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 
-#include "objects.h"
-#include "ndktest.h"
 #include "testlib.h"
 #include "xp_loopback.h"
+#include "xp_side.h"
 
 #define BUF 4096
 #define DEPTH 16
@@ -26,64 +23,17 @@
 #define POST_FOR_MS 10000 /* a poster's bound per round (it stops at the disconnect) */
 #define POSTS_BEFORE 8   /* each poster's posts before the disconnect starts */
 
-struct side {
-    NDK_ADAPTER *ad;
-    NDK_PD *pd;
-    NDK_CQ *cq;
-    NDK_QP *qp;
-    NDK_MR *mr;
-    UINT32 ltok, rtok;
-    uint8_t *buf;
+/* A fresh pair of QPs each round, on the same sides. */
+static const struct side_shape SHAPE = {
+    .buf_len = BUF,
+    .cq_depth = 4 * DEPTH,
+    .rq_depth = DEPTH,
+    .sq_depth = DEPTH,
+    .mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+    .qp_apart = true,
 };
 
 static struct side A, B;
-
-static struct ndk_qp_impl *impl(NDK_QP *qp)
-{
-    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
-}
-
-static void cq_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st;
-}
-
-static bool side_up(struct side *s)
-{
-    MDL mdl = {0};
-    s->buf = aligned_alloc(4096, BUF);
-    if (!s->buf)
-        return false;
-    memset(s->buf, 0, BUF);
-    mdl.StartVa = s->buf;
-    mdl.ByteCount = BUF;
-    return ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &s->ad) == STATUS_SUCCESS &&
-           s->ad->Dispatch->NdkCreatePd(s->ad, NULL, NULL, &s->pd) == STATUS_SUCCESS &&
-           s->ad->Dispatch->NdkCreateCq(s->ad, 4 * DEPTH, cq_notify, NULL, NULL, NULL, NULL, &s->cq) ==
-               STATUS_SUCCESS &&
-           s->pd->Dispatch->NdkCreateMr(s->pd, FALSE, NULL, NULL, &s->mr) == STATUS_SUCCESS &&
-           s->mr->Dispatch->NdkRegisterMr(s->mr, &mdl, BUF,
-                                          NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-                                          NULL, NULL) == STATUS_SUCCESS &&
-           (s->ltok = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr), true) &&
-           (s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr), true);
-}
-
-static bool qp_up(struct side *s)
-{
-    return s->pd->Dispatch->NdkCreateQp(s->pd, s->cq, s->cq, s, DEPTH, DEPTH, 4, 4, 0, NULL, NULL,
-                                        &s->qp) == STATUS_SUCCESS;
-}
-
-static void side_down(struct side *s)
-{
-    nt_close(s->mr);
-    nt_close(s->cq);
-    nt_close(s->pd);
-    ndk_close_adapter(s->ad);
-    free(s->buf);
-    memset(s, 0, sizeof *s);
-}
 
 struct poster {
     struct side *from, *to;
@@ -97,7 +47,7 @@ struct poster {
 static void *post_loop(void *arg)
 {
     struct poster *p = arg;
-    NDK_SGE s = {.VirtualAddress = p->from->buf, .Length = 8, .MemoryRegionToken = p->from->ltok};
+    NDK_SGE s = sge(p->from, 0, 8);
     NDK_QP *qp = p->from->qp;
     uint64_t end = tl_now_ns() + (uint64_t)POST_FOR_MS * 1000000;
     for (unsigned i = 0; (i & 1023) || tl_now_ns() < end; i++) {
@@ -136,10 +86,10 @@ static int drain(struct side *s)
 
 static void t_post_while_disconnecting(void)
 {
-    REQUIRE(side_up(&A) && side_up(&B));
+    REQUIRE(side_up(&A, &SHAPE) && side_up(&B, &SHAPE));
     int rounds = 0, cut = 0;
     for (; rounds < ROUNDS; rounds++) {
-        REQUIRE(qp_up(&A) && qp_up(&B));
+        REQUIRE(side_qp_up(&A, &SHAPE) && side_qp_up(&B, &SHAPE));
         struct ndk_lo_pair *pair = ndk_lo_connect(impl(A.qp), impl(B.qp));
         REQUIRE(pair != NULL);
         struct poster pa = {.from = &A, .to = &B}, pb = {.from = &B, .to = &A};

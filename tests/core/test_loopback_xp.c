@@ -6,81 +6,31 @@
  * receive, Write, Read, DEFER, a window bound and remotely invalidated, and
  * each way a peer's check ends the connection. Completions are in the CQs
  * when the post returns (the loopback runs requests in the posting thread). */
-#include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 
-#include "objects.h"
-#include "ndktest.h"
 #include "testlib.h"
 #include "xp_loopback.h"
+#include "xp_side.h"
 
 #define BUF 4096
 #define DEPTH 16
 
-struct side {
-    NDK_ADAPTER *ad;
-    NDK_PD *pd;
-    NDK_CQ *cq;
-    NDK_QP *qp;
-    NDK_MR *mr;
-    UINT32 ltok, rtok;
-    uint8_t *buf;
+static const struct side_shape SHAPE = {
+    .buf_len = BUF,
+    .cq_depth = 4 * DEPTH,
+    .rq_depth = DEPTH,
+    .sq_depth = DEPTH,
+    .inline_len = 64,
+    .mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
 };
 
 static struct side A, B;
 static struct ndk_lo_pair *g_pair;
 
-static struct ndk_qp_impl *impl(NDK_QP *qp)
-{
-    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
-}
-
-static void cq_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st;
-}
-
-static bool side_up(struct side *s)
-{
-    MDL mdl = {0};
-    s->buf = aligned_alloc(4096, BUF);
-    if (!s->buf)
-        return false;
-    memset(s->buf, 0, BUF);
-    mdl.StartVa = s->buf;
-    mdl.ByteCount = BUF;
-    return ndk_open_adapter("lo", (NDK_VERSION){2, 1}, NULL, &s->ad) == STATUS_SUCCESS &&
-           s->ad->Dispatch->NdkCreatePd(s->ad, NULL, NULL, &s->pd) == STATUS_SUCCESS &&
-           s->ad->Dispatch->NdkCreateCq(s->ad, 4 * DEPTH, cq_notify, NULL, NULL, NULL, NULL, &s->cq) ==
-               STATUS_SUCCESS &&
-           s->pd->Dispatch->NdkCreateQp(s->pd, s->cq, s->cq, s, DEPTH, DEPTH, 4, 4, 64, NULL, NULL,
-                                        &s->qp) == STATUS_SUCCESS &&
-           s->pd->Dispatch->NdkCreateMr(s->pd, FALSE, NULL, NULL, &s->mr) == STATUS_SUCCESS &&
-           s->mr->Dispatch->NdkRegisterMr(s->mr, &mdl, BUF,
-                                          NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-                                              NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-                                          NULL, NULL) == STATUS_SUCCESS &&
-           (s->ltok = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr), true) &&
-           (s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr), true);
-}
-
-static void side_down(struct side *s)
-{
-    if (s->qp)
-        nt_close(s->qp);
-    nt_close(s->mr);
-    nt_close(s->cq);
-    nt_close(s->pd);
-    ndk_close_adapter(s->ad);
-    free(s->buf);
-    memset(s, 0, sizeof *s);
-}
-
 /* Each case starts from a fresh pair of connected QPs. */
 static bool pair_up(void)
 {
-    if (!side_up(&A) || !side_up(&B))
+    if (!side_up(&A, &SHAPE) || !side_up(&B, &SHAPE))
         return false;
     g_pair = ndk_lo_connect(impl(A.qp), impl(B.qp));
     return g_pair != NULL;
@@ -93,11 +43,6 @@ static void pair_down(void)
     g_pair = NULL;
     side_down(&A);
     side_down(&B);
-}
-
-static NDK_SGE sge(struct side *s, size_t off, ULONG len)
-{
-    return (NDK_SGE){.VirtualAddress = s->buf + off, .Length = len, .MemoryRegionToken = s->ltok};
 }
 
 /* Takes exactly one completion from s's CQ. */

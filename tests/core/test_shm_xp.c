@@ -21,11 +21,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ndktest.h"
-#include "objects.h"
 #include "shm_ring.h"
 #include "testlib.h"
 #include "xp_shm.h"
+#include "xp_side.h"
 
 #define BUF (4u << 20)
 #define DEPTH 32
@@ -36,16 +35,6 @@
 #define WRITE_AT (1u << 20)
 #define READ_AT (2u << 20)
 #define SEED_B 77
-
-struct side {
-    NDK_ADAPTER *ad;
-    NDK_PD *pd;
-    NDK_CQ *cq;
-    NDK_QP *qp;
-    NDK_MR *mr;
-    UINT32 ltok, rtok;
-    uint8_t *buf;
-};
 
 enum cmd {
     C_INFO,
@@ -96,11 +85,6 @@ static pid_t g_child;
 static bool g_copy;
 static ULONG g_parent_grace_ms; /* pair_up's ReceiveGraceMs for the parent (0: the default) */
 
-static struct ndk_qp_impl *impl(NDK_QP *qp)
-{
-    return container_of(ndk_obj_from_pub(qp, NdkObjectTypeQp), struct ndk_qp_impl, obj);
-}
-
 static uint8_t pat(uint32_t seed, uint64_t i)
 {
     return (uint8_t)(seed + i * 13 + (i >> 9));
@@ -120,38 +104,24 @@ static bool same(const uint8_t *p, uint64_t len, uint32_t seed, uint64_t from)
     return true;
 }
 
-static void cq_notify(PVOID ctx, NTSTATUS st)
-{
-    (void)ctx, (void)st;
-}
-
 static bool g_busy;      /* the parent's adapter busy-polls (t_garbage) */
 static ULONG g_engines; /* its MaxEngines (0: the default) */
 
-static bool side_up(struct side *s, ULONG grace_ms)
+/* Opens this process's side of the case (the parent's or the child's). */
+static bool side_open(struct side *s, ULONG grace_ms)
 {
     NDK_OPEN_OPTIONS o = {.Size = sizeof o, .ReceiveGraceMs = grace_ms, .Flags = g_busy ? NDK_OPEN_FLAG_BUSY_POLL : 0,
                          .MaxEngines = g_engines};
-    MDL mdl = {0};
-    s->buf = aligned_alloc(4096, BUF);
-    if (!s->buf)
-        return false;
-    memset(s->buf, 0, BUF);
-    mdl.StartVa = s->buf;
-    mdl.ByteCount = BUF;
-    return ndk_open_adapter("lo", (NDK_VERSION){2, 1}, &o, &s->ad) == STATUS_SUCCESS &&
-           s->ad->Dispatch->NdkCreatePd(s->ad, NULL, NULL, &s->pd) == STATUS_SUCCESS &&
-           s->ad->Dispatch->NdkCreateCq(s->ad, CQ_DEPTH, cq_notify, NULL, NULL, NULL, NULL, &s->cq) ==
-               STATUS_SUCCESS &&
-           s->pd->Dispatch->NdkCreateQp(s->pd, s->cq, s->cq, s, 4096, DEPTH, 4, 4, 64, NULL, NULL, &s->qp) ==
-               STATUS_SUCCESS &&
-           s->pd->Dispatch->NdkCreateMr(s->pd, FALSE, NULL, NULL, &s->mr) == STATUS_SUCCESS &&
-           s->mr->Dispatch->NdkRegisterMr(s->mr, &mdl, BUF,
-                                          NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ |
-                                              NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
-                                          NULL, NULL) == STATUS_SUCCESS &&
-           (s->ltok = s->mr->Dispatch->NdkGetLocalTokenFromMr(s->mr), true) &&
-           (s->rtok = s->mr->Dispatch->NdkGetRemoteTokenFromMr(s->mr), true);
+    const struct side_shape shape = {
+        .open = &o,
+        .buf_len = BUF,
+        .cq_depth = CQ_DEPTH,
+        .rq_depth = 4096,
+        .sq_depth = DEPTH,
+        .inline_len = 64,
+        .mr_flags = NDK_MR_FLAG_ALLOW_LOCAL_WRITE | NDK_MR_FLAG_ALLOW_REMOTE_READ | NDK_MR_FLAG_ALLOW_REMOTE_WRITE,
+    };
+    return side_up(s, &shape);
 }
 
 static bool next(struct side *s, NDK_RESULT_EX *r);
@@ -276,10 +246,13 @@ static bool garbage(uint32_t kind, UINT32 tok, uint64_t at)
     return true;
 }
 
-static void side_down(struct side *s)
+/* Closes the side: the QP first, then what the child's commands made on
+ * it (its window, its fast-register MR and LAM), then the rest. */
+static void side_close(struct side *s)
 {
     if (s->qp)
         nt_close(s->qp);
+    s->qp = NULL;
     if (g_mw)
         nt_close(g_mw);
     g_mw = NULL;
@@ -289,21 +262,7 @@ static void side_down(struct side *s)
     if (g_fr)
         nt_close(g_fr);
     g_fr = NULL;
-    if (s->mr)
-        nt_close(s->mr);
-    if (s->cq)
-        nt_close(s->cq);
-    if (s->pd)
-        nt_close(s->pd);
-    if (s->ad)
-        ndk_close_adapter(s->ad);
-    free(s->buf);
-    memset(s, 0, sizeof *s);
-}
-
-static NDK_SGE sge(struct side *s, uint64_t off, ULONG len)
-{
-    return (NDK_SGE){.VirtualAddress = s->buf + off, .Length = len, .MemoryRegionToken = s->ltok};
+    side_down(s);
 }
 
 /* The next completion, waiting at most WAIT_MS (busy: the CQ is polled). */
@@ -474,7 +433,7 @@ static int child_main(int ctl, int sock, bool copy, ULONG grace_ms)
     struct msg m = {0};
     bool cm = false;
     const struct ndk_test_hooks hooks = {.shm_answered = count_at_answer};
-    if (side_up(&S, grace_ms) && ndk_test_hooks_set(S.ad, &hooks)) {
+    if (side_open(&S, grace_ms) && ndk_test_hooks_set(S.ad, &hooks)) {
         fill(S.buf + READ_AT, 1u << 20, SEED_B, 0);
         m.status = ndk_shm_connect(impl(S.qp), sock, false, NDK_MAX_IRD, NDK_MAX_ORD, WAIT_MS, &cm);
     } else {
@@ -484,7 +443,7 @@ static int child_main(int ctl, int sock, bool copy, ULONG grace_ms)
     close(sock);
     if (msg_io(ctl, &m, true) && m.status == STATUS_SUCCESS)
         child_serve(ctl);
-    side_down(&S);
+    side_close(&S);
     return tl_failures ? 1 : 0;
 }
 
@@ -541,7 +500,7 @@ static bool pair_up(bool copy, ULONG child_grace_ms, uint64_t *peer_buf, UINT32 
     struct pollfd p = {.fd = lfd, .events = POLLIN};
     sock[0] = g_child > 0 && poll(&p, 1, WAIT_MS) == 1 ? accept4(lfd, NULL, NULL, SOCK_CLOEXEC) : -1;
     close(lfd);
-    if (sock[0] < 0 || !side_up(&S, g_parent_grace_ms)) {
+    if (sock[0] < 0 || !side_open(&S, g_parent_grace_ms)) {
         if (sock[0] >= 0)
             close(sock[0]);
         return false;
@@ -578,7 +537,7 @@ static void pair_down(void)
     if (g_ctl >= 0)
         close(g_ctl);
     g_ctl = -1;
-    side_down(&S);
+    side_close(&S);
 }
 
 /* The QP's disconnect reason, once the connection ended (bounded wait). */
@@ -1550,7 +1509,7 @@ static pid_t spawn_mute(bool hold, int *sock, int *ctl_out)
 static void t_connect_fails(void)
 {
     unsigned fds = tl_open_fds();
-    REQUIRE(side_up(&S, 0));
+    REQUIRE(side_open(&S, 0));
     for (int hold = 0; hold < 2; hold++) {
         int sock, ctl;
         pid_t pid = spawn_mute(hold, &sock, &ctl);
@@ -1582,7 +1541,7 @@ static void t_connect_fails(void)
     close(pp[1]);
     if (zero >= 0)
         close(zero);
-    side_down(&S);
+    side_close(&S);
     CHECK_EQ(tl_open_fds(), fds);
     uint64_t pb;
     UINT32 pt;
