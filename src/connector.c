@@ -1773,7 +1773,8 @@ static struct ndk_connector_impl *conn_alloc(struct ndk_adapter_impl *ad)
  * connection from a callback of its QP's CQ (or of the connection before)
  * so has its connector already on its QP's engine, and NdkConnect takes
  * one engine lock, not the first engine's as well (bench/connrate, two
- * engines: futex calls per connection fell by about half).
+ * engines, one process: futex calls per connection fell from about 5 to
+ * about 2).
  */
 static struct ndk_engine *creator_engine(struct ndk_device *dev)
 {
