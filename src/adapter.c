@@ -340,7 +340,8 @@ NDK_API ULONG ndk_adapter_object_count(NDK_ADAPTER *pAdapter, NDK_OBJECT_TYPE Ty
 /* Tears down, without callbacks, every object of the view (newest first:
  * successors go before what they depend on). An object another view's
  * objects still depend on stays until they let go of it, then finishes
- * silently; the view is freed with its last object. Device lock held. */
+ * silently; the view is freed with its last object. Every engine's lock
+ * and the device lock held. */
 static void view_teardown(struct ndk_adapter_impl *ad)
 {
     for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
@@ -361,6 +362,8 @@ static void view_teardown(struct ndk_adapter_impl *ad)
     /* What is left is held by another view's objects: closed as by its
      * own close (no more events), finishing silently once let go. */
     for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
+        if (o->ops->close_engine)
+            o->ops->close_engine(o);
         if (o->ops->close_start)
             o->ops->close_start(o);
         o->close_pending = true;
@@ -398,18 +401,32 @@ static void view_close(struct ndk_adapter_impl *ad)
     struct ndk_device *dev = ad->dev;
     pthread_mutex_lock(&dev->lock);
     ad->obj.magic = 0; /* no new use through this view */
-    /* Every callback already queued for its objects is delivered first,
-     * as when the last view closes (ndk_close_adapter in ndk.h). */
-    while (__atomic_load_n(&ad->callbacks, __ATOMIC_ACQUIRE))
-        pthread_cond_wait(&dev->cb_done, &dev->lock);
+    for (;;) {
+        /* Every callback already queued for its objects is delivered
+         * first, as when the last view closes (ndk_close_adapter in
+         * ndk.h); the engines settle them under their own lock, so none
+         * is held while waiting. */
+        while (__atomic_load_n(&ad->callbacks, __ATOMIC_ACQUIRE))
+            pthread_cond_wait(&dev->cb_done, &dev->lock);
+        /* The teardown ends connectors and listeners on every engine:
+         * their engines' locks come first (docs/architecture.md, Threads
+         * and locks). */
+        pthread_mutex_unlock(&dev->lock);
+        ndk_engines_lock_from(dev, 0);
+        pthread_mutex_lock(&dev->lock);
+        if (!__atomic_load_n(&ad->callbacks, __ATOMIC_ACQUIRE))
+            break;
+        ndk_engines_unlock_from(dev, 0);
+    }
     view_teardown(ad);
     for (unsigned i = 0; i < dev->nengines; i++)
         view_purge_callbacks(&dev->engines[i], ad);
     ad->closed = true;
     if (!ad->objects)
         ndk_view_retire(ad);
-    loop_kick(&ndk_dev_engine0(dev)->loop);
+    ndk_kick(ndk_dev_engine0(dev));
     pthread_mutex_unlock(&dev->lock);
+    ndk_engines_unlock_from(dev, 0);
 }
 
 /* The last view closed: the engines end, and every object left (the
@@ -434,7 +451,7 @@ static void device_close(struct ndk_device *dev)
                     o->ops->destroy(o);
             }
             o->free_next = dev->free_list;
-            dev->free_list = o;
+            __atomic_store_n(&dev->free_list, o, __ATOMIC_RELAXED); /* engines stopped */
         }
     }
     while (dev->views) {
@@ -442,11 +459,12 @@ static void device_close(struct ndk_device *dev)
         dev->views = ad->view_next;
         ad->obj.magic = 0;
         ad->view_next = dev->dead_views;
-        dev->dead_views = ad;
+        __atomic_store_n(&dev->dead_views, ad, __ATOMIC_RELAXED);
     }
     for (unsigned i = 0; i < dev->nengines; i++)
         dev->engines[i].cbq_head = dev->engines[i].cbq_tail = NULL;
-    ndk_linger_flush(&dev->lingers);
+    for (unsigned i = 0; i < dev->nengines; i++)
+        ndk_linger_flush(&dev->engines[i].lingers);
     ndk_free_all(dev);
     pthread_mutex_unlock(&dev->lock);
     device_free(dev);

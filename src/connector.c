@@ -37,7 +37,8 @@ static struct ndk_connector_impl *conn_from(NDK_CONNECTOR *p)
 
 /* The loop of the connector's engine: its QP's once NdkConnect or
  * NdkAccept gave it one (conn_place), before that the listener's or the
- * first. Device lock or mask_lock held. */
+ * first. That engine's lock or mask_lock held (conn_place changes it under
+ * both). */
 static struct loop *conn_loop(struct ndk_connector_impl *c)
 {
     return &c->obj.engine->loop;
@@ -173,7 +174,7 @@ static const struct ndk_transport_ops socket_transport = {
     .mulpdu = tr_mulpdu,
 };
 
-/* Connection management wants the socket's events under the device lock
+/* Connection management wants the socket's events under the engine's lock
  * again (docs/architecture.md, Threads and locks). An engine already in
  * conn_dp_unlocked finishes there: it takes the lock for whatever its
  * input leaves to decide. */
@@ -265,7 +266,7 @@ static const char *reason_name(ULONG why)
 /* A Terminate that connection set-up sends (the data path logs its own). */
 static void log_setup_term(struct ndk_connector_impl *c, uint8_t layer, uint8_t etype, uint8_t code)
 {
-    c->obj.ad->st.setup_term_tx++;
+    NDK_CM_STAT_INC(c->obj.ad, setup_term_tx);
     CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate sent: %s", term_describe(layer, etype, code));
 }
 
@@ -353,9 +354,9 @@ static bool peer_went_away(struct ndk_connector_impl *c)
 static void connect_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
     if (st == STATUS_CONNECTION_REFUSED)
-        c->obj.ad->st.connect_refused++;
+        NDK_CM_STAT_INC(c->obj.ad, connect_refused);
     else
-        c->obj.ad->st.connect_failed++;
+        NDK_CM_STAT_INC(c->obj.ad, connect_failed);
     CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "connect failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->connect_req, st);
@@ -419,7 +420,7 @@ static void on_reply(struct ndk_connector_impl *c, enum mpa_neg_event ev)
     c->pd_window_open = true; /* the accept's or the reject's private data */
     if (ev == MPA_NEG_PEER_REJECTED) {
         /* 7.2: the reject private data stays readable after the refusal. */
-        c->obj.ad->st.connect_refused++;
+        NDK_CM_STAT_INC(c->obj.ad, connect_refused);
         CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "connect rejected by the peer (%u octets of private data)",
                  (unsigned)rep->pd_len);
         conn_close_wire(c, false);
@@ -459,7 +460,7 @@ static void read_reply(struct ndk_connector_impl *c)
 
 static void accept_fail(struct ndk_connector_impl *c, NTSTATUS st, bool abortive)
 {
-    c->obj.ad->st.accept_failed++;
+    NDK_CM_STAT_INC(c->obj.ad, accept_failed);
     CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "accept failed: %s", ndk_status_name(st));
     conn_dead(c, abortive);
     ndk_req_complete(&c->accept_req, st);
@@ -492,6 +493,18 @@ static bool start_shm(struct ndk_connector_impl *c, struct shm_conn *setup)
     return true;
 }
 
+/* The QP is connected, and never connected again (7.6 rule 7): `used` is
+ * read by the other claims of a QP (check_qp, the loopback's and the
+ * same-host transport's) under the device lock. */
+static void qp_mark_used(struct ndk_connector_impl *c)
+{
+    struct ndk_device *dev = c->obj.ad->dev;
+    pthread_mutex_lock(&dev->lock);
+    c->qp->connected = true;
+    c->qp->used = true;
+    pthread_mutex_unlock(&dev->lock);
+}
+
 /* false: no memory for the data path's read queues; the caller fails the
  * leg with STATUS_INSUFFICIENT_RESOURCES and aborts the connection. setup:
  * the initiator's agreed shared-memory set-up, or NULL (the passive side
@@ -504,13 +517,11 @@ static bool established(struct ndk_connector_impl *c, struct shm_conn *setup)
     if (c->passive)
         setup = shm_rv_take(&c->rv);
     if (c->qp && setup) {
-        c->qp->connected = true;
-        c->qp->used = true;
+        qp_mark_used(c);
         if (!start_shm(c, setup))
             return false;
     } else if (c->qp) {
-        c->qp->connected = true;
-        c->qp->used = true;
+        qp_mark_used(c);
         c->tr.ops = &socket_transport;
         c->tr.owner = c;
         /* RFC 5044 rule 4: a responder to a client/server initiator sends
@@ -535,9 +546,9 @@ static bool established(struct ndk_connector_impl *c, struct shm_conn *setup)
             loop_timer_arm(conn_loop(c), &c->timer, NDK_RELAXED_GATE_MS);
     }
     if (c->passive)
-        c->obj.ad->st.accept_ok++;
+        NDK_CM_STAT_INC(c->obj.ad, accept_ok);
     else
-        c->obj.ad->st.connect_ok++;
+        NDK_CM_STAT_INC(c->obj.ad, connect_ok);
     CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s, qp#%u", c->passive ? "accepted" : "connected",
              c->qp ? c->qp->obj.id : 0);
     const struct mpa_neg *n = &c->neg;
@@ -557,7 +568,7 @@ static void on_rtr(struct ndk_connector_impl *c, enum mpa_neg_event ev)
          * 5040 section 7). */
         if (c->neg.term_decoded) {
             const struct mpa_neg *n = &c->neg;
-            c->obj.ad->st.setup_term_rx++;
+            NDK_CM_STAT_INC(c->obj.ad, setup_term_rx);
             CONN_LOG(NDK_LL_WARN, NDK_LC_DP, c, "Terminate received instead of the RTR: %s",
                      term_describe(n->peer_term_layer, n->peer_term_etype, n->peer_term_code));
         }
@@ -697,8 +708,8 @@ static void conn_shm_io(struct ndk_connector_impl *c, uint32_t events)
 }
 
 /* What connection management makes of an established connection's socket
- * events once the QP moved the data (alive: its input goes on). Device lock
- * held. */
+ * events once the QP moved the data (alive: its input goes on). The
+ * connector's engine lock held. */
 static void conn_dp_after(struct ndk_connector_impl *c, uint32_t events, bool alive)
 {
     struct ndk_qp_impl *qp = c->qp;
@@ -731,7 +742,7 @@ static void conn_dp_after(struct ndk_connector_impl *c, uint32_t events, bool al
 }
 
 /* Socket events of an established connection: the QP moves the data.
- * Device lock held. */
+ * The connector's engine lock held. */
 static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
 {
     struct ndk_qp_impl *qp = c->qp;
@@ -752,13 +763,13 @@ static void conn_dp_io(struct ndk_connector_impl *c, uint32_t events)
 }
 
 /*
- * The same without the device lock, on the QP's own rx_lock and sq_lock
- * (docs/architecture.md, Threads and locks): engines move different QPs'
- * data at once. The loop calls it while the handler is set (from
- * established() until connection management takes the events back,
- * conn_dp_lock_events), possibly for an event fetched just before: a QP
- * stopped since has no transport any more, and its input reports the
- * stream dead, which the device lock then finds already handled. The
+ * The same without the engine's lock, on the QP's own rx_lock and sq_lock
+ * (docs/architecture.md, Threads and locks): posting threads and pollers
+ * move the same QP's data at once. The loop calls it while the handler is
+ * set (from established() until connection management takes the events
+ * back, conn_dp_lock_events), possibly for an event fetched just before: a
+ * QP stopped since has no transport any more, and its input reports the
+ * stream dead, which the engine's lock then finds already handled. The
  * memory stays: the connector and the QP are freed only after this
  * engine's next iteration (ndk_free_deferred).
  */
@@ -777,11 +788,17 @@ static bool conn_dp_unlocked(struct loop_watch *w, uint32_t events)
      * looks at the QP itself, or is seen here. */
     if (alive && __atomic_load_n(&c->watch.unlocked, __ATOMIC_SEQ_CST))
         return true;
-    struct ndk_device *dev = c->obj.ad->dev;
-    pthread_mutex_lock(&dev->lock);
+    /* Only tried: a thread holding the engine's lock may be waiting for
+     * this loop's unlocked handlers to return (loop_unlocked_barrier, a
+     * same-host connection's detach). Busy, the events go to conn_on_io
+     * under the lock, which moves the data again (nothing, or what came
+     * since) and then decides. */
+    struct ndk_engine *e = __atomic_load_n(&c->obj.engine, __ATOMIC_ACQUIRE);
+    if (pthread_mutex_trylock(&e->lock) != 0)
+        return false;
     if (c->dp_started && c->watch.added)
         conn_dp_after(c, events, alive);
-    pthread_mutex_unlock(&dev->lock);
+    ndk_engine_unlock(e);
     return true;
 }
 
@@ -844,7 +861,7 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
         return;
     case CONN_CONNECTED:
         if (c->local_disconnect && c->peer_fin && (events & EPOLLHUP) && !ndk_stream_error(c->fd)) {
-            /* NdkDisconnect's FIN, which it sends without the lock, is out
+            /* NdkDisconnect's FIN, which it sends without the locks, is out
              * and the peer's had come: both directions are shut (a hang-up
              * with no error; RDHUP is no longer asked for). The call, back
              * under the lock, finds the connection over (disconnect_wait). */
@@ -944,7 +961,9 @@ static NTSTATUS check_conn_args(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ND
     return check_private_data(pd, pdLen, NDK_MAX_PRIVATE_DATA);
 }
 
-/* Common checks for a QP given to Connect/Accept. Lock held. */
+/* Common checks for a QP given to Connect/Accept. Device lock held (which
+ * connector holds a QP is device-wide: connectors on two engines may race
+ * for one). */
 static NTSTATUS check_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
 {
     if (!qp || qp->obj.ad->dev != c->obj.ad->dev)
@@ -958,7 +977,8 @@ static NTSTATUS check_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
  * a passive connector's socket and timer move there from the listener's.
  * The connector has no callback queued yet (NdkConnect and NdkAccept are
  * its first requests), so its callbacks still never run on two engines at
- * once. Device lock held. */
+ * once. Both engines' locks held (conn_lock2): whoever locks the
+ * connector's engine re-checks after locking that it did not move. */
 static void conn_place(struct ndk_connector_impl *c, struct ndk_engine *e)
 {
     if (c->obj.engine == e)
@@ -966,8 +986,8 @@ static void conn_place(struct ndk_connector_impl *c, struct ndk_engine *e)
     pthread_mutex_lock(&c->mask_lock);
     struct loop *from = conn_loop(c);
     /* Should epoll refuse the socket on the QP's engine, the connector
-     * stays where it is, still watched: everything it does runs under the
-     * device lock, so only the placement is lost, never the connection. */
+     * stays where it is, still watched: everything it does runs under its
+     * engine's lock, so only the placement is lost, never the connection. */
     if (loop_watch_move(&e->loop, &c->watch) == 0) {
         __atomic_store_n(&c->obj.engine, e, __ATOMIC_RELEASE);
         loop_timer_move(from, &e->loop, &c->timer);
@@ -977,12 +997,26 @@ static void conn_place(struct ndk_connector_impl *c, struct ndk_engine *e)
     pthread_mutex_unlock(&c->mask_lock);
 }
 
-static void attach_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
+/* Ties c and qp together (device lock held: check_qp passed under it). */
+static void claim_qp(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
 {
-    conn_place(c, qp->obj.engine);
     c->qp = qp;
     qp->conn = c;
     ndk_obj_add_successor(&qp->obj);
+}
+
+/* Locks the connector's engine and `other` (the QP's), in ascending index,
+ * re-checking that the connector did not move meanwhile; returns the
+ * connector's engine. */
+static struct ndk_engine *conn_lock2(struct ndk_connector_impl *c, struct ndk_engine *other)
+{
+    for (;;) {
+        struct ndk_engine *e = __atomic_load_n(&c->obj.engine, __ATOMIC_ACQUIRE);
+        ndk_engines_lock2(e, other);
+        if (__atomic_load_n(&c->obj.engine, __ATOMIC_RELAXED) == e)
+            return e;
+        ndk_engines_unlock2(e, other);
+    }
 }
 
 /* A connector's own local address (no shared endpoint): the address
@@ -1017,7 +1051,8 @@ static NTSTATUS bind_shared(struct ndk_connector_impl *c, int fd, struct ndk_sep
     return STATUS_SUCCESS;
 }
 
-/* Can c connect qp now? Device lock held. */
+/* Can c connect qp now? The connector's engine lock and the device lock
+ * held. */
 static NTSTATUS connect_check(struct ndk_connector_impl *c, struct ndk_qp_impl *qp)
 {
     if (c->state != CONN_IDLE || c->obj.closing || c->passive)
@@ -1026,7 +1061,9 @@ static NTSTATUS connect_check(struct ndk_connector_impl *c, struct ndk_qp_impl *
 }
 
 /* Starts the TCP handshake of a socket bind_shared bound; on failure the
- * reservation is given back. Device lock held. */
+ * reservation is given back. Device lock held (the shared endpoint's
+ * connections are checked against each other: its rare bind and connect
+ * stay under it). */
 static NTSTATUS connect_socket(struct ndk_connector_impl *c, int fd, const NDK_SOCKADDR *dst)
 {
     int err = ndk_tcp_connect(fd, dst);
@@ -1058,18 +1095,25 @@ static void build_request(struct ndk_connector_impl *c, ULONG ird, ULONG ord, co
 }
 
 /* The socket is connecting: the connector, its QP and its shared endpoint
- * are tied together and the TCP handshake is watched. Device lock held. */
-static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, struct ndk_sep_impl *sep,
-                            NDK_FN_REQUEST_COMPLETION cb, void *ctx)
+ * are tied together (device lock held). */
+static void connect_claim(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, struct ndk_sep_impl *sep)
 {
-    ndk_tcp_local_addr(c->fd, &c->local);
-    attach_qp(c, qp);
+    claim_qp(c, qp);
     if (sep) {
         c->sep = sep;
         ndk_obj_add_successor(&sep->obj);
         c->sep_next = sep->conns;
         sep->conns = c;
     }
+}
+
+/* The TCP handshake is watched, on the QP's engine. Both engines' locks
+ * held, not the device lock. */
+static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, NDK_FN_REQUEST_COMPLETION cb,
+                            void *ctx)
+{
+    ndk_tcp_local_addr(c->fd, &c->local);
+    conn_place(c, qp->obj.engine);
     ndk_req_begin(&c->connect_req, &c->obj, cb, ctx);
     c->state = CONN_TCP;
     conn_watch(c, EPOLLOUT);
@@ -1078,25 +1122,29 @@ static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp
 
 /*
  * Binds fd to its own port at src and makes the TCP handshake to dst,
- * with the device lock released meanwhile: the bind and the handshake are
- * the costliest steps of NdkConnect (on loopback, connect() runs the
- * peer's side of the handshake too), and need no device state: the port
- * registry has its own lock, and the socket is nobody's yet. So other
+ * with no lock held meanwhile: the bind and the handshake are the
+ * costliest steps of NdkConnect (on loopback, connect() runs the peer's
+ * side of the handshake too), and need no engine or device state: the
+ * port registry has its own lock, and the socket is nobody's yet. So the
  * engines' connections progress meanwhile. The connector cannot be closed
  * during its own call (L5); its QP can, so the checks are made again.
- * Called and returns with the device lock held; on failure the
- * reservation is given back.
+ * Called and returns with the connector's and the QP's engine locks
+ * (*from, to) and the device lock held; on failure the reservation is
+ * given back.
  */
 static NTSTATUS connect_own_port(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, int fd,
-                                 NDK_SOCKADDR *src, const NDK_SOCKADDR *dst)
+                                 NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, struct ndk_engine **from)
 {
     struct ndk_device *dev = c->obj.ad->dev;
+    struct ndk_engine *to = qp->obj.engine;
     pthread_mutex_unlock(&dev->lock);
+    ndk_engines_unlock2(*from, to);
     struct port_res *port = NULL;
     NTSTATUS st = reserve_own(fd, src, dst, &port);
     int err = st == STATUS_SUCCESS ? ndk_tcp_connect(fd, dst) : 0;
     if (err < 0)
         st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+    *from = conn_lock2(c, to);
     pthread_mutex_lock(&dev->lock);
     if (st == STATUS_SUCCESS)
         st = connect_check(c, qp);
@@ -1127,7 +1175,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = c->obj.ad;
     struct ndk_sep_impl *sep = sepo ? container_of(sepo, struct ndk_sep_impl, obj) : NULL;
-    if (sep && sepo->ad->dev != ad->dev)
+    if ((sep && sepo->ad->dev != ad->dev) || qp->obj.ad->dev != ad->dev)
         return STATUS_INVALID_PARAMETER;
     if (!sep && !ndk_adapter_owns(ad, &src))
         return STATUS_INVALID_ADDRESS;
@@ -1138,6 +1186,10 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
     ndk_tcp_set_liveness(fd, &ad->opt);
 
+    /* The connector moves to its QP's engine (conn_place): both engines'
+     * locks, then the device lock for the claims. */
+    struct ndk_engine *to = qp->obj.engine;
+    struct ndk_engine *from = conn_lock2(c, to);
     pthread_mutex_lock(&ad->dev->lock);
     st = connect_check(c, qp);
     if (st == STATUS_SUCCESS && sep) {
@@ -1147,19 +1199,22 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
         if (st == STATUS_SUCCESS)
             st = connect_socket(c, fd, &dst);
     } else if (st == STATUS_SUCCESS) {
-        st = connect_own_port(c, qp, fd, &src, &dst);
+        st = connect_own_port(c, qp, fd, &src, &dst, &from);
     }
     if (st != STATUS_SUCCESS)
         goto fail_locked;
+    connect_claim(c, qp, sep);
+    pthread_mutex_unlock(&ad->dev->lock);
     c->peer = dst;
     c->fd = fd;
     build_request(c, ird, ord, pd, pdLen);
-    connect_started(c, qp, sep, cb, ctx);
-    pthread_mutex_unlock(&ad->dev->lock);
+    connect_started(c, qp, cb, ctx);
+    ndk_engines_unlock2(from, to);
     return STATUS_PENDING;
 
 fail_locked:
     pthread_mutex_unlock(&ad->dev->lock);
+    ndk_engines_unlock2(from, to);
     ndk_stream_close(fd);
     return st;
 }
@@ -1189,8 +1244,8 @@ static NTSTATUS conn_connect_sep(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
 }
 
 /* NdkCompleteConnect's second half: the RTR, then the data path, over
- * shared memory when setup is the rendezvous' agreed set-up. Device lock
- * held. */
+ * shared memory when setup is the rendezvous' agreed set-up. The
+ * connector's engine lock held. */
 static NTSTATUS finish_complete_connect(struct ndk_connector_impl *c, struct shm_conn *setup)
 {
     c->state = CONN_REPLIED;
@@ -1212,7 +1267,7 @@ static NTSTATUS finish_complete_connect(struct ndk_connector_impl *c, struct shm
     return STATUS_SUCCESS;
 }
 
-/* The rendezvous settled (from the loop, device lock held). */
+/* The rendezvous settled (from the loop, the connector's engine lock held). */
 static void rv_settled(struct shm_rv *rv, bool shm)
 {
     struct ndk_connector_impl *c = container_of(rv, struct ndk_connector_impl, rv);
@@ -1241,7 +1296,7 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !cb)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->dev->lock);
+    struct ndk_engine *e = ndk_obj_engine_lock(&c->obj);
     NTSTATUS st = STATUS_SUCCESS;
     if (c->passive || c->state != CONN_REPLIED || c->obj.closing) {
         st = STATUS_CONNECTION_INVALID;
@@ -1271,7 +1326,7 @@ static NTSTATUS complete_connect_common(NDK_CONNECTOR *pNdkConnector, NDK_FN_DIS
     }
     st = finish_complete_connect(c, NULL);
 out:
-    pthread_mutex_unlock(&c->obj.ad->dev->lock);
+    ndk_engine_unlock(e);
     return st;
 }
 
@@ -1292,15 +1347,25 @@ static NTSTATUS conn_complete_connect_ex(NDK_CONNECTOR *pNdkConnector,
                                    RequestCompletion, RequestContext);
 }
 
+/* Will the accepted connection wait in its listener's rendezvous list
+ * (shm_rv_expect)? The listener's loop then runs the rendezvous, and the
+ * connector stays on the listener's engine, whose lock guards the list
+ * (docs/architecture.md, Engines). The listener's engine lock held. */
+static bool rv_expected(struct ndk_connector_impl *c)
+{
+    return c->neg.p2p && c->listener && c->listener->shm.fd >= 0 && ndk_shm_allowed(c->obj.ad);
+}
+
 /* The Reply is out (r: send_output's result, 0 or 1): peer-to-peer, NdkAccept
  * completes when the initiator's RTR (its NdkCompleteConnect) arrives;
- * else the connection is up now. Device lock held. */
+ * else the connection is up now. The listener's and the connector's engine
+ * locks held. */
 static NTSTATUS accept_replied(struct ndk_connector_impl *c, int r, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
 {
     if (c->neg.p2p) {
         c->state = CONN_ACCEPTING;
         /* An initiator of this host may ask for shared memory before its RTR. */
-        if (c->listener && ndk_shm_allowed(c->obj.ad))
+        if (rv_expected(c))
             shm_rv_expect(&c->rv, &c->listener->shm, c->qp, &c->local, &c->peer);
         ndk_req_begin(&c->accept_req, &c->obj, cb, ctx);
         conn_watch(c, EPOLLIN | EPOLLRDHUP | (r == 1 ? EPOLLOUT : 0));
@@ -1332,12 +1397,21 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
     if (st != STATUS_SUCCESS)
         return st;
     struct ndk_adapter_impl *ad = c->obj.ad;
-    pthread_mutex_lock(&ad->dev->lock);
+    if (qp->obj.ad->dev != ad->dev)
+        return STATUS_INVALID_PARAMETER;
+    /* The connector moves from the listener's engine to its QP's
+     * (conn_place): both engines' locks; the device lock only for the
+     * QP's checks and claim, not across the Reply's write. */
+    struct ndk_engine *to = qp->obj.engine;
+    struct ndk_engine *from = conn_lock2(c, to);
     if (!c->passive || c->state != CONN_INCOMING || c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
         goto out;
     }
-    if ((st = check_qp(c, qp)) != STATUS_SUCCESS)
+    pthread_mutex_lock(&ad->dev->lock);
+    st = check_qp(c, qp);
+    pthread_mutex_unlock(&ad->dev->lock);
+    if (st != STATUS_SUCCESS)
         goto out;
     if (peer_went_away(c)) {
         conn_dead(c, true);
@@ -1354,7 +1428,20 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
         st = STATUS_CONNECTION_ABORTED;
         goto out;
     }
-    attach_qp(c, qp);
+    /* The QP may have been closed or claimed while the Reply went out:
+     * the connection is then reset. */
+    pthread_mutex_lock(&ad->dev->lock);
+    st = check_qp(c, qp);
+    if (st == STATUS_SUCCESS)
+        claim_qp(c, qp);
+    pthread_mutex_unlock(&ad->dev->lock);
+    if (st != STATUS_SUCCESS) {
+        conn_dead(c, true);
+        close_pd_window(c);
+        goto out;
+    }
+    if (!rv_expected(c))
+        conn_place(c, to);
     leave_backlog(c);
     /* The window stays open after NdkAccept, as after NdkCompleteConnect. */
     c->disc_fn = fn;
@@ -1362,7 +1449,7 @@ static NTSTATUS accept_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp, ULON
     c->disc_ctx = dctx;
     st = accept_replied(c, r, cb, ctx);
 out:
-    pthread_mutex_unlock(&ad->dev->lock);
+    ndk_engines_unlock2(from, to);
     return st;
 }
 
@@ -1395,7 +1482,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
     NTSTATUS st = check_private_data(pPrivateData, PrivateDataLength, NDK_MAX_PRIVATE_DATA);
     if (st != STATUS_SUCCESS)
         return st;
-    pthread_mutex_lock(&c->obj.ad->dev->lock);
+    struct ndk_engine *e = ndk_obj_engine_lock(&c->obj);
     if (c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
     } else if (c->passive && c->state == CONN_INCOMING) {
@@ -1405,7 +1492,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
         } else {
             /* The rejecting Reply carries our would-be IRD/ORD (RFC 6581
              * 9.1) and the private data; then a graceful close. */
-            c->obj.ad->st.rejected++;
+            NDK_CM_STAT_INC(c->obj.ad, rejected);
             CONN_LOG(NDK_LL_INFO, NDK_LC_CM, c, "%s", "rejected");
             bool ok = mpa_neg_reject(&c->neg, pPrivateData, (uint16_t)PrivateDataLength);
             if (!ok || send_output(c) != 0) {
@@ -1415,7 +1502,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
                 /* No FIN right behind the reject: the initiator closes
                  * once it has read it (siw drops data after a FIN). */
                 loop_watch_del(conn_loop(c), &c->watch);
-                ndk_linger_close(&c->obj.ad->dev->lingers, conn_loop(c), c->fd, NDK_REJECT_LINGER_MS);
+                ndk_linger_close(&e->lingers, conn_loop(c), c->fd, NDK_REJECT_LINGER_MS);
                 c->fd = -1;
                 conn_dead(c, false);
             }
@@ -1430,7 +1517,7 @@ static NTSTATUS conn_reject(NDK_CONNECTOR *pNdkConnector, CONST PVOID pPrivateDa
     } else {
         st = STATUS_INVALID_DEVICE_STATE;
     }
-    pthread_mutex_unlock(&c->obj.ad->dev->lock);
+    ndk_engine_unlock(e);
     return st;
 }
 
@@ -1441,7 +1528,7 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !pPrivateDataLength || (!pPrivateData && *pPrivateDataLength))
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->dev->lock);
+    struct ndk_engine *e = ndk_obj_engine_lock(&c->obj);
     NTSTATUS st;
     if (!c->pd_window_open) {
         st = STATUS_INVALID_DEVICE_STATE;
@@ -1473,7 +1560,7 @@ static NTSTATUS conn_get_connection_data(NDK_CONNECTOR *pNdkConnector, ULONG *pI
         }
         *pPrivateDataLength = rds;
     }
-    pthread_mutex_unlock(&c->obj.ad->dev->lock);
+    ndk_engine_unlock(e);
     return st;
 }
 
@@ -1485,11 +1572,11 @@ static NTSTATUS conn_get_address(NDK_CONNECTOR *pNdkConnector, bool peer, PSOCKA
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&c->obj.ad->dev->lock);
+    struct ndk_engine *e = ndk_obj_engine_lock(&c->obj);
     NTSTATUS st = c->state == CONN_IDLE
                       ? STATUS_INVALID_DEVICE_STATE
                       : ndk_sockaddr_copy_out(peer ? &c->peer : &c->local, pAddress, pAddressLength);
-    pthread_mutex_unlock(&c->obj.ad->dev->lock);
+    ndk_engine_unlock(e);
     return st;
 }
 
@@ -1505,7 +1592,7 @@ static NTSTATUS conn_get_peer_address(NDK_CONNECTOR *pNdkConnector, PSOCKADDR pA
 
 /* NdkDisconnect's end once our FIN is on its way: done at once when the
  * peer's FIN came and nothing of ours is in flight (X1), else pending until
- * it is. Device lock held. */
+ * it is. The connector's engine lock held. */
 static NTSTATUS disconnect_wait(struct ndk_connector_impl *c, NDK_FN_REQUEST_COMPLETION cb, void *ctx)
 {
     if (c->state == CONN_DEAD && !c->peer_gone)
@@ -1533,8 +1620,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
     struct ndk_connector_impl *c = conn_from(pNdkConnector);
     if (!c || !RequestCompletion)
         return STATUS_INVALID_PARAMETER;
-    struct ndk_adapter_impl *ad = c->obj.ad;
-    pthread_mutex_lock(&ad->dev->lock);
+    struct ndk_engine *e = ndk_obj_engine_lock(&c->obj);
     NTSTATUS st;
     if (c->state != CONN_CONNECTED || c->obj.closing) {
         st = STATUS_INVALID_DEVICE_STATE;
@@ -1554,17 +1640,18 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
              * Our FIN goes once everything already queued is out, sent
              * by the QP under its own sq_lock as a post's data is: on
              * loopback shutdown() also runs the peer's side of the FIN,
-             * so it goes without the device lock, as other engines'
-             * connections progress meanwhile. What the engine does with
-             * the connection in between (the peer's FIN or reset, a
+             * so it goes without the engine's lock, as that engine's
+             * other connections progress meanwhile. What the engine does
+             * with the connection in between (the peer's FIN or reset, a
              * Terminate) is under the lock, and disconnect_wait looks at
              * it after. A QP whose data path stops in between has no
-             * transport: its FIN is the stop's.
+             * transport: its FIN is the stop's. The connector does not
+             * move any more (it is connected).
              */
             struct ndk_qp_impl *qp = c->qp;
-            pthread_mutex_unlock(&ad->dev->lock);
+            ndk_engine_unlock(e);
             ndk_qp_disconnect(qp);
-            pthread_mutex_lock(&ad->dev->lock);
+            e = ndk_obj_engine_lock(&c->obj);
         } else {
             /* Over shared memory what is published is the peer's: it
              * takes it all when it sees our FIN (conn_shm_io). A Send of
@@ -1576,7 +1663,7 @@ static NTSTATUS conn_disconnect(NDK_CONNECTOR *pNdkConnector, NDK_FN_REQUEST_COM
         }
         st = disconnect_wait(c, RequestCompletion, RequestContext);
     }
-    pthread_mutex_unlock(&ad->dev->lock);
+    ndk_engine_unlock(e);
     return st;
 }
 
@@ -1598,7 +1685,9 @@ const NDK_CONNECTOR_DISPATCH ndk_connector_dispatch = {
 
 /* ---- lifetime ---- */
 
-static void conn_close_start(struct ndk_obj *obj)
+/* The close on the connector's engine (close_engine: its lock held, not
+ * the device lock), so the socket's reset or FIN goes without it. */
+static void conn_close_engine(struct ndk_obj *obj)
 {
     struct ndk_connector_impl *c = container_of(obj, struct ndk_connector_impl, obj);
     /* L3: everything pending completes (cancelled) before the close does. */
@@ -1657,7 +1746,7 @@ static void conn_release(struct ndk_obj *obj)
 }
 
 static const struct ndk_obj_ops conn_ops = {
-    .close_start = conn_close_start,
+    .close_engine = conn_close_engine,
     .destroy = conn_destroy,
     .free = conn_free,
     .release = conn_release,
@@ -1677,6 +1766,25 @@ static struct ndk_connector_impl *conn_alloc(struct ndk_adapter_impl *ad)
     return c;
 }
 
+/*
+ * Where a new connector waits until NdkConnect or NdkAccept places it
+ * (conn_place): on the engine whose thread creates it, when that is one of
+ * the device's, else on the first. A consumer that makes its next
+ * connection from a callback of its QP's CQ (or of the connection before)
+ * so has its connector already on its QP's engine, and NdkConnect takes
+ * one engine lock, not the first engine's as well (bench/connrate, two
+ * engines, one process: futex calls per connection fell from about 5 to
+ * about 2).
+ */
+static struct ndk_engine *creator_engine(struct ndk_device *dev)
+{
+    if (ndk_on_engine_thread())
+        for (unsigned i = 0; i < dev->nengines; i++)
+            if (loop_in_owner(&dev->engines[i].loop))
+                return &dev->engines[i];
+    return ndk_dev_engine0(dev);
+}
+
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,
                               PVOID RequestContext, NDK_CONNECTOR **ppNdkConnector)
 {
@@ -1684,8 +1792,10 @@ NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION
     struct ndk_adapter_impl *ad = ndk_adapter_from_pub(pNdkAdapter);
     if (!ad || !ppNdkConnector)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&ad->dev->lock);
+    pthread_mutex_lock(&ad->dev->lock); /* the view's object list */
     struct ndk_connector_impl *c = conn_alloc(ad);
+    if (c)
+        c->obj.engine = creator_engine(ad->dev);
     pthread_mutex_unlock(&ad->dev->lock);
     if (!c)
         return STATUS_INSUFFICIENT_RESOURCES;
@@ -1708,7 +1818,14 @@ struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l
             return NULL;
         memcpy(pd, req_pd, pd_len);
     }
+    /* The view's object list and the listener's successors: device-wide. */
+    pthread_mutex_lock(&ad->dev->lock);
     struct ndk_connector_impl *c = conn_alloc(ad);
+    if (c) {
+        c->obj.engine = l->obj.engine; /* until NdkAccept gives it a QP */
+        ndk_obj_add_successor(&l->obj);
+    }
+    pthread_mutex_unlock(&ad->dev->lock);
     if (!c) {
         free(pd);
         return NULL;
@@ -1719,8 +1836,6 @@ struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l
     c->local = *local;
     c->peer = *peer;
     c->listener = l;
-    c->obj.engine = l->obj.engine; /* until NdkAccept gives it a QP */
-    ndk_obj_add_successor(&l->obj);
     c->port = l->port;
     ports_ref(c->port);
     c->neg = *neg; /* the Request as read: Accept or Reject answers it */
@@ -1734,7 +1849,10 @@ struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l
 
 void ndk_connector_drop_undelivered(struct ndk_connector_impl *c)
 {
-    conn_dead(c, true);
+    conn_dead(c, true); /* its reset without the device lock */
+    struct ndk_device *dev = c->obj.ad->dev;
+    pthread_mutex_lock(&dev->lock);
     c->obj.closing = true;
     ndk_obj_destroy(&c->obj);
+    pthread_mutex_unlock(&dev->lock);
 }

@@ -4,13 +4,17 @@
  * the count of outstanding requests and callbacks that a close waits for
  * (L13), and the queue through which every consumer callback is delivered.
  *
- * Locking: one mutex per device (struct ndk_device: every instance of one
- * interface's adapter) guards all connection-management state of its
- * objects. Consumer callbacks are never called with it held: they are
- * queued on the engine the object is placed on (struct ndk_engine) and run
- * by that engine's progress thread, one at a time, so a callback may call
- * back into any provider function (L5-L7), and callbacks of one object
- * (e.g. CQ notifications, C5) never run concurrently.
+ * Locking (docs/architecture.md, Threads and locks): each engine's lock
+ * guards its loop and the connection management of the connectors and
+ * listeners placed on it; the device lock (struct ndk_device: every
+ * instance of one interface's adapter) guards what is device-wide, object
+ * lifetimes among it, and is taken after an engine lock, never across a
+ * system call on the connection path. Consumer callbacks are never called
+ * with either held: they are queued on the engine the object is placed on
+ * (struct ndk_engine) and run by that engine's progress thread, one at a
+ * time, so a callback may call back into any provider function (L5-L7),
+ * and callbacks of one object (e.g. CQ notifications, C5) never run
+ * concurrently.
  */
 #ifndef NDK_CORE_H
 #define NDK_CORE_H
@@ -69,9 +73,10 @@ struct ndk_cb {
         struct {
             /* Registered by the object that queued the event (the
              * listener), so the callback queue knows no object type:
-             * admit decides, device lock held, whether the event still
-             * goes out (false: it is dropped); deliver runs the consumer's
-             * callback, no lock held. */
+             * admit decides, the owner's engine lock held (not the
+             * device lock), whether the event still goes out (false: it
+             * is dropped); deliver runs the consumer's callback, no lock
+             * held. */
             bool (*admit)(struct ndk_obj *owner, struct ndk_obj *connector);
             void (*deliver)(struct ndk_obj *owner, struct ndk_obj *connector);
             struct ndk_obj *connector;
@@ -98,16 +103,24 @@ struct ndk_req {
 };
 
 struct ndk_obj_ops {
-    /* Close started (lock held): cancel or abort whatever is outstanding, so
-     * the object can finish. */
+    /* Close started, the object's engine lock held and the device lock
+     * not: what the close does on the object's engine (its sockets, its
+     * loop), system calls included. Before close_start. */
+    void (*close_engine)(struct ndk_obj *obj);
+    /* Close started (the object's engine lock and the device lock held):
+     * cancel or abort whatever is outstanding, so the object can finish. */
     void (*close_start)(struct ndk_obj *obj);
-    /* Object finished (lock held): release sockets, timers and antecedents.
-     * Memory is freed later by the progress thread (ops->free). */
+    /* Object finished (the device lock held, and the object's engine lock
+     * unless its close already ran close_engine there): release sockets,
+     * timers and antecedents. Memory is freed later by the progress
+     * thread (ops->free). */
     void (*destroy)(struct ndk_obj *obj);
     void (*free)(struct ndk_obj *obj);
-    /* The close is about to complete (lock held): give back what the
-     * consumer may want to reuse at once, such as a reserved port (E5/E14).
-     * Antecedents are released later, in destroy, after the completion (L11). */
+    /* The close is about to complete (device lock held; any engine's lock
+     * may be, so it touches no engine state: close_engine already ran):
+     * give back what the consumer may want to reuse at once, such as a
+     * reserved port (E5/E14). Antecedents are released later, in destroy,
+     * after the completion (L11). */
     void (*release)(struct ndk_obj *obj);
 };
 
@@ -117,7 +130,10 @@ struct ndk_obj {
     NDK_OBJECT_TYPE type;
     uint32_t id;         /* unique in the process: names it in logs and ndkstat */
     struct ndk_adapter_impl *ad;
-    struct ndk_engine *engine; /* runs its callbacks, watches its sockets and timers */
+    /* Runs its callbacks, watches its sockets and timers. Changes only for
+     * a connector, in NdkConnect / NdkAccept, with both engines' locks
+     * held (atomic: ndk_obj_engine_lock reads it, then re-checks). */
+    struct ndk_engine *engine;
     const struct ndk_obj_ops *ops;
     unsigned successors; /* live objects that depend on this one (L8) */
     unsigned busy;       /* pending requests + queued or running callbacks (L13);
@@ -143,14 +159,23 @@ struct ndk_obj {
 struct ndk_engine {
     struct ndk_device *dev;
     unsigned index;
+    /* Its loop (watches, timers, doorbell flag), the connection management
+     * of the connectors and listeners placed on it (state machines,
+     * half-open connections, timers) and its lingering sockets. Taken
+     * before the device lock; two at once in ascending index
+     * (docs/architecture.md, Threads and locks). The engine's thread holds
+     * it except while waiting in epoll_wait, in unlocked handlers and
+     * while callbacks run. */
+    pthread_mutex_t lock;
     int cpu;                  /* the CPU it stands for (-1: a lone engine, none) */
     bool pinned;              /* runs only there: an Affinity named it (device lock) */
     /* The one CPU its thread may run on (pinned, or the process's mask
      * had one CPU when the engines started), else -1 (atomic: pollers
      * read it, qp_poll.c). */
     int only_cpu;
-    struct loop loop;         /* its state: the device lock */
+    struct loop loop;         /* its state: the engine's lock */
     unsigned spin_us;         /* looks for input this long before sleeping (loop_set_spin) */
+    struct watched_set lingers; /* sockets closing after the peer, on this loop (net/linger.h; engine lock) */
     pthread_t thread;
     bool thread_started;
     pthread_mutex_t cbq_lock; /* leaf lock: only the callback queue */
@@ -215,24 +240,28 @@ struct ndk_device {
     struct ndk_device *registry_next;
     struct ndk_adapter_impl *views;  /* open and closed-but-not-empty views (lock) */
 
+    /* Device-wide state only: the views and their counts, object
+     * lifetimes (successors, closing, the views' object lists), the free
+     * lists, placement loads, shared endpoints' connections, which QP a
+     * connector claimed, the address cache. After the engine locks. */
     pthread_mutex_t lock;
     struct ndk_engine *engines; /* engines[0] also ages leases and receive waits */
     unsigned nengines;
-    bool stopping;
+    bool stopping;            /* set under the lock, read atomically by the engines */
     pthread_cond_t cb_done;   /* a callback ran (lock): a closing view waits on it */
     /* Objects and views to free once every engine has been between two
      * loop iterations since (an event another engine fetched may still
      * name them): listed on free_list, moved to free_waiting when every
      * engine has passed (`passed`, a bit per engine), freed at the next
-     * such point. Device lock. */
+     * such point. Device lock (the list heads are stored atomically, so an
+     * engine with nothing to free need not take it: ndk_free_deferred). */
     struct ndk_obj *free_list, *free_waiting;
     struct ndk_adapter_impl *dead_views, *dead_waiting; /* closed views whose last object went */
     uint64_t passed;
-    struct watched_set lingers; /* sockets closing after the peer (net/linger.h) */
 
     struct mem_table *mem; /* STags of every MR, FRMR and MW (mem.h) */
     /* QPs with a running data path, for busy polling: live_lock comes after
-     * the device lock and before every QP lock. */
+     * the engine locks and the device lock, and before every QP lock. */
     pthread_mutex_t live_lock;
     struct ndk_qp_impl *live_qps;
     unsigned input_leases; /* QPs whose input a busy poller reads (changed under live_lock, atomically) */
@@ -275,8 +304,9 @@ struct ndk_adapter_impl {
     /* Per engine (by index), the CQs, SRQs and listeners of this view on
      * it (ndk_engine_place; device lock). */
     unsigned engine_load[NDK_MAX_ENGINES];
-    /* What ndkstat shows of this view (stat.h; device lock): its own
-     * objects' counters, apart from other views of the device. */
+    /* What ndkstat shows of this view (stat.h; device lock, the
+     * connection counters atomic): its own objects' counters, apart from
+     * other views of the device. */
     struct ndk_adapter_stats st;
     struct ndk_adapter_impl *stat_next; /* the process's adapter list (stat.c) */
 };
@@ -312,7 +342,8 @@ void ndk_req_begin(struct ndk_req *req, struct ndk_obj *obj, NDK_FN_REQUEST_COMP
 void ndk_req_complete(struct ndk_req *req, NTSTATUS status);
 /* Queues a callback item prepared by the caller; obj->busy++ until it ran.
  * Needs no lock (takes only the leaf callback-queue lock), so the data path
- * may queue CQ notifications from any thread. Requests: adapter lock held. */
+ * may queue CQ notifications from any thread. Requests: the lock that
+ * guards the request's object held (its engine's, or the device lock). */
 void ndk_cb_queue(struct ndk_adapter_impl *ad, struct ndk_cb *cb);
 /* Brackets a data-path post (NdkSend, NdkReceive, NdkFlush, ...): what
  * ndk_cb_queue is asked to queue in between is queued when the outermost
@@ -343,5 +374,67 @@ struct ndk_engine *ndk_engine_place_listener(struct ndk_adapter_impl *ad);
 void ndk_engine_unplace(struct ndk_obj *obj);
 /* Is the calling thread a progress engine's (of any device)? */
 bool ndk_on_engine_thread(void);
+
+/* ---- engine locks (docs/architecture.md, Threads and locks) ---- */
+
+static inline void ndk_engine_lock(struct ndk_engine *e)
+{
+    pthread_mutex_lock(&e->lock);
+}
+
+static inline void ndk_engine_unlock(struct ndk_engine *e)
+{
+    pthread_mutex_unlock(&e->lock);
+}
+
+/* Locks the engine obj is placed on and returns it: locks, re-checks that
+ * obj did not move meanwhile (a connector in NdkConnect / NdkAccept, which
+ * moves it with both engines' locks held), and retries if it did. */
+static inline struct ndk_engine *ndk_obj_engine_lock(struct ndk_obj *obj)
+{
+    for (;;) {
+        struct ndk_engine *e = __atomic_load_n(&obj->engine, __ATOMIC_ACQUIRE);
+        pthread_mutex_lock(&e->lock);
+        if (__atomic_load_n(&obj->engine, __ATOMIC_RELAXED) == e)
+            return e;
+        pthread_mutex_unlock(&e->lock);
+    }
+}
+
+/* Locks a and b (the same or two engines of one device) in ascending
+ * index; ndk_engines_unlock2 releases them. */
+static inline void ndk_engines_lock2(struct ndk_engine *a, struct ndk_engine *b)
+{
+    if (a != b && a->index > b->index) {
+        struct ndk_engine *t = a;
+        a = b;
+        b = t;
+    }
+    pthread_mutex_lock(&a->lock);
+    if (a != b)
+        pthread_mutex_lock(&b->lock);
+}
+
+static inline void ndk_engines_unlock2(struct ndk_engine *a, struct ndk_engine *b)
+{
+    pthread_mutex_unlock(&a->lock);
+    if (a != b)
+        pthread_mutex_unlock(&b->lock);
+}
+
+/* Every engine's lock of the device from index `from` on, ascending (0:
+ * all, for a view's teardown or the stat snapshot; 1: the first engine,
+ * which holds its own, for its chores). */
+static inline void ndk_engines_lock_from(struct ndk_device *dev, unsigned from)
+{
+    for (unsigned i = from; i < dev->nengines; i++)
+        pthread_mutex_lock(&dev->engines[i].lock);
+}
+
+static inline void ndk_engines_unlock_from(struct ndk_device *dev, unsigned from)
+{
+    for (unsigned i = dev->nengines; i-- > from;)
+        pthread_mutex_unlock(&dev->engines[i].lock);
+}
 
 #endif

@@ -65,10 +65,10 @@
  * device's loop, one per CQ, made the first time an interval is set (the
  * only moment it can fail: STATUS_INSUFFICIENT_RESOURCES): arming it is a
  * system call on the CQ's own descriptor, so the push path, which must not
- * take the device lock, can start it; it fires on the progress thread,
- * which holds the device lock and takes ours after it. A close removes the
- * watch before the CQ is freed between loop iterations, so an expiry that was
- * already fetched is skipped.
+ * take the engine's lock, can start it; it fires on the CQ's engine's
+ * thread, which holds that engine's lock and takes ours after it. A close
+ * removes the watch before the CQ is freed between loop iterations, so an
+ * expiry that was already fetched is skipped.
  */
 #include <stdlib.h>
 #include <sys/epoll.h>
@@ -271,7 +271,7 @@ static void cq_notify_run(void *ctx, NTSTATUS status)
     pthread_mutex_unlock(&cq->lock);
 }
 
-/* The moderation timer expired (progress thread, adapter lock held). */
+/* The moderation timer expired (the CQ's engine's thread, its lock held). */
 static void cq_mod_expired(struct loop_watch *w, uint32_t events)
 {
     (void)events;
@@ -515,8 +515,8 @@ static NTSTATUS cq_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval, ULONG Mo
     if (!cq)
         return STATUS_INVALID_PARAMETER;
     bool off = ModerationInterval == 0 || ModerationCount <= 1;
-    struct ndk_adapter_impl *ad = cq->obj.ad;
-    pthread_mutex_lock(&ad->dev->lock);
+    /* The timer's watch is on the CQ's engine's loop (mod_timer_open). */
+    struct ndk_engine *e = ndk_obj_engine_lock(&cq->obj);
     pthread_mutex_lock(&cq->lock);
     NTSTATUS st = STATUS_SUCCESS;
     if (!off && ModerationInterval == UINT32_MAX &&
@@ -535,7 +535,7 @@ static NTSTATUS cq_moderation(NDK_CQ *pNdkCq, ULONG ModerationInterval, ULONG Mo
         }
     }
     pthread_mutex_unlock(&cq->lock);
-    pthread_mutex_unlock(&ad->dev->lock);
+    ndk_engine_unlock(e);
     return st;
 }
 
@@ -549,7 +549,7 @@ static const NDK_CQ_DISPATCH cq_dispatch = {
     .NdkGetCqResultsEx = cq_get_results_ex,
 };
 
-/* Adapter lock held. Disarming under the CQ lock means no notification can
+/* Device lock held. Disarming under the CQ lock means no notification can
  * be queued from now on; one already queued holds a busy count, so the close
  * stays pending until it has run (8.2 rule 7). */
 static void cq_close_start(struct ndk_obj *obj)
@@ -561,7 +561,8 @@ static void cq_close_start(struct ndk_obj *obj)
     pthread_mutex_unlock(&cq->lock);
 }
 
-/* Adapter lock held: the timer's watch goes before its descriptor. */
+/* The CQ's engine lock and the device lock held: the timer's watch goes
+ * before its descriptor. */
 static void cq_destroy(struct ndk_obj *obj)
 {
     struct ndk_cq_impl *cq = container_of(obj, struct ndk_cq_impl, obj);

@@ -27,6 +27,10 @@ static bool engine_idle(struct ndk_engine *e)
     return idle;
 }
 
+/* The engine's thread holds its own lock except while it waits in
+ * epoll_wait, runs unlocked handlers (loop_poll) or runs callbacks
+ * (ndk_drain_callbacks); it takes the device lock only for device-wide
+ * bookkeeping (docs/architecture.md, Threads and locks). */
 static void *engine_main(void *arg)
 {
     struct ndk_engine *e = arg;
@@ -34,38 +38,40 @@ static void *engine_main(void *arg)
     bool chores = e == ndk_dev_engine0(dev);
     uint64_t leases_aged_ms = 0;
     on_engine = true;
-    pthread_mutex_lock(&dev->lock);
+    pthread_mutex_lock(&e->lock);
     loop_set_owner(&e->loop);
     loop_set_spin(&e->loop, e->spin_us);
     __atomic_store_n(&e->tid, (int)gettid(), __ATOMIC_RELAXED);
     for (;;) {
         ndk_drain_callbacks(e);
         ndk_free_deferred(e);
-        /* A rejecting socket still lingering (net/linger.h) is waited for:
-         * closing it now would put our FIN right behind the reject. */
-        if (dev->stopping && engine_idle(e) && !dev->lingers.head) {
-            /* Another engine may be waiting for the last lingering socket,
-             * which may have been ours. */
-            for (unsigned i = 0; i < dev->nengines; i++)
-                loop_kick(&dev->engines[i].loop);
+        /* A rejecting socket still lingering on this engine (net/linger.h)
+         * is waited for: closing it now would put our FIN right behind the
+         * reject. */
+        if (__atomic_load_n(&dev->stopping, __ATOMIC_ACQUIRE) && engine_idle(e) && !e->lingers.head)
             break;
-        }
         /* While busy pollers hold input leases, look at them every
          * millisecond: one that nobody renewed ends (ndk_qp_age_leases). */
         bool leases = chores && __atomic_load_n(&dev->input_leases, __ATOMIC_RELAXED) > 0;
         /* While QPs wait for a receive, look at their deadlines (and SRQs)
          * every 10 ms (dev->check_rx_waits). */
         bool waits = chores && __atomic_load_n(&dev->rx_waits, __ATOMIC_RELAXED) > 0;
-        loop_poll(&e->loop, &dev->lock, leases ? 1 : waits ? 10 : -1);
+        loop_poll(&e->loop, &e->lock, leases ? 1 : waits ? 10 : -1);
         uint64_t now = loop_now_ms();
         if (leases && now != leases_aged_ms) {
             leases_aged_ms = now;
             dev->age_leases(dev);
         }
-        if (waits)
+        if (waits) {
+            /* It may hand staged input to any engine's connector
+             * (transport.h, input_pending): every engine's lock is held,
+             * this one's (the first) already. */
+            ndk_engines_lock_from(dev, 1);
             dev->check_rx_waits(dev);
+            ndk_engines_unlock_from(dev, 1);
+        }
     }
-    pthread_mutex_unlock(&dev->lock);
+    pthread_mutex_unlock(&e->lock);
     return NULL;
 }
 
@@ -109,7 +115,9 @@ bool ndk_engines_start(struct ndk_device *dev, unsigned max, unsigned spin_us)
          * is the only CPU the engine runs on. */
         e->only_cpu = ncpus == 1 ? cpus[0] : -1;
         pthread_mutex_init(&e->cbq_lock, NULL);
+        pthread_mutex_init(&e->lock, NULL);
         if (loop_init(&e->loop) < 0) {
+            pthread_mutex_destroy(&e->lock);
             pthread_mutex_destroy(&e->cbq_lock);
             goto fail;
         }
@@ -136,10 +144,10 @@ fail:
 void ndk_engines_stop(struct ndk_device *dev)
 {
     pthread_mutex_lock(&dev->lock);
-    dev->stopping = true;
-    for (unsigned i = 0; i < dev->nengines; i++)
-        loop_kick(&dev->engines[i].loop);
+    __atomic_store_n(&dev->stopping, true, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&dev->lock);
+    for (unsigned i = 0; i < dev->nengines; i++)
+        loop_wake(&dev->engines[i].loop);
     for (unsigned i = 0; i < dev->nengines; i++)
         if (dev->engines[i].thread_started)
             ndk_thread_join(dev->engines[i].thread);
@@ -150,6 +158,7 @@ void ndk_engines_free(struct ndk_device *dev)
     for (unsigned i = 0; i < dev->nengines; i++) {
         struct ndk_engine *e = &dev->engines[i];
         loop_fini(&e->loop);
+        pthread_mutex_destroy(&e->lock);
         pthread_mutex_destroy(&e->cbq_lock);
     }
     free(dev->engines);

@@ -20,6 +20,12 @@ struct ndk_halfopen {
     NDK_SOCKADDR local, peer;
 };
 
+static struct ndk_engine *listener_lock(struct ndk_listener_impl *l)
+{
+    ndk_engine_lock(l->obj.engine);
+    return l->obj.engine;
+}
+
 static struct ndk_listener_impl *listener_from(NDK_LISTENER *p)
 {
     struct ndk_obj *o = ndk_obj_from_pub(p, NdkObjectTypeListener);
@@ -27,7 +33,9 @@ static struct ndk_listener_impl *listener_from(NDK_LISTENER *p)
 }
 
 /* The loop of the listener's engine: its socket, its half-open
- * connections and their timers (docs/architecture.md, Engines). */
+ * connections and their timers (docs/architecture.md, Engines). A
+ * listener never changes engine: its engine's lock guards all of its
+ * connection management (listener_lock). */
 static struct loop *listener_loop(struct ndk_listener_impl *l)
 {
     return &l->obj.engine->loop;
@@ -61,7 +69,8 @@ static void reply_markers_reject(struct ndk_halfopen *h)
 }
 
 /* The connect event's hooks (struct ndk_cb): a listener that is closing or
- * paused must not see the request (5.2.6); the connector is dropped. */
+ * paused must not see the request (5.2.6); the connector is dropped.
+ * The listener's engine lock held (the connector is still there). */
 static bool connect_event_admit(struct ndk_obj *listener, struct ndk_obj *conn)
 {
     struct ndk_listener_impl *l = container_of(listener, struct ndk_listener_impl, obj);
@@ -104,12 +113,12 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
                 ndk_log_addr(&h->peer, a));
         reply_markers_reject(h);
         /* The initiator closes once it has read the reject. */
-        ndk_linger_close(&ad->dev->lingers, listener_loop(l), halfopen_take(h), NDK_REJECT_LINGER_MS);
+        ndk_linger_close(&l->obj.engine->lingers, listener_loop(l), halfopen_take(h), NDK_REJECT_LINGER_MS);
         return;
     }
     if (l->obj.closing || l->paused || l->backlog_used >= ad->opt.ListenBacklog) {
         /* Paused or over the backlog: as if nobody listened (5.11.3). */
-        ad->st.requests_refused++;
+        NDK_CM_STAT_INC(ad, requests_refused);
         char a[NDK_LOG_ADDR_LEN];
         NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &l->obj, "request from %s refused: %s",
                 ndk_log_addr(&h->peer, a),
@@ -135,7 +144,7 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
     cb->u.connect.admit = connect_event_admit;
     cb->u.connect.deliver = connect_event_deliver;
     cb->u.connect.connector = &c->obj;
-    ad->st.requests++;
+    NDK_CM_STAT_INC(ad, requests);
     char a[NDK_LOG_ADDR_LEN];
     NDK_LOG(NDK_LL_INFO, NDK_LC_CM, &l->obj, "request from %s (MPA rev %u%s): conn#%u",
             ndk_log_addr(&h->peer, a), h->neg.rev, h->neg.crc ? ", CRC" : "", c->obj.id);
@@ -267,9 +276,9 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAdd
     ndk_tcp_set_liveness(fd, &ad->opt);
     if (local.sa.sa_family == AF_INET6)
         ndk_tcp_v6only(fd);
-    pthread_mutex_lock(&ad->dev->lock);
+    struct ndk_engine *e = listener_lock(l);
     if (l->listening || l->obj.closing) {
-        pthread_mutex_unlock(&ad->dev->lock);
+        ndk_engine_unlock(e);
         ndk_stream_close(fd);
         return STATUS_INVALID_DEVICE_STATE;
     }
@@ -289,7 +298,7 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAdd
         l->port = NULL;
     }
     if (st != STATUS_SUCCESS) {
-        pthread_mutex_unlock(&ad->dev->lock);
+        ndk_engine_unlock(e);
         ndk_stream_close(fd);
         return st;
     }
@@ -299,7 +308,7 @@ static NTSTATUS listener_listen(NDK_LISTENER *pNdkListener, CONST PSOCKADDR pAdd
     /* Initiators of this host may ask for the fast path (docs/shm.md). */
     if (ndk_shm_allowed(ad))
         shm_rv_listen_start(&l->shm, listener_loop(l), &local);
-    pthread_mutex_unlock(&ad->dev->lock);
+    ndk_engine_unlock(e);
     return STATUS_SUCCESS;
 }
 
@@ -309,10 +318,10 @@ static NTSTATUS listener_get_local_address(NDK_LISTENER *pNdkListener, PSOCKADDR
     struct ndk_listener_impl *l = listener_from(pNdkListener);
     if (!l)
         return STATUS_INVALID_PARAMETER;
-    pthread_mutex_lock(&l->obj.ad->dev->lock);
+    struct ndk_engine *e = listener_lock(l);
     NTSTATUS st = l->listening ? ndk_sockaddr_copy_out(&l->local, pAddress, pAddressLength)
                                : STATUS_INVALID_DEVICE_STATE;
-    pthread_mutex_unlock(&l->obj.ad->dev->lock);
+    ndk_engine_unlock(e);
     return st;
 }
 
@@ -321,9 +330,9 @@ static VOID listener_control_events(NDK_LISTENER *pNdkListener, BOOLEAN Pause)
     struct ndk_listener_impl *l = listener_from(pNdkListener);
     if (!l)
         return;
-    pthread_mutex_lock(&l->obj.ad->dev->lock);
+    struct ndk_engine *e = listener_lock(l);
     l->paused = Pause != FALSE;
-    pthread_mutex_unlock(&l->obj.ad->dev->lock);
+    ndk_engine_unlock(e);
 }
 
 static const NDK_LISTENER_DISPATCH listener_dispatch = {
@@ -334,22 +343,27 @@ static const NDK_LISTENER_DISPATCH listener_dispatch = {
     .NdkControlConnectEvents = listener_control_events,
 };
 
-static void listener_close_start(struct ndk_obj *obj)
+/* close_engine: the listener's engine lock held, not the device lock. */
+static void listener_close_engine(struct ndk_obj *obj)
 {
     /* E6: refuse new requests at once, even while the close pends. */
     stop_listening(container_of(obj, struct ndk_listener_impl, obj));
 }
 
+/* After listener_close_engine (device lock held, maybe another engine's
+ * lock): nothing is left on the listener's engine. */
 static void listener_release(struct ndk_obj *obj)
 {
     struct ndk_listener_impl *l = container_of(obj, struct ndk_listener_impl, obj);
-    stop_listening(l);
     ports_unref(l->port);
     l->port = NULL;
 }
 
+/* Its engine's lock held as well, or the engines stopped: a listener the
+ * consumer never closed still listens. */
 static void listener_destroy(struct ndk_obj *obj)
 {
+    stop_listening(container_of(obj, struct ndk_listener_impl, obj));
     listener_release(obj);
     ndk_engine_unplace(obj);
 }
@@ -360,7 +374,7 @@ static void listener_free(struct ndk_obj *obj)
 }
 
 static const struct ndk_obj_ops listener_ops = {
-    .close_start = listener_close_start,
+    .close_engine = listener_close_engine,
     .destroy = listener_destroy,
     .free = listener_free,
     .release = listener_release,
@@ -382,7 +396,7 @@ NTSTATUS ndk_create_listener(NDK_ADAPTER *pNdkAdapter, NDK_FN_CONNECT_EVENT_CALL
     l->connect_ctx = ConnectEventContext;
     l->fd = -1;
     shm_rv_listen_init(&l->shm);
-    pthread_mutex_lock(&ad->dev->lock);
+    pthread_mutex_lock(&ad->dev->lock); /* the view's object list, the placement */
     ndk_obj_init(&l->obj, ad, NdkObjectTypeListener, &listener_dispatch, &listener_ops);
     l->obj.engine = ndk_engine_place_listener(ad);
     pthread_mutex_unlock(&ad->dev->lock);

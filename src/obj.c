@@ -197,10 +197,12 @@ void ndk_obj_destroy(struct ndk_obj *obj)
      * socket event already fetched for this object never touches freed
      * memory (ndk_free_deferred). */
     obj->free_next = ad->dev->free_list;
-    ad->dev->free_list = obj;
+    __atomic_store_n(&ad->dev->free_list, obj, __ATOMIC_RELEASE);
     if (ad->closed && !ad->objects)
         ndk_view_retire(ad);
-    loop_kick(&obj->engine->loop);
+    /* The doorbell, not loop_kick: the caller need not hold the object's
+     * engine lock. */
+    ndk_kick(obj->engine);
 }
 
 void ndk_obj_maybe_finish(struct ndk_obj *obj)
@@ -234,26 +236,41 @@ NTSTATUS ndk_obj_close(NDK_OBJECT_HEADER *hdr, NDK_FN_CLOSE_COMPLETION cb, void 
     if (!obj || obj->type == NdkObjectTypeAdapter)
         return STATUS_INVALID_PARAMETER;
     struct ndk_adapter_impl *ad = obj->ad;
+    /* The object's engine lock first: a connector's or listener's close
+     * ends its sockets and timers there, and the device lock comes after
+     * (docs/architecture.md, Threads and locks). */
+    struct ndk_engine *e = ndk_obj_engine_lock(obj);
     pthread_mutex_lock(&ad->dev->lock);
     if (obj->closing) {
         /* A second close of the same object is a consumer bug (L9); it must
          * not produce a second completion. */
         pthread_mutex_unlock(&ad->dev->lock);
+        ndk_engine_unlock(e);
         return STATUS_INVALID_DEVICE_STATE;
     }
     obj->closing = true;
     obj->close_cb.u.req.ctx = ctx;
     obj->close_cb.u.req.fn = (NDK_FN_REQUEST_COMPLETION)(void (*)(void))cb;
+    if (obj->ops->close_engine) {
+        /* Its system calls (closing, resetting sockets) go without the
+         * device lock. Nothing can finish the object meanwhile: its close
+         * is not pending yet, and its callbacks settle on this engine. */
+        pthread_mutex_unlock(&ad->dev->lock);
+        obj->ops->close_engine(obj);
+        pthread_mutex_lock(&ad->dev->lock);
+    }
     if (obj->ops->close_start)
         obj->ops->close_start(obj);
+    NTSTATUS st = STATUS_PENDING;
     if (obj->successors == 0 && __atomic_load_n(&obj->busy, __ATOMIC_ACQUIRE) == 0) {
         ndk_obj_destroy(obj);
-        pthread_mutex_unlock(&ad->dev->lock);
-        return STATUS_SUCCESS;
+        st = STATUS_SUCCESS;
+    } else {
+        obj->close_pending = true;
     }
-    obj->close_pending = true;
     pthread_mutex_unlock(&ad->dev->lock);
-    return STATUS_PENDING;
+    ndk_engine_unlock(e);
+    return st;
 }
 
 NTSTATUS ndk_query_extension(NDK_OBJECT_HEADER *obj, GUID *id, NDK_VERSION ver,
@@ -279,15 +296,16 @@ struct cb_ran_rec {
     enum ndk_cb_kind kind;
 };
 
-/* How many callbacks an engine runs back to back before it takes the
- * device lock for their bookkeeping: bounded, so a queue that never
- * empties (a busy CQ re-queueing its notification) still lets closes
+/* How many callbacks an engine runs back to back before it takes its
+ * lock and the device lock for their bookkeeping: bounded, so a queue that
+ * never empties (a busy CQ re-queueing its notification) still lets closes
  * finish. */
 #define DRAIN_BATCH 32
 
 /* The bookkeeping of callbacks that ran: each object's busy count (a close
  * that waited for them may finish, L13), a close completion's destroy, and
- * the view's count. Device lock held. */
+ * the view's count. The engine's lock (the objects are on it) and the
+ * device lock held. */
 static void cb_settle(struct ndk_device *dev, const struct cb_ran_rec *ran, unsigned n)
 {
     for (unsigned i = 0; i < n; i++) {
@@ -358,32 +376,34 @@ static void cb_invoke(struct ndk_cb *cb, struct ndk_obj *obj, enum ndk_cb_kind k
 }
 
 /*
- * Runs the engine's queued callbacks with the device lock released.
- * Called by the engine's thread with the lock held; returns with it held.
- * Callbacks run back to back, and the lock is taken again only when the
- * queue is empty (or DRAIN_BATCH ran) to settle them all at once: with
- * several engines the device lock is contended, and taking it after every
- * callback cost a hand-off each. A callback's object stays busy until its
- * settlement, so it cannot be destroyed in between (L13), and its close
- * completion, the last callback it has, is settled by the destroy.
+ * Runs the engine's queued callbacks with its lock released. Called by the
+ * engine's thread with its lock held; returns with it held. Callbacks run
+ * back to back, and the locks are taken again only when the queue is empty
+ * (or DRAIN_BATCH ran) to settle them all at once, the device lock only
+ * for that: taking it after every callback cost a hand-off each with
+ * several engines. A callback's object stays busy until its settlement, so
+ * it cannot be destroyed in between (L13), and its close completion, the
+ * last callback it has, is settled by the destroy.
  */
 void ndk_drain_callbacks(struct ndk_engine *e)
 {
     struct ndk_device *dev = e->dev;
     struct cb_ran_rec ran[DRAIN_BATCH];
     unsigned nran = 0;
-    bool locked = true;
+    bool locked = true; /* the engine's lock */
     for (;;) {
         struct ndk_cb *cb = cbq_pop(e);
         if (!cb) {
             if (!locked) {
-                pthread_mutex_lock(&dev->lock);
+                ndk_engine_lock(e);
                 locked = true;
             }
             if (!nran)
                 break;
             /* Settling may queue more (a close that can finish now). */
+            pthread_mutex_lock(&dev->lock);
             cb_settle(dev, ran, nran);
+            pthread_mutex_unlock(&dev->lock);
             nran = 0;
             continue;
         }
@@ -392,31 +412,36 @@ void ndk_drain_callbacks(struct ndk_engine *e)
         enum ndk_cb_kind kind = cb->kind;
 
         if (kind == CB_CONNECT_EVENT) {
-            /* Decided under the lock, by the hook of the object that
-             * queued it (a listener that is closing or paused must not see
-             * the request, 5.2.6). */
+            /* Decided under the engine's lock, the listener's (its
+             * callbacks run here), by the hook of the object that queued
+             * it (a listener that is closing or paused must not see the
+             * request, 5.2.6). */
             if (!locked) {
-                pthread_mutex_lock(&dev->lock);
+                ndk_engine_lock(e);
                 locked = true;
             }
             if (!cb->u.connect.admit(obj, cb->u.connect.connector)) {
+                pthread_mutex_lock(&dev->lock);
                 __atomic_sub_fetch(&obj->busy, 1, __ATOMIC_ACQ_REL);
                 ndk_obj_maybe_finish(obj);
                 cb_ran(dev, obj->ad);
+                pthread_mutex_unlock(&dev->lock);
                 continue;
             }
         }
 
         if (locked) {
-            pthread_mutex_unlock(&dev->lock);
+            ndk_engine_unlock(e);
             locked = false;
         }
         cb_invoke(cb, obj, kind);
         ran[nran++] = (struct cb_ran_rec){obj, kind};
         if (nran == DRAIN_BATCH) {
-            pthread_mutex_lock(&dev->lock);
+            ndk_engine_lock(e);
             locked = true;
+            pthread_mutex_lock(&dev->lock);
             cb_settle(dev, ran, nran);
+            pthread_mutex_unlock(&dev->lock);
             nran = 0;
         }
     }
@@ -442,37 +467,51 @@ static void free_views(struct ndk_adapter_impl *v)
     }
 }
 
+/* Anything listed for freeing (read without the device lock: the heads
+ * are stored atomically under it). */
+static bool frees_listed(struct ndk_device *dev)
+{
+    return __atomic_load_n(&dev->free_list, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&dev->free_waiting, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&dev->dead_views, __ATOMIC_ACQUIRE) ||
+           __atomic_load_n(&dev->dead_waiting, __ATOMIC_ACQUIRE);
+}
+
 /*
- * Called by each engine between loop iterations (device lock held): the
+ * Called by each engine between loop iterations (its own lock held): the
  * engine's loop holds no fetched event now. What ndk_obj_destroy listed is
  * freed once every engine has been at this point after it was listed (two
  * rounds: listed, then waiting), so no engine can still hold an event
  * fetched for it. Engines that have not passed are woken, so an idle one
- * does not hold memory back.
+ * does not hold memory back. With nothing listed the device lock is not
+ * taken and the pass not recorded: a pass counts only from after a
+ * listing, so recording fewer is never wrong.
  */
 void ndk_free_deferred(struct ndk_engine *e)
 {
     struct ndk_device *dev = e->dev;
     loop_free_deferred(&e->loop);
+    if (!frees_listed(dev))
+        return;
+    pthread_mutex_lock(&dev->lock);
     uint64_t all = dev->nengines >= 64 ? ~(uint64_t)0 : ((uint64_t)1 << dev->nengines) - 1;
     dev->passed |= (uint64_t)1 << e->index;
-    while (dev->passed == all && (dev->free_waiting || dev->dead_waiting || dev->free_list ||
-                                  dev->dead_views)) {
+    while (dev->passed == all && frees_listed(dev)) {
         free_objects(dev->free_waiting);
         free_views(dev->dead_waiting);
-        dev->free_waiting = dev->free_list;
-        dev->dead_waiting = dev->dead_views;
-        dev->free_list = NULL;
-        dev->dead_views = NULL;
+        __atomic_store_n(&dev->free_waiting, dev->free_list, __ATOMIC_RELEASE);
+        __atomic_store_n(&dev->dead_waiting, dev->dead_views, __ATOMIC_RELEASE);
+        __atomic_store_n(&dev->free_list, NULL, __ATOMIC_RELEASE);
+        __atomic_store_n(&dev->dead_views, NULL, __ATOMIC_RELEASE);
         /* This engine holds no event now: it has passed the new round. */
         dev->passed = (uint64_t)1 << e->index;
     }
-    if (dev->passed != all &&
-        (dev->free_waiting || dev->dead_waiting || dev->free_list || dev->dead_views)) {
+    if (dev->passed != all && frees_listed(dev)) {
         for (unsigned i = 0; i < dev->nengines; i++)
             if (!(dev->passed >> i & 1))
-                loop_kick(&dev->engines[i].loop);
+                loop_wake(&dev->engines[i].loop);
     }
+    pthread_mutex_unlock(&dev->lock);
 }
 
 /* Frees every object and view waiting, at once (device lock held): only
@@ -486,6 +525,8 @@ void ndk_free_all(struct ndk_device *dev)
     free_objects(dev->free_list);
     free_views(dev->dead_waiting);
     free_views(dev->dead_views);
-    dev->free_waiting = dev->free_list = NULL;
-    dev->dead_waiting = dev->dead_views = NULL;
+    __atomic_store_n(&dev->free_waiting, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&dev->free_list, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&dev->dead_waiting, NULL, __ATOMIC_RELEASE);
+    __atomic_store_n(&dev->dead_views, NULL, __ATOMIC_RELEASE);
 }

@@ -26,6 +26,11 @@ void ndk_adapter_fill_info(struct ndk_adapter_impl *ad, NDK_ADAPTER_INFO *info);
  * iterations. Device lock held. */
 void ndk_view_retire(struct ndk_adapter_impl *view);
 
+/* Counts a connection outcome in the view's stats (struct
+ * ndk_adapter_stats): connectors and listeners on different engines count
+ * at once, each under its own engine's lock. */
+#define NDK_CM_STAT_INC(ad, field) __atomic_add_fetch(&(ad)->st.field, 1, __ATOMIC_RELAXED)
+
 /* Engine internals (obj.c, engine.c). */
 void ndk_drain_callbacks(struct ndk_engine *e);
 void ndk_free_deferred(struct ndk_engine *e);

@@ -11,13 +11,17 @@
  * socket in production (connector.c), an in-memory pipe in the simulation
  * tests. The protocol decisions are the sans-IO codecs of wire/.
  *
- * Locks, in the order they may be taken: the device lock (connection
- * management and the engines' loops; an engine moves an established
- * connection's data without it, docs/architecture.md, Threads and locks),
+ * Locks, in the order they may be taken: the engines' locks (each its
+ * loop and the connection management of the connectors and listeners on
+ * it; two at once in ascending engine index), the device lock (device-wide
+ * state: object lifetimes, views, which connector holds a QP), the
+ * device's live_lock (an engine moves an established connection's data
+ * without the first two, docs/architecture.md, Threads and locks),
  * qp->rx_lock (the receive engine), qp->sq_lock (initiator queue and
  * transmit engine), qp->rq_lock (receive queue), a CQ's or SRQ's lock, the
  * memory table lock, the device's callback-queue lock. Posting threads take
- * only sq_lock or rq_lock (and what follows), never the device lock.
+ * only sq_lock or rq_lock (and what follows), never an engine's or the
+ * device lock.
  */
 #ifndef NDK_QP_H
 #define NDK_QP_H
@@ -66,7 +70,8 @@ struct ndk_transport_ops {
      * buffer (rx_stage.h) still held input the socket will not signal
      * again: the owner runs its input handler (ndk_qp_on_readable) now, as
      * if the stream were readable. Called on the first engine's thread
-     * (ndk_qp_check_rx_waits), with the device lock held. */
+     * (ndk_qp_check_rx_waits), with every engine's lock held (the
+     * owner's connection management is its engine's). */
     void (*input_pending)(struct ndk_transport *t);
 };
 

@@ -10,7 +10,9 @@
  * (shm_rv_expect) until its RTR arrives. The initiator, at NdkCompleteConnect,
  * connects to its peer's name and says who it is (shm_rv_connect); it is
  * told once through settled() whether the fast path is set up. Everything
- * runs on the progress loops, under the device lock, without waiting.
+ * runs on the progress loops, under the lock of the loop's engine (a
+ * passive connection's rendezvous on its listener's, whose engine the
+ * connector then stays on: connector.c, rv_expected), without waiting.
  */
 #ifndef NDK_SHM_RENDEZVOUS_H
 #define NDK_SHM_RENDEZVOUS_H

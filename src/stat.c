@@ -8,7 +8,7 @@
 #include "objects.h"
 
 /* lifecycle_lock (outer) orders starting and stopping the channel;
- * list_lock (inner, before any device lock) guards the list. */
+ * list_lock (inner, before any engine or device lock) guards the list. */
 static pthread_mutex_t lifecycle_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t list_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ndk_adapter_impl *adapters;
@@ -196,7 +196,8 @@ static void put_engines(FILE *f, struct ndk_adapter_impl *ad)
     }
 }
 
-/* Device lock held. One adapter line per view (adapter instance): it lists
+/* Every engine's lock and the device lock held (connectors' and
+ * listeners' state is their engines'). One adapter line per view (adapter instance): it lists
  * and sums only the objects created through this view (ad->objects), not
  * those of other views of the same device; the engines (and progress_tid,
  * the first engine's thread) are the device's, shared by its views. */
@@ -204,8 +205,8 @@ static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
 {
     struct ndk_dp_stats sum = {0};
     dp_stats_add(&sum, &ad->st.closed);
-    uint64_t term_tx = ad->st.term_tx + ad->st.setup_term_tx;
-    uint64_t term_rx = ad->st.term_rx + ad->st.setup_term_rx;
+    uint64_t term_tx = ad->st.term_tx + NDK_STAT_GET(ad->st.setup_term_tx);
+    uint64_t term_rx = ad->st.term_rx + NDK_STAT_GET(ad->st.setup_term_rx);
     uint64_t mrs = 0, mr_bytes = 0;
     unsigned n[NdkObjectTypeMax] = {0};
     for (struct ndk_obj *o = ad->objects; o; o = o->all_next) {
@@ -238,10 +239,10 @@ static void put_adapter(FILE *f, struct ndk_adapter_impl *ad)
             n[NdkObjectTypeCq], n[NdkObjectTypeQp], n[NdkObjectTypeSrq], n[NdkObjectTypeMr],
             n[NdkObjectTypeMw], n[NdkObjectTypeConnector], n[NdkObjectTypeListener],
             n[NdkObjectTypeSharedEndpoint], (unsigned long long)mrs, (unsigned long long)mr_bytes,
-            (unsigned long long)s->connect_ok, (unsigned long long)s->connect_refused,
-            (unsigned long long)s->connect_failed, (unsigned long long)s->requests,
-            (unsigned long long)s->requests_refused, (unsigned long long)s->accept_ok,
-            (unsigned long long)s->accept_failed, (unsigned long long)s->rejected,
+            (unsigned long long)NDK_STAT_GET(s->connect_ok), (unsigned long long)NDK_STAT_GET(s->connect_refused),
+            (unsigned long long)NDK_STAT_GET(s->connect_failed), (unsigned long long)NDK_STAT_GET(s->requests),
+            (unsigned long long)NDK_STAT_GET(s->requests_refused), (unsigned long long)NDK_STAT_GET(s->accept_ok),
+            (unsigned long long)NDK_STAT_GET(s->accept_failed), (unsigned long long)NDK_STAT_GET(s->rejected),
             (unsigned long long)term_tx, (unsigned long long)term_rx);
     put_dp(f, &sum);
     fprintf(f, " completions_success=%llu completions_cancelled=%llu completions_error=%llu\n",
@@ -272,9 +273,11 @@ char *ndk_stat_snapshot(size_t *len)
     pthread_mutex_lock(&list_lock);
     fprintf(f, "process pid=%ld uid=%ld adapters=%u\n", (long)getpid(), (long)geteuid(), nadapters);
     for (struct ndk_adapter_impl *ad = adapters; ad; ad = ad->stat_next) {
+        ndk_engines_lock_from(ad->dev, 0);
         pthread_mutex_lock(&ad->dev->lock);
         put_adapter(f, ad);
         pthread_mutex_unlock(&ad->dev->lock);
+        ndk_engines_unlock_from(ad->dev, 0);
     }
     pthread_mutex_unlock(&list_lock);
     if (fclose(f) != 0) {

@@ -38,7 +38,8 @@ struct ndk_dp_stats {
 #define NDK_STAT_TERM(layer, etype, code)                                                      \
     (1u << 24 | (uint32_t)(layer) << 16 | (uint32_t)(etype) << 8 | (uint32_t)(code))
 
-/* An adapter's connection attempts by outcome (device lock), and the
+/* An adapter's connection attempts by outcome (added atomically by the
+ * engines' connection management, NDK_CM_STAT_INC in objects.h), and the
  * counters of its closed QPs, so the adapter's totals survive them. */
 struct ndk_adapter_stats {
     uint64_t connect_ok, connect_refused, connect_failed;

@@ -121,5 +121,6 @@ void ndk_view_retire(struct ndk_adapter_impl *ad)
         }
     }
     ad->view_next = dev->dead_views;
-    dev->dead_views = ad;
+    /* Stored atomically: engines look without the lock (ndk_free_deferred). */
+    __atomic_store_n(&dev->dead_views, ad, __ATOMIC_RELEASE);
 }

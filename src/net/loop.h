@@ -2,10 +2,11 @@
  * loop.h - the progress engine's event loop: epoll for sockets, a sorted
  * timer list, and an eventfd doorbell so other threads can wake it.
  *
- * All loop state is protected by the caller's lock (the device lock); the
- * lock is released only while waiting in epoll_wait, and while a watch's
- * unlocked handler runs (loop_watch_set_unlocked). Watches and timers are
- * embedded in their owners, so arming never allocates.
+ * All loop state is protected by the caller's lock (the lock of the
+ * engine whose loop it is, core.h); the lock is released only while
+ * waiting in epoll_wait, and while a watch's unlocked handler runs
+ * (loop_watch_set_unlocked). Watches and timers are embedded in their
+ * owners, so arming never allocates.
  */
 #ifndef NDK_NET_LOOP_H
 #define NDK_NET_LOOP_H
