@@ -166,7 +166,8 @@ static bool staged_input(struct ndk_qp_dp *dp)
     return held;
 }
 
-/* Runs on the first engine's thread, with the device lock held, every 10 ms
+/* Runs on the first engine's thread, with every engine's lock held (a QP
+ * with staged input may be any engine's: engine.c), every 10 ms
  * while some QP waits for a receive (and at once when a poster resumed one
  * whose engine holds staged input). */
 void ndk_qp_check_rx_waits(struct ndk_device *dev)
