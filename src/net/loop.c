@@ -236,14 +236,20 @@ static uint64_t now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+/* A look (epoll_wait and sched_yield, two system calls) takes longer than
+ * this: the spin also ends after spin_ns / SPIN_LOOK_NS looks, so that it
+ * ends even where the clock stands still (the fuzzers' virtual clock,
+ * fuzz/fake_net). */
+#define SPIN_LOOK_NS 250u
+
 /* Looks for events without sleeping for up to spin_ns (loop_set_spin):
  * the number fetched, 0 when none came. */
 static int spin_wait(struct loop *l, struct epoll_event *evs)
 {
     uint64_t end = now_ns() + l->spin_ns;
-    for (;;) {
+    for (uint64_t looks = l->spin_ns / SPIN_LOOK_NS + 1;; looks--) {
         int n = epoll_wait(l->epfd, evs, LOOP_BATCH, 0);
-        if (n != 0 || now_ns() >= end)
+        if (n != 0 || looks == 1 || now_ns() >= end)
             return n;
         sched_yield();
     }
