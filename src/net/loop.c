@@ -12,11 +12,16 @@
 
 #define LOOP_BATCH 64
 
-uint64_t loop_now_ms(void)
+static uint64_t now_ns(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+uint64_t loop_now_ms(void)
+{
+    return now_ns() / 1000000u;
 }
 
 int loop_init(struct loop *l)
@@ -227,13 +232,6 @@ void loop_wake(struct loop *l)
 void loop_set_spin(struct loop *l, unsigned us)
 {
     l->spin_ns = (uint64_t)us * 1000u;
-}
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
 /* A look (epoll_wait and sched_yield, two system calls) takes longer than
