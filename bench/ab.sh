@@ -12,7 +12,11 @@
 #
 # Environment: REPS=5 repetitions; LAT_ITERS=10000; SECS=2 seconds per
 # bandwidth or rate run; PLACEMENT=cross (server CPU 0, client CPU 1) or
-# same (both on CPU 0); OUT=/tmp/ndk-ab-DATE (raw logs and summary.md).
+# same (both on CPU 0); ONLY=KEY,... only those rows (keys: busy events
+# defer write read conn1 conn2; default all), to repeat one question more
+# often in the same time; OUT=/tmp/ndk-ab-DATE (raw logs and summary.md).
+# The summary also lists every repetition's value, where a median of a
+# bimodal row would hide the spread.
 # The connection rate is measured in both of bench/run.sh's layouts: one
 # process with two views of "lo" (one device, whose engines share its lock:
 # bench/README.md, Engines) and two processes pinned like the data-path
@@ -55,18 +59,26 @@ for a in "$@"; do
 done
 ANCHOR=${dirs[0]}/bench/datapath
 
-# The metrics: name|unit|which number of the log|command after the binary.
+# The metrics: key|name|unit|which number of the log|command after the binary.
 # ndkperf's latency rows have 8 numbers (t_typical is the 4th), bandwidth
 # rows 5 (MB/s 4th, Mmsg/s 5th); connrate prints rate=N.
 METRICS=(
-	"64 B half round trip, busy-poll|us|lat|send_lat --loopback -s 64 -n $LAT_ITERS $PIN $SPIN --no-progress"
-	"64 B half round trip, events|us|lat|send_lat --loopback -s 64 -n $LAT_ITERS $PIN --wait=events --no-progress"
-	"64 B Send rate, DEFER chains, poll|Mmsg/s|rate|send_bw --loopback -s 64 -D $SECS $PIN --wait=yield --no-progress"
-	"1 MiB Write bandwidth, busy-poll|MB/s|bw|write_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
-	"1 MiB Read bandwidth, busy-poll|MB/s|bw|read_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
-	"connections per second, 64 in flight, one process|conn/s|conn|-m inflight -q 64"
-	"connections per second, 64 in flight, two processes|conn/s|conn2|-m inflight -q 64"
+	"busy|64 B half round trip, busy-poll|us|lat|send_lat --loopback -s 64 -n $LAT_ITERS $PIN $SPIN --no-progress"
+	"events|64 B half round trip, events|us|lat|send_lat --loopback -s 64 -n $LAT_ITERS $PIN --wait=events --no-progress"
+	"defer|64 B Send rate, DEFER chains, poll|Mmsg/s|rate|send_bw --loopback -s 64 -D $SECS $PIN --wait=yield --no-progress"
+	"write|1 MiB Write bandwidth, busy-poll|MB/s|bw|write_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
+	"read|1 MiB Read bandwidth, busy-poll|MB/s|bw|read_bw --loopback -s 1048576 -D $SECS $PIN $SPIN --no-progress"
+	"conn1|connections per second, 64 in flight, one process|conn/s|conn|-m inflight -q 64"
+	"conn2|connections per second, 64 in flight, two processes|conn/s|conn2|-m inflight -q 64"
 )
+if [ -n "${ONLY:-}" ]; then
+	keep=()
+	for m in "${METRICS[@]}"; do
+		case ",$ONLY," in *",${m%%|*},"*) keep+=("$m") ;; esac
+	done
+	[ ${#keep[@]} -gt 0 ] || { echo "ab.sh: ONLY=$ONLY names no row (busy events defer write read conn1 conn2)" >&2; exit 2; }
+	METRICS=("${keep[@]}")
+fi
 PIN_S="taskset -c 0" PIN_C="taskset -c 1"
 [ "$PLACEMENT" = same ] && PIN_C="taskset -c 0"
 NEXT_PORT=31000
@@ -112,7 +124,7 @@ for i in "${!names[@]}"; do
 done
 for rep in $(seq "$REPS"); do
 	for m in "${!METRICS[@]}"; do
-		IFS='|' read -r label unit kind args <<< "${METRICS[$m]}"
+		IFS='|' read -r _ label unit kind args <<< "${METRICS[$m]}"
 		for i in "${!names[@]}"; do
 			log=$OUT/m$m-${names[$i]}-$rep.log
 			RUN_ENV=${envs[$i]}
@@ -155,7 +167,7 @@ done
 	for _ in "${names[@]}" "${names[@]:1}"; do printf ' --- |'; done
 	echo
 	for m in "${!METRICS[@]}"; do
-		IFS='|' read -r label unit _ _ <<< "${METRICS[$m]}"
+		IFS='|' read -r _ label unit _ _ <<< "${METRICS[$m]}"
 		printf '| %s (%s) |' "$label" "$unit"
 		meds=()
 		for i in "${!names[@]}"; do
@@ -180,4 +192,12 @@ done
 		"tcp_stream 1 MiB $(echo "${VALS[abw]:-}" | median) MB/s;" \
 		"tcp_connrate, 64 in flight, $(echo "${VALS[aconn]:-}" | median) conn/s in one process," \
 		"$(echo "${VALS[aconn2]:-}" | median) conn/s in two."
+	echo
+	echo "Every repetition, in order:"
+	echo
+	for m in "${!METRICS[@]}"; do
+		IFS='|' read -r key _ _ _ _ <<< "${METRICS[$m]}"
+		for i in "${!names[@]}"; do echo "- $key ${names[$i]}:${VALS[$m,$i]:-}"; done
+	done
+	echo "- anchors tcp_pingpong:${VALS[alat]:-}; tcp_stream:${VALS[abw]:-}; tcp_connrate:${VALS[aconn]:-}; two processes:${VALS[aconn2]:-}"
 } | tee "$OUT/summary.md"
