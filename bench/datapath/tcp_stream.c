@@ -3,7 +3,12 @@
  * TCP stream over 127.0.0.1 between two processes placed like ndkperf
  * --loopback's ends; the client writes 1 MiB at a time for D seconds.
  *
- *   tcp_stream [-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]
+ *   tcp_stream [-s WRITE_SIZE] [-D SECONDS] [--spin] [--cpu N | --cpu-server N --cpu-client N]
+ *
+ * --spin: neither end ever sleeps in the kernel; each retries its
+ * non-blocking send or recv until it moves bytes, as ndkperf's busy-poll
+ * mode (--busy-poll --wait=spin) does. The anchor for that mode: without
+ * it a full or empty socket costs a wake-up, which can cross CPUs.
  *
  * The bandwidth is the receiver's: bytes read over the time from the first
  * byte to the end of the stream (the server sends both back), in MB/s with
@@ -15,6 +20,27 @@
 #include "tcpbench.h"
 
 static const char *prog = "tcp_stream";
+/* --spin: MSG_DONTWAIT on every call, retried (bounded: TB_TIMEOUT_MS
+ * without progress ends the run). */
+static bool g_spin;
+
+/* One recv or send of the run: with --spin, retried while the socket has
+ * nothing (or no room), for at most TB_TIMEOUT_MS. */
+static ssize_t io_once(int fd, void *buf, size_t len, bool out)
+{
+    int flags = (out ? MSG_NOSIGNAL : 0) | (g_spin ? MSG_DONTWAIT : 0);
+    uint64_t give_up = 0;
+    for (;;) {
+        ssize_t n = out ? send(fd, buf, len, flags) : recv(fd, buf, len, flags);
+        if (n >= 0 || !g_spin || errno != EAGAIN)
+            return n;
+        uint64_t now = tb_now_ns();
+        if (!give_up)
+            give_up = now + (uint64_t)TB_TIMEOUT_MS * 1000000u;
+        else if (now > give_up)
+            return -1; /* errno EAGAIN: said by the caller */
+    }
+}
 
 static void put64(uint8_t *p, uint64_t v)
 {
@@ -44,7 +70,7 @@ static int server(int lfd, int cpu, size_t size)
     uint64_t bytes = 0, first = 0, last = 0;
     int rc = 1;
     for (;;) {
-        ssize_t n = recv(fd, buf, size, 0);
+        ssize_t n = io_once(fd, buf, size, false);
         if (n > 0) {
             if (bytes == 0)
                 first = tb_now_ns();
@@ -81,9 +107,13 @@ static int client(const struct sockaddr_in *addr, int cpu, size_t size, uint64_t
     memset(buf, 0xa5, size);
     uint64_t end = tb_now_ns() + seconds * 1000000000u;
     while (tb_now_ns() < end)
-        if (!tb_write_full(fd, buf, size)) {
-            fprintf(stderr, "%s: client: send: %s\n", prog, strerror(errno));
-            goto out;
+        for (size_t put = 0; put < size;) {
+            ssize_t n = io_once(fd, buf + put, size - put, true);
+            if (n < 0 && errno != EINTR) {
+                fprintf(stderr, "%s: client: send: %s\n", prog, strerror(errno));
+                goto out;
+            }
+            put += n > 0 ? (size_t)n : 0;
         }
     shutdown(fd, SHUT_WR);
     uint8_t rep[16];
@@ -104,12 +134,13 @@ int main(int argc, char **argv)
 {
     uint64_t size = 1u << 20, seconds = 5;
     int cpu_server = -1, cpu_client = -1;
-    const struct tb_opt own[] = {{'D', "duration", .number = &seconds, .min = 1, .max = 3600}};
+    const struct tb_opt own[] = {{'D', "duration", .number = &seconds, .min = 1, .max = 3600},
+                                 {0, "spin", .flag = &g_spin}};
     int rc = tb_parse_options(argc, argv, prog,
-                              "[-s WRITE_SIZE] [-D SECONDS] [--cpu N | --cpu-server N --cpu-client N]",
+                              "[-s WRITE_SIZE] [-D SECONDS] [--spin] [--cpu N | --cpu-server N --cpu-client N]",
                               "One raw TCP stream over 127.0.0.1 between two processes; prints the receiver's MB/s\n"
-                              "(MB = 2^20 bytes).\n",
-                              own, 1, &size, &cpu_server, &cpu_client);
+                              "(MB = 2^20 bytes). --spin: non-blocking calls retried, never a sleep in the kernel.\n",
+                              own, 2, &size, &cpu_server, &cpu_client);
     if (rc >= 0)
         return rc;
 
@@ -123,9 +154,9 @@ int main(int argc, char **argv)
         rc = 1;
     if (rc == 0) {
         char a[16], b[16];
-        printf("tcp_stream write=%" PRIu64 " seconds=%.2f cpu_server=%s cpu_client=%s bytes=%" PRIu64
+        printf("tcp_stream%s write=%" PRIu64 " seconds=%.2f cpu_server=%s cpu_client=%s bytes=%" PRIu64
                " MB_per_sec=%.2f\n",
-               size, (double)ns / 1e9, tb_cpu_text(cpu_server, a, sizeof a), tb_cpu_text(cpu_client, b, sizeof b),
+               g_spin ? " spin" : "", size, (double)ns / 1e9, tb_cpu_text(cpu_server, a, sizeof a), tb_cpu_text(cpu_client, b, sizeof b),
                bytes, ns ? (double)bytes / 1048576.0 / ((double)ns / 1e9) : 0.0);
     }
     return rc;
