@@ -38,9 +38,13 @@ static enum rx_stage_how rx_how(bool spent, bool small)
     return small ? RX_STAGE_FILL : RX_STAGE_DIRECT;
 }
 
+/* The payload as a whole, not what is left of it: the last octets of a
+ * large payload refilling the buffer would take the next FPDUs' large
+ * payloads with them, each then copied out of the buffer instead of read
+ * into place (bench/datapath/README.md, Staging). */
 static bool rx_body_small(const struct ndk_qp_dp *dp)
 {
-    return dp->rx_payload - dp->rx_payload_done <= dp->rx_stage.threshold;
+    return dp->rx_payload <= dp->rx_stage.threshold;
 }
 
 /* A check failed on the FPDU whose header is in rx_hdr: the connection
