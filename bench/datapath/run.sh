@@ -268,6 +268,11 @@ for rep in $(seq "$REPS"); do
 		# Bandwidth: one stream of 1 MiB messages.
 		run "tcp_stream_${pl}_$rep" 60 "$TCP_STREAM" -s 1048576 -D "$SECS" $PIN &&
 			add "bw|$pl|tcp_stream" "$(kv "$LOG" MB_per_sec)"
+		# The same with both ends spinning, as busy-poll mode does: how far a
+		# busy-polled stream spreads without libndk in it. Two spinners on one
+		# CPU only take turns by time slice, so cross only.
+		[ "$pl" = cross ] && run "tcp_stream_spin_${pl}_$rep" 60 "$TCP_STREAM" -s 1048576 -D "$SECS" --spin $PIN &&
+			add "bw|$pl|tcp_stream spin" "$(kv "$LOG" MB_per_sec)"
 		ndk_runs ndk_modes write_bw bw:ndk_bw -s 1048576 -D "$SECS"
 		# RDMA Read: the same 1 MiB stream pulled by the client.
 		ndk_runs ndk_modes read_bw rbw:ndk_bw -s 1048576 -D "$SECS"
@@ -398,6 +403,7 @@ stability() {
 			stability read "$pl" "$mode" "rbw|$pl|ndk|$mode" "bw|$pl|tcp_stream"
 		done < <(ndk_modes "$pl")
 		stability tcp_stream "$pl" - "bw|$pl|tcp_stream" ""
+		[ "$pl" = cross ] && stability "tcp spin" "$pl" - "bw|$pl|tcp_stream spin" ""
 	done
 	for pl in $PLACEMENTS; do
 		while IFS='|' read -r mode _; do
