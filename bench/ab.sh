@@ -18,7 +18,7 @@
 # The summary also lists every repetition's value, where a median of a
 # bimodal row would hide the spread.
 # The connection rate is measured in both of bench/run.sh's layouts: one
-# process with two views of "lo" (one device, whose engines share its lock:
+# process with two views of "lo" (one device and its two engines:
 # bench/README.md, Engines) and two processes pinned like the data-path
 # runs, as real peers are. The heap an idle connection costs (connrate
 # --idle, one side: the connection plus its QP of depth 16/16) is the same
