@@ -431,41 +431,43 @@ echo "all values: $OUT/values.txt"
 
 # ------------------------------------------------- where the time goes ---
 # Where a target cannot be met on this machine, the proof is the cost of
-# the same work: perf stat of raw TCP and of ndkperf, 64 B ping-pong across
-# CPUs, both processes counted (they fork), per message (2 per iteration):
-# CPU time, context switches (wake-ups) and system calls. Each run is made
-# with PERF_ITERS and with 3 x PERF_ITERS iterations and the difference is
-# divided by the extra messages: what one more message costs, without the
-# set-up (threads, connection, memory registration) and the teardown that a
-# whole run's count spreads over its messages.
+# the same work: perf stat of raw TCP and of ndkperf, 64 B ping-pong in
+# each placement, both processes counted (they fork), per message (2 per
+# iteration): CPU time, context switches (wake-ups) and system calls. Each
+# run is made with PERF_ITERS and with 3 x PERF_ITERS iterations and the
+# difference is divided by the extra messages: what one more message
+# costs, without the set-up (threads, connection, memory registration) and
+# the teardown that a whole run's count spreads over its messages.
 PERF_ITERS=${PERF_ITERS:-5000}
-if have perf && [[ " $PLACEMENTS " == *" cross "* ]]; then
-	PIN="--cpu-server 0 --cpu-client 1"
+if have perf; then
 	perf_count() { # LOGNAME ITERS CMD... -> "task-clock switches syscalls"
 		local name=$1 n=$2; shift 2
 		run "$name" 60 perf stat -x, -e task-clock,context-switches,raw_syscalls:sys_enter -- "$@" -n "$n" || return 1
 		awk -F, '$3 == "task-clock" {t = $1} $3 == "context-switches" {c = $1} $3 == "raw_syscalls:sys_enter" {s = $1}
 			END {if (t != "") print t, c, s}' "$LOG"
 	}
-	perf_row() { # LABEL CMD... (without -n)
-		local label=$1 a b; shift
-		a=$(perf_count "perfstat_${label// /_}_1x" "$PERF_ITERS" "$@") || return 0
-		b=$(perf_count "perfstat_${label// /_}_3x" $((3 * PERF_ITERS)) "$@") || return 0
-		awk -v l="$label" -v n=$((2 * 2 * PERF_ITERS)) -v a="$a" -v b="$b" 'BEGIN {
+	perf_row() { # PLACEMENT LABEL CMD... (without -n)
+		local pl=$1 label=$2 a b; shift 2
+		a=$(perf_count "perfstat_${pl}_${label// /_}_1x" "$PERF_ITERS" "$@") || return 0
+		b=$(perf_count "perfstat_${pl}_${label// /_}_3x" $((3 * PERF_ITERS)) "$@") || return 0
+		awk -v l="$label" -v p="$pl" -v n=$((2 * 2 * PERF_ITERS)) -v a="$a" -v b="$b" 'BEGIN {
 			split(a, x, " "); split(b, y, " ")
 			if (x[1] != "" && y[1] != "")
-				printf "%-28s %10.2f %10.2f %10.2f\n", l, (y[1] - x[1]) * 1000 / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n
+				printf "%-28s %-6s %10.2f %10.2f %10.2f\n", l, p, (y[1] - x[1]) * 1000 / n, (y[2] - x[2]) / n, (y[3] - x[3]) / n
 		}'
 	}
 	{
-		echo "64 B ping-pong across CPUs, per message (perf stat, both processes; the cost of one more"
+		echo "64 B ping-pong, per message (perf stat, both processes; the cost of one more"
 		echo "message: runs of $PERF_ITERS and $((3 * PERF_ITERS)) iterations, their difference per extra message)"
-		printf "%-28s %10s %10s %10s\n" run "CPU [us]" "switches" "syscalls"
-		perf_row "tcp_pingpong" "$TCP_PINGPONG" -s 64 $PIN
-		perf_row "tcp_pingpong --epoll" "$TCP_PINGPONG" -s 64 --epoll $PIN
-		while IFS='|' read -r mode opts; do
-			perf_row "ndkperf $mode" "$NDKPERF" send_lat --loopback -s 64 --warmup 0 $PIN $opts --no-progress
-		done < <(ndk_modes cross)
+		printf "%-28s %-6s %10s %10s %10s\n" run place "CPU [us]" "switches" "syscalls"
+		for pl in $PLACEMENTS; do
+			place "$pl"
+			perf_row "$pl" "tcp_pingpong" "$TCP_PINGPONG" -s 64 $PIN
+			perf_row "$pl" "tcp_pingpong --epoll" "$TCP_PINGPONG" -s 64 --epoll $PIN
+			while IFS='|' read -r mode opts; do
+				perf_row "$pl" "ndkperf $mode" "$NDKPERF" send_lat --loopback -s 64 --warmup 0 $PIN $opts --no-progress
+			done < <(ndk_modes "$pl")
+		done
 	} | tee "$OUT/perf_stat.txt"
 fi
 
