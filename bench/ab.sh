@@ -14,7 +14,8 @@
 # bandwidth or rate run; PLACEMENT=cross (server CPU 0, client CPU 1) or
 # same (both on CPU 0); ONLY=KEY,... only those rows (keys: busy events
 # defer write read conn1 conn2; default all), to repeat one question more
-# often in the same time; OUT=/tmp/ndk-ab-DATE (raw logs and summary.md).
+# often in the same time, with only the anchors those rows need (the
+# others show -); OUT=/tmp/ndk-ab-DATE (raw logs and summary.md).
 # The summary also lists every repetition's value, where a median of a
 # bimodal row would hide the spread.
 # The connection rate is measured in both of bench/run.sh's layouts: one
@@ -79,6 +80,15 @@ if [ -n "${ONLY:-}" ]; then
 	[ ${#keep[@]} -gt 0 ] || { echo "ab.sh: ONLY=$ONLY names no row (busy events defer write read conn1 conn2)" >&2; exit 2; }
 	METRICS=("${keep[@]}")
 fi
+# The anchors the kept rows are compared with (their kinds: lat -> tcp_pingpong,
+# bw -> tcp_stream, conn -> tcp_connrate, conn2 -> tcp_connrate in two
+# processes); ONLY= runs no anchor that none of its rows needs.
+KINDS=" "
+for m in "${METRICS[@]}"; do
+	IFS='|' read -r _ _ _ kind _ <<< "$m"
+	KINDS+="$kind "
+done
+needs() { [[ $KINDS == *" $1 "* ]]; }
 PIN_S="taskset -c 0" PIN_C="taskset -c 1"
 [ "$PLACEMENT" = same ] && PIN_C="taskset -c 0"
 NEXT_PORT=31000
@@ -144,13 +154,13 @@ for rep in $(seq "$REPS"); do
 	done
 	# The anchors, in the same repetition, with no entry's variables.
 	RUN_ENV=""
-	timeout 60 "$ANCHOR/tcp_pingpong" -s 64 -n "$LAT_ITERS" $PIN > "$OUT/a-lat-$rep.log" 2>&1 &&
+	needs lat && timeout 60 "$ANCHOR/tcp_pingpong" -s 64 -n "$LAT_ITERS" $PIN > "$OUT/a-lat-$rep.log" 2>&1 &&
 		VALS[alat]+=" $(pick anchor "$OUT/a-lat-$rep.log")"
-	timeout 60 "$ANCHOR/tcp_stream" -s 1048576 -D "$SECS" $PIN > "$OUT/a-bw-$rep.log" 2>&1 &&
+	needs bw && timeout 60 "$ANCHOR/tcp_stream" -s 1048576 -D "$SECS" $PIN > "$OUT/a-bw-$rep.log" 2>&1 &&
 		VALS[abw]+=" $(pick anchor "$OUT/a-bw-$rep.log")"
-	timeout 60 "${dirs[0]}/bench/tcp_connrate" -D "$SECS" -m inflight -q 64 > "$OUT/a-conn-$rep.log" 2>&1 &&
+	needs conn && timeout 60 "${dirs[0]}/bench/tcp_connrate" -D "$SECS" -m inflight -q 64 > "$OUT/a-conn-$rep.log" 2>&1 &&
 		VALS[aconn]+=" $(pick anchor "$OUT/a-conn-$rep.log")"
-	two_procs "${dirs[0]}/bench/tcp_connrate" "$OUT/a-conn2-$rep.log" -D "$SECS" -m inflight -q 64 &&
+	needs conn2 && two_procs "${dirs[0]}/bench/tcp_connrate" "$OUT/a-conn2-$rep.log" -D "$SECS" -m inflight -q 64 &&
 		VALS[aconn2]+=" $(pick anchor "$OUT/a-conn2-$rep.log")"
 	echo "ab.sh: repetition $rep of $REPS done (load $(cut -d' ' -f1 /proc/loadavg))" >&2
 done
@@ -188,10 +198,11 @@ done
 	done
 	echo
 	echo
-	echo "Anchors (same run): tcp_pingpong 64 B $(echo "${VALS[alat]:-}" | median) us;" \
-		"tcp_stream 1 MiB $(echo "${VALS[abw]:-}" | median) MB/s;" \
-		"tcp_connrate, 64 in flight, $(echo "${VALS[aconn]:-}" | median) conn/s in one process," \
-		"$(echo "${VALS[aconn2]:-}" | median) conn/s in two."
+	amed() { local v; v=$(echo "${VALS[$1]:-}" | median); echo "${v:--}"; } # "-": not run (ONLY=)
+	echo "Anchors (same run): tcp_pingpong 64 B $(amed alat) us;" \
+		"tcp_stream 1 MiB $(amed abw) MB/s;" \
+		"tcp_connrate, 64 in flight, $(amed aconn) conn/s in one process," \
+		"$(amed aconn2) conn/s in two."
 	echo
 	echo "Every repetition, in order:"
 	echo
