@@ -1388,6 +1388,12 @@ static void put_requests(struct shm_conn *c)
             finished(qp, w, ndk_xp_exec_local(qp, w));
             continue;
         }
+        /* NDK_OP_FLAG_READ_FENCE: nothing of it goes before every earlier
+         * Read is answered, as on the iWARP path (qp_tx.c): a payload
+         * copied into the ring now would be the sink's old contents. The
+         * last Read's response brings us back (tx_stalled). */
+        if ((w->flags & NDK_OP_FLAG_READ_FENCE) && c->reads_out)
+            break;
         if (small_request(w) ? put_small(c, w, &small, room, &used, &need) : put_request(c, w, room, &used, &need))
             continue;
         if (!used) {
