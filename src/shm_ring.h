@@ -48,7 +48,7 @@ enum shm_msg_type {
     SHM_REQ_SEND = 1,  /* a Send (or a piece of one) */
     SHM_REQ_WRITE,     /* an RDMA Write (or a piece of one) */
     SHM_REQ_READ,      /* an RDMA Read Request */
-    SHM_RESP_ACK,      /* a single-copy request was carried out */
+    SHM_RESP_ACK,      /* a single-copy or SHM_F_ACK request was carried out */
     SHM_RESP_READ,     /* a piece of a Read's data (or, with no payload and
                           SHM_F_PULLED, the end of a single-copy Read) */
     SHM_RESP_TERM,     /* the target refused request `id`: the connection ends */
@@ -64,6 +64,10 @@ enum shm_msg_type {
 #define SHM_F_SOLICIT 0x04
 #define SHM_F_INVALIDATE 0x08 /* Send with Invalidate: stag is the one to invalidate */
 #define SHM_F_NAMED 0x10  /* SHM_RESP_TERM names a request (id); else the connection broke */
+/* A Send or Write carried in pieces through the ring (larger than one
+ * message): the target acknowledges it after its last piece, and the
+ * initiator completes it then, as a single-copy one (docs/shm.md). */
+#define SHM_F_ACK 0x20
 
 /* The header of every message: 64 octets, then the payload. */
 struct shm_msg {

@@ -49,6 +49,12 @@
  * Writes and Reads 5 to 8 times faster split than not, 256 KiB ones as
  * much). */
 #define SHM_SPLIT_MIN (64u * 1024)
+/* Sends, Writes and Reads of at most this many octets go through the
+ * rings (in pieces of SHM_PAYLOAD); larger ones by single copy. On a
+ * quiet machine the rings moved 2 to 16 KiB 2 to 6 times faster than
+ * process_vm_* (whose pinning of the peer's pages is a fixed cost per
+ * call), and single copy won from 32 KiB on (docs/shm.md, Bandwidth). */
+#define SHM_RING_MAX (16u * 1024)
 /* Taking a grant back waits at most this long for the initiator's
  * transfer in progress to end. */
 #define SHM_REVOKE_WAIT_MS 1000
@@ -697,7 +703,7 @@ static void end_send(struct shm_conn *c, const struct shm_msg *h, struct shm_fai
     receive_done(c, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0, inv && st == STATUS_SUCCESS,
                  h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
-        if (h->flags & SHM_F_IOV)
+        if (h->flags & (SHM_F_IOV | SHM_F_ACK))
             respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
         return;
     }
@@ -862,7 +868,7 @@ static bool take_write(struct shm_conn *c, const struct shm_msg *h, const uint8_
     } else if (xerr) {
         transfer_failed(c, xerr, f);
         return xerr != -ESRCH; /* an ended peer's Write stays */
-    } else if (h->flags & SHM_F_IOV) {
+    } else if ((h->flags & SHM_F_IOV) || (h->flags & (SHM_F_ACK | SHM_F_LAST)) == (SHM_F_ACK | SHM_F_LAST)) {
         respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
     }
     return true;
@@ -959,10 +965,11 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
         bool done = true;
         if (c->flushed) {
             /* NdkFlush: what the peer sends is dropped, never placed. Its
-             * single-copy Sends and Writes are acknowledged all the same:
-             * their initiator completes them, as over TCP once it took the
-             * octets (a Read stays unanswered, as over iWARP). */
-            if ((h.flags & (SHM_F_IOV | SHM_F_LAST)) == (SHM_F_IOV | SHM_F_LAST) &&
+             * single-copy and acknowledged Sends and Writes are
+             * acknowledged all the same: their initiator completes them, as
+             * over TCP once it took the octets (a Read stays unanswered, as
+             * over iWARP). */
+            if ((h.flags & SHM_F_LAST) && (h.flags & (SHM_F_IOV | SHM_F_ACK)) &&
                 (h.type == SHM_REQ_SEND || h.type == SHM_REQ_WRITE)) {
                 if (room_or_wait(&c->resp_out, 1) < 1)
                     break;
@@ -1000,8 +1007,8 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
  * not read: what its ring carries whole, inline Sends and Writes, which
  * completed on its side once published, is placed before the connection
  * ends, as TCP delivers what came before the FIN. A request whose payload
- * stays in the peer's memory (SHM_F_IOV: the peer flushed it as it left)
- * or a Read (its answer has nobody to go to) ends the drain, and so does
+ * stays in the peer's memory (SHM_F_IOV) or that waited for our
+ * acknowledgement (SHM_F_ACK): the peer flushed it as it left; or a Read (its answer has nobody to go to) ends the drain, and so does
  * a Send that waits for a receive. rx_lock held. */
 static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
 {
@@ -1011,7 +1018,7 @@ static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
     const uint8_t *payload;
     c->pass_received = false;
     while (!c->flushed && !f->fail && (payload = shm_ring_peek(&c->req_in, &h, &corrupt))) {
-        if ((h.type != SHM_REQ_SEND && h.type != SHM_REQ_WRITE) || (h.flags & SHM_F_IOV) ||
+        if ((h.type != SHM_REQ_SEND && h.type != SHM_REQ_WRITE) || (h.flags & (SHM_F_IOV | SHM_F_ACK)) ||
             room_or_wait(&c->resp_out, 2) < 2)
             break;
         if (!(h.type == SHM_REQ_SEND ? take_send(c, &h, payload, f) : take_write(c, &h, payload, f)))
@@ -1323,7 +1330,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
         finished(qp, w, st);
         return true;
     }
-    bool single = !c->copy && w->total > SHM_PAYLOAD && nv <= (int)SHM_IOV_MAX;
+    bool single = !c->copy && w->total > SHM_RING_MAX && nv <= (int)SHM_IOV_MAX;
     do {
         uint32_t len = single ? (uint32_t)(nv * sizeof(struct shm_iov))
                        : read ? 0
@@ -1358,6 +1365,7 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
             if (np >= 0)
                 ndk_iov_copy(&b, 1, piece, np);
             m->off = c->tx_off;
+            m->flags |= SHM_F_ACK; /* larger than one message (put_small's are not) */
             c->tx_off += len;
             if (c->tx_off == w->total)
                 m->flags |= SHM_F_LAST;
@@ -1367,10 +1375,8 @@ static bool put_request(struct shm_conn *c, struct ndk_swqe *w, uint32_t room, u
     if (read) {
         c->reads_out++;
         ndk_xp_sq_taken(qp);
-    } else if (single) {
-        ndk_xp_sq_taken(qp); /* done when the target pulled it */
     } else {
-        finished(qp, w, STATUS_SUCCESS); /* in the ring: handed over */
+        ndk_xp_sq_taken(qp); /* done when the target acknowledges it (pulled, or its last piece placed) */
     }
     return true;
 }

@@ -659,7 +659,8 @@ static bool all_zero(const uint8_t *p, size_t len)
 }
 
 /* The passive side, with three receives posted, finds its peer ended at
- * a transfer: as the target pulling a Send of 2000 octets (read: false),
+ * a transfer: as the target pulling a Send of 32 KiB (read: false;
+ * single copy: larger than the rings carry),
  * or as the initiator moving its granted part of a split Read of 256 KiB
  * (read). Nothing is moved (the receive the Send took, the granted part
  * of the Read's sink stay zero); every request of the passive side
@@ -690,7 +691,7 @@ static void peer_ended_at_transfer(bool read)
         NDK_SGE g = dp_sge(&mp, 3 * len, (ULONG)len);
         DP_CHECK_ST(dp_read(c->qp, DP_CTX(20), &g, 1, src, ma.rtok, 0), STATUS_SUCCESS);
     } else {
-        NDK_SGE g = dp_sge(&ma, 0, 2000);
+        NDK_SGE g = dp_sge(&ma, 0, 32 * 1024);
         DP_CHECK_ST(dp_send(c->qa, DP_CTX(30), &g, 1, 0), STATUS_SUCCESS);
     }
     ULONG n = read ? 4 : 3;

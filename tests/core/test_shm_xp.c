@@ -647,7 +647,8 @@ static void t_protection(void)
         /* Writes were handed over: they complete, the connection ends. */
         refused(copy, false, 64, WRITE_AT, true, STATUS_SUCCESS);
         refused(copy, false, 64 * 1024, WRITE_AT, true, STATUS_SUCCESS);
-        refused(copy, false, 8192, BUF - 4096, false, STATUS_SUCCESS);
+        refused(copy, false, 32768, BUF - 16384, false, STATUS_SUCCESS); /* single copy above 16 KiB */
+        refused(copy, false, 8192, BUF - 4096, false, STATUS_SUCCESS);   /* through the ring */
         /* A Read gets the Terminate's status: a bad STag, or bounds. */
         refused(copy, true, 64, READ_AT, true, STATUS_ACCESS_VIOLATION);
         refused(copy, true, 64 * 1024, READ_AT, true, STATUS_ACCESS_VIOLATION);
@@ -724,7 +725,7 @@ static void t_revoked_after_post(void)
     REQUIRE(mr);
     const ULONG D = NDK_OP_FLAG_DEFER;
     NDK_SGE small = {.VirtualAddress = S.buf, .Length = 64, .MemoryRegionToken = tok};
-    NDK_SGE big = {.VirtualAddress = S.buf + 4096, .Length = 16 * 1024, .MemoryRegionToken = tok};
+    NDK_SGE big = {.VirtualAddress = S.buf + 4096, .Length = 32 * 1024, .MemoryRegionToken = tok};
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)1, &small, 1, D), STATUS_SUCCESS);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)2, &big, 1, D), STATUS_SUCCESS);
     CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)3, &small, 1, pb + WRITE_AT, pt, D), STATUS_SUCCESS);
@@ -1453,7 +1454,9 @@ static void t_left_after_send(void)
 /* The child flushed its QP (NdkFlush): what we send is dropped there,
  * and our single-copy Send and Write still complete, as over TCP once the
  * octets were handed over (before, nothing acknowledged them: they waited
- * for the connection's end and completed cancelled). Small ones too. */
+ * for the connection's end and completed cancelled). Small ones too, and
+ * ones of 8 KiB, which go through the ring in pieces and wait for the
+ * target's acknowledgement as single-copy ones do (SHM_F_ACK). */
 static void t_sent_to_flushed_peer(void)
 {
     uint64_t pb;
@@ -1466,9 +1469,14 @@ static void t_sent_to_flushed_peer(void)
     CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)2, &g, 1, pb + WRITE_AT, pt, 0), STATUS_SUCCESS);
     g = sge(&S, 0, 64);
     CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)3, &g, 1, 0), STATUS_SUCCESS);
+    g = sge(&S, 0, 8192);
+    CHECK_EQ(S.qp->Dispatch->NdkSend(S.qp, (void *)4, &g, 1, 0), STATUS_SUCCESS);
+    CHECK_EQ(S.qp->Dispatch->NdkWrite(S.qp, (void *)5, &g, 1, pb + WRITE_AT, pt, 0), STATUS_SUCCESS);
     expect_ok(NdkOperationTypeSend, (void *)1);
     expect_ok(NdkOperationTypeWrite, (void *)2);
     expect_ok(NdkOperationTypeSend, (void *)3);
+    expect_ok(NdkOperationTypeSend, (void *)4);
+    expect_ok(NdkOperationTypeWrite, (void *)5);
     pair_down();
 }
 
