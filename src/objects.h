@@ -69,6 +69,7 @@ struct ndk_qp_impl {
     ULONG rq_depth, iq_depth, rq_sge, iq_sge, inline_size;
     ULONG iq_admit;                  /* InitiatorQueueDepth as asked (iq_depth, the
                                         ring, has at least one slot) */
+    ULONG rq_ring;                   /* slots of the receive ring (rq_depth admits) */
     uint64_t serial;                 /* unique for the process: a window bound to this QP
                                         names it by pointer and serial, so a later QP at
                                         the same address cannot inherit it */
@@ -82,9 +83,30 @@ struct ndk_qp_impl {
  * run free and wrap with the depth). Here beside the QP, not in a .c file:
  * the statistics reader (stat.c) and every posting and completing file
  * use it. */
+/* Slots of a queue ring that holds depth requests: a power of two, so that
+ * request i of a free-running 32-bit count sits in slot i & (size - 1)
+ * across the count's wrap (2^32 is a multiple of the size; with i % depth
+ * for a depth of 3, request 2^32 - 1 and request 0 of the next lap would
+ * share slot 0), and the index costs no division. depth is at most
+ * NDK_MAX_QUEUE_DEPTH (ndk_limits.h). */
+static inline ULONG qp_ring_slots(ULONG depth)
+{
+    ULONG n = 1;
+    while (n < depth)
+        n <<= 1;
+    return n;
+}
+
+/* The slot of initiator request i (iq_depth is qp_ring_slots'). */
 static inline uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i)
 {
-    return i % qp->iq_depth;
+    return i & (qp->iq_depth - 1);
+}
+
+/* The slot of receive i (rq_ring is qp_ring_slots'). */
+static inline uint32_t qp_rq_idx(const struct ndk_qp_impl *qp, uint32_t i)
+{
+    return i & (qp->rq_ring - 1);
 }
 
 NTSTATUS ndk_create_qp(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pInitiatorCq, PVOID QPContext,

@@ -77,7 +77,7 @@ static bool qp_alloc_rings(struct ndk_qp_impl *qp, bool has_srq)
     pthread_mutex_init(&dp->rq_lock, NULL);
     pthread_mutex_init(&dp->rx_lock, NULL);
     dp->sq = calloc(qp->iq_depth, sizeof *dp->sq);
-    dp->rq = has_srq ? NULL : calloc(qp->rq_depth, sizeof *dp->rq);
+    dp->rq = has_srq ? NULL : calloc(qp->rq_ring, sizeof *dp->rq);
     if (qp->inline_size)
         dp->inline_pool = malloc((size_t)qp->inline_size * qp->iq_depth);
     if (!dp->sq || (!has_srq && !dp->rq) || (qp->inline_size && !dp->inline_pool))
@@ -122,7 +122,8 @@ static NTSTATUS create_qp_common(NDK_PD *pNdkPd, NDK_CQ *pReceiveCq, NDK_CQ *pIn
      * admission checks use the depths asked for, so a queue of depth 0
      * takes no request (STATUS_INSUFFICIENT_RESOURCES, as a full one). */
     qp->rq_depth = ReceiveQueueDepth ? ReceiveQueueDepth : 1;
-    qp->iq_depth = InitiatorQueueDepth ? InitiatorQueueDepth : 1;
+    qp->rq_ring = qp_ring_slots(qp->rq_depth);
+    qp->iq_depth = qp_ring_slots(InitiatorQueueDepth);
     qp->iq_admit = InitiatorQueueDepth;
     qp->rq_sge = MaxReceiveRequestSge;
     qp->iq_sge = MaxInitiatorRequestSge;

@@ -111,9 +111,12 @@ struct ndk_swqe {
 };
 
 /* An RDMA Read we issued and whose response is expected (ORQ). */
-#define ORQ_RTR UINT32_MAX /* the zero-length Read RTR of connection set-up */
 struct ndk_orq_entry {
-    uint32_t wqe;       /* initiator-queue index, or ORQ_RTR */
+    /* The zero-length Read RTR of connection set-up, no request's: a flag
+     * of its own, since every 32-bit value of wqe is some request's index
+     * (UINT32_MAX, the sentinel once, named the Read before the wrap). */
+    bool rtr;
+    uint32_t wqe;       /* initiator-queue index (free-running, qp_sq_idx) */
     uint32_t msn;       /* the Read Request's MSN on QN 1 */
     uint32_t sink_stag;
     uint64_t sink_to;

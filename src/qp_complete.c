@@ -148,7 +148,7 @@ void qp_flush_rq(struct ndk_qp_impl *qp)
     struct ndk_qp_dp *dp = &qp->dp;
     pthread_mutex_lock(&dp->rq_lock);
     while (dp->rq_count) {
-        struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
+        struct ndk_rwqe *r = &dp->rq[qp_rq_idx(qp, dp->rq_head)];
         struct ndk_cqe e = {
             .status = STATUS_CANCELLED,
             .qp_ctx = qp->context,
@@ -286,7 +286,7 @@ unsigned ndk_xp_take_receives(struct ndk_qp_impl *qp, struct ndk_rwqe *out, unsi
     unsigned k = 0;
     pthread_mutex_lock(&dp->rq_lock);
     for (; k < n && dp->rq_count; k++) {
-        const struct ndk_rwqe *r = &dp->rq[dp->rq_head % qp->rq_depth];
+        const struct ndk_rwqe *r = &dp->rq[qp_rq_idx(qp, dp->rq_head)];
         ndk_rwqe_set(&out[k], r->ctx, r->sge, r->nsge, r->total);
         out[k].sge_gen = r->sge_gen;
         dp->rq_head++;

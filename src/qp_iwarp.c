@@ -143,7 +143,7 @@ bool ndk_qp_start(struct ndk_qp_impl *qp, struct ndk_transport *tr, bool crc, ui
      * more than the QP can have waiting at once (its requests and the Reads
      * it answers, each one FPDU of the largest staged size), so that a
      * shallow QP's burst stays small. */
-    size_t tx_cap = ((size_t)qp->iq_depth + ird) * TX_STAGE_FPDU_MAX;
+    size_t tx_cap = ((size_t)(qp->iq_admit ? qp->iq_admit : 1) + ird) * TX_STAGE_FPDU_MAX;
     if (tx_cap > ndk_tx_stage_size)
         tx_cap = ndk_tx_stage_size;
     /* The engines' working arrays (qp.h): a QP is started once (7.6 rule
@@ -194,7 +194,7 @@ void ndk_qp_read_rtr_sent(struct ndk_qp_impl *qp)
     pthread_mutex_lock(&dp->sq_lock);
     struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
     memset(o, 0, sizeof *o);
-    o->wqe = ORQ_RTR;
+    o->rtr = true;
     o->msn = 1;
     dp->orq_count++;
     dp->reads_out++;

@@ -329,7 +329,7 @@ static NTSTATUS qp_receive(NDK_QP *q, PVOID ctx, CONST NDK_SGE *sgl, ULONG n)
         pthread_mutex_unlock(&dp->rq_lock);
         return STATUS_INSUFFICIENT_RESOURCES;
     }
-    struct ndk_rwqe *r = &dp->rq[(dp->rq_head + dp->rq_count) % qp->rq_depth];
+    struct ndk_rwqe *r = &dp->rq[qp_rq_idx(qp, dp->rq_head + dp->rq_count)];
     ndk_rwqe_set(r, ctx, sgl, n, total);
     r->sge_gen = gen;
     dp->rq_count++;

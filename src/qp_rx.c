@@ -253,7 +253,7 @@ static bool place_read_response(struct ndk_qp_impl *qp)
     bool ok = ddp_check_tagged_cont(o->sink_stag, o->sink_to + received, h->stag, h->to, &t);
     NDK_SGE sge[NDK_MAX_SGE];
     ULONG nsge = 0;
-    if (o->wqe != ORQ_RTR) {
+    if (!o->rtr) {
         struct ndk_swqe *w = &dp->sq[qp_sq_idx(qp, o->wqe)];
         nsge = w->nsge;
         memcpy(sge, w->sge, nsge * sizeof *sge);
@@ -386,9 +386,9 @@ static bool commit(struct ndk_qp_impl *qp)
         pthread_mutex_lock(&dp->sq_lock);
         struct ndk_orq_entry *o = &dp->orq[dp->orq_head % dp->orq_cap];
         o->received += (uint32_t)len;
-        if (h->last && o->wqe == ORQ_RTR) {
+        if (h->last && o->rtr) {
             /* The zero-length answer to our Read RTR: no request owns it. */
-            dp->orq_head++;
+            dp->orq_head = (dp->orq_head + 1) % dp->orq_cap; /* kept below the cap: no wrap */
             dp->orq_count--;
             dp->reads_out--;
             qp_tx_progress(qp);
@@ -398,7 +398,7 @@ static bool commit(struct ndk_qp_impl *qp)
             w->status = STATUS_SUCCESS;
             if ((w->flags & NDK_OP_FLAG_RDMA_READ_LOCAL_INVALIDATE) && w->nsge)
                 mem_invalidate_local_token(qp->obj.ad->dev->mem, qp->pd, w->sge[0].MemoryRegionToken);
-            dp->orq_head++;
+            dp->orq_head = (dp->orq_head + 1) % dp->orq_cap; /* kept below the cap: no wrap */
             dp->orq_count--;
             dp->reads_out--;
             ndk_xp_sq_complete(qp);
@@ -470,7 +470,7 @@ static void on_terminate(struct ndk_qp_impl *qp)
         pthread_mutex_lock(&dp->sq_lock);
         for (uint32_t i = 0; i < dp->orq_count; i++) {
             struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + i) % dp->orq_cap];
-            if (o->wqe == ORQ_RTR)
+            if (o->rtr)
                 continue;
             if (by_msn ? o->msn != m.ddp.msn
                        : (o->sink_stag != m.rdma.sink_stag || o->sink_to != m.rdma.sink_to ||
@@ -660,7 +660,7 @@ static int read_send_ahead(struct ndk_qp_impl *qp, size_t need, bool spent)
         ULONG nsge = 0;
         pthread_mutex_lock(&dp->rq_lock);
         if (dp->rq_count) {
-            const struct ndk_rwqe *w = &dp->rq[dp->rq_head % qp->rq_depth];
+            const struct ndk_rwqe *w = &dp->rq[qp_rq_idx(qp, dp->rq_head)];
             nsge = w->nsge;
             cap = w->total;
             memcpy(sge, w->sge, nsge * sizeof *sge);

@@ -346,6 +346,7 @@ static void frame_read_request(struct ndk_qp_impl *qp, struct ndk_swqe *w)
     size_t hlen = rdmap_encode_read_request(hdr + 2, TX_HDR_MAX - 2, msn, &rr);
     frame_fpdu(dp, hlen, NULL, 0, 0);
     struct ndk_orq_entry *o = &dp->orq[(dp->orq_head + dp->orq_count) % dp->orq_cap];
+    o->rtr = false;
     o->wqe = dp->sq_tx;
     o->msn = msn;
     o->sink_stag = rr.sink_stag;
@@ -497,7 +498,7 @@ static void ends_written(struct ndk_qp_impl *qp)
             dp->sq[qp_sq_idx(qp, ends[i].idx)].done = true;
         } else {
             /* A Read Response is all in TCP's hands: its IRD slot is free. */
-            dp->irq_head++;
+            dp->irq_head = (dp->irq_head + 1) % dp->irq_cap; /* kept below the cap: no wrap */
             dp->irq_count--;
             dp->irq_framed--;
         }

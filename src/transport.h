@@ -25,7 +25,7 @@
  *
  * What a transport does with posted work:
  *   - The requests [sq_tx, sq_tail) of the QP's initiator ring (struct
- *     ndk_qp_dp in qp.h; indexes mod iq_depth, see ndk_xp_sq_next) are
+ *     ndk_qp_dp in qp.h; free-running indexes, slot qp_sq_idx) are
  *     posted and not yet handed to the transport. The transport takes them
  *     in order: ndk_xp_sq_next returns the oldest, ndk_xp_sq_taken advances
  *     past it.
