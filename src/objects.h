@@ -79,25 +79,25 @@ struct ndk_qp_impl {
     struct ndk_qp_dp dp;             /* the data path (qp.h) */
 };
 
-/* The initiator-queue slot of the i-th request ever posted (the counters
- * run free and wrap with the depth). Here beside the QP, not in a .c file:
- * the statistics reader (stat.c) and every posting and completing file
- * use it. */
 /* Slots of a queue ring that holds depth requests: a power of two, so that
  * request i of a free-running 32-bit count sits in slot i & (size - 1)
  * across the count's wrap (2^32 is a multiple of the size; with i % depth
  * for a depth of 3, request 2^32 - 1 and request 0 of the next lap would
- * share slot 0), and the index costs no division. depth is at most
- * NDK_MAX_QUEUE_DEPTH (ndk_limits.h). */
+ * share slot 0), and the index costs no division. create_qp_common
+ * admits depths up to NDK_MAX_QUEUE_DEPTH (ndk_limits.h); the bound on n
+ * keeps the loop finite whatever it is given. */
 static inline ULONG qp_ring_slots(ULONG depth)
 {
     ULONG n = 1;
-    while (n < depth)
+    while (n < depth && n < 0x80000000u)
         n <<= 1;
     return n;
 }
 
-/* The slot of initiator request i (iq_depth is qp_ring_slots'). */
+/* The initiator-queue slot of the i-th request ever posted (the counters
+ * run free and wrap at 2^32; iq_depth is qp_ring_slots'). Here beside the
+ * QP, not in a .c file: the statistics reader (stat.c) and every posting
+ * and completing file use it. */
 static inline uint32_t qp_sq_idx(const struct ndk_qp_impl *qp, uint32_t i)
 {
     return i & (qp->iq_depth - 1);

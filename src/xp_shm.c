@@ -1008,8 +1008,9 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
  * completed on its side once published, is placed before the connection
  * ends, as TCP delivers what came before the FIN. A request whose payload
  * stays in the peer's memory (SHM_F_IOV) or that waited for our
- * acknowledgement (SHM_F_ACK): the peer flushed it as it left; or a Read (its answer has nobody to go to) ends the drain, and so does
- * a Send that waits for a receive. rx_lock held. */
+ * acknowledgement (SHM_F_ACK), which the peer flushed as it left, or a
+ * Read (its answer has nobody to go to) ends the drain, and so does a
+ * Send that waits for a receive. rx_lock held. */
 static void take_before_leaving(struct shm_conn *c, struct shm_fail *f)
 {
     bool corrupt = false;

@@ -10,7 +10,9 @@
 # Environment:
 #   SECS=1           seconds per bandwidth / rate run
 #   LAT_ITERS=20000  ping-pong iterations of the latency rows (ndkperf, UCX)
-#   SIZES="8 64 512 4096 32768 262144 1048576 4194304 16777216"  the sweep
+#   SIZES="8 64 512 2048 4096 16384 32768 65536 262144 1048576 4194304 16777216"
+#                    the sweep (both sides of SHM_RING_MAX, 16 KiB, and of
+#                    SHM_SPLIT_MIN, 64 KiB: docs/shm.md)
 #   CPU_CLIENT=0 CPU_SERVER=1
 #   MEMCPY_BW        a memcpy bandwidth program ("memcpy_bw SIZE THREADS",
 #                    printing "GB/s=VALUE"); its row is left out when unset
@@ -24,7 +26,7 @@ set -u -o pipefail
 BUILD=${1:?usage: run.sh BUILD_DIR}
 SECS=${SECS:-1}
 LAT_ITERS=${LAT_ITERS:-20000}
-SIZES=${SIZES:-8 64 512 4096 32768 262144 1048576 4194304 16777216}
+SIZES=${SIZES:-8 64 512 2048 4096 16384 32768 65536 262144 1048576 4194304 16777216}
 CPU_CLIENT=${CPU_CLIENT:-0}
 CPU_SERVER=${CPU_SERVER:-1}
 OUT=${OUT:-/tmp/ndk-shm-$(date +%Y%m%d-%H%M%S)}
