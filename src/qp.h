@@ -248,18 +248,18 @@ struct ndk_qp_dp {
     /* initiator queue (sq_lock) */
     pthread_mutex_t sq_lock;
     struct ndk_swqe *sq;
-    uint32_t sq_head, sq_tx, sq_tail; /* oldest uncompleted, next to transmit, next free (mod depth) */
+    uint32_t sq_head, sq_tx, sq_tail; /* oldest uncompleted, next to transmit, next free (free-running: qp_sq_idx) */
     uint32_t sq_count;
     uint8_t *inline_pool;
     uint32_t reads_out;    /* Read Requests sent and not answered */
     struct ndk_orq_entry *orq;
-    uint32_t orq_head, orq_count, orq_cap;
+    uint32_t orq_head, orq_count, orq_cap; /* orq_head below orq_cap (wraps there) */
     /* Inbound Read Requests from irq_head: irq_count held, of which the
      * first irq_framed have their whole response framed in the batch being
      * written. A slot is free once its response's last octet went to TCP;
      * until then we hold it, and the IRD bounds what we hold. */
     struct ndk_irq_entry *irq;
-    uint32_t irq_head, irq_count, irq_framed;
+    uint32_t irq_head, irq_count, irq_framed; /* irq_head below irq_cap (wraps there) */
     uint32_t msn_send, msn_read; /* next MSN to send on QN 0 / QN 1 */
     bool tx_gated;          /* responder: nothing goes out before the first FPDU arrives */
     bool tx_blocked;        /* the transport said EAGAIN: wait for writable */
@@ -298,7 +298,7 @@ struct ndk_qp_dp {
     /* receive queue (rq_lock) */
     pthread_mutex_t rq_lock;
     struct ndk_rwqe *rq;
-    uint32_t rq_head, rq_count;
+    uint32_t rq_head, rq_count; /* rq_head free-running: qp_rq_idx */
     struct ndk_srq_impl *srq;
 
     /* receive engine (rx_lock) */
