@@ -29,25 +29,28 @@ static struct ndk_qp_impl *qp_impl(NDK_QP *qp)
 
 /* Every queue counter of an idle QP moved to BEFORE_WRAP requests short
  * of the wrap (the queues are empty: head, tail and transmit point move
- * together), under the locks that guard them (qp.h). */
+ * together), under the locks that guard them (qp.h), taken in the
+ * library's order (rx_lock before sq_lock, ndk_qp_start) and rq_lock
+ * alone. */
 static void near_wrap(NDK_QP *pub)
 {
     struct ndk_qp_dp *dp = &qp_impl(pub)->dp;
     const uint32_t at = UINT32_MAX - BEFORE_WRAP + 1;
-    pthread_mutex_lock(&dp->sq_lock);
-    pthread_mutex_lock(&dp->rq_lock);
     pthread_mutex_lock(&dp->rx_lock);
-    CHECK(dp->sq_count == 0 && dp->rq_count == 0 && dp->orq_count == 0 && dp->irq_count == 0);
+    pthread_mutex_lock(&dp->sq_lock);
+    CHECK(dp->sq_count == 0 && dp->orq_count == 0 && dp->irq_count == 0);
     dp->sq_head = dp->sq_tx = dp->sq_tail = at;
-    dp->rq_head = at;
     dp->orq_head = at;
     dp->irq_head = at;
     /* iWARP's MSNs (RFC 5041 section 5.1: modulo 2^32) wrap with them:
      * both QPs' next and expected numbers on both queues, equal. */
     dp->msn_send = dp->msn_read = dp->msn_send_expect = dp->msn_read_expect = at;
-    pthread_mutex_unlock(&dp->rx_lock);
-    pthread_mutex_unlock(&dp->rq_lock);
     pthread_mutex_unlock(&dp->sq_lock);
+    pthread_mutex_unlock(&dp->rx_lock);
+    pthread_mutex_lock(&dp->rq_lock);
+    CHECK(dp->rq_count == 0);
+    dp->rq_head = at;
+    pthread_mutex_unlock(&dp->rq_lock);
 }
 
 static bool g_shm;
