@@ -519,6 +519,15 @@ static void rx_wait_ended(struct shm_conn *c, bool terminated)
     __atomic_store_n(&c->qp->dp.rx_wait_until, 0, __ATOMIC_RELAXED);
 }
 
+/* The initiator completes this Send or Write only when we acknowledge it
+ * (SHM_RESP_ACK once its last piece is placed, or dropped by NdkFlush):
+ * single copy (SHM_F_IOV, which is always the last piece) or carried in
+ * pieces (SHM_F_ACK). */
+static bool wants_ack(const struct shm_msg *h)
+{
+    return (h->flags & SHM_F_LAST) && (h->flags & (SHM_F_IOV | SHM_F_ACK));
+}
+
 /* A Send whose receive may be taken ahead: a whole small one in the
  * message. A Send with Invalidate ends a run (next_receive): a receive
  * behind it is mapped after its STag went, as when each is taken in turn. */
@@ -703,7 +712,7 @@ static void end_send(struct shm_conn *c, const struct shm_msg *h, struct shm_fai
     receive_done(c, c->rs->ctx, st, st == STATUS_SUCCESS ? (ULONG)h->total : 0, inv && st == STATUS_SUCCESS,
                  h->stag, h->flags & SHM_F_SOLICIT);
     if (st == STATUS_SUCCESS) {
-        if (h->flags & (SHM_F_IOV | SHM_F_ACK))
+        if (wants_ack(h))
             respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
         return;
     }
@@ -868,7 +877,7 @@ static bool take_write(struct shm_conn *c, const struct shm_msg *h, const uint8_
     } else if (xerr) {
         transfer_failed(c, xerr, f);
         return xerr != -ESRCH; /* an ended peer's Write stays */
-    } else if ((h->flags & SHM_F_IOV) || (h->flags & (SHM_F_ACK | SHM_F_LAST)) == (SHM_F_ACK | SHM_F_LAST)) {
+    } else if (wants_ack(h)) {
         respond(c, SHM_RESP_ACK, h->id, SHM_F_LAST);
     }
     return true;
@@ -969,8 +978,7 @@ static void take_requests(struct shm_conn *c, struct shm_fail *f)
              * acknowledged all the same: their initiator completes them, as
              * over TCP once it took the octets (a Read stays unanswered, as
              * over iWARP). */
-            if ((h.flags & SHM_F_LAST) && (h.flags & (SHM_F_IOV | SHM_F_ACK)) &&
-                (h.type == SHM_REQ_SEND || h.type == SHM_REQ_WRITE)) {
+            if (wants_ack(&h) && (h.type == SHM_REQ_SEND || h.type == SHM_REQ_WRITE)) {
                 if (room_or_wait(&c->resp_out, 1) < 1)
                     break;
                 respond(c, SHM_RESP_ACK, h.id, SHM_F_LAST);

@@ -647,8 +647,8 @@ static void t_protection(void)
         /* Writes were handed over: they complete, the connection ends. */
         refused(copy, false, 64, WRITE_AT, true, STATUS_SUCCESS);
         refused(copy, false, 64 * 1024, WRITE_AT, true, STATUS_SUCCESS);
-        refused(copy, false, 32768, BUF - 16384, false, STATUS_SUCCESS); /* single copy above 16 KiB */
-        refused(copy, false, 8192, BUF - 4096, false, STATUS_SUCCESS);   /* through the ring */
+        refused(copy, false, 32768, BUF - 16384, false, STATUS_SUCCESS); /* single copy (but in copy mode) */
+        refused(copy, false, 8192, BUF - 4096, false, STATUS_SUCCESS);   /* through the ring in either mode */
         /* A Read gets the Terminate's status: a bad STag, or bounds. */
         refused(copy, true, 64, READ_AT, true, STATUS_ACCESS_VIOLATION);
         refused(copy, true, 64 * 1024, READ_AT, true, STATUS_ACCESS_VIOLATION);
