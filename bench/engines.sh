@@ -12,6 +12,9 @@
 #     rate of 1;
 #   - connrate -m inflight -q 64 with MaxEngines 1 and 2 against raw TCP
 #     (tcp_connrate, same layout); target: 2 engines >= 1.0x raw TCP.
+#     tcp_connrate --mpa-shape, raw TCP carrying libndk's exchange (MPA
+#     Request, Reply, RTR, the client closing after the server's FIN), shows
+#     what of the gap is the protocol's and what is libndk's.
 #
 # Environment knobs:
 #   CPUS=0,1   the two CPUs every run is confined to (taskset -c)
@@ -84,13 +87,14 @@ for q in $QPS; do
 done
 
 t=$(run "conn-tcp" rate "$TCPRATE" -m inflight -q 64 -D "$DUR")
+tm=$(run "conn-tcp-mpa" rate "$TCPRATE" -m inflight -q 64 -D "$DUR" --mpa-shape)
 c1=$(run "conn-e1" rate "$CONNRATE" -m inflight -q 64 -D "$DUR" --engines 1)
 c2=$(run "conn-e2" rate "$CONNRATE" -m inflight -q 64 -D "$DUR" --engines 2)
 {
 	echo
-	echo "| connections/s, 64 in flight | raw TCP | 1 engine | 2 engines | 2 engines / TCP (>= 1.0) |"
-	echo "| --- | --- | --- | --- | --- |"
-	echo "| | $t | $c1 | $c2 | $(ratio "$c2" "$t") |"
+	echo "| connections/s, 64 in flight | raw TCP | raw TCP, MPA's exchange | 1 engine | 2 engines | 2 engines / TCP (>= 1.0) | 2 engines / TCP with MPA's exchange |"
+	echo "| --- | --- | --- | --- | --- | --- | --- |"
+	echo "| | $t | $tm | $c1 | $c2 | $(ratio "$c2" "$t") | $(ratio "$c2" "$tm") |"
 	echo
 	echo "raw outputs: $OUT"
 } | tee -a "$OUT/summary.md"

@@ -232,6 +232,18 @@ for m in serial inflight; do
 	fi
 done
 
+# For information too: raw TCP carrying libndk's exchange instead of the
+# echo (tcp_connrate --mpa-shape: MPA Request, Reply, RTR, the client closing
+# after the server's FIN), what the kernel alone costs for the protocol's
+# segments and system calls (README.md, "What bounds the connection rate").
+for m in serial inflight; do
+	qa=""; [ "$m" = inflight ] && qa="-q $Q"
+	echo "  info: tcp_connrate $m --mpa-shape" >&2
+	if measure "$TCPRATE" "tcpm-$m-1" -m $m $qa --mpa-shape; then
+		RATE[tcpm-$m]=$(field rate "$LAST_LOG")
+	fi
+done
+
 # Heap per idle connection: one process (both sides' heap in one mallinfo2).
 echo "  connrate --idle $IDLE_N" >&2
 IDLE_LOG=$OUT/ndk-idle.log
@@ -295,6 +307,8 @@ fmt0() { awk -v v="$1" 'BEGIN { if (v == "-") print "-"; else printf "%.0f", v }
 	echo "connect() (kernel-chosen port, one run each, TIME_WAIT sockets at the start: see logs) it reached"
 	echo "$(fmt0 "${RATE[tcpk-serial]:--}") conn/s serial (p50/p99 ${P50[tcpk-serial]:--}/${P99[tcpk-serial]:--} us) and $(fmt0 "${RATE[tcpk-inflight]:--}") conn/s with $Q in flight (p50/p99 ${P50[tcpk-inflight]:--}/${P99[tcpk-inflight]:--} us):"
 	echo "the kernel's ephemeral-port search slows down as TIME_WAIT sockets pile up."
+	echo "raw TCP carrying MPA's exchange instead of the echo (--mpa-shape, one run each): $(fmt0 "${RATE[tcpm-serial]:--}") conn/s serial,"
+	echo "$(fmt0 "${RATE[tcpm-inflight]:--}") with $Q in flight; libndk's median is $(ratio "${RATE[tcpm-serial]:--}" "$(median ${RATE[ndk-serial]:-})") / $(ratio "${RATE[tcpm-inflight]:--}" "$(median ${RATE[ndk-inflight]:-})") of it."
 	echo "libndk latency: NdkConnect called -> NdkCompleteConnect succeeded (active side established: TCP handshake, MPA Request/Reply, RTR sent)."
 	echo "In flight, latency is mostly queueing: about $Q / rate."
 	echo
@@ -316,7 +330,7 @@ fmt0() { awk -v v="$1" 'BEGIN { if (v == "-") print "-"; else printf "%.0f", v }
 	echo
 	echo "Repetition 1 (the others differ only in the server port: a fresh one per run):"
 	echo
-	for c in "${CMDS[@]}"; do echo "    $c"; done | grep -E '^    ((tcpk?|ndk)-[a-z]+-1(\.retry)?|idle|legs):'
+	for c in "${CMDS[@]}"; do echo "    $c"; done | grep -E '^    ((tcp[km]?|ndk)-[a-z]+-1(\.retry)?|idle|legs):'
 	echo
 	echo "## where the time goes (libndk, serial, one process: both sides stamped in one record)"
 	sed -n '/^### legs/,/^RESULT/p' "$LEGS_LOG" | grep -v '^RESULT'

@@ -18,6 +18,17 @@
  * finishes). A connection counts when the client has its echo and has closed
  * its socket; the server closes on EOF concurrently.
  *
+ * --mpa-shape gives the anchor libndk's exchange instead of the echo: the
+ * client sends a 36-octet request, the server answers 24 octets, the client
+ * sends 20 more and shuts its side down, the server closes on EOF, and the
+ * client closes once it reads the server's EOF. These are the sizes of an
+ * MPA Request with RFC 6581's IRD/ORD and connrate's 12 octets of private
+ * data, of the Reply, and of a zero-length RDMA Write RTR (src/wire/mpa.h),
+ * and the close is NetworkDirect's (the client's Disconnect completes on the
+ * server's FIN). It measures what the kernel alone costs for the segments
+ * and system calls that protocol needs (bench/README.md, "What bounds the
+ * connection rate").
+ *
  * Every wait is bounded: a connection older than --timeout ms ends the run
  * with exit status 1, and an exhausted local port range (EADDRNOTAVAIL, which
  * TIME_WAIT leftovers cause) with exit status 3.
@@ -47,6 +58,12 @@
 #define EXIT_PORTS 3
 #define BATCH 64
 
+/* --mpa-shape: MPA Request (20-octet header, 4 of IRD/ORD, connrate's 12 of
+ * private data), Reply (header and IRD/ORD), zero-length RDMA Write RTR. */
+#define MPA_REQ_LEN 36
+#define MPA_REP_LEN 24
+#define MPA_RTR_LEN 20
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -57,12 +74,15 @@ static uint64_t now_ns(void)
 static struct {
     struct connrate_opts opt;
     bool kernel_port; /* plain connect(): the kernel picks the local port */
+    bool mpa_shape;   /* libndk's exchange instead of the echo (see above) */
     struct sockaddr_in dst;
 
     /* server */
     int lfd;
     int stop_efd; /* one process: the client tells the server thread to stop */
     _Atomic long srv_accepted, srv_closed, srv_resets;
+    uint32_t *srv_got; /* --mpa-shape: octets read so far, by descriptor */
+    size_t srv_cap;
 
     /* client results */
     uint32_t *lat_rt;  /* connect() called -> echo received, ns */
@@ -116,6 +136,30 @@ static void server_listen(void)
     g.opt.port = ntohs(a.sin_port);
 }
 
+/* --mpa-shape: the Reply once the whole Request is in; the RTR after it is
+ * only read. */
+static void server_mpa_input(int fd, uint32_t n)
+{
+    if ((size_t)fd >= g.srv_cap) {
+        size_t cap = g.srv_cap ? g.srv_cap : 1024;
+        while (cap <= (size_t)fd)
+            cap *= 2;
+        uint32_t *got = realloc(g.srv_got, cap * sizeof *got);
+        if (!got)
+            die(EXIT_FAILED, "out of memory");
+        memset(got + g.srv_cap, 0, (cap - g.srv_cap) * sizeof *got);
+        g.srv_got = got;
+        g.srv_cap = cap;
+    }
+    uint32_t before = g.srv_got[fd];
+    g.srv_got[fd] += n;
+    if (before < MPA_REQ_LEN && g.srv_got[fd] >= MPA_REQ_LEN) {
+        static const char reply[MPA_REP_LEN];
+        if (send(fd, reply, sizeof reply, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof reply)
+            die_errno("reply send", errno);
+    }
+}
+
 /* The server's event loop; returns when stopped (eventfd, signal or its
  * lifetime). Connections are identified by their fd in the epoll data. */
 static void *server_main(void *arg)
@@ -162,10 +206,12 @@ static void *server_main(void *arg)
                 }
                 continue;
             }
-            char buf[16];
+            char buf[64];
             ssize_t r = recv(fd, buf, sizeof buf, MSG_DONTWAIT);
             if (r > 0) {
-                if (send(fd, buf, (size_t)r, MSG_NOSIGNAL | MSG_DONTWAIT) != r)
+                if (g.mpa_shape)
+                    server_mpa_input(fd, (uint32_t)r);
+                else if (send(fd, buf, (size_t)r, MSG_NOSIGNAL | MSG_DONTWAIT) != r)
                     die_errno("echo send", errno);
                 continue;
             }
@@ -174,6 +220,8 @@ static void *server_main(void *arg)
             if (r < 0)
                 atomic_fetch_add_explicit(&g.srv_resets, 1, memory_order_relaxed);
             /* EOF (or an error): close, which also drops it from the epoll set. */
+            if (g.mpa_shape && (size_t)fd < g.srv_cap)
+                g.srv_got[fd] = 0;
             close(fd);
             atomic_fetch_add_explicit(&g.srv_closed, 1, memory_order_relaxed);
         }
@@ -188,12 +236,13 @@ static void *server_main(void *arg)
 /* Client                                                                   */
 /* ------------------------------------------------------------------------ */
 
-enum cstate { C_IDLE, C_CONNECTING, C_WAIT_ECHO };
+enum cstate { C_IDLE, C_CONNECTING, C_WAIT_ECHO, C_WAIT_EOF };
 
 struct cslot {
     int fd;
     enum cstate state;
-    uint64_t t0, t_est;
+    uint32_t got; /* --mpa-shape: octets of the Reply read */
+    uint64_t t0, t_est, t_rt;
 };
 
 /* libndk binds every active connector to a port it picks at random in
@@ -295,24 +344,49 @@ static void client_event(struct cslot *s, uint32_t events)
         if (!(events & EPOLLOUT))
             return;
         s->t_est = now_ns();
-        char b = 'x';
-        if (send(s->fd, &b, 1, MSG_NOSIGNAL | MSG_DONTWAIT) != 1)
+        static const char req[MPA_REQ_LEN] = {'x'};
+        size_t n = g.mpa_shape ? MPA_REQ_LEN : 1;
+        if (send(s->fd, req, n, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)n)
             die_errno("send", errno);
+        s->got = 0;
         s->state = C_WAIT_ECHO;
         struct epoll_event ev = {.events = EPOLLIN, .data.ptr = s};
         if (epoll_ctl(cep, EPOLL_CTL_MOD, s->fd, &ev) < 0)
             die_errno("epoll_ctl mod (client)", errno);
         return;
     }
-    if (s->state != C_WAIT_ECHO)
+    if (s->state == C_IDLE)
         return;
-    char b;
-    ssize_t r = recv(s->fd, &b, 1, MSG_DONTWAIT);
+    char b[MPA_REP_LEN];
+    size_t want = s->state == C_WAIT_EOF ? sizeof b : g.mpa_shape ? MPA_REP_LEN - s->got : 1;
+    ssize_t r = recv(s->fd, b, want, MSG_DONTWAIT);
     if (r < 0 && (errno == EAGAIN || errno == EINTR))
         return;
-    if (r != 1)
-        die(EXIT_FAILED, r == 0 ? "server closed before its echo" : "recv of the echo failed");
-    uint64_t t = now_ns();
+    if (s->state == C_WAIT_EOF) {
+        if (r > 0)
+            die(EXIT_FAILED, "the server sent more than its Reply");
+        if (r < 0)
+            die_errno("recv of the server's FIN", errno);
+    } else {
+        if (r <= 0)
+            die(EXIT_FAILED, r == 0 ? "server closed before its echo" : "recv of the echo failed");
+        s->got += (uint32_t)r;
+        if (g.mpa_shape && s->got < MPA_REP_LEN)
+            return;
+        s->t_rt = now_ns();
+        if (g.mpa_shape) {
+            /* The RTR, then the client's Disconnect; it completes on the
+             * server's FIN. */
+            static const char rtr[MPA_RTR_LEN];
+            if (send(s->fd, rtr, sizeof rtr, MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof rtr)
+                die_errno("RTR send", errno);
+            if (shutdown(s->fd, SHUT_WR) < 0)
+                die_errno("shutdown", errno);
+            s->state = C_WAIT_EOF;
+            return;
+        }
+    }
+    uint64_t t = s->t_rt;
     close(s->fd);
     s->fd = -1;
     last_end = now_ns();
@@ -335,7 +409,9 @@ static void client_check_stuck(uint64_t now)
         fprintf(stderr, "tcp_connrate: FAILED: connection (slot %u) not finished after %u ms, "
                         "stuck %s\n",
                 i, g.opt.timeout_ms,
-                s->state == C_CONNECTING ? "connecting" : "waiting for the echo");
+                s->state == C_CONNECTING  ? "connecting"
+                : s->state == C_WAIT_EOF ? "waiting for the server's FIN"
+                                         : "waiting for the echo");
         _exit(EXIT_FAILED);
     }
 }
@@ -404,25 +480,27 @@ static int client_main(void)
     double e50 = connrate_percentile_us(g.lat_est, n, 0.5), e99 = connrate_percentile_us(g.lat_est, n, 0.99);
     const char *mode = g.opt.inflight_mode ? "inflight" : "serial";
     bool one = g.opt.role == ROLE_BOTH;
-    printf("\n## tcp_connrate (raw TCP anchor): %s, q=%u, %s, local port: %s\n\n", mode, g.opt.q,
-           one ? "one process, server thread + client thread" : "two processes (this is the client)",
-           g.kernel_port ? "kernel ephemeral (plain connect)" : "random 49152-65535, bound first");
+    printf("\n## tcp_connrate (raw TCP anchor): %s, q=%u, %s, local port: %s, exchange: %s\n\n", mode,
+           g.opt.q, one ? "one process, server thread + client thread" : "two processes (this is the client)",
+           g.kernel_port ? "kernel ephemeral (plain connect)" : "random 49152-65535, bound first",
+           g.mpa_shape ? "MPA's (request, reply, RTR; the client closes after the server's FIN)" : "1-byte echo");
     printf("| what | layout | connections | seconds | conn/s | rt p50 us | rt p99 us | "
            "est p50 us | est p99 us |\n|---|---|---|---|---|---|---|---|---|\n");
     printf("| raw TCP %s q=%u | %s | %ld | %.2f | %.0f | %.1f | %.1f | %.1f | %.1f |\n", mode, g.opt.q,
            one ? "1 proc" : "2 procs", completed, secs, rate, r50, r99, e50, e99);
-    printf("\nrt = connect() called -> 1-byte echo received; est = connect() called -> "
-           "socket writable (TCP established)\n");
+    printf("\nrt = connect() called -> %s received; est = connect() called -> "
+           "socket writable (TCP established)\n",
+           g.mpa_shape ? "the reply" : "1-byte echo");
     if (n < completed)
         printf("(percentiles over the first %ld connections)\n", n);
     if (port_retries)
         printf("(%ld connect()s refused EADDRNOTAVAIL on a half-closed 4-tuple; retried with "
                "another port)\n",
                port_retries);
-    printf("\nRESULT prog=tcp_connrate mode=%s q=%u layout=%s port=%s conns=%ld secs=%.3f "
+    printf("\nRESULT prog=tcp_connrate mode=%s q=%u layout=%s port=%s exchange=%s conns=%ld secs=%.3f "
            "rate=%.1f rt_p50_us=%.1f rt_p99_us=%.1f est_p50_us=%.1f est_p99_us=%.1f\n",
-           mode, g.opt.q, one ? "oneproc" : "twoproc", g.kernel_port ? "kernel" : "random", completed,
-           secs, rate, r50, r99, e50, e99);
+           mode, g.opt.q, one ? "oneproc" : "twoproc", g.kernel_port ? "kernel" : "random",
+           g.mpa_shape ? "mpa" : "echo", completed, secs, rate, r50, r99, e50, e99);
     fflush(stdout);
     close(cep);
     return 0;
@@ -437,9 +515,11 @@ static void usage(void)
     fprintf(stderr,
             "usage: tcp_connrate [-m serial|inflight] [-q N] [-D seconds | -n count]\n"
             "                    [--server | --client] [-p port] [--timeout ms] [--lifetime s]\n"
-            "                    [--kernel-port]\n"
+            "                    [--kernel-port] [--mpa-shape]\n"
             "  --kernel-port: plain connect() (kernel ephemeral port) instead of binding a\n"
-            "                 random port in 49152-65535 first, as libndk does\n");
+            "                 random port in 49152-65535 first, as libndk does\n"
+            "  --mpa-shape:   libndk's exchange (MPA Request, Reply, RTR, the NetworkDirect\n"
+            "                 close) instead of the 1-byte echo\n");
 }
 
 static void report_server(void)
@@ -454,8 +534,9 @@ int main(int argc, char **argv)
 {
     connrate_opts_init(&g.opt);
     g.stop_efd = -1;
-    const struct connrate_own_opt own[] = {{"kernel-port", .flag = &g.kernel_port}};
-    int rc = connrate_parse_options(&g.opt, argc, argv, own, 1, usage);
+    const struct connrate_own_opt own[] = {{"kernel-port", .flag = &g.kernel_port},
+                                           {"mpa-shape", .flag = &g.mpa_shape}};
+    int rc = connrate_parse_options(&g.opt, argc, argv, own, 2, usage);
     if (rc >= 0)
         return rc;
     rng_state ^= (uint32_t)getpid() * 2654435761u ^ (uint32_t)now_ns();
