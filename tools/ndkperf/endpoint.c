@@ -308,9 +308,9 @@ unsigned wait_limit_ms(const struct endpoint *e)
 
 unsigned cq_wait(struct endpoint *e, NDK_RESULT *r, unsigned max, const char *what)
 {
-    unsigned n = cq_take(e, r, max);
-    if (n)
-        return n;
+    /* No poll of our own first: tc_cq_wait polls before it yields, arms or
+     * sleeps, and a second look costs an empty read of the socket per
+     * message, which on one CPU, before the peer could run, always is. */
     struct taker t = {.e = e, .r = r, .max = max};
     struct tc_cq_wait w;
     tc_conn_waiter(&e->c, &w, e->opt->wait, take, &t);
