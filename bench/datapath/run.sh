@@ -254,6 +254,10 @@ for rep in $(seq "$REPS"); do
 		# floor of events mode (README, "Events mode against blocking TCP").
 		run "tcp_pingpong_epoll_${pl}_$rep" 60 "$TCP_PINGPONG" -s 64 -n "$LAT_ITERS" --epoll $PIN &&
 			add "lat|$pl|tcp_pingpong epoll" "$(kv "$LOG" typical)"
+		# Polling with a yield after each empty read, as busy-poll mode
+		# on one CPU polls its CQ: what that discipline costs raw TCP.
+		run "tcp_pingpong_yield_${pl}_$rep" 60 "$TCP_PINGPONG" -s 64 -n "$LAT_ITERS" --yield $PIN &&
+			add "lat|$pl|tcp_pingpong yield" "$(kv "$LOG" typical)"
 		ndk_runs ndk_modes send_lat lat:ndk_lat -s 64 -n "$LAT_ITERS"
 		external sockperf "sockperf_pp_${pl}_$rep" "$P_SP" "sockperf sr --tcp -i $HOST -p $P_SP -m 65536" \
 			"sockperf pp --tcp -i $HOST -p $P_SP -m 64 -t $SECS" "lat|$pl|sockperf pp" sockperf_p50
@@ -351,7 +355,9 @@ stability() {
 		while IFS='|' read -r mode _; do
 			k="lat|$pl|ndk|$mode"
 			case $pl/$mode in
-			same/busy-poll) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.0 ;;
+			same/busy-poll)
+				row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.0
+				row "64 B half RTT [us]" "$pl" "$mode" "$k" "tcp_pingpong yield" "lat|$pl|tcp_pingpong yield" info - ;;
 			same/poll) row "64 B half RTT [us]" "$pl" "$mode" "$k" tcp_pingpong "lat|$pl|tcp_pingpong" lower 1.3 ;;
 			cross/busy-poll)
 				row "64 B half RTT [us]" "$pl" "$mode" "$k" "fi_pingpong tcp" "lat|$pl|fi_pingpong tcp" lower 1.0
@@ -464,6 +470,7 @@ if have perf; then
 			place "$pl"
 			perf_row "$pl" "tcp_pingpong" "$TCP_PINGPONG" -s 64 $PIN
 			perf_row "$pl" "tcp_pingpong --epoll" "$TCP_PINGPONG" -s 64 --epoll $PIN
+			perf_row "$pl" "tcp_pingpong --yield" "$TCP_PINGPONG" -s 64 --yield $PIN
 			while IFS='|' read -r mode opts; do
 				perf_row "$pl" "ndkperf $mode" "$NDKPERF" send_lat --loopback -s 64 --warmup 0 $PIN $opts --no-progress
 			done < <(ndk_modes "$pl")

@@ -3,18 +3,25 @@
  * N-byte messages between two processes over 127.0.0.1, TCP_NODELAY,
  * blocking sockets, each process pinned like ndkperf --loopback's ends.
  *
- *   tcp_pingpong [-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]
+ *   tcp_pingpong [-s SIZE] [-n ITERS] [-w WARMUP] [--epoll | --yield] [--cpu N | --cpu-server N --cpu-client N]
  *
  * --epoll: each side waits for the answer in epoll_wait and then reads
  * without blocking, as an event loop does (libndk's progress engine among
  * them): per message the same work as the blocking read plus the system
  * call that waits, the least an event-driven receiver costs.
  *
+ * --yield: each side polls with non-blocking reads and calls sched_yield()
+ * after every empty one, as `ndkperf --busy-poll --wait=yield` polls its
+ * CQ: on one CPU the answer cannot be there before the peer ran, so every
+ * message costs an empty read and a yield more than a blocking read does,
+ * the least a busy poller that shares its CPU costs.
+ *
  * Prints one line: the half round trip (one way, as ndkperf send_lat and
  * sockperf report it) in microseconds: min, typical (median), p99, avg.
  */
 #include <getopt.h>
 #include <inttypes.h>
+#include <sched.h>
 #include <sys/epoll.h>
 
 #include "tcpbench.h"
@@ -25,6 +32,7 @@ static const char *prog = "tcp_pingpong";
  * blocking reads. */
 static int g_ep = -1;
 static bool g_want_epoll;
+static bool g_want_yield; /* --yield: non-blocking reads, a yield after each empty one */
 
 /* A side's socket made ready: TCP_NODELAY and, with --epoll, an epoll
  * instance watching it for reads. The socket, or -1 (closed, said on
@@ -57,8 +65,12 @@ static void close_side(int fd, char *buf)
 
 /* As tb_read_full; with --epoll every read waits in epoll_wait first
  * (bounded as the blocking reads are) and then takes what is there. */
+static bool read_polling(int fd, void *buf, size_t len, bool *eof);
+
 static bool read_full(int fd, void *buf, size_t len, bool *eof)
 {
+    if (g_want_yield)
+        return read_polling(fd, buf, len, eof);
     if (g_ep < 0)
         return tb_read_full(fd, buf, len, eof);
     size_t got = 0;
@@ -81,6 +93,34 @@ static bool read_full(int fd, void *buf, size_t len, bool *eof)
         } else if (errno != EINTR && errno != EAGAIN) {
             return false;
         }
+    }
+    return true;
+}
+
+/* --yield: non-blocking reads until len octets are in, a sched_yield()
+ * after each empty one; bounded as the blocking reads are. */
+static bool read_polling(int fd, void *buf, size_t len, bool *eof)
+{
+    size_t got = 0;
+    uint64_t deadline = tb_now_ns() + (uint64_t)TB_TIMEOUT_MS * 1000000u;
+    if (eof)
+        *eof = false;
+    while (got < len) {
+        ssize_t n = recv(fd, (char *)buf + got, len - got, MSG_DONTWAIT);
+        if (n > 0) {
+            got += (size_t)n;
+            continue;
+        }
+        if (n == 0) {
+            if (eof && got == 0)
+                *eof = true;
+            return false;
+        }
+        if (errno != EINTR && errno != EAGAIN)
+            return false;
+        if (tb_now_ns() > deadline)
+            return false;
+        sched_yield();
     }
     return true;
 }
@@ -142,15 +182,21 @@ int main(int argc, char **argv)
         {'n', "iters", .number = &iters, .min = 1, .max = 100000000},
         {'w', "warmup", .number = &warmup, .max = 100000000},
         {0, "epoll", .flag = &g_want_epoll},
+        {0, "yield", .flag = &g_want_yield},
     };
     int rc = tb_parse_options(argc, argv, prog,
-                              "[-s SIZE] [-n ITERS] [-w WARMUP] [--epoll] [--cpu N | --cpu-server N --cpu-client N]",
+                              "[-s SIZE] [-n ITERS] [-w WARMUP] [--epoll | --yield] [--cpu N | --cpu-server N --cpu-client N]",
                               "Raw TCP ping-pong over 127.0.0.1 between two processes (TCP_NODELAY, blocking\n"
                               "sockets); prints the half round trip in microseconds. --epoll: every wait is\n"
-                              "an epoll_wait, then a non-blocking read (an event loop's way).\n",
+                              "an epoll_wait, then a non-blocking read (an event loop's way). --yield:\n"
+                              "non-blocking reads, sched_yield() after each empty one (a busy poller's way).\n",
                               own, sizeof own / sizeof own[0], &size, &cpu_server, &cpu_client);
     if (rc >= 0)
         return rc;
+    if (g_want_epoll && g_want_yield) {
+        fprintf(stderr, "%s: --epoll and --yield are two ways to wait: pick one\n", prog);
+        return 2;
+    }
 
     uint64_t *rtt = malloc(iters * sizeof *rtt);
     if (!rtt) {
@@ -177,7 +223,7 @@ int main(int argc, char **argv)
         /* Half the round trip: one way, as ndkperf send_lat reports. */
         printf("tcp_pingpong%s size=%" PRIu64 " iters=%" PRIu64 " cpu_server=%s cpu_client=%s half_rtt_usec min=%.2f "
                "typical=%.2f p99=%.2f avg=%.2f\n",
-               g_want_epoll ? " epoll" : "", size, iters, tb_cpu_text(cpu_server, a, sizeof a), tb_cpu_text(cpu_client, b, sizeof b),
+               g_want_epoll ? " epoll" : g_want_yield ? " yield" : "", size, iters, tb_cpu_text(cpu_server, a, sizeof a), tb_cpu_text(cpu_client, b, sizeof b),
                (double)rtt[0] / 2000.0, (double)rtt[iters / 2] / 2000.0, (double)rtt[p99] / 2000.0,
                sum / (double)iters / 2000.0);
     }
