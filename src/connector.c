@@ -647,13 +647,16 @@ static void on_peer_closed(struct ndk_connector_impl *c, bool reset)
             ndk_req_complete(&c->disconnect_req, STATUS_CONNECTION_ABORTED);
         } else {
             c->peer_fin = true;
-            conn_watch(c, 0);
             if (!c->dp_started) {
                 conn_dead(c, false);
                 ndk_req_complete(&c->disconnect_req, STATUS_SUCCESS);
             } else {
                 maybe_finish_disconnect(c);
             }
+            /* Stop reading if the socket stays (requests still to finish);
+             * a disconnect that finished closed it, and no epoll_ctl is
+             * spent on a socket about to leave the set. */
+            conn_watch(c, 0);
         }
         break;
     default:
@@ -1112,7 +1115,10 @@ static void connect_claim(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, 
 static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, NDK_FN_REQUEST_COMPLETION cb,
                             void *ctx)
 {
-    ndk_tcp_local_addr(c->fd, &c->local);
+    /* Bound to c->local (connect_own_port, or bind_shared's endpoint);
+     * with a wildcard IP there, the kernel says which one it took. */
+    NDK_SOCKADDR bound = c->local;
+    ndk_tcp_local_addr_of(c->fd, &bound, &c->local);
     conn_place(c, qp->obj.engine);
     ndk_req_begin(&c->connect_req, &c->obj, cb, ctx);
     c->state = CONN_TCP;

@@ -239,7 +239,7 @@ static void listener_on_accept(struct loop_watch *w, uint32_t events)
         }
         h->l = l;
         h->peer = peer;
-        ndk_tcp_local_addr(fd, &h->local);
+        ndk_tcp_local_addr_of(fd, &l->local, &h->local);
         mpa_neg_start_responder(&h->neg, NDK_MAX_IRD, NDK_MAX_ORD);
     }
 }

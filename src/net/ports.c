@@ -35,12 +35,38 @@ static bool reserved(const NDK_SOCKADDR *a)
     return false;
 }
 
+/* Where the search for a free port starts. Seeded once from the kernel,
+ * then a xorshift64* step per port: spreading the ports needs no fresh
+ * entropy per connection (a getrandom call each), and the sequence does
+ * not protect the connection, TCP's initial sequence numbers do. Called
+ * under ports_lock. A forked child seeds its own: the same sequence in
+ * two processes would pick the same ports towards the same peer. */
+static uint64_t port_rng;
+static pthread_once_t port_rng_once = PTHREAD_ONCE_INIT;
+
+static void port_rng_forget(void)
+{
+    port_rng = 0;
+}
+
+static void port_rng_register(void)
+{
+    pthread_atfork(NULL, NULL, port_rng_forget);
+}
+
 static uint32_t random_u32(void)
 {
-    uint32_t v;
-    if (getrandom(&v, sizeof v, GRND_NONBLOCK) != sizeof v)
-        v = (uint32_t)rand();
-    return v;
+    pthread_once(&port_rng_once, port_rng_register);
+    if (!port_rng) {
+        uint64_t seed = 0;
+        if (getrandom(&seed, sizeof seed, GRND_NONBLOCK) != sizeof seed)
+            seed = ((uint64_t)rand() << 32) ^ (uint64_t)rand();
+        port_rng = seed | 1; /* xorshift's state must not be 0 */
+    }
+    port_rng ^= port_rng >> 12;
+    port_rng ^= port_rng << 25;
+    port_rng ^= port_rng >> 27;
+    return (uint32_t)((port_rng * 0x2545F4914F6CDD1DULL) >> 32);
 }
 
 NTSTATUS ports_reserve(NDK_SOCKADDR *addr, enum port_kind kind, int fd, bool reuse,

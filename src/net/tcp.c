@@ -363,3 +363,13 @@ void ndk_tcp_local_addr(int fd, NDK_SOCKADDR *out)
     socklen_t len = sizeof *out;
     getsockname(fd, &out->sa, &len);
 }
+
+void ndk_tcp_local_addr_of(int fd, const NDK_SOCKADDR *bound, NDK_SOCKADDR *out)
+{
+    bool known = (bound->sa.sa_family == AF_INET || bound->sa.sa_family == AF_INET6) &&
+                 !ndk_sockaddr_is_any(bound) && ndk_sockaddr_port(bound) != 0;
+    if (known)
+        *out = *bound;
+    else
+        ndk_tcp_local_addr(fd, out);
+}

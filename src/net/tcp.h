@@ -61,6 +61,10 @@ int ndk_tcp_listen(int fd, int backlog);
 int ndk_tcp_accept(int lfd, NDK_SOCKADDR *peer);
 /* The address the socket is bound to. */
 void ndk_tcp_local_addr(int fd, NDK_SOCKADDR *out);
+/* The same, without asking the kernel when the socket (or the listener
+ * that accepted it) was bound to `bound`, an address with its IP and port
+ * both given: the connection's local address is then exactly that. */
+void ndk_tcp_local_addr_of(int fd, const NDK_SOCKADDR *bound, NDK_SOCKADDR *out);
 
 enum ndk_errno_phase {
     NDK_PHASE_BIND,    /* bind/listen of a local endpoint */
