@@ -17,6 +17,7 @@ struct ndk_halfopen {
     struct watched_fd w; /* first: in the listener's set, the socket, its deadline */
     struct ndk_listener_impl *l;
     struct mpa_neg neg; /* reading the Request (wire/mpa_negotiation.h) */
+    bool bytes_after;   /* octets came behind the Request (ndk_mpa_stream_read_request) */
     NDK_SOCKADDR local, peer;
 };
 
@@ -100,7 +101,7 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
     struct ndk_adapter_impl *ad = l->obj.ad;
 
     /* The initiator may send nothing until it has our Reply (RFC 5044). */
-    if (ndk_stream_peek(h->w.fd) > 0) {
+    if (h->bytes_after) {
         char a[NDK_LOG_ADDR_LEN];
         NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &l->obj, "%s sent bytes after its MPA Request: closed",
                 ndk_log_addr(&h->peer, a));
@@ -158,10 +159,9 @@ static void halfopen_on_io(struct loop_watch *w, uint32_t events)
         halfopen_free(h, true);
         return;
     }
-    /* The negotiation reads no further than the frame (nothing may follow
-     * it). */
+    /* Nothing may follow the Request: what does is found by the read. */
     ssize_t io;
-    enum mpa_neg_event ev = ndk_mpa_stream_read(h->w.fd, &h->neg, &io);
+    enum mpa_neg_event ev = ndk_mpa_stream_read_request(h->w.fd, &h->neg, &io, &h->bytes_after);
     if (ev == MPA_NEG_MALFORMED) {
         char a[NDK_LOG_ADDR_LEN];
         NDK_LOG(NDK_LL_WARN, NDK_LC_MPA, &h->l->obj, "malformed MPA Request from %s (%s): closed",
