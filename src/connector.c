@@ -436,9 +436,11 @@ static void on_reply(struct ndk_connector_impl *c, enum mpa_neg_event ev)
     }
     loop_timer_cancel(conn_loop(c), &c->timer);
     c->state = CONN_REPLIED;
-    /* From here the peer's bytes are FPDUs for the data path; only watch for
-     * the peer going away. */
-    conn_watch(c, EPOLLRDHUP);
+    /* From here the peer's bytes are FPDUs for the data path, which
+     * established() starts; until then only the peer going away is ours.
+     * The interest in input stays until such bytes come (conn_on_io): a
+     * peer that waits for our RTR sends none, and two epoll_ctl per
+     * connection are saved. */
     ndk_req_complete(&c->connect_req, STATUS_SUCCESS);
 }
 
@@ -882,6 +884,8 @@ static void conn_on_io(struct loop_watch *w, uint32_t events)
     default:
         if (events & (EPOLLERR | EPOLLHUP | EPOLLRDHUP))
             on_peer_closed(c, c->qp_start_failed || was_reset(c, events));
+        else if (events & EPOLLIN)
+            conn_watch(c, EPOLLRDHUP); /* the data path's bytes, before it runs (on_reply) */
         return;
     }
 }
