@@ -1142,7 +1142,29 @@ static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp
  * (*from, to) and the device lock held; on failure the reservation is
  * given back.
  */
-static NTSTATUS connect_own_port(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, int fd,
+/* A socket for an active connection: TCP_NODELAY, the adapter's buffer
+ * sizes and liveness options; fd or -errno. */
+static int connect_socket_new(const struct ndk_adapter_impl *ad, int family)
+{
+    int fd = ndk_tcp_socket(family);
+    if (fd < 0)
+        return fd;
+    ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
+    ndk_tcp_set_liveness(fd, &ad->opt);
+    return fd;
+}
+
+/* How many ports an NdkConnect from port 0 tries when the kernel finds
+ * the 4-tuple of the one picked taken. */
+#define CONNECT_PORT_TRIES 8
+
+/* Binds *fd to src (port 0: a free port the registry picks) and starts
+ * the TCP handshake to dst, without the locks. A port we picked whose
+ * 4-tuple to dst the kernel finds taken (EADDRNOTAVAIL: a TIME_WAIT it may
+ * not reuse yet, or another process's connection from that port) is our
+ * choice, not the consumer's error: another port is tried, on a new socket
+ * (a socket binds once). */
+static NTSTATUS connect_own_port(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, int *fd,
                                  NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, struct ndk_engine **from)
 {
     struct ndk_device *dev = c->obj.ad->dev;
@@ -1150,10 +1172,26 @@ static NTSTATUS connect_own_port(struct ndk_connector_impl *c, struct ndk_qp_imp
     pthread_mutex_unlock(&dev->lock);
     ndk_engines_unlock2(*from, to);
     struct port_res *port = NULL;
-    NTSTATUS st = reserve_own(fd, src, dst, &port);
-    int err = st == STATUS_SUCCESS ? ndk_tcp_connect(fd, dst) : 0;
-    if (err < 0)
-        st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+    bool any_port = ndk_sockaddr_port(src) == 0;
+    NTSTATUS st;
+    for (unsigned tries = 1;; tries++) {
+        st = reserve_own(*fd, src, dst, &port);
+        int err = st == STATUS_SUCCESS ? ndk_tcp_connect(*fd, dst) : 0;
+        if (err == -EADDRNOTAVAIL && any_port && tries < CONNECT_PORT_TRIES) {
+            int again = connect_socket_new(c->obj.ad, dst->sa.sa_family);
+            if (again >= 0) {
+                ports_unref(port);
+                port = NULL;
+                ndk_stream_close(*fd);
+                *fd = again;
+                ndk_sockaddr_set_port(src, 0);
+                continue;
+            }
+        }
+        if (err < 0)
+            st = ndk_status_from_errno(-err, NDK_PHASE_CONNECT);
+        break;
+    }
     *from = conn_lock2(c, to);
     pthread_mutex_lock(&dev->lock);
     if (st == STATUS_SUCCESS)
@@ -1190,11 +1228,9 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
     if (!sep && !ndk_adapter_owns(ad, &src))
         return STATUS_INVALID_ADDRESS;
 
-    int fd = ndk_tcp_socket(dst.sa.sa_family);
+    int fd = connect_socket_new(ad, dst.sa.sa_family);
     if (fd < 0)
         return ndk_status_from_errno(-fd, NDK_PHASE_CONNECT);
-    ndk_tcp_set_buffers(fd, ad->opt.SocketSendBufferBytes, ad->opt.SocketReceiveBufferBytes);
-    ndk_tcp_set_liveness(fd, &ad->opt);
 
     /* The connector moves to its QP's engine (conn_place): both engines'
      * locks, then the device lock for the claims. */
@@ -1209,7 +1245,7 @@ static NTSTATUS connect_common(NDK_CONNECTOR *pNdkConnector, NDK_QP *pNdkQp,
         if (st == STATUS_SUCCESS)
             st = connect_socket(c, fd, &dst);
     } else if (st == STATUS_SUCCESS) {
-        st = connect_own_port(c, qp, fd, &src, &dst, &from);
+        st = connect_own_port(c, qp, &fd, &src, &dst, &from);
     }
     if (st != STATUS_SUCCESS)
         goto fail_locked;

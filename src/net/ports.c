@@ -54,6 +54,15 @@ static void port_rng_register(void)
     pthread_atfork(NULL, NULL, port_rng_forget);
 }
 
+static uint16_t next_start; /* ports_start_next_search_at; 0: random */
+
+void ports_start_next_search_at(uint16_t port)
+{
+    pthread_mutex_lock(&ports_lock);
+    next_start = port;
+    pthread_mutex_unlock(&ports_lock);
+}
+
 static uint32_t random_u32(void)
 {
     pthread_once(&port_rng_once, port_rng_register);
@@ -90,6 +99,10 @@ NTSTATUS ports_reserve(NDK_SOCKADDR *addr, enum port_kind kind, int fd, bool reu
     } else {
         const unsigned span = NDK_EPHEMERAL_LAST - NDK_EPHEMERAL_FIRST + 1;
         unsigned start = random_u32() % span;
+        if (next_start >= NDK_EPHEMERAL_FIRST) {
+            start = next_start - NDK_EPHEMERAL_FIRST;
+            next_start = 0;
+        }
         st = STATUS_TOO_MANY_ADDRESSES;
         for (unsigned i = 0; i < span; i++) {
             ndk_sockaddr_set_port(addr, (uint16_t)(NDK_EPHEMERAL_FIRST + (start + i) % span));

@@ -11,6 +11,7 @@
 #define NDK_NET_PORTS_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include <ndk/ndk.h>
 
@@ -36,5 +37,9 @@ NTSTATUS ports_reserve(NDK_SOCKADDR *addr, enum port_kind kind, int fd, bool reu
                        struct port_res **out);
 void ports_ref(struct port_res *r);
 void ports_unref(struct port_res *r);
+
+/* For white-box tests: the next search for a free port (port 0) starts at
+ * this one instead of a random one, once. */
+void ports_start_next_search_at(uint16_t port);
 
 #endif
