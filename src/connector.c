@@ -1130,18 +1130,6 @@ static void connect_started(struct ndk_connector_impl *c, struct ndk_qp_impl *qp
     loop_timer_arm(conn_loop(c), &c->timer, c->obj.ad->opt.TcpConnectTimeoutMs);
 }
 
-/*
- * Binds fd to its own port at src and makes the TCP handshake to dst,
- * with no lock held meanwhile: the bind and the handshake are the
- * costliest steps of NdkConnect (on loopback, connect() runs the peer's
- * side of the handshake too), and need no engine or device state: the
- * port registry has its own lock, and the socket is nobody's yet. So the
- * engines' connections progress meanwhile. The connector cannot be closed
- * during its own call (L5); its QP can, so the checks are made again.
- * Called and returns with the connector's and the QP's engine locks
- * (*from, to) and the device lock held; on failure the reservation is
- * given back.
- */
 /* A socket for an active connection: TCP_NODELAY, the adapter's buffer
  * sizes and liveness options; fd or -errno. */
 static int connect_socket_new(const struct ndk_adapter_impl *ad, int family)
@@ -1158,12 +1146,22 @@ static int connect_socket_new(const struct ndk_adapter_impl *ad, int family)
  * the 4-tuple of the one picked taken. */
 #define CONNECT_PORT_TRIES 8
 
-/* Binds *fd to src (port 0: a free port the registry picks) and starts
- * the TCP handshake to dst, without the locks. A port we picked whose
- * 4-tuple to dst the kernel finds taken (EADDRNOTAVAIL: a TIME_WAIT it may
- * not reuse yet, or another process's connection from that port) is our
- * choice, not the consumer's error: another port is tried, on a new socket
- * (a socket binds once). */
+/*
+ * Binds *fd to its own port at src (port 0: a free port the registry
+ * picks) and makes the TCP handshake to dst, with no lock held meanwhile:
+ * the bind and the handshake are the costliest steps of NdkConnect (on
+ * loopback, connect() runs the peer's side of the handshake too), and need
+ * no engine or device state: the port registry has its own lock, and the
+ * socket is nobody's yet. So the engines' connections progress meanwhile.
+ * The connector cannot be closed during its own call (L5); its QP can, so
+ * the checks are made again. Called and returns with the connector's and
+ * the QP's engine locks (*from, to) and the device lock held; on failure
+ * the reservation is given back. A port we picked whose 4-tuple to dst
+ * the kernel finds taken (EADDRNOTAVAIL: a TIME_WAIT it may not reuse yet,
+ * or another process's connection from that port) is our choice, not the
+ * consumer's error: another port is tried, on a new socket (a socket binds
+ * once), CONNECT_PORT_TRIES in all.
+ */
 static NTSTATUS connect_own_port(struct ndk_connector_impl *c, struct ndk_qp_impl *qp, int *fd,
                                  NDK_SOCKADDR *src, const NDK_SOCKADDR *dst, struct ndk_engine **from)
 {
