@@ -117,20 +117,43 @@ start() {
 }
 
 # run_guest NAME SCRIPTFILE [run-guest.sh options...]: boots the guest in
-# the background with the script as its command; the guest's console goes
-# to NAME.out. NDK_INTEROP_GUEST_OPTS adds run-guest.sh options, e.g.
-# "-v -a siw.dyndbg=+p" for siw's debug messages (they then reach the
-# console: loglevel=8 is appended too).
+# the background with the script as its command, the guest's console in
+# NAME.out, and returns once the guest says it is ready (the harness's
+# "siw-guest: ready" line, printed before the script runs).
+# NDK_INTEROP_GUEST_OPTS adds run-guest.sh options, e.g. "-v -a
+# siw.dyndbg=+p" for siw's debug messages (they then reach the console:
+# loglevel=8 is appended too).
+#
+# A guest that is not ready after GUEST_BOOT_SECS is booted once more:
+# nothing of the test has run in it yet, so a second boot repeats no part
+# of what the test checks. Under TCG a boot takes 4-9 s (the harness
+# README's timings), but CI once saw a guest print nothing at all for 120 s
+# (interop.siw_responder_p2p, which failed as "the guest server did not
+# start" before any connection). The first attempt's console stays in
+# NAME.boot1.out, shown at the end with the other logs.
+GUEST_BOOT_SECS=${GUEST_BOOT_SECS:-60}
 run_guest() {
-	local name=$1 script=$2 extra=()
+	local name=$1 script=$2 extra=() attempt
 	shift 2
-	cp "$script" "$WORK/$name.in"
 	if [ -n "${NDK_INTEROP_GUEST_OPTS:-}" ]; then
 		read -r -a extra <<<"$NDK_INTEROP_GUEST_OPTS"
 		extra+=(-a loglevel=8)
 	fi
-	note "guest $name: run-guest.sh ${extra[*]} $*"
-	start "$name" "$HARNESS/run-guest.sh" -t "$GUEST_TIMEOUT" "${extra[@]}" "$@" -
+	for attempt in 1 2; do
+		cp "$script" "$WORK/$name.in"
+		note "guest $name: run-guest.sh ${extra[*]} $* (boot $attempt)"
+		start "$name" "$HARNESS/run-guest.sh" -t "$GUEST_TIMEOUT" "${extra[@]}" "$@" -
+		if wait_count "$WORK/$name.out" '^siw-guest: ready' 1 "$GUEST_BOOT_SECS" "$name"; then
+			return 0
+		fi
+		note "guest $name: not ready after $GUEST_BOOT_SECS s (boot $attempt)"
+		kill "${PID_OF[$name]}" 2>/dev/null
+		wait "${PID_OF[$name]}" 2>/dev/null
+		unset "PID_OF[$name]"
+		mv "$WORK/$name.out" "$WORK/$name.boot$attempt.out"
+		mv "$WORK/$name.err" "$WORK/$name.boot$attempt.err"
+	done
+	die "guest $name: not ready after two boots of $GUEST_BOOT_SECS s each"
 }
 
 # The guest scripts' run NAME CMD...: CMD's lines, and a final "rc=N",
