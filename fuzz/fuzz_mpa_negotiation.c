@@ -68,7 +68,9 @@ static enum mpa_neg_event deliver(struct mpa_neg *n, const uint8_t *p, size_t le
         size_t used;
         ev = mpa_neg_feed(n, p + *taken, step, &used);
         ENSURE(used <= step);
-        ENSURE(used == step || ev == MPA_NEG_MALFORMED);
+        /* All of it, unless a frame that cannot be read, or an answer to
+         * the Reply too long for an RTR, was refused before its end. */
+        ENSURE(used == step || ev == MPA_NEG_MALFORMED || ev == MPA_NEG_BAD_RTR || ev == MPA_NEG_PEER_TERMINATED);
         *taken += used;
     }
     return ev;

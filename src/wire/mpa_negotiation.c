@@ -87,10 +87,22 @@ static size_t frame_want(const struct mpa_reader *r)
     return total - r->have;
 }
 
-/* The RTR: its first 4 octets (no FPDU is shorter), then the whole FPDU. */
+/* The shortest FPDU that may answer our Reply: the zero-length RDMA Write
+ * RTR (MPA length, 14 octets of tagged DDP header, CRC: 20 octets, what
+ * mpa_build_write_rtr writes). A Read RTR (52) and a Terminate (at least
+ * 28) are longer. */
+#define RTR_FPDU_MIN 20u
+
+/* The RTR: the octets every answer has, in one read when the answer is a
+ * Write RTR, then the rest of the FPDU its length field gives. Asking for
+ * RTR_FPDU_MIN first never takes an octet of the FPDUs that may follow a
+ * well-formed RTR; after a shorter, malformed one it may, and the
+ * connection fails on it all the same (on_rtr). */
 static size_t rtr_want(const struct mpa_neg *n)
 {
-    size_t whole = n->rtr_have < 4 ? 4 : mpa_fpdu_len(ddp_rd16(n->rtr_buf));
+    size_t whole = n->rtr_have < 4 ? RTR_FPDU_MIN : mpa_fpdu_len(ddp_rd16(n->rtr_buf));
+    if (whole < RTR_FPDU_MIN)
+        whole = RTR_FPDU_MIN;
     return whole > n->rtr_have ? whole - n->rtr_have : 0;
 }
 
@@ -265,7 +277,11 @@ static enum mpa_neg_event on_rtr(struct mpa_neg *n)
 static enum mpa_neg_event feed_rtr(struct mpa_neg *n, const uint8_t *data, size_t len, size_t *used)
 {
     for (size_t want; (want = rtr_want(n)) != 0 && *used < len;) {
-        size_t take = MIN(len - *used, want);
+        /* The length field first, however much the read brought: an FPDU
+         * too long for an RTR is refused at its 4th octet, as when the
+         * octets come one by one. */
+        size_t step = n->rtr_have < 4 ? 4 - n->rtr_have : want;
+        size_t take = MIN(len - *used, step);
         memcpy(n->rtr_buf + n->rtr_have, data + *used, take);
         n->rtr_have += take;
         *used += take;

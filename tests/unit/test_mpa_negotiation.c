@@ -323,16 +323,62 @@ static void test_bad_rtrs(void)
     CHECK_EQ(feed_chunked(&rsp, send0, sizeof send0, 5), MPA_NEG_BAD_RTR);
     CHECK_EQ(rsp.term_code, 0x07);
 
-    /* An FPDU longer than any RTR: decided on its first 4 octets. */
-    static const uint8_t big[4] = {0x04, 0x00, 0x80, 0x40}; /* tagged */
+    /* An FPDU longer than any RTR: decided on its first 4 octets, however
+     * many more the read brought (the connection fails on it). */
+    static const uint8_t big[20] = {0x04, 0x00, 0x80, 0x40}; /* tagged */
+    size_t used;
     waiting_for_rtr(&rsp, false);
-    CHECK_EQ(feed_chunked(&rsp, big, 4, 4), MPA_NEG_BAD_RTR);
+    CHECK_EQ(mpa_neg_feed(&rsp, big, 4, &used), MPA_NEG_BAD_RTR);
+    CHECK_EQ(used, 4);
     CHECK_EQ(rsp.term_code, 0x07);
+    waiting_for_rtr(&rsp, false);
+    CHECK_EQ(mpa_neg_feed(&rsp, big, sizeof big, &used), MPA_NEG_BAD_RTR);
+    CHECK_EQ(used, 4);
     static const uint8_t big_term[4] = {0x04, 0x00, 0x41, 0x47}; /* untagged, RDMAP opcode 7 */
     waiting_for_rtr(&rsp, false);
-    CHECK_EQ(feed_chunked(&rsp, big_term, 4, 2), MPA_NEG_PEER_TERMINATED);
+    CHECK_EQ(mpa_neg_feed(&rsp, big_term, 2, &used), MPA_NEG_MORE);
+    CHECK_EQ(mpa_neg_feed(&rsp, big_term + 2, 2, &used), MPA_NEG_PEER_TERMINATED);
     CHECK(!rsp.term_decoded);
     CHECK_EQ(take(&rsp, out), 0);
+
+    /* Shorter than a Write RTR (a zero-length ULPDU: 8 octets): the first
+     * read may take the start of what follows; the connection fails on
+     * it. */
+    static const uint8_t tiny[20] = {0x00, 0x00, 0, 0, 0, 0, 0, 0, 0xAB, 0xAB, 0xAB, 0xAB};
+    waiting_for_rtr(&rsp, false);
+    CHECK_EQ(mpa_neg_want(&rsp), 20);
+    CHECK_EQ(mpa_neg_feed(&rsp, tiny, sizeof tiny, &used), MPA_NEG_BAD_RTR);
+    CHECK_EQ(rsp.term_code, 0x07);
+}
+
+/* The responder asks for the 20 octets every answer to its Reply has
+ * first: a Write RTR is one read, a Read RTR (52) or a Terminate two, and
+ * no ask reaches past the FPDU. */
+static void test_rtr_reads(void)
+{
+    struct mpa_neg rsp;
+    uint8_t wire[64];
+    size_t used;
+    waiting_for_rtr(&rsp, false);
+    CHECK_EQ(mpa_neg_want(&rsp), 20);
+    size_t n = mpa_build_write_rtr(false, wire);
+    CHECK_EQ(n, 20);
+    CHECK_EQ(mpa_neg_feed(&rsp, wire, mpa_neg_want(&rsp), &used), MPA_NEG_GOT_RTR);
+    CHECK_EQ(used, 20);
+    CHECK_EQ(mpa_neg_want(&rsp), 0);
+
+    n = mpa_build_read_rtr(false, wire);
+    CHECK_EQ(n, 52);
+    waiting_for_rtr(&rsp, false);
+    CHECK_EQ(mpa_neg_feed(&rsp, wire, mpa_neg_want(&rsp), &used), MPA_NEG_MORE);
+    CHECK_EQ(used, 20);
+    CHECK_EQ(mpa_neg_want(&rsp), 32);
+
+    n = mpa_build_term_simple(2, 0, 0x07, false, wire);
+    CHECK(n > 20);
+    waiting_for_rtr(&rsp, false);
+    CHECK_EQ(mpa_neg_feed(&rsp, wire, mpa_neg_want(&rsp), &used), MPA_NEG_MORE);
+    CHECK_EQ(mpa_neg_want(&rsp), n - 20);
 }
 
 /* A negotiation is plain data: a copy reads the same private data. */
@@ -361,6 +407,7 @@ int main(void)
     RUN(test_bad_replies);
     RUN(test_responder_refusals);
     RUN(test_bad_rtrs);
+    RUN(test_rtr_reads);
     RUN(test_copy);
     return tl_finish();
 }
