@@ -202,6 +202,10 @@ static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
     shm_rv_stop(&c->rv);
     if (abortive && c->shm && c->dp_started)
         ndk_shm_abort(c->qp);
+    /* Unread octets at close() make the kernel reset instead of closing
+     * gracefully, hence the drain below; once the data path's read met the
+     * peer's FIN there are none, and the drain's read is saved. */
+    bool drained = !abortive && c->dp_started && !c->shm && c->qp && ndk_qp_read_eof(c->qp);
     stop_data_path(c);
     loop_watch_del(conn_loop(c), &c->watch);
     loop_timer_cancel(conn_loop(c), &c->timer);
@@ -212,7 +216,8 @@ static void conn_close_wire(struct ndk_connector_impl *c, bool abortive)
     } else {
         if (!c->fin_sent)
             ndk_stream_shutdown_write(c->fd);
-        ndk_stream_drain(c->fd);
+        if (!drained)
+            ndk_stream_drain(c->fd);
         ndk_stream_close(c->fd);
     }
     c->fd = -1;

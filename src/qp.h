@@ -375,6 +375,9 @@ bool ndk_qp_failed(struct ndk_qp_impl *qp);
 /* Nothing more will be read from the stream (its end, an error, or the
  * discard limit after our Terminate). */
 bool ndk_qp_rx_over(struct ndk_qp_impl *qp);
+/* A read of the stream met the peer's FIN: the socket holds no octet
+ * more, and none can come. */
+bool ndk_qp_read_eof(struct ndk_qp_impl *qp);
 /* Graceful end: FIN after everything queued is out. */
 void ndk_qp_disconnect(struct ndk_qp_impl *qp);
 /* The QP ended the stream with its own Terminate (sent, or still queued

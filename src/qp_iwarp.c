@@ -28,6 +28,14 @@ bool ndk_qp_rx_over(struct ndk_qp_impl *qp)
     return over;
 }
 
+bool ndk_qp_read_eof(struct ndk_qp_impl *qp)
+{
+    pthread_mutex_lock(&qp->dp.rx_lock);
+    bool eof = qp->dp.rx_eof;
+    pthread_mutex_unlock(&qp->dp.rx_lock);
+    return eof;
+}
+
 /* ---- the QP object's calls (struct ndk_xp_ops) ---- */
 
 static void iw_doorbell(struct ndk_qp_impl *qp)
