@@ -1853,6 +1853,7 @@ NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION
 }
 
 struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l, int fd,
+                                                     struct loop_watch *registered,
                                                      const NDK_SOCKADDR *local,
                                                      const NDK_SOCKADDR *peer,
                                                      const struct mpa_neg *neg)
@@ -1891,8 +1892,15 @@ struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l
     c->peer_pd = pd;
     c->peer_pd_len = pd_len;
     c->pd_window_open = true;
-    /* Watch for the requester going away or (illegally) sending early. */
-    conn_watch(c, EPOLLIN | EPOLLRDHUP);
+    /* Watch for the requester going away or (illegally) sending early:
+     * the listener's registration of the socket becomes ours. The
+     * connector sits on the listener's engine (above), so its loop is the
+     * listener's. */
+    pthread_mutex_lock(&c->mask_lock);
+    c->base_events = EPOLLIN | EPOLLRDHUP;
+    loop_watch_allow_unlocked(&c->watch); /* as apply_mask's first add */
+    loop_watch_take_over(conn_loop(c), registered, &c->watch, c->base_events, conn_on_io);
+    pthread_mutex_unlock(&c->mask_lock);
     return c;
 }
 

@@ -127,10 +127,10 @@ static void halfopen_request(struct ndk_halfopen *h, enum mpa_neg_event ev)
         halfopen_free(h, true);
         return;
     }
-    /* The socket changes owner: its registration must go first (the
-     * connector registers it anew, and epoll refuses a second one). */
-    int fd = halfopen_take(h);
-    struct ndk_connector_impl *c = ndk_connector_new_passive(l, fd, &h->local, &h->peer, &h->neg);
+    /* The socket changes owner, and its registration in the loop with it
+     * (watched_fd_hand_over): closing it on failure ends the registration. */
+    int fd = watched_fd_hand_over(&h->w);
+    struct ndk_connector_impl *c = ndk_connector_new_passive(l, fd, &h->w.watch, &h->local, &h->peer, &h->neg);
     if (!c) {
         ndk_tcp_abort(fd);
         return;

@@ -228,8 +228,12 @@ struct ndk_connector_impl {
 
 NTSTATUS ndk_create_connector(NDK_ADAPTER *pNdkAdapter, NDK_FN_CREATE_COMPLETION CreateCompletion,
                               PVOID RequestContext, NDK_CONNECTOR **ppNdkConnector);
-/* Listener hands over an accepted TCP socket whose MPA Request neg read. */
+/* Listener hands over an accepted TCP socket whose MPA Request neg read;
+ * registered is the socket's watch in the listener's loop, which the
+ * connector takes over (watched_fd_hand_over). On NULL the registration
+ * is still there: the caller closes fd. */
 struct ndk_connector_impl *ndk_connector_new_passive(struct ndk_listener_impl *l, int fd,
+                                                     struct loop_watch *registered,
                                                      const NDK_SOCKADDR *local,
                                                      const NDK_SOCKADDR *peer,
                                                      const struct mpa_neg *neg);

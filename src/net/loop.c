@@ -132,6 +132,28 @@ int loop_watch_move(struct loop *to, struct loop_watch *w)
     return 0;
 }
 
+int loop_watch_take_over(struct loop *l, struct loop_watch *from, struct loop_watch *w, uint32_t events,
+                         loop_watch_fn fn)
+{
+    int fd = from->fd;
+    if (from->added && from->loop == l) {
+        from->added = false;
+        w->fd = fd;
+        w->events = events;
+        w->fn = fn;
+        struct epoll_event ev = {.events = events, .data.u64 = watch_data(w)};
+        if (epoll_ctl(l->epfd, EPOLL_CTL_MOD, fd, &ev) == 0) {
+            w->added = true;
+            w->loop = l;
+            return 0;
+        }
+        epoll_ctl(l->epfd, EPOLL_CTL_DEL, fd, NULL);
+    } else if (from->added) {
+        loop_watch_del(from->loop, from);
+    }
+    return loop_watch_add(l, w, fd, events, fn);
+}
+
 void loop_timer_init(struct loop_timer *t, loop_timer_fn fn)
 {
     t->fn = fn;

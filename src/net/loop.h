@@ -104,6 +104,14 @@ void loop_unlocked_barrier(struct loop *l);
  * loops' lock held). An event the old loop already fetched is dropped.
  * Returns 0, or -errno with the watch still on its old loop. */
 int loop_watch_move(struct loop *to, struct loop_watch *w);
+/* w takes over from's registration of its descriptor in l, for events and
+ * fn: one EPOLL_CTL_MOD that changes what epoll hands back, instead of a
+ * DEL and an ADD. from is no longer added, so an event of it the loop
+ * already fetched is skipped. When from is not added in l, or epoll
+ * refuses the change, w is added anew (from's registration removed first).
+ * Returns as loop_watch_add. */
+int loop_watch_take_over(struct loop *l, struct loop_watch *from, struct loop_watch *w, uint32_t events,
+                         loop_watch_fn fn);
 
 void loop_timer_init(struct loop_timer *t, loop_timer_fn fn);
 /* (Re)arms t to fire ms from now. */

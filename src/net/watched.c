@@ -1,5 +1,6 @@
 #include "net/watched.h"
 
+#include <stdbool.h>
 #include <stdlib.h>
 
 void *watched_fd_new(struct watched_set *set, size_t size, const struct watched_kind *kind,
@@ -27,9 +28,10 @@ void *watched_fd_new(struct watched_set *set, size_t size, const struct watched_
     return rec;
 }
 
-int watched_fd_take(struct watched_fd *rec)
+static int leave_set(struct watched_fd *rec, bool keep_watch)
 {
-    loop_watch_del(rec->loop, &rec->watch);
+    if (!keep_watch)
+        loop_watch_del(rec->loop, &rec->watch);
     loop_timer_cancel(rec->loop, &rec->timer);
     *rec->pprev = rec->next;
     if (rec->next)
@@ -41,6 +43,16 @@ int watched_fd_take(struct watched_fd *rec)
     rec->fd = -1;
     loop_defer_free(rec->loop, &rec->dfree);
     return fd;
+}
+
+int watched_fd_take(struct watched_fd *rec)
+{
+    return leave_set(rec, false);
+}
+
+int watched_fd_hand_over(struct watched_fd *rec)
+{
+    return leave_set(rec, true);
 }
 
 struct watched_fd *watched_fd_oldest(const struct watched_set *set)

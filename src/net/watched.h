@@ -55,6 +55,11 @@ void *watched_fd_new(struct watched_set *set, size_t size, const struct watched_
  * caller may still read the owner's other members. Returns the
  * descriptor, now the caller's to close the way it needs. */
 int watched_fd_take(struct watched_fd *rec);
+/* As watched_fd_take, but the descriptor stays registered in rec->loop
+ * with &rec->watch: the new owner's loop_watch_take_over, in the same
+ * handler, makes that registration its own (one epoll_ctl where a take
+ * and a new watch make two). */
+int watched_fd_hand_over(struct watched_fd *rec);
 /* The record that has been in set longest; NULL when set is empty. */
 struct watched_fd *watched_fd_oldest(const struct watched_set *set);
 

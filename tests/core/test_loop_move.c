@@ -4,7 +4,10 @@
  * and a move epoll refuses leaves it where it was, still delivering. A
  * watch's unlocked handler (loop_watch_set_unlocked, a connection's data
  * path) gets its events without the lock, on either loop, and hands back
- * those it declines. */
+ * those it declines. A watch that takes over another's registration
+ * (loop_watch_take_over, a listener handing an accepted socket to its
+ * connector) gets the descriptor's events from then on, the other none,
+ * whether the two are on one loop or two. */
 #include <pthread.h>
 #include <sys/epoll.h>
 #include <unistd.h>
@@ -128,9 +131,65 @@ static void t_unlocked_handler(void)
     loop_fini(&b);
 }
 
+static unsigned g_from_fired;
+
+static void on_from(struct loop_watch *w, uint32_t events)
+{
+    (void)w;
+    if (events & EPOLLIN)
+        g_from_fired++;
+}
+
+static void t_take_over(void)
+{
+    struct loop a, b;
+    int p[2];
+    CHECK_EQ(loop_init(&a), 0);
+    CHECK_EQ(loop_init(&b), 0);
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+
+    /* One loop: the registration changes hands. */
+    struct loop_watch from = {0}, w = {0};
+    CHECK_EQ(loop_watch_add(&a, &from, p[0], EPOLLIN, on_from), 0);
+    g_from_fired = 0;
+    CHECK_EQ(fired_on(&a), 0);
+    CHECK(g_from_fired >= 1);
+    CHECK_EQ(loop_watch_take_over(&a, &from, &w, EPOLLIN, on_readable), 0);
+    CHECK(!from.added);
+    CHECK(w.added);
+    CHECK(w.loop == &a);
+    CHECK_EQ(w.fd, p[0]);
+    g_from_fired = 0;
+    CHECK(fired_on(&a) >= 1);
+    CHECK_EQ(g_from_fired, 0);
+    /* Only one registration: the watch can leave and come back. */
+    loop_watch_del(&a, &w);
+    CHECK_EQ(loop_watch_add(&a, &w, p[0], EPOLLIN, on_readable), 0);
+    loop_watch_del(&a, &w);
+
+    /* From another loop: removed there, added here. */
+    struct loop_watch from_b = {0}, w2 = {0};
+    CHECK_EQ(loop_watch_add(&b, &from_b, p[0], EPOLLIN, on_from), 0);
+    CHECK_EQ(loop_watch_take_over(&a, &from_b, &w2, EPOLLIN, on_readable), 0);
+    CHECK(!from_b.added);
+    CHECK(w2.loop == &a);
+    g_from_fired = 0;
+    CHECK_EQ(fired_on(&b), 0);
+    CHECK_EQ(g_from_fired, 0);
+    CHECK(fired_on(&a) >= 1);
+
+    loop_watch_del(&a, &w2);
+    close(p[0]);
+    close(p[1]);
+    loop_fini(&a);
+    loop_fini(&b);
+}
+
 int main(void)
 {
     RUN(t_refused_move_keeps_watch);
     RUN(t_unlocked_handler);
+    RUN(t_take_over);
     return tl_finish();
 }
