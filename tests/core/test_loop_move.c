@@ -35,14 +35,29 @@ static unsigned fired_on(struct loop *l)
     return g_fired;
 }
 
+/* Two loops and a pipe whose read end is readable from now on
+ * (level-triggered: every poll of a loop watching it reports it). */
+static void two_loops_up(struct loop *a, struct loop *b, int p[2])
+{
+    CHECK_EQ(loop_init(a), 0);
+    CHECK_EQ(loop_init(b), 0);
+    CHECK_EQ(pipe(p), 0);
+    CHECK_EQ(write(p[1], "x", 1), 1);
+}
+
+static void two_loops_down(struct loop *a, struct loop *b, int p[2])
+{
+    close(p[0]);
+    close(p[1]);
+    loop_fini(a);
+    loop_fini(b);
+}
+
 static void t_refused_move_keeps_watch(void)
 {
     struct loop a, b;
     int p[2];
-    CHECK_EQ(loop_init(&a), 0);
-    CHECK_EQ(loop_init(&b), 0);
-    CHECK_EQ(pipe(p), 0);
-    CHECK_EQ(write(p[1], "x", 1), 1); /* readable from now on (level-triggered) */
+    two_loops_up(&a, &b, p);
 
     struct loop_watch w = {0}, squatter = {0};
     CHECK_EQ(loop_watch_add(&a, &w, p[0], EPOLLIN, on_readable), 0);
@@ -61,10 +76,7 @@ static void t_refused_move_keeps_watch(void)
     CHECK(fired_on(&b) >= 1);
 
     loop_watch_del(&b, &w);
-    close(p[0]);
-    close(p[1]);
-    loop_fini(&a);
-    loop_fini(&b);
+    two_loops_down(&a, &b, p);
 }
 
 static unsigned g_unlocked_calls;
@@ -87,10 +99,7 @@ static void t_unlocked_handler(void)
 {
     struct loop a, b;
     int p[2];
-    CHECK_EQ(loop_init(&a), 0);
-    CHECK_EQ(loop_init(&b), 0);
-    CHECK_EQ(pipe(p), 0);
-    CHECK_EQ(write(p[1], "x", 1), 1);
+    two_loops_up(&a, &b, p);
 
     struct loop_watch w = {0};
     loop_watch_allow_unlocked(&w);
@@ -125,10 +134,7 @@ static void t_unlocked_handler(void)
     CHECK(!g_lock_was_held);
 
     loop_watch_del(&b, &w);
-    close(p[0]);
-    close(p[1]);
-    loop_fini(&a);
-    loop_fini(&b);
+    two_loops_down(&a, &b, p);
 }
 
 static unsigned g_from_fired;
@@ -144,10 +150,7 @@ static void t_take_over(void)
 {
     struct loop a, b;
     int p[2];
-    CHECK_EQ(loop_init(&a), 0);
-    CHECK_EQ(loop_init(&b), 0);
-    CHECK_EQ(pipe(p), 0);
-    CHECK_EQ(write(p[1], "x", 1), 1);
+    two_loops_up(&a, &b, p);
 
     /* One loop: the registration changes hands. */
     struct loop_watch from = {0}, w = {0};
@@ -180,10 +183,7 @@ static void t_take_over(void)
     CHECK(fired_on(&a) >= 1);
 
     loop_watch_del(&a, &w2);
-    close(p[0]);
-    close(p[1]);
-    loop_fini(&a);
-    loop_fini(&b);
+    two_loops_down(&a, &b, p);
 }
 
 int main(void)
