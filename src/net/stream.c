@@ -49,13 +49,8 @@ ssize_t ndk_stream_writev(int fd, const struct iovec *iov, int n)
     /* A lone buffer (a small FPDU staged whole, an RTR, a Terminate) goes
      * through send, as ndk_stream_readv's through recv: sendmsg would copy
      * in the message header and import the iovec first. */
-    if (n == 1) {
-        ssize_t r;
-        do
-            r = result(send(fd, iov[0].iov_base, iov[0].iov_len, MSG_NOSIGNAL | MSG_DONTWAIT));
-        while (r == -EINTR);
-        return r;
-    }
+    if (n == 1)
+        return ndk_stream_send(fd, iov[0].iov_base, iov[0].iov_len);
     struct msghdr m = {.msg_iov = (struct iovec *)(uintptr_t)iov, .msg_iovlen = (size_t)n};
     ssize_t r;
     do

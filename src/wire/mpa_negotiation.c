@@ -100,7 +100,7 @@ static size_t frame_want(const struct mpa_reader *r)
  * connection fails on it all the same (on_rtr). */
 static size_t rtr_want(const struct mpa_neg *n)
 {
-    size_t whole = n->rtr_have < 4 ? RTR_FPDU_MIN : mpa_fpdu_len(ddp_rd16(n->rtr_buf));
+    size_t whole = n->rtr_have < 4 ? 0 : mpa_fpdu_len(ddp_rd16(n->rtr_buf));
     if (whole < RTR_FPDU_MIN)
         whole = RTR_FPDU_MIN;
     return whole > n->rtr_have ? whole - n->rtr_have : 0;
